@@ -1,0 +1,240 @@
+// The tiny vocabularies are trained here, at run time, by a few hundred
+// rounds of plain BPE over a fixed English text: most-frequent adjacent pair
+// first, ties broken by byte order, so the result is identical on every
+// platform and build. Std::map keeps every iteration order deterministic.
+#include "model/tiny_vocab.h"
+
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "model/gguf_writer.h"
+#include "model/pretokenizer.h"
+#include "model/unicode_util.h"
+
+namespace kvbench {
+namespace {
+
+constexpr const char* kTrainingText =
+    "The quick brown fox jumps over the lazy dog. It's a sentence that people use\n"
+    "because it contains every letter of the alphabet, and they've used it for years.\n"
+    "We'll keep the cache small: a model with 3 layers, 96 dimensions and 6 heads\n"
+    "doesn't need much memory, but the benchmark still measures how the cache is used.\n"
+    "When the context grows past 512 tokens, the policy decides which entries to keep\n"
+    "and which ones to evict. Some policies keep the first tokens and the most recent\n"
+    "ones; others look at the attention scores and keep the tokens that matter most.\n"
+    "I'm sure you'd agree that it is the simplest thing that could possibly work.\n"
+    "Here is a list of numbers: 1, 2, 3, 10, 20, 30, 100, 2024 and 1234567890.\n"
+    "The user asked a question and the assistant gave an answer. The answer was short,\n"
+    "clear and correct, which is what a helpful assistant should always try to give.\n"
+    "In the beginning there was nothing; then there was text, and then there were tokens.\n"
+    "for (int i = 0; i < n; ++i) { total += values[i]; }  // sum the values\n"
+    "def hello(name):\n    return \"Hello, \" + name + \"!\"\n"
+    "Reading, writing and thinking are the things that the model should learn to do well.\n"
+    "They're here, there and everywhere: in the house, in the garden, on the street.\n";
+
+// Byte-level BPE: the ChatML specials, the 256 byte symbols, then merges.
+struct BpeVocab {
+  std::vector<std::string> tokens;
+  std::vector<int32_t> types;
+  std::vector<std::string> merges;
+};
+
+// One round-based BPE trainer used by both vocabularies: `words` maps a word
+// (as a symbol sequence) to its count; each round merges the most frequent
+// adjacent pair. Returns the merges in order.
+std::vector<std::pair<std::string, std::string>> train_bpe(
+    std::map<std::vector<std::string>, int> words, int max_merges) {
+  std::vector<std::pair<std::string, std::string>> merges;
+  for (int round = 0; round < max_merges; ++round) {
+    std::map<std::pair<std::string, std::string>, int> pairs;
+    for (const auto& [syms, count] : words) {
+      for (size_t i = 1; i < syms.size(); ++i) pairs[{syms[i - 1], syms[i]}] += count;
+    }
+    const std::pair<std::string, std::string>* best = nullptr;
+    int best_count = 1;  // a pair seen once is not worth a token
+    for (const auto& [pair, count] : pairs) {
+      if (count > best_count) best = &pair, best_count = count;  // map order breaks ties
+    }
+    if (!best) break;
+    const auto merge = *best;
+    merges.push_back(merge);
+    std::map<std::vector<std::string>, int> next;
+    for (const auto& [syms, count] : words) {
+      std::vector<std::string> out;
+      for (size_t i = 0; i < syms.size(); ++i) {
+        if (i + 1 < syms.size() && syms[i] == merge.first && syms[i + 1] == merge.second) {
+          out.push_back(merge.first + merge.second);
+          ++i;
+        } else {
+          out.push_back(syms[i]);
+        }
+      }
+      next[out] += count;
+    }
+    words = std::move(next);
+  }
+  return merges;
+}
+
+const BpeVocab& bpe_vocab() {
+  static const BpeVocab vocab = [] {
+    BpeVocab v;
+    for (const char* s : {"<|endoftext|>", "<|im_start|>", "<|im_end|>"}) {
+      v.tokens.emplace_back(s);
+      v.types.push_back(3);  // control
+    }
+    for (int b = 0; b < 256; ++b) {
+      v.tokens.push_back(unicode::byte_to_utf8(static_cast<uint8_t>(b)));
+      v.types.push_back(1);
+    }
+    // Train on exactly the chunks the "smollm" pre-tokenizer produces.
+    const auto pre = PreTokenizer::create("smollm");
+    std::map<std::vector<std::string>, int> words;
+    for (const std::string& chunk : pre->split(kTrainingText)) {
+      std::vector<std::string> syms;
+      for (unsigned char c : chunk) syms.push_back(unicode::byte_to_utf8(c));
+      ++words[syms];
+    }
+    std::map<std::string, bool> seen;
+    for (const auto& t : v.tokens) seen[t] = true;
+    for (const auto& [l, r] : train_bpe(std::move(words), 400)) {
+      v.merges.push_back(l + " " + r);
+      if (!seen[l + r]) {
+        seen[l + r] = true;
+        v.tokens.push_back(l + r);
+        v.types.push_back(1);
+      }
+    }
+    return v;
+  }();
+  return vocab;
+}
+
+// SentencePiece-style: <unk> <s> </s>, byte fallback tokens, the characters
+// of the text, then merged pieces scored by merge order (earlier = higher).
+struct SpmVocab {
+  std::vector<std::string> tokens;
+  std::vector<int32_t> types;
+  std::vector<float> scores;
+};
+
+const SpmVocab& spm_vocab() {
+  static const SpmVocab vocab = [] {
+    SpmVocab v;
+    const auto add = [&](std::string t, int32_t type, float score) {
+      v.tokens.push_back(std::move(t));
+      v.types.push_back(type);
+      v.scores.push_back(score);
+    };
+    add("<unk>", 2, 0.0f);
+    add("<s>", 3, 0.0f);
+    add("</s>", 3, 0.0f);
+    static const char* hex = "0123456789ABCDEF";
+    for (int b = 0; b < 256; ++b) add(std::string("<0x") + hex[b >> 4] + hex[b & 15] + ">", 6, 0.0f);
+
+    // Words as SentencePiece sees them: "▁word". Newlines and tabs are left
+    // out on purpose so that they exercise the byte fallback.
+    const std::string marker = "\xE2\x96\x81";
+    std::map<std::vector<std::string>, int> words;
+    std::map<std::string, bool> chars;
+    std::string word;
+    const auto flush = [&] {
+      if (word.empty()) return;
+      std::vector<std::string> syms{marker};
+      chars[marker] = true;
+      for (size_t i = 0; i < word.size();) {
+        const size_t n = unicode::utf8_len_from_lead(static_cast<unsigned char>(word[i]));
+        syms.push_back(word.substr(i, n));
+        chars[syms.back()] = true;
+        i += n;
+      }
+      ++words[syms];
+      word.clear();
+    };
+    for (const char* p = kTrainingText; *p; ++p) {
+      if (*p == ' ' || *p == '\n' || *p == '\t') {
+        flush();
+      } else {
+        word += *p;
+      }
+    }
+    flush();
+
+    std::map<std::string, bool> seen;
+    for (const auto& t : v.tokens) seen[t] = true;
+    float char_score = -1000.0f;
+    for (const auto& [c, unused] : chars) {
+      (void)unused;
+      add(c, 1, char_score);
+      char_score -= 1.0f;
+      seen[c] = true;
+    }
+    float score = 0.0f;
+    for (const auto& [l, r] : train_bpe(std::move(words), 350)) {
+      if (seen[l + r]) continue;
+      seen[l + r] = true;
+      add(l + r, 1, score);
+      score -= 1.0f;
+    }
+    return v;
+  }();
+  return vocab;
+}
+
+// SmolLM2-135M-Instruct's template, verbatim.
+constexpr const char* kChatMlTemplate =
+    "{% for message in messages %}{% if loop.first and messages[0]['role'] != 'system' %}"
+    "{{ '<|im_start|>system\nYou are a helpful AI assistant named SmolLM, trained by Hugging Face"
+    "<|im_end|>\n' }}{% endif %}{{'<|im_start|>' + message['role'] + '\n' + message['content'] + "
+    "'<|im_end|>' + '\n'}}{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\n' }}"
+    "{% endif %}";
+
+// TinyLlama-1.1B-Chat's (Zephyr) template.
+constexpr const char* kZephyrTemplate =
+    "{% for message in messages %}\n{% if message['role'] == 'user' %}\n"
+    "{{ '<|user|>\\n' + message['content'] + eos_token }}\n{% elif message['role'] == 'system' %}\n"
+    "{{ '<|system|>\\n' + message['content'] + eos_token }}\n{% elif message['role'] == 'assistant' %}\n"
+    "{{ '<|assistant|>\\n'  + message['content'] + eos_token }}\n{% endif %}\n"
+    "{% if loop.last and add_generation_prompt %}\n{{ '<|assistant|>' }}\n{% endif %}\n{% endfor %}";
+
+}  // namespace
+
+void write_tiny_vocab(GgufWriter& w, TinyVocabKind kind) {
+  if (kind == TinyVocabKind::Bpe) {
+    const BpeVocab& v = bpe_vocab();
+    w.set_string("tokenizer.ggml.model", "gpt2");
+    w.set_string("tokenizer.ggml.pre", "smollm");
+    w.set_string_array("tokenizer.ggml.tokens", v.tokens);
+    w.set_i32_array("tokenizer.ggml.token_type", v.types);
+    w.set_string_array("tokenizer.ggml.merges", v.merges);
+    // As in SmolLM2: BOS is <|im_start|> but is not added.
+    w.set_u32("tokenizer.ggml.bos_token_id", 1);
+    w.set_u32("tokenizer.ggml.eos_token_id", 2);
+    w.set_u32("tokenizer.ggml.unknown_token_id", 0);
+    w.set_u32("tokenizer.ggml.padding_token_id", 2);
+    w.set_bool("tokenizer.ggml.add_bos_token", false);
+    w.set_bool("tokenizer.ggml.add_space_prefix", false);
+    w.set_string("tokenizer.chat_template", kChatMlTemplate);
+  } else {
+    const SpmVocab& v = spm_vocab();
+    w.set_string("tokenizer.ggml.model", "llama");
+    w.set_string_array("tokenizer.ggml.tokens", v.tokens);
+    w.set_f32_array("tokenizer.ggml.scores", v.scores);
+    w.set_i32_array("tokenizer.ggml.token_type", v.types);
+    w.set_u32("tokenizer.ggml.bos_token_id", 1);
+    w.set_u32("tokenizer.ggml.eos_token_id", 2);
+    w.set_u32("tokenizer.ggml.unknown_token_id", 0);
+    w.set_bool("tokenizer.ggml.add_bos_token", true);
+    w.set_bool("tokenizer.ggml.add_eos_token", false);
+    w.set_bool("tokenizer.ggml.add_space_prefix", true);
+    w.set_string("tokenizer.chat_template", kZephyrTemplate);
+  }
+}
+
+int32_t tiny_vocab_size(TinyVocabKind kind) {
+  return static_cast<int32_t>(kind == TinyVocabKind::Bpe ? bpe_vocab().tokens.size() : spm_vocab().tokens.size());
+}
+
+}  // namespace kvbench
