@@ -1,0 +1,127 @@
+#include "harness/cli.h"
+
+#include <fstream>
+#include <iostream>
+#include <sstream>
+#include <thread>
+
+#include "model/error.h"
+#include "model/llama_model.h"
+
+namespace po = boost::program_options;
+
+namespace kvbench::cli {
+
+const std::vector<Command>& commands() {
+  static const std::vector<Command> table = {
+      {"info", "metadata, hyper-parameters and tensor types of a GGUF file", cmd_info},
+      {"generate", "generate text from a prompt (greedy by default), streamed", cmd_generate},
+      {"tokenize", "token ids of a text, one line", cmd_tokenize},
+      {"logits", "next-token logits of a prompt (top K)", cmd_logits},
+      {"perplexity", "perplexity of a text file", cmd_perplexity},
+      {"tiny-model", "write the project's tiny random-weight test model", cmd_tiny_model},
+  };
+  return table;
+}
+
+namespace {
+
+void print_usage(std::ostream& os) {
+  os << "kvbench — a benchmarking harness for KV-cache policies on a CPU LLaMA model\n\n"
+        "usage: kvbench <command> [options]   (kvbench <command> --help for its options)\n\n"
+        "commands:\n";
+  for (const auto& c : commands()) {
+    os << "  " << c.name << std::string(14 - c.name.size(), ' ') << c.summary << "\n";
+  }
+  os << "\nThe model defaults to $KVBENCH_MODEL, else models/SmolLM2-135M-Instruct.Q4_1.gguf.\n"
+        "Exit codes: 0 done, 1 a check failed, 2 bad input or usage.\n";
+}
+
+}  // namespace
+
+bool parse(const Args& args, const po::options_description& desc, po::variables_map& vm,
+           std::string_view usage, const po::positional_options_description* positional) {
+  po::options_description all;
+  all.add_options()("help,h", "show this help");
+  all.add(desc);
+  try {
+    po::command_line_parser parser(args);
+    parser.options(all);
+    if (positional) parser.positional(*positional);
+    else parser.positional(po::positional_options_description());
+    po::store(parser.run(), vm);
+    if (vm.count("help")) {
+      std::cout << "usage: " << usage << "\n\n" << all;
+      return false;
+    }
+    po::notify(vm);
+  } catch (const po::error& e) {
+    throw InputError(e.what());
+  }
+  return true;
+}
+
+void add_model_options(po::options_description& desc) {
+  desc.add_options()("model,m", po::value<std::string>(),
+                     "GGUF model file (default: $KVBENCH_MODEL or "
+                     "models/SmolLM2-135M-Instruct.Q4_1.gguf)")(
+      "threads,t", po::value<int>(), "worker threads (default: all cores)");
+}
+
+std::string model_path(const po::variables_map& vm) {
+  return vm.count("model") ? vm["model"].as<std::string>() : default_model_path();
+}
+
+int thread_count(const po::variables_map& vm) {
+  const int hw = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  if (!vm.count("threads")) return hw;
+  const int n = vm["threads"].as<int>();
+  if (n < 1 || n > 512) throw InputError("--threads must be between 1 and 512, got " + std::to_string(n));
+  return n;
+}
+
+std::string read_text_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw InputError(path + ": cannot open file");
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  if (in.bad()) throw InputError(path + ": read error");
+  return ss.str();
+}
+
+int main(int argc, char** argv) {
+  std::ios::sync_with_stdio(false);
+  if (argc < 2) {
+    print_usage(std::cerr);
+    return 2;
+  }
+  const std::string name = argv[1];
+  if (name == "--help" || name == "-h" || name == "help") {
+    print_usage(std::cout);
+    return 0;
+  }
+  if (name == "--version") {
+    std::cout << "kvbench " << KVBENCH_VERSION << "\n";
+    return 0;
+  }
+  Args args(argv + 2, argv + argc);
+  for (const auto& c : commands()) {
+    if (c.name != name) continue;
+    try {
+      return c.run(args);
+    } catch (const InputError& e) {
+      std::cout.flush();
+      std::cerr << "error: " << e.what() << "\n";
+      return 2;
+    } catch (const std::bad_alloc&) {
+      std::cerr << "error: out of memory\n";
+      return 2;
+    }
+  }
+  std::string names;
+  for (const auto& c : commands()) names += (names.empty() ? "" : ", ") + std::string(c.name);
+  std::cerr << "error: unknown command '" << name << "' (commands: " << names << ")\n";
+  return 2;
+}
+
+}  // namespace kvbench::cli

@@ -1,0 +1,47 @@
+// The kvbench command line: a table of subcommands, each a function taking
+// its own arguments. Bad input of any kind ends as one line "error: <what>"
+// on stderr and exit code 2; --help on every subcommand.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <boost/program_options.hpp>
+
+namespace kvbench::cli {
+
+using Args = std::vector<std::string>;
+
+struct Command {
+  std::string_view name;
+  std::string_view summary;
+  int (*run)(const Args& args);
+};
+
+const std::vector<Command>& commands();
+int main(int argc, char** argv);
+
+// Parses args against `desc` (positional names optional). Returns false when
+// --help was given (usage printed to stdout). Throws InputError on bad usage.
+bool parse(const Args& args, const boost::program_options::options_description& desc,
+           boost::program_options::variables_map& vm, std::string_view usage,
+           const boost::program_options::positional_options_description* positional = nullptr);
+
+// Options most subcommands share: --model PATH and --threads N.
+void add_model_options(boost::program_options::options_description& desc);
+std::string model_path(const boost::program_options::variables_map& vm);
+int thread_count(const boost::program_options::variables_map& vm);  // validated
+
+// Reads a whole text file; InputError naming it when unreadable.
+std::string read_text_file(const std::string& path);
+
+// Subcommands (one file each).
+int cmd_info(const Args& args);
+int cmd_generate(const Args& args);
+int cmd_tokenize(const Args& args);
+int cmd_logits(const Args& args);
+int cmd_perplexity(const Args& args);
+int cmd_tiny_model(const Args& args);
+
+}  // namespace kvbench::cli

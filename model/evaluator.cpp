@@ -1,0 +1,102 @@
+#include "model/evaluator.h"
+
+#include <cassert>
+#include <cmath>
+
+#include "model/rope.h"
+
+namespace kvbench {
+
+Evaluator::Evaluator(const LlamaModel& model, int n_threads)
+    : model_(model), pool_(n_threads), inv_freq_(rope_inv_freq(model.config().rope)) {}
+
+void Evaluator::ensure_capacity(int64_t n) {
+  if (n <= capacity_) return;
+  const LlamaConfig& c = model_.config();
+  capacity_ = n;
+  x_.resize(n * c.dim);
+  xn_.resize(n * c.dim);
+  q_.resize(n * c.q_dim());
+  k_.resize(n * c.kv_dim());
+  v_.resize(n * c.kv_dim());
+  attn_.resize(n * c.q_dim());
+  gate_.resize(n * c.ffn_dim);
+  up_.resize(n * c.ffn_dim);
+  proj_.resize(n * c.dim);
+}
+
+// out[t] = x[t] / sqrt(mean(x[t]^2) + eps) * weight, sum of squares in double.
+void Evaluator::rms_norm(const float* x, const std::vector<float>& weight, float* out,
+                         int64_t n_tokens) {
+  const int dim = model_.config().dim;
+  const float eps = model_.config().rms_eps;
+  for (int64_t t = 0; t < n_tokens; ++t) {
+    const float* xt = x + t * dim;
+    double sum = 0.0;
+    for (int i = 0; i < dim; ++i) sum += static_cast<double>(xt[i]) * xt[i];
+    const float scale = 1.0f / std::sqrt(static_cast<float>(sum / dim) + eps);
+    float* ot = out + t * dim;
+    for (int i = 0; i < dim; ++i) ot[i] = xt[i] * scale * weight[i];
+  }
+}
+
+void Evaluator::step(std::span<const int32_t> tokens, std::span<const int32_t> positions, int seq,
+                     StepPhase phase, KvCache& cache, Logits which, float* logits) {
+  assert(tokens.size() == positions.size() && !tokens.empty());
+  const LlamaConfig& c = model_.config();
+  const LlamaWeights& w = model_.weights();
+  const int64_t n = static_cast<int64_t>(tokens.size());
+  ensure_capacity(n);
+
+  // x[t] = token_embd[tokens[t]]   [n][dim]
+  for (int64_t t = 0; t < n; ++t) {
+    assert(tokens[t] >= 0 && tokens[t] < c.n_vocab);
+    dequantize_row(w.tok_embd.type, w.tok_embd.row(tokens[t]), x_.data() + t * c.dim, c.dim);
+  }
+
+  StepInfo info;
+  info.seq = seq;
+  info.phase = phase;
+  info.positions = positions;
+  info.tokens = tokens;
+  cache.begin_step(info);
+
+  const AttentionShape attn_shape{c.n_heads, c.n_kv_heads, c.head_dim};
+  for (int l = 0; l < c.n_layers; ++l) {
+    const LayerWeights& L = w.layers[l];
+    // Attention block: x += Wo . attention(rope(Wq xn), rope(Wk xn), Wv xn)
+    rms_norm(x_.data(), L.attn_norm, xn_.data(), n);
+    matmul(L.wq, xn_.data(), n, q_.data(), c.q_dim(), pool_, matmul_scratch_);
+    matmul(L.wk, xn_.data(), n, k_.data(), c.kv_dim(), pool_, matmul_scratch_);
+    matmul(L.wv, xn_.data(), n, v_.data(), c.kv_dim(), pool_, matmul_scratch_);
+    for (int64_t t = 0; t < n; ++t) {
+      rope_rotate(q_.data() + t * c.q_dim(), c.n_heads, c.head_dim, positions[t], inv_freq_);
+      rope_rotate(k_.data() + t * c.kv_dim(), c.n_kv_heads, c.head_dim, positions[t], inv_freq_);
+    }
+    cache.append(l, k_.data(), v_.data());
+    attend(attn_shape, l, q_.data(), positions, cache, attn_.data(), pool_, attention_scratch_);
+    matmul(L.wo, attn_.data(), n, proj_.data(), c.dim, pool_, matmul_scratch_);
+    for (int64_t i = 0; i < n * c.dim; ++i) x_[i] += proj_[i];
+
+    // Feed-forward block (SwiGLU): x += W_down (silu(W_gate xn) * W_up xn)
+    rms_norm(x_.data(), L.ffn_norm, xn_.data(), n);
+    matmul(L.w_gate, xn_.data(), n, gate_.data(), c.ffn_dim, pool_, matmul_scratch_);
+    matmul(L.w_up, xn_.data(), n, up_.data(), c.ffn_dim, pool_, matmul_scratch_);
+    for (int64_t i = 0; i < n * c.ffn_dim; ++i) {
+      const float g = gate_[i];
+      gate_[i] = g / (1.0f + std::exp(-g)) * up_[i];
+    }
+    matmul(L.w_down, gate_.data(), n, proj_.data(), c.dim, pool_, matmul_scratch_);
+    for (int64_t i = 0; i < n * c.dim; ++i) x_[i] += proj_[i];
+  }
+  cache.end_step();
+
+  if (which == Logits::None) return;
+  // Only the rows whose logits are wanted go through the output layer.
+  const int64_t first = which == Logits::Last ? n - 1 : 0;
+  const int64_t rows = n - first;
+  rms_norm(x_.data() + first * c.dim, w.output_norm, xn_.data(), rows);
+  matmul(w.output, xn_.data(), rows, logits, c.n_vocab, pool_, matmul_scratch_);
+}
+
+}  // namespace kvbench

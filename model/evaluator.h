@@ -1,0 +1,56 @@
+// Runs the LLaMA forward pass over a step of tokens (a prefill chunk or one
+// decode token), writing K/V through the cache interface. Holds the thread
+// pool and every activation buffer, so steps allocate nothing once buffers
+// have reached the largest step size seen.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "model/attention.h"
+#include "model/kv_cache.h"
+#include "model/llama_model.h"
+#include "model/matmul.h"
+#include "model/thread_pool.h"
+
+namespace kvbench {
+
+enum class Logits { None, Last, All };
+
+class Evaluator {
+ public:
+  Evaluator(const LlamaModel& model, int n_threads);
+
+  // tokens, positions: [n]. Writes logits: [n_vocab] for Logits::Last,
+  // [n][n_vocab] for Logits::All (caller-sized), nothing for Logits::None.
+  void step(std::span<const int32_t> tokens, std::span<const int32_t> positions, int seq,
+            StepPhase phase, KvCache& cache, Logits which, float* logits);
+
+  const LlamaModel& model() const { return model_; }
+  int n_threads() const { return pool_.size(); }
+  ThreadPool& pool() { return pool_; }
+
+ private:
+  void ensure_capacity(int64_t n_tokens);
+  void rms_norm(const float* x, const std::vector<float>& weight, float* out, int64_t n_tokens);
+
+  const LlamaModel& model_;
+  ThreadPool pool_;
+  MatmulScratch matmul_scratch_;
+  AttentionScratch attention_scratch_;
+  std::vector<float> inv_freq_;  // [rope.n_dims / 2]
+  int64_t capacity_ = 0;
+  // Activations, [capacity][width]:
+  std::vector<float> x_;      // residual stream [dim]
+  std::vector<float> xn_;     // normalised [dim]
+  std::vector<float> q_;      // [n_heads * head_dim]
+  std::vector<float> k_;      // [n_kv_heads * head_dim]
+  std::vector<float> v_;      // [n_kv_heads * head_dim]
+  std::vector<float> attn_;   // [n_heads * head_dim]
+  std::vector<float> gate_;   // [ffn_dim]
+  std::vector<float> up_;     // [ffn_dim]
+  std::vector<float> proj_;   // [dim] output of wo / w_down before the residual add
+};
+
+}  // namespace kvbench

@@ -1,0 +1,91 @@
+// The cache interface: the only place where the model and the cache policies
+// meet. The model owns no K/V storage (the caller owns the cache, as in
+// gemma.cpp); per step it announces the tokens, hands over each layer's new
+// K/V, attends over what the cache chooses to show for each KV head, reports
+// attention probabilities only when the cache asks for them, and lets the
+// cache maintain itself after the step.
+//
+// One forward step (a prefill chunk or one decode token) is:
+//   begin_step(info)
+//   for layer in 0..n_layers:
+//     append(layer, k, v)                        // the step's new rows
+//     for kv_head: view(layer, kv_head)          // entries to attend over
+//     observe(...)  only if attention_request(layer).wanted
+//   end_step()                                   // policy maintenance
+#pragma once
+
+#include <cstdint>
+#include <span>
+
+namespace kvbench {
+
+// Shape of the K/V the model writes; fixed for a cache's lifetime.
+struct KvShape {
+  int n_layers = 0;
+  int n_kv_heads = 0;
+  int n_q_heads = 0;  // query heads; n_q_heads / n_kv_heads share one KV head (GQA)
+  int head_dim = 0;
+};
+
+enum class StepPhase { Prefill, Decode };
+
+struct StepInfo {
+  int seq = 0;                          // sequence the tokens belong to
+  StepPhase phase = StepPhase::Prefill;
+  std::span<const int32_t> positions;   // [n_tokens] rotary positions of the new tokens
+  std::span<const int32_t> tokens;      // [n_tokens] token ids (policies may use them)
+};
+
+// The entries one KV head attends over for the current step's sequence,
+// in cache order. Valid until the next call on the cache.
+class KvHeadView {
+ public:
+  virtual ~KvHeadView() = default;
+  virtual int32_t size() const = 0;
+  // [size()] rotary positions; causal masking compares these with the query's.
+  virtual const int32_t* positions() const = 0;
+  // K (or V) rows [begin, begin + count) as f32, [count][head_dim] row-major.
+  // Returns a pointer into the cache's storage when it holds f32 rows, else
+  // decodes into `scratch` (count * head_dim floats, caller-owned) and returns it.
+  virtual const float* keys(int32_t begin, int32_t count, float* scratch) const = 0;
+  virtual const float* values(int32_t begin, int32_t count, float* scratch) const = 0;
+};
+
+// What a policy wants to see of a layer's attention during the current step.
+struct AttentionRequest {
+  bool wanted = false;
+  int32_t last_queries = -1;  // only the step's last N query tokens; -1 = all
+};
+
+// Attention probabilities of one query token: one row of n per query head of
+// the KV head's group (row g at probs + g * head_stride), over that KV head's
+// view in view order.
+struct AttentionRows {
+  int layer = 0;
+  int kv_head = 0;
+  int32_t query_index = 0;  // index of the query token within the step
+  int32_t query_pos = 0;    // its rotary position
+  int group = 0;            // query heads per KV head
+  int32_t n = 0;            // view size
+  const float* probs = nullptr;
+  int64_t head_stride = 0;
+};
+
+class KvCache {
+ public:
+  virtual ~KvCache() = default;
+  virtual const KvShape& shape() const = 0;
+
+  virtual void begin_step(const StepInfo& info) = 0;
+  // New rows of the step: k, v are [n_tokens][n_kv_heads][head_dim], keys
+  // already rotated (RoPE) at the step's positions.
+  virtual void append(int layer, const float* k, const float* v) = 0;
+  virtual const KvHeadView& view(int layer, int kv_head) = 0;
+  // Zero cost unless asked: the model computes and reports probabilities only
+  // for layers where this says wanted.
+  virtual AttentionRequest attention_request(int layer) const { return {}; }
+  virtual void observe(const AttentionRows& rows) {}
+  virtual void end_step() = 0;
+};
+
+}  // namespace kvbench

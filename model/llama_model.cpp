@@ -1,0 +1,37 @@
+#include "model/llama_model.h"
+
+#include <cstdlib>
+
+#include "model/error.h"
+
+namespace kvbench {
+
+std::unique_ptr<LlamaModel> LlamaModel::load(const std::string& path) {
+  auto m = std::unique_ptr<LlamaModel>(new LlamaModel());
+  m->file_ = GgufFile::open(path);
+  m->config_ = read_llama_config(*m->file_);
+  m->weights_ = load_llama_weights(*m->file_, m->config_);
+  m->tokenizer_ = Tokenizer::from_gguf(*m->file_);
+  if (m->tokenizer_->n_vocab() > m->config_.n_vocab)
+    throw InputError(path + ": the vocabulary has " + std::to_string(m->tokenizer_->n_vocab()) +
+                     " tokens but token_embd.weight has only " +
+                     std::to_string(m->config_.n_vocab) + " rows");
+  m->chat_template_ = ChatTemplate::from_gguf(*m->file_);
+  return m;
+}
+
+KvShape LlamaModel::kv_shape() const {
+  KvShape s;
+  s.n_layers = config_.n_layers;
+  s.n_kv_heads = config_.n_kv_heads;
+  s.n_q_heads = config_.n_heads;
+  s.head_dim = config_.head_dim;
+  return s;
+}
+
+std::string default_model_path() {
+  if (const char* env = std::getenv("KVBENCH_MODEL"); env && *env) return env;
+  return "models/SmolLM2-135M-Instruct.Q4_1.gguf";
+}
+
+}  // namespace kvbench

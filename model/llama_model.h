@@ -1,0 +1,42 @@
+// A loaded LLaMA GGUF: the mapped file, its validated hyper-parameters and
+// weight views, tokenizer and chat template. Immutable after load; any number
+// of evaluators (and caches) can share it.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "model/chat_template.h"
+#include "model/gguf.h"
+#include "model/kv_cache.h"
+#include "model/llama_config.h"
+#include "model/llama_weights.h"
+#include "model/tokenizer.h"
+
+namespace kvbench {
+
+class LlamaModel {
+ public:
+  // Throws InputError("<path>: <what>") for any problem with the file.
+  static std::unique_ptr<LlamaModel> load(const std::string& path);
+
+  const GgufFile& file() const { return *file_; }
+  const LlamaConfig& config() const { return config_; }
+  const LlamaWeights& weights() const { return weights_; }
+  const Tokenizer& tokenizer() const { return *tokenizer_; }
+  const ChatTemplate& chat_template() const { return chat_template_; }
+  KvShape kv_shape() const;
+
+ private:
+  std::unique_ptr<GgufFile> file_;
+  LlamaConfig config_;
+  LlamaWeights weights_;
+  std::unique_ptr<Tokenizer> tokenizer_;
+  ChatTemplate chat_template_;
+};
+
+// The model path used when none is given: $KVBENCH_MODEL, else
+// models/SmolLM2-135M-Instruct.Q4_1.gguf.
+std::string default_model_path();
+
+}  // namespace kvbench

@@ -1,0 +1,52 @@
+// Views of a LLaMA GGUF file's tensors, checked for name, shape and type.
+// Matrices stay quantized in the mapping; norms are copied to f32.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "model/ggml_types.h"
+#include "model/llama_config.h"
+
+namespace kvbench {
+
+class GgufFile;
+
+// A weight matrix W[rows][cols] (GGUF ne = {cols, rows}): y = W x maps
+// x[cols] -> y[rows]. Row r starts at data + r * row_bytes.
+struct WeightMatrix {
+  GgmlType type = GgmlType::F32;
+  int64_t rows = 0;
+  int64_t cols = 0;
+  size_t row_bytes = 0;
+  const uint8_t* data = nullptr;
+  const uint8_t* row(int64_t r) const { return data + r * row_bytes; }
+};
+
+struct LayerWeights {
+  std::vector<float> attn_norm;  // [dim]
+  WeightMatrix wq;               // [n_heads * head_dim][dim]
+  WeightMatrix wk;               // [n_kv_heads * head_dim][dim]
+  WeightMatrix wv;               // [n_kv_heads * head_dim][dim]
+  WeightMatrix wo;               // [dim][n_heads * head_dim]
+  std::vector<float> ffn_norm;   // [dim]
+  WeightMatrix w_gate;           // [ffn_dim][dim]
+  WeightMatrix w_up;             // [ffn_dim][dim]
+  WeightMatrix w_down;           // [dim][ffn_dim]
+};
+
+struct LlamaWeights {
+  WeightMatrix tok_embd;           // [n_vocab][dim]
+  std::vector<LayerWeights> layers;
+  std::vector<float> output_norm;  // [dim]
+  WeightMatrix output;             // [n_vocab][dim]; = tok_embd when tied
+  bool tied_output = false;
+};
+
+// Throws InputError("<path>: ...") naming the tensor for a missing tensor, a
+// wrong shape, or a type kvbench cannot dequantize. Also fills
+// config.n_vocab and, when rope_freqs.weight is present, config.rope.freq_factors.
+LlamaWeights load_llama_weights(const GgufFile& file, LlamaConfig& config);
+
+}  // namespace kvbench

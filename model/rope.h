@@ -1,0 +1,29 @@
+// Rotary position embedding in the pair-wise convention of GGUF llama weights
+// (llama.cpp's ROPE_TYPE_NORM): dimensions (2i, 2i+1) rotate together by
+// angle pos * theta_i, theta_i = freq_scale * base^(-2i / n_dims) / factor_i.
+// (HF's rotate-half pairs i with i + d/2; the GGUF converter permutes Q/K so
+// that the adjacent-pair form gives the same result.)
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+namespace kvbench {
+
+struct RopeConfig {
+  int n_dims = 0;            // rotated dimensions (<= head_dim; the rest pass through)
+  float freq_base = 10000.0f;
+  float freq_scale = 1.0f;   // linear scaling: 1 / factor
+  std::vector<float> freq_factors;  // [n_dims / 2] llama3-style divisors; empty = none
+};
+
+// Inverse frequencies theta_i, [n_dims / 2].
+std::vector<float> rope_inv_freq(const RopeConfig& rope);
+
+// Rotates each of n_vectors vectors of length `stride` (head_dim) in place at
+// `pos`: x[v * stride + 2i], x[v * stride + 2i + 1] for i < n_dims / 2.
+// `delta` positions may be negative (re-rotation of stored keys).
+void rope_rotate(float* x, int n_vectors, int stride, int64_t pos,
+                 const std::vector<float>& inv_freq);
+
+}  // namespace kvbench

@@ -1,0 +1,45 @@
+// A naive scalar LLaMA forward for tests: straight math on fully dequantized
+// weights, every sum in double, every position recomputed from scratch with
+// no cache. Slow and obviously right; the optimized model is compared to it.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "model/llama_model.h"
+
+namespace kvbench::test {
+
+class ReferenceLlama {
+ public:
+  explicit ReferenceLlama(const LlamaModel& model);
+  // Logits [n_vocab] after each of the positions listed in `score_at` (indices
+  // into tokens; positions are 0..n-1), concatenated in that order.
+  std::vector<float> logits(const std::vector<int32_t>& tokens,
+                            const std::vector<int64_t>& score_at) const;
+
+ private:
+  struct Matrix {
+    int64_t rows = 0, cols = 0;
+    std::vector<float> w;  // [rows][cols]
+  };
+  static Matrix dequantize(const WeightMatrix& m);
+  struct Layer {
+    std::vector<float> attn_norm, ffn_norm;
+    Matrix wq, wk, wv, wo, gate, up, down;
+  };
+  const LlamaConfig& c_;
+  Matrix embd_, output_;
+  std::vector<float> output_norm_;
+  std::vector<Layer> layers_;
+};
+
+// The model the tests use: the tiny GGUF written to a temporary file once
+// per process and vocabulary kind.
+std::string tiny_model_path(bool spm = false, bool tied = true);
+// Path of the default model if present (KVBENCH_MODEL or <repo>/models/...), else "".
+std::string smollm2_path();
+
+float max_abs_diff(const float* a, const float* b, size_t n);
+
+}  // namespace kvbench::test

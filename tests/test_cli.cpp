@@ -1,0 +1,111 @@
+// The kvbench binary as users meet it: --help everywhere, exit codes, and
+// one-line "error: <file>: <what>" for bad input with nothing on stdout.
+#include <gtest/gtest.h>
+
+#include <array>
+#include <cstdio>
+#include <fstream>
+#include <sys/wait.h>
+
+#include "model/gguf.h"
+#include "model/tiny_model.h"
+#include "tests/support/reference_llama.h"
+
+namespace kvbench {
+namespace {
+
+struct Result {
+  int code = -1;
+  std::string out, err;
+};
+
+// Runs kvbench with the arguments (shell-quoted by the caller), capturing
+// stdout and stderr separately.
+Result run(const std::string& args) {
+  const std::string err_path = testing::TempDir() + "kvbench-cli-stderr.txt";
+  const std::string cmd = std::string(KVBENCH_BINARY) + " " + args + " 2>" + err_path;
+  Result r;
+  FILE* p = popen(cmd.c_str(), "r");
+  std::array<char, 4096> buf;
+  size_t n;
+  while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) r.out.append(buf.data(), n);
+  const int status = pclose(p);
+  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  std::ifstream e(err_path);
+  r.err.assign(std::istreambuf_iterator<char>(e), {});
+  return r;
+}
+
+void write_file(const std::string& path, const std::vector<uint8_t>& bytes) {
+  std::ofstream(path, std::ios::binary).write(reinterpret_cast<const char*>(bytes.data()), bytes.size());
+}
+
+// One line "error: ..." on stderr, exit 2, nothing on stdout.
+void expect_input_error(const Result& r, const std::string& contains) {
+  EXPECT_EQ(r.code, 2) << r.err;
+  EXPECT_TRUE(r.out.empty()) << r.out;
+  EXPECT_EQ(r.err.rfind("error: ", 0), 0u) << r.err;
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  EXPECT_NE(r.err.find(contains), std::string::npos) << r.err;
+}
+
+TEST(Cli, HelpOnEveryCommand) {
+  for (const char* cmd : {"info", "generate", "tokenize", "logits", "perplexity", "tiny-model"}) {
+    const Result r = run(std::string(cmd) + " --help");
+    EXPECT_EQ(r.code, 0) << cmd;
+    EXPECT_NE(r.out.find("usage: kvbench " + std::string(cmd)), std::string::npos) << cmd << r.out;
+  }
+  const Result top = run("--help");
+  EXPECT_EQ(top.code, 0);
+  EXPECT_NE(top.out.find("perplexity"), std::string::npos);
+}
+
+TEST(Cli, UsageErrorsExitWith2) {
+  expect_input_error(run("frobnicate"), "unknown command 'frobnicate'");
+  expect_input_error(run("info --no-such-flag"), "no-such-flag");
+  expect_input_error(run("generate --model " + test::tiny_model_path()), "prompt");
+  expect_input_error(run("generate --model " + test::tiny_model_path() + " --prompt hi --top-p 0"),
+                     "--top-p");
+  expect_input_error(run("generate --prompt hi --model " + test::tiny_model_path() + " --threads 0"), "--threads");
+}
+
+TEST(Cli, InfoListsTensorTypes) {
+  const Result r = run("info --model " + test::tiny_model_path() + " --tensors");
+  ASSERT_EQ(r.code, 0) << r.err;
+  for (const char* type : {"Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q8_0", "Q4_K", "Q6_K", "F16", "BF16", "F32"})
+    EXPECT_NE(r.out.find(std::string(type) + ":"), std::string::npos) << type;
+  EXPECT_NE(r.out.find("layers 3"), std::string::npos);
+  EXPECT_NE(r.out.find("blk.2.ffn_down.weight"), std::string::npos);
+}
+
+TEST(Cli, BadModelFilesGiveOneErrorLineNamingTheFile) {
+  const std::string dir = testing::TempDir();
+  expect_input_error(run("info --model " + dir + "does-not-exist.gguf"), "does-not-exist.gguf");
+
+  const auto good = make_tiny_model({});
+  std::vector<uint8_t> magic = good;
+  magic[0] = 'X';
+  write_file(dir + "bad-magic.gguf", magic);
+  expect_input_error(run("info --model " + dir + "bad-magic.gguf"), "bad-magic.gguf: ");
+
+  std::vector<uint8_t> cut(good.begin(), good.begin() + good.size() / 2);
+  write_file(dir + "truncated.gguf", cut);
+  expect_input_error(run("info --model " + dir + "truncated.gguf"), "truncated.gguf: ");
+  expect_input_error(run("generate --prompt hi --model " + dir + "truncated.gguf"), "truncated.gguf: ");
+}
+
+TEST(Cli, TokenizeAndGenerateOnTheTinyModel) {
+  const std::string m = test::tiny_model_path();
+  const Result tok = run("tokenize --model " + m + " --text 'hello world'");
+  ASSERT_EQ(tok.code, 0) << tok.err;
+  EXPECT_FALSE(tok.out.empty());
+  EXPECT_EQ(tok.out.back(), '\n');
+  const Result gen = run("generate --model " + m + " --prompt 'hello' --max-tokens 8 -t 2");
+  ASSERT_EQ(gen.code, 0) << gen.err;
+  EXPECT_NE(gen.err.find("prompt:"), std::string::npos);
+  // Greedy decoding is deterministic: the same text twice.
+  EXPECT_EQ(gen.out, run("generate --model " + m + " --prompt 'hello' --max-tokens 8 -t 2").out);
+}
+
+}  // namespace
+}  // namespace kvbench

@@ -1,0 +1,129 @@
+// Loading a LLaMA GGUF: every missing or wrong key, tensor, shape and type is
+// one InputError naming the file and the culprit.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <functional>
+
+#include "model/error.h"
+#include "model/gguf_writer.h"
+#include "model/llama_model.h"
+#include "model/tiny_model.h"
+
+namespace kvbench {
+namespace {
+
+// Copies the tiny model through a writer, letting `edit` drop or change keys
+// and tensors on the way; returns the path of the edited file.
+struct Edit {
+  std::function<bool(const std::string& key, GgufValue& value)> key;      // false = drop
+  std::function<bool(const GgufTensor& t, GgmlType& type, std::vector<int64_t>& ne)> tensor;
+};
+
+std::string edited_model(const std::string& name, const Edit& edit) {
+  const auto bytes = make_tiny_model({});
+  auto src = GgufFile::from_memory(bytes.data(), bytes.size(), "tiny");
+  GgufWriter w;
+  for (const auto& [k, v] : src->metadata()) {
+    GgufValue copy = v;
+    if (!edit.key || edit.key(k, copy)) w.set(k, copy);
+  }
+  for (const auto& t : src->tensors()) {
+    GgmlType type = t.type;
+    std::vector<int64_t> ne(t.ne, t.ne + t.n_dims);
+    if (edit.tensor && !edit.tensor(t, type, ne)) continue;
+    if (type == t.type && ne == std::vector<int64_t>(t.ne, t.ne + t.n_dims)) {
+      w.add_tensor(t.name, t.type, ne, t.data, t.bytes);
+    } else {
+      // Zero bytes of the new type and shape (a valid block of any type).
+      size_t bytes = row_bytes(type, ne[0]);
+      for (size_t i = 1; i < ne.size(); ++i) bytes *= ne[i];
+      const std::vector<uint8_t> zeros(bytes, 0);
+      w.add_tensor(t.name, type, ne, zeros.data(), zeros.size());
+    }
+  }
+  const std::string path = testing::TempDir() + name + ".gguf";
+  w.write(path);
+  return path;
+}
+
+std::string load_error(const std::string& path) {
+  try {
+    LlamaModel::load(path);
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
+TEST(ModelLoader, TinyModelLoads) {
+  const auto bytes = make_tiny_model({});
+  const std::string path = testing::TempDir() + "loader-ok.gguf";
+  std::ofstream(path, std::ios::binary).write(reinterpret_cast<const char*>(bytes.data()), bytes.size());
+  auto m = LlamaModel::load(path);
+  EXPECT_EQ(m->config().n_layers, TinyModelShape::n_layers);
+  EXPECT_EQ(m->config().n_kv_heads, TinyModelShape::n_kv_heads);
+  EXPECT_EQ(m->config().head_dim, TinyModelShape::dim / TinyModelShape::n_heads);
+  EXPECT_TRUE(m->weights().tied_output);
+}
+
+TEST(ModelLoader, MissingRequiredKeys) {
+  for (const std::string key : {"general.architecture", "llama.block_count", "llama.embedding_length",
+                                "llama.feed_forward_length", "llama.attention.head_count",
+                                "llama.context_length"}) {
+    const auto path = edited_model("missing-key", {[&](const std::string& k, GgufValue&) { return k != key; }, {}});
+    const std::string err = load_error(path);
+    EXPECT_NE(err.find("missing-key.gguf: missing key '" + key + "'"), std::string::npos) << err;
+  }
+}
+
+TEST(ModelLoader, UnsupportedArchitecture) {
+  const auto path = edited_model("arch", {[](const std::string& k, GgufValue& v) {
+                                           if (k == "general.architecture") v.data = std::string("mamba");
+                                           return true;
+                                         },
+                                         {}});
+  EXPECT_NE(load_error(path).find("unsupported architecture 'mamba'"), std::string::npos);
+}
+
+TEST(ModelLoader, OutOfRangeAndInconsistentHyperParameters) {
+  auto set_u32 = [](const std::string& key, uint64_t value) {
+    return Edit{[=](const std::string& k, GgufValue& v) {
+                  if (k == key) v.data = value;
+                  return true;
+                },
+                {}};
+  };
+  EXPECT_NE(load_error(edited_model("zero-layers", set_u32("llama.block_count", 0))).find("out of range"),
+            std::string::npos);
+  EXPECT_NE(load_error(edited_model("kv-heads", set_u32("llama.attention.head_count_kv", 4)))
+                .find("not a multiple"),
+            std::string::npos);
+  // More layers than tensors: the first missing block tensor is named.
+  EXPECT_NE(load_error(edited_model("layers", set_u32("llama.block_count", 4)))
+                .find("missing tensor 'blk.3.attn_norm.weight'"),
+            std::string::npos);
+}
+
+TEST(ModelLoader, MissingTensorWrongShapeUnsupportedType) {
+  const auto missing = edited_model("no-q", {{}, [](const GgufTensor& t, GgmlType&, std::vector<int64_t>&) {
+                                               return t.name != "blk.1.attn_q.weight";
+                                             }});
+  EXPECT_NE(load_error(missing).find("missing tensor 'blk.1.attn_q.weight'"), std::string::npos);
+
+  const auto shape = edited_model("shape", {{}, [](const GgufTensor& t, GgmlType&, std::vector<int64_t>& ne) {
+                                             if (t.name == "blk.0.attn_k.weight") ne = {96, 64};
+                                             return true;
+                                           }});
+  EXPECT_NE(load_error(shape).find("tensor 'blk.0.attn_k.weight' has shape [96, 64]"), std::string::npos);
+
+  // I32 is a valid GGML type but not a weight type kvbench can dequantize.
+  const auto type = edited_model("type", {{}, [](const GgufTensor& t, GgmlType& ty, std::vector<int64_t>&) {
+                                           if (t.name == "blk.0.attn_v.weight") ty = GgmlType::I32;
+                                           return true;
+                                         }});
+  EXPECT_NE(load_error(type).find("tensor 'blk.0.attn_v.weight' has type I32"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace kvbench
