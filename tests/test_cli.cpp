@@ -107,5 +107,14 @@ TEST(Cli, TokenizeAndGenerateOnTheTinyModel) {
   EXPECT_EQ(gen.out, run("generate --model " + m + " --prompt 'hello' --max-tokens 8 -t 2").out);
 }
 
+TEST(Cli, SmolLM2AnswersParis) {
+  const std::string m = test::smollm2_path();
+  if (m.empty()) GTEST_SKIP() << "SmolLM2 not found: run scripts/setup.sh (or set KVBENCH_MODEL)";
+  const Result r = run("generate --model " + m +
+                       " --chat --prompt 'What is the capital of France?' --max-tokens 24 -t 2");
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("Paris"), std::string::npos) << r.out;
+}
+
 }  // namespace
 }  // namespace kvbench
