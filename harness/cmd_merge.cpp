@@ -1,0 +1,83 @@
+// kvbench merge DIR... -o DIR: combines the shards of one experiment (run
+// with --shard I/N, e.g. as a Slurm job array) into one run folder and
+// renders its report. The shards must come from the same resolved config; a
+// cell present in two shards must be identical apart from timing fields.
+#include <filesystem>
+#include <iostream>
+#include <map>
+
+#include "harness/cli.h"
+#include "harness/report.h"
+#include "harness/run_folder.h"
+#include "model/error.h"
+
+namespace po = boost::program_options;
+
+namespace kvbench::cli {
+
+int cmd_merge(const Args& args) {
+  po::options_description desc("options");
+  desc.add_options()("dirs", po::value<std::vector<std::string>>()->required()->multitoken(), "shard run folders")(
+      "output,o", po::value<std::string>()->required(), "merged run folder (must not exist)");
+  po::positional_options_description pos;
+  pos.add("dirs", -1);
+  po::variables_map vm;
+  if (!parse(args, desc, vm, "kvbench merge DIR... -o DIR", &pos)) return 0;
+  const auto dirs = vm["dirs"].as<std::vector<std::string>>();
+  const std::string out = vm["output"].as<std::string>();
+  if (std::filesystem::exists(out)) throw InputError(out + ": already exists (merge writes a new folder)");
+
+  // Validate everything before writing anything.
+  std::vector<RunFolder> shards;
+  for (const auto& d : dirs) shards.push_back(RunFolder::open(d));
+  const auto& config = shards.front().config();
+  std::map<std::string, nlohmann::json> cells;
+  for (const auto& s : shards) {
+    if (s.config() != config)
+      throw InputError(s.dir() + ": its config.json differs from " + shards.front().dir() +
+                       "'s (shards must come from the same experiment and overrides)");
+    for (auto& c : s.cells()) {
+      const std::string id = c["id"].get<std::string>();
+      auto [it, fresh] = cells.emplace(id, c);
+      if (fresh) continue;
+      nlohmann::json a = it->second, b = c;
+      a.erase("timing");
+      b.erase("timing");
+      if (a != b) throw InputError(s.dir() + ": cell " + id + " differs from the same cell in another shard");
+    }
+  }
+  nlohmann::json meta = shards.front().meta();
+  meta["merged_from"] = dirs;
+  meta.erase("shard");
+  // Work counters add up over the shards.
+  int64_t computed = 0, naive = 0;
+  for (const auto& s : shards) {
+    const auto m = s.meta();
+    if (m.contains("work")) {
+      computed += m["work"].value("prefill_tokens_computed", int64_t{0});
+      naive += m["work"].value("prefill_tokens_naive", int64_t{0});
+    }
+  }
+  meta["work"] = {{"prefill_tokens_computed", computed}, {"prefill_tokens_naive", naive}};
+  std::filesystem::create_directories(std::filesystem::path(out).parent_path().empty()
+                                          ? std::filesystem::path(".")
+                                          : std::filesystem::path(out).parent_path());
+  std::filesystem::create_directory(out);
+  std::filesystem::create_directory(out + "/cells");
+  RunFolder merged = RunFolder::open(out);
+  try {
+    write_json_atomic(merged.path("config.json"), config);
+    write_json_atomic(merged.path("meta.json"), meta);
+    for (const auto& [id, c] : cells) merged.write_cell(id, c);
+    merged = RunFolder::open(out);
+    const ReportSummary s = write_report(merged);
+    std::cout << s.table_markdown << "\nmerged " << dirs.size() << " shards, " << s.cells << " cells into " << out
+              << "\n";
+  } catch (...) {
+    merged.remove();
+    throw;
+  }
+  return 0;
+}
+
+}  // namespace kvbench::cli

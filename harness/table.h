@@ -1,0 +1,52 @@
+// The benchmark table: one row per configuration (policy label), aggregated
+// over its cells, with memory and speed relative to the full cache and
+// retention as score relative to full, plus the absolute figures.
+//
+// A cell record (cells/<id>.json, written by the runner) holds:
+//   policy.label, policy.spec, instance.{id, task, length, depth}, score,
+//   memory.{kv_bytes_hot, kv_bytes_cold, kv_bytes_full},
+//   retention.{answer_nll, kl_full, top1_agreement, needle_survival} (null when not measured),
+//   timing.{prefill_tok_s, decode_tok_s, ttft_seconds, policy_share, peak_rss_bytes}
+// Fields under "timing" vary between runs; everything else is deterministic.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace kvbench {
+
+struct TableRow {
+  std::string label;
+  std::string spec;
+  int cells = 0;
+  double score = 0.0;            // mean task score
+  std::optional<double> score_rel;   // mean score / full's mean score on the same instances
+  double kv_bytes_hot = 0.0;     // mean
+  double kv_bytes_cold = 0.0;
+  std::optional<double> memory_rel;  // hot bytes / full's bytes on the same instances
+  double decode_tok_s = 0.0;     // median
+  double prefill_tok_s = 0.0;    // median
+  std::optional<double> speed_rel;   // decode tok/s / full's, medians
+  double ttft_seconds = 0.0;     // median
+  double policy_share = 0.0;     // median share of time inside the policy
+  std::optional<double> nll_delta;   // mean teacher-forced answer NLL minus full's
+  std::optional<double> kl_full;     // mean KL(full || policy) at answer positions
+  std::optional<double> top1_agreement;
+  std::optional<double> needle_survival;
+};
+
+// Rows in the order configurations first appear in `cells` (the runner writes
+// full first). The full cache's row is the reference for the relative columns.
+std::vector<TableRow> build_table(const std::vector<nlohmann::json>& cells);
+
+std::string table_markdown(const std::vector<TableRow>& rows);
+std::string table_csv(const std::vector<TableRow>& rows);
+nlohmann::json table_json(const std::vector<TableRow>& rows);
+
+// "3.4 MiB", "512 B"
+std::string format_bytes(double bytes);
+
+}  // namespace kvbench

@@ -1,0 +1,103 @@
+// Experiment configs: defaults, --set overrides, and errors that name the file
+// and the JSON path of the bad field.
+#include <gtest/gtest.h>
+
+#include <fstream>
+
+#include "harness/experiment.h"
+#include "model/error.h"
+
+namespace kvbench {
+namespace {
+
+using json = nlohmann::json;
+
+json minimal() {
+  return json::parse(R"({"tasks": [{"task": "passkey", "lengths": [1024]}], "policies": ["full"]})");
+}
+
+std::string error_of(const json& doc) {
+  try {
+    parse_experiment(doc, "experiments/x.json");
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
+TEST(ExperimentConfig, DefaultsAreFilled) {
+  const ExperimentConfig c = parse_experiment(minimal(), "experiments/quick.json");
+  EXPECT_EQ(c.name, "quick");
+  EXPECT_EQ(c.seed, 1u);
+  EXPECT_GE(c.threads, 1);
+  ASSERT_EQ(c.tasks.size(), 1u);
+  EXPECT_EQ(c.tasks[0].depths, std::vector<double>{0.5});
+  EXPECT_EQ(c.tasks[0].samples, 1);
+  EXPECT_EQ(c.decoding.max_new_tokens, 16);
+  EXPECT_EQ(c.output, "results");
+  // The resolved form parses back to the same config.
+  const ExperimentConfig again = parse_experiment(to_json(c), "resolved");
+  EXPECT_EQ(to_json(again), to_json(c));
+}
+
+TEST(ExperimentConfig, ErrorsNameFileAndJsonPath) {
+  json d = minimal();
+  d["tasks"][0]["lenghts"] = {1};
+  EXPECT_NE(error_of(d).find("experiments/x.json: /tasks/0/lenghts: unknown field (valid: depths, lengths, options, samples, task)"),
+            std::string::npos) << error_of(d);
+  d = minimal();
+  d["threads"] = "two";
+  EXPECT_NE(error_of(d).find("/threads: expected an integer, got string \"two\""), std::string::npos) << error_of(d);
+  d = minimal();
+  d["tasks"][0]["depths"] = {0.5, 1.5};
+  EXPECT_NE(error_of(d).find("/tasks/0/depths/1: must be in [0, 1], got 1.5"), std::string::npos) << error_of(d);
+  d = minimal();
+  d["policies"] = json::array();
+  EXPECT_NE(error_of(d).find("/policies: needs at least 1 element(s)"), std::string::npos) << error_of(d);
+  d = minimal();
+  d["policies"][0] = {{"spec", "h2o"}, {"budgets", {0}}};
+  EXPECT_NE(error_of(d).find("/policies/0/budgets/0: a budget must be > 0"), std::string::npos) << error_of(d);
+  d = minimal();
+  d["policies"][0] = {{"spec", "h2o"}, {"budgets", {12.5}}};
+  EXPECT_NE(error_of(d).find("whole number"), std::string::npos);
+  d = minimal();
+  d.erase("tasks");
+  EXPECT_NE(error_of(d).find("/: missing field 'tasks'"), std::string::npos) << error_of(d);
+  d = minimal();
+  d["decoding"] = {{"max_new_tokens", 0}};
+  EXPECT_NE(error_of(d).find("/decoding/max_new_tokens: must be in [1, 4096], got 0"), std::string::npos);
+}
+
+TEST(ExperimentConfig, SetOverridesAnyField) {
+  json d = minimal();
+  apply_override(d, "decoding.max_new_tokens=32");
+  apply_override(d, "tasks.0.lengths=[512,2048]");
+  apply_override(d, "name=renamed");
+  apply_override(d, "policies.0=snapkv");
+  const ExperimentConfig c = parse_experiment(d, "x.json");
+  EXPECT_EQ(c.decoding.max_new_tokens, 32);
+  EXPECT_EQ(c.tasks[0].lengths, (std::vector<int64_t>{512, 2048}));
+  EXPECT_EQ(c.name, "renamed");
+  EXPECT_EQ(c.policies[0].spec, "snapkv");
+  EXPECT_THROW(apply_override(d, "novalue"), InputError);
+  EXPECT_THROW(apply_override(d, "tasks.7.lengths=[1]"), InputError);
+  EXPECT_THROW(apply_override(d, "tasks.x=1"), InputError);
+  // An override that introduces a bad field is caught by validation.
+  apply_override(d, "decoding.temperature=0.5");
+  EXPECT_NE(error_of(d).find("/decoding/temperature: unknown field"), std::string::npos);
+}
+
+TEST(ExperimentConfig, MalformedFileGivesLineAndColumn) {
+  const std::string path = testing::TempDir() + "bad-experiment.json";
+  std::ofstream(path) << "{\n  \"tasks\": [\n  }\n";
+  try {
+    load_experiment(path, {});
+    FAIL() << "no error";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find(path + ": parse error at line 3"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(load_experiment(testing::TempDir() + "missing.json", {}), InputError);
+}
+
+}  // namespace
+}  // namespace kvbench
