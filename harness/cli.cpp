@@ -20,6 +20,13 @@ const std::vector<Command>& commands() {
       {"logits", "next-token logits of a prompt (top K)", cmd_logits},
       {"perplexity", "perplexity of a text file", cmd_perplexity},
       {"tiny-model", "write the project's tiny random-weight test model", cmd_tiny_model},
+      {"bench", "throughput like llama-bench: pp, tg, depth, threads, KV precision", cmd_bench},
+      {"policies", "cache policies: every name, parameter, default; check a spec", cmd_policies},
+      {"dataset", "task instances: generate, show, calibrate (full-cache accuracy)", cmd_dataset},
+      {"run", "run an experiment: the benchmark table, plots and report", cmd_run},
+      {"report", "re-render a run folder's table, plots and report", cmd_report},
+      {"compare", "regression gate: compare two run folders (exit 1 on a score drop)", cmd_compare},
+      {"merge", "merge the shards of an experiment into one run folder", cmd_merge},
   };
   return table;
 }

@@ -43,5 +43,12 @@ int cmd_tokenize(const Args& args);
 int cmd_logits(const Args& args);
 int cmd_perplexity(const Args& args);
 int cmd_tiny_model(const Args& args);
+int cmd_bench(const Args& args);
+int cmd_policies(const Args& args);
+int cmd_dataset(const Args& args);
+int cmd_run(const Args& args);
+int cmd_report(const Args& args);
+int cmd_compare(const Args& args);
+int cmd_merge(const Args& args);
 
 }  // namespace kvbench::cli

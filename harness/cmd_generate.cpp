@@ -1,13 +1,15 @@
 // kvbench generate: prompt -> streamed continuation (greedy unless a
 // temperature is given), with prefill and decode speed on stderr.
+#include <algorithm>
 #include <chrono>
+#include <numeric>
 #include <iostream>
 
 #include "harness/cli.h"
 #include "harness/inference.h"
 #include "model/error.h"
 #include "model/sampler.h"
-#include "policies/full_cache.h"
+#include "policies/policy_cache.h"
 
 namespace po = boost::program_options;
 
@@ -24,7 +26,8 @@ int cmd_generate(const Args& args) {
       "top-p", po::value<float>()->default_value(1.0f), "nucleus mass in (0, 1]")(
       "seed", po::value<uint64_t>()->default_value(0), "sampling seed")(
       "chunk", po::value<int>()->default_value(512), "prefill chunk size in tokens")(
-      "policy", po::value<std::string>()->default_value("full"), "cache policy (today: full)");
+      "policy", po::value<std::string>()->default_value("full"), "cache policy spec (kvbench policies)")(
+      "exact", po::bool_switch(), "multiply with f32 activations (the exact reference path) instead of activations quantized to 8 bits");
   po::variables_map vm;
   if (!parse(args, desc, vm, "kvbench generate --prompt TEXT [--chat] [--max-tokens N] [options]"))
     return 0;
@@ -40,23 +43,44 @@ int cmd_generate(const Args& args) {
   if (!(sc.top_p > 0.0f && sc.top_p <= 1.0f)) throw InputError("--top-p must be in (0, 1]");
   if (max_tokens < 0) throw InputError("--max-tokens must be >= 0");
   if (chunk < 1) throw InputError("--chunk must be >= 1");
-  if (vm["policy"].as<std::string>() != "full")
-    throw InputError("--policy: unknown policy '" + vm["policy"].as<std::string>() +
-                     "' (available: full)");
+  PolicySpec policy;
+  try {
+    policy = parse_policy_spec(vm["policy"].as<std::string>());
+  } catch (const InputError& e) {
+    throw InputError(std::string("--policy: ") + e.what());
+  }
   const int threads = thread_count(vm);
 
   auto model = LlamaModel::load(model_path(vm));
   const auto ids = prompt_tokens(*model, vm["prompt"].as<std::string>(), vm["chat"].as<bool>());
   const LlamaConfig& c = model->config();
-  Evaluator eval(*model, threads);
-  FullCache cache(model->kv_shape());
+  Evaluator eval(*model, threads, vm["exact"].as<bool>() ? MatmulMode::Exact : MatmulMode::Quantized);
+  CacheContext cc;
+  cc.shape = model->kv_shape();
+  cc.rope = c.rope;
+  cc.context_tokens = static_cast<int64_t>(ids.size()) + max_tokens;
+  cc.seed = sc.seed;
+  auto cache_ptr = PolicyCache::create(policy, cc);
+  PolicyCache& cache = *cache_ptr;
   Sampler sampler(sc);
   std::vector<float> logits(c.n_vocab);
 
   using clock = std::chrono::steady_clock;
   const auto t0 = clock::now();
-  prefill(eval, cache, ids, 0, chunk, logits.data());
+  // Chunked prefill at the cache's next positions (contiguous-position
+  // policies renumber after each chunk).
+  std::vector<int32_t> chunk_pos;
+  for (size_t b = 0; b < ids.size(); b += chunk) {
+    const size_t e = std::min(ids.size(), b + chunk);
+    chunk_pos.resize(e - b);
+    std::iota(chunk_pos.begin(), chunk_pos.end(), cache.next_position(0));
+    const bool last = e == ids.size();
+    eval.step(std::span<const int32_t>(ids.data() + b, e - b), chunk_pos, 0, StepPhase::Prefill,
+              cache, last ? Logits::Last : Logits::None, last ? logits.data() : nullptr);
+  }
+  cache.end_prefill();
   const auto t1 = clock::now();
+  const double policy_prefill_s = cache.policy_seconds();
   int generated = 0, decode_steps = 0;
   int32_t pos = static_cast<int32_t>(ids.size());
   bool hit_context = false;
@@ -70,7 +94,9 @@ int cmd_generate(const Args& args) {
       hit_context = true;
       break;
     }
-    const int32_t tok[1] = {next}, p[1] = {pos++};
+    // The cache's next position (contiguous-position policies renumber).
+    const int32_t tok[1] = {next}, p[1] = {cache.next_position(0)};
+    ++pos;
     eval.step(tok, p, 0, StepPhase::Decode, cache, Logits::Last, logits.data());
     ++decode_steps;
   }
@@ -82,6 +108,12 @@ int cmd_generate(const Args& args) {
             << " tok/s; generated: " << generated << " tokens, decode "
             << (decode_steps > 0 ? decode_steps / decode_s : 0.0) << " tok/s; " << threads
             << " threads" << (hit_context ? "; stopped at the model's context length" : "") << "\n";
+  const MemoryReport mem = cache.memory();
+  std::cerr << "policy " << to_string(policy) << ": hot KV " << mem.hot.total() << " bytes ("
+            << mem.hot.entries << " entries), cold " << mem.cold.total() << " bytes; time in policy "
+            << 100.0 * policy_prefill_s / std::max(prefill_s, 1e-9) << "% of prefill, "
+            << 100.0 * (cache.policy_seconds() - policy_prefill_s) / std::max(decode_s, 1e-9)
+            << "% of decode\n";
   return 0;
 }
 

@@ -30,10 +30,15 @@ int cmd_merge(const Args& args) {
   // Validate everything before writing anything.
   std::vector<RunFolder> shards;
   for (const auto& d : dirs) shards.push_back(RunFolder::open(d));
+  // Where each shard was written (--out) is no part of the experiment.
+  auto experiment_of = [](nlohmann::json c) {
+    c.erase("output");
+    return c;
+  };
   const auto& config = shards.front().config();
   std::map<std::string, nlohmann::json> cells;
   for (const auto& s : shards) {
-    if (s.config() != config)
+    if (experiment_of(s.config()) != experiment_of(config))
       throw InputError(s.dir() + ": its config.json differs from " + shards.front().dir() +
                        "'s (shards must come from the same experiment and overrides)");
     for (auto& c : s.cells()) {
@@ -59,22 +64,22 @@ int cmd_merge(const Args& args) {
     }
   }
   meta["work"] = {{"prefill_tokens_computed", computed}, {"prefill_tokens_naive", naive}};
-  std::filesystem::create_directories(std::filesystem::path(out).parent_path().empty()
-                                          ? std::filesystem::path(".")
-                                          : std::filesystem::path(out).parent_path());
-  std::filesystem::create_directory(out);
-  std::filesystem::create_directory(out + "/cells");
-  RunFolder merged = RunFolder::open(out);
+  const std::filesystem::path parent = std::filesystem::path(out).parent_path();
+  std::error_code ec;
+  if (!parent.empty()) std::filesystem::create_directories(parent, ec);
+  if (!std::filesystem::create_directory(out, ec) || ec)
+    throw InputError(out + ": cannot create the merged run folder" + (ec ? " (" + ec.message() + ")" : ""));
   try {
-    write_json_atomic(merged.path("config.json"), config);
-    write_json_atomic(merged.path("meta.json"), meta);
+    std::filesystem::create_directory(out + "/cells");
+    write_json_atomic(out + "/config.json", config);
+    write_json_atomic(out + "/meta.json", meta);
+    const RunFolder merged = RunFolder::open(out);
     for (const auto& [id, c] : cells) merged.write_cell(id, c);
-    merged = RunFolder::open(out);
     const ReportSummary s = write_report(merged);
     std::cout << s.table_markdown << "\nmerged " << dirs.size() << " shards, " << s.cells << " cells into " << out
               << "\n";
   } catch (...) {
-    merged.remove();
+    std::filesystem::remove_all(out, ec);
     throw;
   }
   return 0;

@@ -16,6 +16,7 @@
 #include "model/error.h"
 #include "model/evaluator.h"
 #include "model/llama_model.h"
+#include "policies/policy_spec.h"
 
 namespace po = boost::program_options;
 
@@ -31,7 +32,10 @@ int cmd_perplexity(const Args& args) {
       "chunk", po::value<int>()->default_value(512), "prefill chunk size in tokens")(
       "max-tokens", po::value<int64_t>()->default_value(0), "use only the first N tokens (0 = all)")(
       "json", po::bool_switch(), "print the result as JSON")(
-      "policy", po::value<std::string>()->default_value("full"), "cache policy (today: full)");
+      "policy", po::value<std::string>()->default_value("full"),
+      "cache policy spec (kvbench policies); the window streams through it chunk by chunk")(
+      "seed", po::value<uint64_t>()->default_value(0), "cache seed (random policy)")(
+      "exact", po::bool_switch(), "multiply with f32 activations (the exact reference path) instead of activations quantized to 8 bits");
   po::variables_map vm;
   if (!parse(args, desc, vm, "kvbench perplexity --file TEXT [--ctx N] [--skip N]")) return 0;
   PerplexityOptions o;
@@ -42,8 +46,12 @@ int cmd_perplexity(const Args& args) {
   if (o.chunk < 1) throw InputError("--chunk must be >= 1");
   if (o.skip < 0 || o.skip >= o.ctx - 1) throw InputError("--skip must be in [0, ctx - 1)");
   if (vm["max-tokens"].as<int64_t>() < 0) throw InputError("--max-tokens must be >= 0");
-  if (vm["policy"].as<std::string>() != "full")
-    throw InputError("--policy: unknown policy '" + vm["policy"].as<std::string>() + "' (available: full)");
+  try {
+    o.policy = parse_policy_spec(vm["policy"].as<std::string>());
+  } catch (const InputError& e) {
+    throw InputError(std::string("--policy: ") + e.what());
+  }
+  o.seed = vm["seed"].as<uint64_t>();
   const int threads = thread_count(vm);
   const std::string file = vm["file"].as<std::string>();
   const std::string text = read_text_file(file);
@@ -59,7 +67,7 @@ int cmd_perplexity(const Args& args) {
                      " tokens, fewer than one window of --ctx " + std::to_string(o.ctx));
   o.bos_per_window = model->file().get_bool_or("tokenizer.ggml.add_bos_token", false);
 
-  Evaluator eval(*model, threads);
+  Evaluator eval(*model, threads, vm["exact"].as<bool>() ? MatmulMode::Exact : MatmulMode::Quantized);
   const bool tty = isatty(STDERR_FILENO);
   const auto t0 = std::chrono::steady_clock::now();
   const PerplexityResult r = perplexity(eval, tokens, o, [&](int64_t done, int64_t total, double ppl) {
@@ -74,12 +82,17 @@ int cmd_perplexity(const Args& args) {
                         {"skip", o.skip},        {"windows", r.windows},    {"scored", r.scored},
                         {"nll", r.nll},          {"ppl", r.ppl},            {"running_ppl", r.running_ppl},
                         {"seconds", seconds},    {"threads", threads},
-                        {"policy", vm["policy"].as<std::string>()}};
+                        {"policy", to_string(o.policy)},
+                        {"policy_seconds", r.policy_seconds},
+                        {"peak_hot_bytes", r.peak_hot_bytes},
+                        {"memory", to_json(r.memory)}};
     std::cout << j.dump(2) << "\n";
   } else {
     std::cout << "perplexity " << std::fixed << std::setprecision(4) << r.ppl << " over " << r.scored
               << " predictions (" << r.windows << " windows of " << o.ctx << " tokens, skip " << o.skip
-              << "), " << std::setprecision(1) << (r.windows * o.ctx) / seconds << " tok/s\n";
+              << "), " << std::setprecision(1) << (r.windows * o.ctx) / seconds << " tok/s\n"
+              << "policy " << to_string(o.policy) << ": peak hot KV " << r.peak_hot_bytes
+              << " bytes, policy time " << std::setprecision(2) << r.policy_seconds << " s\n";
   }
   return 0;
 }

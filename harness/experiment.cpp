@@ -82,27 +82,32 @@ class Node {
 TaskGrid parse_task(const Node& n) {
   TaskGrid t;
   if (n.raw().is_object() && n.has("jsonl")) {
-    n.expect_object({"jsonl"});
+    n.expect_object({"jsonl", "question_first", "policies"});
     t.jsonl = n.at("jsonl").string();
     if (t.jsonl.empty()) n.at("jsonl").fail("must not be empty");
-    return t;
-  }
-  n.expect_object({"task", "lengths", "depths", "samples", "options"});
-  if (!n.has("task")) n.fail("missing field 'task' (or give 'jsonl')");
-  t.task = n.at("task").string();
-  if (!n.has("lengths")) n.fail("missing field 'lengths'");
-  const Node lengths = n.at("lengths");
-  for (size_t i = 0, e = lengths.array(1); i < e; ++i) t.lengths.push_back(lengths.at(i).integer(16, 1 << 20));
-  if (n.has("depths")) {
-    const Node depths = n.at("depths");
-    for (size_t i = 0, e = depths.array(1); i < e; ++i) t.depths.push_back(depths.at(i).number(0.0, 1.0));
   } else {
-    t.depths = {0.5};
+    n.expect_object({"task", "lengths", "depths", "samples", "options", "question_first", "policies"});
+    if (!n.has("task")) n.fail("missing field 'task' (or give 'jsonl')");
+    t.task = n.at("task").string();
+    if (!n.has("lengths")) n.fail("missing field 'lengths'");
+    const Node lengths = n.at("lengths");
+    for (size_t i = 0, e = lengths.array(1); i < e; ++i) t.lengths.push_back(lengths.at(i).integer(16, 1 << 20));
+    if (n.has("depths")) {
+      const Node depths = n.at("depths");
+      for (size_t i = 0, e = depths.array(1); i < e; ++i) t.depths.push_back(depths.at(i).number(0.0, 1.0));
+    } else {
+      t.depths = {0.5};
+    }
+    if (n.has("samples")) t.samples = static_cast<int>(n.at("samples").integer(1, 100000));
+    if (n.has("options")) {
+      if (!n.at("options").raw().is_object()) n.at("options").fail("expected an object");
+      t.options = n.at("options").raw();
+    }
   }
-  if (n.has("samples")) t.samples = static_cast<int>(n.at("samples").integer(1, 100000));
-  if (n.has("options")) {
-    if (!n.at("options").raw().is_object()) n.at("options").fail("expected an object");
-    t.options = n.at("options").raw();
+  if (n.has("question_first")) t.question_first = n.at("question_first").boolean();
+  if (n.has("policies")) {
+    const Node p = n.at("policies");
+    for (size_t i = 0, e = p.array(1); i < e; ++i) t.policies.push_back(p.at(i).string());
   }
   return t;
 }
@@ -203,7 +208,7 @@ ExperimentConfig parse_experiment(const json& doc, const std::string& source) {
   if (root.has("decoding")) {
     const Node d = root.at("decoding");
     d.expect_object({"max_new_tokens", "chunk", "question_first"});
-    if (d.has("max_new_tokens")) c.decoding.max_new_tokens = static_cast<int>(d.at("max_new_tokens").integer(1, 4096));
+    if (d.has("max_new_tokens")) c.decoding.max_new_tokens = static_cast<int>(d.at("max_new_tokens").integer(0, 4096));
     if (d.has("chunk")) c.decoding.chunk = static_cast<int>(d.at("chunk").integer(1, 1 << 16));
     if (d.has("question_first")) c.decoding.question_first = d.at("question_first").boolean();
   }
@@ -239,9 +244,13 @@ ExperimentConfig load_experiment(const std::string& path, const std::vector<std:
 json to_json(const ExperimentConfig& c) {
   json tasks = json::array();
   for (const auto& t : c.tasks) {
-    if (!t.jsonl.empty()) tasks.push_back({{"jsonl", t.jsonl}});
-    else tasks.push_back({{"task", t.task}, {"lengths", t.lengths}, {"depths", t.depths},
-                          {"samples", t.samples}, {"options", t.options}});
+    json e;
+    if (!t.jsonl.empty()) e = {{"jsonl", t.jsonl}};
+    else e = {{"task", t.task}, {"lengths", t.lengths}, {"depths", t.depths}, {"samples", t.samples},
+              {"options", t.options}};
+    if (t.question_first) e["question_first"] = *t.question_first;
+    if (!t.policies.empty()) e["policies"] = t.policies;
+    tasks.push_back(e);
   }
   json policies = json::array();
   for (const auto& p : c.policies) {

@@ -9,17 +9,20 @@
 //   "threads": 2,                          // default: all cores
 //   "seed": 1,
 //   "tasks": [ {"task": "passkey", "lengths": [1024, 2048], "depths": [0.1, 0.5, 0.9],
-//               "samples": 2, "options": {}},
+//               "samples": 2, "options": {},
+//               "question_first": false,          // optional, per task
+//               "policies": ["full", "h2o"]},     // optional: a subset, by label or spec
 //              {"jsonl": "my-instances.jsonl"} ],
 //   "policies": [ "full", "snapkv:window=32+int8",
 //                 {"spec": "h2o", "budgets": [128, 256, 0.2], "label": "Attention-based"} ],
-//   "decoding": {"max_new_tokens": 16, "chunk": 512, "question_first": false},
+//   "decoding": {"max_new_tokens": 0, "chunk": 512, "question_first": false},  // 0 = the task's own
 //   "metrics": {"teacher_forced": true, "needle_survival": true},
 //   "output": "results"
 // }
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -34,6 +37,8 @@ struct TaskGrid {
   std::vector<double> depths;       // needle depth in [0, 1]
   int samples = 1;
   nlohmann::json options = nlohmann::json::object();
+  std::optional<bool> question_first;  // overrides decoding.question_first for these instances
+  std::vector<std::string> policies;   // labels or specs of the experiment's policies to run here (empty: all)
 };
 
 struct PolicyGrid {
@@ -43,7 +48,7 @@ struct PolicyGrid {
 };
 
 struct DecodingConfig {
-  int max_new_tokens = 16;
+  int max_new_tokens = 0;  // 0: each task's own generation budget
   int chunk = 512;
   bool question_first = false;
 };

@@ -2,6 +2,12 @@
 // tokens (the tail is dropped), each evaluated from an empty cache in prefill
 // chunks; in each window the predictions of tokens skip+1 .. ctx-1 are scored.
 // skip = ctx/2 reproduces llama-perplexity's convention.
+//
+// The cache is the given policy (default: full), created afresh per window
+// with the window as its context; a bounded policy streams the whole window
+// through its budget chunk by chunk (small chunks = close to token by token),
+// each chunk placed at the cache's next position (so contiguous-position
+// policies keep positions inside the cache).
 #pragma once
 
 #include <cstdint>
@@ -9,6 +15,8 @@
 #include <vector>
 
 #include "model/evaluator.h"
+#include "policies/memory_report.h"
+#include "policies/policy_spec.h"
 
 namespace kvbench {
 
@@ -17,6 +25,8 @@ struct PerplexityOptions {
   int skip = 0;
   int chunk = 512;
   bool bos_per_window = false;  // replace each window's first token by BOS
+  PolicySpec policy;            // default: full
+  uint64_t seed = 0;            // cache context seed (random scorer)
 };
 
 struct PerplexityResult {
@@ -25,6 +35,9 @@ struct PerplexityResult {
   int64_t scored = 0;
   int64_t windows = 0;
   std::vector<double> running_ppl;  // after each window
+  MemoryReport memory;              // the last window's cache at its end
+  int64_t peak_hot_bytes = 0;       // largest hot total after any chunk
+  double policy_seconds = 0.0;      // time inside the policy, all windows
 };
 
 // `on_window(done, total, running_ppl)` is called after each window.

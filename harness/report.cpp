@@ -109,17 +109,17 @@ ReportSummary write_report(const RunFolder& run) {
   // predictions.jsonl: one line per cell, sorted by cell id (deterministic).
   std::string predictions;
   for (const auto& c : cells) {
-    predictions += json{{"cell", c["id"]}, {"instance", c["instance"]["id"]}, {"policy", c["policy"]["label"]},
+    predictions += dump_json(json{{"cell", c["id"]}, {"instance", c["instance"]["id"]}, {"policy", c["policy"]["label"]},
                         {"prediction", c.value("prediction", "")}, {"answers", c.value("answers", json::array())},
-                        {"score", c["score"]}}
-                       .dump() + "\n";
+                        {"score", c["score"]}},
+                   -1) + "\n";
   }
   write_file_atomic(run.path("predictions.jsonl"), predictions);
   json metrics = {{"experiment", config.value("name", "")},
                   {"cells", summary.cells},
                   {"table", table_json(rows)},
                   {"per_cell", cells}};
-  write_file_atomic(run.path("metrics.json"), metrics.dump(1) + "\n");
+  write_file_atomic(run.path("metrics.json"), dump_json(metrics, 1) + "\n");
 
   const PlotResult plots = write_plots(cells, rows, run.dir());
   summary.plot_warning = plots.warning;

@@ -25,8 +25,12 @@ nlohmann::json read_json_file(const std::string& path) {
   }
 }
 
+std::string dump_json(const nlohmann::json& value, int indent) {
+  return value.dump(indent, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
 void write_json_atomic(const std::string& path, const nlohmann::json& value) {
-  write_file_atomic(path, value.dump(2) + "\n");
+  write_file_atomic(path, dump_json(value) + "\n");
 }
 
 RunFolder RunFolder::create(const std::string& output, const std::string& name,
@@ -76,7 +80,7 @@ nlohmann::json RunFolder::meta() const {
 bool RunFolder::has_cell(const std::string& id) const { return fs::exists(dir_ + "/cells/" + id + ".json"); }
 
 void RunFolder::write_cell(const std::string& id, const nlohmann::json& cell) const {
-  write_file_atomic(dir_ + "/cells/" + id + ".json", cell.dump(1) + "\n");
+  write_file_atomic(dir_ + "/cells/" + id + ".json", dump_json(cell, 1) + "\n");
 }
 
 std::vector<nlohmann::json> RunFolder::cells() const {

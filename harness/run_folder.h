@@ -44,6 +44,9 @@ class RunFolder {
 
 // Reads a JSON file; InputError with the path (and parse position) on failure.
 nlohmann::json read_json_file(const std::string& path);
+// JSON text with invalid UTF-8 (model output can hold partial characters)
+// replaced by U+FFFD instead of throwing.
+std::string dump_json(const nlohmann::json& value, int indent = 2);
 // Writes pretty JSON atomically.
 void write_json_atomic(const std::string& path, const nlohmann::json& value);
 

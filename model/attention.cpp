@@ -1,107 +1,366 @@
+// Orchestration of attention: fetches each KV head's view, cuts the work into
+// independent units, runs them on the pool (dynamically scheduled: a unit's
+// result does not depend on which thread runs it), merges decode partials in
+// a fixed order and reports probabilities when the cache asks.
 #include "model/attention.h"
 
-#include <cblas.h>
-
 #include <algorithm>
+#include <atomic>
 #include <cassert>
 #include <cmath>
 #include <limits>
 
+#include "model/attention_kernels.h"
+
 namespace kvbench {
 namespace {
 
-struct HeadInputs {
-  int32_t n = 0;
-  const int32_t* pos = nullptr;
-  const float* k = nullptr;  // [n][head_dim]
-  const float* v = nullptr;  // [n][head_dim]
-};
+using attn::kKeyTile;
+using attn::kQueryTile;
 
-// Masked softmax of one score row in place: entries with pos > qpos get 0.
-void softmax_causal(float* row, const int32_t* pos, int32_t n, int32_t qpos) {
-  float max = -std::numeric_limits<float>::infinity();
-  for (int32_t j = 0; j < n; ++j)
-    if (pos[j] <= qpos) max = std::max(max, row[j]);
-  double sum = 0.0;
-  for (int32_t j = 0; j < n; ++j) {
-    const float e = pos[j] <= qpos ? std::exp(row[j] - max) : 0.0f;
-    row[j] = e;
-    sum += e;
+constexpr float kNegInf = -std::numeric_limits<float>::infinity();
+constexpr float kLog2e = 1.4426950408889634f;
+// Decode: at most this many blocks per KV head, and blocks of at least
+// kMinBlock keys (a multiple of kKeyTile). Enough units to balance two to
+// eight threads at long contexts; few partials to merge.
+constexpr int32_t kMaxBlocks = 16;
+constexpr int32_t kMinBlock = 4 * kKeyTile;
+// Observed probability rows are computed in batches of at most this many floats.
+constexpr int64_t kProbBatchFloats = int64_t{1} << 22;
+
+const attn::Kernels* kernels_of(CpuPath path) {
+  switch (path) {
+    case CpuPath::Avx512: return attn::avx512_kernels();
+    case CpuPath::Avx2: return attn::avx2_kernels();
+    case CpuPath::Scalar: return attn::scalar_kernels();
   }
-  // Every query sees at least itself, so sum > 0.
-  assert(sum > 0.0);
-  const float inv = static_cast<float>(1.0 / sum);
+  return nullptr;
+}
+
+// The widest path at or below `path` whose vector width divides head_dim.
+const attn::Kernels& kernels_for(CpuPath path, int head_dim) {
+  for (CpuPath p : {CpuPath::Avx512, CpuPath::Avx2}) {
+    if (static_cast<int>(p) > static_cast<int>(path)) continue;
+    const attn::Kernels* k = kernels_of(p);
+    if (k && head_dim % k->width == 0) return *k;
+  }
+  return *attn::scalar_kernels();
+}
+
+attn::Rows rows_of(const KvRawRows& r) {
+  return {r.type, static_cast<const uint8_t*>(r.data), r.row_stride};
+}
+
+// Runs fn(unit, thread) for every unit in [0, n_units), each exactly once,
+// handing units to whichever thread is free.
+template <class Fn>
+void run_units(ThreadPool& pool, int64_t n_units, Fn&& fn) {
+  if (n_units <= 0) return;
+  std::atomic<int64_t> next{0};
+  pool.parallel_for(std::min<int64_t>(pool.size(), n_units), [&](int64_t, int64_t, int thread) {
+    for (int64_t u; (u = next.fetch_add(1, std::memory_order_relaxed)) < n_units;) fn(u, thread);
+  });
+}
+
+// Blocks of one KV head's n keys for decode: depends on n only.
+int32_t decode_block_size(int32_t n) {
+  const int32_t blocks = std::clamp<int32_t>((n + kMinBlock - 1) / kMinBlock, 1, kMaxBlocks);
+  const int32_t size = (n + blocks - 1) / blocks;
+  return std::max<int32_t>(kKeyTile, (size + kKeyTile - 1) / kKeyTile * kKeyTile);
+}
+
+float* thread_work(AttentionScratch& s, int thread) { return s.work[thread].data(); }
+
+// In place: row[j] = softmax over the log2-domain scores of row (masked -inf -> 0).
+void softmax_row(const attn::Kernels& K, float* row, int32_t n) {
+  const float mx = K.row_max(row, n);
+  if (mx == kNegInf) {
+    std::fill(row, row + n, 0.0f);
+    return;
+  }
+  const float sum = K.exp2_shift(row, n, mx, 1.0f);
+  const float inv = 1.0f / sum;
   for (int32_t j = 0; j < n; ++j) row[j] *= inv;
+}
+
+void report(KvCache& cache, int layer, int kv_head, int32_t query_index, int32_t query_pos, int group,
+            int32_t n, const float* probs) {
+  AttentionRows rows;
+  rows.layer = layer;
+  rows.kv_head = kv_head;
+  rows.query_index = query_index;
+  rows.query_pos = query_pos;
+  rows.group = group;
+  rows.n = n;
+  rows.probs = probs;
+  rows.head_stride = n;
+  cache.observe(rows);
+}
+
+void decode(const attn::Kernels& K, const AttentionShape& s, int layer, const float* q, int32_t qpos,
+            KvCache& cache, bool observe, float* out, ThreadPool& pool, AttentionScratch& sc) {
+  const int G = s.n_heads / s.n_kv_heads, hd = s.head_dim;
+  const float scale = kLog2e / std::sqrt(static_cast<float>(hd));
+  sc.unit_head.clear();
+  sc.unit_index.clear();
+  int64_t prob_floats = 0;
+  for (int h = 0; h < s.n_kv_heads; ++h) {
+    const int32_t n = sc.heads[h].n;
+    const int32_t bs = decode_block_size(n);
+    for (int32_t b = 0; b * bs < n; ++b) {
+      sc.unit_head.push_back(h);
+      sc.unit_index.push_back(b);
+    }
+    prob_floats += int64_t{G} * n;
+  }
+  const int64_t n_units = static_cast<int64_t>(sc.unit_head.size());
+  const int64_t slot = int64_t{G} * (hd + 2);  // acc [G][hd], m [G], l [G]
+  if (sc.partials.size() < static_cast<size_t>(n_units * slot)) sc.partials.resize(n_units * slot);
+  if (observe && sc.probs.size() < static_cast<size_t>(prob_floats)) sc.probs.resize(prob_floats);
+  // probs: per KV head [G][n], heads one after another.
+  auto probs_of = [&](int h) {
+    int64_t off = 0;
+    for (int i = 0; i < h; ++i) off += int64_t{G} * sc.heads[i].n;
+    return sc.probs.data() + off;
+  };
+
+  run_units(pool, n_units, [&](int64_t u, int thread) {
+    const int h = sc.unit_head[u];
+    const AttentionScratch::Head& head = sc.heads[h];
+    const int32_t bs = decode_block_size(head.n);
+    attn::DecodeBlock a;
+    a.q = q + int64_t{h} * G * hd;
+    a.scale = scale;
+    a.group = G;
+    a.head_dim = hd;
+    a.k = rows_of(head.k);
+    a.v = rows_of(head.v);
+    a.pos = head.pos;
+    a.qpos = qpos;
+    a.begin = sc.unit_index[u] * bs;
+    a.end = std::min(head.n, a.begin + bs);
+    if (observe) {
+      a.scores = probs_of(h);
+      a.scores_stride = head.n;
+    }
+    float* w = thread_work(sc, thread);
+    const attn::DecodeWork work{w, w + G * hd};
+    float* p = sc.partials.data() + u * slot;
+    K.decode_block(a, work, p + G * hd, p + G * hd + G, p);
+  });
+
+  // Merge each KV head's blocks in block order (fixed: deterministic).
+  int64_t u0 = 0;
+  for (int h = 0; h < s.n_kv_heads; ++h) {
+    int64_t u1 = u0;
+    while (u1 < n_units && sc.unit_head[u1] == h) ++u1;
+    for (int g = 0; g < G; ++g) {
+      float* o = out + (int64_t{h} * G + g) * hd;
+      float M = kNegInf;
+      for (int64_t u = u0; u < u1; ++u) M = std::max(M, sc.partials[u * slot + G * hd + g]);
+      std::fill(o, o + hd, 0.0f);
+      if (M == kNegInf) continue;  // no visible key: output 0
+      double L = 0.0;
+      for (int64_t u = u0; u < u1; ++u) {
+        const float* p = sc.partials.data() + u * slot;
+        const float mb = p[G * hd + g];
+        if (mb == kNegInf) continue;
+        const float w = std::exp2(mb - M);
+        L += static_cast<double>(w) * p[G * hd + G + g];
+        const float* acc = p + g * hd;
+        for (int d = 0; d < hd; ++d) o[d] += w * acc[d];
+      }
+      const float inv = static_cast<float>(1.0 / L);
+      for (int d = 0; d < hd; ++d) o[d] *= inv;
+    }
+    u0 = u1;
+  }
+
+  if (!observe) return;
+  // Scores were stored by the kernels; normalise each row, then report.
+  run_units(pool, int64_t{s.n_kv_heads} * G, [&](int64_t u, int) {
+    const int h = static_cast<int>(u / G), g = static_cast<int>(u % G);
+    softmax_row(K, probs_of(h) + int64_t{g} * sc.heads[h].n, sc.heads[h].n);
+  });
+  for (int h = 0; h < s.n_kv_heads; ++h) report(cache, layer, h, 0, qpos, G, sc.heads[h].n, probs_of(h));
+}
+
+void prefill(const attn::Kernels& K, const AttentionShape& s, const float* q,
+             std::span<const int32_t> positions, float* out, ThreadPool& pool, AttentionScratch& sc) {
+  const int G = s.n_heads / s.n_kv_heads, hd = s.head_dim;
+  const int64_t n_tokens = static_cast<int64_t>(positions.size());
+  const int64_t q_stride = int64_t{s.n_heads} * hd;
+  const float scale = kLog2e / std::sqrt(static_cast<float>(hd));
+
+  // 1. Pack every KV head's keys into transposed tiles, with each tile's
+  //    position range (for skipping fully masked tiles).
+  sc.head_tile0.resize(s.n_kv_heads + 1);
+  sc.head_tile0[0] = 0;
+  for (int h = 0; h < s.n_kv_heads; ++h)
+    sc.head_tile0[h + 1] = sc.head_tile0[h] + (sc.heads[h].n + kKeyTile - 1) / kKeyTile;
+  const int64_t n_tiles = sc.head_tile0[s.n_kv_heads];
+  const int64_t tile_floats = int64_t{hd} * kKeyTile;
+  if (sc.packed_keys.size() < static_cast<size_t>(n_tiles * tile_floats))
+    sc.packed_keys.resize(n_tiles * tile_floats);
+  if (sc.tile_min.size() < static_cast<size_t>(n_tiles)) {
+    sc.tile_min.resize(n_tiles);
+    sc.tile_max.resize(n_tiles);
+  }
+  run_units(pool, n_tiles, [&](int64_t tile, int) {
+    const int h = static_cast<int>(std::upper_bound(sc.head_tile0.begin(), sc.head_tile0.end(), tile) -
+                                   sc.head_tile0.begin()) - 1;
+    const AttentionScratch::Head& head = sc.heads[h];
+    const int32_t j0 = static_cast<int32_t>((tile - sc.head_tile0[h]) * kKeyTile);
+    const int32_t count = std::min<int32_t>(kKeyTile, head.n - j0);
+    K.pack_keys(rows_of(head.k), hd, j0, count, sc.packed_keys.data() + tile * tile_floats);
+    const auto [lo, hi] = std::minmax_element(head.pos + j0, head.pos + j0 + count);
+    sc.tile_min[tile] = *lo;
+    sc.tile_max[tile] = *hi;
+  });
+
+  // 2. Units (KV head, query tile), heaviest first: the cost of a unit is the
+  //    number of key tiles it does not skip.
+  const int64_t n_qtiles = (n_tokens + kQueryTile - 1) / kQueryTile;
+  const int64_t n_units = s.n_kv_heads * n_qtiles;
+  sc.unit_cost.resize(n_units);
+  sc.order.resize(n_units);
+  for (int64_t u = 0; u < n_units; ++u) {
+    const int h = static_cast<int>(u / n_qtiles);
+    const int64_t t0 = (u % n_qtiles) * kQueryTile;
+    const int64_t t1 = std::min(n_tokens, t0 + kQueryTile);
+    const int32_t qmax = *std::max_element(positions.begin() + t0, positions.begin() + t1);
+    int64_t cost = 0;
+    for (int64_t t = sc.head_tile0[h]; t < sc.head_tile0[h + 1]; ++t) cost += sc.tile_min[t] <= qmax;
+    sc.unit_cost[u] = cost;
+    sc.order[u] = static_cast<int32_t>(u);
+  }
+  std::sort(sc.order.begin(), sc.order.end(), [&](int32_t a, int32_t b) {
+    return sc.unit_cost[a] != sc.unit_cost[b] ? sc.unit_cost[a] > sc.unit_cost[b] : a < b;
+  });
+
+  // 3. Flash attention per unit.
+  const int rows = kQueryTile * G;
+  run_units(pool, n_units, [&](int64_t i, int thread) {
+    const int64_t u = sc.order[i];
+    const int h = static_cast<int>(u / n_qtiles);
+    const int64_t t0 = (u % n_qtiles) * kQueryTile;
+    const AttentionScratch::Head& head = sc.heads[h];
+    attn::PrefillTile a;
+    a.q = q + t0 * q_stride + int64_t{h} * G * hd;
+    a.q_stride = q_stride;
+    a.out = out + t0 * q_stride + int64_t{h} * G * hd;
+    a.out_stride = q_stride;
+    a.scale = scale;
+    a.group = G;
+    a.head_dim = hd;
+    a.n_queries = static_cast<int32_t>(std::min<int64_t>(kQueryTile, n_tokens - t0));
+    a.qpos = positions.data() + t0;
+    a.kt = sc.packed_keys.data() + sc.head_tile0[h] * tile_floats;
+    a.v = rows_of(head.v);
+    a.kpos = head.pos;
+    a.n_keys = head.n;
+    a.tile_min = sc.tile_min.data() + sc.head_tile0[h];
+    a.tile_max = sc.tile_max.data() + sc.head_tile0[h];
+    float* w = thread_work(sc, thread);
+    attn::PrefillWork work;
+    work.qs = w;
+    work.s = work.qs + rows * hd;
+    work.acc = work.s + rows * kKeyTile;
+    work.m = work.acc + rows * hd;
+    work.l = work.m + rows;
+    work.vt = work.l + rows;
+    K.prefill_tile(a, work);
+  });
+}
+
+// Probabilities of the query rows [first, n_tokens), recomputed from the
+// scores (prefill only asks for them when the cache wants them), reported per
+// KV head then per query, in batches.
+void observe_prefill(const attn::Kernels& K, const AttentionShape& s, int layer, const float* q,
+                     std::span<const int32_t> positions, int64_t first, KvCache& cache,
+                     ThreadPool& pool, AttentionScratch& sc) {
+  const int G = s.n_heads / s.n_kv_heads, hd = s.head_dim;
+  const int64_t n_tokens = static_cast<int64_t>(positions.size());
+  const int64_t q_stride = int64_t{s.n_heads} * hd;
+  const float scale = kLog2e / std::sqrt(static_cast<float>(hd));
+  for (int h = 0; h < s.n_kv_heads; ++h) {
+    const AttentionScratch::Head& head = sc.heads[h];
+    const int64_t row_floats = int64_t{G} * std::max<int32_t>(1, head.n);
+    const int64_t batch = std::max<int64_t>(1, kProbBatchFloats / row_floats);
+    for (int64_t b0 = first; b0 < n_tokens; b0 += batch) {
+      const int64_t b1 = std::min(n_tokens, b0 + batch);
+      if (sc.probs.size() < static_cast<size_t>((b1 - b0) * row_floats))
+        sc.probs.resize((b1 - b0) * row_floats);
+      run_units(pool, b1 - b0, [&](int64_t i, int thread) {
+        const int64_t t = b0 + i;
+        float* qs = thread_work(sc, thread);
+        const float* qt = q + t * q_stride + int64_t{h} * G * hd;
+        for (int j = 0; j < G * hd; ++j) qs[j] = qt[j] * scale;
+        float* dst = sc.probs.data() + i * row_floats;
+        K.scores(qs, G, hd, rows_of(head.k), 0, head.n, dst, head.n);
+        for (int g = 0; g < G; ++g) {
+          float* row = dst + int64_t{g} * head.n;
+          for (int32_t j = 0; j < head.n; ++j)
+            if (head.pos[j] > positions[t]) row[j] = kNegInf;
+          softmax_row(K, row, head.n);
+        }
+      });
+      for (int64_t t = b0; t < b1; ++t)
+        report(cache, layer, h, static_cast<int32_t>(t), positions[t], G, head.n,
+               sc.probs.data() + (t - b0) * row_floats);
+    }
+  }
 }
 
 }  // namespace
 
 void attend(const AttentionShape& s, int layer, const float* q, std::span<const int32_t> positions,
-            KvCache& cache, float* out, ThreadPool& pool, AttentionScratch& scratch) {
+            KvCache& cache, float* out, ThreadPool& pool, AttentionScratch& sc) {
   const int64_t n_tokens = static_cast<int64_t>(positions.size());
   const int hd = s.head_dim;
-  const int q_stride = s.n_heads * hd;  // between tokens in q and out
-  const int group = s.n_heads / s.n_kv_heads;
+  const int G = s.n_heads / s.n_kv_heads;
+  assert(n_tokens > 0 && G * s.n_kv_heads == s.n_heads);
 
-  // Fetch every KV head's view once, on this thread (the cache is not
-  // required to be thread-safe).
-  scratch.k_decoded.resize(s.n_kv_heads);
-  scratch.v_decoded.resize(s.n_kv_heads);
-  std::vector<HeadInputs> heads(s.n_kv_heads);
-  int32_t n_max = 0;
+  // Fetch every KV head's view on this thread (the cache is not required to
+  // be thread-safe); keep what it points to, not the view object.
+  sc.heads.resize(s.n_kv_heads);
+  sc.k_decoded.resize(s.n_kv_heads);
+  sc.v_decoded.resize(s.n_kv_heads);
   for (int h = 0; h < s.n_kv_heads; ++h) {
     const KvHeadView& view = cache.view(layer, h);
-    HeadInputs& in = heads[h];
-    in.n = view.size();
-    in.pos = view.positions();
-    auto& kd = scratch.k_decoded[h];
-    auto& vd = scratch.v_decoded[h];
-    if (kd.size() < static_cast<size_t>(in.n) * hd) kd.resize(static_cast<size_t>(in.n) * hd);
-    if (vd.size() < static_cast<size_t>(in.n) * hd) vd.resize(static_cast<size_t>(in.n) * hd);
-    in.k = view.keys(0, in.n, kd.data());
-    in.v = view.values(0, in.n, vd.data());
-    n_max = std::max(n_max, in.n);
+    AttentionScratch::Head& head = sc.heads[h];
+    head.n = view.size();
+    head.pos = view.positions();
+    if (view.raw_rows(head.k, head.v)) continue;
+    auto& kd = sc.k_decoded[h];
+    auto& vd = sc.v_decoded[h];
+    const size_t need = static_cast<size_t>(head.n) * hd;
+    if (kd.size() < need) kd.resize(need);
+    if (vd.size() < need) vd.resize(need);
+    const int64_t stride = int64_t{hd} * 4;
+    head.k = {KvElement::F32, view.keys(0, head.n, kd.data()), stride};
+    head.v = {KvElement::F32, view.values(0, head.n, vd.data()), stride};
   }
-  const size_t head_scores = static_cast<size_t>(n_tokens) * n_max;
-  if (scratch.scores.size() < head_scores * s.n_heads) scratch.scores.resize(head_scores * s.n_heads);
 
-  const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
-  // One work unit per query head: scores S = scale * Q K^T, masked softmax,
-  // out = P V. Each unit writes only its own slice, so the split is
-  // deterministic.
-  pool.parallel_for(s.n_heads, [&](int64_t h0, int64_t h1, int) {
-    for (int64_t qh = h0; qh < h1; ++qh) {
-      const HeadInputs& in = heads[qh / group];
-      float* S = scratch.scores.data() + qh * head_scores;  // [n_tokens][n_max]
-      // S[t][j] = scale * q[t][qh] . k[j]
-      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, static_cast<int>(n_tokens), in.n, hd,
-                  scale, q + qh * hd, q_stride, in.k, hd, 0.0f, S, n_max);
-      for (int64_t t = 0; t < n_tokens; ++t) softmax_causal(S + t * n_max, in.pos, in.n, positions[t]);
-      // out[t][qh] = S[t] V
-      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, static_cast<int>(n_tokens), hd, in.n,
-                  1.0f, S, n_max, in.v, hd, 0.0f, out + qh * hd, q_stride);
-    }
-  });
+  // Per-thread work buffers, sized for the largest user (a prefill unit).
+  const size_t rows = static_cast<size_t>(kQueryTile) * G;
+  const size_t work = rows * (2 * hd + kKeyTile + 2) + static_cast<size_t>(kKeyTile) * hd;
+  if (sc.work.size() < static_cast<size_t>(pool.size())) sc.work.resize(pool.size());
+  for (auto& w : sc.work)
+    if (w.size() < work) w.resize(work);
 
+  const attn::Kernels& K = kernels_for(sc.path, hd);
   const AttentionRequest request = cache.attention_request(layer);
-  if (!request.wanted) return;
-  const int64_t first = request.last_queries < 0
-                            ? 0
-                            : std::max<int64_t>(0, n_tokens - request.last_queries);
-  for (int kvh = 0; kvh < s.n_kv_heads; ++kvh) {
-    for (int64_t t = first; t < n_tokens; ++t) {
-      AttentionRows rows;
-      rows.layer = layer;
-      rows.kv_head = kvh;
-      rows.query_index = static_cast<int32_t>(t);
-      rows.query_pos = positions[t];
-      rows.group = group;
-      rows.n = heads[kvh].n;
-      rows.probs = scratch.scores.data() + (kvh * group) * head_scores + t * n_max;
-      rows.head_stride = static_cast<int64_t>(head_scores);
-      cache.observe(rows);
-    }
+  const bool observe = request.wanted && request.last_queries != 0;
+  if (n_tokens == 1) {
+    decode(K, s, layer, q, positions[0], cache, observe, out, pool, sc);
+    return;
   }
+  prefill(K, s, q, positions, out, pool, sc);
+  if (!observe) return;
+  const int64_t first =
+      request.last_queries < 0 ? 0 : std::max<int64_t>(0, n_tokens - request.last_queries);
+  observe_prefill(K, s, layer, q, positions, first, cache, pool, sc);
 }
 
 }  // namespace kvbench

@@ -1,6 +1,24 @@
 // Causal multi-head attention with grouped KV heads over the entries a cache
 // shows for each KV head. Queries see the entries whose position is <= their
 // own. Probabilities are handed to the cache only when it asks.
+//
+// Two paths, both reading K/V rows straight from the cache's storage when it
+// exposes them (KvHeadView::raw_rows: f32, or f16 converted in registers):
+//  - prefill (several query tokens): flash attention. Work units are (KV head,
+//    tile of 16 query tokens) with the group's query heads together; keys go
+//    in tiles of 64 with an online softmax, so scores never exist beyond one
+//    [16 x group][64] tile. Keys are packed once per layer and KV head into
+//    transposed f32 tiles for a register-blocked matrix-product micro-kernel.
+//  - decode (one query token): split-K. Each KV head's keys are cut into at
+//    most 16 blocks (a partition that depends only on the number of keys);
+//    units (KV head, block) compute an online-softmax partial for the group's
+//    query heads, sharing each K/V row load; partials are merged in block order.
+// Units are independent and merged in a fixed order, so results are
+// bit-identical whatever the thread count or scheduling.
+//
+// Probabilities (when the cache asks) are computed apart from the output:
+// for decode from the scores the kernels store on the way, for prefill by
+// recomputing the requested rows only.
 #pragma once
 
 #include <cstdint>
@@ -8,6 +26,7 @@
 #include <vector>
 
 #include "model/kv_cache.h"
+#include "model/quant_dot.h"
 #include "model/thread_pool.h"
 
 namespace kvbench {
@@ -20,9 +39,28 @@ struct AttentionShape {
 
 // Buffers reused across steps; grow only when a step needs more.
 struct AttentionScratch {
-  std::vector<float> scores;                 // [n_heads][n_tokens][n_max]
-  std::vector<std::vector<float>> k_decoded; // per KV head: [n][head_dim] when not stored as f32
+  // Instruction-set path of the kernels: KVBENCH_CPU or the best this CPU
+  // runs. A path must be supported (cpu_path_supported) when set by hand.
+  // Head sizes the path's vectors do not divide use the next narrower path.
+  CpuPath path = default_cpu_path();
+
+  struct Head {
+    int32_t n = 0;
+    const int32_t* pos = nullptr;  // [n]
+    KvRawRows k, v;                // rows [n][head_dim]
+  };
+  std::vector<Head> heads;                      // [n_kv_heads]
+  std::vector<std::vector<float>> k_decoded;    // per KV head: [n][head_dim] when read via keys()
   std::vector<std::vector<float>> v_decoded;
+  std::vector<std::vector<float>> work;         // per thread: kernel work buffers
+  std::vector<float> partials;                  // decode: [unit][group][head_dim + 2]
+  std::vector<int32_t> unit_head, unit_index;   // a unit's KV head and block / tile
+  std::vector<int64_t> unit_cost;               // prefill: visible key tiles per unit
+  std::vector<int32_t> order;                   // prefill: units, heaviest first
+  std::vector<float> packed_keys;               // prefill: per KV head [tiles][head_dim][64]
+  std::vector<int64_t> head_tile0;              // prefill: first tile of each KV head
+  std::vector<int32_t> tile_min, tile_max;      // prefill: position range of each key tile
+  std::vector<float> probs;                     // observed probability rows
 };
 
 // q:   [n_tokens][n_heads][head_dim]  (rotated)
@@ -31,5 +69,12 @@ struct AttentionScratch {
 void attend(const AttentionShape& shape, int layer, const float* q,
             std::span<const int32_t> positions, KvCache& cache, float* out,
             ThreadPool& pool, AttentionScratch& scratch);
+
+// The naive reference: every score row materialized, softmax and weighted
+// sum in double, K/V read through the generic keys()/values() accessors, one
+// thread. Reports probabilities to the cache exactly like attend(). For tests
+// and benchmarks.
+void attend_naive(const AttentionShape& shape, int layer, const float* q,
+                  std::span<const int32_t> positions, KvCache& cache, float* out);
 
 }  // namespace kvbench

@@ -7,8 +7,11 @@
 
 namespace kvbench {
 
-Evaluator::Evaluator(const LlamaModel& model, int n_threads)
-    : model_(model), pool_(n_threads), inv_freq_(rope_inv_freq(model.config().rope)) {}
+Evaluator::Evaluator(const LlamaModel& model, int n_threads, MatmulMode mode)
+    : model_(model),
+      pool_(n_threads),
+      matmul_options_{mode, default_cpu_path()},
+      inv_freq_(rope_inv_freq(model.config().rope)) {}
 
 void Evaluator::ensure_capacity(int64_t n) {
   if (n <= capacity_) return;
@@ -66,27 +69,29 @@ void Evaluator::step(std::span<const int32_t> tokens, std::span<const int32_t> p
     const LayerWeights& L = w.layers[l];
     // Attention block: x += Wo . attention(rope(Wq xn), rope(Wk xn), Wv xn)
     rms_norm(x_.data(), L.attn_norm, xn_.data(), n);
-    matmul(L.wq, xn_.data(), n, q_.data(), c.q_dim(), pool_, matmul_scratch_);
-    matmul(L.wk, xn_.data(), n, k_.data(), c.kv_dim(), pool_, matmul_scratch_);
-    matmul(L.wv, xn_.data(), n, v_.data(), c.kv_dim(), pool_, matmul_scratch_);
+    const MatmulOutput qkv[] = {{&L.wq, q_.data(), c.q_dim()},
+                                {&L.wk, k_.data(), c.kv_dim()},
+                                {&L.wv, v_.data(), c.kv_dim()}};
+    matmul_group(qkv, xn_.data(), n, pool_, matmul_scratch_, matmul_options_);
     for (int64_t t = 0; t < n; ++t) {
       rope_rotate(q_.data() + t * c.q_dim(), c.n_heads, c.head_dim, positions[t], inv_freq_);
       rope_rotate(k_.data() + t * c.kv_dim(), c.n_kv_heads, c.head_dim, positions[t], inv_freq_);
     }
     cache.append(l, k_.data(), v_.data());
+    if (cache.attention_request(l).queries) cache.observe_queries(l, q_.data(), positions);
     attend(attn_shape, l, q_.data(), positions, cache, attn_.data(), pool_, attention_scratch_);
-    matmul(L.wo, attn_.data(), n, proj_.data(), c.dim, pool_, matmul_scratch_);
+    matmul(L.wo, attn_.data(), n, proj_.data(), c.dim, pool_, matmul_scratch_, matmul_options_);
     for (int64_t i = 0; i < n * c.dim; ++i) x_[i] += proj_[i];
 
     // Feed-forward block (SwiGLU): x += W_down (silu(W_gate xn) * W_up xn)
     rms_norm(x_.data(), L.ffn_norm, xn_.data(), n);
-    matmul(L.w_gate, xn_.data(), n, gate_.data(), c.ffn_dim, pool_, matmul_scratch_);
-    matmul(L.w_up, xn_.data(), n, up_.data(), c.ffn_dim, pool_, matmul_scratch_);
+    const MatmulOutput gate_up[] = {{&L.w_gate, gate_.data(), c.ffn_dim}, {&L.w_up, up_.data(), c.ffn_dim}};
+    matmul_group(gate_up, xn_.data(), n, pool_, matmul_scratch_, matmul_options_);
     for (int64_t i = 0; i < n * c.ffn_dim; ++i) {
       const float g = gate_[i];
       gate_[i] = g / (1.0f + std::exp(-g)) * up_[i];
     }
-    matmul(L.w_down, gate_.data(), n, proj_.data(), c.dim, pool_, matmul_scratch_);
+    matmul(L.w_down, gate_.data(), n, proj_.data(), c.dim, pool_, matmul_scratch_, matmul_options_);
     for (int64_t i = 0; i < n * c.dim; ++i) x_[i] += proj_[i];
   }
   cache.end_step();
@@ -96,7 +101,7 @@ void Evaluator::step(std::span<const int32_t> tokens, std::span<const int32_t> p
   const int64_t first = which == Logits::Last ? n - 1 : 0;
   const int64_t rows = n - first;
   rms_norm(x_.data() + first * c.dim, w.output_norm, xn_.data(), rows);
-  matmul(w.output, xn_.data(), rows, logits, c.n_vocab, pool_, matmul_scratch_);
+  matmul(w.output, xn_.data(), rows, logits, c.n_vocab, pool_, matmul_scratch_, matmul_options_);
 }
 
 }  // namespace kvbench

@@ -20,7 +20,11 @@ enum class Logits { None, Last, All };
 
 class Evaluator {
  public:
-  Evaluator(const LlamaModel& model, int n_threads);
+  // mode: Quantized (8-bit activations, as llama.cpp; the fast default) or
+  // Exact (f32 activations; what the correctness tests compare). The Quantized
+  // kernels use default_cpu_path() (KVBENCH_CPU may force one; a bad value
+  // throws InputError).
+  Evaluator(const LlamaModel& model, int n_threads, MatmulMode mode = MatmulMode::Quantized);
 
   // tokens, positions: [n]. Writes logits: [n_vocab] for Logits::Last,
   // [n][n_vocab] for Logits::All (caller-sized), nothing for Logits::None.
@@ -30,6 +34,7 @@ class Evaluator {
   const LlamaModel& model() const { return model_; }
   int n_threads() const { return pool_.size(); }
   ThreadPool& pool() { return pool_; }
+  const MatmulOptions& matmul_options() const { return matmul_options_; }
 
  private:
   void ensure_capacity(int64_t n_tokens);
@@ -37,6 +42,7 @@ class Evaluator {
 
   const LlamaModel& model_;
   ThreadPool pool_;
+  MatmulOptions matmul_options_;
   MatmulScratch matmul_scratch_;
   AttentionScratch attention_scratch_;
   std::vector<float> inv_freq_;  // [rope.n_dims / 2]

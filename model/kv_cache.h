@@ -9,6 +9,7 @@
 //   begin_step(info)
 //   for layer in 0..n_layers:
 //     append(layer, k, v)                        // the step's new rows
+//     observe_queries(...) only if attention_request(layer).queries
 //     for kv_head: view(layer, kv_head)          // entries to attend over
 //     observe(...)  only if attention_request(layer).wanted
 //   end_step()                                   // policy maintenance
@@ -36,8 +37,29 @@ struct StepInfo {
   std::span<const int32_t> tokens;      // [n_tokens] token ids (policies may use them)
 };
 
+// Element type of K/V rows a cache stores as plain arrays (see raw_rows()).
+enum class KvElement : uint8_t {
+  F32,  // float
+  F16,  // IEEE binary16, as uint16_t bits
+};
+
+// Bytes of one element: 4 (F32) or 2 (F16).
+constexpr int kv_element_bytes(KvElement e) { return e == KvElement::F32 ? 4 : 2; }
+
+// Plain rows of K (or V) in the cache's own storage: row j (j < size()) is
+// head_dim elements of `type` starting at data + j * row_stride bytes.
+struct KvRawRows {
+  KvElement type = KvElement::F32;
+  const void* data = nullptr;
+  int64_t row_stride = 0;  // bytes between consecutive rows (>= head_dim * element bytes)
+};
+
 // The entries one KV head attends over for the current step's sequence,
-// in cache order. Valid until the next call on the cache.
+// in cache order. Valid until the next call on the cache. The arrays it
+// points to (positions(), raw_rows(), rows keys()/values() return from the
+// cache's storage) must stay valid until the cache next changes (append,
+// end_step, ...): attention fetches the views of all KV heads of a layer,
+// keeping those pointers, before it reads any of them.
 class KvHeadView {
  public:
   virtual ~KvHeadView() = default;
@@ -47,14 +69,25 @@ class KvHeadView {
   // K (or V) rows [begin, begin + count) as f32, [count][head_dim] row-major.
   // Returns a pointer into the cache's storage when it holds f32 rows, else
   // decodes into `scratch` (count * head_dim floats, caller-owned) and returns it.
+  // The generic accessor: every cache implements it, whatever its storage.
   virtual const float* keys(int32_t begin, int32_t count, float* scratch) const = 0;
   virtual const float* values(int32_t begin, int32_t count, float* scratch) const = 0;
+  // Optional fast path: a cache that holds rows [0, size()) of this head as
+  // plain F32 or F16 arrays describes them here and returns true; attention
+  // then reads (and converts in registers) straight from that storage.
+  // Caches with any other storage (quantized, paged, ...) keep the default,
+  // false, and are read through keys()/values().
+  virtual bool raw_rows(KvRawRows& k, KvRawRows& v) const { return false; }
 };
 
 // What a policy wants to see of a layer's attention during the current step.
 struct AttentionRequest {
   bool wanted = false;
   int32_t last_queries = -1;  // only the step's last N query tokens; -1 = all
+  // The step's rotated queries, handed over by observe_queries() before the
+  // layer's views are fetched (SnapKV's observation window, Quest-style
+  // restore of offloaded pages). Zero cost when false.
+  bool queries = false;
 };
 
 // Attention probabilities of one query token: one row of n per query head of
@@ -85,6 +118,9 @@ class KvCache {
   // for layers where this says wanted.
   virtual AttentionRequest attention_request(int layer) const { return {}; }
   virtual void observe(const AttentionRows& rows) {}
+  // Only if attention_request(layer).queries: q is [n_tokens][n_q_heads][head_dim]
+  // (rotated at `positions`), called after append() and before view() of the layer.
+  virtual void observe_queries(int layer, const float* q, std::span<const int32_t> positions) {}
   virtual void end_step() = 0;
 };
 

@@ -25,7 +25,7 @@ struct TinyModelShape {
   static constexpr int n_heads = 6;
   static constexpr int n_kv_heads = 2;  // GQA: 3 query heads per KV head
   static constexpr int ffn_dim = 256;   // a multiple of 256 so ffn_down can be a K-quant
-  static constexpr int n_ctx = 512;
+  static constexpr int n_ctx = 2048;
 };
 
 std::vector<uint8_t> make_tiny_model(const TinyModelOptions& options);

@@ -1,11 +1,13 @@
 // The tiny vocabularies are trained here, at run time, by a few hundred
 // rounds of plain BPE over a fixed English text: most-frequent adjacent pair
 // first, ties broken by byte order, so the result is identical on every
-// platform and build. Std::map keeps every iteration order deterministic.
+// platform and build (nothing depends on hash-map iteration order).
 #include "model/tiny_vocab.h"
 
 #include <map>
 #include <string>
+#include <tuple>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -32,7 +34,21 @@ constexpr const char* kTrainingText =
     "for (int i = 0; i < n; ++i) { total += values[i]; }  // sum the values\n"
     "def hello(name):\n    return \"Hello, \" + name + \"!\"\n"
     "Reading, writing and thinking are the things that the model should learn to do well.\n"
-    "They're here, there and everywhere: in the house, in the garden, on the street.\n";
+    "They're here, there and everywhere: in the house, in the garden, on the street.\n"
+    "Once upon a time there was a little house at the edge of a forest. In the house\n"
+    "lived an old woman and her cat. Every morning the woman opened the window, looked\n"
+    "at the trees and said: \"What a beautiful day!\" The cat didn't say anything; it\n"
+    "was sleeping in the sun. One day a stranger came to the door and asked for water.\n"
+    "The woman gave him water and bread, and the stranger told her a story about the\n"
+    "mountains, the rivers and the cities he had seen during his long travels.\n"
+    "Questions and answers: What is the capital of France? Paris is the capital of\n"
+    "France. How many days are there in a week? There are seven days in a week.\n"
+    "Which planet is the largest? Jupiter is the largest planet in the solar system.\n"
+    "The results were written to a table with the following columns: name, value,\n"
+    "time and memory. Then the program printed the table and returned the result.\n"
+    "She said that she would come back later, and he answered that he would wait.\n"
+    "Learning to read and write takes time, but it is one of the most important\n"
+    "things that children learn at school, together with numbers and counting.\n";
 
 // Byte-level BPE: the ChatML specials, the 256 byte symbols, then merges.
 struct BpeVocab {
@@ -43,37 +59,62 @@ struct BpeVocab {
 
 // One round-based BPE trainer used by both vocabularies: `words` maps a word
 // (as a symbol sequence) to its count; each round merges the most frequent
-// adjacent pair. Returns the merges in order.
+// adjacent pair, the byte-wise smallest (left, right) among equals, stopping
+// when no pair occurs twice. Returns the merges in order.
 std::vector<std::pair<std::string, std::string>> train_bpe(
-    std::map<std::vector<std::string>, int> words, int max_merges) {
+    const std::map<std::vector<std::string>, int>& words, int max_merges) {
+  // Symbols are interned to ints so that a round is a flat counting pass.
+  std::vector<std::string> text;
+  std::map<std::string, int> id_of;
+  const auto intern = [&](const std::string& s) {
+    const auto [it, fresh] = id_of.emplace(s, static_cast<int>(text.size()));
+    if (fresh) text.push_back(s);
+    return it->second;
+  };
+  struct Word {
+    std::vector<int> syms;
+    int count;
+  };
+  std::vector<Word> ws;
+  for (const auto& [syms, count] : words) {
+    Word w{{}, count};
+    for (const auto& s : syms) w.syms.push_back(intern(s));
+    ws.push_back(std::move(w));
+  }
+
   std::vector<std::pair<std::string, std::string>> merges;
+  std::unordered_map<uint64_t, int> pairs;
+  const auto key = [](int a, int b) { return (uint64_t(uint32_t(a)) << 32) | uint32_t(b); };
   for (int round = 0; round < max_merges; ++round) {
-    std::map<std::pair<std::string, std::string>, int> pairs;
-    for (const auto& [syms, count] : words) {
-      for (size_t i = 1; i < syms.size(); ++i) pairs[{syms[i - 1], syms[i]}] += count;
+    pairs.clear();
+    for (const Word& w : ws) {
+      for (size_t i = 1; i < w.syms.size(); ++i) pairs[key(w.syms[i - 1], w.syms[i])] += w.count;
     }
-    const std::pair<std::string, std::string>* best = nullptr;
-    int best_count = 1;  // a pair seen once is not worth a token
-    for (const auto& [pair, count] : pairs) {
-      if (count > best_count) best = &pair, best_count = count;  // map order breaks ties
+    // Hash order is irrelevant: ties are broken on the symbols' bytes.
+    int best_a = -1, best_b = -1, best_count = 1;
+    for (const auto& [k, count] : pairs) {
+      const int a = static_cast<int>(k >> 32), b = static_cast<int>(k & 0xFFFFFFFFu);
+      if (count > best_count ||
+          (count == best_count && best_a >= 0 &&
+           std::tie(text[a], text[b]) < std::tie(text[best_a], text[best_b]))) {
+        best_a = a, best_b = b, best_count = count;
+      }
     }
-    if (!best) break;
-    const auto merge = *best;
-    merges.push_back(merge);
-    std::map<std::vector<std::string>, int> next;
-    for (const auto& [syms, count] : words) {
-      std::vector<std::string> out;
-      for (size_t i = 0; i < syms.size(); ++i) {
-        if (i + 1 < syms.size() && syms[i] == merge.first && syms[i + 1] == merge.second) {
-          out.push_back(merge.first + merge.second);
+    if (best_a < 0) break;
+    merges.emplace_back(text[best_a], text[best_b]);
+    const int merged = intern(text[best_a] + text[best_b]);
+    for (Word& w : ws) {
+      size_t out = 0;
+      for (size_t i = 0; i < w.syms.size(); ++i) {
+        if (i + 1 < w.syms.size() && w.syms[i] == best_a && w.syms[i + 1] == best_b) {
+          w.syms[out++] = merged;
           ++i;
         } else {
-          out.push_back(syms[i]);
+          w.syms[out++] = w.syms[i];
         }
       }
-      next[out] += count;
+      w.syms.resize(out);
     }
-    words = std::move(next);
   }
   return merges;
 }
@@ -99,7 +140,7 @@ const BpeVocab& bpe_vocab() {
     }
     std::map<std::string, bool> seen;
     for (const auto& t : v.tokens) seen[t] = true;
-    for (const auto& [l, r] : train_bpe(std::move(words), 400)) {
+    for (const auto& [l, r] : train_bpe(words, 400)) {
       v.merges.push_back(l + " " + r);
       if (!seen[l + r]) {
         seen[l + r] = true;
@@ -172,7 +213,7 @@ const SpmVocab& spm_vocab() {
       seen[c] = true;
     }
     float score = 0.0f;
-    for (const auto& [l, r] : train_bpe(std::move(words), 350)) {
+    for (const auto& [l, r] : train_bpe(words, 350)) {
       if (seen[l + r]) continue;
       seen[l + r] = true;
       add(l + r, 1, score);

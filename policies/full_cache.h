@@ -1,5 +1,6 @@
-// The full, unbounded cache: every appended row is kept at f32, in append
-// order, for one sequence. The reference every policy is measured against.
+// The full, unbounded cache: every appended row is kept, in append order, for
+// one sequence, as f32 (the reference) or f16 (as llama.cpp's default KV
+// type). The baseline every policy is measured against.
 #pragma once
 
 #include <cstdint>
@@ -11,7 +12,9 @@ namespace kvbench {
 
 class FullCache final : public KvCache {
  public:
-  explicit FullCache(const KvShape& shape);
+  // element: precision of the stored K/V rows (F32 or F16; f16 rounds to
+  // nearest even on append).
+  explicit FullCache(const KvShape& shape, KvElement element = KvElement::F32);
 
   const KvShape& shape() const override { return shape_; }
   void begin_step(const StepInfo& info) override;
@@ -20,8 +23,16 @@ class FullCache final : public KvCache {
   void end_step() override;
 
   void clear();
+  // Keeps the first n_tokens committed tokens and drops the rest (a rollback,
+  // e.g. to re-run a benchmark from the same context). n_tokens <= n_tokens().
+  void truncate(int32_t n_tokens);
+  // Allocates room for n_tokens tokens up front, so steps up to that length
+  // never reallocate.
+  void reserve(int32_t n_tokens);
   int32_t n_tokens() const { return static_cast<int32_t>(positions_.size()); }
-  // Exact bytes of K/V rows held: n_layers x n_kv_heads x head_dim x n_tokens x 2 x 4.
+  KvElement element() const { return element_; }
+  // Exact bytes of K/V rows held:
+  // n_layers x n_kv_heads x head_dim x n_tokens x 2 x kv_element_bytes(element()).
   uint64_t kv_bytes() const;
 
  private:
@@ -29,22 +40,26 @@ class FullCache final : public KvCache {
    public:
     int32_t size() const override { return n; }
     const int32_t* positions() const override { return pos; }
-    const float* keys(int32_t begin, int32_t, float*) const override { return k + int64_t{begin} * hd; }
-    const float* values(int32_t begin, int32_t, float*) const override { return v + int64_t{begin} * hd; }
+    const float* keys(int32_t begin, int32_t count, float* scratch) const override;
+    const float* values(int32_t begin, int32_t count, float* scratch) const override;
+    bool raw_rows(KvRawRows& k_rows, KvRawRows& v_rows) const override;
     int32_t n = 0;
     int hd = 0;
+    KvElement element = KvElement::F32;
     const int32_t* pos = nullptr;
-    const float* k = nullptr;
-    const float* v = nullptr;
+    const uint8_t* k = nullptr;  // [n][hd] elements
+    const uint8_t* v = nullptr;
   };
 
   KvShape shape_;
-  // Per layer and KV head, rows [n_tokens][head_dim]. Cell metadata
-  // (positions) is kept apart from the tensors and shared by all heads.
-  std::vector<std::vector<float>> k_, v_;  // index layer * n_kv_heads + head
-  std::vector<int32_t> positions_;         // committed tokens
-  std::vector<int32_t> step_positions_;    // the open step's tokens
-  std::vector<int32_t> view_positions_;    // committed + open step, for views
+  KvElement element_;
+  int64_t row_bytes_ = 0;  // head_dim * element bytes
+  // Per layer and KV head, rows [n_tokens][head_dim] of element_. Cell
+  // metadata (positions) is kept apart from the tensors and shared by all heads.
+  std::vector<std::vector<uint8_t>> k_, v_;  // index layer * n_kv_heads + head
+  std::vector<int32_t> positions_;           // committed tokens
+  std::vector<int32_t> step_positions_;      // the open step's tokens
+  std::vector<int32_t> view_positions_;      // committed + open step, for views
   int seq_ = 0;
   HeadView view_;
 };

@@ -4,11 +4,12 @@
 // names the build); only the numbers are committed.
 //
 // llama.cpp multiplies Q4_1 weights with activations quantized to 8 bits per
-// block of 32; kvbench's path keeps activations in f32 (and matches a naive
-// double-precision reference to ~5e-5). Measured: emulating 8-bit activations
-// in kvbench moves its logits by the same 0.2-0.7 as the gap to llama.cpp, so
-// the gap is that quantization noise. Top-1 can only differ where llama.cpp's
-// own top-2 margin is of that size.
+// block of 32. kvbench's Exact mode keeps activations in f32 (and matches a
+// naive double-precision reference to ~5e-5): its logits differ from
+// llama.cpp's by that quantization noise, 0.2-0.7. Quantized mode (the
+// default) quantizes activations as llama.cpp does; see below for what that
+// does and does not tighten. Top-1 can only differ where llama.cpp's own
+// top-2 margin is of that size.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -18,6 +19,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "datasets/text_source.h"
+#include "harness/perplexity.h"
 #include "model/evaluator.h"
 #include "model/llama_model.h"
 #include "policies/full_cache.h"
@@ -31,22 +34,28 @@ nlohmann::json load_golden() {
   return nlohmann::json::parse(in);
 }
 
-TEST(GoldenLlamaCpp, Top1AndLogitsOnSmolLM2) {
-  const std::string path = test::smollm2_path();
-  if (path.empty()) GTEST_SKIP() << "SmolLM2 not found: run scripts/setup.sh (or set KVBENCH_MODEL)";
-  auto model = LlamaModel::load(path);
+struct Agreement {
+  int cases = 0;
+  int top1_same = 0;
+  float worst_top32 = 0.0f;  // max over prompts of max |logit diff| over llama.cpp's top 32
+  float median = 0.0f;       // median over prompts of the same
+};
+
+// Runs every golden prompt as one prefill step and compares the last token's
+// logits with llama.cpp's. Where llama.cpp's top-1 leads by more than
+// `margin_for_top1`, the winner must be the same.
+Agreement agreement(const LlamaModel& model, MatmulMode mode, float margin_for_top1) {
   const auto golden = load_golden();
-  const int nv = model->config().n_vocab;
-  Evaluator eval(*model, 2);
+  const int nv = model.config().n_vocab;
+  Evaluator eval(model, 2, mode);
   std::vector<float> logits(nv);
-  int cases = 0, top1_same = 0;
-  float worst_top32 = 0.0f;
+  Agreement a;
   std::vector<float> case_diffs;
   for (const auto& c : golden["cases"]) {
     const auto prompt = c["prompt"].get<std::string>();
-    const auto ids = model->tokenizer().encode(prompt, true, true);
-    ASSERT_EQ(ids, c["ids"].get<std::vector<int32_t>>()) << prompt;
-    FullCache cache(model->kv_shape());
+    const auto ids = model.tokenizer().encode(prompt, true, true);
+    EXPECT_EQ(ids, c["ids"].get<std::vector<int32_t>>()) << prompt;
+    FullCache cache(model.kv_shape());
     std::vector<int32_t> pos(ids.size());
     for (size_t i = 0; i < pos.size(); ++i) pos[i] = static_cast<int32_t>(i);
     eval.step(ids, pos, 0, StepPhase::Prefill, cache, Logits::Last, logits.data());
@@ -54,29 +63,100 @@ TEST(GoldenLlamaCpp, Top1AndLogitsOnSmolLM2) {
     const int32_t ours = static_cast<int32_t>(std::max_element(logits.begin(), logits.end()) - logits.begin());
     const int32_t theirs = top[0][0].get<int32_t>();
     const float margin = top[0][1].get<float>() - top[1][1].get<float>();
-    ++cases;
-    top1_same += ours == theirs;
-    // Where llama.cpp's top-1 leads by more than the numeric difference of
-    // the two paths, the winner must be the same.
-    if (margin > 0.2f) EXPECT_EQ(ours, theirs) << prompt << " (llama.cpp margin " << margin << ")";
+    ++a.cases;
+    a.top1_same += ours == theirs;
+    if (margin > margin_for_top1) EXPECT_EQ(ours, theirs) << prompt << " (llama.cpp margin " << margin << ")";
     float case_worst = 0.0f;
     for (const auto& e : top)
       case_worst = std::max(case_worst, std::fabs(logits[e[0].get<int32_t>()] - e[1].get<float>()));
     if (std::getenv("KVBENCH_GOLDEN_VERBOSE"))
       std::printf("%4zu tokens  max|diff| %.4f  top1 %d/%d  %.40s\n", ids.size(), case_worst, ours, theirs, prompt.c_str());
-    worst_top32 = std::max(worst_top32, case_worst);
+    a.worst_top32 = std::max(a.worst_top32, case_worst);
     case_diffs.push_back(case_worst);
   }
-  std::printf("llama.cpp agreement: top-1 identical on %d of %d prompts; max |logit diff| over "
-              "each prompt's top 32 = %.4f\n", top1_same, cases, worst_top32);
-  RecordProperty("top1_identical", top1_same);
-  EXPECT_GE(cases, 20);
-  EXPECT_GE(top1_same, 20);
   std::sort(case_diffs.begin(), case_diffs.end());
-  const float median = case_diffs[case_diffs.size() / 2];
-  std::printf("median over prompts of max |logit diff| = %.4f\n", median);
-  EXPECT_LT(median, 0.5f);
-  EXPECT_LT(worst_top32, 1.5f);
+  a.median = case_diffs[case_diffs.size() / 2];
+  std::printf("llama.cpp agreement (%s): top-1 identical on %d of %d prompts; max |logit diff| over "
+              "each prompt's top 32: median %.4f, max %.4f\n",
+              mode == MatmulMode::Exact ? "Exact, f32 activations" : "Quantized, 8-bit activations",
+              a.top1_same, a.cases, a.median, a.worst_top32);
+  return a;
+}
+
+TEST(GoldenLlamaCpp, Top1AndLogitsOnSmolLM2) {
+  const std::string path = test::smollm2_path();
+  if (path.empty()) GTEST_SKIP() << "SmolLM2 not found: run scripts/setup.sh (or set KVBENCH_MODEL)";
+  auto model = LlamaModel::load(path);
+  const Agreement a = agreement(*model, MatmulMode::Exact, 0.2f);
+  RecordProperty("top1_identical", a.top1_same);
+  EXPECT_GE(a.cases, 20);
+  EXPECT_GE(a.top1_same, 20);
+  EXPECT_LT(a.median, 0.5f);
+  EXPECT_LT(a.worst_top32, 1.5f);
+}
+
+// Quantized mode computes what llama.cpp computes (Q4_1 weights times
+// activations quantized to Q8_1, the Q8_0 output times Q8_0), yet its top-32
+// logits agree with llama.cpp no more tightly than the Exact mode's: with
+// 8-bit activations the forward pass is chaotic at this scale. A value that
+// moves by one ulp can flip one activation's rounding, and one flipped step
+// in the output layer's input alone moves logits by ~0.01; over 30 layers the
+// flips compound. Measured on kvbench itself: scaling one RMS-norm factor by
+// (1 + 2^-23) moves "The capital of France is" logits by up to 0.26 and the
+// two-window perplexity below by 0.016; changing only the order in which the
+// dot kernels sum their lanes moved the figures below from (23 of 24, median
+// 0.339, max 0.818) to (22 of 24, 0.361, 1.016). llama.cpp's own float
+// kernels (exp, RMS norm, RoPE) differ from ours by such ulps, so the logit
+// gap stays at the size of the quantization noise itself (Exact: 23 of 24,
+// median 0.312, max 1.346). Top-1 must agree where llama.cpp leads by more
+// than 0.5 (flips were seen at margins 0.026 and 0.23). What does show that
+// Quantized computes llama.cpp's arithmetic is a statistic over many tokens:
+// the perplexity test below.
+TEST(GoldenLlamaCpp, QuantizedModeTop1AndLogitsOnSmolLM2) {
+  const std::string path = test::smollm2_path();
+  if (path.empty()) GTEST_SKIP() << "SmolLM2 not found: run scripts/setup.sh (or set KVBENCH_MODEL)";
+  auto model = LlamaModel::load(path);
+  const Agreement a = agreement(*model, MatmulMode::Quantized, 0.5f);
+  RecordProperty("top1_identical", a.top1_same);
+  RecordProperty("median_max_abs_diff", std::to_string(a.median));
+  EXPECT_GE(a.top1_same, 21);
+  EXPECT_LT(a.median, 0.5f);
+  EXPECT_LT(a.worst_top32, 1.5f);
+}
+
+// Perplexity over two 512-token windows of gnu-standards prose (as
+// tests/test_perplexity.cpp) against llama.cpp's runs on the same text:
+// Quantized mode lands on llama.cpp's Q4_1 run (8-bit activations), Exact
+// mode on llama.cpp's run with the weights dequantized to F32. Measured
+// (running ppl after 2 windows): Quantized 21.6825 vs llama.cpp Q4_1 21.6967
+// (0.014; perturbations of one ulp or of the lane order move ours by up to
+// 0.016); Exact 21.5794 = llama.cpp F32 21.5794, 0.117 away from Q4_1.
+TEST(GoldenLlamaCpp, QuantizedModePerplexityMatchesLlamaCppQ4_1) {
+  const std::string path = test::smollm2_path();
+  if (path.empty()) GTEST_SKIP() << "SmolLM2 not found: run scripts/setup.sh (or set KVBENCH_MODEL)";
+  std::ifstream in(std::string(KVBENCH_TEST_DATA) + "/golden_perplexity_smollm2.json");
+  const auto golden = nlohmann::json::parse(in);
+  auto model = LlamaModel::load(path);
+  std::string text = read_text_lines("/usr/share/doc/gnu-standards/standards.text.gz", 2984, 3384);
+  text.pop_back();  // llama-perplexity drops the final newline
+  const auto tokens = model->tokenizer().encode(text, false, false);
+  ASSERT_EQ(tokens, golden["token_ids"].get<std::vector<int32_t>>());
+  // runs[1]: llama.cpp on the Q4_1 weights, f32 KV; runs[2]: weights in F32.
+  const auto q4_1 = golden["runs"][1]["running_ppl_after_each_chunk"].get<std::vector<double>>();
+  const auto f32 = golden["runs"][2]["running_ppl_after_each_chunk"].get<std::vector<double>>();
+  ASSERT_EQ(golden["runs"][1]["kv_type"].get<std::string>(), "f32");
+  Evaluator eval(*model, 2, MatmulMode::Quantized);
+  PerplexityOptions o;
+  o.ctx = 512;
+  o.skip = 256;
+  const PerplexityResult r = perplexity(eval, std::vector<int32_t>(tokens.begin(), tokens.begin() + 1024), o);
+  ASSERT_EQ(r.running_ppl.size(), 2u);
+  std::printf("running ppl after 2 windows: kvbench Quantized %.4f, llama.cpp Q4_1 %.4f, llama.cpp F32 weights %.4f\n",
+              r.running_ppl[1], q4_1[1], f32[1]);
+  for (int i = 0; i < 2; ++i) {
+    EXPECT_NEAR(r.running_ppl[i], q4_1[i], 0.06) << "window " << i;
+    EXPECT_LT(std::fabs(r.running_ppl[i] - q4_1[i]), std::fabs(r.running_ppl[i] - f32[i])) << "window " << i;
+  }
 }
 
 }  // namespace

@@ -33,7 +33,7 @@ TEST(ExperimentConfig, DefaultsAreFilled) {
   ASSERT_EQ(c.tasks.size(), 1u);
   EXPECT_EQ(c.tasks[0].depths, std::vector<double>{0.5});
   EXPECT_EQ(c.tasks[0].samples, 1);
-  EXPECT_EQ(c.decoding.max_new_tokens, 16);
+  EXPECT_EQ(c.decoding.max_new_tokens, 0);
   EXPECT_EQ(c.output, "results");
   // The resolved form parses back to the same config.
   const ExperimentConfig again = parse_experiment(to_json(c), "resolved");
@@ -43,7 +43,7 @@ TEST(ExperimentConfig, DefaultsAreFilled) {
 TEST(ExperimentConfig, ErrorsNameFileAndJsonPath) {
   json d = minimal();
   d["tasks"][0]["lenghts"] = {1};
-  EXPECT_NE(error_of(d).find("experiments/x.json: /tasks/0/lenghts: unknown field (valid: depths, lengths, options, samples, task)"),
+  EXPECT_NE(error_of(d).find("experiments/x.json: /tasks/0/lenghts: unknown field (valid: depths, lengths, options, policies, question_first, samples, task)"),
             std::string::npos) << error_of(d);
   d = minimal();
   d["threads"] = "two";
@@ -64,8 +64,8 @@ TEST(ExperimentConfig, ErrorsNameFileAndJsonPath) {
   d.erase("tasks");
   EXPECT_NE(error_of(d).find("/: missing field 'tasks'"), std::string::npos) << error_of(d);
   d = minimal();
-  d["decoding"] = {{"max_new_tokens", 0}};
-  EXPECT_NE(error_of(d).find("/decoding/max_new_tokens: must be in [1, 4096], got 0"), std::string::npos);
+  d["decoding"] = {{"max_new_tokens", -1}};
+  EXPECT_NE(error_of(d).find("/decoding/max_new_tokens: must be in [0, 4096], got -1"), std::string::npos);
 }
 
 TEST(ExperimentConfig, SetOverridesAnyField) {

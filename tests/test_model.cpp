@@ -35,7 +35,7 @@ std::vector<int32_t> iota_positions(int64_t begin, int64_t n) {
 // Logits [n][n_vocab] for every position, prefilled in chunks of `chunk`.
 std::vector<float> run_all(const LlamaModel& m, const std::vector<int32_t>& tokens, int chunk,
                            int threads) {
-  Evaluator eval(m, threads);
+  Evaluator eval(m, threads, MatmulMode::Exact);
   FullCache cache(m.kv_shape());
   const int nv = m.config().n_vocab;
   std::vector<float> all(tokens.size() * nv);
@@ -83,7 +83,7 @@ TEST(TinyModelForward, CachedDecodeMatchesRecomputeAtEachOf32Steps) {
   auto model = LlamaModel::load(test::tiny_model_path());
   const int nv = model->config().n_vocab;
   test::ReferenceLlama ref(*model);
-  Evaluator eval(*model, 2);
+  Evaluator eval(*model, 2, MatmulMode::Exact);
   FullCache cache(model->kv_shape());
   std::vector<int32_t> tokens = some_tokens(9, nv, 11);
   std::vector<float> logits(nv);
@@ -117,7 +117,7 @@ TEST(TinyModelForward, SameInputsAndThreadsGiveBitIdenticalLogits) {
 TEST(TinyModelForward, FullCacheBytesAreExact) {
   auto model = LlamaModel::load(test::tiny_model_path());
   const auto& c = model->config();
-  Evaluator eval(*model, 1);
+  Evaluator eval(*model, 1, MatmulMode::Exact);
   FullCache cache(model->kv_shape());
   const auto tokens = some_tokens(13, c.n_vocab, 2);
   eval.step(tokens, iota_positions(0, 13), 0, StepPhase::Prefill, cache, Logits::None, nullptr);

@@ -41,7 +41,7 @@ TEST(Perplexity, MatchesLlamaCppOnGnuStandardsProse) {
   ASSERT_EQ(f32_run["ctx"].get<int>(), 512);
   const auto expected = f32_run["running_ppl_after_each_chunk"].get<std::vector<double>>();
 
-  Evaluator eval(*model, 2);
+  Evaluator eval(*model, 2, MatmulMode::Exact);
   PerplexityOptions o;
   o.ctx = 512;
   o.skip = 256;

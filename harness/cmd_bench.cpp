@@ -1,0 +1,364 @@
+// kvbench bench: throughput in the manner of llama-bench, on the full cache.
+//   pp N          prompt processing: N tokens prefilled in one go (chunks of
+//                 512, llama-bench's default micro-batch), logits of the last
+//   tg N          token generation: N single-token decode steps, logits each
+//   ... @ dD      the same after a context of D tokens already in the cache
+// Every option takes a comma-separated list (or repeats); every combination
+// of threads x KV precision x depth x test is measured. Each combination gets
+// a warm-up (the whole pp test; one tg step), then -r timed repetitions; the
+// table shows mean ± sample standard deviation and the median of tokens/s.
+// Token ids are deterministic pseudo-random ordinary tokens (no special or
+// control token). The depth context is prefilled once per (threads, KV)
+// combination; each repetition first rolls the cache back to it.
+#include <unistd.h>
+
+#include <algorithm>
+#include <charconv>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <iostream>
+#include <map>
+#include <numeric>
+#include <sstream>
+#include <thread>
+
+#include <nlohmann/json.hpp>
+
+#include "harness/cli.h"
+#include "harness/inference.h"
+#include "model/error.h"
+#include "model/evaluator.h"
+#include "model/ggml_types.h"
+#include "model/llama_model.h"
+#include "model/quant_dot.h"
+#include "policies/full_cache.h"
+
+namespace po = boost::program_options;
+
+namespace kvbench::cli {
+namespace {
+
+constexpr int kChunk = 512;  // prefill micro-batch (llama-bench's -ub default)
+
+// "512,1024" (and repeated options) -> integers within [lo, hi].
+std::vector<int> int_list(const po::variables_map& vm, const std::string& name, int lo, int hi) {
+  std::vector<int> out;
+  for (const std::string& arg : vm[name].as<std::vector<std::string>>()) {
+    std::stringstream ss(arg);
+    std::string item;
+    while (std::getline(ss, item, ',')) {
+      int v = 0;
+      const auto [end, ec] = std::from_chars(item.data(), item.data() + item.size(), v);
+      if (item.empty() || ec != std::errc() || end != item.data() + item.size())
+        throw InputError("--" + name + ": '" + item + "' is not an integer");
+      if (v < lo || v > hi)
+        throw InputError("--" + name + " must be between " + std::to_string(lo) + " and " +
+                         std::to_string(hi) + ", got " + std::to_string(v));
+      out.push_back(v);
+    }
+    if (arg.empty() || arg.back() == ',') throw InputError("--" + name + ": empty value in '" + arg + "'");
+  }
+  return out;
+}
+
+std::vector<KvElement> kv_list(const po::variables_map& vm) {
+  std::vector<KvElement> out;
+  for (const std::string& arg : vm["kv"].as<std::vector<std::string>>()) {
+    std::stringstream ss(arg);
+    std::string item;
+    while (std::getline(ss, item, ',')) {
+      if (item == "f32") out.push_back(KvElement::F32);
+      else if (item == "f16") out.push_back(KvElement::F16);
+      else throw InputError("--kv: unknown KV precision '" + item + "' (f32, f16)");
+    }
+    if (arg.empty() || arg.back() == ',') throw InputError("--kv: empty value in '" + arg + "'");
+  }
+  return out;
+}
+
+const char* kv_name(KvElement e) { return e == KvElement::F16 ? "f16" : "f32"; }
+
+// Deterministic pseudo-random ordinary tokens: ids whose piece is not empty
+// without special rendering (so no control token), never BOS/EOS/end-of-turn.
+std::vector<int32_t> bench_tokens(const Tokenizer& tok, int64_t n, uint64_t seed) {
+  std::vector<int32_t> out;
+  out.reserve(n);
+  uint64_t s = seed * 0x9E3779B97F4A7C15ull + 1;
+  while (static_cast<int64_t>(out.size()) < n) {
+    s ^= s << 13;
+    s ^= s >> 7;
+    s ^= s << 17;
+    const int32_t id = static_cast<int32_t>(s % static_cast<uint64_t>(tok.n_vocab()));
+    if (id == tok.bos() || id == tok.eos() || tok.is_end_of_generation(id)) continue;
+    if (tok.token_to_piece(id, false).empty()) continue;
+    out.push_back(id);
+  }
+  return out;
+}
+
+struct Stats {
+  double mean = 0, sd = 0, median = 0;
+};
+
+Stats stats(std::vector<double> x) {
+  Stats s;
+  const double n = static_cast<double>(x.size());
+  s.mean = std::accumulate(x.begin(), x.end(), 0.0) / n;
+  double ss = 0;
+  for (double v : x) ss += (v - s.mean) * (v - s.mean);
+  s.sd = x.size() > 1 ? std::sqrt(ss / (n - 1)) : 0.0;
+  std::sort(x.begin(), x.end());
+  s.median = x.size() % 2 ? x[x.size() / 2] : (x[x.size() / 2 - 1] + x[x.size() / 2]) / 2;
+  return s;
+}
+
+struct Result {
+  int threads = 0;
+  KvElement kv = KvElement::F32;
+  int n_prompt = 0, n_gen = 0, depth = 0;
+  std::vector<double> tps;  // tokens/s of each repetition
+  std::string test() const {
+    std::string t = n_prompt > 0 ? "pp" + std::to_string(n_prompt) : "tg" + std::to_string(n_gen);
+    if (depth > 0) t += " @ d" + std::to_string(depth);
+    return t;
+  }
+};
+
+std::string fixed(double v, int digits) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.*f", digits, v);
+  return buf;
+}
+
+struct ModelInfo {
+  std::string name;     // "llama 135M Q4_1"
+  uint64_t bytes = 0;   // all tensors
+  uint64_t params = 0;  // all tensor elements
+  std::string backend;  // "CPU avx512" (+ " exact")
+};
+
+ModelInfo model_info(const LlamaModel& m, bool exact) {
+  ModelInfo info;
+  std::map<std::string, uint64_t> bytes_by_type;
+  for (const GgufTensor& t : m.file().tensors()) {
+    info.bytes += t.bytes;
+    info.params += static_cast<uint64_t>(t.n_elements());
+    const auto traits = type_traits(static_cast<uint32_t>(t.type));
+    bytes_by_type[traits ? std::string(traits->name) : "?"] += t.bytes;
+  }
+  const auto main_type = std::max_element(bytes_by_type.begin(), bytes_by_type.end(),
+                                          [](auto& a, auto& b) { return a.second < b.second; });
+  // llama-bench's style: architecture, parameter count, main weight type.
+  const double p = static_cast<double>(info.params);
+  const std::string size =
+      p >= 1e9 ? fixed(p / 1e9, 1) + "B" : p >= 1e7 ? fixed(p / 1e6, 0) + "M" : fixed(p / 1e6, 1) + "M";
+  info.name = "llama " + size + (main_type != bytes_by_type.end() ? " " + main_type->first : "");
+  info.backend = "CPU " + std::string(cpu_path_name(default_cpu_path())) + (exact ? " exact" : "");
+  return info;
+}
+
+void print_markdown(const ModelInfo& info, const std::vector<Result>& results) {
+  const std::vector<std::string> head = {"model", "size", "params", "backend", "threads", "kv", "test", "t/s", "median t/s"};
+  std::vector<std::vector<std::string>> rows;
+  for (const Result& r : results) {
+    const Stats s = stats(r.tps);
+    rows.push_back({info.name, fixed(info.bytes / 1048576.0, 2) + " MiB", fixed(info.params / 1e6, 2) + " M",
+                    info.backend, std::to_string(r.threads), kv_name(r.kv), r.test(),
+                    fixed(s.mean, 2) + " ± " + fixed(s.sd, 2), fixed(s.median, 2)});
+  }
+  std::vector<size_t> width(head.size());
+  auto cells = [](const std::string& s) {  // display width: "±" is one column, two bytes
+    size_t n = 0;
+    for (unsigned char c : s) n += (c & 0xC0) != 0x80;
+    return n;
+  };
+  for (size_t c = 0; c < head.size(); ++c) {
+    width[c] = cells(head[c]);
+    for (const auto& row : rows) width[c] = std::max(width[c], cells(row[c]));
+  }
+  // Names left-aligned, numbers and tests right-aligned (as llama-bench).
+  auto right = [](size_t c) { return c == 1 || c == 2 || c == 4 || c >= 6; };
+  auto line = [&](const std::vector<std::string>& row) {
+    std::string out = "|";
+    for (size_t c = 0; c < row.size(); ++c) {
+      const std::string pad(width[c] - cells(row[c]), ' ');
+      out += " " + (right(c) ? pad + row[c] : row[c] + pad) + " |";
+    }
+    std::cout << out << "\n";
+  };
+  line(head);
+  std::string sep = "|";
+  for (size_t c = 0; c < head.size(); ++c)
+    sep += " " + (right(c) ? std::string(width[c] - 1, '-') + ":" : std::string(width[c], '-')) + " |";
+  std::cout << sep << "\n";
+  for (const auto& row : rows) line(row);
+}
+
+nlohmann::json result_json(const ModelInfo& info, const std::string& path, const Result& r) {
+  const Stats s = stats(r.tps);
+  return {{"model", info.name},          {"model_file", path},     {"size_bytes", info.bytes},
+          {"params", info.params},       {"backend", info.backend}, {"threads", r.threads},
+          {"kv", kv_name(r.kv)},         {"n_prompt", r.n_prompt},  {"n_gen", r.n_gen},
+          {"n_depth", r.depth},          {"test", r.test()},        {"repetitions", r.tps.size()},
+          {"avg_ts", s.mean},            {"stddev_ts", s.sd},       {"median_ts", s.median},
+          {"samples_ts", r.tps}};
+}
+
+void print_csv(const ModelInfo& info, const std::string& path, const std::vector<Result>& results) {
+  const char* cols[] = {"model", "model_file", "size_bytes", "params", "backend", "threads", "kv", "n_prompt",
+                        "n_gen", "n_depth", "test", "repetitions", "avg_ts", "stddev_ts", "median_ts", "samples_ts"};
+  auto quote = [](const std::string& s) {
+    std::string q = "\"";
+    for (char c : s) q += c == '"' ? std::string("\"\"") : std::string(1, c);
+    return q + "\"";
+  };
+  for (size_t i = 0; i < std::size(cols); ++i) std::cout << (i ? "," : "") << cols[i];
+  std::cout << "\n";
+  for (const Result& r : results) {
+    const nlohmann::json j = result_json(info, path, r);
+    for (size_t i = 0; i < std::size(cols); ++i) {
+      const nlohmann::json& v = j[cols[i]];
+      std::string cell;
+      if (v.is_string()) cell = quote(v.get<std::string>());
+      else if (v.is_array()) {
+        std::string joined;
+        for (const auto& x : v) joined += (joined.empty() ? "" : ";") + fixed(x.get<double>(), 4);
+        cell = quote(joined);
+      } else if (v.is_number_float()) cell = fixed(v.get<double>(), 4);
+      else cell = v.dump();
+      std::cout << (i ? "," : "") << cell;
+    }
+    std::cout << "\n";
+  }
+}
+
+}  // namespace
+
+int cmd_bench(const Args& args) {
+  po::options_description desc("options (each takes a comma-separated list, like llama-bench)");
+  desc.add_options()("model,m", po::value<std::string>(),
+                     "GGUF model file (default: $KVBENCH_MODEL or models/SmolLM2-135M-Instruct.Q4_1.gguf)")(
+      "n-prompt,p", po::value<std::vector<std::string>>()->composing()->default_value({"512"}, "512"),
+      "prompt-processing test: N tokens in one prefill (0: none)")(
+      "n-gen,n", po::value<std::vector<std::string>>()->composing()->default_value({"128"}, "128"),
+      "token-generation test: N single-token decode steps (0: none)")(
+      "n-depth,d", po::value<std::vector<std::string>>()->composing()->default_value({"0"}, "0"),
+      "run each test after a context of D tokens")(
+      "repetitions,r", po::value<std::vector<std::string>>()->composing()->default_value({"5"}, "5"),
+      "timed repetitions of each test")(
+      "threads,t", po::value<std::vector<std::string>>()->composing(), "worker threads (default: all cores)")(
+      "kv", po::value<std::vector<std::string>>()->composing()->default_value({"f16"}, "f16"),
+      "KV precision of the full cache: f32, f16 (llama-bench's default is f16)")(
+      "output,o", po::value<std::string>()->default_value("md"), "output format: md, csv, json")(
+      "exact", po::bool_switch(),
+      "multiply with f32 activations (the exact reference path) instead of activations quantized to 8 bits");
+  po::variables_map vm;
+  if (!parse(args, desc, vm, "kvbench bench [-m PATH] [-p 512] [-n 128] [-d DEPTH] [-r REPS] [-t THREADS] [--kv f32|f16] [-o md|csv|json]"))
+    return 0;
+
+  const int max_tokens = 1 << 20;
+  const std::vector<int> prompts = int_list(vm, "n-prompt", 0, max_tokens);
+  const std::vector<int> gens = int_list(vm, "n-gen", 0, max_tokens);
+  const std::vector<int> depths = int_list(vm, "n-depth", 0, max_tokens);
+  const std::vector<int> reps_list = int_list(vm, "repetitions", 1, 10000);
+  if (reps_list.size() != 1) throw InputError("--repetitions takes one value");
+  const int reps = reps_list[0];
+  std::vector<int> threads;
+  if (vm.count("threads")) threads = int_list(vm, "threads", 1, 512);
+  else threads = {static_cast<int>(std::max(1u, std::thread::hardware_concurrency()))};
+  const std::vector<KvElement> kvs = kv_list(vm);
+  const std::string format = vm["output"].as<std::string>();
+  if (format != "md" && format != "csv" && format != "json")
+    throw InputError("--output: unknown format '" + format + "' (md, csv, json)");
+  const bool exact = vm["exact"].as<bool>();
+
+  // Tests in llama-bench's order: every pp, then every tg; zeros skipped.
+  struct Test {
+    int n_prompt, n_gen;
+  };
+  std::vector<Test> tests;
+  for (int p : prompts)
+    if (p > 0) tests.push_back({p, 0});
+  for (int n : gens)
+    if (n > 0) tests.push_back({0, n});
+  if (tests.empty()) throw InputError("nothing to measure: every -p and -n value is 0");
+
+  const std::string path = vm.count("model") ? vm["model"].as<std::string>() : default_model_path();
+  auto model = LlamaModel::load(path);
+  const int n_ctx = model->config().n_ctx_train;
+  for (int d : depths)
+    for (const Test& t : tests)
+      if (int64_t{d} + t.n_prompt + t.n_gen > n_ctx)
+        throw InputError("--n-depth " + std::to_string(d) + " plus a test of " +
+                         std::to_string(t.n_prompt + t.n_gen) + " tokens exceeds the model's context of " +
+                         std::to_string(n_ctx));
+  const ModelInfo info = model_info(*model, exact);
+  const Tokenizer& tok = model->tokenizer();
+  const bool tty = isatty(STDERR_FILENO);
+
+  std::vector<Result> results;
+  for (int n_threads : threads) {
+    Evaluator eval(*model, n_threads, exact ? MatmulMode::Exact : MatmulMode::Quantized);
+    for (KvElement kv : kvs) {
+      for (int depth : depths) {
+        FullCache cache(model->kv_shape(), kv);
+        int max_test = 0;
+        for (const Test& t : tests) max_test = std::max(max_test, t.n_prompt + t.n_gen);
+        cache.reserve(depth + max_test);
+        if (depth > 0) {
+          if (tty) std::cerr << "bench: prefilling a context of " << depth << " tokens...\r" << std::flush;
+          prefill(eval, cache, bench_tokens(tok, depth, 1), 0, kChunk, nullptr);
+        }
+        for (const Test& t : tests) {
+          Result r;
+          r.threads = n_threads;
+          r.kv = kv;
+          r.n_prompt = t.n_prompt;
+          r.n_gen = t.n_gen;
+          r.depth = depth;
+          const std::vector<int32_t> ids = bench_tokens(tok, t.n_prompt + t.n_gen, 2);
+          std::vector<float> logits(model->config().n_vocab);
+          // One run of the test (n_steps decode steps for tg); returns seconds.
+          auto run = [&](int n_steps) {
+            cache.truncate(depth);
+            const auto t0 = std::chrono::steady_clock::now();
+            if (t.n_prompt > 0) {
+              prefill(eval, cache, ids, depth, kChunk, logits.data());
+            } else {
+              for (int i = 0; i < n_steps; ++i) {
+                const int32_t pos = depth + i;
+                eval.step(std::span(&ids[i], 1), std::span(&pos, 1), 0, StepPhase::Decode, cache,
+                          Logits::Last, logits.data());
+              }
+            }
+            return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+          };
+          run(1);  // warm-up: pages in the weights, grows every buffer to this shape
+          for (int i = 0; i < reps; ++i) {
+            if (tty)
+              std::cerr << "bench: " << r.test() << ", " << n_threads << " threads, kv " << kv_name(kv)
+                        << ": repetition " << i + 1 << "/" << reps << "      \r" << std::flush;
+            const double s = run(t.n_gen);
+            r.tps.push_back((t.n_prompt + t.n_gen) / s);
+          }
+          results.push_back(std::move(r));
+        }
+      }
+    }
+  }
+  if (tty) std::cerr << std::string(72, ' ') << "\r" << std::flush;
+
+  if (format == "md") {
+    print_markdown(info, results);
+  } else if (format == "csv") {
+    print_csv(info, path, results);
+  } else {
+    nlohmann::json j = nlohmann::json::array();
+    for (const Result& r : results) j.push_back(result_json(info, path, r));
+    std::cout << j.dump(2) << "\n";
+  }
+  return 0;
+}
+
+}  // namespace kvbench::cli

@@ -1,0 +1,47 @@
+// The grid of an experiment: instances (generated, or read from JSONL) x
+// policies (each spec at each of its budgets), every cell with a stable id
+// "<instance id>--<policy slug>". Built and validated completely before a run
+// folder is created, so a bad config leaves nothing behind.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "datasets/instance.h"
+#include "harness/experiment.h"
+#include "model/llama_model.h"
+#include "policies/policy_spec.h"
+
+namespace kvbench {
+
+struct PlannedPolicy {
+  int index = 0;              // order in the table
+  std::string label;          // table row name
+  std::string canonical;      // to_string(spec)
+  std::string slug;           // file-name-safe canonical, used in cell ids
+  PolicySpec spec;
+  std::string base;           // the spec as written in the config, without the grid budget
+  std::optional<double> budget;  // the grid budget, when the config gave budgets
+  bool is_reference = false;  // the full cache
+};
+
+struct Plan {
+  std::vector<Instance> instances;
+  std::vector<PlannedPolicy> policies;  // policies[0] is the full cache
+  // Per instance: whether its question goes before the context, and the
+  // policies it runs (indices into `policies`, always including 0).
+  std::vector<bool> question_first;
+  std::vector<std::vector<size_t>> instance_policies;
+  int64_t cells() const;
+  std::string cell_id(size_t instance, size_t policy) const;
+};
+
+// Throws InputError naming the config file and field for unknown tasks or
+// options, lengths the model cannot hold, bad specs or budgets.
+Plan make_plan(const ExperimentConfig& config, const LlamaModel& model);
+
+// Instances of this shard: index % count == shard - 1 (shard is 1-based).
+bool in_shard(size_t instance_index, int shard, int count);
+
+}  // namespace kvbench

@@ -1,0 +1,393 @@
+// The attention kernels' algorithm, written once over a small vector
+// interface and instantiated by each instruction-set path (attention_scalar.cpp
+// with one-float "vectors" and std::exp2 is the reference; attention_avx2.cpp
+// and attention_avx512.cpp include this file under their target attribute).
+// Everything here has internal linkage, so each path's instantiations stay in
+// its own object file and never mix with another path's.
+//
+// The vector interface `I`:
+//   V, W (floats per V), kRegs (vector registers), kGemmCols (V per GEMM row)
+//   zero(), set1(f), load(const float*), store(float*, V), load_f16(const uint16_t*)
+//   fmadd(a, b, c) = a * b + c, mul, add, sub, max
+//   hsum(V), hmax(V), hsum4(const V[4], float out[4])
+//   exp2(V): 2^x, exactly 0 for x < -126 (so masked -inf scores weigh 0)
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+
+#include "model/attention_kernels.h"
+
+namespace kvbench::attn {
+namespace {
+
+constexpr float kNegInf = -std::numeric_limits<float>::infinity();
+
+template <class I, KvElement E>
+inline typename I::V load_row(const uint8_t* row, int d) {
+  if constexpr (E == KvElement::F32)
+    return I::load(reinterpret_cast<const float*>(row) + d);
+  else
+    return I::load_f16(reinterpret_cast<const uint16_t*>(row) + d);
+}
+
+// Keys per pass of the dot-product kernel with GC heads: GC x KB accumulators,
+// KB key vectors and one query vector should fit in the registers.
+template <class I, int GC>
+constexpr int keys_per_pass() {
+  for (int kb = 4; kb > 1; --kb)
+    if (GC * kb + kb + 1 <= I::kRegs) return kb;
+  return 1;
+}
+
+// out[g * stride + kb] = qs[g] . k_{j + kb} for g < GC, kb < KB.
+template <class I, KvElement KE, int GC, int KB>
+inline void dot_keys(const float* qs, int hd, const Rows& k, int32_t j, float* out, int64_t stride) {
+  using V = typename I::V;
+  V acc[GC][KB];
+  for (int g = 0; g < GC; ++g)
+    for (int kb = 0; kb < KB; ++kb) acc[g][kb] = I::zero();
+  const uint8_t* rows[KB];
+  for (int kb = 0; kb < KB; ++kb) rows[kb] = k.row(j + kb);
+  // Rows one key tile ahead are on their way while these are computed
+  // (prefetches never fault, even past the end of the rows).
+  for (int kb = 0; kb < KB; ++kb)
+    for (int64_t off = 0; off < int64_t{hd} * kv_element_bytes(KE); off += 64)
+      __builtin_prefetch(rows[kb] + kKeyTile * k.stride + off);
+  for (int d = 0; d < hd; d += I::W) {
+    V kv[KB];
+    for (int kb = 0; kb < KB; ++kb) kv[kb] = load_row<I, KE>(rows[kb], d);
+    for (int g = 0; g < GC; ++g) {
+      const V qv = I::load(qs + g * hd + d);
+      for (int kb = 0; kb < KB; ++kb) acc[g][kb] = I::fmadd(qv, kv[kb], acc[g][kb]);
+    }
+  }
+  for (int g = 0; g < GC; ++g) {
+    if constexpr (KB == 4) {
+      I::hsum4(acc[g], out + g * stride);
+    } else {
+      for (int kb = 0; kb < KB; ++kb) out[g * stride + kb] = I::hsum(acc[g][kb]);
+    }
+  }
+}
+
+template <class I, KvElement KE, int GC>
+void dot_range(const float* qs, int hd, const Rows& k, int32_t begin, int32_t end, float* out,
+               int64_t stride) {
+  constexpr int KB = keys_per_pass<I, GC>();
+  int32_t j = begin;
+  for (; j + KB <= end; j += KB) dot_keys<I, KE, GC, KB>(qs, hd, k, j, out + (j - begin), stride);
+  for (; j < end; ++j) dot_keys<I, KE, GC, 1>(qs, hd, k, j, out + (j - begin), stride);
+}
+
+// Scores of `group` heads: heads go in passes of up to 4, each pass reading
+// every K row once for all of its heads (GQA: one load, several queries).
+template <class I, KvElement KE>
+void dot_heads(const float* qs, int group, int hd, const Rows& k, int32_t begin, int32_t end,
+               float* out, int64_t stride) {
+  for (int g0 = 0; g0 < group; g0 += 4) {
+    const float* q = qs + g0 * hd;
+    float* o = out + g0 * stride;
+    switch (std::min(4, group - g0)) {
+      case 1: dot_range<I, KE, 1>(q, hd, k, begin, end, o, stride); break;
+      case 2: dot_range<I, KE, 2>(q, hd, k, begin, end, o, stride); break;
+      case 3: dot_range<I, KE, 3>(q, hd, k, begin, end, o, stride); break;
+      default: dot_range<I, KE, 4>(q, hd, k, begin, end, o, stride); break;
+    }
+  }
+}
+
+template <class I>
+void scores_kernel(const float* qs, int group, int hd, const Rows& k, int32_t begin, int32_t end,
+                   float* out, int64_t stride) {
+  if (k.type == KvElement::F32)
+    dot_heads<I, KvElement::F32>(qs, group, hd, k, begin, end, out, stride);
+  else
+    dot_heads<I, KvElement::F16>(qs, group, hd, k, begin, end, out, stride);
+}
+
+// Weighted V sum for RB rows: acc[r][d] += sum_{j < nk} p[r * kKeyTile + j] * v_{begin + j}[d].
+// DC vectors of d at a time keep RB x DC independent accumulator chains.
+template <class I, int RB>
+constexpr int d_vectors_per_pass() {
+  for (int dc = 4; dc > 1; --dc)
+    if (RB * dc + dc + 1 <= I::kRegs) return dc;
+  return 1;
+}
+
+template <class I, KvElement VE, int RB, int DC, bool kPrefetch>
+inline void pv_block(const float* p, const Rows& v, int32_t begin, int32_t nk, int hd, int d,
+                     float* acc) {
+  using V = typename I::V;
+  V a[RB][DC];
+  for (int r = 0; r < RB; ++r)
+    for (int c = 0; c < DC; ++c) a[r][c] = I::load(acc + r * hd + d + c * I::W);
+  for (int32_t j = 0; j < nk; ++j) {
+    const uint8_t* row = v.row(begin + j);
+    if (kPrefetch && d == 0)  // the first pass over these rows fetches the next tile's
+      for (int64_t off = 0; off < int64_t{hd} * kv_element_bytes(VE); off += 64)
+        __builtin_prefetch(row + kKeyTile * v.stride + off);
+    V vv[DC];
+    for (int c = 0; c < DC; ++c) vv[c] = load_row<I, VE>(row, d + c * I::W);
+    for (int r = 0; r < RB; ++r) {
+      const V w = I::set1(p[r * kKeyTile + j]);
+      for (int c = 0; c < DC; ++c) a[r][c] = I::fmadd(w, vv[c], a[r][c]);
+    }
+  }
+  for (int r = 0; r < RB; ++r)
+    for (int c = 0; c < DC; ++c) I::store(acc + r * hd + d + c * I::W, a[r][c]);
+}
+
+template <class I, KvElement VE, int RB, bool kPrefetch>
+void pv_rows_fixed(const float* p, const Rows& v, int32_t begin, int32_t nk, int hd, float* acc) {
+  constexpr int DC = d_vectors_per_pass<I, RB>();
+  int d = 0;
+  for (; d + DC * I::W <= hd; d += DC * I::W) pv_block<I, VE, RB, DC, kPrefetch>(p, v, begin, nk, hd, d, acc);
+  for (; d < hd; d += I::W) pv_block<I, VE, RB, 1, kPrefetch>(p, v, begin, nk, hd, d, acc);
+}
+
+// All rows in passes of up to 4 (rows are the heads of a group in decode,
+// query x head pairs in prefill). kPrefetch: stream the next key tile's V
+// rows in (decode, where V comes from memory once).
+template <class I, KvElement VE, bool kPrefetch = false>
+void pv_rows(const float* p, int rows, const Rows& v, int32_t begin, int32_t nk, int hd, float* acc) {
+  for (int r0 = 0; r0 < rows; r0 += 4) {
+    const float* pr = p + r0 * kKeyTile;
+    float* ar = acc + r0 * hd;
+    switch (std::min(4, rows - r0)) {
+      case 1: pv_rows_fixed<I, VE, 1, kPrefetch>(pr, v, begin, nk, hd, ar); break;
+      case 2: pv_rows_fixed<I, VE, 2, kPrefetch>(pr, v, begin, nk, hd, ar); break;
+      case 3: pv_rows_fixed<I, VE, 3, kPrefetch>(pr, v, begin, nk, hd, ar); break;
+      default: pv_rows_fixed<I, VE, 4, kPrefetch>(pr, v, begin, nk, hd, ar); break;
+    }
+  }
+}
+
+// One online-softmax step over a [rows][kKeyTile] tile of scores (masked and
+// padded entries -inf): updates the running max m and sum l of each row,
+// rescales its accumulator, and turns the scores into weights exp2(s - m).
+template <class I>
+void softmax_step(float* s, int rows, float* m, float* l, float* acc, int hd) {
+  using V = typename I::V;
+  for (int r = 0; r < rows; ++r) {
+    float* sr = s + r * kKeyTile;
+    V mx = I::set1(kNegInf);
+    for (int c = 0; c < kKeyTile; c += I::W) mx = I::max(mx, I::load(sr + c));
+    const float m_new = std::max(m[r], I::hmax(mx));
+    if (m_new == kNegInf) {  // nothing visible yet: all weights 0
+      for (int c = 0; c < kKeyTile; c += I::W) I::store(sr + c, I::zero());
+      continue;
+    }
+    const V mv = I::set1(m_new);
+    V sum = I::zero();
+    for (int c = 0; c < kKeyTile; c += I::W) {
+      const V w = I::exp2(I::sub(I::load(sr + c), mv));
+      I::store(sr + c, w);
+      sum = I::add(sum, w);
+    }
+    const float alpha = m[r] == kNegInf ? 0.0f : std::exp2(m[r] - m_new);
+    l[r] = l[r] * alpha + I::hsum(sum);
+    m[r] = m_new;
+    if (alpha != 1.0f) {
+      const V av = I::set1(alpha);
+      float* ar = acc + r * hd;
+      for (int d = 0; d < hd; d += I::W) I::store(ar + d, I::mul(I::load(ar + d), av));
+    }
+  }
+}
+
+template <class I>
+void scale_rows(const float* src, int rows, int hd, float scale, float* dst) {
+  const typename I::V sv = I::set1(scale);
+  for (int i = 0; i < rows * hd; i += I::W) I::store(dst + i, I::mul(I::load(src + i), sv));
+}
+
+template <class I, KvElement KE, KvElement VE>
+void decode_block_t(const DecodeBlock& a, const DecodeWork& w, float* m, float* l, float* acc) {
+  const int G = a.group, hd = a.head_dim;
+  scale_rows<I>(a.q, G, hd, a.scale, w.qs);
+  for (int g = 0; g < G; ++g) {
+    m[g] = kNegInf;
+    l[g] = 0.0f;
+  }
+  std::fill(acc, acc + G * hd, 0.0f);
+  for (int32_t j0 = a.begin; j0 < a.end; j0 += kKeyTile) {
+    const int32_t nk = std::min<int32_t>(kKeyTile, a.end - j0);
+    dot_heads<I, KE>(w.qs, G, hd, a.k, j0, j0 + nk, w.s, kKeyTile);
+    for (int32_t j = 0; j < nk; ++j)
+      if (a.pos[j0 + j] > a.qpos)
+        for (int g = 0; g < G; ++g) w.s[g * kKeyTile + j] = kNegInf;
+    for (int g = 0; g < G; ++g) {
+      std::fill(w.s + g * kKeyTile + nk, w.s + (g + 1) * kKeyTile, kNegInf);
+      if (a.scores) std::memcpy(a.scores + g * a.scores_stride + j0, w.s + g * kKeyTile, nk * sizeof(float));
+    }
+    softmax_step<I>(w.s, G, m, l, acc, hd);
+    pv_rows<I, VE, true>(w.s, G, a.v, j0, nk, hd, acc);
+  }
+}
+
+template <class I>
+void decode_block_kernel(const DecodeBlock& a, const DecodeWork& w, float* m, float* l, float* acc) {
+  constexpr KvElement F32 = KvElement::F32, F16 = KvElement::F16;
+  if (a.k.type == F32) {
+    if (a.v.type == F32) decode_block_t<I, F32, F32>(a, w, m, l, acc);
+    else decode_block_t<I, F32, F16>(a, w, m, l, acc);
+  } else {
+    if (a.v.type == F32) decode_block_t<I, F16, F32>(a, w, m, l, acc);
+    else decode_block_t<I, F16, F16>(a, w, m, l, acc);
+  }
+}
+
+template <class I, KvElement KE>
+void pack_keys_t(const Rows& k, int hd, int32_t begin, int32_t count, float* kt) {
+  alignas(64) float tmp[64];
+  static_assert(I::W <= 64);
+  for (int32_t j = 0; j < count; ++j) {
+    const uint8_t* row = k.row(begin + j);
+    for (int d = 0; d < hd; d += I::W) {
+      I::store(tmp, load_row<I, KE>(row, d));
+      for (int i = 0; i < I::W; ++i) kt[(d + i) * kKeyTile + j] = tmp[i];
+    }
+  }
+  for (int d = 0; d < hd; ++d) std::fill(kt + d * kKeyTile + count, kt + (d + 1) * kKeyTile, 0.0f);
+}
+
+template <class I>
+void pack_keys_kernel(const Rows& k, int hd, int32_t begin, int32_t count, float* kt) {
+  if (k.type == KvElement::F32) pack_keys_t<I, KvElement::F32>(k, hd, begin, count, kt);
+  else pack_keys_t<I, KvElement::F16>(k, hd, begin, count, kt);
+}
+
+// s[r][0, kKeyTile) = qs[r] . kt[.][col] for r < RB: a register-blocked
+// matrix product against the transposed key tile.
+template <class I, int RB>
+inline void qk_rows(const float* qs, int hd, const float* kt, float* s) {
+  using V = typename I::V;
+  constexpr int CV = I::kGemmCols;
+  static_assert(kKeyTile % (CV * I::W) == 0);
+  for (int c0 = 0; c0 < kKeyTile; c0 += CV * I::W) {
+    V acc[RB][CV];
+    for (int r = 0; r < RB; ++r)
+      for (int c = 0; c < CV; ++c) acc[r][c] = I::zero();
+    for (int d = 0; d < hd; ++d) {
+      V kv[CV];
+      for (int c = 0; c < CV; ++c) kv[c] = I::load(kt + d * kKeyTile + c0 + c * I::W);
+      for (int r = 0; r < RB; ++r) {
+        const V qv = I::set1(qs[r * hd + d]);
+        for (int c = 0; c < CV; ++c) acc[r][c] = I::fmadd(qv, kv[c], acc[r][c]);
+      }
+    }
+    for (int r = 0; r < RB; ++r)
+      for (int c = 0; c < CV; ++c) I::store(s + r * kKeyTile + c0 + c * I::W, acc[r][c]);
+  }
+}
+
+template <class I, KvElement VE>
+void prefill_tile_t(const PrefillTile& a, const PrefillWork& w) {
+  const int G = a.group, hd = a.head_dim;
+  const int nq = a.n_queries;
+  const int rows = nq * G;  // row r = t * G + g
+  for (int t = 0; t < nq; ++t) scale_rows<I>(a.q + t * a.q_stride, G, hd, a.scale, w.qs + t * G * hd);
+  std::fill(w.m, w.m + rows, kNegInf);
+  std::fill(w.l, w.l + rows, 0.0f);
+  std::fill(w.acc, w.acc + rows * hd, 0.0f);
+  const int32_t qmin = *std::min_element(a.qpos, a.qpos + nq);
+  const int32_t qmax = *std::max_element(a.qpos, a.qpos + nq);
+  const int32_t n_tiles = (a.n_keys + kKeyTile - 1) / kKeyTile;
+  for (int32_t kt = 0; kt < n_tiles; ++kt) {
+    if (a.tile_min[kt] > qmax) continue;  // every key after every query: all masked
+    const int32_t j0 = kt * kKeyTile;
+    const int32_t nk = std::min<int32_t>(kKeyTile, a.n_keys - j0);
+    const float* ktile = a.kt + int64_t{kt} * hd * kKeyTile;
+    int r0 = 0;
+    for (; r0 + 4 <= rows; r0 += 4) qk_rows<I, 4>(w.qs + r0 * hd, hd, ktile, w.s + r0 * kKeyTile);
+    for (; r0 < rows; ++r0) qk_rows<I, 1>(w.qs + r0 * hd, hd, ktile, w.s + r0 * kKeyTile);
+    if (nk < kKeyTile || a.tile_max[kt] > qmin) {  // some key may be masked for some query
+      for (int t = 0; t < nq; ++t) {
+        for (int32_t j = 0; j < kKeyTile; ++j) {
+          if (j < nk && a.kpos[j0 + j] <= a.qpos[t]) continue;
+          for (int g = 0; g < G; ++g) w.s[(t * G + g) * kKeyTile + j] = kNegInf;
+        }
+      }
+    }
+    softmax_step<I>(w.s, rows, w.m, w.l, w.acc, hd);
+    if constexpr (VE == KvElement::F32) {
+      pv_rows<I, KvElement::F32>(w.s, rows, a.v, j0, nk, hd, w.acc);
+    } else {
+      // Convert the tile's V rows once here rather than once per row pass.
+      for (int32_t j = 0; j < nk; ++j) {
+        const uint8_t* row = a.v.row(j0 + j);
+        for (int d = 0; d < hd; d += I::W) I::store(w.vt + j * hd + d, load_row<I, VE>(row, d));
+      }
+      const Rows vt{KvElement::F32, reinterpret_cast<const uint8_t*>(w.vt), int64_t{hd} * 4};
+      pv_rows<I, KvElement::F32>(w.s, rows, vt, 0, nk, hd, w.acc);
+    }
+  }
+  for (int t = 0; t < nq; ++t) {
+    for (int g = 0; g < G; ++g) {
+      const int r = t * G + g;
+      // l == 0 only when every key is masked for this query: output 0.
+      const float inv = w.l[r] > 0.0f ? 1.0f / w.l[r] : 0.0f;
+      scale_rows<I>(w.acc + r * hd, 1, hd, inv, a.out + t * a.out_stride + g * hd);
+    }
+  }
+}
+
+template <class I>
+void prefill_tile_kernel(const PrefillTile& a, const PrefillWork& w) {
+  if (a.v.type == KvElement::F32) prefill_tile_t<I, KvElement::F32>(a, w);
+  else prefill_tile_t<I, KvElement::F16>(a, w);
+}
+
+template <class I>
+float exp2_shift_kernel(float* row, int32_t n, float shift, float mul) {
+  using V = typename I::V;
+  const V sv = I::set1(shift), mv = I::set1(mul);
+  V sum = I::zero();
+  int32_t j = 0;
+  for (; j + I::W <= n; j += I::W) {
+    const V e = I::exp2(I::sub(I::load(row + j), sv));
+    sum = I::add(sum, e);
+    I::store(row + j, I::mul(e, mv));
+  }
+  if (j < n) {  // tail through a padded vector (-inf weighs 0)
+    alignas(64) float tmp[64];
+    std::fill(tmp, tmp + I::W, kNegInf);
+    std::copy(row + j, row + n, tmp);
+    const V e = I::exp2(I::sub(I::load(tmp), sv));
+    sum = I::add(sum, e);
+    I::store(tmp, I::mul(e, mv));
+    std::copy(tmp, tmp + (n - j), row + j);
+  }
+  return I::hsum(sum);
+}
+
+template <class I>
+float row_max_kernel(const float* row, int32_t n) {
+  using V = typename I::V;
+  V mx = I::set1(kNegInf);
+  int32_t j = 0;
+  for (; j + I::W <= n; j += I::W) mx = I::max(mx, I::load(row + j));
+  float r = I::hmax(mx);
+  for (; j < n; ++j) r = std::max(r, row[j]);
+  return r;
+}
+
+// Constant-initialised (no code runs at start-up, on any CPU).
+template <class I>
+constexpr Kernels make_kernels() {
+  Kernels k;
+  k.width = I::W;
+  k.scores = scores_kernel<I>;
+  k.decode_block = decode_block_kernel<I>;
+  k.pack_keys = pack_keys_kernel<I>;
+  k.prefill_tile = prefill_tile_kernel<I>;
+  k.exp2_shift = exp2_shift_kernel<I>;
+  k.row_max = row_max_kernel<I>;
+  return k;
+}
+
+}  // namespace
+}  // namespace kvbench::attn

@@ -1,0 +1,50 @@
+// An allocator (immutable, shared between clones) decides how many entries each KV head of a layer keeps, from
+// the per-head budget B of the policy:
+//   uniform  every head keeps B
+//   pyramid  PyramidKV: layer l keeps a linearly decreasing share, largest at
+//            the bottom, the same total over the layers; only the part of
+//            the budget the scorer does not reserve (its window) is spread
+//   adakv    Ada-KV: the layer's B x n_kv_heads entries go to the highest
+//            priorities across its heads, each head keeping at least
+//            floor x B (the safeguard)
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <vector>
+
+namespace kvbench {
+
+struct ComponentSpec;
+
+struct AllocationInput {
+  int layer = 0;
+  int n_layers = 0;
+  int32_t budget = 0;    // per-head budget B
+  int32_t reserved = 0;  // of which the scorer protects (pyramid leaves it per layer)
+  // Per head: its entries' priorities (adakv reads them; others only the sizes).
+  std::span<const std::span<const float>> priorities;
+};
+
+class Allocator {
+ public:
+  virtual ~Allocator() = default;
+  virtual bool needs_priorities() const { return false; }
+  // keep: [n_kv_heads] entries each head keeps (<= its number of entries).
+  virtual void keep_counts(const AllocationInput& in, std::span<int32_t> keep) const = 0;
+  // The per-head budget of `layer` for bookkeeping and tests (adakv: the
+  // layer's average).
+  virtual int32_t layer_budget(int layer, int n_layers, int32_t budget, int32_t reserved) const {
+    return budget;
+  }
+};
+
+std::shared_ptr<const Allocator> make_uniform_allocator(const ComponentSpec& spec);
+std::shared_ptr<const Allocator> make_pyramid_allocator(const ComponentSpec& spec);
+std::shared_ptr<const Allocator> make_adakv_allocator(const ComponentSpec& spec);
+
+// PyramidKV's per-layer budgets (same total as n_layers x budget up to rounding).
+std::vector<int32_t> pyramid_budgets(int n_layers, int32_t budget, int32_t reserved, double beta);
+
+}  // namespace kvbench

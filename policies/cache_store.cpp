@@ -1,0 +1,911 @@
+#include "policies/cache_store.h"
+
+#include <algorithm>
+#include <cassert>
+#include <cmath>
+#include <cstring>
+#include <limits>
+
+#include "policies/cache_errors.h"
+
+namespace kvbench {
+namespace {
+
+constexpr uint64_t bit_of(int seq) { return uint64_t{1} << seq; }
+
+RopeConfig usable_rope(RopeConfig r, int head_dim) {
+  if (r.n_dims <= 0) r.n_dims = head_dim;
+  return r;
+}
+
+}  // namespace
+
+// --- StoreView ---
+
+const float* StoreView::rows(bool keys, int32_t begin, int32_t count, float* scratch) const {
+  const int32_t end = begin + count;
+  for (int p = 0; p < n_pieces_; ++p) {
+    const Piece& pc = pieces_[p];
+    const int32_t lo = std::max(begin, pc.offset), hi = std::min(end, pc.offset + pc.count);
+    if (lo >= hi) continue;
+    float* out = scratch + int64_t{lo - begin} * dim_;
+    if (!pc.idx) {
+      if (keys) pc.seg->decode_keys(lo - pc.offset, hi - lo, out);
+      else pc.seg->decode_values(lo - pc.offset, hi - lo, out);
+      continue;
+    }
+    for (int32_t j = lo; j < hi; ++j, out += dim_) {
+      const int32_t local = pc.idx[j - pc.offset];
+      if (keys) pc.seg->decode_keys(local, 1, out);
+      else pc.seg->decode_values(local, 1, out);
+    }
+  }
+  return scratch;
+}
+
+// --- construction ---
+
+CacheStore::CacheStore(const StoreConfig& c)
+    : config_(c),
+      inv_freq_(rope_inv_freq(usable_rope(c.rope, c.shape.head_dim))),
+      heads_(static_cast<size_t>(c.shape.n_layers) * c.shape.n_kv_heads) {
+  const int hd = c.shape.head_dim;
+  const int ns = c.stats.n;
+  const RowCodec f32(CodecKind::F32, hd, hd);
+  for (auto& hs : heads_) {
+    switch (c.layout) {
+      case StoreConfig::Layout::Rows:
+        hs.segs[kMain] = std::make_unique<RowSegment>(c.codec, ns);
+        // Integer codecs stage the step's rows in f32 (encoded at end_step);
+        // f16 / bf16 rows are encoded on append (their rounding is negligible,
+        // and attention reads them in place).
+        if (c.codec.kind() == CodecKind::Int8 || c.codec.kind() == CodecKind::Int4)
+          hs.segs[kIncoming] = std::make_unique<RowSegment>(f32, ns);
+        break;
+      case StoreConfig::Layout::Mixed:
+        hs.segs[kMain] = std::make_unique<RowSegment>(c.codec, ns);
+        hs.segs[kIncoming] = std::make_unique<RowSegment>(f32, ns);
+        break;
+      case StoreConfig::Layout::Kivi:
+        hs.segs[kMain] = std::make_unique<KiviSegment>(hd, c.kivi_group, c.kivi_residual, ns);
+        break;
+    }
+    if (c.offload) hs.segs[kRestored] = std::make_unique<RowSegment>(c.codec, ns);
+    // The summary keeps its accumulated weight in one more statistic.
+    if (c.merge) hs.segs[kSummary] = std::make_unique<RowSegment>(f32, ns + 1);
+    hs.view.dim_ = hd;
+  }
+  if (c.offload) cold_ = std::make_unique<ColdTier>(c.codec, c.page, n_heads(), c.file_tier, c.dir);
+  evicted_max_.fill(-1);
+  row_k_.resize(hd);
+  row_v_.resize(hd);
+}
+
+std::unique_ptr<CacheStore> CacheStore::clone() const {
+  StoreConfig c = config_;
+  c.offload = false;  // the cold tier is cloned below, not created empty
+  auto out = std::make_unique<CacheStore>(c);
+  out->config_ = config_;
+  for (size_t h = 0; h < heads_.size(); ++h)
+    for (int s = 0; s < kSlots; ++s)
+      out->heads_[h].segs[s] = heads_[h].segs[s] ? heads_[h].segs[s]->clone() : nullptr;
+  if (cold_) out->cold_ = cold_->clone();
+  out->in_step_ = in_step_;
+  out->step_seq_ = step_seq_;
+  out->step_decode_ = step_decode_;
+  out->step_positions_ = step_positions_;
+  out->next_src_ = next_src_;
+  out->known_ = known_;
+  out->evicted_max_ = evicted_max_;
+  return out;
+}
+
+// --- step protocol ---
+
+void CacheStore::begin_step(int seq, std::span<const int32_t> positions, bool decode) {
+  check_seq(seq, false, "step");
+  assert(!in_step_);
+  if (next_src_ + static_cast<int64_t>(positions.size()) > std::numeric_limits<int32_t>::max())
+    throw InputError("cache: more than 2^31 tokens streamed through one cache");
+  in_step_ = true;
+  step_seq_ = seq;
+  step_decode_ = decode;
+  step_positions_.assign(positions.begin(), positions.end());
+  known_ |= bit_of(seq);
+}
+
+void CacheStore::append(int layer, const float* k, const float* v) {
+  assert(in_step_);
+  const int hd = shape().head_dim, nkv = shape().n_kv_heads;
+  const StatLayout& L = config_.stats;
+  static thread_local std::vector<float> stats;
+  stats.assign(L.n, 0.0f);
+  for (int h = 0; h < nkv; ++h) {
+    HeadState& hs = head(layer, h);
+    Segment& target = hs.segs[kIncoming] ? *hs.segs[kIncoming] : *hs.segs[kMain];
+    for (size_t t = 0; t < step_positions_.size(); ++t) {
+      const float* kr = k + (static_cast<int64_t>(t) * nkv + h) * hd;
+      const float* vr = v + (static_cast<int64_t>(t) * nkv + h) * hd;
+      if (L.norm >= 0) {
+        double sq = 0.0;
+        for (int i = 0; i < hd; ++i) sq += static_cast<double>(kr[i]) * kr[i];
+        stats[L.norm] = static_cast<float>(std::sqrt(sq));
+      }
+      target.append(kr, vr, step_positions_[t], static_cast<int32_t>(next_src_ + t),
+                    bit_of(step_seq_), L.n ? stats.data() : nullptr);
+    }
+  }
+}
+
+const KvHeadView& CacheStore::view_for(int seq, int layer, int kv_head) {
+  HeadState& hs = head(layer, kv_head);
+  StoreView& v = hs.view;
+  const uint64_t bit = bit_of(seq);
+  v.n_pieces_ = 0;
+  v.n_ = 0;
+  v.direct_k_ = v.direct_v_ = nullptr;
+  v.raw_k_ = v.raw_v_ = nullptr;
+  for (int slot = 0; slot < kSlots; ++slot) {
+    const Segment* seg = hs.segs[slot].get();
+    if (!seg || seg->size() == 0) continue;
+    const auto& seqs = seg->meta.seqs;
+    bool all = true;
+    for (int32_t i = 0; i < seg->size() && all; ++i) all = (seqs[i] & bit) != 0;
+    StoreView::Piece pc;
+    pc.seg = seg;
+    pc.slot = slot;
+    pc.offset = v.n_;
+    if (all) {
+      pc.count = seg->size();
+    } else {
+      auto& vis = hs.visible[slot];
+      vis.clear();
+      for (int32_t i = 0; i < seg->size(); ++i)
+        if (seqs[i] & bit) vis.push_back(i);
+      if (vis.empty()) continue;
+      pc.idx = vis.data();
+      pc.count = static_cast<int32_t>(vis.size());
+    }
+    v.pieces_[v.n_pieces_++] = pc;
+    v.n_ += pc.count;
+  }
+  if (v.n_pieces_ == 1 && !v.pieces_[0].idx) {
+    const Segment* seg = v.pieces_[0].seg;
+    v.pos_ = seg->meta.pos.data();
+    v.direct_k_ = seg->f32_keys();
+    v.direct_v_ = seg->f32_values();
+    if (!v.direct_k_ || !v.direct_v_) v.direct_k_ = v.direct_v_ = nullptr;
+    if (v.direct_k_) {
+      v.raw_type_ = KvElement::F32;
+      v.raw_k_ = v.direct_k_;
+      v.raw_v_ = v.direct_v_;
+    } else if (const auto* rs = dynamic_cast<const RowSegment*>(seg);
+               rs && rs->codec().kind() == CodecKind::F16) {
+      // f16 rows: attention converts them as it reads (no decode pass).
+      v.raw_type_ = KvElement::F16;
+      v.raw_k_ = rs->key_bytes(0);
+      v.raw_v_ = rs->value_bytes(0);
+    }
+  } else {
+    hs.view_pos.resize(v.n_);
+    for (int p = 0; p < v.n_pieces_; ++p) {
+      const auto& pc = v.pieces_[p];
+      const int32_t* pos = pc.seg->meta.pos.data();
+      for (int32_t j = 0; j < pc.count; ++j)
+        hs.view_pos[pc.offset + j] = pos[pc.idx ? pc.idx[j] : j];
+    }
+    v.pos_ = hs.view_pos.data();
+  }
+  return v;
+}
+
+void CacheStore::observe(const AttentionRows& rows) {
+  const StatLayout& L = config_.stats;
+  if (L.acc < 0 && L.last < 0) return;
+  HeadState& hs = head(rows.layer, rows.kv_head);
+  const StoreView& v = hs.view;
+  assert(rows.n == v.n_);
+  for (int p = 0; p < v.n_pieces_; ++p) {
+    const auto& pc = v.pieces_[p];
+    Segment& seg = *hs.segs[pc.slot];
+    for (int32_t j = 0; j < pc.count; ++j) {
+      float sum = 0.0f;
+      for (int g = 0; g < rows.group; ++g) sum += rows.probs[g * rows.head_stride + pc.offset + j];
+      float* st = seg.meta.stat(pc.idx ? pc.idx[j] : j);
+      if (L.acc >= 0) st[L.acc] += sum;
+      if (L.last >= 0) st[L.last] = sum;
+    }
+  }
+}
+
+void CacheStore::flush_incoming() {
+  if (config_.layout == StoreConfig::Layout::Rows && heads_[0].segs[kIncoming]) {
+    const int hd = shape().head_dim;
+    for (auto& hs : heads_) {
+      auto& in = static_cast<RowSegment&>(*hs.segs[kIncoming]);
+      Segment& main = *hs.segs[kMain];
+      const float* k = in.f32_keys();
+      const float* v = in.f32_values();
+      for (int32_t i = 0; i < in.size(); ++i)
+        main.append(k + int64_t{i} * hd, v + int64_t{i} * hd, in.meta.pos[i], in.meta.src[i],
+                    in.meta.seqs[i], config_.stats.n ? in.meta.stat(i) : nullptr);
+      in.clear();
+    }
+  } else if (config_.layout == StoreConfig::Layout::Kivi) {
+    for (auto& hs : heads_) static_cast<KiviSegment&>(*hs.segs[kMain]).flush();
+  }
+}
+
+void CacheStore::end_step() {
+  assert(in_step_);
+  flush_incoming();
+  next_src_ += static_cast<int64_t>(step_positions_.size());
+  in_step_ = false;
+}
+
+void CacheStore::import_entries(const CacheStore& full) {
+  assert(!in_step_ && hot_total() == 0);
+  const int hd = shape().head_dim;
+  const StatLayout& L = config_.stats;
+  const StatLayout& F = full.config_.stats;
+  std::vector<float> st(L.n);
+  for (size_t h = 0; h < heads_.size(); ++h) {
+    const Segment& from = *full.heads_[h].segs[kMain];
+    const float* k = from.f32_keys();
+    const float* v = from.f32_values();
+    assert(k && v);
+    Segment& target = heads_[h].segs[kIncoming] ? *heads_[h].segs[kIncoming] : *heads_[h].segs[kMain];
+    for (int32_t i = 0; i < from.size(); ++i) {
+      const float* kr = k + int64_t{i} * hd;
+      if (L.acc >= 0) st[L.acc] = F.acc >= 0 ? from.meta.stat(i)[F.acc] : 0.0f;
+      if (L.last >= 0) st[L.last] = F.last >= 0 ? from.meta.stat(i)[F.last] : 0.0f;
+      if (L.norm >= 0) {
+        double sq = 0.0;
+        for (int c = 0; c < hd; ++c) sq += static_cast<double>(kr[c]) * kr[c];
+        st[L.norm] = static_cast<float>(std::sqrt(sq));
+      }
+      target.append(kr, v + int64_t{i} * hd, from.meta.pos[i], from.meta.src[i], from.meta.seqs[i],
+                    L.n ? st.data() : nullptr);
+    }
+  }
+  flush_incoming();
+  next_src_ = full.next_src_;
+  known_ = full.known_;
+  evicted_max_ = full.evicted_max_;
+  step_seq_ = full.step_seq_;
+  step_decode_ = full.step_decode_;
+}
+
+// --- maintenance ---
+
+void CacheStore::gather(int seq, int layer, int kv_head, Candidates& out) const {
+  out.clear();
+  const HeadState& hs = head(layer, kv_head);
+  const uint64_t bit = bit_of(seq);
+  const int ns = config_.stats.n;
+  for (int slot : {kMain, kIncoming}) {
+    const Segment* seg = hs.segs[slot].get();
+    if (!seg) continue;
+    for (int32_t i = 0; i < seg->size(); ++i) {
+      if (!(seg->meta.seqs[i] & bit)) continue;
+      out.refs.push_back({static_cast<int8_t>(slot), i});
+      out.src.push_back(seg->meta.src[i]);
+      out.pos.push_back(seg->meta.pos[i]);
+      if (ns) out.stats.insert(out.stats.end(), seg->meta.stat(i), seg->meta.stat(i) + ns);
+    }
+  }
+}
+
+int32_t CacheStore::count_candidates(int seq, int layer, int kv_head) const {
+  const HeadState& hs = head(layer, kv_head);
+  const uint64_t bit = bit_of(seq);
+  int32_t n = 0;
+  for (int slot : {kMain, kIncoming})
+    if (const Segment* seg = hs.segs[slot].get())
+      for (uint64_t m : seg->meta.seqs) n += (m & bit) != 0;
+  return n;
+}
+
+void CacheStore::note_evicted(int seq, int32_t pos) {
+  evicted_max_[seq] = std::max(evicted_max_[seq], pos);
+}
+
+void CacheStore::fold_into_summary(HeadState& hs, const Segment& from, int32_t i, uint64_t seqs) {
+  auto& sum = static_cast<RowSegment&>(*hs.segs[kSummary]);
+  const int hd = shape().head_dim;
+  const int wslot = sum.meta.n_stats - 1;  // the weight statistic
+  from.decode_keys(i, 1, row_k_.data());
+  from.decode_values(i, 1, row_v_.data());
+  const int acc = config_.stats.acc;
+  const float w = config_.merge_by_attention && acc >= 0 ? std::max(from.meta.stat(i)[acc], 1e-9f) : 1.0f;
+  for (int32_t j = 0; j < sum.size(); ++j) {
+    if (sum.meta.seqs[j] != seqs) continue;
+    float* st = sum.meta.stat(j);
+    const float W = st[wslot];
+    float* k = sum.f32_key_row(j);
+    float* v = sum.f32_value_row(j);
+    for (int c = 0; c < hd; ++c) {
+      k[c] = (W * k[c] + w * row_k_[c]) / (W + w);
+      v[c] = (W * v[c] + w * row_v_[c]) / (W + w);
+    }
+    st[wslot] = W + w;
+    sum.meta.pos[j] = std::max(sum.meta.pos[j], from.meta.pos[i]);
+    return;
+  }
+  static thread_local std::vector<float> st;
+  st.assign(sum.meta.n_stats, 0.0f);
+  st[wslot] = w;
+  sum.append(row_k_.data(), row_v_.data(), from.meta.pos[i], -1, seqs, st.data());
+}
+
+void CacheStore::evict(int seq, int layer, int kv_head, std::span<const EntryRef> refs) {
+  if (refs.empty()) return;
+  HeadState& hs = head(layer, kv_head);
+  const uint64_t bit = bit_of(seq);
+  const int hidx = layer * shape().n_kv_heads + kv_head;
+  for (int slot : {kMain, kIncoming})
+    if (hs.segs[slot]) flags_[slot].assign(hs.segs[slot]->size(), 0);
+  bool any[kSlots] = {};
+  for (const EntryRef& r : refs) {
+    Segment& seg = *hs.segs[r.seg];
+    const uint64_t mask = seg.meta.seqs[r.idx];
+    assert(mask & bit);
+    note_evicted(seq, seg.meta.pos[r.idx]);
+    if (mask != bit) {
+      seg.meta.seqs[r.idx] = mask & ~bit;  // other sequences still hold it
+      continue;
+    }
+    if (cold_) {
+      assert(r.seg == kMain && config_.layout == StoreConfig::Layout::Rows);
+      const auto& rs = static_cast<const RowSegment&>(seg);
+      cold_->put(hidx, rs.key_bytes(r.idx), rs.value_bytes(r.idx), seg.meta.pos[r.idx],
+                 seg.meta.src[r.idx], mask);
+    }
+    if (hs.segs[kSummary]) fold_into_summary(hs, seg, r.idx, mask);
+    flags_[r.seg][r.idx] = 1;
+    any[r.seg] = true;
+  }
+  for (int slot : {kMain, kIncoming})
+    if (any[slot]) hs.segs[slot]->remove(flags_[slot]);
+}
+
+void CacheStore::demote(int layer, int kv_head, std::span<const EntryRef> refs) {
+  if (refs.empty()) return;
+  HeadState& hs = head(layer, kv_head);
+  Segment& in = *hs.segs[kIncoming];
+  Segment& main = *hs.segs[kMain];
+  flags_[kIncoming].assign(in.size(), 0);
+  const int hd = shape().head_dim;
+  for (const EntryRef& r : refs) {
+    assert(r.seg == kIncoming);
+    main.append(in.f32_keys() + int64_t{r.idx} * hd, in.f32_values() + int64_t{r.idx} * hd,
+                in.meta.pos[r.idx], in.meta.src[r.idx], in.meta.seqs[r.idx],
+                config_.stats.n ? in.meta.stat(r.idx) : nullptr);
+    flags_[kIncoming][r.idx] = 1;
+  }
+  in.remove(flags_[kIncoming]);
+}
+
+void CacheStore::renumber_contiguous(int seq, int layer, int kv_head) {
+  HeadState& hs = head(layer, kv_head);
+  const uint64_t bit = bit_of(seq);
+  struct Item {
+    int32_t src;
+    int8_t slot;
+    int32_t idx;
+  };
+  static thread_local std::vector<Item> items;
+  items.clear();
+  int32_t base = std::numeric_limits<int32_t>::max();
+  for (int slot : {kMain, kIncoming}) {
+    Segment* seg = hs.segs[slot].get();
+    if (!seg) continue;
+    for (int32_t i = 0; i < seg->size(); ++i) {
+      const uint64_t m = seg->meta.seqs[i];
+      if (!(m & bit)) continue;
+      if (m != bit)
+        throw UnsupportedOperation("contiguous positions: sequence " + std::to_string(seq) +
+                                   " shares entries with other sequences");
+      if (!seg->can_rotate(i))
+        throw UnsupportedOperation("contiguous positions: " + seg->precision() +
+                                   " keys cannot be re-rotated");
+      items.push_back({seg->meta.src[i], static_cast<int8_t>(slot), i});
+      base = std::min(base, seg->meta.pos[i]);
+    }
+  }
+  std::sort(items.begin(), items.end(), [](const Item& a, const Item& b) { return a.src < b.src; });
+  for (size_t r = 0; r < items.size(); ++r) {
+    Segment& seg = *hs.segs[items[r].slot];
+    int32_t& pos = seg.meta.pos[items[r].idx];
+    const int32_t target = base + static_cast<int32_t>(r);
+    if (pos == target) continue;
+    if (rotation_.cos.empty() || rotation_.delta != int64_t{target} - pos)
+      rotation_.set(int64_t{target} - pos, inv_freq_);
+    seg.rotate_key(items[r].idx, rotation_);
+    pos = target;
+  }
+  evicted_max_[seq] = -1;
+}
+
+void CacheStore::restore(int seq, int layer, int kv_head, const float* q, int group, int max_pages) {
+  assert(cold_);
+  HeadState& hs = head(layer, kv_head);
+  auto& restored = static_cast<RowSegment&>(*hs.segs[kRestored]);
+  restored.clear();
+  const int hidx = layer * shape().n_kv_heads + kv_head;
+  const ColdHead& ch = cold_->head(hidx);
+  const uint64_t bit = bit_of(seq);
+  const int hd = shape().head_dim;
+  static thread_local std::vector<std::pair<float, int32_t>> ranked;
+  ranked.clear();
+  for (int32_t pi = 0; pi < static_cast<int32_t>(ch.pages.size()); ++pi) {
+    const ColdPage& p = ch.pages[pi];
+    bool visible = false;
+    for (uint64_t m : p.meta.seqs) visible = visible || (m & bit);
+    if (!visible) continue;
+    float b = -std::numeric_limits<float>::infinity();
+    for (int g = 0; g < group; ++g) b = std::max(b, ColdTier::bound(p, q + int64_t{g} * hd, hd));
+    ranked.emplace_back(b, pi);
+  }
+  const size_t take = std::min<size_t>(ranked.size(), static_cast<size_t>(std::max(0, max_pages)));
+  std::partial_sort(ranked.begin(), ranked.begin() + take, ranked.end(), [](auto& a, auto& b) {
+    return a.first != b.first ? a.first > b.first : a.second < b.second;
+  });
+  std::sort(ranked.begin(), ranked.begin() + take,
+            [](auto& a, auto& b) { return a.second < b.second; });
+  for (size_t r = 0; r < take; ++r) {
+    const ColdPage& p = ch.pages[ranked[r].second];
+    for (int32_t i = 0; i < p.meta.size(); ++i)
+      if (p.meta.seqs[i] & bit)
+        restored.append_encoded(cold_->key_bytes(p, i), cold_->value_bytes(p, i), p.meta.pos[i],
+                                p.meta.src[i], p.meta.seqs[i], nullptr);
+  }
+}
+
+void CacheStore::clear_restored() {
+  if (!cold_) return;
+  for (auto& hs : heads_) hs.segs[kRestored]->clear();
+}
+
+int32_t CacheStore::restored(int layer, int kv_head) const {
+  const Segment* s = head(layer, kv_head).segs[kRestored].get();
+  return s ? s->size() : 0;
+}
+
+// --- sequences ---
+
+void CacheStore::check_seq(int seq, bool allow_all, const char* op) const {
+  if (allow_all && seq == -1) return;
+  if (seq < 0 || seq >= kMaxSeqs)
+    throw SequenceError(std::string(op) + ": sequence id " + std::to_string(seq) +
+                        " out of range [0, " + std::to_string(kMaxSeqs) + ")" +
+                        (allow_all ? " (or -1 for every sequence)" : ""));
+}
+
+void CacheStore::check_known(int seq, const char* op) const {
+  if (!(known_ & bit_of(seq)))
+    throw SequenceError(std::string(op) + ": unknown sequence " + std::to_string(seq));
+}
+
+void CacheStore::check_range(int64_t p0, int64_t p1, const char* op, int32_t& lo, int32_t& hi) {
+  constexpr int64_t kMax = std::numeric_limits<int32_t>::max();
+  for (int64_t p : {p0, p1}) {
+    if (p < -1)
+      throw SequenceError(std::string(op) + ": position " + std::to_string(p) +
+                          " is negative (only -1, an open end, is allowed)");
+    if (p > kMax)
+      throw SequenceError(std::string(op) + ": position " + std::to_string(p) + " is beyond int32");
+  }
+  lo = p0 < 0 ? 0 : static_cast<int32_t>(p0);
+  hi = p1 < 0 ? std::numeric_limits<int32_t>::max() : static_cast<int32_t>(p1);
+  if (p1 >= 0 && lo > hi)
+    throw SequenceError(std::string(op) + ": reversed range [" + std::to_string(p0) + ", " +
+                        std::to_string(p1) + ")");
+}
+
+namespace {
+// [lo, hi) with hi = INT32_MAX standing for an open end (INT32_MAX itself included).
+bool in_range(int32_t pos, int32_t lo, int32_t hi) {
+  return pos >= lo && (pos < hi || hi == std::numeric_limits<int32_t>::max());
+}
+}  // namespace
+
+void CacheStore::clear() {
+  assert(!in_step_);
+  for (auto& hs : heads_)
+    for (auto& s : hs.segs)
+      if (s) s->clear();
+  if (cold_) cold_->clear();
+  known_ = 0;
+  evicted_max_.fill(-1);
+}
+
+void CacheStore::seq_rm(int seq, int64_t p0, int64_t p1) {
+  check_seq(seq, true, "seq_rm");
+  if (seq >= 0) check_known(seq, "seq_rm");
+  int32_t lo, hi;
+  check_range(p0, p1, "seq_rm", lo, hi);
+  clear_restored();
+  const uint64_t bit = seq < 0 ? ~uint64_t{0} : bit_of(seq);
+  for (auto& hs : heads_) {
+    for (int slot : {kMain, kIncoming, kSummary}) {
+      Segment* seg = hs.segs[slot].get();
+      if (!seg) continue;
+      auto& f = flags_[slot];
+      f.assign(seg->size(), 0);
+      bool any = false;
+      for (int32_t i = 0; i < seg->size(); ++i) {
+        uint64_t& m = seg->meta.seqs[i];
+        if (!(m & bit) || !in_range(seg->meta.pos[i], lo, hi)) continue;
+        m &= ~bit;
+        if (m == 0) f[i] = any = true;
+      }
+      if (any) seg->remove(f);
+    }
+  }
+  if (cold_) {
+    for (int h = 0; h < n_heads(); ++h) {
+      auto& pages = cold_->head(h).pages;
+      for (int32_t pi = static_cast<int32_t>(pages.size()) - 1; pi >= 0; --pi) {
+        ColdPage& p = pages[pi];
+        std::vector<char> f(p.meta.size(), 0);
+        bool any = false;
+        for (int32_t i = 0; i < p.meta.size(); ++i) {
+          uint64_t& m = p.meta.seqs[i];
+          if (!(m & bit) || !in_range(p.meta.pos[i], lo, hi)) continue;
+          m &= ~bit;
+          if (m == 0) f[i] = any = true;
+        }
+        if (any) cold_->remove(h, pi, f);
+      }
+    }
+  }
+  for (int s = 0; s < kMaxSeqs; ++s)
+    if ((bit & bit_of(s)) && evicted_max_[s] >= 0 && in_range(evicted_max_[s], lo, hi))
+      evicted_max_[s] = -1;
+}
+
+void CacheStore::seq_cp(int src, int dst, int64_t p0, int64_t p1) {
+  check_seq(src, false, "seq_cp");
+  check_seq(dst, false, "seq_cp");
+  check_known(src, "seq_cp");
+  int32_t lo, hi;
+  check_range(p0, p1, "seq_cp", lo, hi);
+  if (src == dst) return;
+  clear_restored();
+  const uint64_t sb = bit_of(src), db = bit_of(dst);
+  for (auto& hs : heads_)
+    for (int slot : {kMain, kIncoming, kSummary}) {
+      Segment* seg = hs.segs[slot].get();
+      if (!seg) continue;
+      for (int32_t i = 0; i < seg->size(); ++i)
+        if ((seg->meta.seqs[i] & sb) && in_range(seg->meta.pos[i], lo, hi)) seg->meta.seqs[i] |= db;
+    }
+  if (cold_)
+    for (int h = 0; h < n_heads(); ++h)
+      for (auto& p : cold_->head(h).pages)
+        for (int32_t i = 0; i < p.meta.size(); ++i)
+          if ((p.meta.seqs[i] & sb) && in_range(p.meta.pos[i], lo, hi)) p.meta.seqs[i] |= db;
+  known_ |= db;
+  if (evicted_max_[src] >= 0 && in_range(evicted_max_[src], lo, hi))
+    evicted_max_[dst] = std::max(evicted_max_[dst], evicted_max_[src]);
+}
+
+void CacheStore::seq_keep(int seq) {
+  check_seq(seq, false, "seq_keep");
+  check_known(seq, "seq_keep");
+  const uint64_t bit = bit_of(seq);
+  clear_restored();
+  for (auto& hs : heads_)
+    for (int slot : {kMain, kIncoming, kSummary}) {
+      Segment* seg = hs.segs[slot].get();
+      if (!seg) continue;
+      auto& f = flags_[slot];
+      f.assign(seg->size(), 0);
+      bool any = false;
+      for (int32_t i = 0; i < seg->size(); ++i) {
+        seg->meta.seqs[i] &= bit;
+        if (!seg->meta.seqs[i]) f[i] = any = true;
+      }
+      if (any) seg->remove(f);
+    }
+  if (cold_)
+    for (int h = 0; h < n_heads(); ++h) {
+      auto& pages = cold_->head(h).pages;
+      for (int32_t pi = static_cast<int32_t>(pages.size()) - 1; pi >= 0; --pi) {
+        ColdPage& p = pages[pi];
+        std::vector<char> f(p.meta.size(), 0);
+        bool any = false;
+        for (int32_t i = 0; i < p.meta.size(); ++i) {
+          p.meta.seqs[i] &= bit;
+          if (!p.meta.seqs[i]) f[i] = any = true;
+        }
+        if (any) cold_->remove(h, pi, f);
+      }
+    }
+  for (int s = 0; s < kMaxSeqs; ++s)
+    if (s != seq) evicted_max_[s] = -1;
+}
+
+template <typename F>
+void CacheStore::shift_positions(int seq, int32_t lo, int32_t hi, F f, const char* op) {
+  const uint64_t bit = bit_of(seq);
+  auto check = [&](uint64_t m, int32_t pos, bool rotatable, const std::string& prec) {
+    if (m != bit)
+      throw UnsupportedOperation(std::string(op) + ": the entry at position " + std::to_string(pos) +
+                                 " is shared with other sequences (remove or copy them first)");
+    const int64_t np = f(pos);
+    if (np > std::numeric_limits<int32_t>::max())
+      throw SequenceError(std::string(op) + ": position " + std::to_string(pos) +
+                          " would move beyond int32");
+    if (np >= 0 && np != pos && !rotatable)
+      throw UnsupportedOperation(std::string(op) + ": " + prec +
+                                 " keys cannot be re-rotated to a new position");
+  };
+  // Pass 1: check everything, so a failing operation changes nothing.
+  for (auto& hs : heads_)
+    for (int slot : {kMain, kIncoming, kSummary}) {
+      const Segment* seg = hs.segs[slot].get();
+      if (!seg) continue;
+      for (int32_t i = 0; i < seg->size(); ++i)
+        if ((seg->meta.seqs[i] & bit) && in_range(seg->meta.pos[i], lo, hi))
+          check(seg->meta.seqs[i], seg->meta.pos[i], seg->can_rotate(i), seg->precision());
+    }
+  const bool cold_rotatable = cold_ && (cold_->codec().kind() == CodecKind::F32 ||
+                                        cold_->codec().kind() == CodecKind::F16 ||
+                                        cold_->codec().kind() == CodecKind::BF16);
+  if (cold_)
+    for (int h = 0; h < n_heads(); ++h)
+      for (const auto& p : cold_->head(h).pages)
+        for (int32_t i = 0; i < p.meta.size(); ++i)
+          if ((p.meta.seqs[i] & bit) && in_range(p.meta.pos[i], lo, hi))
+            check(p.meta.seqs[i], p.meta.pos[i], cold_rotatable,
+                  std::string(codec_name(cold_->codec().kind())));
+  // Pass 2: apply.
+  clear_restored();
+  auto rotate_to = [&](int32_t from, int64_t to) {
+    if (rotation_.cos.empty() || rotation_.delta != to - from) rotation_.set(to - from, inv_freq_);
+  };
+  for (auto& hs : heads_)
+    for (int slot : {kMain, kIncoming, kSummary}) {
+      Segment* seg = hs.segs[slot].get();
+      if (!seg) continue;
+      auto& fl = flags_[slot];
+      fl.assign(seg->size(), 0);
+      bool any = false;
+      for (int32_t i = 0; i < seg->size(); ++i) {
+        int32_t& pos = seg->meta.pos[i];
+        if (!(seg->meta.seqs[i] & bit) || !in_range(pos, lo, hi)) continue;
+        const int64_t np = f(pos);
+        if (np < 0) {
+          fl[i] = any = true;
+          continue;
+        }
+        if (np == pos) continue;
+        rotate_to(pos, np);
+        seg->rotate_key(i, rotation_);
+        pos = static_cast<int32_t>(np);
+      }
+      if (any) seg->remove(fl);
+    }
+  if (cold_) {
+    const RowCodec& codec = cold_->codec();
+    for (int h = 0; h < n_heads(); ++h) {
+      auto& pages = cold_->head(h).pages;
+      for (int32_t pi = static_cast<int32_t>(pages.size()) - 1; pi >= 0; --pi) {
+        ColdPage& p = pages[pi];
+        std::vector<char> fl(p.meta.size(), 0);
+        bool any = false, moved = false;
+        for (int32_t i = 0; i < p.meta.size(); ++i) {
+          int32_t& pos = p.meta.pos[i];
+          if (!(p.meta.seqs[i] & bit) || !in_range(pos, lo, hi)) continue;
+          const int64_t np = f(pos);
+          if (np < 0) {
+            fl[i] = any = true;
+            continue;
+          }
+          if (np == pos) continue;
+          rotate_to(pos, np);
+          uint8_t* kb = cold_->key_bytes(p, i);
+          codec.decode(kb, row_k_.data());
+          rotation_.apply(row_k_.data());
+          codec.encode(row_k_.data(), kb);
+          pos = static_cast<int32_t>(np);
+          moved = true;
+        }
+        if (any) cold_->remove(h, pi, fl);
+        else if (moved) cold_->recompute_bounds(p);
+      }
+    }
+  }
+  int32_t& em = evicted_max_[seq];
+  if (em >= 0 && in_range(em, lo, hi)) {
+    const int64_t np = f(em);
+    em = np < 0 ? -1 : static_cast<int32_t>(np);
+  }
+}
+
+void CacheStore::seq_add(int seq, int64_t p0, int64_t p1, int64_t delta) {
+  check_seq(seq, false, "seq_add");
+  check_known(seq, "seq_add");
+  int32_t lo, hi;
+  check_range(p0, p1, "seq_add", lo, hi);
+  if (std::llabs(delta) > std::numeric_limits<int32_t>::max())
+    throw SequenceError("seq_add: shift " + std::to_string(delta) + " is beyond int32");
+  if (delta == 0) return;
+  shift_positions(seq, lo, hi, [delta](int32_t p) { return int64_t{p} + delta; }, "seq_add");
+}
+
+void CacheStore::seq_div(int seq, int64_t p0, int64_t p1, int64_t d) {
+  check_seq(seq, false, "seq_div");
+  check_known(seq, "seq_div");
+  int32_t lo, hi;
+  check_range(p0, p1, "seq_div", lo, hi);
+  if (d < 1 || d > std::numeric_limits<int32_t>::max())
+    throw SequenceError("seq_div: divisor " + std::to_string(d) + " must be in [1, 2^31)");
+  if (d == 1) return;
+  shift_positions(seq, lo, hi, [d](int32_t p) { return int64_t{p} / d; }, "seq_div");
+}
+
+int32_t CacheStore::pos_min(int seq) const {
+  check_seq(seq, false, "pos_min");
+  const uint64_t bit = bit_of(seq);
+  int32_t best = std::numeric_limits<int32_t>::max();
+  for (const auto& hs : heads_)
+    for (int slot : {kMain, kIncoming, kSummary}) {
+      const Segment* seg = hs.segs[slot].get();
+      if (!seg) continue;
+      for (int32_t i = 0; i < seg->size(); ++i)
+        if (seg->meta.seqs[i] & bit) best = std::min(best, seg->meta.pos[i]);
+    }
+  if (cold_)
+    for (int h = 0; h < n_heads(); ++h)
+      for (const auto& p : cold_->head(h).pages)
+        for (int32_t i = 0; i < p.meta.size(); ++i)
+          if (p.meta.seqs[i] & bit) best = std::min(best, p.meta.pos[i]);
+  return best == std::numeric_limits<int32_t>::max() ? -1 : best;
+}
+
+int32_t CacheStore::pos_max(int seq) const {
+  check_seq(seq, false, "pos_max");
+  const uint64_t bit = bit_of(seq);
+  int32_t best = -1;
+  for (const auto& hs : heads_)
+    for (int slot : {kMain, kIncoming, kSummary}) {
+      const Segment* seg = hs.segs[slot].get();
+      if (!seg) continue;
+      for (int32_t i = 0; i < seg->size(); ++i)
+        if (seg->meta.seqs[i] & bit) best = std::max(best, seg->meta.pos[i]);
+    }
+  if (cold_)
+    for (int h = 0; h < n_heads(); ++h)
+      for (const auto& p : cold_->head(h).pages)
+        for (int32_t i = 0; i < p.meta.size(); ++i)
+          if (p.meta.seqs[i] & bit) best = std::max(best, p.meta.pos[i]);
+  return best;
+}
+
+int32_t CacheStore::next_position(int seq) const {
+  return std::max(pos_max(seq), evicted_max_[seq]) + 1;
+}
+
+void CacheStore::compact() {
+  for (auto& hs : heads_)
+    for (auto& s : hs.segs)
+      if (s) s->shrink();
+  if (!cold_) return;
+  // Re-pack each head's cold entries into as few pages as they need.
+  const int64_t rb = cold_->codec().row_bytes();
+  for (int h = 0; h < n_heads(); ++h) {
+    auto& pages = cold_->head(h).pages;
+    const int32_t n = cold_->head(h).entries();
+    if (static_cast<int32_t>(pages.size()) <= (n + cold_->page_size() - 1) / cold_->page_size())
+      continue;
+    std::vector<uint8_t> k(n * rb), v(n * rb);
+    EntryMeta meta;
+    int32_t at = 0;
+    for (const auto& p : pages)
+      for (int32_t i = 0; i < p.meta.size(); ++i, ++at) {
+        std::memcpy(k.data() + at * rb, cold_->key_bytes(p, i), rb);
+        std::memcpy(v.data() + at * rb, cold_->value_bytes(p, i), rb);
+        meta.push_from(p.meta, i);
+      }
+    for (int32_t pi = static_cast<int32_t>(pages.size()) - 1; pi >= 0; --pi)
+      cold_->remove(h, pi, std::vector<char>(pages[pi].meta.size(), 1));
+    for (int32_t i = 0; i < n; ++i)
+      cold_->put(h, k.data() + i * rb, v.data() + i * rb, meta.pos[i], meta.src[i], meta.seqs[i]);
+  }
+}
+
+// --- queries ---
+
+MemoryReport CacheStore::memory() const {
+  MemoryReport r;
+  r.hot_layers.assign(shape().n_layers, {});
+  r.cold_layers.assign(shape().n_layers, {});
+  for (int l = 0; l < shape().n_layers; ++l) {
+    MemoryTally t(r, l, false);
+    for (int h = 0; h < shape().n_kv_heads; ++h)
+      for (const auto& s : head(l, h).segs)
+        if (s && s->size() > 0) s->tally(t);
+  }
+  if (cold_) cold_->tally(r, shape().n_kv_heads);
+  return r;
+}
+
+bool CacheStore::holds(int layer, int kv_head, int64_t source_index) const {
+  if (layer < 0 || layer >= shape().n_layers || kv_head < 0 || kv_head >= shape().n_kv_heads)
+    throw InputError("holds: layer " + std::to_string(layer) + " / KV head " +
+                     std::to_string(kv_head) + " out of range");
+  if (source_index < 0 || source_index > std::numeric_limits<int32_t>::max()) return false;
+  const int32_t src = static_cast<int32_t>(source_index);
+  const HeadState& hs = head(layer, kv_head);
+  for (int slot : {kMain, kIncoming}) {
+    const Segment* seg = hs.segs[slot].get();
+    if (seg && std::find(seg->meta.src.begin(), seg->meta.src.end(), src) != seg->meta.src.end())
+      return true;
+  }
+  if (cold_)
+    for (const auto& p : cold_->head(layer * shape().n_kv_heads + kv_head).pages)
+      if (std::find(p.meta.src.begin(), p.meta.src.end(), src) != p.meta.src.end()) return true;
+  return false;
+}
+
+std::vector<EntryInfo> CacheStore::entries(int layer, int kv_head) const {
+  std::vector<EntryInfo> out;
+  const HeadState& hs = head(layer, kv_head);
+  for (int slot : {kMain, kIncoming, kSummary}) {
+    const Segment* seg = hs.segs[slot].get();
+    if (!seg) continue;
+    for (int32_t i = 0; i < seg->size(); ++i)
+      out.push_back({seg->meta.pos[i], seg->meta.src[i], seg->meta.seqs[i], false, seg->precision()});
+  }
+  if (cold_)
+    for (const auto& p : cold_->head(layer * shape().n_kv_heads + kv_head).pages)
+      for (int32_t i = 0; i < p.meta.size(); ++i)
+        out.push_back({p.meta.pos[i], p.meta.src[i], p.meta.seqs[i], true,
+                       std::string(codec_name(cold_->codec().kind()))});
+  return out;
+}
+
+bool CacheStore::find(int layer, int kv_head, int32_t src, float* k, float* v) const {
+  const HeadState& hs = head(layer, kv_head);
+  for (int slot : {kMain, kIncoming}) {
+    const Segment* seg = hs.segs[slot].get();
+    if (!seg) continue;
+    for (int32_t i = 0; i < seg->size(); ++i)
+      if (seg->meta.src[i] == src) {
+        seg->decode_keys(i, 1, k);
+        seg->decode_values(i, 1, v);
+        return true;
+      }
+  }
+  if (cold_)
+    for (const auto& p : cold_->head(layer * shape().n_kv_heads + kv_head).pages)
+      for (int32_t i = 0; i < p.meta.size(); ++i)
+        if (p.meta.src[i] == src) {
+          cold_->codec().decode(cold_->key_bytes(p, i), k);
+          cold_->codec().decode(cold_->value_bytes(p, i), v);
+          return true;
+        }
+  return false;
+}
+
+int32_t CacheStore::hot_entries(int seq, int layer, int kv_head) const {
+  const uint64_t bit = bit_of(seq);
+  int32_t n = 0;
+  for (const auto& s : head(layer, kv_head).segs)
+    if (s)
+      for (uint64_t m : s->meta.seqs) n += (m & bit) != 0;
+  return n;
+}
+
+int64_t CacheStore::hot_total() const {
+  int64_t n = 0;
+  for (const auto& hs : heads_)
+    for (const auto& s : hs.segs)
+      if (s) n += s->size();
+  return n;
+}
+
+}  // namespace kvbench

@@ -1,0 +1,242 @@
+// The cache store: per layer and KV head, the entries (K, V, position,
+// stream index, sequence set, precision, tier) of every sequence, the
+// sequence operations, views, observation statistics and exact memory
+// accounting. Policies (policy_cache.h) decide; the store holds and moves.
+//
+// Per head, entries live in up to four segments, concatenated in this order
+// in a view:
+//   main      the policy-managed entries in the storage precision
+//             (f32 / f16 / bf16 / int8 / int4 rows, or KIVI)
+//   incoming  f32 rows: the open step's rows for int8 / int4 storage
+//             (encoded into main at end_step, so a step attends over its own
+//             rows at full precision, as KIVI's prefill does), or `mixed`'s
+//             full-precision entries
+//   restored  copies of cold pages restored for the current query (offload)
+//   summary   one merged entry per sequence standing for evicted ones (merge)
+// Sequences share entries through each entry's sequence set: seq_cp adds a
+// bit, nothing is copied. An entry is freed when its set becomes empty.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "model/kv_cache.h"
+#include "model/rope.h"
+#include "policies/cold_tier.h"
+#include "policies/memory_report.h"
+#include "policies/scorer.h"
+#include "policies/segment.h"
+
+namespace kvbench {
+
+enum SegmentSlot : int { kMain = 0, kIncoming = 1, kRestored = 2, kSummary = 3, kSlots = 4 };
+
+struct StoreConfig {
+  KvShape shape;
+  RopeConfig rope;
+  enum class Layout { Rows, Mixed, Kivi } layout = Layout::Rows;
+  RowCodec codec;  // Rows: the storage codec; Mixed: the codec of the less important entries
+  int kivi_group = 32;
+  int kivi_residual = 128;
+  StatLayout stats;  // per-entry statistics
+  bool offload = false;
+  int page = 16;
+  bool file_tier = false;
+  std::string dir = "/tmp";
+  bool merge = false;
+  bool merge_by_attention = true;
+};
+
+struct EntryRef {
+  int8_t seg = 0;
+  int32_t idx = 0;
+};
+
+// A head's policy-managed entries (main, incoming) visible to one sequence,
+// in view order.
+struct Candidates {
+  std::vector<EntryRef> refs;
+  std::vector<int32_t> src, pos;
+  std::vector<float> stats;  // [n][n_stats]
+  int32_t size() const { return static_cast<int32_t>(refs.size()); }
+  void clear() {
+    refs.clear();
+    src.clear();
+    pos.clear();
+    stats.clear();
+  }
+};
+
+// One entry as tests and needle-survival queries see it.
+struct EntryInfo {
+  int32_t pos = 0;
+  int32_t src = 0;
+  uint64_t seqs = 0;
+  bool cold = false;
+  std::string precision;
+};
+
+class StoreView final : public KvHeadView {
+ public:
+  int32_t size() const override { return n_; }
+  const int32_t* positions() const override { return pos_; }
+  const float* keys(int32_t begin, int32_t count, float* scratch) const override {
+    return direct_k_ ? direct_k_ + int64_t{begin} * dim_ : rows(true, begin, count, scratch);
+  }
+  const float* values(int32_t begin, int32_t count, float* scratch) const override {
+    return direct_v_ ? direct_v_ + int64_t{begin} * dim_ : rows(false, begin, count, scratch);
+  }
+  // Plain rows when the view is one segment held as f32 or f16, every entry visible.
+  bool raw_rows(KvRawRows& k, KvRawRows& v) const override {
+    if (!raw_k_) return false;
+    const int64_t stride = int64_t{dim_} * kv_element_bytes(raw_type_);
+    k = {raw_type_, raw_k_, stride};
+    v = {raw_type_, raw_v_, stride};
+    return true;
+  }
+
+ private:
+  friend class CacheStore;
+  struct Piece {
+    const Segment* seg = nullptr;
+    int slot = 0;
+    const int32_t* idx = nullptr;  // null: every entry of the segment
+    int32_t count = 0;
+    int32_t offset = 0;  // first view index
+  };
+  const float* rows(bool keys, int32_t begin, int32_t count, float* scratch) const;
+  std::array<Piece, kSlots> pieces_{};
+  int n_pieces_ = 0;
+  int32_t n_ = 0;
+  int dim_ = 0;
+  const int32_t* pos_ = nullptr;
+  const float* direct_k_ = nullptr;
+  const float* direct_v_ = nullptr;
+  KvElement raw_type_ = KvElement::F32;
+  const void* raw_k_ = nullptr;
+  const void* raw_v_ = nullptr;
+};
+
+class CacheStore {
+ public:
+  static constexpr int kMaxSeqs = 64;
+
+  explicit CacheStore(const StoreConfig& config);
+  std::unique_ptr<CacheStore> clone() const;
+
+  const StoreConfig& config() const { return config_; }
+  const KvShape& shape() const { return config_.shape; }
+  int n_heads() const { return config_.shape.n_layers * config_.shape.n_kv_heads; }
+
+  // --- the step protocol
+  void begin_step(int seq, std::span<const int32_t> positions, bool decode);
+  // k, v: [n_tokens][n_kv_heads][head_dim]
+  void append(int layer, const float* k, const float* v);
+  const KvHeadView& view(int layer, int kv_head) { return view_for(step_seq_, layer, kv_head); }
+  // Adds one query's attention over the head's current view to its entries'
+  // statistics (acc += p, last = p; p summed over the group's query heads).
+  void observe(const AttentionRows& rows);
+  // Encodes the step's rows into their storage (and KIVI's flush rules).
+  void end_step();
+  // Copies every entry of a `full` f32 store (statistics mapped by name, key
+  // norms recomputed), then encodes them as end_step would. This store must be empty.
+  void import_entries(const CacheStore& full);
+  bool in_step() const { return in_step_; }
+  int step_seq() const { return step_seq_; }
+  bool step_is_decode() const { return step_decode_; }
+  int32_t step_tokens() const { return static_cast<int32_t>(step_positions_.size()); }
+  int64_t tokens_seen() const { return next_src_; }
+
+  // The entries of `seq` a head attends over (valid until the next call).
+  const KvHeadView& view_for(int seq, int layer, int kv_head);
+
+  // --- maintenance
+  void gather(int seq, int layer, int kv_head, Candidates& out) const;
+  // How many entries gather() would return (no copies).
+  int32_t count_candidates(int seq, int layer, int kv_head) const;
+  // Evicts entries for `seq`: an entry only `seq` holds is freed (into the
+  // cold tier / summary when configured); a shared one loses the seq's bit.
+  void evict(int seq, int layer, int kv_head, std::span<const EntryRef> refs);
+  // mixed: moves incoming (f32) entries into main (quantized).
+  void demote(int layer, int kv_head, std::span<const EntryRef> refs);
+  // StreamingLLM: positions of `seq`'s entries in this head become
+  // contiguous (from the smallest one) in arrival order; keys re-rotated.
+  void renumber_contiguous(int seq, int layer, int kv_head);
+  // offload: replaces the head's restored pages by the `max_pages` pages of
+  // highest Quest bound for the query heads q: [group][head_dim].
+  void restore(int seq, int layer, int kv_head, const float* q, int group, int max_pages);
+  void clear_restored();
+  int32_t restored(int layer, int kv_head) const;
+
+  // --- sequences (llama.cpp semantics; see policy_cache.h)
+  void clear();
+  void seq_rm(int seq, int64_t p0, int64_t p1);
+  void seq_cp(int src, int dst, int64_t p0, int64_t p1);
+  void seq_keep(int seq);
+  void seq_add(int seq, int64_t p0, int64_t p1, int64_t delta);
+  void seq_div(int seq, int64_t p0, int64_t p1, int64_t d);
+  int32_t pos_min(int seq) const;
+  int32_t pos_max(int seq) const;
+  int32_t next_position(int seq) const;
+  void compact();
+  uint64_t known_sequences() const { return known_; }
+
+  // --- queries
+  MemoryReport memory() const;
+  bool holds(int layer, int kv_head, int64_t source_index) const;
+  std::vector<EntryInfo> entries(int layer, int kv_head) const;
+  // Decodes the entry with stream index `src` (hot first, then cold) into k, v [head_dim].
+  bool find(int layer, int kv_head, int32_t src, float* k, float* v) const;
+  int32_t hot_entries(int seq, int layer, int kv_head) const;  // visible to seq, every segment
+  int64_t hot_total() const;
+  const Segment* segment(int layer, int kv_head, int slot) const {
+    return heads_[layer * shape().n_kv_heads + kv_head].segs[slot].get();
+  }
+  const ColdTier* cold() const { return cold_.get(); }
+
+ private:
+  struct HeadState {
+    std::array<std::unique_ptr<Segment>, kSlots> segs;
+    StoreView view;
+    std::array<std::vector<int32_t>, kSlots> visible;
+    std::vector<int32_t> view_pos;
+  };
+  HeadState& head(int layer, int kv_head) { return heads_[layer * shape().n_kv_heads + kv_head]; }
+  const HeadState& head(int layer, int kv_head) const {
+    return heads_[layer * shape().n_kv_heads + kv_head];
+  }
+  void check_seq(int seq, bool allow_all, const char* op) const;
+  void check_known(int seq, const char* op) const;
+  static void check_range(int64_t p0, int64_t p1, const char* op, int32_t& lo, int32_t& hi);
+  // Applies pos -> f(pos) for `seq`'s entries in [lo, hi): keys re-rotated,
+  // entries whose new position is negative removed. Checks everything first.
+  template <typename F>
+  void shift_positions(int seq, int32_t lo, int32_t hi, F f, const char* op);
+  void flush_incoming();
+  void fold_into_summary(HeadState& hs, const Segment& from, int32_t i, uint64_t seqs);
+  void note_evicted(int seq, int32_t pos);
+
+  StoreConfig config_;
+  std::vector<float> inv_freq_;
+  std::vector<HeadState> heads_;  // [n_layers * n_kv_heads]
+  std::unique_ptr<ColdTier> cold_;
+  // The open step.
+  bool in_step_ = false;
+  int step_seq_ = 0;
+  bool step_decode_ = false;
+  std::vector<int32_t> step_positions_;
+  int64_t next_src_ = 0;
+  // Sequences.
+  uint64_t known_ = 0;
+  std::array<int32_t, kMaxSeqs> evicted_max_{};  // largest position evicted by the policy (-1: none)
+  // Scratch reused across calls.
+  std::vector<char> flags_[kSlots];
+  std::vector<float> row_k_, row_v_;
+  Rotation rotation_;
+};
+
+}  // namespace kvbench

@@ -1,0 +1,538 @@
+#include "policies/policy_cache.h"
+
+#include <cblas.h>
+
+#include <algorithm>
+#include <cassert>
+#include <chrono>
+#include <cmath>
+#include <limits>
+#include <numeric>
+
+#include "model/error.h"
+#include "policies/cache_errors.h"
+
+namespace kvbench {
+namespace {
+
+// Adds the wall time of a scope to a counter (the policy's time share).
+class ScopeTimer {
+ public:
+  explicit ScopeTimer(int64_t& ns) : ns_(ns), t0_(std::chrono::steady_clock::now()) {}
+  ~ScopeTimer() {
+    ns_ += std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0_)
+               .count();
+  }
+
+ private:
+  int64_t& ns_;
+  std::chrono::steady_clock::time_point t0_;
+};
+
+int group_for(const ComponentSpec& s, int head_dim) {
+  const int g = static_cast<int>(std::min<int64_t>(s.get_int("group"), head_dim));
+  if (head_dim % g != 0)
+    throw InputError("policy '" + s.name + "': group " + std::to_string(g) +
+                     " does not divide head_dim " + std::to_string(head_dim));
+  return g;
+}
+
+}  // namespace
+
+std::unique_ptr<PolicyCache> PolicyCache::create(const PolicySpec& spec, const CacheContext& ctx) {
+  const KvShape& sh = ctx.shape;
+  if (sh.n_layers < 1 || sh.n_kv_heads < 1 || sh.head_dim < 2 || sh.head_dim % 2 != 0 ||
+      sh.n_q_heads < sh.n_kv_heads || sh.n_q_heads % sh.n_kv_heads != 0)
+    throw InputError("cache: invalid KV shape");
+  auto c = std::unique_ptr<PolicyCache>(new PolicyCache());
+  c->spec_ = spec;
+  c->ctx_ = ctx;
+  c->scorer_ = spec.scorer.info().make_scorer(spec.scorer);
+  c->allocator_ = spec.allocator.info().make_allocator(spec.allocator);
+  c->needs_ = c->scorer_->needs();
+  c->observe_attention_ = c->needs_.attention || ctx.collect_attention;
+
+  StoreConfig sc;
+  sc.shape = sh;
+  sc.rope = ctx.rope;
+  if (c->observe_attention_) {
+    sc.stats.acc = sc.stats.n++;
+    sc.stats.last = sc.stats.n++;
+  }
+  if (c->needs_.key_norm) sc.stats.norm = sc.stats.n++;
+
+  const int hd = sh.head_dim;
+  const ComponentSpec& st = spec.storage;
+  if (st.name == "f32") sc.codec = RowCodec(CodecKind::F32, hd, hd);
+  else if (st.name == "f16") sc.codec = RowCodec(CodecKind::F16, hd, hd);
+  else if (st.name == "bf16") sc.codec = RowCodec(CodecKind::BF16, hd, hd);
+  else if (st.name == "int8") sc.codec = RowCodec(CodecKind::Int8, hd, group_for(st, hd));
+  else if (st.name == "int4") sc.codec = RowCodec(CodecKind::Int4, hd, group_for(st, hd));
+  else if (st.name == "kivi2") {
+    if (hd % 4 != 0) throw InputError("policy 'kivi2': head_dim must be a multiple of 4");
+    group_for(st, hd);  // the value groups (channels) must divide head_dim
+    sc.layout = StoreConfig::Layout::Kivi;
+    sc.kivi_group = static_cast<int>(st.get_int("group"));
+    sc.kivi_residual = static_cast<int>(st.get_int("residual"));
+    sc.codec = RowCodec(CodecKind::F32, hd, hd);
+  } else if (st.name == "mixed") {
+    sc.layout = StoreConfig::Layout::Mixed;
+    sc.codec = RowCodec(st.get("bits") == "8" ? CodecKind::Int8 : CodecKind::Int4, hd, group_for(st, hd));
+    c->mixed_ = true;
+    c->mixed_full_ = st.get_number("full");
+  } else {
+    assert(false && "storage not handled");
+  }
+
+  c->budget_ = c->scorer_->budget(ctx.context_tokens);
+  c->main_budget_ = c->budget_;
+  if (const ComponentSpec* off = spec.extra("offload")) {
+    sc.offload = true;
+    sc.page = static_cast<int>(off->get_int("page"));
+    sc.file_tier = off->get("tier") == "file";
+    sc.dir = off->get("dir");
+    c->restore_every_ = static_cast<int>(off->get_int("every"));
+    if (c->scorer_->evicts()) {
+      c->restore_pages_ = static_cast<int>(off->get_number("restore") * c->budget_ / sc.page);
+      c->main_budget_ -= c->restore_pages_ * sc.page;
+    }
+  }
+  if (const ComponentSpec* m = spec.extra("merge")) {
+    sc.merge = true;
+    sc.merge_by_attention = m->get("weight") == "attention";
+    if (c->scorer_->evicts()) c->main_budget_ -= 1;  // the summary entry
+  }
+  if (c->scorer_->evicts() && c->main_budget_ < 1)
+    throw InputError("policy '" + to_string(spec) + "': a budget of " + std::to_string(c->budget_) +
+                     " leaves no room for entries after restored pages / the summary");
+  c->reserved_ = c->scorer_->reserved(c->main_budget_);
+  c->store_ = std::make_unique<CacheStore>(sc);
+
+  c->ring_capacity_ = std::max({c->needs_.window_queries, sc.offload ? 1 : 0, ctx.keep_queries});
+  c->rings_.resize(sh.n_layers);
+  for (auto& r : c->rings_) {
+    r.q.assign(static_cast<size_t>(c->ring_capacity_) * sh.n_q_heads * hd, 0.0f);
+    r.pos.assign(c->ring_capacity_, 0);
+  }
+  if (spec.scorer.name == "oracle") c->importance_.resize(static_cast<size_t>(sh.n_layers) * sh.n_kv_heads);
+  return c;
+}
+
+// --- the step protocol ---
+
+void PolicyCache::begin_step(const StepInfo& info) {
+  if (info.seq != ring_seq_) {
+    for (auto& r : rings_) r.count = r.next = 0;
+    ring_seq_ = info.seq;
+  }
+  step_decode_ = info.phase == StepPhase::Decode;
+  store_->begin_step(info.seq, info.positions, step_decode_);
+}
+
+void PolicyCache::append(int layer, const float* k, const float* v) { store_->append(layer, k, v); }
+
+const KvHeadView& PolicyCache::view(int layer, int kv_head) { return store_->view(layer, kv_head); }
+
+AttentionRequest PolicyCache::attention_request(int layer) const {
+  AttentionRequest r;
+  r.wanted = observe_attention_;
+  r.last_queries = needs_.last_query_only && !ctx_.collect_attention ? 1 : -1;
+  r.queries = ring_capacity_ > 0;
+  return r;
+}
+
+void PolicyCache::observe(const AttentionRows& rows) {
+  ScopeTimer t(policy_ns_);
+  store_->observe(rows);
+}
+
+void PolicyCache::observe_queries(int layer, const float* q, std::span<const int32_t> positions) {
+  ScopeTimer t(policy_ns_);
+  const int64_t qd = int64_t{ctx_.shape.n_q_heads} * ctx_.shape.head_dim;
+  const int64_t n = static_cast<int64_t>(positions.size());
+  QueryRing& r = rings_[layer];
+  for (int64_t i = std::max<int64_t>(0, n - ring_capacity_); i < n; ++i) {
+    std::copy(q + i * qd, q + (i + 1) * qd, r.q.begin() + r.next * qd);
+    r.pos[r.next] = positions[i];
+    r.next = (r.next + 1) % ring_capacity_;
+    r.count = std::min(r.count + 1, ring_capacity_);
+  }
+  if (restore_pages_ > 0 && step_decode_ && decode_steps_ % restore_every_ == 0)
+    restore_layer(store_->step_seq(), layer, q + (n - 1) * qd);
+}
+
+void PolicyCache::end_step() {
+  ScopeTimer t(policy_ns_);
+  const int seq = store_->step_seq();
+  store_->end_step();
+  if (step_decode_) ++decode_steps_;
+  const Timing timing = scorer_->timing();
+  const bool due = scorer_->evicts() &&
+                   (timing == Timing::Stream ||
+                    (timing == Timing::Every && step_decode_ && decode_steps_ % scorer_->every() == 0));
+  if (due) {
+    maintain(seq);
+  } else if (mixed_) {
+    for (int l = 0; l < ctx_.shape.n_layers; ++l) maintain_layer(seq, l, false);
+  }
+}
+
+void PolicyCache::end_prefill() {
+  ScopeTimer t(policy_ns_);
+  if (store_->known_sequences() == 0) return;
+  const int seq = store_->step_seq();
+  if (scorer_->evicts()) maintain(seq);
+  if (restore_pages_ > 0)
+    for (int l = 0; l < ctx_.shape.n_layers; ++l)
+      if (const float* q = last_query(l)) restore_layer(seq, l, q);
+  decode_steps_ = 0;
+}
+
+const float* PolicyCache::last_query(int layer) const {
+  const QueryRing& r = rings_[layer];
+  if (r.count == 0) return nullptr;
+  const int last = (r.next + ring_capacity_ - 1) % ring_capacity_;
+  return r.q.data() + int64_t{last} * ctx_.shape.n_q_heads * ctx_.shape.head_dim;
+}
+
+void PolicyCache::restore_layer(int seq, int layer, const float* q_all) {
+  const int group = ctx_.shape.n_q_heads / ctx_.shape.n_kv_heads;
+  const int64_t hd = ctx_.shape.head_dim;
+  for (int h = 0; h < ctx_.shape.n_kv_heads; ++h)
+    store_->restore(seq, layer, h, q_all + h * group * hd, group, restore_pages_);
+}
+
+// --- maintenance ---
+
+void PolicyCache::maintain(int seq) {
+  for (int l = 0; l < ctx_.shape.n_layers; ++l) maintain_layer(seq, l, true);
+}
+
+int32_t PolicyCache::layer_budget(int layer) const {
+  if (!scorer_->evicts()) return std::numeric_limits<int32_t>::max();
+  return allocator_->layer_budget(layer, ctx_.shape.n_layers, main_budget_, reserved_) +
+         restore_pages_ * store_->config().page + (store_->config().merge ? 1 : 0);
+}
+
+void PolicyCache::maintain_layer(int seq, int layer, bool use_scorer) {
+  const int H = ctx_.shape.n_kv_heads;
+  cand_.resize(H);
+  prio_.resize(H);
+  int64_t total = 0;
+  bool over = false;
+  const int32_t lb = allocator_->layer_budget(layer, ctx_.shape.n_layers, main_budget_, reserved_);
+  if (!mixed_) {
+    // Nothing to do while every head is within its budget: count, copy nothing.
+    int64_t n_total = 0;
+    bool any_over = false;
+    for (int h = 0; h < H; ++h) {
+      const int32_t n = store_->count_candidates(seq, layer, h);
+      n_total += n;
+      any_over = any_over || n > lb;
+    }
+    if (allocator_->needs_priorities() ? n_total <= int64_t{main_budget_} * H : !any_over) return;
+  }
+  for (int h = 0; h < H; ++h) {
+    store_->gather(seq, layer, h, cand_[h]);
+    total += cand_[h].size();
+    over = over || cand_[h].size() > lb;
+  }
+  if (allocator_->needs_priorities()) over = total > int64_t{main_budget_} * H;
+  const bool evict = use_scorer && scorer_->evicts() && over;
+  if (!evict && !mixed_) return;
+
+  // Keep-priorities per head.
+  for (int h = 0; h < H; ++h) {
+    const Candidates& c = cand_[h];
+    auto& p = prio_[h];
+    p.resize(c.size());
+    if (!use_scorer) {
+      for (int32_t i = 0; i < c.size(); ++i) p[i] = static_cast<float>(c.src[i]);
+      continue;
+    }
+    ScoreInput in;
+    in.layer = layer;
+    in.kv_head = h;
+    in.n = c.size();
+    in.src = c.src.data();
+    in.pos = c.pos.data();
+    in.stats = c.stats.data();
+    in.layout = store_->config().stats;
+    in.now = store_->tokens_seen();
+    in.keep = std::min(lb, c.size());
+    in.seed = ctx_.seed;
+    if (needs_.window_queries > 0) {
+      votes_.assign(c.size(), 0.0f);
+      compute_window_votes(seq, layer, h, c.size(), votes_.data());
+      in.window_votes = votes_.data();
+    }
+    if (!importance_.empty()) {
+      const auto& table = importance_[layer * H + h];
+      gathered_.resize(c.size());
+      for (int32_t i = 0; i < c.size(); ++i)
+        gathered_[i] = c.src[i] < static_cast<int32_t>(table.size()) ? table[c.src[i]] : 0.0f;
+      in.importance = gathered_.data();
+    }
+    scorer_->priorities(in, p.data());
+  }
+  if (use_scorer && scorer_->per_layer() && H > 1) {
+    // One token set per layer: sum each entry's priority over the heads.
+    by_src_.clear();
+    for (int h = 0; h < H; ++h)
+      for (int32_t i = 0; i < cand_[h].size(); ++i) by_src_.emplace_back(cand_[h].src[i], prio_[h][i]);
+    std::sort(by_src_.begin(), by_src_.end(),
+              [](const auto& a, const auto& b) { return a.first < b.first; });
+    size_t w = 0;
+    for (size_t i = 0; i < by_src_.size(); ++i) {
+      if (w > 0 && by_src_[w - 1].first == by_src_[i].first) by_src_[w - 1].second += by_src_[i].second;
+      else by_src_[w++] = by_src_[i];
+    }
+    by_src_.resize(w);
+    for (int h = 0; h < H; ++h)
+      for (int32_t i = 0; i < cand_[h].size(); ++i) {
+        auto it = std::lower_bound(by_src_.begin(), by_src_.end(), cand_[h].src[i],
+                                   [](const auto& e, int32_t s) { return e.first < s; });
+        prio_[h][i] = it->second;
+      }
+  }
+
+  // Remember each head's priorities by stream index for mixed's demotion
+  // after eviction (eviction moves entries around).
+  if (mixed_) {
+    head_prio_.resize(H);
+    for (int h = 0; h < H; ++h) {
+      auto& hp = head_prio_[h];
+      hp.clear();
+      for (int32_t i = 0; i < cand_[h].size(); ++i) hp.emplace_back(cand_[h].src[i], prio_[h][i]);
+      std::sort(hp.begin(), hp.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+    }
+  }
+
+  if (evict) {
+    spans_.resize(H);
+    for (int h = 0; h < H; ++h) spans_[h] = prio_[h];
+    keep_.resize(H);
+    AllocationInput ai;
+    ai.layer = layer;
+    ai.n_layers = ctx_.shape.n_layers;
+    ai.budget = main_budget_;
+    ai.reserved = reserved_;
+    ai.priorities = spans_;
+    allocator_->keep_counts(ai, keep_);
+    for (int h = 0; h < H; ++h) {
+      const Candidates& c = cand_[h];
+      const int32_t n = c.size(), drop = n - keep_[h];
+      if (drop <= 0) continue;
+      const auto& p = prio_[h];
+      order_.resize(n);
+      std::iota(order_.begin(), order_.end(), 0);
+      // Lowest priority first; ties: the older entry goes first.
+      std::nth_element(order_.begin(), order_.begin() + (drop - 1), order_.end(),
+                       [&](int32_t a, int32_t b) {
+                         return p[a] != p[b] ? p[a] < p[b] : c.src[a] < c.src[b];
+                       });
+      refs_.clear();
+      for (int32_t i = 0; i < drop; ++i) refs_.push_back(c.refs[order_[i]]);
+      store_->evict(seq, layer, h, refs_);
+      if (scorer_->contiguous_positions()) store_->renumber_contiguous(seq, layer, h);
+    }
+  }
+
+  if (mixed_) {
+    // Precision by importance: the highest-priority share of the kept
+    // entries stays in f32, the rest is encoded (and stays encoded).
+    for (int h = 0; h < H; ++h) {
+      Candidates& c = cand_[h];
+      const auto& hp = head_prio_[h];
+      if (evict) store_->gather(seq, layer, h, c);
+      int32_t full = 0;
+      for (const auto& r : c.refs) full += r.seg == kIncoming;
+      const int32_t target = static_cast<int32_t>(std::lround(mixed_full_ * c.size()));
+      if (full <= target) continue;
+      order_.clear();
+      for (int32_t i = 0; i < c.size(); ++i)
+        if (c.refs[i].seg == kIncoming) order_.push_back(i);
+      auto prio_of = [&](int32_t i) {
+        auto it = std::lower_bound(hp.begin(), hp.end(), c.src[i],
+                                   [](const auto& e, int32_t s) { return e.first < s; });
+        return it != hp.end() && it->first == c.src[i] ? it->second : static_cast<float>(c.src[i]);
+      };
+      std::sort(order_.begin(), order_.end(), [&](int32_t a, int32_t b) {
+        const float pa = prio_of(a), pb = prio_of(b);
+        return pa != pb ? pa < pb : c.src[a] < c.src[b];
+      });
+      refs_.clear();
+      for (int32_t i = 0; i < full - target; ++i) refs_.push_back(c.refs[order_[i]]);
+      store_->demote(layer, h, refs_);
+    }
+  }
+}
+
+void PolicyCache::compute_window_votes(int seq, int layer, int kv_head, int32_t n_candidates,
+                                       float* votes) {
+  const QueryRing& r = rings_[layer];
+  if (r.count == 0) return;
+  const KvHeadView& v = store_->view_for(seq, layer, kv_head);
+  const int32_t n = v.size();
+  const int hd = ctx_.shape.head_dim;
+  const int group = ctx_.shape.n_q_heads / ctx_.shape.n_kv_heads;
+  keys_.resize(static_cast<size_t>(n) * hd);
+  const float* K = v.keys(0, n, keys_.data());
+  const int32_t* P = v.positions();
+  const int m = r.count * group;
+  // Q: [count * group][hd], the window's queries of this KV head's group,
+  // oldest first.
+  gathered_.resize(static_cast<size_t>(m) * hd);
+  std::vector<int32_t>& qpos = qpos_;
+  qpos.resize(m);
+  const int64_t qd = int64_t{ctx_.shape.n_q_heads} * hd;
+  for (int i = 0; i < r.count; ++i) {
+    const int slot = (r.next - r.count + i + ring_capacity_) % ring_capacity_;
+    for (int g = 0; g < group; ++g) {
+      const float* src = r.q.data() + slot * qd + int64_t{kv_head * group + g} * hd;
+      std::copy(src, src + hd, gathered_.begin() + int64_t{i * group + g} * hd);
+      qpos[i * group + g] = r.pos[slot];
+    }
+  }
+  scores_.resize(static_cast<size_t>(m) * n);
+  const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
+  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, m, n, hd, scale, gathered_.data(), hd, K, hd,
+              0.0f, scores_.data(), n);
+  // Causal softmax of each row, summed into the votes.
+  for (int row = 0; row < m; ++row) {
+    float* s = scores_.data() + int64_t{row} * n;
+    float mx = -std::numeric_limits<float>::infinity();
+    for (int32_t j = 0; j < n; ++j)
+      if (P[j] <= qpos[row]) mx = std::max(mx, s[j]);
+    if (!std::isfinite(mx)) continue;
+    double sum = 0.0;
+    for (int32_t j = 0; j < n; ++j) {
+      s[j] = P[j] <= qpos[row] ? std::exp(s[j] - mx) : 0.0f;
+      sum += s[j];
+    }
+    const float inv = static_cast<float>(1.0 / sum);
+    for (int32_t j = 0; j < n_candidates; ++j) votes[j] += s[j] * inv;
+  }
+}
+
+// --- queries, sequences, sharing ---
+
+MemoryReport PolicyCache::memory() const {
+  MemoryReport r = store_->memory();
+  for (const auto& ring : rings_) r.policy_state += ring.q.size() * sizeof(float) + ring.pos.size() * 4;
+  for (const auto& t : importance_) r.policy_state += t.size() * sizeof(float);
+  return r;
+}
+
+bool PolicyCache::holds(int layer, int kv_head, int64_t source_index) const {
+  return store_->holds(layer, kv_head, source_index);
+}
+
+std::vector<int64_t> PolicyCache::held_sources(int layer, int kv_head) const {
+  std::vector<int64_t> out;
+  for (const auto& e : store_->entries(layer, kv_head))
+    if (e.src >= 0) out.push_back(e.src);
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
+}
+
+void PolicyCache::clear() {
+  store_->clear();
+  for (auto& r : rings_) r.count = r.next = 0;
+}
+void PolicyCache::seq_rm(int seq, int64_t p0, int64_t p1) { store_->seq_rm(seq, p0, p1); }
+void PolicyCache::seq_cp(int src, int dst, int64_t p0, int64_t p1) {
+  if (scorer_->contiguous_positions())
+    throw UnsupportedOperation(
+        "seq_cp: contiguous positions renumber a sequence's entries, which therefore cannot be "
+        "shared (use clone())");
+  store_->seq_cp(src, dst, p0, p1);
+}
+void PolicyCache::seq_keep(int seq) { store_->seq_keep(seq); }
+void PolicyCache::seq_add(int seq, int64_t p0, int64_t p1, int64_t delta) {
+  store_->seq_add(seq, p0, p1, delta);
+}
+void PolicyCache::seq_div(int seq, int64_t p0, int64_t p1, int64_t d) { store_->seq_div(seq, p0, p1, d); }
+void PolicyCache::compact() { store_->compact(); }
+
+std::unique_ptr<PolicyCache> PolicyCache::clone() const {
+  auto c = std::unique_ptr<PolicyCache>(new PolicyCache());
+  c->spec_ = spec_;
+  c->ctx_ = ctx_;
+  c->scorer_ = scorer_;
+  c->allocator_ = allocator_;
+  c->store_ = store_->clone();
+  c->needs_ = needs_;
+  c->observe_attention_ = observe_attention_;
+  c->budget_ = budget_;
+  c->main_budget_ = main_budget_;
+  c->reserved_ = reserved_;
+  c->restore_pages_ = restore_pages_;
+  c->restore_every_ = restore_every_;
+  c->mixed_ = mixed_;
+  c->mixed_full_ = mixed_full_;
+  c->step_decode_ = step_decode_;
+  c->decode_steps_ = decode_steps_;
+  c->ring_capacity_ = ring_capacity_;
+  c->ring_seq_ = ring_seq_;
+  c->rings_ = rings_;
+  c->importance_ = importance_;
+  c->policy_ns_ = policy_ns_;
+  return c;
+}
+
+void PolicyCache::import_from(const PolicyCache& full) {
+  const std::string from = to_string(full.spec_);
+  if (full.spec_.scorer.name != "full" || full.spec_.storage.name != "f32" || !full.spec_.extras.empty())
+    throw InputError("import_from: the source must be a 'full' f32 cache, got '" + from + "'");
+  const KvShape &a = full.ctx_.shape, &b = ctx_.shape;
+  if (a.n_layers != b.n_layers || a.n_kv_heads != b.n_kv_heads || a.n_q_heads != b.n_q_heads ||
+      a.head_dim != b.head_dim)
+    throw InputError("import_from: the caches have different shapes");
+  if (store_->known_sequences() != 0 || store_->hot_total() != 0)
+    throw InputError("import_from: the target cache must be empty");
+  if (store_->in_step() || full.store_->in_step())
+    throw InputError("import_from: not allowed inside a step");
+  if (needs_.attention && full.store_->config().stats.acc < 0)
+    throw InputError("import_from: " + spec_.scorer.name +
+                     " needs attention statistics; create the full cache with "
+                     "CacheContext.collect_attention");
+  if (needs_.window_queries > full.ring_capacity_)
+    throw InputError("import_from: " + spec_.scorer.name + " needs the last " +
+                     std::to_string(needs_.window_queries) +
+                     " queries; create the full cache with CacheContext.keep_queries >= that");
+  ScopeTimer t(policy_ns_);
+  store_->import_entries(*full.store_);
+  // The kept queries, newest last.
+  for (size_t l = 0; l < rings_.size() && ring_capacity_ > 0; ++l) {
+    const QueryRing& s = full.rings_[l];
+    QueryRing& d = rings_[l];
+    d.count = d.next = 0;
+    const int64_t qd = int64_t{b.n_q_heads} * b.head_dim;
+    const int take = std::min(s.count, ring_capacity_);
+    for (int i = s.count - take; i < s.count; ++i) {
+      const int slot = (s.next - s.count + i + full.ring_capacity_) % full.ring_capacity_;
+      std::copy(s.q.begin() + slot * qd, s.q.begin() + (slot + 1) * qd, d.q.begin() + d.next * qd);
+      d.pos[d.next] = s.pos[slot];
+      d.next = (d.next + 1) % ring_capacity_;
+      ++d.count;
+    }
+  }
+  ring_seq_ = full.ring_seq_;
+  step_decode_ = full.step_decode_;
+  decode_steps_ = full.decode_steps_;
+  if (streaming())
+    for (int s = 0; s < CacheStore::kMaxSeqs; ++s)
+      if (store_->known_sequences() & (uint64_t{1} << s)) maintain(s);
+}
+
+void PolicyCache::set_importance(int layer, int kv_head, std::span<const float> by_source) {
+  if (importance_.empty())
+    throw InputError("set_importance: the policy's scorer is '" + spec_.scorer.name + "', not oracle");
+  if (layer < 0 || layer >= ctx_.shape.n_layers || kv_head < 0 || kv_head >= ctx_.shape.n_kv_heads)
+    throw InputError("set_importance: layer / KV head out of range");
+  importance_[layer * ctx_.shape.n_kv_heads + kv_head].assign(by_source.begin(), by_source.end());
+}
+
+}  // namespace kvbench

@@ -1,0 +1,160 @@
+// PolicyCache: a KV cache driven by a policy spec (policy_spec.h) — the one
+// class the harness creates for every policy, `full` included.
+//
+//   auto cache = PolicyCache::create(parse_policy_spec("h2o:budget=512+int8"), ctx);
+//   prefill chunks (evaluator.step) ... cache->end_prefill(); decode steps ...
+//
+// Maintenance (scoring, eviction, demotion, offload, merge) runs after steps
+// according to the scorer's timing; with timing=stream, after every prefill
+// chunk and decode step each KV head holds at most its budget of hot entries
+// (plus, during the step, the step's own tokens). Observation costs nothing
+// unless the policy needs it.
+//
+// Sequences (llama.cpp semantics): ids 0..63; [p0, p1) ranges with -1 as an
+// open end; seq_rm with seq = -1 removes from every sequence. Several
+// sequences share entries (seq_cp copies nothing). Errors: SequenceError
+// (bad ids, unknown sequences, positions beyond int32 or negative other than
+// -1, reversed ranges), UnsupportedOperation (shifting shared entries, or
+// entries whose keys are quantized and cannot be re-rotated); both are
+// InputErrors. Sequence operations must not be called inside a step.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "model/kv_cache.h"
+#include "model/rope.h"
+#include "policies/allocator.h"
+#include "policies/cache_store.h"
+#include "policies/memory_report.h"
+#include "policies/policy_spec.h"
+#include "policies/scorer.h"
+
+namespace kvbench {
+
+struct CacheContext {
+  KvShape shape;
+  RopeConfig rope;             // the model's RoPE (shifts re-rotate stored keys with it)
+  int64_t context_tokens = 0;  // the context a ratio budget refers to
+  uint64_t seed = 0;           // random scorer's default seed
+  // For a `full` cache that other policies branch from (import_from):
+  bool collect_attention = false;  // keep attention statistics (h2o, hybrid, tova can resume)
+  int keep_queries = 0;            // keep the last N queries per layer (snapkv's window)
+};
+
+class PolicyCache final : public KvCache {
+ public:
+  // Throws InputError for a spec the shapes cannot support (e.g. a group
+  // that does not divide head_dim, a ratio budget without a context).
+  static std::unique_ptr<PolicyCache> create(const PolicySpec& spec, const CacheContext& ctx);
+
+  // --- KvCache
+  const KvShape& shape() const override { return ctx_.shape; }
+  void begin_step(const StepInfo& info) override;
+  void append(int layer, const float* k, const float* v) override;
+  const KvHeadView& view(int layer, int kv_head) override;
+  AttentionRequest attention_request(int layer) const override;
+  void observe(const AttentionRows& rows) override;
+  void observe_queries(int layer, const float* q, std::span<const int32_t> positions) override;
+  void end_step() override;
+
+  // The prompt is in: once-after-prefill policies (snapkv, oracle,
+  // timing=once|every) evict now; offload restores the best pages for the
+  // prompt's last query. Applies to the sequence of the last step.
+  void end_prefill();
+  // Runs the policy's maintenance for `seq` now.
+  void maintain(int seq);
+
+  MemoryReport memory() const;
+  double policy_seconds() const { return policy_ns_ * 1e-9; }
+  // Needle survival: is stream token `source_index` (0 = the first token
+  // ever appended) still held, hot or cold, by this KV head?
+  bool holds(int layer, int kv_head, int64_t source_index) const;
+  std::vector<int64_t> held_sources(int layer, int kv_head) const;  // sorted
+
+  // --- sequences
+  void clear();
+  void seq_rm(int seq, int64_t p0, int64_t p1);
+  // UnsupportedOperation for streaming with contiguous positions (it
+  // renumbers a sequence's entries, so they cannot be shared).
+  void seq_cp(int src, int dst, int64_t p0, int64_t p1);
+  void seq_keep(int seq);
+  void seq_add(int seq, int64_t p0, int64_t p1, int64_t delta);
+  void seq_div(int seq, int64_t p0, int64_t p1, int64_t d);
+  int32_t pos_min(int seq) const { return store_->pos_min(seq); }
+  int32_t pos_max(int seq) const { return store_->pos_max(seq); }
+  // Position of the next token of `seq`: one past the largest position held
+  // or evicted (contiguous streaming: one past the cache's last position).
+  int32_t next_position(int seq) const { return store_->next_position(seq); }
+  void compact();
+
+  // --- sharing work
+  std::unique_ptr<PolicyCache> clone() const;  // deep copy of the whole state
+  // Starts this (empty) cache from a `full` f32 cache's state: every entry,
+  // statistic and kept query, then the policy's streaming maintenance. For
+  // after-prefill policies call end_prefill() next. Throws InputError when
+  // the source is not `full`, or lacks what the policy needs (attention
+  // statistics or queries: see CacheContext).
+  void import_from(const PolicyCache& full);
+  // oracle: importance of stream tokens [0, n) for one layer and KV head
+  // (e.g. the attention the answer paid in a full-cache run).
+  void set_importance(int layer, int kv_head, std::span<const float> by_source);
+
+  // --- introspection
+  const PolicySpec& spec() const { return spec_; }
+  const CacheContext& context() const { return ctx_; }
+  const Scorer& scorer() const { return *scorer_; }
+  int32_t budget() const { return budget_; }  // per KV head, including restored pages
+  // Hot entries a head of `layer` keeps after maintenance (policy-managed,
+  // restored and summary entries together).
+  int32_t layer_budget(int layer) const;
+  bool streaming() const { return scorer_->evicts() && scorer_->timing() == Timing::Stream; }
+  const CacheStore& store() const { return *store_; }
+
+ private:
+  PolicyCache() = default;
+  struct QueryRing {
+    std::vector<float> q;      // [capacity][n_q_heads * head_dim]
+    std::vector<int32_t> pos;  // [capacity]
+    int count = 0, next = 0;
+  };
+  void maintain_layer(int seq, int layer, bool evict);
+  void compute_window_votes(int seq, int layer, int kv_head, int32_t n_candidates, float* votes);
+  void restore_layer(int seq, int layer, const float* q_all);
+  const float* last_query(int layer) const;  // [n_q_heads * head_dim] or null
+
+  PolicySpec spec_;
+  CacheContext ctx_;
+  std::shared_ptr<const Scorer> scorer_;
+  std::shared_ptr<const Allocator> allocator_;
+  std::unique_ptr<CacheStore> store_;
+  ScorerNeeds needs_;
+  bool observe_attention_ = false;
+  int32_t budget_ = 0;       // per head
+  int32_t main_budget_ = 0;  // per head, without restored pages
+  int32_t reserved_ = 0;
+  int restore_pages_ = 0;
+  int restore_every_ = 1;
+  bool mixed_ = false;
+  double mixed_full_ = 0.0;
+  bool step_decode_ = false;
+  int64_t decode_steps_ = 0;
+  int ring_capacity_ = 0;
+  int ring_seq_ = -1;
+  std::vector<QueryRing> rings_;                 // [n_layers]
+  std::vector<std::vector<float>> importance_;   // [n_layers * n_kv_heads][source]
+  int64_t policy_ns_ = 0;
+  // Scratch for maintenance, reused.
+  std::vector<Candidates> cand_;
+  std::vector<std::vector<float>> prio_;
+  std::vector<float> gathered_, votes_, keys_, scores_;
+  std::vector<int32_t> order_, keep_, qpos_;
+  std::vector<std::span<const float>> spans_;
+  std::vector<EntryRef> refs_;
+  std::vector<std::pair<int32_t, float>> by_src_;
+  std::vector<std::vector<std::pair<int32_t, float>>> head_prio_;  // mixed: per head (src, priority)
+};
+
+}  // namespace kvbench

@@ -1,0 +1,207 @@
+#include "policies/registry.h"
+
+#include "policies/allocator.h"
+#include "policies/scorer.h"
+
+namespace kvbench {
+namespace {
+
+// Parameters most scorers share.
+ParamInfo budget_param() {
+  return {"budget", ParamType::Budget, "512",
+          "entries kept per KV head: tokens (512) or a ratio of the context (0.2)"};
+}
+ParamInfo timing_param(std::string_view def) {
+  return {"timing", ParamType::Choice, def,
+          "when to evict: stream (after every chunk and step), once (after prefill), every (after "
+          "prefill and every N decode steps)",
+          0, 0, {"stream", "once", "every"}};
+}
+ParamInfo every_param() {
+  return {"every", ParamType::Int, "8", "decode steps between evictions with timing=every", 1, 1e6};
+}
+std::vector<ParamInfo> scorer_params(std::string_view timing, std::vector<ParamInfo> own = {}) {
+  std::vector<ParamInfo> p{budget_param()};
+  p.insert(p.end(), own.begin(), own.end());
+  p.push_back(timing_param(timing));
+  p.push_back(every_param());
+  return p;
+}
+ParamInfo group_param() {
+  return {"group", ParamType::Int, "32",
+          "elements per quantization group (capped at head_dim, must divide it)", 1, 4096};
+}
+
+std::vector<ComponentInfo> build() {
+  std::vector<ComponentInfo> r;
+  auto scorer = [&](std::string_view name, std::string_view summary, std::vector<ParamInfo> params,
+                    ScorerFactory f) {
+    ComponentInfo c{name, ComponentKind::Scorer, summary, std::move(params)};
+    c.make_scorer = f;
+    r.push_back(std::move(c));
+  };
+  scorer("full", "keeps every entry: the reference every policy is measured against", {},
+         make_full_scorer);
+  scorer("window", "sliding window: the most recent `budget` tokens", scorer_params("stream"),
+         make_window_scorer);
+  scorer("streaming", "StreamingLLM: the first `sinks` tokens (attention sinks) + the most recent",
+         scorer_params("stream",
+                       {{"sinks", ParamType::Int, "4", "attention-sink tokens always kept", 0, 1e6},
+                        {"pos", ParamType::Choice, "original",
+                         "positions: original, or contiguous inside the cache (keys re-rotated "
+                         "after each eviction, as StreamingLLM)",
+                         0, 0, {"original", "contiguous"}}}),
+         make_streaming_scorer);
+  scorer("h2o",
+         "Heavy-Hitter Oracle: attention accumulated over every query so far + the most recent "
+         "tokens",
+         scorer_params("stream", {{"recent", ParamType::Number, "0.5",
+                                   "share of the budget kept for the most recent tokens", 0, 1}}),
+         make_h2o_scorer);
+  scorer("hybrid",
+         "attention share (mean attention per query seen, which does not favour old tokens) + "
+         "recency share",
+         scorer_params("stream", {{"split", ParamType::Number, "0.7",
+                                   "share of the budget chosen by attention; the rest is the most "
+                                   "recent tokens",
+                                   0, 1}}),
+         make_hybrid_scorer);
+  {
+    ComponentInfo c{"snapkv",
+                    ComponentKind::Scorer,
+                    "SnapKV, once after prefill: the last `window` prompt queries' attention, "
+                    "pooled, picks the rest of the budget; the window itself is kept",
+                    {budget_param(),
+                     {"window", ParamType::Int, "32", "observation window (last prompt queries)", 1,
+                      1e6},
+                     {"kernel", ParamType::Int, "7", "1-D pooling kernel over positions (odd)", 1,
+                      1e3},
+                     {"pool", ParamType::Choice, "max", "pooling", 0, 0, {"max", "avg"}}}};
+    c.make_scorer = make_snapkv_scorer;
+    r.push_back(std::move(c));
+  }
+  scorer("tova",
+         "TOVA: the current query's attention averaged over all heads; one token set per layer",
+         scorer_params("stream"), make_tova_scorer);
+  scorer("knorm", "keeps the keys of lowest L2 norm (Devoto et al.)", scorer_params("stream"),
+         make_knorm_scorer);
+  scorer("random", "seeded uniform random eviction (a control)",
+         scorer_params("stream", {{"seed", ParamType::Int, "0",
+                                   "random seed (0 = the cache context's seed)", 0, 9e15}}),
+         make_random_scorer);
+  scorer("oracle",
+         "hindsight upper bound: keeps what the answer attends to in a full-cache run (importance "
+         "supplied by the harness)",
+         scorer_params("once"), make_oracle_scorer);
+
+  auto allocator = [&](std::string_view name, std::string_view summary,
+                       std::vector<ParamInfo> params, AllocatorFactory f) {
+    ComponentInfo c{name, ComponentKind::Allocator, summary, std::move(params)};
+    c.make_allocator = f;
+    r.push_back(std::move(c));
+  };
+  allocator("uniform", "every KV head keeps the budget", {}, make_uniform_allocator);
+  allocator("pyramid",
+            "PyramidKV: per-layer budgets decreasing linearly from bottom to top, same total",
+            {{"beta", ParamType::Number, "20", "top layer keeps budget / beta", 1, 1e6}},
+            make_pyramid_allocator);
+  allocator("adakv",
+            "Ada-KV: a layer's budget goes to its heads' highest priorities, with a per-head floor",
+            {{"floor", ParamType::Number, "0.2", "share of the budget every head keeps at least", 0,
+              1}},
+            make_adakv_allocator);
+
+  auto storage = [&](std::string_view name, std::string_view summary,
+                     std::vector<ParamInfo> params) {
+    r.push_back({name, ComponentKind::Storage, summary, std::move(params)});
+  };
+  storage("f32", "32-bit floats (exact)", {});
+  storage("f16", "IEEE half precision", {});
+  storage("bf16", "bfloat16", {});
+  storage("int8", "8-bit symmetric, one f16 scale per group, quantized on the fly",
+          {group_param()});
+  storage("int4", "4-bit asymmetric, f16 (min, step) per group, two codes per byte",
+          {group_param()});
+  storage("kivi2",
+          "KIVI 2-bit: keys per channel over groups of tokens, values per token; the most recent "
+          "tokens in full precision",
+          {group_param(),
+           {"residual", ParamType::Int, "128",
+            "full-precision residual window R (a multiple of the group)", 1, 1e6}});
+  storage("mixed", "precision by importance: the highest-priority entries in f32, the rest quantized",
+          {{"full", ParamType::Number, "0.25", "share of kept entries held in f32", 0, 1},
+           {"bits", ParamType::Choice, "4", "precision of the rest", 0, 0, {"4", "8"}},
+           group_param()});
+
+  auto extra = [&](std::string_view name, std::string_view summary, std::vector<ParamInfo> params) {
+    r.push_back({name, ComponentKind::Extra, summary, std::move(params)});
+  };
+  extra("offload",
+        "evicted entries go to a cold tier in pages with per-channel key min/max; the pages with "
+        "the highest Quest bound for the current query are restored into the hot budget",
+        {{"page", ParamType::Int, "16", "tokens per cold page", 1, 4096},
+         {"restore", ParamType::Number, "0.25", "share of the hot budget for restored pages", 0, 1},
+         {"tier", ParamType::Choice, "ram", "cold tier: ram, or an mmap'd file", 0, 0,
+          {"ram", "file"}},
+         {"dir", ParamType::Text, "/tmp", "directory of the cold-tier file (tier=file)"},
+         {"every", ParamType::Int, "1", "decode steps between restores", 1, 1e6}});
+  extra("merge",
+        "evicted entries are folded into one summary entry per head (weighted mean of K and V)",
+        {{"weight", ParamType::Choice, "attention",
+          "weights of the mean: accumulated attention (when collected), or uniform", 0, 0,
+          {"attention", "uniform"}}});
+  return r;
+}
+
+}  // namespace
+
+std::string_view kind_name(ComponentKind kind) {
+  switch (kind) {
+    case ComponentKind::Scorer: return "scorer";
+    case ComponentKind::Allocator: return "allocator";
+    case ComponentKind::Storage: return "storage";
+    case ComponentKind::Extra: return "extra";
+  }
+  return "?";
+}
+
+const ParamInfo* ComponentInfo::param(std::string_view n) const {
+  for (const auto& p : params)
+    if (p.name == n) return &p;
+  return nullptr;
+}
+
+std::string ComponentInfo::param_names() const {
+  std::string s;
+  for (const auto& p : params) s += (s.empty() ? "" : ", ") + std::string(p.name);
+  return s.empty() ? "none" : s;
+}
+
+const std::vector<ComponentInfo>& registry() {
+  static const std::vector<ComponentInfo> table = build();
+  return table;
+}
+
+const ComponentInfo* find_component(std::string_view name) {
+  for (const auto& c : registry())
+    if (c.name == name) return &c;
+  return nullptr;
+}
+
+std::string registry_names() {
+  std::string out;
+  for (ComponentKind k : {ComponentKind::Scorer, ComponentKind::Allocator, ComponentKind::Storage,
+                          ComponentKind::Extra}) {
+    std::string names;
+    for (const auto& c : registry())
+      if (c.kind == k) names += (names.empty() ? "" : ", ") + std::string(c.name);
+    const std::string_view label = k == ComponentKind::Scorer      ? "scorers"
+                                   : k == ComponentKind::Allocator ? "allocators"
+                                   : k == ComponentKind::Storage   ? "storage"
+                                                                   : "extras";
+    out += (out.empty() ? "" : "; ") + std::string(label) + ": " + names;
+  }
+  return out;
+}
+
+}  // namespace kvbench

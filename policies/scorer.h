@@ -1,0 +1,101 @@
+// A scorer decides which entries a KV head keeps: given the head's evictable
+// entries visible to a sequence (stream index, position, statistics the cache
+// collected for it), it writes a keep-priority per entry (higher = keep;
+// +inf = never evict while the budget allows). The cache keeps the `keep`
+// entries of highest priority (ties: the more recent entry) and evicts the
+// rest. Scorers are immutable and shared between clones of a cache.
+#pragma once
+
+#include <cstdint>
+#include <limits>
+#include <memory>
+#include <string_view>
+
+namespace kvbench {
+
+struct ComponentSpec;
+
+// When maintenance runs.
+enum class Timing {
+  Stream,  // after every prefill chunk and decode step: never above budget
+  Once,    // once, at end_prefill(); decode then grows without eviction
+  Every,   // at end_prefill() and every N decode steps
+};
+
+// Where per-entry statistics live in an entry's stats row ([n_stats] floats).
+// -1 = not collected.
+struct StatLayout {
+  int acc = -1;    // attention received, summed over every observed query (and group heads)
+  int last = -1;   // attention received from the last observed query
+  int norm = -1;   // L2 norm of the key at append time
+  int n = 0;
+};
+
+// What a scorer needs the cache to collect; anything not needed costs nothing.
+struct ScorerNeeds {
+  bool attention = false;      // acc / last statistics from observed attention
+  bool last_query_only = false;  // observe only each step's last query (TOVA)
+  bool key_norm = false;
+  int window_queries = 0;      // keep the last N queries per layer (SnapKV's window)
+};
+
+struct ScoreInput {
+  int layer = 0;
+  int kv_head = 0;
+  int32_t n = 0;                     // entries
+  const int32_t* src = nullptr;      // [n] stream index (arrival order; larger = newer)
+  const int32_t* pos = nullptr;      // [n] rotary positions
+  const float* stats = nullptr;      // [n][layout.n]
+  StatLayout layout;
+  const float* window_votes = nullptr;  // [n] SnapKV: summed attention of the window queries
+  const float* importance = nullptr;    // [n] oracle: supplied importance (0 when none)
+  int64_t now = 0;                   // stream index of the next token
+  int32_t keep = 0;                  // how many entries this head keeps
+  uint64_t seed = 0;
+};
+
+class Scorer {
+ public:
+  static constexpr float kKeep = std::numeric_limits<float>::infinity();
+
+  virtual ~Scorer() = default;
+  virtual std::string_view name() const = 0;
+  virtual ScorerNeeds needs() const { return {}; }
+  virtual Timing timing() const { return Timing::Stream; }
+  virtual int every() const { return 1; }  // decode steps between maintenance (Timing::Every)
+  // false: the scorer never evicts (full).
+  virtual bool evicts() const { return true; }
+  // true: one token set per layer (TOVA) — priorities are summed over the
+  // layer's KV heads and every head keeps the same entries.
+  virtual bool per_layer() const { return false; }
+  // Entries of the budget the scorer always protects (recent window, sinks);
+  // PyramidKV's schedule spreads only the rest across layers.
+  virtual int32_t reserved(int32_t budget) const { return 0; }
+  // Budget per KV head for a context of `context_tokens` (ratio budgets).
+  virtual int32_t budget(int64_t context_tokens) const = 0;
+  // Positions re-assigned contiguously after eviction (StreamingLLM).
+  virtual bool contiguous_positions() const { return false; }
+
+  // out: [in.n] keep-priorities.
+  virtual void priorities(const ScoreInput& in, float* out) const = 0;
+};
+
+// Factories, one per registered scorer (policies/scorers_*.cpp).
+std::shared_ptr<const Scorer> make_full_scorer(const ComponentSpec& spec);
+std::shared_ptr<const Scorer> make_window_scorer(const ComponentSpec& spec);
+std::shared_ptr<const Scorer> make_streaming_scorer(const ComponentSpec& spec);
+std::shared_ptr<const Scorer> make_h2o_scorer(const ComponentSpec& spec);
+std::shared_ptr<const Scorer> make_hybrid_scorer(const ComponentSpec& spec);
+std::shared_ptr<const Scorer> make_snapkv_scorer(const ComponentSpec& spec);
+std::shared_ptr<const Scorer> make_tova_scorer(const ComponentSpec& spec);
+std::shared_ptr<const Scorer> make_knorm_scorer(const ComponentSpec& spec);
+std::shared_ptr<const Scorer> make_random_scorer(const ComponentSpec& spec);
+std::shared_ptr<const Scorer> make_oracle_scorer(const ComponentSpec& spec);
+
+// Helpers shared by scorers.
+// Marks the `count` newest entries (largest src) with +inf.
+void protect_newest(const ScoreInput& in, int32_t count, float* out);
+// Marks the `count` oldest entries (smallest src) with +inf.
+void protect_oldest(const ScoreInput& in, int32_t count, float* out);
+
+}  // namespace kvbench

@@ -1,0 +1,370 @@
+#include "policies/segment.h"
+
+#include <algorithm>
+#include <cassert>
+#include <cmath>
+#include <cstring>
+
+namespace kvbench {
+
+// --- EntryMeta ---
+
+void EntryMeta::push(int32_t p, int32_t s, uint64_t q, const float* st) {
+  pos.push_back(p);
+  src.push_back(s);
+  seqs.push_back(q);
+  if (n_stats > 0) {
+    if (st) stats.insert(stats.end(), st, st + n_stats);
+    else stats.resize(stats.size() + n_stats, 0.0f);
+  }
+}
+
+void EntryMeta::push_from(const EntryMeta& o, int32_t i) {
+  // Statistics carry over only between segments of the same layout.
+  push(o.pos[i], o.src[i], o.seqs[i], o.n_stats == n_stats && n_stats > 0 ? o.stat(i) : nullptr);
+}
+
+void EntryMeta::copy_entry(int32_t to, int32_t from) {
+  pos[to] = pos[from];
+  src[to] = src[from];
+  seqs[to] = seqs[from];
+  if (n_stats > 0) std::memcpy(stat(to), stat(from), sizeof(float) * n_stats);
+}
+
+void EntryMeta::pop_back() {
+  pos.pop_back();
+  src.pop_back();
+  seqs.pop_back();
+  if (n_stats > 0) stats.resize(stats.size() - n_stats);
+}
+
+void EntryMeta::compact(const std::vector<char>& keep) {
+  int32_t w = 0;
+  for (int32_t i = 0; i < size(); ++i) {
+    if (!keep[i]) continue;
+    if (w != i) copy_entry(w, i);
+    ++w;
+  }
+  pos.resize(w);
+  src.resize(w);
+  seqs.resize(w);
+  stats.resize(static_cast<size_t>(w) * n_stats);
+}
+
+void EntryMeta::clear() {
+  pos.clear();
+  src.clear();
+  seqs.clear();
+  stats.clear();
+}
+
+void EntryMeta::shrink() {
+  pos.shrink_to_fit();
+  src.shrink_to_fit();
+  seqs.shrink_to_fit();
+  stats.shrink_to_fit();
+}
+
+// --- Rotation ---
+
+void Rotation::set(int64_t d, const std::vector<float>& inv_freq) {
+  delta = d;
+  cos.resize(inv_freq.size());
+  sin.resize(inv_freq.size());
+  for (size_t i = 0; i < inv_freq.size(); ++i) {
+    const float angle = static_cast<float>(d) * inv_freq[i];
+    cos[i] = std::cos(angle);
+    sin[i] = std::sin(angle);
+  }
+}
+
+void Rotation::apply(float* x) const {
+  for (size_t i = 0; i < cos.size(); ++i) {
+    const float a = x[2 * i], b = x[2 * i + 1];
+    x[2 * i] = a * cos[i] - b * sin[i];
+    x[2 * i + 1] = a * sin[i] + b * cos[i];
+  }
+}
+
+// --- RowSegment ---
+
+void RowSegment::append(const float* k, const float* v, int32_t pos, int32_t src, uint64_t seqs,
+                        const float* stats) {
+  const int64_t rb = codec_.row_bytes();
+  const size_t at = k_.size();
+  k_.resize(at + rb);
+  v_.resize(at + rb);
+  codec_.encode(k, k_.data() + at);
+  codec_.encode(v, v_.data() + at);
+  meta.push(pos, src, seqs, stats);
+}
+
+void RowSegment::append_encoded(const uint8_t* k, const uint8_t* v, int32_t pos, int32_t src,
+                                uint64_t seqs, const float* stats) {
+  const int64_t rb = codec_.row_bytes();
+  k_.insert(k_.end(), k, k + rb);
+  v_.insert(v_.end(), v, v + rb);
+  meta.push(pos, src, seqs, stats);
+}
+
+void RowSegment::remove(const std::vector<char>& remove) {
+  const int64_t rb = codec_.row_bytes();
+  for (int32_t i = size() - 1; i >= 0; --i) {
+    if (!remove[i]) continue;
+    const int32_t last = size() - 1;
+    if (i != last) {
+      std::memcpy(k_.data() + i * rb, k_.data() + last * rb, rb);
+      std::memcpy(v_.data() + i * rb, v_.data() + last * rb, rb);
+      meta.copy_entry(i, last);
+    }
+    k_.resize(k_.size() - rb);
+    v_.resize(v_.size() - rb);
+    meta.pop_back();
+  }
+}
+
+void RowSegment::clear() {
+  k_.clear();
+  v_.clear();
+  meta.clear();
+}
+
+void RowSegment::shrink() {
+  k_.shrink_to_fit();
+  v_.shrink_to_fit();
+  meta.shrink();
+}
+
+void RowSegment::decode_keys(int32_t begin, int32_t count, float* out) const {
+  for (int32_t i = 0; i < count; ++i)
+    codec_.decode(key_bytes(begin + i), out + int64_t{i} * dim_);
+}
+
+void RowSegment::decode_values(int32_t begin, int32_t count, float* out) const {
+  for (int32_t i = 0; i < count; ++i)
+    codec_.decode(value_bytes(begin + i), out + int64_t{i} * dim_);
+}
+
+const float* RowSegment::f32_keys() const {
+  return codec_.kind() == CodecKind::F32 ? reinterpret_cast<const float*>(k_.data()) : nullptr;
+}
+
+const float* RowSegment::f32_values() const {
+  return codec_.kind() == CodecKind::F32 ? reinterpret_cast<const float*>(v_.data()) : nullptr;
+}
+
+bool RowSegment::codec_rotatable() const {
+  return codec_.kind() == CodecKind::F32 || codec_.kind() == CodecKind::F16 ||
+         codec_.kind() == CodecKind::BF16;
+}
+
+void RowSegment::rotate_key(int32_t i, const Rotation& r) {
+  assert(codec_rotatable());
+  uint8_t* row = k_.data() + i * codec_.row_bytes();
+  if (codec_.kind() == CodecKind::F32) {
+    r.apply(reinterpret_cast<float*>(row));
+    return;
+  }
+  static thread_local std::vector<float> tmp;
+  tmp.resize(dim_);
+  codec_.decode(row, tmp.data());
+  r.apply(tmp.data());
+  codec_.encode(tmp.data(), row);
+}
+
+void RowSegment::tally(MemoryTally& t) const {
+  MemoryBytes b;
+  const uint64_t n = static_cast<uint64_t>(size());
+  b.kv = 2 * n * codec_.data_bytes();
+  b.scales = 2 * n * codec_.param_bytes();
+  b.meta = meta.bytes();
+  b.entries = n;
+  t.add(precision(), b);
+}
+
+// --- KiviSegment ---
+
+KiviSegment::KiviSegment(int dim, int group, int residual, int n_stats)
+    : Segment(dim, n_stats),
+      group_(group),
+      residual_(residual),
+      vcodec_(CodecKind::Int2, dim, std::min(group, dim)) {
+  assert(residual % group == 0 && dim % 4 == 0);
+}
+
+void KiviSegment::append(const float* k, const float* v, int32_t pos, int32_t src, uint64_t seqs,
+                         const float* stats) {
+  kfull_.insert(kfull_.end(), k, k + dim_);
+  vfull_.insert(vfull_.end(), v, v + dim_);
+  meta.push(pos, src, seqs, stats);
+}
+
+void KiviSegment::flush() {
+  const int32_t n = size();
+  const int64_t code_row = dim_ / 4;
+  while (n - kq_ >= residual_) {
+    for (int b = 0; b < residual_ / group_; ++b) {
+      int32_t id;
+      if (!free_blocks_.empty()) {
+        id = free_blocks_.back();
+        free_blocks_.pop_back();
+      } else {
+        id = static_cast<int32_t>(blocks_.size());
+        blocks_.emplace_back();
+      }
+      Block& blk = blocks_[id];
+      blk.params.resize(2 * static_cast<size_t>(dim_));
+      blk.count = group_;
+      ++live_blocks_;
+      const size_t at = kcodes_.size();
+      kcodes_.resize(at + group_ * code_row);
+      kivi_encode_key_block(kfull_.data() + int64_t{b} * group_ * dim_, group_, dim_,
+                            blk.params.data(), kcodes_.data() + at);
+      kblock_.insert(kblock_.end(), group_, id);
+    }
+    kfull_.erase(kfull_.begin(), kfull_.begin() + int64_t{residual_} * dim_);
+    kq_ += residual_;
+  }
+  const int32_t target = std::max(vq_, n - residual_);
+  if (target > vq_) {
+    const int64_t rb = vcodec_.row_bytes();
+    const size_t at = vcodes_.size();
+    vcodes_.resize(at + (target - vq_) * rb);
+    for (int32_t i = 0; i < target - vq_; ++i)
+      vcodec_.encode(vfull_.data() + int64_t{i} * dim_, vcodes_.data() + at + i * rb);
+    vfull_.erase(vfull_.begin(), vfull_.begin() + int64_t{target - vq_} * dim_);
+    vq_ = target;
+  }
+}
+
+void KiviSegment::remove(const std::vector<char>& remove) {
+  const int32_t n = size();
+  const int64_t code_row = dim_ / 4;
+  const int64_t vrb = vcodec_.row_bytes();
+  std::vector<char>& keep = keep_;
+  keep.assign(n, 0);
+  int32_t wk = 0, wkf = 0, wv = 0, wvf = 0, new_kq = 0, new_vq = 0;
+  for (int32_t i = 0; i < n; ++i) {
+    keep[i] = !remove[i];
+    if (i < kq_) {
+      if (remove[i]) {
+        Block& blk = blocks_[kblock_[i]];
+        if (--blk.count == 0) {
+          blk.params.clear();
+          blk.params.shrink_to_fit();
+          free_blocks_.push_back(kblock_[i]);
+          --live_blocks_;
+        }
+      } else {
+        if (wk != i) {
+          std::memmove(kcodes_.data() + wk * code_row, kcodes_.data() + i * code_row, code_row);
+          kblock_[wk] = kblock_[i];
+        }
+        ++wk;
+        ++new_kq;
+      }
+    } else if (!remove[i]) {
+      const int64_t from = int64_t{i - kq_} * dim_;
+      if (wkf * int64_t{dim_} != from)
+        std::memmove(kfull_.data() + int64_t{wkf} * dim_, kfull_.data() + from, sizeof(float) * dim_);
+      ++wkf;
+    }
+    if (i < vq_) {
+      if (!remove[i]) {
+        if (wv != i) std::memmove(vcodes_.data() + wv * vrb, vcodes_.data() + i * vrb, vrb);
+        ++wv;
+        ++new_vq;
+      }
+    } else if (!remove[i]) {
+      const int64_t from = int64_t{i - vq_} * dim_;
+      if (wvf * int64_t{dim_} != from)
+        std::memmove(vfull_.data() + int64_t{wvf} * dim_, vfull_.data() + from, sizeof(float) * dim_);
+      ++wvf;
+    }
+  }
+  kcodes_.resize(wk * code_row);
+  kblock_.resize(wk);
+  kfull_.resize(int64_t{wkf} * dim_);
+  vcodes_.resize(wv * vrb);
+  vfull_.resize(int64_t{wvf} * dim_);
+  kq_ = new_kq;
+  vq_ = new_vq;
+  meta.compact(keep);
+}
+
+void KiviSegment::clear() {
+  kq_ = vq_ = 0;
+  kcodes_.clear();
+  kblock_.clear();
+  blocks_.clear();
+  free_blocks_.clear();
+  live_blocks_ = 0;
+  kfull_.clear();
+  vcodes_.clear();
+  vfull_.clear();
+  meta.clear();
+}
+
+void KiviSegment::shrink() {
+  kcodes_.shrink_to_fit();
+  kblock_.shrink_to_fit();
+  kfull_.shrink_to_fit();
+  vcodes_.shrink_to_fit();
+  vfull_.shrink_to_fit();
+  meta.shrink();
+}
+
+void KiviSegment::decode_keys(int32_t begin, int32_t count, float* out) const {
+  const int64_t code_row = dim_ / 4;
+  for (int32_t j = 0; j < count; ++j) {
+    const int32_t i = begin + j;
+    float* o = out + int64_t{j} * dim_;
+    if (i < kq_) kivi_decode_key(kcodes_.data() + i * code_row, blocks_[kblock_[i]].params.data(), dim_, o);
+    else std::memcpy(o, kfull_.data() + int64_t{i - kq_} * dim_, sizeof(float) * dim_);
+  }
+}
+
+void KiviSegment::decode_values(int32_t begin, int32_t count, float* out) const {
+  const int64_t rb = vcodec_.row_bytes();
+  for (int32_t j = 0; j < count; ++j) {
+    const int32_t i = begin + j;
+    float* o = out + int64_t{j} * dim_;
+    if (i < vq_) vcodec_.decode(vcodes_.data() + i * rb, o);
+    else std::memcpy(o, vfull_.data() + int64_t{i - vq_} * dim_, sizeof(float) * dim_);
+  }
+}
+
+const float* KiviSegment::f32_keys() const { return kq_ == 0 ? kfull_.data() : nullptr; }
+const float* KiviSegment::f32_values() const { return vq_ == 0 ? vfull_.data() : nullptr; }
+
+void KiviSegment::rotate_key(int32_t i, const Rotation& r) {
+  assert(i >= kq_);
+  r.apply(kfull_.data() + int64_t{i - kq_} * dim_);
+}
+
+int32_t KiviSegment::distinct_blocks() const {
+  std::vector<int32_t> ids(kblock_.begin(), kblock_.end());
+  std::sort(ids.begin(), ids.end());
+  return static_cast<int32_t>(std::unique(ids.begin(), ids.end()) - ids.begin());
+}
+
+float KiviSegment::key_bound(int32_t i, int c) const {
+  if (i >= kq_) return 0.0f;
+  return kivi_key_error_bound(blocks_[kblock_[i]].params.data(), dim_, c);
+}
+
+void KiviSegment::tally(MemoryTally& t) const {
+  const uint64_t n = static_cast<uint64_t>(size());
+  MemoryBytes q;
+  q.kv = static_cast<uint64_t>(kq_) * (dim_ / 4) + static_cast<uint64_t>(vq_) * vcodec_.data_bytes();
+  q.scales = static_cast<uint64_t>(live_blocks_) * KeyBlockParams::bytes(dim_) +
+             static_cast<uint64_t>(vq_) * vcodec_.param_bytes();
+  q.meta = meta.bytes();
+  q.entries = n;
+  t.add("kivi2", q);
+  MemoryBytes full;
+  full.kv = (n - kq_ + n - vq_) * static_cast<uint64_t>(dim_) * 4;
+  if (full.kv) t.add("f32", full);
+}
+
+}  // namespace kvbench

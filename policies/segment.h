@@ -1,0 +1,192 @@
+// Segments: the storage of one KV head's entries. Each entry has a K row, a
+// V row (in the segment's precision) and metadata kept apart from the rows
+// (position, stream index, sequence set, policy statistics) in parallel
+// arrays. A head holds a few segments (main, incoming, restored, summary;
+// see cache_store.h); a view concatenates the visible entries of all of them.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "policies/codec.h"
+#include "policies/memory_report.h"
+
+namespace kvbench {
+
+// Bytes of the fixed per-entry metadata: position (4), stream index (4),
+// sequence set (8); statistics add 4 each.
+inline constexpr int64_t kEntryMetaBytes = 16;
+
+// Per-entry metadata, one array per field.
+struct EntryMeta {
+  std::vector<int32_t> pos;    // [n] rotary position
+  std::vector<int32_t> src;    // [n] stream index (arrival order); -1 for a summary entry
+  std::vector<uint64_t> seqs;  // [n] bit s set = sequence s holds the entry
+  std::vector<float> stats;    // [n][n_stats]
+  int n_stats = 0;
+
+  int32_t size() const { return static_cast<int32_t>(pos.size()); }
+  float* stat(int32_t i) { return stats.data() + int64_t{i} * n_stats; }
+  const float* stat(int32_t i) const { return stats.data() + int64_t{i} * n_stats; }
+  // stats may be null (zeros).
+  void push(int32_t p, int32_t s, uint64_t q, const float* st);
+  void push_from(const EntryMeta& o, int32_t i);
+  void copy_entry(int32_t to, int32_t from);
+  void pop_back();
+  // Keeps the entries whose keep[i] is true, in order.
+  void compact(const std::vector<char>& keep);
+  void clear();
+  void shrink();
+  uint64_t bytes() const { return static_cast<uint64_t>(size()) * (kEntryMetaBytes + 4 * n_stats); }
+};
+
+// Cos / sin of a re-rotation by `delta` positions, computed once per delta
+// exactly as rope_rotate computes its angles.
+struct Rotation {
+  int64_t delta = 0;
+  std::vector<float> cos, sin;  // [n_dims / 2]
+  void set(int64_t d, const std::vector<float>& inv_freq);
+  void apply(float* x) const;  // one row of head_dim
+};
+
+class Segment {
+ public:
+  Segment(int dim, int n_stats) : dim_(dim) { meta.n_stats = n_stats; }
+  virtual ~Segment() = default;
+  virtual std::unique_ptr<Segment> clone() const = 0;
+
+  int32_t size() const { return meta.size(); }
+  int dim() const { return dim_; }
+
+  // One entry from f32 rows k, v: [dim].
+  virtual void append(const float* k, const float* v, int32_t pos, int32_t src, uint64_t seqs,
+                      const float* stats) = 0;
+  // Removes the entries marked in remove[i] (size() flags). Row segments
+  // fill holes from the end (order changes, O(1) per entry); order-keeping
+  // segments (KIVI) shift.
+  virtual void remove(const std::vector<char>& remove) = 0;
+  virtual void clear() = 0;
+  virtual void shrink() = 0;
+
+  // Rows [begin, begin + count) decoded to f32: out [count][dim].
+  virtual void decode_keys(int32_t begin, int32_t count, float* out) const = 0;
+  virtual void decode_values(int32_t begin, int32_t count, float* out) const = 0;
+  // The rows themselves when held as contiguous f32 ([size()][dim]), else null.
+  virtual const float* f32_keys() const { return nullptr; }
+  virtual const float* f32_values() const { return nullptr; }
+
+  // Whether entry i's key can be re-rotated (shift of its position).
+  virtual bool can_rotate(int32_t i) const = 0;
+  virtual void rotate_key(int32_t i, const Rotation& r) = 0;
+
+  virtual void tally(MemoryTally& t) const = 0;
+  virtual std::string precision() const = 0;
+
+  EntryMeta meta;
+
+ protected:
+  int dim_;
+};
+
+// Entries as encoded rows of one codec: [n][row_bytes] for K and for V.
+class RowSegment final : public Segment {
+ public:
+  RowSegment(const RowCodec& codec, int n_stats) : Segment(codec.dim(), n_stats), codec_(codec) {}
+  std::unique_ptr<Segment> clone() const override { return std::make_unique<RowSegment>(*this); }
+
+  const RowCodec& codec() const { return codec_; }
+  void append(const float* k, const float* v, int32_t pos, int32_t src, uint64_t seqs,
+              const float* stats) override;
+  // Rows already encoded in this codec (offload / restore move bytes, never re-encode).
+  void append_encoded(const uint8_t* k, const uint8_t* v, int32_t pos, int32_t src, uint64_t seqs,
+                      const float* stats);
+  const uint8_t* key_bytes(int32_t i) const { return k_.data() + i * codec_.row_bytes(); }
+  const uint8_t* value_bytes(int32_t i) const { return v_.data() + i * codec_.row_bytes(); }
+  // f32 codec only: the rows themselves, for in-place updates (summary entries).
+  float* f32_key_row(int32_t i) { return reinterpret_cast<float*>(k_.data() + i * codec_.row_bytes()); }
+  float* f32_value_row(int32_t i) { return reinterpret_cast<float*>(v_.data() + i * codec_.row_bytes()); }
+
+  void remove(const std::vector<char>& remove) override;
+  void clear() override;
+  void shrink() override;
+  void decode_keys(int32_t begin, int32_t count, float* out) const override;
+  void decode_values(int32_t begin, int32_t count, float* out) const override;
+  const float* f32_keys() const override;
+  const float* f32_values() const override;
+  bool can_rotate(int32_t) const override { return codec_rotatable(); }
+  void rotate_key(int32_t i, const Rotation& r) override;
+  void tally(MemoryTally& t) const override;
+  std::string precision() const override { return std::string(codec_name(codec_.kind())); }
+
+  // f32 / f16 / bf16 keys can be re-rotated (f16 / bf16 re-round once per shift).
+  bool codec_rotatable() const;
+
+ private:
+  RowCodec codec_;
+  std::vector<uint8_t> k_, v_;  // [n][row_bytes]
+};
+
+// KIVI 2-bit (Liu et al. 2024), entries in arrival order:
+//   keys    the oldest kq entries quantized per channel in blocks of `group`
+//           tokens (per block and channel an f16 min and step, 2-bit codes);
+//           newer keys in f32; when R full-precision keys accumulate they are
+//           quantized together (R / group blocks)
+//   values  all but the newest R entries quantized per token (groups of
+//           `group` channels, int2); the newest R in f32
+// Evicting an entry from a key block drops its codes; the block's params
+// live until its last entry goes.
+class KiviSegment final : public Segment {
+ public:
+  KiviSegment(int dim, int group, int residual, int n_stats);
+  std::unique_ptr<Segment> clone() const override { return std::make_unique<KiviSegment>(*this); }
+
+  void append(const float* k, const float* v, int32_t pos, int32_t src, uint64_t seqs,
+              const float* stats) override;
+  // KIVI's rules, run after each step: quantize keys R at a time, values
+  // beyond the newest R.
+  void flush();
+  void remove(const std::vector<char>& remove) override;
+  void clear() override;
+  void shrink() override;
+  void decode_keys(int32_t begin, int32_t count, float* out) const override;
+  void decode_values(int32_t begin, int32_t count, float* out) const override;
+  const float* f32_keys() const override;
+  const float* f32_values() const override;
+  bool can_rotate(int32_t i) const override { return i >= kq_; }
+  void rotate_key(int32_t i, const Rotation& r) override;
+  void tally(MemoryTally& t) const override;
+  std::string precision() const override { return "kivi2"; }
+
+  int32_t quantized_keys() const { return kq_; }
+  int32_t quantized_values() const { return vq_; }
+  // Error bound of entry i's key in channel c (0 in the residual), for tests.
+  float key_bound(int32_t i, int c) const;
+  const RowCodec& value_codec() const { return vcodec_; }
+  // Key blocks holding live entries: the counter the accounting uses, and a
+  // recount from the entries themselves (the tests compare the two).
+  int32_t live_blocks() const { return live_blocks_; }
+  int32_t distinct_blocks() const;
+
+ private:
+  struct Block {
+    std::vector<uint16_t> params;  // [2][dim]: f16 min, then f16 step, per channel
+    int32_t count = 0;             // live entries coded against it
+  };
+  int group_, residual_;
+  RowCodec vcodec_;               // int2, groups of min(group, dim) channels
+  int32_t kq_ = 0, vq_ = 0;       // quantized keys / values (the oldest entries)
+  std::vector<uint8_t> kcodes_;   // [kq][dim / 4]
+  std::vector<int32_t> kblock_;   // [kq] block of each quantized key
+  std::vector<Block> blocks_;
+  std::vector<int32_t> free_blocks_;
+  int32_t live_blocks_ = 0;
+  std::vector<float> kfull_;      // [n - kq][dim]
+  std::vector<uint8_t> vcodes_;   // [vq][vcodec.row_bytes]
+  std::vector<float> vfull_;      // [n - vq][dim]
+  std::vector<char> keep_;        // scratch of remove()
+};
+
+}  // namespace kvbench

@@ -1,0 +1,163 @@
+// Microbenchmarks of the quantized dot kernels and of matmul on SmolLM2's
+// matrix shapes (rows x cols; Q4_1 layers, Q8_0 output), decode (1 token) and
+// prefill (512 tokens), per instruction-set path. Weights are random (same
+// layout and size as the model's), so no model file is needed.
+//
+//   build-*/tests/kvbench_microbench --benchmark_filter=Decode
+//
+// Counters: bytes_per_second = weight bytes streamed; items_per_second =
+// multiply-adds (dot/decode) or tokens (prefill).
+#include <benchmark/benchmark.h>
+
+#include <random>
+#include <vector>
+
+#include "model/matmul.h"
+#include "model/quant_dot.h"
+
+namespace kvbench {
+namespace {
+
+const CpuPath kPaths[] = {CpuPath::Scalar, CpuPath::Avx2, CpuPath::Avx512};
+
+std::vector<float> gaussian(int64_t n, float scale, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> d(0.0f, scale);
+  std::vector<float> v(n);
+  for (auto& x : v) x = d(rng);
+  return v;
+}
+
+struct Matrix {
+  std::vector<uint8_t> bytes;
+  WeightMatrix w;
+};
+
+Matrix make_matrix(GgmlType t, int64_t rows, int64_t cols) {
+  Matrix m;
+  const size_t rb = row_bytes(t, cols);
+  m.bytes.resize(rows * rb);
+  const auto x = gaussian(64 * cols, 0.05f, 1);  // 64 distinct rows, repeated
+  for (int64_t r = 0; r < rows; ++r) quantize_row(t, x.data() + (r % 64) * cols, m.bytes.data() + r * rb, cols);
+  m.w = WeightMatrix{t, rows, cols, rb, m.bytes.data()};
+  return m;
+}
+
+bool skip_unsupported(benchmark::State& state, CpuPath p) {
+  if (cpu_path_supported(p)) return false;
+  state.SkipWithError("path not supported on this CPU");
+  return true;
+}
+
+// --- kernels ----------------------------------------------------------------
+
+const GgmlType kDotTypes[] = {GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q5_1, GgmlType::Q8_0,
+                              GgmlType::Q2_K, GgmlType::Q3_K, GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K,
+                              GgmlType::F32,  GgmlType::F16,  GgmlType::BF16};
+
+// 64 weight rows of n elements (768 or 1536: K-quant super-blocks fit both)
+// times one activation row: the weights stay in L1/L2, so this is kernel
+// speed without the memory system.
+void BM_Dot(benchmark::State& state) {
+  const GgmlType t = kDotTypes[state.range(0)];
+  const CpuPath p = kPaths[state.range(1)];
+  if (skip_unsupported(state, p)) return;
+  const int64_t n = state.range(2), rows = 64;
+  const Matrix m = make_matrix(t, rows, n);
+  const GgmlType at = *dot_activation_type(t);
+  std::vector<uint8_t> act(row_bytes(at, n));
+  const auto x = gaussian(n, 1.0f, 2);
+  quantize_activations(at, x.data(), act.data(), n, CpuPath::Scalar);
+  std::vector<float> out(rows);
+  for (auto _ : state) {
+    quant_dot_tile(t, m.w.data, m.w.row_bytes, rows, act.data(), 0, 1, n, out.data(), 1, p);
+    benchmark::DoNotOptimize(out.data());
+  }
+  state.SetLabel(std::string(type_name(t)) + " " + std::string(cpu_path_name(p)));
+  state.SetItemsProcessed(state.iterations() * rows * n);
+  state.SetBytesProcessed(state.iterations() * rows * m.w.row_bytes);
+}
+BENCHMARK(BM_Dot)->ArgsProduct({benchmark::CreateDenseRange(0, 12, 1), {0, 1, 2}, {768, 1536}});
+
+void BM_QuantizeActivations(benchmark::State& state) {
+  const GgmlType at = std::array{GgmlType::Q8_0, GgmlType::Q8_1, GgmlType::Q8_K}[state.range(0)];
+  const CpuPath p = kPaths[state.range(1)];
+  if (skip_unsupported(state, p)) return;
+  const int64_t n = 1536;
+  const auto x = gaussian(n, 1.0f, 3);
+  std::vector<uint8_t> q(row_bytes(at, n));
+  for (auto _ : state) {
+    quantize_activations(at, x.data(), q.data(), n, p);
+    benchmark::DoNotOptimize(q.data());
+  }
+  state.SetLabel(std::string(type_name(at)) + " " + std::string(cpu_path_name(p)));
+  state.SetItemsProcessed(state.iterations() * n);
+}
+BENCHMARK(BM_QuantizeActivations)->ArgsProduct({{0, 1, 2}, {0, 1, 2}});
+
+// --- matmul on SmolLM2's shapes ----------------------------------------------
+
+struct Shape {
+  const char* name;
+  int64_t rows, cols;
+  GgmlType type;
+};
+const Shape kShapes[] = {
+    {"wq/wo 576x576", 576, 576, GgmlType::Q4_1},
+    {"wk/wv 192x576", 192, 576, GgmlType::Q4_1},
+    {"gate/up 1536x576", 1536, 576, GgmlType::Q4_1},
+    {"down 576x1536", 576, 1536, GgmlType::Q4_1},
+    {"output 49152x576", 49152, 576, GgmlType::Q8_0},
+};
+
+// Decode: one token. Arguments: shape, path (-1 = Exact mode), threads.
+void BM_MatmulDecode(benchmark::State& state) {
+  const Shape& s = kShapes[state.range(0)];
+  const bool exact = state.range(1) < 0;
+  const CpuPath p = exact ? CpuPath::Scalar : kPaths[state.range(1)];
+  if (skip_unsupported(state, p)) return;
+  const Matrix m = make_matrix(s.type, s.rows, s.cols);
+  const auto x = gaussian(s.cols, 1.0f, 4);
+  std::vector<float> y(s.rows);
+  ThreadPool pool(static_cast<int>(state.range(2)));
+  MatmulScratch scratch;
+  const MatmulOptions o{exact ? MatmulMode::Exact : MatmulMode::Quantized, p};
+  for (auto _ : state) {
+    matmul(m.w, x.data(), 1, y.data(), s.rows, pool, scratch, o);
+    benchmark::DoNotOptimize(y.data());
+  }
+  state.SetLabel(std::string(s.name) + " " + (exact ? "exact" : std::string(cpu_path_name(p))) + " t" +
+                 std::to_string(state.range(2)));
+  state.SetItemsProcessed(state.iterations() * s.rows * s.cols);
+  state.SetBytesProcessed(state.iterations() * s.rows * m.w.row_bytes);
+}
+BENCHMARK(BM_MatmulDecode)->ArgsProduct({{0, 1, 2, 3, 4}, {-1, 0, 1, 2}, {1, 2}})->UseRealTime();
+
+// Prefill: 512 tokens. Exact = OpenBLAS sgemm on dequantized tiles,
+// otherwise the quantized GEMM of the path.
+void BM_MatmulPrefill(benchmark::State& state) {
+  const Shape& s = kShapes[state.range(0)];
+  const bool exact = state.range(1) < 0;
+  const CpuPath p = exact ? CpuPath::Scalar : kPaths[state.range(1)];
+  if (skip_unsupported(state, p)) return;
+  const int64_t n = 512;
+  const Matrix m = make_matrix(s.type, s.rows, s.cols);
+  const auto x = gaussian(n * s.cols, 1.0f, 5);
+  std::vector<float> y(n * s.rows);
+  ThreadPool pool(static_cast<int>(state.range(2)));
+  MatmulScratch scratch;
+  const MatmulOptions o{exact ? MatmulMode::Exact : MatmulMode::Quantized, p};
+  for (auto _ : state) {
+    matmul(m.w, x.data(), n, y.data(), s.rows, pool, scratch, o);
+    benchmark::DoNotOptimize(y.data());
+  }
+  state.SetLabel(std::string(s.name) + " " + (exact ? "exact(sgemm)" : std::string(cpu_path_name(p))) + " t" +
+                 std::to_string(state.range(2)));
+  state.SetItemsProcessed(state.iterations() * n);
+  state.counters["GFLOP/s"] = benchmark::Counter(static_cast<double>(state.iterations()) * 2.0 * n * s.rows * s.cols * 1e-9,
+                                                 benchmark::Counter::kIsRate);
+}
+BENCHMARK(BM_MatmulPrefill)->ArgsProduct({{0, 1, 2, 3}, {-1, 0, 1, 2}, {1, 2}})->UseRealTime()->Unit(benchmark::kMillisecond);
+
+}  // namespace
+}  // namespace kvbench

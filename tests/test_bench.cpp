@@ -1,0 +1,114 @@
+// kvbench bench as users meet it, on the tiny model: every combination of
+// the listed values measured once per row, the three output formats, and
+// one-line errors (exit 2) for bad values. No timing is asserted beyond
+// "a positive rate".
+#include <gtest/gtest.h>
+
+#include <array>
+#include <cstdio>
+#include <fstream>
+#include <sys/wait.h>
+
+#include <nlohmann/json.hpp>
+
+#include "tests/support/reference_llama.h"
+
+namespace kvbench {
+namespace {
+
+struct Result {
+  int code = -1;
+  std::string out, err;
+};
+
+Result run(const std::string& args) {
+  const std::string err_path = testing::TempDir() + "kvbench-bench-stderr.txt";
+  const std::string cmd = std::string(KVBENCH_BINARY) + " bench " + args + " 2>" + err_path;
+  Result r;
+  FILE* p = popen(cmd.c_str(), "r");
+  std::array<char, 4096> buf;
+  size_t n;
+  while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) r.out.append(buf.data(), n);
+  const int status = pclose(p);
+  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  std::ifstream e(err_path);
+  r.err.assign(std::istreambuf_iterator<char>(e), {});
+  return r;
+}
+
+void expect_input_error(const Result& r, const std::string& contains) {
+  EXPECT_EQ(r.code, 2) << r.err;
+  EXPECT_TRUE(r.out.empty()) << r.out;
+  EXPECT_EQ(r.err.rfind("error: ", 0), 0u) << r.err;
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  EXPECT_NE(r.err.find(contains), std::string::npos) << r.err;
+}
+
+TEST(Bench, JsonHasOneRowPerCombinationWithStatistics) {
+  const Result r = run("-m " + test::tiny_model_path() + " -p 8 -n 4 -d 0,20 -r 3 -t 1,2 --kv f32,f16 -o json");
+  ASSERT_EQ(r.code, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  ASSERT_EQ(j.size(), 2u * 2 * 2 * 2);  // threads x kv x depth x {pp8, tg4}
+  std::set<std::string> seen;
+  for (const auto& row : j) {
+    EXPECT_EQ(row["repetitions"], 3);
+    ASSERT_EQ(row["samples_ts"].size(), 3u);
+    double lo = 1e30, hi = 0;
+    for (double v : row["samples_ts"]) {
+      EXPECT_GT(v, 0.0);
+      lo = std::min(lo, v);
+      hi = std::max(hi, v);
+    }
+    EXPECT_GE(row["avg_ts"].get<double>(), lo);
+    EXPECT_LE(row["avg_ts"].get<double>(), hi);
+    EXPECT_GE(row["median_ts"].get<double>(), lo);
+    EXPECT_LE(row["median_ts"].get<double>(), hi);
+    EXPECT_GE(row["stddev_ts"].get<double>(), 0.0);
+    const std::string test = row["test"];
+    const int depth = row["n_depth"];
+    EXPECT_EQ(test, (row["n_prompt"] > 0 ? "pp8" : "tg4") + (depth ? std::string(" @ d20") : ""));
+    seen.insert(test + "/" + std::to_string(row["threads"].get<int>()) + "/" + row["kv"].get<std::string>());
+  }
+  EXPECT_EQ(seen.size(), 16u);
+}
+
+TEST(Bench, MarkdownTableLikeLlamaBench) {
+  const Result r = run("-m " + test::tiny_model_path() + " -p 8 -n 2 -d 10 -r 1 -t 1");
+  ASSERT_EQ(r.code, 0) << r.err;
+  std::vector<std::string> lines;
+  std::stringstream ss(r.out);
+  for (std::string l; std::getline(ss, l);) lines.push_back(l);
+  ASSERT_EQ(lines.size(), 4u) << r.out;
+  EXPECT_EQ(lines[0].rfind("| model", 0), 0u);
+  EXPECT_NE(lines[0].find(" t/s |"), std::string::npos);
+  EXPECT_NE(lines[1].find("---:"), std::string::npos);
+  EXPECT_NE(lines[2].find("pp8 @ d10"), std::string::npos);
+  EXPECT_NE(lines[2].find(" f16 "), std::string::npos);  // llama-bench's default KV type
+  EXPECT_NE(lines[3].find("tg2 @ d10"), std::string::npos);
+  EXPECT_NE(lines[3].find(" ± "), std::string::npos);
+}
+
+TEST(Bench, CsvHasAHeaderAndOneLinePerTest) {
+  const Result r = run("-m " + test::tiny_model_path() + " -p 4 -n 0 -r 2 -t 1 --kv f32 -o csv");
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.out.rfind("model,model_file,size_bytes,params,backend,threads,kv,", 0), 0u) << r.out;
+  EXPECT_EQ(std::count(r.out.begin(), r.out.end(), '\n'), 2);
+  EXPECT_NE(r.out.find(",\"f32\",4,0,0,\"pp4\",2,"), std::string::npos) << r.out;
+}
+
+TEST(Bench, BadValuesAreOneLineErrors) {
+  const std::string m = " -m " + test::tiny_model_path();
+  expect_input_error(run(m + " -p abc"), "--n-prompt: 'abc' is not an integer");
+  expect_input_error(run(m + " -n -1"), "--n-gen must be between");
+  expect_input_error(run(m + " -t 0"), "--threads must be between 1 and 512");
+  expect_input_error(run(m + " -r 0"), "--repetitions");
+  expect_input_error(run(m + " --kv q8"), "--kv: unknown KV precision 'q8'");
+  expect_input_error(run(m + " -o xml"), "--output: unknown format 'xml'");
+  expect_input_error(run(m + " -p 0 -n 0"), "nothing to measure");
+  expect_input_error(run(m + " -p 1,,2"), "--n-prompt");
+  expect_input_error(run(m + " -d 1000000 -p 64"), "--n-depth 1000000 plus a test of 64 tokens exceeds");
+  expect_input_error(run(" -m /no/such/model.gguf"), "/no/such/model.gguf");
+}
+
+}  // namespace
+}  // namespace kvbench

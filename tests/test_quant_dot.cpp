@@ -1,0 +1,338 @@
+// Quantized dot products (model/quant_dot.h): the activation quantizers
+// against hand-computed blocks and ggml's reference rounding, the scalar
+// reference dots against double-precision sums of dequantized values, and
+// every SIMD path this machine runs against the scalar reference, bit for bit.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "model/error.h"
+#include "model/ggml_types.h"
+#include "model/quant_dot.h"
+
+namespace kvbench {
+namespace {
+
+const GgmlType kWeightTypes[] = {GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q5_1,
+                                 GgmlType::Q8_0, GgmlType::Q2_K, GgmlType::Q3_K, GgmlType::Q4_K,
+                                 GgmlType::Q5_K, GgmlType::Q6_K, GgmlType::F32,  GgmlType::F16,
+                                 GgmlType::BF16};
+
+std::vector<CpuPath> simd_paths() {
+  std::vector<CpuPath> p;
+  for (CpuPath c : {CpuPath::Avx2, CpuPath::Avx512})
+    if (cpu_path_supported(c)) p.push_back(c);
+  return p;
+}
+
+bool is_kquant(GgmlType t) { return traits(t).block_size == 256; }
+bool is_plain(GgmlType t) { return t == GgmlType::F32 || t == GgmlType::F16 || t == GgmlType::BF16; }
+
+// Row lengths that cover: one block, an odd number of blocks (a half-filled
+// last pair), more than one chunk of 16 blocks with a remainder, the model's
+// 576 and 1536; for plain types tails of every length mod 16.
+std::vector<int64_t> lengths(GgmlType t) {
+  if (is_kquant(t)) return {256, 512, 1536};
+  if (is_plain(t)) return {1, 7, 16, 17, 31, 40, 576};
+  return {32, 96, 544, 576, 1056, 1536};
+}
+
+std::vector<float> gaussian(std::mt19937& rng, int64_t n, float scale) {
+  std::normal_distribution<float> d(0.0f, scale);
+  std::vector<float> v(n);
+  for (auto& x : v) x = d(rng);
+  return v;
+}
+
+// Byte ranges of a block that hold f16 scales; everything else is codes.
+std::vector<std::pair<int, int>> scale_fields(GgmlType t) {
+  switch (t) {
+    case GgmlType::Q4_0:
+    case GgmlType::Q5_0:
+    case GgmlType::Q8_0: return {{0, 2}};
+    case GgmlType::Q4_1:
+    case GgmlType::Q5_1:
+    case GgmlType::Q4_K:
+    case GgmlType::Q5_K: return {{0, 2}, {2, 4}};
+    case GgmlType::Q2_K: return {{80, 82}, {82, 84}};
+    case GgmlType::Q3_K: return {{108, 110}};
+    case GgmlType::Q6_K: return {{208, 210}};
+    default: return {};
+  }
+}
+
+// rows x n weights. Half the rows come from quantizing Gaussian data (what
+// files hold); the other half are random bytes with finite random f16 scales,
+// so every code pattern occurs (Q8_0's -128, all 6-bit K-quant scales, ...).
+std::vector<uint8_t> random_weights(GgmlType t, int64_t rows, int64_t n, std::mt19937& rng) {
+  const size_t rb = row_bytes(t, n);
+  std::vector<uint8_t> w(rows * rb);
+  for (int64_t r = 0; r < rows; ++r) {
+    uint8_t* row = w.data() + r * rb;
+    if (r % 2 == 0 || is_plain(t)) {
+      const auto x = gaussian(rng, n, 0.05f * (1 + r % 3));
+      quantize_row(t, x.data(), row, n);
+      continue;
+    }
+    std::uniform_int_distribution<int> byte(0, 255);
+    for (size_t i = 0; i < rb; ++i) row[i] = static_cast<uint8_t>(byte(rng));
+    std::uniform_real_distribution<float> mag(-3.0f, 0.5f);
+    const size_t bb = traits(t).block_bytes;
+    for (size_t b = 0; b < rb; b += bb) {
+      for (auto [lo, hi] : scale_fields(t)) {
+        const float s = std::pow(10.0f, mag(rng)) * (byte(rng) & 1 ? 1.0f : -1.0f);
+        const uint16_t h = fp32_to_fp16(s);
+        std::memcpy(row + b + lo, &h, hi - lo);
+      }
+    }
+  }
+  return w;
+}
+
+// n_act activation rows of the weight's activation type, quantized by the
+// reference quantizer. Some rows carry an outlier, one is all zeros.
+std::vector<uint8_t> random_activations(GgmlType weight, int64_t n_act, int64_t n, std::mt19937& rng) {
+  const GgmlType at = *dot_activation_type(weight);
+  const size_t rb = row_bytes(at, n);
+  std::vector<uint8_t> a(n_act * rb);
+  for (int64_t t = 0; t < n_act; ++t) {
+    auto x = gaussian(rng, n, 1.0f);
+    if (t % 3 == 1) x[(t * 7) % n] = 40.0f;
+    if (t == 4) std::fill(x.begin(), x.end(), 0.0f);
+    quantize_row(at, x.data(), a.data() + t * rb, n);
+  }
+  return a;
+}
+
+// --- activation quantizers --------------------------------------------------
+
+uint16_t get_u16(const uint8_t* p) {
+  uint16_t v;
+  std::memcpy(&v, p, 2);
+  return v;
+}
+
+// amax = 127 makes d = 1 and 1/d = 1 exact, so q = roundf(x) by hand, with
+// ties going away from zero.
+TEST(QuantizeActivations, Q8_0AndQ8_1MatchHandComputedBlock) {
+  std::vector<float> x(32, 0.0f);
+  const float vals[] = {127.0f, -3.5f, 2.5f, 0.49f, -0.5f, 1.5f, -126.6f, 0.5f, -2.5f, 64.2f};
+  std::copy(std::begin(vals), std::end(vals), x.begin());
+  const int8_t expect[] = {127, -4, 3, 0, -1, 2, -127, 1, -3, 64};
+  int sum = 0;
+  for (int8_t q : expect) sum += q;
+  for (CpuPath path : {CpuPath::Scalar, CpuPath::Avx2, CpuPath::Avx512}) {
+    if (!cpu_path_supported(path)) continue;
+    uint8_t b0[34], b1[36];
+    quantize_activations(GgmlType::Q8_0, x.data(), b0, 32, path);
+    quantize_activations(GgmlType::Q8_1, x.data(), b1, 32, path);
+    EXPECT_EQ(get_u16(b0), 0x3C00) << cpu_path_name(path);  // d = 1.0 in f16
+    EXPECT_EQ(get_u16(b1), 0x3C00) << cpu_path_name(path);
+    EXPECT_EQ(fp16_to_fp32(get_u16(b1 + 2)), static_cast<float>(sum)) << "s = d * sum(q)";
+    for (int j = 0; j < 32; ++j) {
+      const int8_t e = j < 10 ? expect[j] : 0;
+      EXPECT_EQ(static_cast<int8_t>(b0[2 + j]), e) << cpu_path_name(path) << " element " << j;
+      EXPECT_EQ(static_cast<int8_t>(b1[4 + j]), e) << cpu_path_name(path) << " element " << j;
+    }
+  }
+}
+
+// Q8_K: the first value of largest magnitude maps to -127 (here +127 comes
+// before -127, so iscale = -1 and d = -1); nearest with ties to even.
+TEST(QuantizeActivations, Q8_KMatchesHandComputedBlock) {
+  std::vector<float> x(256, 0.0f);
+  x[0] = 2.5f;     // -> -2 (tie to even)
+  x[1] = 127.0f;   // the max: -> -127
+  x[2] = -127.0f;  // -> 127
+  x[3] = -3.5f;    // -> 4 (tie to even)
+  x[17] = 10.4f;   // -> -10, in the second group of 16
+  x[255] = -0.5f;  // -> 0
+  for (CpuPath path : {CpuPath::Scalar, CpuPath::Avx2, CpuPath::Avx512}) {
+    if (!cpu_path_supported(path)) continue;
+    std::vector<uint8_t> b(292);
+    quantize_activations(GgmlType::Q8_K, x.data(), b.data(), 256, path);
+    float d;
+    std::memcpy(&d, b.data(), 4);
+    EXPECT_EQ(d, -1.0f) << cpu_path_name(path);
+    const auto q = [&](int j) { return static_cast<int8_t>(b[4 + j]); };
+    EXPECT_EQ(q(0), -2);
+    EXPECT_EQ(q(1), -127);
+    EXPECT_EQ(q(2), 127);
+    EXPECT_EQ(q(3), 4);
+    EXPECT_EQ(q(17), -10);
+    EXPECT_EQ(q(255), 0);
+    int16_t bs0, bs1;
+    std::memcpy(&bs0, b.data() + 260, 2);
+    std::memcpy(&bs1, b.data() + 262, 2);
+    EXPECT_EQ(bs0, -2 - 127 + 127 + 4) << cpu_path_name(path);
+    EXPECT_EQ(bs1, -10);
+  }
+}
+
+// The SIMD quantizers against the reference quantizer on blocks that stress
+// the rounding: Gaussian data, exact .5 multiples of d, zeros, one non-zero,
+// huge and subnormal values.
+TEST(QuantizeActivations, SimdPathsAreBitIdenticalToReference) {
+  std::mt19937 rng(1);
+  const int64_t n = 4096;
+  std::vector<float> x = gaussian(rng, n, 1.0f);
+  for (int i = 0; i < 32; ++i) x[256 + i] = (i - 16) * 0.5f;       // halves, amax 8
+  for (int i = 0; i < 32; ++i) x[288 + i] = 127.0f - i - 0.5f;     // ties at d = 1
+  std::fill(x.begin() + 512, x.begin() + 768, 0.0f);                // zero blocks (and a Q8_K block)
+  x[800] = -3.0f;                                                   // one non-zero in a block
+  for (int i = 0; i < 32; ++i) x[1024 + i] = 1e30f * (i % 2 ? 1 : -1) * (i + 1);
+  for (int i = 0; i < 32; ++i) x[1056 + i] = 1e-40f * i;            // subnormals
+  for (int i = 0; i < 256; ++i) x[2048 + i] = (i % 2 ? -1.0f : 1.0f) * 127.0f;  // equal magnitudes
+  for (GgmlType at : {GgmlType::Q8_0, GgmlType::Q8_1, GgmlType::Q8_K}) {
+    const size_t rb = row_bytes(at, n);
+    std::vector<uint8_t> ref(rb), fast(rb);
+    quantize_row(at, x.data(), ref.data(), n);
+    for (CpuPath path : {CpuPath::Scalar, CpuPath::Avx2, CpuPath::Avx512}) {
+      if (!cpu_path_supported(path)) continue;
+      std::fill(fast.begin(), fast.end(), 0xAA);
+      quantize_activations(at, x.data(), fast.data(), n, path);
+      EXPECT_EQ(0, std::memcmp(ref.data(), fast.data(), rb)) << type_name(at) << " " << cpu_path_name(path);
+    }
+  }
+}
+
+// --- dot products -----------------------------------------------------------
+
+// The scalar reference against the plain definition: sum over elements of
+// dequantized weight times dequantized activation, in double. Differences:
+// f32 accumulation (relative ~1e-6 of sum |w a|) and, for Q4_1 / Q5_1, the
+// activation sum s = d * sum(q) that Q8_1 stores in f16 as ggml does (the
+// min term m * s carries its rounding, 2^-11 relative).
+TEST(QuantDot, ScalarReferenceMatchesDequantizedDoubleSum) {
+  std::mt19937 rng(2);
+  for (GgmlType t : kWeightTypes) {
+    const GgmlType at = *dot_activation_type(t);
+    for (int64_t n : lengths(t)) {
+      const auto w = random_weights(t, 4, n, rng);
+      const auto a = random_activations(t, 5, n, rng);
+      const size_t wb = row_bytes(t, n), ab = row_bytes(at, n);
+      std::vector<float> wf(n), af(n);
+      for (int r = 0; r < 4; ++r) {
+        dequantize_row(t, w.data() + r * wb, wf.data(), n);
+        for (int s = 0; s < 5; ++s) {
+          dequantize_row(at, a.data() + s * ab, af.data(), n);
+          double exact = 0.0, mag = 0.0;
+          for (int64_t k = 0; k < n; ++k) {
+            exact += static_cast<double>(wf[k]) * af[k];
+            mag += std::fabs(static_cast<double>(wf[k]) * af[k]);
+          }
+          double bound = 2e-6 * mag + 1e-30;
+          if (at == GgmlType::Q8_1) {
+            for (int64_t b = 0; b < n / 32; ++b) {
+              const float m = fp16_to_fp32(get_u16(w.data() + r * wb + b * traits(t).block_bytes + 2));
+              const float sa = fp16_to_fp32(get_u16(a.data() + s * ab + b * 36 + 2));
+              bound += std::fabs(m * sa) * std::ldexp(1.0, -10);
+            }
+          }
+          const float got = quant_dot(t, w.data() + r * wb, a.data() + s * ab, n, CpuPath::Scalar);
+          EXPECT_NEAR(got, exact, bound) << type_name(t) << " n=" << n << " row " << r << " act " << s;
+        }
+      }
+    }
+  }
+}
+
+// Every SIMD path against the scalar reference, every type, bit for bit: a
+// 9 x 6 tile (mixed micro-kernel shapes) and single dot products.
+TEST(QuantDot, SimdPathsAreBitIdenticalToScalar) {
+  const auto paths = simd_paths();
+  if (paths.empty()) GTEST_SKIP() << "no SIMD path on this machine";
+  std::mt19937 rng(3);
+  for (GgmlType t : kWeightTypes) {
+    const GgmlType at = *dot_activation_type(t);
+    for (int64_t n : lengths(t)) {
+      const int rows = 9, acts = 6;
+      const auto w = random_weights(t, rows, n, rng);
+      const auto a = random_activations(t, acts, n, rng);
+      const size_t wb = row_bytes(t, n), ab = row_bytes(at, n);
+      std::vector<float> ref(rows * acts), got(rows * acts);
+      quant_dot_tile(t, w.data(), wb, rows, a.data(), ab, acts, n, ref.data(), rows, CpuPath::Scalar);
+      for (CpuPath p : paths) {
+        std::fill(got.begin(), got.end(), -1.0f);
+        quant_dot_tile(t, w.data(), wb, rows, a.data(), ab, acts, n, got.data(), rows, p);
+        for (int i = 0; i < rows * acts; ++i) {
+          ASSERT_EQ(std::memcmp(&ref[i], &got[i], 4), 0)
+              << type_name(t) << " n=" << n << " " << cpu_path_name(p) << " row " << i % rows << " act "
+              << i / rows << ": " << ref[i] << " vs " << got[i];
+        }
+        const float one = quant_dot(t, w.data() + 5 * wb, a.data() + 3 * ab, n, p);
+        EXPECT_EQ(std::memcmp(&one, &ref[3 * rows + 5], 4), 0) << type_name(t) << " " << cpu_path_name(p);
+      }
+    }
+  }
+}
+
+// Every tile shape (each micro-kernel size and remainder) gives the same bits
+// as one dot product at a time.
+TEST(QuantDot, EveryTileShapeMatchesSingleDots) {
+  std::mt19937 rng(4);
+  const int64_t n = 576;
+  for (GgmlType t : {GgmlType::Q4_1, GgmlType::Q8_0, GgmlType::Q5_0}) {
+    const GgmlType at = *dot_activation_type(t);
+    const auto w = random_weights(t, 7, n, rng);
+    const auto a = random_activations(t, 7, n, rng);
+    const size_t wb = row_bytes(t, n), ab = row_bytes(at, n);
+    for (CpuPath p : {CpuPath::Scalar, CpuPath::Avx2, CpuPath::Avx512}) {
+      if (!cpu_path_supported(p)) continue;
+      for (int rows = 1; rows <= 7; ++rows) {
+        for (int acts = 1; acts <= 7; ++acts) {
+          std::vector<float> out(rows * acts);
+          quant_dot_tile(t, w.data(), wb, rows, a.data(), ab, acts, n, out.data(), rows, p);
+          for (int s = 0; s < acts; ++s) {
+            for (int r = 0; r < rows; ++r) {
+              const float one = quant_dot(t, w.data() + r * wb, a.data() + s * ab, n, CpuPath::Scalar);
+              ASSERT_EQ(std::memcmp(&one, &out[s * rows + r], 4), 0)
+                  << type_name(t) << " " << cpu_path_name(p) << " tile " << rows << "x" << acts;
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST(QuantDot, ActivationTypesFollowGgml) {
+  EXPECT_EQ(dot_activation_type(GgmlType::Q4_0), GgmlType::Q8_0);
+  EXPECT_EQ(dot_activation_type(GgmlType::Q5_0), GgmlType::Q8_0);
+  EXPECT_EQ(dot_activation_type(GgmlType::Q8_0), GgmlType::Q8_0);
+  EXPECT_EQ(dot_activation_type(GgmlType::Q4_1), GgmlType::Q8_1);
+  EXPECT_EQ(dot_activation_type(GgmlType::Q5_1), GgmlType::Q8_1);
+  for (GgmlType k : {GgmlType::Q2_K, GgmlType::Q3_K, GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K})
+    EXPECT_EQ(dot_activation_type(k), GgmlType::Q8_K);
+  for (GgmlType p : {GgmlType::F32, GgmlType::F16, GgmlType::BF16}) EXPECT_EQ(dot_activation_type(p), GgmlType::F32);
+  EXPECT_FALSE(dot_activation_type(GgmlType::F64).has_value());
+  EXPECT_FALSE(dot_activation_type(GgmlType::Q8_K).has_value());
+}
+
+// KVBENCH_CPU forces a path; bad values are input errors naming the variable.
+TEST(CpuPathChoice, EnvironmentVariableForcesAPath) {
+  const char* old = std::getenv("KVBENCH_CPU");
+  const std::string saved = old ? old : "";
+  setenv("KVBENCH_CPU", "scalar", 1);
+  EXPECT_EQ(default_cpu_path(), CpuPath::Scalar);
+  setenv("KVBENCH_CPU", "avx3", 1);
+  try {
+    default_cpu_path();
+    ADD_FAILURE() << "expected InputError";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("KVBENCH_CPU"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("avx3"), std::string::npos) << e.what();
+  }
+  unsetenv("KVBENCH_CPU");
+  EXPECT_EQ(default_cpu_path(), best_cpu_path());
+  EXPECT_TRUE(cpu_path_supported(CpuPath::Scalar));
+  if (old) setenv("KVBENCH_CPU", saved.c_str(), 1);
+}
+
+}  // namespace
+}  // namespace kvbench

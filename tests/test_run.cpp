@@ -1,0 +1,226 @@
+// `kvbench run` end to end on the tiny model: determinism, work sharing that
+// changes no number, kill -9 and resume, shards merged = unsharded, bad
+// configs leave nothing behind, and the compare gate's exit codes.
+#include <gtest/gtest.h>
+
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <random>
+#include <thread>
+
+#include <nlohmann/json.hpp>
+
+#include "harness/run_folder.h"
+#include "tests/support/reference_llama.h"
+
+namespace kvbench {
+namespace {
+
+namespace fs = std::filesystem;
+using json = nlohmann::json;
+
+std::string scratch_dir(const std::string& name) {
+  const std::string d = testing::TempDir() + "kvbench-run-" + std::to_string(::getpid()) + "/" + name;
+  fs::remove_all(d);
+  fs::create_directories(d);
+  return d;
+}
+
+// A small grid: 2 passkey instances x (full, a streaming window, snapkv
+// after prefill, h2o collecting attention, int8 storage).
+std::string write_experiment(const std::string& dir, const std::string& extra = "") {
+  const std::string path = dir + "/tiny.json";
+  // Returned with the verb: run_cli(write_experiment(dir) + " -q ...").
+  std::ofstream(path) << R"({
+    "name": "tiny", "model": ")" << test::tiny_model_path() << R"(", "threads": 2, "seed": 3,
+    "tasks": [{"task": "passkey", "lengths": [300], "depths": [0.25, 0.75]}],
+    "policies": ["full", {"spec": "window", "budgets": [96]}, "snapkv:budget=96", "h2o:budget=96", "int8"],
+    "decoding": {"chunk": 64, "max_new_tokens": 4})" << extra << "}";
+  return "run " + path;
+}
+
+int run_cli(const std::string& args, std::string* out = nullptr) {
+  const std::string cmd = std::string(KVBENCH_BINARY) + " " + args + " 2>" + testing::TempDir() + "run-stderr.txt";
+  FILE* p = popen(cmd.c_str(), "r");
+  std::string text;
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, p)) > 0) text.append(buf, n);
+  const int status = pclose(p);
+  if (out) *out = text;
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+std::string stderr_text() {
+  std::ifstream in(testing::TempDir() + "run-stderr.txt");
+  return {std::istreambuf_iterator<char>(in), {}};
+}
+
+std::string only_run_folder(const std::string& out) {
+  std::vector<std::string> dirs;
+  for (const auto& e : fs::directory_iterator(out)) dirs.push_back(e.path().string());
+  EXPECT_EQ(dirs.size(), 1u);
+  return dirs.empty() ? "" : dirs[0];
+}
+
+// Cells by id without the fields that legitimately vary between runs.
+std::map<std::string, json> stable_cells(const std::string& dir, bool drop_work = false) {
+  std::map<std::string, json> out;
+  for (auto c : RunFolder::open(dir).cells()) {
+    c.erase("timing");
+    if (drop_work) c.erase("work");
+    out[c["id"].get<std::string>()] = c;
+  }
+  return out;
+}
+
+TEST(Run, TwoRunsGiveIdenticalMetricsAndSharingChangesNothing) {
+  const std::string dir = scratch_dir("determinism");
+  const std::string exp = write_experiment(dir);
+  ASSERT_EQ(run_cli(exp + " -q --out " + dir + "/a"), 0) << stderr_text();
+  ASSERT_EQ(run_cli(exp + " -q --out " + dir + "/b"), 0) << stderr_text();
+  ASSERT_EQ(run_cli(exp + " -q --no-share --out " + dir + "/c"), 0) << stderr_text();
+  const auto a = stable_cells(only_run_folder(dir + "/a"));
+  ASSERT_EQ(a.size(), 10u);
+  EXPECT_EQ(a, stable_cells(only_run_folder(dir + "/b")));
+  // Without sharing every cell prefills itself; every number is the same.
+  EXPECT_EQ(stable_cells(only_run_folder(dir + "/a"), true), stable_cells(only_run_folder(dir + "/c"), true));
+  // Sharing did share: the snapkv cells branched from the full prefill.
+  for (const auto& [id, c] : a)
+    if (c["policy"]["spec"].get<std::string>().rfind("snapkv", 0) == 0) EXPECT_EQ(c["work"]["start"], "branch");
+  const json meta = read_json_file(only_run_folder(dir + "/a") + "/meta.json");
+  EXPECT_LT(meta["work"]["prefill_tokens_computed"].get<int64_t>(), meta["work"]["prefill_tokens_naive"].get<int64_t>());
+  for (const char* f : {"table.md", "table.csv", "metrics.json", "predictions.jsonl", "report.md", "report.html",
+                        "config.json"})
+    EXPECT_TRUE(fs::exists(only_run_folder(dir + "/a") + "/" + f)) << f;
+}
+
+TEST(Run, KilledAtRandomPointsThenResumedEqualsAnUninterruptedRun) {
+  const std::string dir = scratch_dir("resume");
+  const std::string exp = write_experiment(dir);
+  const std::string exp_path = exp.substr(4);  // without "run "
+  ASSERT_EQ(run_cli(exp + " -q --out " + dir + "/whole"), 0) << stderr_text();
+  const auto whole = stable_cells(only_run_folder(dir + "/whole"));
+
+  // Start, kill -9 once a random number of cells is done, resume; repeat.
+  std::mt19937 rng(7);
+  std::string folder;
+  for (int round = 0; round < 3; ++round) {
+    const pid_t pid = fork();
+    if (pid == 0) {
+      const std::string binary = KVBENCH_BINARY;
+      if (folder.empty())
+        execl(binary.c_str(), binary.c_str(), "run", exp_path.c_str(), "-q", "--out", (dir + "/killed").c_str(), nullptr);
+      else
+        execl(binary.c_str(), binary.c_str(), "run", "-q", "--resume", folder.c_str(), nullptr);
+      _exit(127);
+    }
+    const size_t target = 2 + rng() % 6;
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
+    while (std::chrono::steady_clock::now() < deadline) {
+      if (folder.empty() && fs::exists(dir + "/killed")) {
+        for (const auto& e : fs::directory_iterator(dir + "/killed")) folder = e.path().string();
+      }
+      size_t cells = 0;
+      if (!folder.empty() && fs::exists(folder + "/cells"))
+        for (const auto& e : fs::directory_iterator(folder + "/cells")) cells += e.path().extension() == ".json";
+      int status = 0;
+      if (waitpid(pid, &status, WNOHANG) == pid) break;  // finished before the kill
+      if (cells >= target) {
+        kill(pid, SIGKILL);
+        waitpid(pid, &status, 0);
+        break;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    ASSERT_FALSE(folder.empty());
+  }
+  std::string out;
+  ASSERT_EQ(run_cli("run -q --resume " + folder, &out), 0) << stderr_text();
+  // Nothing lost, nothing repeated: exactly the uninterrupted run's cells.
+  EXPECT_EQ(stable_cells(folder), whole);
+  size_t files = 0;
+  for (const auto& e : fs::directory_iterator(folder + "/cells")) files += e.path().extension() == ".json";
+  EXPECT_EQ(files, whole.size());
+}
+
+TEST(Run, ShardsMergedEqualTheUnshardedRun) {
+  const std::string dir = scratch_dir("shards");
+  const std::string exp = write_experiment(dir, R"(, "output": ")" + dir + R"(/unused")");
+  ASSERT_EQ(run_cli(exp + " -q --out " + dir + "/whole"), 0) << stderr_text();
+  std::string shards;
+  for (int i = 1; i <= 3; ++i) {
+    const std::string out = dir + "/shard" + std::to_string(i);
+    ASSERT_EQ(run_cli(exp + " -q --shard " + std::to_string(i) + "/3 --out " + out), 0) << stderr_text();
+    shards += " " + only_run_folder(out);
+  }
+  ASSERT_EQ(run_cli("merge" + shards + " -o " + dir + "/merged"), 0) << stderr_text();
+  EXPECT_EQ(stable_cells(dir + "/merged", true), stable_cells(only_run_folder(dir + "/whole"), true));
+  // The merged report has the full table.
+  EXPECT_TRUE(fs::exists(dir + "/merged/report.html"));
+}
+
+TEST(Run, BadConfigsGiveOneErrorLineAndLeaveNoRunFolder) {
+  const std::string dir = scratch_dir("bad");
+  const std::string exp = write_experiment(dir);
+  const std::string out = dir + "/out";
+  struct Case {
+    std::string args, message;
+  };
+  const std::vector<Case> cases = {
+      {exp + " --set tasks.0.lenghts=[1]", "/tasks/0/lenghts: unknown field"},
+      {exp + " --set threads='\"two\"'", "/threads: expected an integer"},
+      {exp + " --set tasks.0.task=needle", "needle"},
+      {exp + " --set tasks.0.lengths=[100000]", "/tasks/0"},
+      {exp + " --set policies.1.spec=nosuchpolicy", "/policies/1"},
+      {exp + " --set policies.1.budgets=[0]", "/policies/1/budgets/0: a budget must be > 0"},
+      {exp + " --shard 4/3", "--shard"},
+      {"run " + dir + "/missing.json", "missing.json"},
+  };
+  for (const auto& c : cases) {
+    std::string stdout_text;
+    EXPECT_EQ(run_cli(c.args + " -q --out " + out, &stdout_text), 2) << c.args;
+    const std::string err = stderr_text();
+    EXPECT_EQ(err.rfind("error: ", 0), 0u) << c.args << ": " << err;
+    EXPECT_EQ(std::count(err.begin(), err.end(), '\n'), 1) << err;
+    EXPECT_NE(err.find(c.message), std::string::npos) << c.args << ": " << err;
+    EXPECT_TRUE(stdout_text.empty()) << stdout_text;
+    EXPECT_FALSE(fs::exists(out) && !fs::is_empty(out)) << c.args << " left a run folder behind";
+  }
+  // An unwritable output location.
+  std::ofstream(dir + "/a-file") << "x";
+  EXPECT_EQ(run_cli(exp + " -q --out " + dir + "/a-file/sub"), 2);
+  EXPECT_NE(stderr_text().find("a-file/sub"), std::string::npos) << stderr_text();
+}
+
+TEST(Run, CompareExitsOneOnADegradedRunAndZeroOnItself) {
+  const std::string dir = scratch_dir("compare");
+  const std::string exp = write_experiment(dir);
+  ASSERT_EQ(run_cli(exp + " -q --out " + dir + "/base"), 0) << stderr_text();
+  const std::string base = only_run_folder(dir + "/base");
+  EXPECT_EQ(run_cli("compare " + base + " " + base), 0);
+  // Degrade a copy: one cell of a policy loses its score.
+  fs::copy(base, dir + "/worse", fs::copy_options::recursive);
+  // The tiny model scores 0 everywhere: raise the base instead, so the copy
+  // reads as a drop of 1.0 on that cell.
+  std::string victim;
+  for (const auto& e : fs::directory_iterator(base + "/cells"))
+    if (e.path().string().find("snapkv") != std::string::npos) victim = e.path().filename().string();
+  ASSERT_FALSE(victim.empty());
+  json cell = read_json_file(base + "/cells/" + victim);
+  cell["score"] = 1.0;
+  write_json_atomic(base + "/cells/" + victim, cell);
+  std::string out;
+  EXPECT_EQ(run_cli("compare " + base + " " + dir + "/worse --tolerance 0.1", &out), 1);
+  EXPECT_NE(out.find("REGRESSED"), std::string::npos) << out;
+  EXPECT_EQ(run_cli("compare " + base + " " + dir + "/worse --tolerance 0.6"), 0);
+}
+
+}  // namespace
+}  // namespace kvbench
