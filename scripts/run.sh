@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# The main job: set up (idempotent), then run the default demo on the default
-# model. Extra arguments go to `kvbench generate`.
+# The main job: set up (idempotent), then run the default experiment on the
+# default model: the benchmark table, plots and report in results/.
+# Extra arguments go to `kvbench run` (e.g. --set threads=4).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
-exec build/kvbench generate --chat --prompt "What is the capital of France?" --max-tokens 64 "$@"
+exec build/kvbench run experiments/default.json "$@"
