@@ -27,7 +27,9 @@ int cmd_generate(const Args& args) {
       "seed", po::value<uint64_t>()->default_value(0), "sampling seed")(
       "chunk", po::value<int>()->default_value(512), "prefill chunk size in tokens")(
       "policy", po::value<std::string>()->default_value("full"), "cache policy spec (kvbench policies)")(
-      "exact", po::bool_switch(), "multiply with f32 activations (the exact reference path) instead of activations quantized to 8 bits");
+      "fast", po::bool_switch(),
+      "multiply with activations quantized to 8 bits, as llama.cpp and `kvbench run` do (default here: f32 "
+      "activations, the exact reference path)");
   po::variables_map vm;
   if (!parse(args, desc, vm, "kvbench generate --prompt TEXT [--chat] [--max-tokens N] [options]"))
     return 0;
@@ -54,7 +56,7 @@ int cmd_generate(const Args& args) {
   auto model = LlamaModel::load(model_path(vm));
   const auto ids = prompt_tokens(*model, vm["prompt"].as<std::string>(), vm["chat"].as<bool>());
   const LlamaConfig& c = model->config();
-  Evaluator eval(*model, threads, vm["exact"].as<bool>() ? MatmulMode::Exact : MatmulMode::Quantized);
+  Evaluator eval(*model, threads, vm["fast"].as<bool>() ? MatmulMode::Quantized : MatmulMode::Exact);
   CacheContext cc;
   cc.shape = model->kv_shape();
   cc.rope = c.rope;

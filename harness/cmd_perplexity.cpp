@@ -35,7 +35,9 @@ int cmd_perplexity(const Args& args) {
       "policy", po::value<std::string>()->default_value("full"),
       "cache policy spec (kvbench policies); the window streams through it chunk by chunk")(
       "seed", po::value<uint64_t>()->default_value(0), "cache seed (random policy)")(
-      "exact", po::bool_switch(), "multiply with f32 activations (the exact reference path) instead of activations quantized to 8 bits");
+      "fast", po::bool_switch(),
+      "multiply with activations quantized to 8 bits, as llama.cpp and `kvbench run` do (default here: f32 "
+      "activations, the exact reference path)");
   po::variables_map vm;
   if (!parse(args, desc, vm, "kvbench perplexity --file TEXT [--ctx N] [--skip N]")) return 0;
   PerplexityOptions o;
@@ -67,7 +69,7 @@ int cmd_perplexity(const Args& args) {
                      " tokens, fewer than one window of --ctx " + std::to_string(o.ctx));
   o.bos_per_window = model->file().get_bool_or("tokenizer.ggml.add_bos_token", false);
 
-  Evaluator eval(*model, threads, vm["exact"].as<bool>() ? MatmulMode::Exact : MatmulMode::Quantized);
+  Evaluator eval(*model, threads, vm["fast"].as<bool>() ? MatmulMode::Quantized : MatmulMode::Exact);
   const bool tty = isatty(STDERR_FILENO);
   const auto t0 = std::chrono::steady_clock::now();
   const PerplexityResult r = perplexity(eval, tokens, o, [&](int64_t done, int64_t total, double ppl) {

@@ -207,10 +207,11 @@ ExperimentConfig parse_experiment(const json& doc, const std::string& source) {
   for (size_t i = 0, e = policies.array(1); i < e; ++i) c.policies.push_back(parse_policy(policies.at(i)));
   if (root.has("decoding")) {
     const Node d = root.at("decoding");
-    d.expect_object({"max_new_tokens", "chunk", "question_first"});
+    d.expect_object({"max_new_tokens", "chunk", "question_first", "exact"});
     if (d.has("max_new_tokens")) c.decoding.max_new_tokens = static_cast<int>(d.at("max_new_tokens").integer(0, 4096));
     if (d.has("chunk")) c.decoding.chunk = static_cast<int>(d.at("chunk").integer(1, 1 << 16));
     if (d.has("question_first")) c.decoding.question_first = d.at("question_first").boolean();
+    if (d.has("exact")) c.decoding.exact = d.at("exact").boolean();
   }
   if (root.has("metrics")) {
     const Node m = root.at("metrics");
@@ -267,7 +268,7 @@ json to_json(const ExperimentConfig& c) {
           {"tasks", tasks},
           {"policies", policies},
           {"decoding", {{"max_new_tokens", c.decoding.max_new_tokens}, {"chunk", c.decoding.chunk},
-                        {"question_first", c.decoding.question_first}}},
+                        {"question_first", c.decoding.question_first}, {"exact", c.decoding.exact}}},
           {"metrics", {{"teacher_forced", c.metrics.teacher_forced},
                        {"needle_survival", c.metrics.needle_survival}}},
           {"output", c.output}};

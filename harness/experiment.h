@@ -15,7 +15,8 @@
 //              {"jsonl": "my-instances.jsonl"} ],
 //   "policies": [ "full", "snapkv:window=32+int8",
 //                 {"spec": "h2o", "budgets": [128, 256, 0.2], "label": "Attention-based"} ],
-//   "decoding": {"max_new_tokens": 0, "chunk": 512, "question_first": false},  // 0 = the task's own
+//   "decoding": {"max_new_tokens": 0, "chunk": 512, "question_first": false, "exact": false},
+//                                           // max_new_tokens 0 = the task's own
 //   "metrics": {"teacher_forced": true, "needle_survival": true},
 //   "output": "results"
 // }
@@ -51,6 +52,9 @@ struct DecodingConfig {
   int max_new_tokens = 0;  // 0: each task's own generation budget
   int chunk = 512;
   bool question_first = false;
+  // f32 activations (the exact reference path) instead of 8-bit ones (as
+  // llama.cpp computes; the default, several times faster).
+  bool exact = false;
 };
 
 struct MetricsConfig {

@@ -505,7 +505,7 @@ RunSummary run_cells(const ExperimentConfig& config, const Plan& plan, const Lla
       else ++todo;
     }
   Progress progress(static_cast<int>(todo), static_cast<int>(sum.cells_skipped), options.quiet);
-  Evaluator eval(model, config.threads);
+  Evaluator eval(model, config.threads, config.decoding.exact ? MatmulMode::Exact : MatmulMode::Quantized);
   for (size_t i : mine) {
     std::vector<size_t> pending;
     for (size_t p : plan.instance_policies[i])
