@@ -67,8 +67,14 @@ inline void dot_keys(const float* qs, int hd, const Rows& k, int32_t j, float* o
   for (int g = 0; g < GC; ++g) {
     if constexpr (KB == 4) {
       I::hsum4(acc[g], out + g * stride);
+    } else if constexpr (KB > 1) {  // padded to four: one batched reduction
+      V a4[4];
+      float s4[4];
+      for (int kb = 0; kb < 4; ++kb) a4[kb] = kb < KB ? acc[g][kb] : I::zero();
+      I::hsum4(a4, s4);
+      for (int kb = 0; kb < KB; ++kb) out[g * stride + kb] = s4[kb];
     } else {
-      for (int kb = 0; kb < KB; ++kb) out[g * stride + kb] = I::hsum(acc[g][kb]);
+      out[g * stride] = I::hsum(acc[g][0]);
     }
   }
 }

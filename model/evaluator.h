@@ -35,6 +35,9 @@ class Evaluator {
   int n_threads() const { return pool_.size(); }
   ThreadPool& pool() { return pool_; }
   const MatmulOptions& matmul_options() const { return matmul_options_; }
+  // The matmul kernels' instruction-set path (tests compare paths); it must
+  // be supported (cpu_path_supported).
+  void set_matmul_path(CpuPath path) { matmul_options_.path = path; }
 
  private:
   void ensure_capacity(int64_t n_tokens);

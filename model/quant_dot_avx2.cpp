@@ -1,7 +1,11 @@
 // AVX2 + FMA + F16C kernels (no global -march: the functions carry the target
 // attribute and run only after the run-time CPU check in quant_dot.cpp).
 // Float operations follow the order defined in quant_dot_scalar.cpp exactly.
+// a * b + c must not be fused behind our back: the order of float operations
+// is the contract between the paths. (GCC in ISO mode does not fuse.)
+#if defined(__clang__)
 #pragma STDC FP_CONTRACT OFF
+#endif
 
 #include "model/quant_dot_kernels.h"
 
@@ -239,8 +243,11 @@ void legacy_micro(const uint8_t* w, size_t w_stride, const uint8_t* act, size_t 
   for (int r = 0; r < R; ++r) {
     KVBENCH_UNROLL
     for (int t = 0; t < T; ++t) {
-      float v = hsum16(acc[r][t][0], acc[r][t][1]);
-      if constexpr (W::kMin) v = v + hsum16(macc[r][t][0], macc[r][t][1]);
+      if constexpr (W::kMin) {
+        acc[r][t][0] = _mm256_add_ps(acc[r][t][0], macc[r][t][0]);
+        acc[r][t][1] = _mm256_add_ps(acc[r][t][1], macc[r][t][1]);
+      }
+      const float v = hsum16(acc[r][t][0], acc[r][t][1]);
       out[t * ldo + r] = v;
     }
   }

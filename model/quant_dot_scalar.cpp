@@ -13,7 +13,7 @@
 //     acc[4g + j] = fma(dd, float(isum), acc[4g + j])
 //   min types (Q4_1, Q5_1; activations Q8_1 with s = d_a * sum(A) in f16):
 //     mins[16] = 0; mins[b % 16] = fma(m_w, s_a, mins[b % 16])
-//   result = hsum16(acc) [+ hsum16(mins)]
+//   result = hsum16(acc), min types: hsum16(acc[j] + mins[j] for each lane j)
 // Why this shape: a 4-bit block stores elements 0-15 in the low nibbles and
 // 16-31 in the high nibbles of the same 16 bytes, so the low nibbles of four
 // blocks fill one 512-bit register and the high nibbles another; vpdpbusd of
@@ -34,7 +34,11 @@
 // hsum16(v): s8[j] = v[j] + v[j+8]; s4[j] = s8[j] + s8[j+4];
 //            s2[j] = s4[j] + s4[j+2]; result = s2[0] + s2[1]
 // hsum over 8 lanes is the same tree from s8 on.
+// a * b + c must not be fused behind our back: the order of float operations
+// is the contract between the paths. (GCC in ISO mode does not fuse.)
+#if defined(__clang__)
 #pragma STDC FP_CONTRACT OFF
+#endif
 
 #include <bit>
 #include <cmath>
@@ -127,7 +131,9 @@ float dot_legacy(const uint8_t* w, const uint8_t* a, int64_t n) {
     }
     if constexpr (kMin) mins[b % 16] = std::fma(blk.m, f16(ab + 2), mins[b % 16]);
   }
-  if constexpr (kMin) return hsum16(acc) + hsum16(mins);
+  if constexpr (kMin) {
+    for (int j = 0; j < 16; ++j) acc[j] = acc[j] + mins[j];
+  }
   return hsum16(acc);
 }
 

@@ -207,8 +207,8 @@ TEST(DatasetCli, GenerateShowAndErrors) {
   EXPECT_EQ(instances[7].id, "niah_single-L250-D100-S0-R0");
   r = kvbench("dataset show " + out + " --index 1");
   ASSERT_EQ(r.code, 0) << r.err;
-  EXPECT_NE(r.out.find(">>>The pass key is " + instances[1].answers[0]), std::string::npos) << r.out;
-  EXPECT_NE(r.out.find("[question] What is the pass key?"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find(">>>The pass key number is " + instances[1].answers[0]), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("[question] What is the pass key number?"), std::string::npos) << r.out;
 
   expect_error(kvbench("dataset generate" + m + " --task haystack --lengths 200 -o " + out), "task: unknown task 'haystack'");
   expect_error(kvbench("dataset generate" + m + " --task passkey --lengths 3 -o " + out),
