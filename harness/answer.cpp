@@ -15,6 +15,18 @@ int32_t argmax(const std::vector<float>& v) {
 
 }  // namespace
 
+std::vector<Span> prefill_chunks(const Prompt& prompt, int chunk) {
+  const int64_t n = static_cast<int64_t>(prompt.tokens.size());
+  const int64_t split = prompt.context_tokens.end > 0 && prompt.context_tokens.end < n ? prompt.context_tokens.end : n;
+  std::vector<Span> out;
+  for (int64_t b = 0; b < n;) {
+    const int64_t e = std::min<int64_t>(b < split ? split : n, b + chunk);
+    out.push_back({b, e});
+    b = e;
+  }
+  return out;
+}
+
 Answer answer_greedy(Evaluator& eval, KvCache& cache, const Prompt& prompt, const AnswerOptions& o) {
   using clock = std::chrono::steady_clock;
   const LlamaModel& model = eval.model();
@@ -33,17 +45,12 @@ Answer answer_greedy(Evaluator& eval, KvCache& cache, const Prompt& prompt, cons
   std::vector<int32_t> pos;
 
   const auto t0 = clock::now();
-  // Chunk boundaries: every `chunk` tokens, plus the end of the context.
-  const int64_t split = prompt.context_tokens.end > 0 && prompt.context_tokens.end < n ? prompt.context_tokens.end : n;
-  for (int64_t b = 0; b < n;) {
-    const int64_t limit = b < split ? split : n;
-    const int64_t e = std::min<int64_t>(limit, b + o.chunk);
-    pos.resize(e - b);
-    std::iota(pos.begin(), pos.end(), static_cast<int32_t>(b));
-    const bool last = e == n;
-    eval.step(std::span<const int32_t>(prompt.tokens.data() + b, e - b), pos, o.seq, StepPhase::Prefill, cache,
-              last ? Logits::Last : Logits::None, last ? logits.data() : nullptr);
-    b = e;
+  for (const Span& c : prefill_chunks(prompt, o.chunk)) {
+    pos.resize(c.size());
+    std::iota(pos.begin(), pos.end(), static_cast<int32_t>(c.begin));
+    const bool last = c.end == n;
+    eval.step(std::span<const int32_t>(prompt.tokens.data() + c.begin, c.size()), pos, o.seq, StepPhase::Prefill,
+              cache, last ? Logits::Last : Logits::None, last ? logits.data() : nullptr);
   }
   const auto t1 = clock::now();
   a.prefill_seconds = std::chrono::duration<double>(t1 - t0).count();

@@ -33,6 +33,12 @@ struct Answer {
   double ttft_seconds = 0;      // start to first generated token (prefill + its argmax)
 };
 
+// The prefill chunk schedule of a prompt: every `chunk` tokens, plus a break
+// at the end of the context, so that the question (and the template's tail)
+// always arrive as steps of their own. The experiment runner uses the same
+// schedule, so shared and unshared prefills see identical steps.
+std::vector<Span> prefill_chunks(const Prompt& prompt, int chunk);
+
 // Positions are 0..n-1 for the prompt, then continue. The cache must be empty
 // for `seq`. InputError when the prompt is empty or prompt + max_new_tokens
 // exceeds the model's context.

@@ -87,15 +87,8 @@ class InstanceRunner {
       : c_(c), model_(m), eval_(eval), inst_(inst), n_vocab_(m.config().n_vocab) {
     prompt_ = build_prompt(m, inst, question_first);
     const int64_t n = static_cast<int64_t>(prompt_.tokens.size());
-    // Chunks every `chunk` tokens, and a break at the end of the context so
-    // that the question always arrives as a step of its own (SnapKV's
-    // observation window then covers it).
-    const int64_t split = prompt_.context_tokens.end > 0 && prompt_.context_tokens.end < n ? prompt_.context_tokens.end : n;
-    for (int64_t b = 0; b < n;) {
-      const int64_t e = std::min<int64_t>(b < split ? split : n, b + c.decoding.chunk);
-      chunks_.push_back({b, e});
-      b = e;
-    }
+    // The question arrives as a step of its own (SnapKV's window covers it).
+    chunks_ = prefill_chunks(prompt_, c.decoding.chunk);
     max_new_ = c.decoding.max_new_tokens > 0 ? c.decoding.max_new_tokens : std::max(1, inst.max_new_tokens);
     answer_ = gold_answer_tokens(inst, m.tokenizer());
     ctx_.shape = m.kv_shape();
