@@ -3,6 +3,7 @@
 // one-line errors (exit 2) for bad values. No timing is asserted beyond
 // "a positive rate".
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <array>
 #include <cstdio>
@@ -22,7 +23,7 @@ struct Result {
 };
 
 Result run(const std::string& args) {
-  const std::string err_path = testing::TempDir() + "kvbench-bench-stderr.txt";
+  const std::string err_path = testing::TempDir() + "kvbench-bench-stderr-" + std::to_string(::getpid()) + ".txt";
   const std::string cmd = std::string(KVBENCH_BINARY) + " bench " + args + " 2>" + err_path;
   Result r;
   FILE* p = popen(cmd.c_str(), "r");

@@ -1,6 +1,7 @@
 // The kvbench binary as users meet it: --help everywhere, exit codes, and
 // one-line "error: <file>: <what>" for bad input with nothing on stdout.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <array>
 #include <cstdio>
@@ -22,7 +23,7 @@ struct Result {
 // Runs kvbench with the arguments (shell-quoted by the caller), capturing
 // stdout and stderr separately.
 Result run(const std::string& args) {
-  const std::string err_path = testing::TempDir() + "kvbench-cli-stderr.txt";
+  const std::string err_path = testing::TempDir() + "kvbench-cli-stderr-" + std::to_string(::getpid()) + ".txt";
   const std::string cmd = std::string(KVBENCH_BINARY) + " " + args + " 2>" + err_path;
   Result r;
   FILE* p = popen(cmd.c_str(), "r");

@@ -1,6 +1,7 @@
 // Text sources, instances as JSON/JSONL, determinism, and the CLI's errors for
 // bad datasets. Task lengths and depths: test_datasets_tasks.cpp.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <array>
 #include <cstdio>
@@ -133,7 +134,7 @@ TEST(Instances, SameSeedGivesByteIdenticalJsonl) {
 }
 
 std::string read_error(const std::string& contents) {
-  const std::string path = testing::TempDir() + "bad.jsonl";
+  const std::string path = testing::TempDir() + "bad-" + std::to_string(::getpid()) + ".jsonl";
   std::ofstream(path, std::ios::binary) << contents;
   try {
     read_jsonl(path);
@@ -146,7 +147,7 @@ std::string read_error(const std::string& contents) {
 TEST(Instances, MalformedJsonlNamesFileLineAndField) {
   const Instance good = generate_instance({"passkey", 200, 0.5, 0, 0, nlohmann::json::object()}, tiny().tokenizer());
   const std::string ok = to_json(good).dump() + "\n";
-  const std::string path = testing::TempDir() + "bad.jsonl";
+  const std::string path = testing::TempDir() + "bad-" + std::to_string(::getpid()) + ".jsonl";
   EXPECT_NE(read_error(ok + "\n" + "{\"id\": \n").find(path + ":3: malformed JSON"), std::string::npos)
       << read_error(ok + "\n{\"id\": \n");
   auto without = to_json(good);
@@ -175,7 +176,7 @@ struct CliRun {
   std::string out, err;
 };
 CliRun kvbench(const std::string& args) {
-  const std::string err_path = testing::TempDir() + "kvbench-dataset-stderr.txt";
+  const std::string err_path = testing::TempDir() + "kvbench-dataset-stderr-" + std::to_string(::getpid()) + ".txt";
   FILE* p = popen((std::string(KVBENCH_BINARY) + " " + args + " 2>" + err_path).c_str(), "r");
   CliRun r;
   r.args = args;
@@ -198,7 +199,7 @@ void expect_error(const CliRun& r, const std::string& contains) {
 
 TEST(DatasetCli, GenerateShowAndErrors) {
   const std::string m = " --model " + test::tiny_model_path();
-  const std::string out = testing::TempDir() + "cli.jsonl";
+  const std::string out = testing::TempDir() + "cli-" + std::to_string(::getpid()) + ".jsonl";
   CliRun r = kvbench("dataset generate" + m + " --task passkey,niah_single --lengths 150,250 --depths 0,1 -o " + out);
   ASSERT_EQ(r.code, 0) << r.err;
   const auto instances = read_jsonl(out);
@@ -221,7 +222,7 @@ TEST(DatasetCli, GenerateShowAndErrors) {
                "beyond the model's context of " + n_ctx);  // the question and template do not fit
   expect_error(kvbench("dataset generate" + m + " --task passkey:haystack=moss --lengths 200 -o " + out), "options.haystack");
   expect_error(kvbench("dataset generate" + m + " --task passkey --lengths 200 --depths 1.5 -o " + out), "--depths: 1.5");
-  const std::string bad = testing::TempDir() + "cli-bad.jsonl";
+  const std::string bad = testing::TempDir() + "cli-bad-" + std::to_string(::getpid()) + ".jsonl";
   std::ofstream(bad) << slurp(out).substr(0, slurp(out).find('\n') + 1) << "{\"id\": 3}\n";
   expect_error(kvbench("dataset show " + bad), bad + ":2: field 'id' has the wrong type");
   expect_error(kvbench("dataset frobnicate"), "unknown subcommand 'frobnicate'");

@@ -2,6 +2,7 @@
 // registry's consistency, and clear errors (naming what is valid) for bad
 // names, parameters and values — also through the CLI (exit 2).
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <array>
@@ -198,7 +199,7 @@ struct CliRun {
   std::string out, err;
 };
 CliRun run_cli(const std::string& args) {
-  const std::string err_path = testing::TempDir() + "kvbench-policies-stderr.txt";
+  const std::string err_path = testing::TempDir() + "kvbench-policies-stderr-" + std::to_string(::getpid()) + ".txt";
   FILE* p = popen((std::string(KVBENCH_BINARY) + " " + args + " 2>" + err_path).c_str(), "r");
   CliRun r{};
   std::array<char, 4096> buf;

@@ -46,7 +46,7 @@ std::string write_experiment(const std::string& dir, const std::string& extra = 
 }
 
 int run_cli(const std::string& args, std::string* out = nullptr) {
-  const std::string cmd = std::string(KVBENCH_BINARY) + " " + args + " 2>" + testing::TempDir() + "run-stderr.txt";
+  const std::string cmd = std::string(KVBENCH_BINARY) + " " + args + " 2>" + testing::TempDir() + "run-stderr-" + std::to_string(::getpid()) + ".txt";
   FILE* p = popen(cmd.c_str(), "r");
   std::string text;
   char buf[4096];
@@ -58,7 +58,7 @@ int run_cli(const std::string& args, std::string* out = nullptr) {
 }
 
 std::string stderr_text() {
-  std::ifstream in(testing::TempDir() + "run-stderr.txt");
+  std::ifstream in(testing::TempDir() + "run-stderr-" + std::to_string(::getpid()) + ".txt");
   return {std::istreambuf_iterator<char>(in), {}};
 }
 
