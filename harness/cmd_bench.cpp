@@ -27,6 +27,7 @@
 
 #include "harness/cli.h"
 #include "harness/inference.h"
+#include "harness/roofline.h"
 #include "model/error.h"
 #include "model/evaluator.h"
 #include "model/ggml_types.h"
@@ -118,6 +119,9 @@ struct Result {
   KvElement kv = KvElement::F32;
   int n_prompt = 0, n_gen = 0, depth = 0;
   std::vector<double> tps;  // tokens/s of each repetition
+  // Roofline (harness/roofline.h), averaged over the test's token positions:
+  double bytes_per_token = 0;  // tg: weights + K/V read per decode step
+  double flops_per_token = 0;  // pp: FLOPs per prompt token
   std::string test() const {
     std::string t = n_prompt > 0 ? "pp" + std::to_string(n_prompt) : "tg" + std::to_string(n_gen);
     if (depth > 0) t += " @ d" + std::to_string(depth);
@@ -195,6 +199,33 @@ void print_markdown(const ModelInfo& info, const std::vector<Result>& results) {
   for (const auto& row : rows) line(row);
 }
 
+// The limits (docs/PERFORMANCE.md): for tg, the measured read bandwidth over
+// the bytes a step reads; for pp, the FLOP rate reached.
+void print_roofline(const std::map<int, BandwidthMeasurement>& bws, const std::vector<Result>& results) {
+  std::cout << "\n";
+  for (const auto& [threads, bw] : bws)
+    std::cout << "roofline: read bandwidth " << fixed(bw.median_bytes_per_s / 1e9, 2) << " GB/s with " << threads
+              << (threads == 1 ? " thread" : " threads") << " (median of " << bw.passes << " passes over "
+              << bw.buffer_bytes / (1 << 20) << " MiB; best " << fixed(bw.best_bytes_per_s / 1e9, 2) << ")\n";
+  std::cout << "\n| threads | kv  | test | per token | limit t/s | median t/s | of limit | achieved |\n";
+  std::cout << "| ------: | --- | ---: | --------: | --------: | ---------: | -------: | -------: |\n";
+  for (const Result& r : results) {
+    const BandwidthMeasurement& bw = bws.at(r.threads);
+    const double median = stats(r.tps).median;
+    if (r.n_gen > 0) {
+      const double limit = bw.median_bytes_per_s / r.bytes_per_token;
+      std::cout << "| " << r.threads << " | " << kv_name(r.kv) << " | " << r.test() << " | "
+                << fixed(r.bytes_per_token / 1e6, 2) << " MB | " << fixed(limit, 1) << " | " << fixed(median, 2)
+                << " | " << fixed(100 * median / limit, 1) << "% | "
+                << fixed(median * r.bytes_per_token / 1e9, 2) << " GB/s |\n";
+    } else {
+      std::cout << "| " << r.threads << " | " << kv_name(r.kv) << " | " << r.test() << " | "
+                << fixed(r.flops_per_token / 1e6, 1) << " MFLOP | compute | " << fixed(median, 2) << " | — | "
+                << fixed(median * r.flops_per_token / 1e9, 1) << " GFLOP/s |\n";
+    }
+  }
+}
+
 nlohmann::json result_json(const ModelInfo& info, const std::string& path, const Result& r) {
   const Stats s = stats(r.tps);
   return {{"model", info.name},          {"model_file", path},     {"size_bytes", info.bytes},
@@ -202,12 +233,14 @@ nlohmann::json result_json(const ModelInfo& info, const std::string& path, const
           {"kv", kv_name(r.kv)},         {"n_prompt", r.n_prompt},  {"n_gen", r.n_gen},
           {"n_depth", r.depth},          {"test", r.test()},        {"repetitions", r.tps.size()},
           {"avg_ts", s.mean},            {"stddev_ts", s.sd},       {"median_ts", s.median},
-          {"samples_ts", r.tps}};
+          {"samples_ts", r.tps},         {"bytes_per_token", r.bytes_per_token},
+          {"flops_per_token", r.flops_per_token}};
 }
 
 void print_csv(const ModelInfo& info, const std::string& path, const std::vector<Result>& results) {
   const char* cols[] = {"model", "model_file", "size_bytes", "params", "backend", "threads", "kv", "n_prompt",
-                        "n_gen", "n_depth", "test", "repetitions", "avg_ts", "stddev_ts", "median_ts", "samples_ts"};
+                        "n_gen", "n_depth", "test", "repetitions", "avg_ts", "stddev_ts", "median_ts", "samples_ts",
+                        "bytes_per_token", "flops_per_token"};
   auto quote = [](const std::string& s) {
     std::string q = "\"";
     for (char c : s) q += c == '"' ? std::string("\"\"") : std::string(1, c);
@@ -252,7 +285,10 @@ int cmd_bench(const Args& args) {
       "KV precision of the full cache: f32, f16 (llama-bench's default is f16)")(
       "output,o", po::value<std::string>()->default_value("md"), "output format: md, csv, json")(
       "exact", po::bool_switch(),
-      "multiply with f32 activations (the exact reference path) instead of activations quantized to 8 bits");
+      "multiply with f32 activations (the exact reference path) instead of activations quantized to 8 bits")(
+      "roofline", po::bool_switch(),
+      "also measure the memory read bandwidth (1 GiB, with each -t value's threads) and print each "
+      "test against its limit: tg vs bandwidth / bytes read per token, pp as FLOP/s");
   po::variables_map vm;
   if (!parse(args, desc, vm, "kvbench bench [-m PATH] [-p 512] [-n 128] [-d DEPTH] [-r REPS] [-t THREADS] [--kv f32|f16] [-o md|csv|json]"))
     return 0;
@@ -272,6 +308,7 @@ int cmd_bench(const Args& args) {
   if (format != "md" && format != "csv" && format != "json")
     throw InputError("--output: unknown format '" + format + "' (md, csv, json)");
   const bool exact = vm["exact"].as<bool>();
+  const bool roofline = vm["roofline"].as<bool>();
 
   // Tests in llama-bench's order: every pp, then every tg; zeros skipped.
   struct Test {
@@ -317,6 +354,11 @@ int cmd_bench(const Args& args) {
           r.n_prompt = t.n_prompt;
           r.n_gen = t.n_gen;
           r.depth = depth;
+          // Averaged over the positions the test's tokens occupy (both
+          // figures are linear in the context).
+          const double kv_elem = kv == KvElement::F16 ? 2.0 : 4.0;
+          if (t.n_gen > 0) r.bytes_per_token = decode_bytes_per_token(*model, depth + (t.n_gen - 1) / 2.0, kv_elem);
+          else r.flops_per_token = prefill_flops_per_token(*model, depth + (t.n_prompt - 1) / 2.0);
           const std::vector<int32_t> ids = bench_tokens(tok, t.n_prompt + t.n_gen, 2);
           std::vector<float> logits(model->config().n_vocab);
           // One run of the test (n_steps decode steps for tg); returns seconds.
@@ -349,13 +391,30 @@ int cmd_bench(const Args& args) {
   }
   if (tty) std::cerr << std::string(72, ' ') << "\r" << std::flush;
 
+  // Measured after the tests (so it cannot warm or cool anything they
+  // read), once per thread count.
+  std::map<int, BandwidthMeasurement> bw;
+  if (roofline) {
+    for (int n : threads) {
+      if (bw.count(n)) continue;
+      if (tty) std::cerr << "bench: measuring the memory read bandwidth with " << n << " threads...\r" << std::flush;
+      ThreadPool pool(n);
+      bw[n] = measure_read_bandwidth(pool);
+    }
+    if (tty) std::cerr << std::string(72, ' ') << "\r" << std::flush;
+  }
+
   if (format == "md") {
     print_markdown(info, results);
+    if (!bw.empty()) print_roofline(bw, results);
   } else if (format == "csv") {
     print_csv(info, path, results);
   } else {
     nlohmann::json j = nlohmann::json::array();
-    for (const Result& r : results) j.push_back(result_json(info, path, r));
+    for (const Result& r : results) {
+      j.push_back(result_json(info, path, r));
+      if (!bw.empty()) j.back()["read_bandwidth_bytes_per_s"] = bw.at(r.threads).median_bytes_per_s;
+    }
     std::cout << j.dump(2) << "\n";
   }
   return 0;

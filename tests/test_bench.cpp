@@ -97,6 +97,28 @@ TEST(Bench, CsvHasAHeaderAndOneLinePerTest) {
   EXPECT_NE(r.out.find(",\"f32\",4,0,0,\"pp4\",2,"), std::string::npos) << r.out;
 }
 
+TEST(Bench, RooflineAddsTheLimitsOfEachTest) {
+  const std::string m = "-m " + test::tiny_model_path() + " -p 8 -n 4 -d 0,16 -r 1 -t 1,2 --roofline";
+  const Result j = run(m + " -o json");
+  ASSERT_EQ(j.code, 0) << j.err;
+  for (const auto& row : nlohmann::json::parse(j.out)) {
+    const bool tg = row["n_gen"] > 0;
+    // tg: bytes per step grow with the context read (f16 K/V); pp: FLOPs grow with the depth.
+    EXPECT_EQ(row["bytes_per_token"].get<double>() > 0, tg);
+    EXPECT_EQ(row["flops_per_token"].get<double>() > 0, !tg);
+    EXPECT_GT(row["read_bandwidth_bytes_per_s"].get<double>(), 0.0);
+  }
+  const auto rows = nlohmann::json::parse(j.out);
+  EXPECT_GT(rows[3]["bytes_per_token"].get<double>(), rows[1]["bytes_per_token"].get<double>());  // tg4 @ d16 > tg4
+  EXPECT_GT(rows[2]["flops_per_token"].get<double>(), rows[0]["flops_per_token"].get<double>());
+  const Result md = run(m);
+  ASSERT_EQ(md.code, 0) << md.err;
+  EXPECT_NE(md.out.find("roofline: read bandwidth "), std::string::npos) << md.out;
+  EXPECT_NE(md.out.find(" GB/s with 1 thread "), std::string::npos) << md.out;
+  EXPECT_NE(md.out.find(" GB/s with 2 threads "), std::string::npos) << md.out;
+  EXPECT_NE(md.out.find("| 2 | f16 | tg4 @ d16 |"), std::string::npos) << md.out;
+}
+
 TEST(Bench, BadValuesAreOneLineErrors) {
   const std::string m = " -m " + test::tiny_model_path();
   expect_input_error(run(m + " -p abc"), "--n-prompt: 'abc' is not an integer");

@@ -1,0 +1,61 @@
+#!/bin/bash
+# Side-by-side throughput of kvbench and llama.cpp's llama-bench on one model,
+# in interleaved rounds so that drift on a shared machine hits both tools.
+# kvbench never builds llama.cpp: pass the path of a llama-bench you built
+# (docs/PERFORMANCE.md says how).
+#
+#   scripts/sidebyside.sh /path/to/llama-bench [model.gguf] [rounds] [threads]
+#
+# Each round runs pp512, tg128, pp512 @ d4096 and tg128 @ d4096 with -r 3 in
+# each tool (f16 KV, llama-bench's default). Prints both tools' per-round
+# tokens/s, their medians over the rounds, and the median of the per-round
+# ratios kvbench / llama.cpp.
+set -euo pipefail
+here=$(cd "$(dirname "$0")/.." && pwd)
+llama_bench=${1:?usage: scripts/sidebyside.sh /path/to/llama-bench [model.gguf] [rounds] [threads]}
+model=${2:-$here/models/SmolLM2-135M-Instruct.Q4_1.gguf}
+rounds=${3:-5}
+threads=${4:-2}
+kvbench=$here/build/kvbench
+[ -x "$llama_bench" ] || { echo "error: $llama_bench: not an executable" >&2; exit 2; }
+[ -x "$kvbench" ] || { echo "error: $kvbench: not built (run scripts/setup.sh)" >&2; exit 2; }
+[ -f "$model" ] || { echo "error: $model: no such model file" >&2; exit 2; }
+log=$(mktemp)
+trap 'rm -f "$log"' EXIT
+bench_dir=$(dirname "$llama_bench")
+for ((r = 1; r <= rounds; r++)); do
+  echo "round $r/$rounds" >&2
+  # llama-bench CSV: n_prompt, n_gen, n_depth and avg_ts by column name.
+  (cd "$bench_dir" && LD_LIBRARY_PATH=$bench_dir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} \
+     "$llama_bench" -m "$model" -t "$threads" -p 512 -n 128 -d 0,4096 -r 3 -o csv 2>/dev/null) |
+    python3 -c '
+import csv, sys
+for row in csv.DictReader(sys.stdin):
+    print("llama", sys.argv[1], row["n_prompt"], row["n_gen"], row["n_depth"], row["avg_ts"])' "$r" >> "$log"
+  "$kvbench" bench -m "$model" -t "$threads" -p 512 -n 128 -d 0,4096 -r 3 --kv f16 -o csv 2>/dev/null |
+    python3 -c '
+import csv, sys
+for row in csv.DictReader(sys.stdin):
+    print("kvbench", sys.argv[1], row["n_prompt"], row["n_gen"], row["n_depth"], row["avg_ts"])' "$r" >> "$log"
+done
+python3 - "$log" <<'PY'
+import collections, statistics, sys
+ts = collections.defaultdict(dict)  # (test) -> {(tool, round): t/s}
+for line in open(sys.argv[1]):
+    tool, rnd, p, n, d, v = line.split()
+    name = (f"pp{p}" if int(p) else f"tg{n}") + (f" @ d{d}" if int(d) else "")
+    ts[name][(tool, int(rnd))] = float(v)
+print("| test | llama.cpp t/s (median) | kvbench t/s (median) | ratio (median of rounds) | ratio range |")
+print("| --- | ---: | ---: | ---: | ---: |")
+order = lambda k: (k.startswith("tg"), "@" in k, k)
+for name in sorted(ts, key=order):
+    d = ts[name]
+    rounds = sorted({r for _, r in d})
+    l = [d[("llama", r)] for r in rounds if ("llama", r) in d]
+    k = [d[("kvbench", r)] for r in rounds if ("kvbench", r) in d]
+    ratios = [d[("kvbench", r)] / d[("llama", r)] for r in rounds if ("llama", r) in d and ("kvbench", r) in d]
+    if not ratios:
+        continue
+    print(f"| {name} | {statistics.median(l):.1f} | {statistics.median(k):.1f} | {statistics.median(ratios):.2f}x "
+          f"| {min(ratios):.2f}–{max(ratios):.2f} |")
+PY

@@ -1,0 +1,73 @@
+// The roofline figures of `kvbench bench --roofline` (harness/roofline.h):
+// bytes per decode token and FLOPs per prefill token counted independently
+// from the GGUF tensor table, for tied and untied output matrices; and the
+// bandwidth measurement's bookkeeping (it cannot be asserted as a speed).
+#include <gtest/gtest.h>
+
+#include "harness/roofline.h"
+#include "tests/support/reference_llama.h"
+
+namespace kvbench {
+namespace {
+
+// Sum of the file's tensor bytes, by name, as the definition states them.
+struct TensorBytes {
+  double layers = 0;       // blk.*: matrices and norms
+  double tok_embd = 0;     // token_embd.weight
+  double output = 0;       // output.weight (absent when tied)
+  double output_norm = 0;  // output_norm.weight
+};
+TensorBytes tensor_bytes(const LlamaModel& m) {
+  TensorBytes b;
+  for (const GgufTensor& t : m.file().tensors()) {
+    if (t.name.rfind("blk.", 0) == 0) b.layers += t.bytes;
+    else if (t.name == "token_embd.weight") b.tok_embd += t.bytes;
+    else if (t.name == "output.weight") b.output += t.bytes;
+    else if (t.name == "output_norm.weight") b.output_norm += t.bytes;
+  }
+  return b;
+}
+
+TEST(Roofline, DecodeBytesAreEveryMatrixOnceAndTheKvRowsAttended) {
+  for (bool tied : {true, false}) {
+    auto model = LlamaModel::load(test::tiny_model_path(false, tied));
+    const TensorBytes b = tensor_bytes(*model);
+    const LlamaConfig& c = model->config();
+    ASSERT_EQ(model->weights().tied_output, tied);
+    // Tied: the embedding matrix is the output matrix, read whole. Untied:
+    // the output matrix whole plus one embedding row.
+    const double head = tied ? b.tok_embd : b.output + b.tok_embd / c.n_vocab;
+    const double weights = b.layers + head + b.output_norm;
+    EXPECT_DOUBLE_EQ(decode_bytes_per_token(*model, 0, 2.0), weights) << "tied " << tied;
+    const KvShape s = model->kv_shape();
+    const double kv_row = 2.0 * s.n_layers * s.n_kv_heads * s.head_dim;  // K and V, elements per token
+    EXPECT_DOUBLE_EQ(decode_bytes_per_token(*model, 1000, 2.0), weights + 1000 * kv_row * 2.0);
+    EXPECT_DOUBLE_EQ(decode_bytes_per_token(*model, 1000, 4.0), weights + 1000 * kv_row * 4.0);
+  }
+}
+
+TEST(Roofline, PrefillFlopsAreTwicePerMultiplyAdd) {
+  auto model = LlamaModel::load(test::tiny_model_path());
+  const LlamaConfig& c = model->config();
+  const KvShape s = model->kv_shape();
+  // Per layer: q and o are dim x (heads * head_dim), k and v dim x (kv_heads * head_dim),
+  // gate, up, down dim x ffn.
+  const double q = double(c.dim) * s.n_q_heads * s.head_dim, kv = double(c.dim) * s.n_kv_heads * s.head_dim;
+  const double per_layer = 2 * q + 2 * kv + 3.0 * c.dim * c.ffn_dim;
+  EXPECT_DOUBLE_EQ(prefill_flops_per_token(*model, 0), 2 * (c.n_layers * per_layer + c.n_layers * 2.0 * s.n_q_heads * s.head_dim));
+  // Attention grows by 2 multiply-adds (QK and PV) per head dimension, query head and cached token.
+  EXPECT_DOUBLE_EQ(prefill_flops_per_token(*model, 100) - prefill_flops_per_token(*model, 0),
+                   2.0 * 2 * c.n_layers * s.n_q_heads * s.head_dim * 100);
+}
+
+TEST(Roofline, BandwidthMeasurementReadsTheWholeBufferEachPass) {
+  ThreadPool pool(2);
+  const BandwidthMeasurement m = measure_read_bandwidth(pool, 8 << 20, 3);
+  EXPECT_EQ(m.buffer_bytes, 8 << 20);
+  EXPECT_EQ(m.passes, 3);
+  EXPECT_GT(m.median_bytes_per_s, 0.0);
+  EXPECT_GE(m.best_bytes_per_s, m.median_bytes_per_s);
+}
+
+}  // namespace
+}  // namespace kvbench
