@@ -112,8 +112,10 @@ PlotResult write_plots(const std::vector<json>& cells, const std::vector<TableRo
       std::snprintf(d, sizeof d, "%.0f", depths[i] * 100);
       cmd << (i ? ", " : "") << gp_string(d) << " " << i;
     }
-    cmd << ")\nplot $heat using 1:2:3 with image notitle, "
-           "$heat using 1:2:(sprintf('%.2f', $3)) with labels notitle\n";
+    // One filled box per cell (not `with image`, which needs at least two
+    // columns and two rows to size its pixels); empty cells stay blank.
+    cmd << ")\nplot $heat using 1:2:(0.5):(0.5):3 with boxxyerror fillstyle solid 1.0 noborder "
+           "linecolor palette notitle, $heat using 1:2:(sprintf('%.2f', $3)) with labels notitle\n";
     s.emit(script, dir, "heatmap-" + plot_slug(name), "720,540", cmd.str());
   }
 
