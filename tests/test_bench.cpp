@@ -12,38 +12,16 @@
 
 #include <nlohmann/json.hpp>
 
+#include "tests/support/cli_run.h"
 #include "tests/support/reference_llama.h"
 
 namespace kvbench {
 namespace {
 
-struct Result {
-  int code = -1;
-  std::string out, err;
-};
+using Result = test::CliResult;
+Result run(const std::string& args) { return test::run_kvbench("bench " + args); }
 
-Result run(const std::string& args) {
-  const std::string err_path = testing::TempDir() + "kvbench-bench-stderr-" + std::to_string(::getpid()) + ".txt";
-  const std::string cmd = std::string(KVBENCH_BINARY) + " bench " + args + " 2>" + err_path;
-  Result r;
-  FILE* p = popen(cmd.c_str(), "r");
-  std::array<char, 4096> buf;
-  size_t n;
-  while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) r.out.append(buf.data(), n);
-  const int status = pclose(p);
-  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  std::ifstream e(err_path);
-  r.err.assign(std::istreambuf_iterator<char>(e), {});
-  return r;
-}
-
-void expect_input_error(const Result& r, const std::string& contains) {
-  EXPECT_EQ(r.code, 2) << r.err;
-  EXPECT_TRUE(r.out.empty()) << r.out;
-  EXPECT_EQ(r.err.rfind("error: ", 0), 0u) << r.err;
-  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
-  EXPECT_NE(r.err.find(contains), std::string::npos) << r.err;
-}
+using test::expect_input_error;
 
 TEST(Bench, JsonHasOneRowPerCombinationWithStatistics) {
   const Result r = run("-m " + test::tiny_model_path() + " -p 8 -n 4 -d 0,20 -r 3 -t 1,2 --kv f32,f16 -o json");

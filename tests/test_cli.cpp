@@ -10,45 +10,20 @@
 
 #include "model/gguf.h"
 #include "model/tiny_model.h"
+#include "tests/support/cli_run.h"
 #include "tests/support/reference_llama.h"
 
 namespace kvbench {
 namespace {
 
-struct Result {
-  int code = -1;
-  std::string out, err;
-};
-
-// Runs kvbench with the arguments (shell-quoted by the caller), capturing
-// stdout and stderr separately.
-Result run(const std::string& args) {
-  const std::string err_path = testing::TempDir() + "kvbench-cli-stderr-" + std::to_string(::getpid()) + ".txt";
-  const std::string cmd = std::string(KVBENCH_BINARY) + " " + args + " 2>" + err_path;
-  Result r;
-  FILE* p = popen(cmd.c_str(), "r");
-  std::array<char, 4096> buf;
-  size_t n;
-  while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) r.out.append(buf.data(), n);
-  const int status = pclose(p);
-  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  std::ifstream e(err_path);
-  r.err.assign(std::istreambuf_iterator<char>(e), {});
-  return r;
-}
+using Result = test::CliResult;
+Result run(const std::string& args) { return test::run_kvbench(args); }
 
 void write_file(const std::string& path, const std::vector<uint8_t>& bytes) {
   std::ofstream(path, std::ios::binary).write(reinterpret_cast<const char*>(bytes.data()), bytes.size());
 }
 
-// One line "error: ..." on stderr, exit 2, nothing on stdout.
-void expect_input_error(const Result& r, const std::string& contains) {
-  EXPECT_EQ(r.code, 2) << r.err;
-  EXPECT_TRUE(r.out.empty()) << r.out;
-  EXPECT_EQ(r.err.rfind("error: ", 0), 0u) << r.err;
-  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
-  EXPECT_NE(r.err.find(contains), std::string::npos) << r.err;
-}
+using test::expect_input_error;
 
 TEST(Cli, HelpOnEveryCommand) {
   for (const char* cmd : {"info", "generate", "tokenize", "logits", "perplexity", "tiny-model"}) {

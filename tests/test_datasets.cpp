@@ -14,6 +14,7 @@
 #include "datasets/text_source.h"
 #include "model/error.h"
 #include "model/llama_model.h"
+#include "tests/support/cli_run.h"
 #include "tests/support/reference_llama.h"
 
 namespace kvbench {
@@ -170,32 +171,9 @@ TEST(Instances, MalformedJsonlNamesFileLineAndField) {
 }
 
 // The CLI: one line "error: ..." and exit 2 for bad datasets and requests.
-struct CliRun {
-  std::string args;
-  int code = -1;
-  std::string out, err;
-};
-CliRun kvbench(const std::string& args) {
-  const std::string err_path = testing::TempDir() + "kvbench-dataset-stderr-" + std::to_string(::getpid()) + ".txt";
-  FILE* p = popen((std::string(KVBENCH_BINARY) + " " + args + " 2>" + err_path).c_str(), "r");
-  CliRun r;
-  r.args = args;
-  std::array<char, 4096> buf;
-  size_t n;
-  while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) r.out.append(buf.data(), n);
-  const int status = pclose(p);
-  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  r.err = slurp(err_path);
-  return r;
-}
-void expect_error(const CliRun& r, const std::string& contains) {
-  SCOPED_TRACE(r.args);
-  EXPECT_EQ(r.code, 2) << r.err;
-  EXPECT_TRUE(r.out.empty()) << r.out;
-  EXPECT_EQ(r.err.rfind("error: ", 0), 0u) << r.err;
-  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
-  EXPECT_NE(r.err.find(contains), std::string::npos) << r.err;
-}
+using CliRun = test::CliResult;
+CliRun kvbench(const std::string& args) { return test::run_kvbench(args); }
+void expect_error(const CliRun& r, const std::string& contains) { test::expect_input_error(r, contains); }
 
 TEST(DatasetCli, GenerateShowAndErrors) {
   const std::string m = " --model " + test::tiny_model_path();

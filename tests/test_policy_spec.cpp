@@ -16,6 +16,7 @@
 #include "policies/policy_cache.h"
 #include "policies/policy_spec.h"
 #include "policies/registry.h"
+#include "tests/support/cli_run.h"
 
 namespace kvbench {
 namespace {
@@ -194,24 +195,8 @@ TEST(Registry, EveryComponentIsConsistent) {
   EXPECT_EQ(find_component("nope"), nullptr);
 }
 
-struct CliRun {
-  int code;
-  std::string out, err;
-};
-CliRun run_cli(const std::string& args) {
-  const std::string err_path = testing::TempDir() + "kvbench-policies-stderr-" + std::to_string(::getpid()) + ".txt";
-  FILE* p = popen((std::string(KVBENCH_BINARY) + " " + args + " 2>" + err_path).c_str(), "r");
-  CliRun r{};
-  std::array<char, 4096> buf;
-  size_t n;
-  while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) r.out.append(buf.data(), n);
-  const int status = pclose(p);
-  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  FILE* e = fopen(err_path.c_str(), "r");
-  while (e && (n = fread(buf.data(), 1, buf.size(), e)) > 0) r.err.append(buf.data(), n);
-  if (e) fclose(e);
-  return r;
-}
+using CliRun = test::CliResult;
+CliRun run_cli(const std::string& args) { return test::run_kvbench(args); }
 
 TEST(PoliciesCommand, ListsEveryComponentAndChecksSpecs) {
   const CliRun list = run_cli("policies");
