@@ -83,7 +83,14 @@ PlotResult write_plots(const std::vector<json>& cells, const std::vector<TableRo
     e.second += 1;
     lengths_all.insert(len);
   }
-  for (const auto& [name, grid] : heat) {
+  // In the table's row order (full first), then any label without a row.
+  std::vector<std::string> order;
+  for (const auto& r : rows)
+    if (heat.count(r.label) && std::find(order.begin(), order.end(), r.label) == order.end()) order.push_back(r.label);
+  for (const auto& [name, grid] : heat)
+    if (std::find(order.begin(), order.end(), name) == order.end()) order.push_back(name);
+  for (const std::string& name : order) {
+    const auto& grid = heat.at(name);
     std::vector<double> depths;
     std::vector<int64_t> lengths;
     for (const auto& [k, v] : grid) {
