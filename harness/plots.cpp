@@ -35,6 +35,7 @@ std::string label(const std::string& s) {
 
 std::string length_label(int64_t n) {
   if (n >= 1024 && n % 1024 == 0) return std::to_string(n / 1024) + "k";
+  if (n >= 1000 && n % 1000 == 0) return std::to_string(n / 1000) + "k";  // 8000 (SmolLM2's 8k less room)
   return std::to_string(n);
 }
 
@@ -133,22 +134,35 @@ PlotResult write_plots(const std::vector<json>& cells, const std::vector<TableRo
     cmd << "$pts << EOD\n";
     for (const auto& r : rows) {
       if (!r.memory_rel) continue;
-      pts.push_back({*r.memory_rel * 100, r.score});
-      cmd << *r.memory_rel * 100 << " " << r.score << " " << label(r.label) << "\n";
+      const double m = *r.memory_rel * 100;
+      // Labels of (nearly) coinciding points are stacked, not overprinted:
+      // the k-th point within 3% of memory and 0.02 of score goes k lines up.
+      int k = 0;
+      for (const auto& [pm, ps] : pts) k += std::abs(pm - m) < 3 && std::abs(ps - r.score) < 0.02;
+      pts.push_back({m, r.score});
+      cmd << m << " " << r.score << " " << label(r.label) << " " << r.score + 0.035 + 0.04 * k << "\n";
     }
     cmd << "EOD\n$front << EOD\n";
-    std::sort(pts.begin(), pts.end());
-    double best = -1;
-    for (const auto& [m, sc] : pts)
+    // The front: by memory, and at equal memory the best score only.
+    std::sort(pts.begin(), pts.end(), [](const auto& a, const auto& b) {
+      return a.first != b.first ? a.first < b.first : a.second > b.second;
+    });
+    double best = -1, max_memory = 0;
+    for (const auto& [m, sc] : pts) {
+      max_memory = std::max(max_memory, m);
       if (sc > best) {
         cmd << m << " " << sc << "\n";
         best = sc;
       }
+    }
+    // The last step runs on to the largest memory plotted (steps need two
+    // points, and nothing to the right beats the best score).
+    if (!pts.empty()) cmd << max_memory << " " << best << "\n";
     cmd << "EOD\nset title 'Score vs KV memory'\nset xlabel 'KV bytes (% of the full cache)'\n"
         << "set ylabel 'score'\nset yrange [0:1.05]\nset xrange [0:*]\nset key bottom right\n"
         << "plot $front using 1:2 with steps lw 2 lc rgb '#888888' title 'Pareto front', "
            "$pts using 1:2 with points pt 7 ps 1.5 lc rgb '#2b83ba' title 'configurations', "
-           "$pts using 1:2:3 with labels offset 0,1 font ',8' notitle\n";
+           "$pts using 1:4:3 with labels font ',8' notitle\n";
     if (!pts.empty()) s.emit(script, dir, "score-vs-memory", "900,600", cmd.str());
   }
 
