@@ -26,6 +26,7 @@
 
 #include "model/kv_cache.h"
 #include "model/rope.h"
+#include "policies/cache_checkpoint.h"
 #include "policies/cold_tier.h"
 #include "policies/memory_report.h"
 #include "policies/scorer.h"
@@ -197,6 +198,19 @@ class CacheStore {
     return heads_[layer * shape().n_kv_heads + kv_head].segs[slot].get();
   }
   const ColdTier* cold() const { return cold_.get(); }
+
+  // --- snapshots (policies/cache_state.cpp)
+  // Everything but scratch: segments of every head and slot, the cold tier,
+  // stream counter, sequences. Not inside a step.
+  void save_state(StateWriter& out) const;
+  // Into a store freshly made from the same StoreConfig (empty). Checks each
+  // segment's kind against the configuration and every entry's sequence set
+  // and stream index against the counters; SnapshotError otherwise.
+  void load_state(StateReader& in);
+
+  // --- checkpoints (policies/cache_checkpoint.h / .cpp)
+  StoreCheckpoint checkpoint() const;
+  void rollback(const StoreCheckpoint& cp);
 
  private:
   struct HeadState {

@@ -47,6 +47,7 @@ void asym_params(const float* x, int n, int stride, int levels, uint16_t& min_h,
 int asym_code(float x, float m, float s, int levels) {
   if (s == 0.0f) return 0;
   const float q = std::nearbyint((x - m) / s);
+  if (std::isnan(q)) return 0;  // a NaN (or inf - inf) element: code 0, never an undefined conversion
   return static_cast<int>(std::clamp(q, 0.0f, static_cast<float>(levels - 1)));
 }
 
@@ -170,7 +171,8 @@ void RowCodec::encode(const float* x, uint8_t* out) const {
         std::memcpy(params + 2 * g, &scale_h, 2);
         const float s = f16_to_f32(scale_h);
         for (int i = 0; i < group_; ++i) {
-          const float q = s > 0.0f ? std::clamp(std::nearbyint(xg[i] / s), -127.0f, 127.0f) : 0.0f;
+          const float r = std::nearbyint(xg[i] / s);
+          const float q = s > 0.0f && !std::isnan(r) ? std::clamp(r, -127.0f, 127.0f) : 0.0f;  // NaN: code 0
           out[g * group_ + i] = static_cast<uint8_t>(static_cast<int8_t>(q));
         }
       }

@@ -19,6 +19,10 @@
 
 namespace kvbench {
 
+class StateReader;
+class StateWriter;
+struct ColdMark;
+
 class PageArena {
  public:
   // file: back the slots with an unlinked file created in `dir`.
@@ -88,6 +92,17 @@ class ColdTier {
   void clear();
   // Head index h = layer * n_kv_heads + kv_head.
   void tally(MemoryReport& r, int n_kv_heads) const;
+
+  // Snapshots (policies/cache_state.cpp): pages in order with their live
+  // rows; load_state fills an empty tier of the same configuration and
+  // recomputes each page's bounds (always min / max of its live keys).
+  void save_state(StateWriter& out) const;
+  void load_state(StateReader& in);
+  // Checkpoints (policies/cache_checkpoint.cpp): pages that existed keep
+  // their first entries meanwhile; rollback drops everything added since.
+  ColdMark mark() const;
+  void check_rollback(const ColdMark& mark) const;  // InputError when entries moved
+  void rollback(const ColdMark& mark);
 
  private:
   ColdTier(const ColdTier&);

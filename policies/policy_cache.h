@@ -31,6 +31,7 @@
 #include "policies/memory_report.h"
 #include "policies/policy_spec.h"
 #include "policies/scorer.h"
+#include "policies/state_io.h"
 
 namespace kvbench {
 
@@ -102,6 +103,29 @@ class PolicyCache final : public KvCache {
   // (e.g. the attention the answer paid in a full-cache run).
   void set_importance(int layer, int kv_head, std::span<const float> by_source);
 
+  // --- snapshots (policies/cache_state.cpp; the file format around them is
+  // harness/snapshot_file.h). The complete state: spec, context, every
+  // entry of every tier with positions and sequence sets, statistics, query
+  // rings, oracle importance, restored pages, KIVI blocks, counters — all a
+  // cache needs to behave exactly as if it had never been saved (only the
+  // policy's own wall time, policy_seconds(), starts again at 0).
+  // InputError inside a step.
+  void save_state(StateWriter& out) const;
+  // A new cache from what save_state wrote: the spec and context are read
+  // first and create() makes the cache, then every part is read into it and
+  // checked against that configuration (counts, indices, sequence sets,
+  // stream indices). Throws SnapshotError; nothing outside the new object is
+  // touched, so a failed load leaves any live cache as it was.
+  static std::unique_ptr<PolicyCache> load_state(StateReader& in);
+
+  // --- checkpoints (policies/cache_checkpoint.h): answer on other
+  // sequences, then return exactly to this state without copying K/V.
+  class Checkpoint;
+  Checkpoint checkpoint() const;
+  // Removes every sequence the checkpoint did not know and restores the
+  // rest. InputError when a checkpointed sequence was changed meanwhile.
+  void rollback(const Checkpoint& cp);
+
   // --- introspection
   const PolicySpec& spec() const { return spec_; }
   const CacheContext& context() const { return ctx_; }
@@ -155,6 +179,22 @@ class PolicyCache final : public KvCache {
   std::vector<EntryRef> refs_;
   std::vector<std::pair<int32_t, float>> by_src_;
   std::vector<std::vector<std::pair<int32_t, float>>> head_prio_;  // mixed: per head (src, priority)
+};
+
+class PolicyCache::Checkpoint {
+ public:
+  Checkpoint(Checkpoint&&) = default;
+  Checkpoint& operator=(Checkpoint&&) = default;
+
+ private:
+  friend class PolicyCache;
+  Checkpoint() = default;
+  const PolicyCache* owner = nullptr;
+  StoreCheckpoint store;
+  std::vector<QueryRing> rings;
+  int ring_seq = -1;
+  bool step_decode = false;
+  int64_t decode_steps = 0;
 };
 
 }  // namespace kvbench

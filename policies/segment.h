@@ -16,6 +16,10 @@
 
 namespace kvbench {
 
+class StateReader;
+class StateWriter;
+struct SegmentMark;
+
 // Bytes of the fixed per-entry metadata: position (4), stream index (4),
 // sequence set (8); statistics add 4 each.
 inline constexpr int64_t kEntryMetaBytes = 16;
@@ -85,6 +89,20 @@ class Segment {
   virtual void tally(MemoryTally& t) const = 0;
   virtual std::string precision() const = 0;
 
+  // Snapshots (policies/cache_state.cpp): the complete state, and reading it
+  // back into an empty segment of the same configuration. load_state checks
+  // every count and index against the configuration; SnapshotError otherwise.
+  virtual void save_state(StateWriter& out) const = 0;
+  virtual void load_state(StateReader& in) = 0;
+  // Checkpoints (policies/cache_checkpoint.cpp): what rollback() needs to
+  // return the segment to this moment, given that its entries [0, size())
+  // stay in place meanwhile (other sequences only append after them and
+  // remove their own). check_rollback throws InputError when they did not;
+  // rollback assumes it passed.
+  virtual std::unique_ptr<SegmentMark> mark() const;
+  virtual void check_rollback(const SegmentMark& mark) const;
+  virtual void rollback(const SegmentMark& mark);
+
   EntryMeta meta;
 
  protected:
@@ -123,6 +141,10 @@ class RowSegment final : public Segment {
 
   // f32 / f16 / bf16 keys can be re-rotated (f16 / bf16 re-round once per shift).
   bool codec_rotatable() const;
+
+  void save_state(StateWriter& out) const override;
+  void load_state(StateReader& in) override;
+  void rollback(const SegmentMark& mark) override;
 
  private:
   RowCodec codec_;
@@ -169,6 +191,12 @@ class KiviSegment final : public Segment {
   // recount from the entries themselves (the tests compare the two).
   int32_t live_blocks() const { return live_blocks_; }
   int32_t distinct_blocks() const;
+
+  void save_state(StateWriter& out) const override;
+  void load_state(StateReader& in) override;
+  std::unique_ptr<SegmentMark> mark() const override;
+  void check_rollback(const SegmentMark& mark) const override;
+  void rollback(const SegmentMark& mark) override;
 
  private:
   struct Block {
