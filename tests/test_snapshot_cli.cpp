@@ -1,0 +1,163 @@
+// `kvbench cache save | info` and `kvbench ask` as users meet them, on the
+// tiny model: a snapshot answers exactly like a fresh prefill (same logits
+// digest, same answers), info shows metadata, tiers and ratios, and bad
+// input of every kind is one line "error: <file>: <what>", exit 2, nothing
+// on stdout and no output file left behind.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <array>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "model/tiny_model.h"
+#include "tests/support/reference_llama.h"
+
+namespace kvbench {
+namespace {
+
+namespace fs = std::filesystem;
+using json = nlohmann::json;
+
+struct Result {
+  int code = -1;
+  std::string out, err;
+};
+
+Result run(const std::string& args) {
+  const std::string err_path = testing::TempDir() + "kvbench-snapcli-stderr-" + std::to_string(::getpid()) + ".txt";
+  const std::string cmd = std::string(KVBENCH_BINARY) + " " + args + " 2>" + err_path;
+  Result r;
+  FILE* p = popen(cmd.c_str(), "r");
+  std::array<char, 4096> buf;
+  size_t n;
+  while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) r.out.append(buf.data(), n);
+  const int status = pclose(p);
+  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  std::ifstream e(err_path);
+  r.err.assign(std::istreambuf_iterator<char>(e), {});
+  return r;
+}
+
+void expect_input_error(const Result& r, const std::string& contains) {
+  EXPECT_EQ(r.code, 2) << r.err;
+  EXPECT_TRUE(r.out.empty()) << r.out;
+  EXPECT_EQ(r.err.rfind("error: ", 0), 0u) << r.err;
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  EXPECT_NE(r.err.find(contains), std::string::npos) << r.err;
+}
+
+class SnapshotCli : public testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = testing::TempDir() + "kvbench-snapcli-" + std::to_string(::getpid()) + "/";
+    fs::create_directories(dir_);
+    doc_ = dir_ + "doc.txt";
+    std::ofstream out(doc_);
+    for (int i = 0; i < 40; ++i)
+      out << "The mill by the river ground grain for the town of Orlen " << i << " times each autumn. ";
+    model_ = " --model " + test::tiny_model_path() + " -t 2";
+  }
+  std::string dir_, doc_, model_;
+};
+
+TEST_F(SnapshotCli, SaveInfoAskFromTheSnapshotEqualsAFreshPrefill) {
+  for (const char* policy : {"full", "h2o:budget=64+int8"}) {
+    SCOPED_TRACE(policy);
+    const std::string kvc = dir_ + "doc.kvc";
+    const Result save = run("cache save" + model_ + " --context " + doc_ + " --chunk 48 --policy '" + policy +
+                            "' --preamble 'Read.' --json -o " + kvc);
+    ASSERT_EQ(save.code, 0) << save.err;
+    const json s = json::parse(save.out);
+    EXPECT_EQ(s["file_bytes"].get<uint64_t>(), fs::file_size(kvc));
+    EXPECT_GT(s["tokens"].get<int>(), 400);
+
+    const Result info = run("cache info " + kvc);
+    ASSERT_EQ(info.code, 0) << info.err;
+    for (const char* line : {"kvbench cache snapshot, format 1", "model       sha256 ", "document    ", "chunk 48",
+                             "precision   KV ", "  hot     ", "  cold    ", "compression ratio "})
+      EXPECT_NE(info.out.find(line), std::string::npos) << line << "\n" << info.out;
+    const json ij = json::parse(run("cache info --json " + kvc).out);
+    EXPECT_EQ(ij["policy"]["spec"], policy);
+    EXPECT_DOUBLE_EQ(ij["compression_ratio"].get<double>(),
+                     ij["payload"]["raw_bytes"].get<double>() / ij["payload"]["bytes"].get<double>());
+
+    const std::string qs = " -q 'Which town?' -q 'What did the mill grind?' --answer-prefix 'Answer:' -n 6 --json";
+    const Result loaded = run("ask" + model_ + " --cache " + kvc + qs);
+    ASSERT_EQ(loaded.code, 0) << loaded.err;
+    const Result fresh =
+        run("ask" + model_ + " --context " + doc_ + " --chunk 48 --policy '" + policy + "' --preamble 'Read.'" + qs);
+    ASSERT_EQ(fresh.code, 0) << fresh.err;
+    const json a = json::parse(loaded.out), b = json::parse(fresh.out);
+    EXPECT_EQ(a["document"]["source"], "cache");
+    EXPECT_EQ(a["document"]["tokens"], b["document"]["tokens"]);
+    EXPECT_EQ(a["document"]["logits_sha256"], b["document"]["logits_sha256"]);
+    ASSERT_EQ(a["answers"].size(), 2u);
+    for (int i = 0; i < 2; ++i) {
+      EXPECT_EQ(a["answers"][i]["first_logits_sha256"], b["answers"][i]["first_logits_sha256"]);
+      EXPECT_EQ(a["answers"][i]["tokens"], b["answers"][i]["tokens"]);
+    }
+    // Plain output: one Q / A pair per question.
+    const Result plain = run("ask" + model_ + " --cache " + kvc + " -q 'Which town?' -n 2");
+    ASSERT_EQ(plain.code, 0) << plain.err;
+    EXPECT_EQ(plain.out.rfind("Q: Which town?\nA: ", 0), 0u) << plain.out;
+  }
+}
+
+TEST_F(SnapshotCli, BadInputIsOneLineExit2AndLeavesNoFile) {
+  const std::string kvc = dir_ + "bad.kvc";
+  expect_input_error(run("cache"), "cache: a subcommand is required");
+  expect_input_error(run("cache frob"), "unknown subcommand 'frob'");
+  expect_input_error(run("cache save" + model_ + " --context " + dir_ + "missing.txt -o " + kvc),
+                     "missing.txt: cannot open");
+  expect_input_error(run("cache save" + model_ + " --context " + doc_ + " --policy h2o:budget=x -o " + kvc),
+                     "--policy");
+  expect_input_error(run("cache save" + model_ + " --context " + doc_ + " --compression lz4 -o " + kvc),
+                     "compression 'lz4'");
+  expect_input_error(run("cache save" + model_ + " --context " + doc_ + " -o /nonexistent-dir/x.kvc"),
+                     "/nonexistent-dir/x.kvc");
+  EXPECT_FALSE(fs::exists(kvc));
+  for (const auto& e : fs::directory_iterator(dir_)) EXPECT_EQ(e.path().string().find(".tmp."), std::string::npos);
+
+  ASSERT_EQ(run("cache save" + model_ + " --context " + doc_ + " -o " + kvc).code, 0);
+  expect_input_error(run("ask" + model_ + " --cache " + kvc + " --context " + doc_ + " -q x"),
+                     "exactly one of --cache and --context");
+  expect_input_error(run("ask" + model_ + " --cache " + kvc + " --chunk 8 -q x"), "--chunk: the snapshot fixes it");
+  expect_input_error(run("ask" + model_ + " --cache " + kvc + " --fast -q x"),
+                     kvc + ": does not match this model / run: precision.activations");
+  // Another model file (other weights, same shapes).
+  const std::string other = dir_ + "other.gguf";
+  TinyModelOptions o;
+  o.seed = 3;
+  write_tiny_model(other, o);
+  expect_input_error(run("ask --model " + other + " --cache " + kvc + " -q x"),
+                     kvc + ": does not match this model / run: model.sha256");
+  // Truncated and corrupted copies.
+  std::ifstream in(kvc, std::ios::binary);
+  std::string bytes((std::istreambuf_iterator<char>(in)), {});
+  std::ofstream(dir_ + "cut.kvc", std::ios::binary) << bytes.substr(0, bytes.size() / 2);
+  expect_input_error(run("ask" + model_ + " --cache " + dir_ + "cut.kvc -q x"), "cut.kvc: truncated or corrupt");
+  expect_input_error(run("cache info " + dir_ + "cut.kvc"), "cut.kvc: truncated or corrupt");
+  bytes[bytes.size() / 3] ^= 1;
+  std::ofstream(dir_ + "flip.kvc", std::ios::binary) << bytes;
+  expect_input_error(run("ask" + model_ + " --cache " + dir_ + "flip.kvc -q x"),
+                     "flip.kvc: payload.sha256 does not match");
+  expect_input_error(run("cache info " + doc_), "not a kvbench cache snapshot");
+}
+
+TEST_F(SnapshotCli, HelpListsTheCommands) {
+  for (const char* cmd : {"cache save", "cache info", "ask"}) {
+    const Result r = run(std::string(cmd) + " --help");
+    EXPECT_EQ(r.code, 0) << cmd;
+    EXPECT_NE(r.out.find("usage: kvbench "), std::string::npos) << r.out;
+  }
+  const Result top = run("--help");
+  EXPECT_NE(top.out.find("  cache "), std::string::npos) << top.out;
+  EXPECT_NE(top.out.find("  ask "), std::string::npos) << top.out;
+}
+
+}  // namespace
+}  // namespace kvbench
