@@ -126,6 +126,7 @@ int cmd_run(const Args& args) {
   nlohmann::json work = meta.value("work", nlohmann::json::object());
   work["prefill_tokens_computed"] = work.value("prefill_tokens_computed", int64_t{0}) + sum.prefill_tokens_computed;
   work["prefill_tokens_naive"] = work.value("prefill_tokens_naive", int64_t{0}) + sum.prefill_tokens_naive;
+  if (sum.prefills_loaded > 0) work["prefills_loaded"] = work.value("prefills_loaded", int64_t{0}) + sum.prefills_loaded;
   meta["work"] = work;
   write_json_atomic(folder->path("meta.json"), meta);
 
@@ -134,7 +135,11 @@ int cmd_run(const Args& args) {
             << report.cells << " of " << plan.cells() << " cells in " << folder->dir() << " (this invocation ran "
             << sum.cells_run << ", " << sum.cells_skipped << " were already done)\n"
             << "prefill tokens computed: " << sum.prefill_tokens_computed << " of a naive "
-            << sum.prefill_tokens_naive << "\nreport: " << folder->path("report.md") << "\n";
+            << sum.prefill_tokens_naive
+            << (sum.prefills_loaded > 0 ? " (" + std::to_string(sum.prefills_loaded) + " kept prefill" +
+                                              (sum.prefills_loaded > 1 ? "s" : "") + " loaded from the run folder)"
+                                        : std::string())
+            << "\nreport: " << folder->path("report.md") << "\n";
   if (!report.plot_warning.empty()) std::cerr << "warning: " << report.plot_warning << "\n";
   return 0;
 }

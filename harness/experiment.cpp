@@ -186,7 +186,7 @@ void apply_override(json& doc, const std::string& assignment) {
 ExperimentConfig parse_experiment(const json& doc, const std::string& source) {
   const Node root(doc, source, "");
   root.expect_object({"name", "description", "model", "threads", "seed", "tasks", "policies", "decoding",
-                      "metrics", "output"});
+                      "metrics", "output", "keep_prefills"});
   ExperimentConfig c;
   c.source = source;
   c.name = root.has("name") ? root.at("name").string()
@@ -223,6 +223,7 @@ ExperimentConfig parse_experiment(const json& doc, const std::string& source) {
     c.output = root.at("output").string();
     if (c.output.empty()) root.at("output").fail("must not be empty");
   }
+  if (root.has("keep_prefills")) c.keep_prefills = root.at("keep_prefills").boolean();
   return c;
 }
 
@@ -271,7 +272,8 @@ json to_json(const ExperimentConfig& c) {
                         {"question_first", c.decoding.question_first}, {"exact", c.decoding.exact}}},
           {"metrics", {{"teacher_forced", c.metrics.teacher_forced},
                        {"needle_survival", c.metrics.needle_survival}}},
-          {"output", c.output}};
+          {"output", c.output},
+          {"keep_prefills", c.keep_prefills}};
 }
 
 }  // namespace kvbench

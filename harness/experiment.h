@@ -73,6 +73,10 @@ struct ExperimentConfig {
   DecodingConfig decoding;
   MetricsConfig metrics;
   std::string output = "results";
+  // Keep each instance's shared full-cache prefill on disk (DIR/prefills/,
+  // harness/snapshot_file.h) until its cells are done, so that --resume after
+  // an interruption loads it instead of computing it again.
+  bool keep_prefills = false;
   std::string source;  // the file it came from (for messages)
 };
 

@@ -7,11 +7,14 @@
 #include <cmath>
 #include <map>
 #include <numeric>
+#include <optional>
 
 #include "datasets/grader.h"
 #include "datasets/prompt.h"
 #include "harness/answer.h"
 #include "harness/cell_metrics.h"
+#include "harness/kept_prefill.h"
+#include "harness/snapshot_model.h"
 #include "harness/progress.h"
 #include "model/error.h"
 #include "model/sampler.h"
@@ -108,7 +111,10 @@ class InstanceRunner {
                       RunSummary& sum);
 
   // Runs every pending cell of this instance, writing each as it finishes.
-  void run(const std::vector<PolicyRun>& pending, const RunFolder& folder, Progress& progress, RunSummary& sum);
+  // With a store, the shared full prefill is loaded from it when kept there,
+  // else computed and kept until the cells are done.
+  void run(const std::vector<PolicyRun>& pending, const RunFolder& folder, Progress& progress, RunSummary& sum,
+           const PrefillStore* store);
 
  private:
   void prefill(PolicyCache& cache, size_t first_chunk, std::vector<float>* last_logits) {
@@ -304,7 +310,7 @@ void InstanceRunner::run_perplexity(const std::vector<PolicyRun>& pending, const
 }
 
 void InstanceRunner::run(const std::vector<PolicyRun>& pending, const RunFolder& folder, Progress& progress,
-                         RunSummary& sum) {
+                         RunSummary& sum, const PrefillStore* store) {
   if (inst_.grader == "perplexity") return run_perplexity(pending, folder, progress, sum);
   // What the shared full prefill must collect for the policies that import it.
   CacheContext full_ctx = ctx_;
@@ -320,23 +326,48 @@ void InstanceRunner::run(const std::vector<PolicyRun>& pending, const RunFolder&
     if (r.start == Start::Resume) snapshot_after.push_back(r.resume_after_chunk);
   }
 
-  // The full cache's prefill, once; copies kept where Resume policies join.
-  auto full = PolicyCache::create(parse_policy_spec("full"), full_ctx);
+  // The full cache's prefill, once; copies kept where Resume policies join
+  // (none after the last chunk: that is the full cache itself).
+  std::vector<size_t> kept_chunks;
+  for (size_t i : snapshot_after)
+    if (i + 1 < chunks_.size() && std::find(kept_chunks.begin(), kept_chunks.end(), i) == kept_chunks.end())
+      kept_chunks.push_back(i);
+  std::unique_ptr<PolicyCache> full;
   std::map<size_t, std::unique_ptr<PolicyCache>> snapshots;
   std::vector<float> full_logits(n_vocab_);
-  const auto t0 = Clock::now();
-  for (size_t i = 0; i < chunks_.size(); ++i) {
-    std::vector<int32_t> pos(chunks_[i].size());
-    std::iota(pos.begin(), pos.end(), static_cast<int32_t>(chunks_[i].begin));
-    const bool last = i + 1 == chunks_.size();
-    eval_.step(std::span<const int32_t>(prompt_.tokens.data() + chunks_[i].begin, chunks_[i].size()), pos, 0,
-               StepPhase::Prefill, *full, last ? Logits::Last : Logits::None, last ? full_logits.data() : nullptr);
-    if (std::find(snapshot_after.begin(), snapshot_after.end(), i) != snapshot_after.end() && !last)
-      snapshots[i] = full->clone();
+  std::optional<KeptPrefill> kept;
+  if (store) kept = store->load(inst_.id, prompt_.tokens, c_.decoding.chunk, full_ctx, kept_chunks);
+  if (kept) {
+    ++sum.prefills_loaded;
+    full = std::move(kept->full);
+    snapshots = std::move(kept->after_chunk);
+    full_logits = std::move(kept->logits);
+    full_prefill_seconds_ = kept->seconds;
+  } else {
+    full = PolicyCache::create(parse_policy_spec("full"), full_ctx);
+    const auto t0 = Clock::now();
+    for (size_t i = 0; i < chunks_.size(); ++i) {
+      std::vector<int32_t> pos(chunks_[i].size());
+      std::iota(pos.begin(), pos.end(), static_cast<int32_t>(chunks_[i].begin));
+      const bool last = i + 1 == chunks_.size();
+      eval_.step(std::span<const int32_t>(prompt_.tokens.data() + chunks_[i].begin, chunks_[i].size()), pos, 0,
+                 StepPhase::Prefill, *full, last ? Logits::Last : Logits::None, last ? full_logits.data() : nullptr);
+      if (std::find(kept_chunks.begin(), kept_chunks.end(), i) != kept_chunks.end()) snapshots[i] = full->clone();
+    }
+    full->end_prefill();
+    full_prefill_seconds_ = seconds_since(t0);
+    sum.prefill_tokens_computed += static_cast<int64_t>(prompt_.tokens.size());
+    if (store) {
+      KeptPrefill k;
+      k.full = std::move(full);
+      k.after_chunk = std::move(snapshots);
+      k.logits = full_logits;
+      k.seconds = full_prefill_seconds_;
+      store->save(inst_.id, prompt_.tokens, c_.decoding.chunk, k);
+      full = std::move(k.full);
+      snapshots = std::move(k.after_chunk);
+    }
   }
-  full->end_prefill();
-  full_prefill_seconds_ = seconds_since(t0);
-  sum.prefill_tokens_computed += static_cast<int64_t>(prompt_.tokens.size());
   full_kv_bytes_ = kv_bytes_hot(*full);
 
   // The reference distributions over the gold answer (and, for the oracle,
@@ -416,6 +447,7 @@ void InstanceRunner::run(const std::vector<PolicyRun>& pending, const RunFolder&
     ++sum.cells_run;
     progress.finish(r.id, rec["score"].get<double>());
   }
+  if (store) store->remove(inst_.id);  // every cell of the instance is written
 }
 
 // How each pending policy can start from the full cache's prefill.
@@ -498,7 +530,10 @@ RunSummary run_cells(const ExperimentConfig& config, const Plan& plan, const Lla
       else ++todo;
     }
   Progress progress(static_cast<int>(todo), static_cast<int>(sum.cells_skipped), options.quiet);
-  Evaluator eval(model, config.threads, config.decoding.exact ? MatmulMode::Exact : MatmulMode::Quantized);
+  const MatmulMode mode = config.decoding.exact ? MatmulMode::Exact : MatmulMode::Quantized;
+  Evaluator eval(model, config.threads, mode);
+  std::optional<PrefillStore> store;
+  if (config.keep_prefills && todo > 0) store.emplace(run.dir(), model_identity(model), activations_name(mode));
   for (size_t i : mine) {
     std::vector<size_t> pending;
     for (size_t p : plan.instance_policies[i])
@@ -512,7 +547,7 @@ RunSummary run_cells(const ExperimentConfig& config, const Plan& plan, const Lla
     for (size_t p : pending)
       runs.push_back(plan_start(plan.policies[p], plan.cell_id(i, p), ir.cache_context(), ir.chunks(),
                                 options.share_prefill));
-    ir.run(runs, run, progress, sum);
+    ir.run(runs, run, progress, sum, store ? &*store : nullptr);
   }
   progress.done();
   return sum;

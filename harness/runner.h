@@ -37,6 +37,7 @@ struct RunSummary {
   int64_t cells_skipped = 0;      // already present (resume)
   int64_t prefill_tokens_computed = 0;
   int64_t prefill_tokens_naive = 0;  // every cell prefilling its whole prompt
+  int64_t prefills_loaded = 0;       // shared prefills loaded from the run folder (keep_prefills)
 };
 
 // The prefill work of the shard's cells without running anything: what

@@ -150,6 +150,64 @@ TEST(Run, KilledAtRandomPointsThenResumedEqualsAnUninterruptedRun) {
   EXPECT_EQ(files, whole.size());
 }
 
+TEST(Run, KeptPrefillsAreLoadedOnResumeAndChangeNoNumber) {
+  const std::string dir = scratch_dir("kept");
+  const std::string exp = write_experiment(dir);
+  ASSERT_EQ(run_cli(exp + " -q --out " + dir + "/whole"), 0) << stderr_text();
+  const auto whole = stable_cells(only_run_folder(dir + "/whole"));
+  // Uninterrupted with keep_prefills: the same cells, and nothing left in prefills/.
+  ASSERT_EQ(run_cli(exp + " -q --set keep_prefills=true --out " + dir + "/kept"), 0) << stderr_text();
+  const std::string kept = only_run_folder(dir + "/kept");
+  EXPECT_EQ(stable_cells(kept), whole);
+  EXPECT_FALSE(fs::exists(kept + "/prefills"));
+
+  // Killed as soon as the first instance's prefill is kept (its marker written),
+  // before all of that instance's cells are: the resume must load it.
+  const pid_t pid = fork();
+  if (pid == 0) {
+    const std::string binary = KVBENCH_BINARY, exp_path = exp.substr(4);
+    execl(binary.c_str(), binary.c_str(), "run", exp_path.c_str(), "-q", "--set", "keep_prefills=true", "--out",
+          (dir + "/killed").c_str(), nullptr);
+    _exit(127);
+  }
+  std::string folder;
+  bool killed = false;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
+  while (std::chrono::steady_clock::now() < deadline && !killed) {
+    if (folder.empty() && fs::exists(dir + "/killed"))
+      for (const auto& e : fs::directory_iterator(dir + "/killed")) folder = e.path().string();
+    // A marker seen: stop the run, look again (the instance may have finished
+    // and removed it meanwhile), then kill it or let it go on.
+    auto marker = [&] {
+      std::error_code ec;
+      if (folder.empty()) return false;
+      for (const auto& e : fs::directory_iterator(folder + "/prefills", ec))
+        if (e.path().extension() == ".json") return true;
+      return false;
+    };
+    if (marker()) {
+      kill(pid, SIGSTOP);
+      if (marker()) {
+        kill(pid, SIGKILL);
+        killed = true;
+      } else {
+        kill(pid, SIGCONT);
+      }
+    }
+    int status = 0;
+    if (!killed && waitpid(pid, &status, WNOHANG) == pid) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  if (killed) waitpid(pid, nullptr, 0);
+  ASSERT_TRUE(killed) << "the run finished before its first prefill was kept";
+  std::string out;
+  ASSERT_EQ(run_cli("run -q --resume " + folder, &out), 0) << stderr_text();
+  EXPECT_NE(out.find("(1 kept prefill loaded from the run folder)"), std::string::npos) << out;
+  EXPECT_EQ(stable_cells(folder), whole);
+  EXPECT_FALSE(fs::exists(folder + "/prefills"));
+  EXPECT_EQ(read_json_file(folder + "/meta.json")["work"]["prefills_loaded"], 1);
+}
+
 TEST(Run, ShardsMergedEqualTheUnshardedRun) {
   const std::string dir = scratch_dir("shards");
   const std::string exp = write_experiment(dir, R"(, "output": ")" + dir + R"(/unused")");

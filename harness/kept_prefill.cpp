@@ -1,0 +1,96 @@
+#include "harness/kept_prefill.h"
+
+#include <cctype>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+
+#include <nlohmann/json.hpp>
+
+#include "harness/atomic_file.h"
+#include "model/error.h"
+
+namespace kvbench {
+
+namespace fs = std::filesystem;
+
+PrefillStore::PrefillStore(const std::string& run_dir, ModelIdentity model, std::string activations)
+    : dir_(run_dir + "/prefills") {
+  expect_.model = std::move(model);
+  expect_.activations = std::move(activations);
+}
+
+std::string PrefillStore::base(const std::string& instance_id) const {
+  std::string safe;
+  for (char c : instance_id)
+    safe += std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.' ? c : '_';
+  return dir_ + "/" + safe;
+}
+
+std::optional<KeptPrefill> PrefillStore::load(const std::string& instance_id, const std::vector<int32_t>& tokens,
+                                              int32_t chunk, const CacheContext& needs,
+                                              const std::vector<size_t>& chunks_needed) const {
+  const std::string b = base(instance_id);
+  if (!fs::exists(b + ".json")) return std::nullopt;
+  std::string why;
+  try {
+    std::ifstream in(b + ".json");
+    const nlohmann::json marker = nlohmann::json::parse(in);
+    KeptPrefill kept;
+    kept.seconds = marker.at("seconds").get<double>();
+    SnapshotDocument doc = load_cache_snapshot(b + ".kvc", expect_, kept.full);
+    if (doc.tokens != tokens || doc.chunk != chunk) why = "it holds another prompt";
+    const CacheContext& have = kept.full->context();
+    if (why.empty() && (have.context_tokens != needs.context_tokens || have.seed != needs.seed ||
+                        (needs.collect_attention && !have.collect_attention) ||
+                        have.keep_queries < needs.keep_queries))
+      why = "it was collected for other policies";
+    for (size_t i : chunks_needed) {
+      if (!why.empty()) break;
+      std::unique_ptr<PolicyCache> c;
+      load_cache_snapshot(b + ".after" + std::to_string(i) + ".kvc", expect_, c);
+      kept.after_chunk[i] = std::move(c);
+    }
+    kept.logits = std::move(doc.logits);
+    if (why.empty()) return kept;
+  } catch (const std::exception& e) {
+    why = e.what();
+  }
+  std::cerr << "note: not using the kept prefill " << b << ".kvc (" << why << "); computing it again\n";
+  remove(instance_id);
+  return std::nullopt;
+}
+
+void PrefillStore::save(const std::string& instance_id, const std::vector<int32_t>& tokens, int32_t chunk,
+                        const KeptPrefill& prefill) const {
+  std::error_code ec;
+  fs::create_directories(dir_, ec);
+  if (ec) throw InputError(dir_ + ": cannot create (" + ec.message() + ")");
+  const std::string b = base(instance_id);
+  SnapshotDocument doc;
+  doc.tokens = tokens;
+  doc.chunk = chunk;
+  doc.activations = expect_.activations;
+  // Fastest zstd level: these files live minutes and are read once at most.
+  const SnapshotOptions fast{SnapshotCompression::Zstd, 1};
+  for (const auto& [i, cache] : prefill.after_chunk)
+    save_cache_snapshot(b + ".after" + std::to_string(i) + ".kvc", *cache, doc, expect_.model, fast);
+  doc.logits = prefill.logits;
+  save_cache_snapshot(b + ".kvc", *prefill.full, doc, expect_.model, fast);
+  nlohmann::json chunks = nlohmann::json::array();
+  for (const auto& [i, cache] : prefill.after_chunk) chunks.push_back(i);
+  write_file_atomic(b + ".json", nlohmann::json{{"seconds", prefill.seconds}, {"after_chunks", chunks}}.dump() + "\n");
+}
+
+void PrefillStore::remove(const std::string& instance_id) const {
+  const std::string b = base(instance_id);
+  const std::string name = fs::path(b).filename().string();
+  std::error_code ec;
+  fs::remove(b + ".json", ec);  // the marker first: a half-removed set is never taken as complete
+  if (!fs::exists(dir_)) return;
+  for (const auto& e : fs::directory_iterator(dir_, ec))
+    if (e.path().filename().string().rfind(name + ".", 0) == 0) fs::remove(e.path(), ec);
+  if (fs::is_empty(dir_, ec)) fs::remove(dir_, ec);
+}
+
+}  // namespace kvbench
