@@ -40,6 +40,7 @@ std::optional<KeptPrefill> PrefillStore::load(const std::string& instance_id, co
     kept.seconds = marker.at("seconds").get<double>();
     SnapshotDocument doc = load_cache_snapshot(b + ".kvc", expect_, kept.full);
     if (doc.tokens != tokens || doc.chunk != chunk) why = "it holds another prompt";
+    else if (doc.logits.empty()) why = "it has no next-token logits";
     const CacheContext& have = kept.full->context();
     if (why.empty() && (have.context_tokens != needs.context_tokens || have.seed != needs.seed ||
                         (needs.collect_attention && !have.collect_attention) ||
