@@ -299,6 +299,14 @@ int calibrate(const Args& args) {
       if (line.empty()) continue;
       try {
         const auto j = nlohmann::json::parse(line);
+        // What reusing a record reads (below): checked here, so a bad record
+        // is an error naming its line, never a crash half way through.
+        if (j.contains("ppl")) {
+          j.at("ppl").get<double>();
+          j.at("prompt_tokens").get<double>();
+        } else {
+          j.at("score").get<double>();
+        }
         done[j.at("task").get<std::string>() + "|" + j.at("id").get<std::string>()] = j;
       } catch (const std::exception& e) {
         throw InputError(vm["records"].as<std::string>() + ":" + std::to_string(n) + ": malformed record (" +
@@ -336,7 +344,7 @@ int calibrate(const Args& args) {
             cell.score_sum += j.at("score").get<double>();
             cell.prefill_s += j.value("prefill_s", 0.0);
           }
-          cell.prompt_tokens += j.at("prompt_tokens").get<double>();
+          cell.prompt_tokens += j.value("prompt_tokens", 0.0);  // absent in hand-restored records
           ++cell.n;
           continue;
         }
@@ -369,11 +377,13 @@ int calibrate(const Args& args) {
           rec["decode_s"] = a.decode_seconds;
           if (verbose)
             std::cerr << in.id << "  score " << score << "  want " << nlohmann::json(in.answers).dump() << "  got "
-                      << nlohmann::json(a.text).dump() << "\n";
+                      << nlohmann::json(a.text).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
         }
         cell.prompt_tokens += static_cast<double>(p.tokens.size());
         ++cell.n;
-        if (records.is_open()) records << rec.dump() << "\n" << std::flush;
+        // Model output can be invalid UTF-8 (a token may end inside a character): replaced, not thrown.
+        if (records.is_open())
+          records << rec.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << "\n" << std::flush;
       }
       const double elapsed =
           std::chrono::duration<double>(std::chrono::steady_clock::now() - t_start).count();

@@ -208,3 +208,51 @@ TEST(DatasetCli, GenerateShowAndErrors) {
 
 }  // namespace
 }  // namespace kvbench
+
+namespace kvbench {
+namespace {
+
+// `dataset calibrate --records`: one record per instance, a second invocation
+// reuses them (runs nothing, same table), hand-restored records without
+// prompt_tokens are accepted, a malformed record is an error naming its line.
+TEST(DatasetCli, CalibrateRecordsResumeAndBadRecordsAreErrors) {
+  const std::string m = " --model " + test::tiny_model_path() + " -t 1";
+  const std::string rec = testing::TempDir() + "calibrate-" + std::to_string(::getpid()) + ".jsonl";
+  std::remove(rec.c_str());
+  const std::string args = "dataset calibrate" + m + " --tasks passkey --lengths 200 --samples 2 --records " + rec;
+  CliRun first = kvbench(args);
+  ASSERT_EQ(first.code, 0) << first.err;
+  std::vector<std::string> lines;
+  {
+    std::ifstream in(rec);
+    for (std::string l; std::getline(in, l);) lines.push_back(l);
+  }
+  ASSERT_EQ(lines.size(), 2u);
+  for (const auto& l : lines) {
+    const auto j = nlohmann::json::parse(l);
+    EXPECT_EQ(j["task"], "passkey");
+    EXPECT_TRUE(j["score"].is_number());
+    EXPECT_GT(j["prompt_tokens"].get<int>(), 150);
+  }
+  // A record restored by hand, without prompt_tokens, still counts.
+  auto j0 = nlohmann::json::parse(lines[0]);
+  j0.erase("prompt_tokens");
+  std::ofstream(rec) << j0.dump() << "\n" << lines[1] << "\n";
+  CliRun again = kvbench(args);
+  ASSERT_EQ(again.code, 0) << again.err;
+  EXPECT_EQ(again.out, first.out);  // the same table, from the records
+  size_t n = 0;
+  {
+    std::ifstream in(rec);
+    for (std::string l; std::getline(in, l);) ++n;
+  }
+  EXPECT_EQ(n, 2u);  // nothing run again
+  std::ofstream(rec, std::ios::app) << "{\"task\": \"passkey\", \"id\": \"x\"}\n";
+  expect_error(kvbench(args), rec + ":3: malformed record");
+  std::ofstream(rec) << "not json\n";
+  expect_error(kvbench(args), rec + ":1: malformed record");
+  std::remove(rec.c_str());
+}
+
+}  // namespace
+}  // namespace kvbench
