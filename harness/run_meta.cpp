@@ -1,7 +1,6 @@
 #include "harness/run_meta.h"
 
 #include <cblas.h>
-#include <openssl/evp.h>
 #define PCRE2_CODE_UNIT_WIDTH 8
 #include <pcre2.h>
 
@@ -13,6 +12,7 @@
 #include <thread>
 #include <vector>
 
+#include "harness/sha256.h"
 #include "model/error.h"
 
 namespace kvbench {
@@ -20,25 +20,14 @@ namespace kvbench {
 std::string sha256_file(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) throw InputError(path + ": cannot open");
-  EVP_MD_CTX* ctx = EVP_MD_CTX_new();
-  EVP_DigestInit_ex(ctx, EVP_sha256(), nullptr);
+  Sha256 hash;
   std::vector<char> buf(1 << 20);
   while (in) {
     in.read(buf.data(), buf.size());
-    EVP_DigestUpdate(ctx, buf.data(), static_cast<size_t>(in.gcount()));
+    hash.update(buf.data(), static_cast<size_t>(in.gcount()));
   }
-  unsigned char digest[EVP_MAX_MD_SIZE];
-  unsigned int len = 0;
-  EVP_DigestFinal_ex(ctx, digest, &len);
-  EVP_MD_CTX_free(ctx);
   if (in.bad()) throw InputError(path + ": read error");
-  std::string hex;
-  char b[3];
-  for (unsigned i = 0; i < len; ++i) {
-    std::snprintf(b, sizeof b, "%02x", digest[i]);
-    hex += b;
-  }
-  return hex;
+  return hash.hex();
 }
 
 std::string cpu_model_name() {
