@@ -8,6 +8,27 @@
 
 namespace kvbench {
 
+// A file written in pieces and published at once: open() creates
+// "<path>.tmp.<pid>"; commit() syncs, closes and renames it over `path`.
+// Destroyed without commit() (an exception on the way), the temporary file
+// is removed and `path` is untouched. Errors are InputErrors naming `path`.
+class AtomicFile {
+ public:
+  explicit AtomicFile(std::string path);
+  ~AtomicFile();
+  AtomicFile(const AtomicFile&) = delete;
+  AtomicFile& operator=(const AtomicFile&) = delete;
+
+  int fd() const { return fd_; }  // for streaming writers
+  void write(const void* data, size_t n);
+  void commit();
+
+ private:
+  [[noreturn]] void fail(const char* what, int err);
+  std::string path_, tmp_;
+  int fd_ = -1;
+};
+
 // Throws InputError naming the path when the directory is not writable or
 // the disk is full; the temporary file is removed on failure.
 void write_file_atomic(const std::string& path, std::string_view content);

@@ -16,6 +16,7 @@
 #include <set>
 #include <thread>
 
+#include "harness/atomic_file.h"
 #include "harness/sha256.h"
 
 namespace io = boost::iostreams;
@@ -328,10 +329,9 @@ void save_cache_snapshot(const std::string& path, const PolicyCache& cache, cons
   if (options.level < 1 || options.level > max_level)
     throw InputError(path + ": compression level " + std::to_string(options.level) + " (valid: 1.." +
                      std::to_string(max_level) + " for " + std::string(compression_name(options.compression)) + ")");
-  const std::string tmp = path + ".tmp." + std::to_string(::getpid());
-  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) throw InputError(path + ": cannot write (" + std::strerror(errno) + ")");
-  try {
+  AtomicFile file(path);  // removed unless committed below
+  const int fd = file.fd();
+  {
     Sha256 payload_hash, unused;
     uint64_t payload_bytes = 0, unused_count = 0;
     HashingFdSink plain(fd, &unused, &unused_count, &path);  // prefix and trailer: not payload
@@ -376,22 +376,8 @@ void save_cache_snapshot(const std::string& path, const PolicyCache& cache, cons
     std::memcpy(trailer.data() + 36, kEndMagic, 8);
     plain.write_all(text.data(), text.size());
     plain.write_all(trailer.data(), trailer.size());
-    if (::fsync(fd) != 0) throw InputError(path + ": write failed (" + std::strerror(errno) + ")");
-  } catch (...) {
-    ::close(fd);
-    ::unlink(tmp.c_str());
-    throw;
   }
-  if (::close(fd) != 0) {
-    const int err = errno;
-    ::unlink(tmp.c_str());
-    throw InputError(path + ": write failed (" + std::strerror(err) + ")");
-  }
-  if (::rename(tmp.c_str(), path.c_str()) != 0) {
-    const int err = errno;
-    ::unlink(tmp.c_str());
-    throw InputError(path + ": cannot rename into place (" + std::strerror(err) + ")");
-  }
+  file.commit();
 }
 
 // --- loading ---
