@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "model/tiny_model.h"
+#include "tests/support/cli_run.h"
 #include "tests/support/reference_llama.h"
 
 namespace kvbench {
@@ -22,33 +23,9 @@ namespace {
 namespace fs = std::filesystem;
 using json = nlohmann::json;
 
-struct Result {
-  int code = -1;
-  std::string out, err;
-};
-
-Result run(const std::string& args) {
-  const std::string err_path = testing::TempDir() + "kvbench-snapcli-stderr-" + std::to_string(::getpid()) + ".txt";
-  const std::string cmd = std::string(KVBENCH_BINARY) + " " + args + " 2>" + err_path;
-  Result r;
-  FILE* p = popen(cmd.c_str(), "r");
-  std::array<char, 4096> buf;
-  size_t n;
-  while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) r.out.append(buf.data(), n);
-  const int status = pclose(p);
-  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  std::ifstream e(err_path);
-  r.err.assign(std::istreambuf_iterator<char>(e), {});
-  return r;
-}
-
-void expect_input_error(const Result& r, const std::string& contains) {
-  EXPECT_EQ(r.code, 2) << r.err;
-  EXPECT_TRUE(r.out.empty()) << r.out;
-  EXPECT_EQ(r.err.rfind("error: ", 0), 0u) << r.err;
-  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
-  EXPECT_NE(r.err.find(contains), std::string::npos) << r.err;
-}
+using Result = test::CliResult;
+Result run(const std::string& args) { return test::run_kvbench(args); }
+using test::expect_input_error;
 
 class SnapshotCli : public testing::Test {
  protected:
