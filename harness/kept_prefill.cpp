@@ -1,6 +1,5 @@
 #include "harness/kept_prefill.h"
 
-#include <cctype>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -8,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "harness/atomic_file.h"
+#include "harness/plan.h"
 #include "model/error.h"
 
 namespace kvbench {
@@ -21,10 +21,7 @@ PrefillStore::PrefillStore(const std::string& run_dir, ModelIdentity model, std:
 }
 
 std::string PrefillStore::base(const std::string& instance_id) const {
-  std::string safe;
-  for (char c : instance_id)
-    safe += std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.' ? c : '_';
-  return dir_ + "/" + safe;
+  return dir_ + "/" + file_name_safe(instance_id);
 }
 
 std::optional<KeptPrefill> PrefillStore::load(const std::string& instance_id, const std::vector<int32_t>& tokens,

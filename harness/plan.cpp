@@ -10,13 +10,14 @@
 #include "model/error.h"
 
 namespace kvbench {
-namespace {
 
-std::string slug_of(const std::string& s) {
+std::string file_name_safe(const std::string& s) {
   std::string out;
   for (char c : s) out += (std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '-') ? c : '_';
   return out;
 }
+
+namespace {
 
 std::string budget_text(double b) {
   char buf[32];
@@ -38,7 +39,7 @@ int64_t Plan::cells() const {
 }
 
 std::string Plan::cell_id(size_t instance, size_t policy) const {
-  return slug_of(instances[instance].id) + "--" + policies[policy].slug;
+  return file_name_safe(instances[instance].id) + "--" + policies[policy].slug;
 }
 
 bool in_shard(size_t instance_index, int shard, int count) {
@@ -92,7 +93,7 @@ Plan make_plan(const ExperimentConfig& c, const LlamaModel& model) {
                          "kvbench generate and perplexity support them)");
       if (!g.label.empty()) p.label = budgets.size() > 1 ? g.label + " (budget " + budget_text(*b) + ")" : g.label;
       else p.label = p.canonical;
-      p.slug = slug_of(p.canonical);
+      p.slug = file_name_safe(p.canonical);
       listed.push_back(p);
     }
   }

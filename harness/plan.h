@@ -15,6 +15,10 @@
 
 namespace kvbench {
 
+// `s` with every character other than [A-Za-z0-9.-] replaced by '_': safe in
+// file names (cell ids, plots, kept prefills).
+std::string file_name_safe(const std::string& s);
+
 struct PlannedPolicy {
   int index = 0;              // order in the table
   std::string label;          // table row name

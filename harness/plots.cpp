@@ -1,5 +1,7 @@
 #include "harness/plots.h"
 
+#include "harness/plan.h"
+
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -7,6 +9,8 @@
 #include <map>
 #include <set>
 #include <sstream>
+
+#include "harness/plan.h"
 
 namespace kvbench {
 namespace {
@@ -59,8 +63,7 @@ struct Script {
 }  // namespace
 
 std::string plot_slug(const std::string& label) {
-  std::string s;
-  for (char c : label) s += std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '-' ? c : '_';
+  const std::string s = file_name_safe(label);
   return s.empty() ? "policy" : s;
 }
 
