@@ -1,7 +1,5 @@
 #include "harness/plots.h"
 
-#include "harness/plan.h"
-
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
