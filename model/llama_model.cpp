@@ -11,6 +11,7 @@ std::unique_ptr<LlamaModel> LlamaModel::load(const std::string& path) {
   m->file_ = GgufFile::open(path);
   m->config_ = read_llama_config(*m->file_);
   m->weights_ = load_llama_weights(*m->file_, m->config_);
+  add_planar_copies(m->weights_, default_cpu_path());
   m->tokenizer_ = Tokenizer::from_gguf(*m->file_);
   if (m->tokenizer_->n_vocab() > m->config_.n_vocab)
     throw InputError(path + ": the vocabulary has " + std::to_string(m->tokenizer_->n_vocab()) +

@@ -1,9 +1,13 @@
 #include "model/llama_weights.h"
 
+#include <cstdlib>
+#include <cstring>
+#include <new>
 #include <string>
 
 #include "model/error.h"
 #include "model/gguf.h"
+#include "model/planar.h"
 
 namespace kvbench {
 namespace {
@@ -84,6 +88,34 @@ LlamaWeights load_llama_weights(const GgufFile& f, LlamaConfig& c) {
   if (f.find_tensor("rope_freqs.weight"))
     c.rope.freq_factors = vector_f32(f, "rope_freqs.weight", c.rope.n_dims / 2);
   return w;
+}
+
+size_t add_planar_copies(LlamaWeights& w, CpuPath path) {
+  if (const char* env = std::getenv("KVBENCH_PLANAR"); env && std::strcmp(env, "0") == 0) return 0;
+  std::vector<WeightMatrix*> todo;
+  auto want = [&](WeightMatrix& m) {
+    if (has_planar_kernel(m.type, path) && m.rows > 0) todo.push_back(&m);
+  };
+  want(w.tok_embd);
+  for (LayerWeights& L : w.layers) {
+    for (WeightMatrix* m : {&L.wq, &L.wk, &L.wv, &L.wo, &L.w_gate, &L.w_up, &L.w_down}) want(*m);
+  }
+  if (!w.tied_output) want(w.output);
+  if (todo.empty()) return 0;
+  // One allocation, each matrix at a 64-byte boundary.
+  constexpr size_t kAlign = 64;
+  size_t total = 0;
+  for (const WeightMatrix* m : todo) total += (m->row_bytes * m->rows + kAlign - 1) / kAlign * kAlign;
+  w.planar_storage = std::shared_ptr<uint8_t[]>(static_cast<uint8_t*>(std::aligned_alloc(kAlign, total)), std::free);
+  if (!w.planar_storage) throw std::bad_alloc();
+  uint8_t* p = w.planar_storage.get();
+  for (WeightMatrix* m : todo) {
+    for (int64_t r = 0; r < m->rows; ++r) to_planar_row(m->type, m->row(r), p + r * m->row_bytes, m->cols);
+    m->planar = p;
+    p += (m->row_bytes * m->rows + kAlign - 1) / kAlign * kAlign;
+  }
+  if (w.tied_output) w.output = w.tok_embd;
+  return total;
 }
 
 }  // namespace kvbench

@@ -8,6 +8,7 @@
 
 #include "model/ggml_types.h"
 #include "model/llama_config.h"
+#include "model/quant_dot.h"
 
 namespace kvbench {
 
@@ -21,6 +22,9 @@ struct WeightMatrix {
   int64_t cols = 0;
   size_t row_bytes = 0;
   const uint8_t* data = nullptr;
+  // The same rows in planar layout (model/planar.h), also row_bytes apart,
+  // or null. Read only by the quantized kernels that have a planar version.
+  const uint8_t* planar = nullptr;
   const uint8_t* row(int64_t r) const { return data + r * row_bytes; }
 };
 
@@ -42,11 +46,19 @@ struct LlamaWeights {
   std::vector<float> output_norm;  // [dim]
   WeightMatrix output;             // [n_vocab][dim]; = tok_embd when tied
   bool tied_output = false;
+  std::shared_ptr<uint8_t[]> planar_storage;  // what the matrices' planar pointers point into
 };
 
 // Throws InputError("<path>: ...") naming the tensor for a missing tensor, a
 // wrong shape, or a type kvbench cannot dequantize. Also fills
 // config.n_vocab and, when rope_freqs.weight is present, config.rope.freq_factors.
 LlamaWeights load_llama_weights(const GgufFile& file, LlamaConfig& config);
+
+// Gives every matrix whose type has a planar kernel on `path` a planar copy
+// (model/planar.h): decode reads those with plain vector loads. Costs one
+// more copy of those matrices in memory; returns its size in bytes.
+// KVBENCH_PLANAR=0 in the environment turns it off (for side-by-side speed
+// measurements); any other value, or none, leaves it on.
+size_t add_planar_copies(LlamaWeights& weights, CpuPath path);
 
 }  // namespace kvbench

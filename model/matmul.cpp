@@ -144,8 +144,13 @@ void matmul_group(std::span<const MatmulOutput> outputs, const float* x, int64_t
       const int64_t b = std::max(r0, s.first), e = std::min(r1, s.first + s.w->rows);
       if (b >= e) continue;
       const int64_t r = b - s.first;
-      quant_dot_tile(s.w->type, s.w->row(r), s.w->row_bytes, e - b, s.act, s.act_stride, n_tokens, cols,
-                     s.y + r, s.ldy, options.path);
+      if (s.w->planar != nullptr && has_planar_kernel(s.w->type, options.path)) {
+        quant_dot_tile_planar(s.w->type, s.w->planar + r * s.w->row_bytes, s.w->row_bytes, e - b, s.act,
+                              s.act_stride, n_tokens, cols, s.y + r, s.ldy, options.path);
+      } else {
+        quant_dot_tile(s.w->type, s.w->row(r), s.w->row_bytes, e - b, s.act, s.act_stride, n_tokens, cols,
+                       s.y + r, s.ldy, options.path);
+      }
     }
   });
 }

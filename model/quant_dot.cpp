@@ -171,4 +171,19 @@ void quant_dot_tile(GgmlType weight, const void* w, size_t w_stride, int64_t n_r
                            static_cast<const uint8_t*>(act), act_stride, n_act, n, out, ldo);
 }
 
+bool has_planar_kernel(GgmlType weight, CpuPath path) {
+  const int kind = qdot::weight_kind(weight);
+  return kind >= 0 && supported(path) && kernels(path).planar_tile[kind] != nullptr;
+}
+
+void quant_dot_tile_planar(GgmlType weight, const void* w, size_t w_stride, int64_t n_rows,
+                           const void* act, size_t act_stride, int64_t n_act, int64_t n, float* out,
+                           int64_t ldo, CpuPath path) {
+  assert(has_planar_kernel(weight, path));
+  assert(row_is_whole(weight, n));
+  kernels(path).planar_tile[qdot::weight_kind(weight)](static_cast<const uint8_t*>(w), w_stride, n_rows,
+                                                         static_cast<const uint8_t*>(act), act_stride, n_act,
+                                                         n, out, ldo);
+}
+
 }  // namespace kvbench

@@ -25,6 +25,7 @@
 #include <algorithm>
 #include <array>
 #include <bit>
+#include <type_traits>
 #include <cmath>
 #include <cstring>
 #include <vector>
@@ -44,6 +45,9 @@
 #pragma GCC push_options
 #pragma GCC target("avx512f,avx512bw,avx512dq,avx512vl,avx512vnni,avx2,fma,f16c")
 #endif
+
+
+
 
 namespace kvbench::qdot {
 namespace {
@@ -362,16 +366,164 @@ std::vector<Line>& pack_buffer() {
   return buffer;
 }
 
-template <class W, int R>
+// ---------------------------------------------------------------------------
+// Planar rows (model/planar.h): the float steps of legacy_micro, only the
+// loads differ. Four blocks' codes are one load (no permute), sixteen blocks'
+// scales one 32-byte load and one conversion per chunk, and a quad's 16 scale
+// lanes one permute of those; the mins go straight into the chunk's FMA.
+
+__mmask64 bytes_mask(int bytes) { return bytes >= 64 ? ~0ull : (1ull << bytes) - 1; }
+
+// Q4_0 / Q4_1: 16 code bytes per block, four blocks per 64-byte load.
+struct PlanarNibbles {
+  static constexpr size_t kQs = 16;
+  static void codes(const uint8_t* q4, int count, __m512i& lo, __m512i& hi) {
+    const __m512i q = count == 4 ? _mm512_loadu_si512(q4) : _mm512_maskz_loadu_epi8(bytes_mask(16 * count), q4);
+    const __m512i nib = _mm512_set1_epi8(0x0F);
+    lo = _mm512_and_si512(q, nib);
+    hi = _mm512_and_si512(_mm512_srli_epi16(q, 4), nib);
+  }
+};
+// Q8_0: a quad is [elements 0-15 of its blocks][elements 16-31], already
+// unsigned (q + 128).
+struct PlanarBytes {
+  static constexpr size_t kQs = 32;
+  static void codes(const uint8_t* q8, int count, __m512i& lo, __m512i& hi) {
+    if (count == 4) {
+      lo = _mm512_loadu_si512(q8);
+      hi = _mm512_loadu_si512(q8 + 64);
+      return;
+    }
+    const __mmask64 m = bytes_mask(16 * count);
+    lo = _mm512_maskz_loadu_epi8(m, q8);
+    hi = _mm512_maskz_loadu_epi8(m, q8 + 16 * count);
+  }
+};
+
+// How far ahead planar decode (one activation row) prefetches weights, in
+// rows, and into L2: a thread needs more misses in flight than L1 tracks to
+// stream from memory. Measured on the output matrix (49152 x 576 Q8_0, 30 MB,
+// 2 threads, Zen 4): 4 rows into L1 24 GB/s, 12 rows into L2 51 GB/s, 16 rows
+// 56 GB/s, 24-32 rows no better.
+constexpr int kPrefetchRows = 16;
+
+// Lanes 4g..4g+3 = g: the scale lanes of a quad, offset by its first block.
+__m512i quad_lanes(int first) {
+  return _mm512_add_epi32(_mm512_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3), _mm512_set1_epi32(first));
+}
+
+// R planar weight rows x T packed activation rows over all blocks; the
+// output bits of legacy_micro<W, R, T> on the GGUF rows.
+template <class W, class PW, int R, int T>
+void planar_micro(const uint8_t* w, size_t w_stride, const uint8_t* packed, size_t packed_stride, int64_t nb,
+                  float* out, int64_t ldo) {
+  using P = Packed<W>;
+  const size_t d_plane = static_cast<size_t>(nb) * PW::kQs;
+  const size_t m_plane = d_plane + static_cast<size_t>(nb) * 2;
+  __m512 acc[R][T];
+  KVBENCH_UNROLL
+  for (int r = 0; r < R; ++r)
+    KVBENCH_UNROLL
+    for (int t = 0; t < T; ++t) acc[r][t] = _mm512_setzero_ps();
+  alignas(64) float macc[W::kMin ? R : 1][W::kMin ? T : 1][16] = {};
+  for (int64_t c0 = 0; c0 < nb; c0 += 16) {
+    const int cnt = static_cast<int>(std::min<int64_t>(16, nb - c0));
+    const auto scale_mask = static_cast<__mmask16>(cnt == 16 ? 0xFFFFu : (1u << cnt) - 1);
+    __m512 d16[R];
+    KVBENCH_UNROLL
+    for (int r = 0; r < R; ++r) {
+      const uint8_t* ds = w + r * w_stride + d_plane + 2 * c0;
+      d16[r] = _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(scale_mask, ds));
+      if (T == 1) {  // see kPrefetchRows
+        _mm_prefetch(reinterpret_cast<const char*>(ds + kPrefetchRows * w_stride), _MM_HINT_T1);
+        if constexpr (W::kMin) _mm_prefetch(reinterpret_cast<const char*>(ds + kPrefetchRows * w_stride + 2 * nb), _MM_HINT_T1);
+      }
+    }
+    for (int i = 0; i < cnt; i += 4) {
+      const int64_t b = c0 + i;
+      const int count = std::min(4, cnt - i);
+      const __m512i lanes = quad_lanes(i);
+      __m512i lo[R], hi[R];
+      __m512 dw[R];
+      KVBENCH_UNROLL
+      for (int r = 0; r < R; ++r) {
+        const uint8_t* wb = w + r * w_stride + b * PW::kQs;
+        if (T == 1) {
+          KVBENCH_UNROLL
+          for (size_t off = 0; off < 4 * PW::kQs; off += 64)
+            _mm_prefetch(reinterpret_cast<const char*>(wb + kPrefetchRows * w_stride + off), _MM_HINT_T1);
+        }
+        PW::codes(wb, count, lo[r], hi[r]);
+        dw[r] = _mm512_permutexvar_ps(lanes, d16[r]);
+      }
+      const size_t quad_offset = static_cast<size_t>(b / 4) * P::kQuadBytes;
+      KVBENCH_UNROLL
+      for (int t = 0; t < T; ++t) {
+        const uint8_t* pa = packed + t * packed_stride + quad_offset;
+        const __m512i alo = _mm512_load_si512(pa);
+        const __m512i ahi = _mm512_load_si512(pa + 64);
+        const __m512 da = _mm512_load_ps(pa + 128);
+        const __m512i base = W::kOffset > 0 ? _mm512_load_si512(pa + 192) : _mm512_setzero_si512();
+        KVBENCH_UNROLL
+        for (int r = 0; r < R; ++r) {
+          const __m512i isum = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(base, lo[r], alo), hi[r], ahi);
+          acc[r][t] = _mm512_fmadd_ps(_mm512_mul_ps(dw[r], da), _mm512_cvtepi32_ps(isum), acc[r][t]);
+        }
+      }
+    }
+    if constexpr (W::kMin) {
+      KVBENCH_UNROLL
+      for (int r = 0; r < R; ++r) {
+        const __m512 m16 = _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(scale_mask, w + r * w_stride + m_plane + 2 * c0));
+        KVBENCH_UNROLL
+        for (int t = 0; t < T; ++t) {
+          const __m512 sa = _mm512_loadu_ps(P::s(packed + t * packed_stride, nb) + c0);
+          _mm512_store_ps(macc[r][t], _mm512_fmadd_ps(m16, sa, _mm512_load_ps(macc[r][t])));
+        }
+      }
+    }
+  }
+  constexpr int kN = R * T;
+  __m512 all[(kN + 3) / 4 * 4];
+  KVBENCH_UNROLL
+  for (int r = 0; r < R; ++r) {
+    KVBENCH_UNROLL
+    for (int t = 0; t < T; ++t) {
+      if constexpr (W::kMin) acc[r][t] = _mm512_add_ps(acc[r][t], _mm512_load_ps(macc[r][t]));
+      all[r * T + t] = acc[r][t];
+    }
+  }
+  KVBENCH_UNROLL
+  for (int i = kN; i < (kN + 3) / 4 * 4; ++i) all[i] = _mm512_setzero_ps();
+  KVBENCH_UNROLL
+  for (int i = 0; i < kN; i += 4) {
+    alignas(16) float v[4];
+    _mm_store_ps(v, hsum16x4(all[i], all[i + 1], all[i + 2], all[i + 3]));
+    KVBENCH_UNROLL
+    for (int k = 0; k < 4 && i + k < kN; ++k) out[((i + k) % T) * ldo + (i + k) / T] = v[k];
+  }
+}
+
+// PW = void: GGUF rows (legacy_micro); otherwise planar rows read by PW.
+template <class W, class PW, int R, int T>
+void micro(const uint8_t* w, size_t w_stride, const uint8_t* pt, size_t prow, int64_t nb, float* o, int64_t ldo) {
+  if constexpr (std::is_void_v<PW>) {
+    legacy_micro<W, R, T>(w, w_stride, pt, prow, nb, o, ldo);
+  } else {
+    planar_micro<W, PW, R, T>(w, w_stride, pt, prow, nb, o, ldo);
+  }
+}
+
+template <class W, class PW, int R>
 void legacy_rows(const uint8_t* w, size_t w_stride, const uint8_t* pt, size_t prow, int64_t nt, int64_t nb,
                  float* o, int64_t ldo) {
   switch (nt) {
-    case 1: legacy_micro<W, R, 1>(w, w_stride, pt, prow, nb, o, ldo); break;
-    case 2: legacy_micro<W, R, 2>(w, w_stride, pt, prow, nb, o, ldo); break;
-    case 3: legacy_micro<W, R, 3>(w, w_stride, pt, prow, nb, o, ldo); break;
-    case 4: legacy_micro<W, R, 4>(w, w_stride, pt, prow, nb, o, ldo); break;
-    case 5: legacy_micro<W, R, 5>(w, w_stride, pt, prow, nb, o, ldo); break;
-    default: legacy_micro<W, R, 6>(w, w_stride, pt, prow, nb, o, ldo); break;
+    case 1: micro<W, PW, R, 1>(w, w_stride, pt, prow, nb, o, ldo); break;
+    case 2: micro<W, PW, R, 2>(w, w_stride, pt, prow, nb, o, ldo); break;
+    case 3: micro<W, PW, R, 3>(w, w_stride, pt, prow, nb, o, ldo); break;
+    case 4: micro<W, PW, R, 4>(w, w_stride, pt, prow, nb, o, ldo); break;
+    case 5: micro<W, PW, R, 5>(w, w_stride, pt, prow, nb, o, ldo); break;
+    default: micro<W, PW, R, 6>(w, w_stride, pt, prow, nb, o, ldo); break;
   }
 }
 
@@ -380,8 +532,8 @@ void legacy_rows(const uint8_t* w, size_t w_stride, const uint8_t* pt, size_t pr
 // accumulators and 4 rows of codes in registers; 4 x 4 spills. (2 x 6, 3 x 4,
 // 3 x 5 measured the same within noise on Zen 4: the 5 operations per row,
 // activation and quad bound the time, not the row decoding.) Every output goes
-// through the same float steps whatever the group sizes.
-template <class W, int kR, int kT>
+// through the same float steps whatever the group sizes. PW: see micro.
+template <class W, class PW, int kR, int kT>
 void legacy_tile(const uint8_t* w, size_t w_stride, int64_t n_rows, const uint8_t* act, size_t act_stride,
                  int64_t n_act, int64_t n, float* out, int64_t ldo) {
   static_assert(kR >= 1 && kR <= 4 && kT >= 1 && kT <= 6);
@@ -397,8 +549,9 @@ void legacy_tile(const uint8_t* w, size_t w_stride, int64_t n_rows, const uint8_
     const int64_t nt = std::min<int64_t>(kT, n_act - t);
     const uint8_t* pt = packed + t * prow;
     int64_t r = 0;
-    for (; r + kR <= n_rows; r += kR) legacy_rows<W, kR>(w + r * w_stride, w_stride, pt, prow, nt, nb, out + t * ldo + r, ldo);
-    for (; r < n_rows; ++r) legacy_rows<W, 1>(w + r * w_stride, w_stride, pt, prow, nt, nb, out + t * ldo + r, ldo);
+    for (; r + kR <= n_rows; r += kR)
+      legacy_rows<W, PW, kR>(w + r * w_stride, w_stride, pt, prow, nt, nb, out + t * ldo + r, ldo);
+    for (; r < n_rows; ++r) legacy_rows<W, PW, 1>(w + r * w_stride, w_stride, pt, prow, nt, nb, out + t * ldo + r, ldo);
   }
 }
 
@@ -591,11 +744,14 @@ void q8_0_tile(const uint8_t* w, size_t w_stride, int64_t n_rows, const uint8_t*
 const Kernels* avx512_kernels() {
   static const Kernels k = [] {
     Kernels t = *avx2_kernels();  // the quantizers
-    t.tile[kQ4_0] = legacy_tile<Q4_0W, 4, 3>;
-    t.tile[kQ4_1] = legacy_tile<Q4_1W, 4, 3>;
-    t.tile[kQ5_0] = legacy_tile<Q5_0W, 4, 3>;
-    t.tile[kQ5_1] = legacy_tile<Q5_1W, 4, 3>;
-    g_q8_0_quad = legacy_tile<Q8_0W, 4, 3>;
+    t.tile[kQ4_0] = legacy_tile<Q4_0W, void, 4, 3>;
+    t.tile[kQ4_1] = legacy_tile<Q4_1W, void, 4, 3>;
+    t.tile[kQ5_0] = legacy_tile<Q5_0W, void, 4, 3>;
+    t.tile[kQ5_1] = legacy_tile<Q5_1W, void, 4, 3>;
+    g_q8_0_quad = legacy_tile<Q8_0W, void, 4, 3>;
+    t.planar_tile[kQ4_0] = legacy_tile<Q4_0W, PlanarNibbles, 4, 3>;
+    t.planar_tile[kQ4_1] = legacy_tile<Q4_1W, PlanarNibbles, 4, 3>;
+    t.planar_tile[kQ8_0] = legacy_tile<Q8_0W, PlanarBytes, 4, 3>;
     t.tile[kQ8_0] = q8_0_tile;
     t.tile[kQ2_K] = row_tile<kquant_dot<q2_k_sums, 84, 80, 82, true>>;
     // Q3_K keeps the AVX2 kernel (t copied it): measured 4.2 vs 2.7 GB/s.

@@ -26,6 +26,8 @@ struct Kernels {
   QuantizeFn quantize_q8_1 = nullptr;
   QuantizeFn quantize_q8_k = nullptr;
   TileFn tile[kKinds] = {};
+  // The same on planar rows (model/planar.h); nullptr where a path has none.
+  TileFn planar_tile[kKinds] = {};
 };
 
 // Each returns nullptr when its path is not compiled in (non-x86 builds).

@@ -8,16 +8,19 @@
 #include <array>
 #include <chrono>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <numeric>
 #include <optional>
 #include <random>
+#include <string>
 #include <thread>
 #include <vector>
 
 #include "model/evaluator.h"
 #include "model/llama_model.h"
 #include "model/matmul.h"
+#include "model/planar.h"
 #include "policies/full_cache.h"
 #include "tests/support/reference_llama.h"
 
@@ -189,6 +192,72 @@ TEST(Matmul, GroupEqualsSeparateCalls) {
       for (int r = 24; r < 30; ++r) EXPECT_EQ(yb[t * 30 + r], 0.0f) << "wrote past W.rows";
     }
   }
+}
+
+// A matrix with a planar copy (model/planar.h) gives the same bits as without
+// one, on every path (those without a planar kernel ignore the copy), for
+// decode and prefill shapes and both thread counts.
+TEST(Matmul, PlanarCopyGivesTheSameBits) {
+  std::mt19937 rng(14);
+  for (GgmlType t : {GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q8_0}) {
+    for (int64_t cols : {96, 576}) {
+      const Matrix m = random_matrix(t, 75, cols, rng);
+      std::vector<uint8_t> planar(m.bytes.size());
+      for (int64_t r = 0; r < m.w.rows; ++r)
+        to_planar_row(t, m.w.row(r), planar.data() + r * m.w.row_bytes, cols);
+      WeightMatrix with = m.w;
+      with.planar = planar.data();
+      for (CpuPath p : {CpuPath::Scalar, CpuPath::Avx2, CpuPath::Avx512}) {
+        if (!cpu_path_supported(p)) continue;
+        const MatmulOptions o{MatmulMode::Quantized, p};
+        for (int64_t n : {1, 2, 13}) {
+          const auto x = random_input(n, cols, rng);
+          for (int threads : {1, 2}) {
+            EXPECT_EQ(0, std::memcmp(run(m.w, x, n, threads, o).data(), run(with, x, n, threads, o).data(),
+                                     n * m.w.rows * 4))
+                << type_name(t) << " cols " << cols << " " << cpu_path_name(p) << " n " << n << " t" << threads;
+          }
+        }
+      }
+    }
+  }
+}
+
+// The loader gives the matrices a planar copy where the path has a planar
+// kernel, holding exactly the file's rows; KVBENCH_PLANAR=0 turns it off.
+TEST(Matmul, LoaderAddsPlanarCopiesUnlessTurnedOff) {
+  auto model = LlamaModel::load(test::tiny_model_path());
+  const CpuPath path = default_cpu_path();
+  int with = 0;
+  auto check = [&](const WeightMatrix& w) {
+    ASSERT_EQ(w.planar != nullptr, has_planar_kernel(w.type, path)) << type_name(w.type);
+    if (w.planar == nullptr) return;
+    ++with;
+    std::vector<uint8_t> back(w.row_bytes);
+    for (int64_t r = 0; r < w.rows; r += 7) {
+      from_planar_row(w.type, w.planar + r * w.row_bytes, back.data(), w.cols);
+      ASSERT_EQ(0, std::memcmp(back.data(), w.row(r), w.row_bytes)) << type_name(w.type) << " row " << r;
+    }
+  };
+  for (const LayerWeights& L : model->weights().layers)
+    for (const WeightMatrix* w : {&L.wq, &L.wk, &L.wv, &L.wo, &L.w_gate, &L.w_up, &L.w_down}) check(*w);
+  check(model->weights().output);
+  if (!has_planar_kernel(GgmlType::Q4_1, path)) GTEST_SKIP() << "no planar kernel on " << cpu_path_name(path);
+  EXPECT_GT(with, 0);
+
+  const char* old = std::getenv("KVBENCH_PLANAR");
+  const std::string saved = old ? old : "";
+  setenv("KVBENCH_PLANAR", "0", 1);
+  auto plain = LlamaModel::load(test::tiny_model_path());
+  if (old) {
+    setenv("KVBENCH_PLANAR", saved.c_str(), 1);
+  } else {
+    unsetenv("KVBENCH_PLANAR");
+  }
+  for (const LayerWeights& L : plain->weights().layers)
+    for (const WeightMatrix* w : {&L.wq, &L.wk, &L.wv, &L.wo, &L.w_gate, &L.w_up, &L.w_down})
+      EXPECT_EQ(w->planar, nullptr);
+  EXPECT_EQ(plain->weights().output.planar, nullptr);
 }
 
 // --- the thread pool -----------------------------------------------------------

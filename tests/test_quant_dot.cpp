@@ -13,6 +13,7 @@
 
 #include "model/error.h"
 #include "model/ggml_types.h"
+#include "model/planar.h"
 #include "model/quant_dot.h"
 
 namespace kvbench {
@@ -299,6 +300,86 @@ TEST(QuantDot, EveryTileShapeMatchesSingleDots) {
       }
     }
   }
+}
+
+// --- planar rows (model/planar.h) ---------------------------------------------
+
+const GgmlType kPlanarTypes[] = {GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q8_0};
+
+std::vector<uint8_t> planar_copy(GgmlType t, const std::vector<uint8_t>& w, int64_t rows, int64_t n) {
+  const size_t rb = row_bytes(t, n);
+  std::vector<uint8_t> p(w.size());
+  for (int64_t r = 0; r < rows; ++r) to_planar_row(t, w.data() + r * rb, p.data() + r * rb, n);
+  return p;
+}
+
+TEST(PlanarRows, RoundTripIsExactAndLayoutIsAsDocumented) {
+  std::mt19937 rng(11);
+  for (GgmlType t : kPlanarTypes) {
+    ASSERT_TRUE(has_planar_layout(t));
+    for (int64_t n : lengths(t)) {
+      const auto w = random_weights(t, 3, n, rng);
+      const auto p = planar_copy(t, w, 3, n);
+      std::vector<uint8_t> back(w.size());
+      const size_t rb = row_bytes(t, n);
+      for (int r = 0; r < 3; ++r) from_planar_row(t, p.data() + r * rb, back.data() + r * rb, n);
+      ASSERT_EQ(back, w) << type_name(t) << " n=" << n;
+      ASSERT_NE(p, w) << type_name(t) << " n=" << n;
+    }
+  }
+  // Q4_1, 3 blocks: block 1's codes at 16..31, its d at 48 + 2, its m at 54 + 2.
+  std::vector<uint8_t> g(60), q(60);
+  for (size_t i = 0; i < g.size(); ++i) g[i] = static_cast<uint8_t>(i);
+  to_planar_row(GgmlType::Q4_1, g.data(), q.data(), 96);
+  EXPECT_EQ(q[16], 24);  // block 1 starts at 20: d 20-21, m 22-23, qs 24..
+  EXPECT_EQ(q[31], 39);
+  EXPECT_EQ(q[50], 20);
+  EXPECT_EQ(q[51], 21);
+  EXPECT_EQ(q[56], 22);
+  // Q8_0, 5 blocks: quad 0 = lows of blocks 0-3 then their highs; block 4
+  // (a quad of one) follows at 128; codes stored + 128; d plane at 160.
+  std::vector<uint8_t> h(170), z(170);
+  for (size_t i = 0; i < h.size(); ++i) h[i] = static_cast<uint8_t>(i);
+  to_planar_row(GgmlType::Q8_0, h.data(), z.data(), 160);
+  EXPECT_EQ(z[16], (34 + 2) ^ 0x80);       // block 1, element 0
+  EXPECT_EQ(z[64], (0 + 2 + 16) ^ 0x80);   // block 0, element 16
+  EXPECT_EQ(z[128 + 16], (4 * 34 + 2 + 16) ^ 0x80);  // block 4, element 16
+  EXPECT_EQ(z[160 + 2], 34);              // d of block 1
+}
+
+// Every path with a planar kernel, every tile shape, against the scalar
+// reference on the GGUF rows, bit for bit.
+TEST(PlanarRows, KernelsAreBitIdenticalToScalarOnGgufRows) {
+  std::mt19937 rng(12);
+  int checked = 0;
+  for (GgmlType t : kPlanarTypes) {
+    const GgmlType at = *dot_activation_type(t);
+    for (int64_t n : lengths(t)) {
+      const int max_rows = 9, max_acts = 7;
+      const auto w = random_weights(t, max_rows, n, rng);
+      const auto p = planar_copy(t, w, max_rows, n);
+      const auto a = random_activations(t, max_acts, n, rng);
+      const size_t wb = row_bytes(t, n), ab = row_bytes(at, n);
+      std::vector<float> ref(max_rows * max_acts);
+      quant_dot_tile(t, w.data(), wb, max_rows, a.data(), ab, max_acts, n, ref.data(), max_rows, CpuPath::Scalar);
+      for (CpuPath path : {CpuPath::Scalar, CpuPath::Avx2, CpuPath::Avx512}) {
+        if (!has_planar_kernel(t, path)) continue;
+        for (int rows = 1; rows <= max_rows; ++rows) {
+          for (int acts = 1; acts <= max_acts; ++acts) {
+            std::vector<float> got(rows * acts, -1.0f);
+            quant_dot_tile_planar(t, p.data(), wb, rows, a.data(), ab, acts, n, got.data(), rows, path);
+            ++checked;
+            for (int s = 0; s < acts; ++s)
+              for (int r = 0; r < rows; ++r)
+                ASSERT_EQ(std::memcmp(&ref[s * max_rows + r], &got[s * rows + r], 4), 0)
+                    << type_name(t) << " n=" << n << " " << cpu_path_name(path) << " tile " << rows << "x" << acts
+                    << " row " << r << " act " << s;
+          }
+        }
+      }
+    }
+  }
+  if (checked == 0) GTEST_SKIP() << "no planar kernel on this machine";
 }
 
 TEST(QuantDot, ActivationTypesFollowGgml) {

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "model/matmul.h"
+#include "model/planar.h"
 #include "model/quant_dot.h"
 
 namespace kvbench {
@@ -41,6 +42,28 @@ Matrix make_matrix(GgmlType t, int64_t rows, int64_t cols) {
   for (int64_t r = 0; r < rows; ++r) quantize_row(t, x.data() + (r % 64) * cols, m.bytes.data() + r * rb, cols);
   m.w = WeightMatrix{t, rows, cols, rb, m.bytes.data()};
   return m;
+}
+
+// The same matrix with a planar copy (model/planar.h), as the model loader
+// makes for the types the path has a planar kernel for.
+struct PlanarMatrix : Matrix {
+  std::vector<uint8_t> planar;
+};
+PlanarMatrix make_planar(GgmlType t, int64_t rows, int64_t cols) {
+  PlanarMatrix m;
+  static_cast<Matrix&>(m) = make_matrix(t, rows, cols);
+  m.planar.resize(m.bytes.size());
+  for (int64_t r = 0; r < rows; ++r) to_planar_row(t, m.w.row(r), m.planar.data() + r * m.w.row_bytes, cols);
+  m.w.planar = m.planar.data();
+  return m;
+}
+
+// Path argument of the matmul benchmarks: -1 = Exact mode, 0..2 = kPaths on
+// GGUF rows, 3 = AVX-512 on planar rows.
+CpuPath path_arg(int64_t a) { return a < 0 ? CpuPath::Scalar : kPaths[a == 3 ? 2 : a]; }
+std::string path_label(int64_t a, const char* exact) {
+  if (a < 0) return exact;
+  return std::string(cpu_path_name(path_arg(a))) + (a == 3 ? " planar" : "");
 }
 
 bool skip_unsupported(benchmark::State& state, CpuPath p) {
@@ -114,50 +137,53 @@ const Shape kShapes[] = {
 void BM_MatmulDecode(benchmark::State& state) {
   const Shape& s = kShapes[state.range(0)];
   const bool exact = state.range(1) < 0;
-  const CpuPath p = exact ? CpuPath::Scalar : kPaths[state.range(1)];
+  const CpuPath p = path_arg(state.range(1));
   if (skip_unsupported(state, p)) return;
-  const Matrix m = make_matrix(s.type, s.rows, s.cols);
+  const PlanarMatrix pm = make_planar(s.type, s.rows, s.cols);
+  WeightMatrix w = pm.w;
+  if (state.range(1) != 3) w.planar = nullptr;
   const auto x = gaussian(s.cols, 1.0f, 4);
   std::vector<float> y(s.rows);
   ThreadPool pool(static_cast<int>(state.range(2)));
   MatmulScratch scratch;
   const MatmulOptions o{exact ? MatmulMode::Exact : MatmulMode::Quantized, p};
   for (auto _ : state) {
-    matmul(m.w, x.data(), 1, y.data(), s.rows, pool, scratch, o);
+    matmul(w, x.data(), 1, y.data(), s.rows, pool, scratch, o);
     benchmark::DoNotOptimize(y.data());
   }
-  state.SetLabel(std::string(s.name) + " " + (exact ? "exact" : std::string(cpu_path_name(p))) + " t" +
-                 std::to_string(state.range(2)));
+  state.SetLabel(std::string(s.name) + " " + path_label(state.range(1), "exact") + " t" + std::to_string(state.range(2)));
   state.SetItemsProcessed(state.iterations() * s.rows * s.cols);
-  state.SetBytesProcessed(state.iterations() * s.rows * m.w.row_bytes);
+  state.SetBytesProcessed(state.iterations() * s.rows * w.row_bytes);
 }
-BENCHMARK(BM_MatmulDecode)->ArgsProduct({{0, 1, 2, 3, 4}, {-1, 0, 1, 2}, {1, 2}})->UseRealTime();
+BENCHMARK(BM_MatmulDecode)->ArgsProduct({{0, 1, 2, 3, 4}, {-1, 0, 1, 2, 3}, {1, 2}})->UseRealTime();
 
 // Prefill: 512 tokens. Exact = OpenBLAS sgemm on dequantized tiles,
 // otherwise the quantized GEMM of the path.
 void BM_MatmulPrefill(benchmark::State& state) {
   const Shape& s = kShapes[state.range(0)];
   const bool exact = state.range(1) < 0;
-  const CpuPath p = exact ? CpuPath::Scalar : kPaths[state.range(1)];
+  const CpuPath p = path_arg(state.range(1));
   if (skip_unsupported(state, p)) return;
   const int64_t n = 512;
-  const Matrix m = make_matrix(s.type, s.rows, s.cols);
+  const PlanarMatrix pm = make_planar(s.type, s.rows, s.cols);
+  WeightMatrix w = pm.w;
+  if (state.range(1) != 3) w.planar = nullptr;
   const auto x = gaussian(n * s.cols, 1.0f, 5);
   std::vector<float> y(n * s.rows);
   ThreadPool pool(static_cast<int>(state.range(2)));
   MatmulScratch scratch;
   const MatmulOptions o{exact ? MatmulMode::Exact : MatmulMode::Quantized, p};
   for (auto _ : state) {
-    matmul(m.w, x.data(), n, y.data(), s.rows, pool, scratch, o);
+    matmul(w, x.data(), n, y.data(), s.rows, pool, scratch, o);
     benchmark::DoNotOptimize(y.data());
   }
-  state.SetLabel(std::string(s.name) + " " + (exact ? "exact(sgemm)" : std::string(cpu_path_name(p))) + " t" +
+  state.SetLabel(std::string(s.name) + " " + path_label(state.range(1), "exact(sgemm)") + " t" +
                  std::to_string(state.range(2)));
   state.SetItemsProcessed(state.iterations() * n);
   state.counters["GFLOP/s"] = benchmark::Counter(static_cast<double>(state.iterations()) * 2.0 * n * s.rows * s.cols * 1e-9,
                                                  benchmark::Counter::kIsRate);
 }
-BENCHMARK(BM_MatmulPrefill)->ArgsProduct({{0, 1, 2, 3}, {-1, 0, 1, 2}, {1, 2}})->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_MatmulPrefill)->ArgsProduct({{0, 1, 2, 3}, {-1, 0, 1, 2, 3}, {1, 2}})->UseRealTime()->Unit(benchmark::kMillisecond);
 
 }  // namespace
 }  // namespace kvbench
