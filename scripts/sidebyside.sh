@@ -20,6 +20,7 @@ kvbench=$here/build/kvbench
 [ -x "$llama_bench" ] || { echo "error: $llama_bench: not an executable" >&2; exit 2; }
 [ -x "$kvbench" ] || { echo "error: $kvbench: not built (run scripts/setup.sh)" >&2; exit 2; }
 [ -f "$model" ] || { echo "error: $model: no such model file" >&2; exit 2; }
+model=$(realpath "$model")  # llama-bench runs from its own directory
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
 bench_dir=$(dirname "$llama_bench")
