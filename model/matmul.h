@@ -12,7 +12,9 @@
 //    (model/quant_dot.h), as llama.cpp does. Rows are split over the threads;
 //    for many tokens each thread keeps a few weight rows in registers while it
 //    meets several activation rows (a quantized GEMM). Weight types without a
-//    quantized kernel (F64, Q8_1, Q8_K) fall back to Exact.
+//    quantized kernel (F64, Q8_1, Q8_K) fall back to Exact. A matrix with a
+//    planar copy (WeightMatrix::planar) is read from that copy where the path
+//    has a planar kernel: the same bits, faster loads.
 // Both are deterministic: every output element is computed by the same
 // operations in the same order whatever the thread count.
 #pragma once
