@@ -151,7 +151,7 @@ int generate(const Args& args) {
   std::vector<TaskWithOptions> tasks;
   for (const auto& t : vm["task"].as<std::vector<std::string>>())
     for (const auto& one : split(t, ',')) tasks.push_back(parse_task(one, "--task"));
-  auto model = LlamaModel::load(model_path(vm));
+  auto model = LlamaModel::load(model_path(vm), /*planar_copies=*/false);  // tokenizer only
   check_fits(*model, lengths);
   std::vector<Instance> out;
   for (const auto& t : tasks) {
@@ -214,7 +214,7 @@ int show(const Args& args) {
   const std::string path = vm["file"].as<std::string>();
   const auto instances = read_jsonl(path);
   std::unique_ptr<LlamaModel> model;
-  if (vm.count("model")) model = LlamaModel::load(vm["model"].as<std::string>());
+  if (vm.count("model")) model = LlamaModel::load(vm["model"].as<std::string>(), /*planar_copies=*/false);
   const bool color = isatty(STDOUT_FILENO);
   int64_t shown = 0;
   for (size_t i = 0; i < instances.size(); ++i) {

@@ -19,7 +19,7 @@ int cmd_info(const Args& args) {
   if (!parse(args, desc, vm, "kvbench info [--model PATH] [--tensors]")) return 0;
   const std::string path = model_path(vm);
   // Load fully first, so a bad file prints nothing but the error line.
-  auto model = LlamaModel::load(path);
+  auto model = LlamaModel::load(path, /*planar_copies=*/false);  // no products
   const GgufFile& f = model->file();
   const LlamaConfig& c = model->config();
 

@@ -6,12 +6,12 @@
 
 namespace kvbench {
 
-std::unique_ptr<LlamaModel> LlamaModel::load(const std::string& path) {
+std::unique_ptr<LlamaModel> LlamaModel::load(const std::string& path, bool planar_copies) {
   auto m = std::unique_ptr<LlamaModel>(new LlamaModel());
   m->file_ = GgufFile::open(path);
   m->config_ = read_llama_config(*m->file_);
   m->weights_ = load_llama_weights(*m->file_, m->config_);
-  add_planar_copies(m->weights_, default_cpu_path());
+  if (planar_copies) add_planar_copies(m->weights_, default_cpu_path());
   m->tokenizer_ = Tokenizer::from_gguf(*m->file_);
   if (m->tokenizer_->n_vocab() > m->config_.n_vocab)
     throw InputError(path + ": the vocabulary has " + std::to_string(m->tokenizer_->n_vocab()) +
