@@ -5,7 +5,8 @@
 // s8, four products per int32 lane), 4 lanes per block: the 16-lane layout of
 // the reference. A micro-kernel holds 4 weight rows and meets 3 activation
 // rows with them, so prefill reuses each decoded weight register 3 times and
-// decode (1 activation) streams 4 rows at once.
+// decode (1 activation) streams 4 rows at once. Planar rows (model/planar.h)
+// go through the same float steps with plain loads instead of permutes.
 //
 // The activation quantizers are the AVX2 ones (a 32-element block fills one
 // 256-bit register; wider registers gain nothing there), and so is the Q8_0
@@ -45,9 +46,6 @@
 #pragma GCC push_options
 #pragma GCC target("avx512f,avx512bw,avx512dq,avx512vl,avx512vnni,avx2,fma,f16c")
 #endif
-
-
-
 
 namespace kvbench::qdot {
 namespace {
