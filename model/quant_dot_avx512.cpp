@@ -274,6 +274,57 @@ void pack_activations(const uint8_t* a, int64_t nb, uint8_t* out) {
   }
 }
 
+// The steps every legacy micro-kernel shares (GGUF or planar rows), always
+// inlined so that the accumulators stay in registers.
+#define KVBENCH_INLINE __attribute__((always_inline)) inline
+
+// acc[r][t] += quad of weight row r . quad of activation t: two vpdpbusd into
+// the activation's offset start value, then d_w * d_a times the integer sums
+// (the float steps of quant_dot_scalar.cpp). pq: the quad in the first packed
+// activation row.
+template <class W, int R, int T>
+KVBENCH_INLINE void quad_fma(const QuadCodes (&wc)[R], const uint8_t* pq, size_t packed_stride, __m512 (&acc)[R][T]) {
+  KVBENCH_UNROLL
+  for (int t = 0; t < T; ++t) {
+    const uint8_t* pa = pq + t * packed_stride;
+    const __m512i alo = _mm512_load_si512(pa);
+    const __m512i ahi = _mm512_load_si512(pa + 64);
+    const __m512 da = _mm512_load_ps(pa + 128);
+    const __m512i base = W::kOffset > 0 ? _mm512_load_si512(pa + 192) : _mm512_setzero_si512();
+    KVBENCH_UNROLL
+    for (int r = 0; r < R; ++r) {
+      const __m512i isum = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(base, wc[r].lo, alo), wc[r].hi, ahi);
+      acc[r][t] = _mm512_fmadd_ps(_mm512_mul_ps(wc[r].d, da), _mm512_cvtepi32_ps(isum), acc[r][t]);
+    }
+  }
+}
+
+// out[t * ldo + r] = hsum16(acc[r][t] (+ macc[r][t] for min types)), the
+// R * T accumulators reduced four at a time.
+template <class W, int R, int T>
+KVBENCH_INLINE void store_tile(__m512 (&acc)[R][T], const float (&macc)[W::kMin ? R : 1][W::kMin ? T : 1][16],
+                               float* out, int64_t ldo) {
+  constexpr int kN = R * T;
+  __m512 all[(kN + 3) / 4 * 4];
+  KVBENCH_UNROLL
+  for (int r = 0; r < R; ++r) {
+    KVBENCH_UNROLL
+    for (int t = 0; t < T; ++t) {
+      if constexpr (W::kMin) acc[r][t] = _mm512_add_ps(acc[r][t], _mm512_load_ps(macc[r][t]));
+      all[r * T + t] = acc[r][t];
+    }
+  }
+  KVBENCH_UNROLL
+  for (int i = kN; i < (kN + 3) / 4 * 4; ++i) all[i] = _mm512_setzero_ps();
+  KVBENCH_UNROLL
+  for (int i = 0; i < kN; i += 4) {
+    alignas(16) float v[4];
+    _mm_store_ps(v, hsum16x4(all[i], all[i + 1], all[i + 2], all[i + 3]));
+    KVBENCH_UNROLL
+    for (int k = 0; k < 4 && i + k < kN; ++k) out[((i + k) % T) * ldo + (i + k) / T] = v[k];
+  }
+}
+
 // R weight rows x T packed activation rows over all blocks.
 template <class W, int R, int T>
 void legacy_micro(const uint8_t* w, size_t w_stride, const uint8_t* packed, size_t packed_stride, int64_t nb,
@@ -308,20 +359,7 @@ void legacy_micro(const uint8_t* w, size_t w_stride, const uint8_t* packed, size
         wc[r] = W::decode(wb, count);
         if constexpr (W::kMin) _mm_store_ps(mrow[r] + i, wc[r].m);
       }
-      const size_t quad_offset = static_cast<size_t>(b / 4) * P::kQuadBytes;
-      KVBENCH_UNROLL
-      for (int t = 0; t < T; ++t) {
-        const uint8_t* pa = packed + t * packed_stride + quad_offset;
-        const __m512i alo = _mm512_load_si512(pa);
-        const __m512i ahi = _mm512_load_si512(pa + 64);
-        const __m512 da = _mm512_load_ps(pa + 128);
-        const __m512i base = W::kOffset > 0 ? _mm512_load_si512(pa + 192) : _mm512_setzero_si512();
-        KVBENCH_UNROLL
-        for (int r = 0; r < R; ++r) {
-          const __m512i isum = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(base, wc[r].lo, alo), wc[r].hi, ahi);
-          acc[r][t] = _mm512_fmadd_ps(_mm512_mul_ps(wc[r].d, da), _mm512_cvtepi32_ps(isum), acc[r][t]);
-        }
-      }
+      quad_fma<W>(wc, packed + static_cast<size_t>(b / 4) * P::kQuadBytes, packed_stride, acc);
     }
     if constexpr (W::kMin) {
       KVBENCH_UNROLL
@@ -333,26 +371,7 @@ void legacy_micro(const uint8_t* w, size_t w_stride, const uint8_t* packed, size
       }
     }
   }
-  // Reduce the R * T accumulators four at a time.
-  constexpr int kN = R * T;
-  __m512 all[(kN + 3) / 4 * 4];
-  KVBENCH_UNROLL
-  for (int r = 0; r < R; ++r) {
-    KVBENCH_UNROLL
-    for (int t = 0; t < T; ++t) {
-      if constexpr (W::kMin) acc[r][t] = _mm512_add_ps(acc[r][t], _mm512_load_ps(macc[r][t]));
-      all[r * T + t] = acc[r][t];
-    }
-  }
-  KVBENCH_UNROLL
-  for (int i = kN; i < (kN + 3) / 4 * 4; ++i) all[i] = _mm512_setzero_ps();
-  KVBENCH_UNROLL
-  for (int i = 0; i < kN; i += 4) {
-    alignas(16) float v[4];
-    _mm_store_ps(v, hsum16x4(all[i], all[i + 1], all[i + 2], all[i + 3]));
-    KVBENCH_UNROLL
-    for (int k = 0; k < 4 && i + k < kN; ++k) out[((i + k) % T) * ldo + (i + k) / T] = v[k];
-  }
+  store_tile<W>(acc, macc, out, ldo);
 }
 
 // Per thread, reused: the packed activations of the current tile call.
@@ -441,8 +460,7 @@ void planar_micro(const uint8_t* w, size_t w_stride, const uint8_t* packed, size
       const int64_t b = c0 + i;
       const int count = std::min(4, cnt - i);
       const __m512i lanes = quad_lanes(i);
-      __m512i lo[R], hi[R];
-      __m512 dw[R];
+      QuadCodes wc[R];  // m unused: the mins come from the m plane per chunk
       KVBENCH_UNROLL
       for (int r = 0; r < R; ++r) {
         const uint8_t* wb = w + r * w_stride + b * PW::kQs;
@@ -451,23 +469,10 @@ void planar_micro(const uint8_t* w, size_t w_stride, const uint8_t* packed, size
           for (size_t off = 0; off < 4 * PW::kQs; off += 64)
             _mm_prefetch(reinterpret_cast<const char*>(wb + kPrefetchRows * w_stride + off), _MM_HINT_T1);
         }
-        PW::codes(wb, count, lo[r], hi[r]);
-        dw[r] = _mm512_permutexvar_ps(lanes, d16[r]);
+        PW::codes(wb, count, wc[r].lo, wc[r].hi);
+        wc[r].d = _mm512_permutexvar_ps(lanes, d16[r]);
       }
-      const size_t quad_offset = static_cast<size_t>(b / 4) * P::kQuadBytes;
-      KVBENCH_UNROLL
-      for (int t = 0; t < T; ++t) {
-        const uint8_t* pa = packed + t * packed_stride + quad_offset;
-        const __m512i alo = _mm512_load_si512(pa);
-        const __m512i ahi = _mm512_load_si512(pa + 64);
-        const __m512 da = _mm512_load_ps(pa + 128);
-        const __m512i base = W::kOffset > 0 ? _mm512_load_si512(pa + 192) : _mm512_setzero_si512();
-        KVBENCH_UNROLL
-        for (int r = 0; r < R; ++r) {
-          const __m512i isum = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(base, lo[r], alo), hi[r], ahi);
-          acc[r][t] = _mm512_fmadd_ps(_mm512_mul_ps(dw[r], da), _mm512_cvtepi32_ps(isum), acc[r][t]);
-        }
-      }
+      quad_fma<W>(wc, packed + static_cast<size_t>(b / 4) * P::kQuadBytes, packed_stride, acc);
     }
     if constexpr (W::kMin) {
       KVBENCH_UNROLL
@@ -481,25 +486,7 @@ void planar_micro(const uint8_t* w, size_t w_stride, const uint8_t* packed, size
       }
     }
   }
-  constexpr int kN = R * T;
-  __m512 all[(kN + 3) / 4 * 4];
-  KVBENCH_UNROLL
-  for (int r = 0; r < R; ++r) {
-    KVBENCH_UNROLL
-    for (int t = 0; t < T; ++t) {
-      if constexpr (W::kMin) acc[r][t] = _mm512_add_ps(acc[r][t], _mm512_load_ps(macc[r][t]));
-      all[r * T + t] = acc[r][t];
-    }
-  }
-  KVBENCH_UNROLL
-  for (int i = kN; i < (kN + 3) / 4 * 4; ++i) all[i] = _mm512_setzero_ps();
-  KVBENCH_UNROLL
-  for (int i = 0; i < kN; i += 4) {
-    alignas(16) float v[4];
-    _mm_store_ps(v, hsum16x4(all[i], all[i + 1], all[i + 2], all[i + 3]));
-    KVBENCH_UNROLL
-    for (int k = 0; k < 4 && i + k < kN; ++k) out[((i + k) % T) * ldo + (i + k) / T] = v[k];
-  }
+  store_tile<W>(acc, macc, out, ldo);
 }
 
 // PW = void: GGUF rows (legacy_micro); otherwise planar rows read by PW.
