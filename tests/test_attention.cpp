@@ -23,6 +23,7 @@ namespace kvbench {
 namespace {
 
 using test::max_abs_diff;
+using test::some_tokens;
 
 // A one-layer cache whose views are set by hand: any positions per KV head
 // (gaps, different token sets per head), rows stored as f32 or f16, exposed
@@ -336,16 +337,6 @@ TEST(AttentionF16, F16cConversionMatchesScalarReferenceBitForBit) {
 }
 
 // --- The full cache in f16 ---
-
-std::vector<int32_t> some_tokens(int n, int n_vocab, uint32_t seed) {
-  std::vector<int32_t> t(n);
-  uint32_t s = seed;
-  for (auto& x : t) {
-    s = s * 1664525u + 1013904223u;
-    x = static_cast<int32_t>((s >> 8) % n_vocab);
-  }
-  return t;
-}
 
 TEST(FullCacheF16, BytesAreExactAndTruncateKeepsAPrefix) {
   auto model = LlamaModel::load(test::tiny_model_path());

@@ -27,6 +27,8 @@
 namespace kvbench {
 namespace {
 
+using test::some_tokens;
+
 // A weight matrix quantized from Gaussian data, owning its bytes.
 struct Matrix {
   std::vector<uint8_t> bytes;
@@ -307,16 +309,6 @@ TEST(ThreadPoolSplit, ManyShortRegionsAndWakeUpAfterSleep) {
 }
 
 // --- the tiny model in Quantized mode ---------------------------------------
-
-std::vector<int32_t> some_tokens(int n, int n_vocab, uint32_t seed) {
-  std::vector<int32_t> t(n);
-  uint32_t s = seed;
-  for (auto& x : t) {
-    s = s * 1664525u + 1013904223u;
-    x = static_cast<int32_t>((s >> 8) % n_vocab);
-  }
-  return t;
-}
 
 std::vector<float> forward_all(const LlamaModel& m, const std::vector<int32_t>& tokens, MatmulMode mode, int threads,
                                std::optional<CpuPath> matmul_path = std::nullopt) {

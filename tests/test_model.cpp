@@ -15,16 +15,7 @@ namespace kvbench {
 namespace {
 
 using test::max_abs_diff;
-
-std::vector<int32_t> some_tokens(int n, int n_vocab, uint32_t seed) {
-  std::vector<int32_t> t(n);
-  uint32_t s = seed;
-  for (auto& x : t) {
-    s = s * 1664525u + 1013904223u;
-    x = static_cast<int32_t>((s >> 8) % n_vocab);
-  }
-  return t;
-}
+using test::some_tokens;
 
 std::vector<int32_t> iota_positions(int64_t begin, int64_t n) {
   std::vector<int32_t> p(n);

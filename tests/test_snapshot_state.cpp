@@ -22,6 +22,8 @@
 namespace kvbench {
 namespace {
 
+using test::some_tokens;
+
 // Every layout (rows in each codec, KIVI, mixed), eviction families,
 // allocators, offload (RAM and file), merge, the oracle, contiguous positions.
 const std::vector<std::string> kSpecs = {
@@ -44,16 +46,6 @@ const std::vector<std::string> kSpecs = {
     "oracle:budget=40",
     "streaming:budget=40,sinks=4,pos=contiguous",
 };
-
-std::vector<int32_t> some_tokens(int n, int n_vocab, uint32_t seed) {
-  std::vector<int32_t> t(n);
-  uint32_t s = seed;
-  for (auto& x : t) {
-    s = s * 1664525u + 1013904223u;
-    x = static_cast<int32_t>((s >> 8) % n_vocab);
-  }
-  return t;
-}
 
 std::string state_bytes(const PolicyCache& c) {
   std::ostringstream out;

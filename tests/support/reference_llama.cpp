@@ -145,6 +145,16 @@ std::string smollm2_path() {
   return std::filesystem::exists(p) ? p : "";
 }
 
+std::vector<int32_t> some_tokens(int n, int n_vocab, uint32_t seed) {
+  std::vector<int32_t> t(n);
+  uint32_t s = seed;
+  for (auto& x : t) {
+    s = s * 1664525u + 1013904223u;
+    x = static_cast<int32_t>((s >> 8) % n_vocab);
+  }
+  return t;
+}
+
 float max_abs_diff(const float* a, const float* b, size_t n) {
   float m = 0.0f;
   for (size_t i = 0; i < n; ++i) m = std::max(m, std::fabs(a[i] - b[i]));

@@ -42,4 +42,7 @@ std::string smollm2_path();
 
 float max_abs_diff(const float* a, const float* b, size_t n);
 
+// n pseudo-random token ids in [0, n_vocab), the same for the same seed.
+std::vector<int32_t> some_tokens(int n, int n_vocab, uint32_t seed);
+
 }  // namespace kvbench::test
