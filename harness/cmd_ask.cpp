@@ -79,12 +79,7 @@ int cmd_ask(const Args& args) {
     doc = document_prefix(*model, vm.count("preamble") ? vm["preamble"].as<std::string>() : "", text);
     doc.chunk = chunk;
     doc.activations = activations_name(mode);
-    CacheContext cc;
-    cc.shape = model->kv_shape();
-    cc.rope = model->config().rope;
-    cc.context_tokens = static_cast<int64_t>(doc.tokens.size());
-    cc.seed = vm.count("seed") ? vm["seed"].as<uint64_t>() : 0;
-    cache = PolicyCache::create(policy, cc);
+    cache = document_cache(*model, policy, doc, vm.count("seed") ? vm["seed"].as<uint64_t>() : 0);
     prefill_document(eval, *cache, doc);
   }
   doc_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

@@ -64,12 +64,7 @@ int cache_save(const Args& args) {
   SnapshotDocument doc = document_prefix(*model, vm["preamble"].as<std::string>(), text);
   doc.chunk = chunk;
   doc.activations = activations_name(mode);
-  CacheContext cc;
-  cc.shape = model->kv_shape();
-  cc.rope = model->config().rope;
-  cc.context_tokens = static_cast<int64_t>(doc.tokens.size());
-  cc.seed = vm["seed"].as<uint64_t>();
-  auto cache = PolicyCache::create(policy, cc);
+  auto cache = document_cache(*model, policy, doc, vm["seed"].as<uint64_t>());
   const ModelIdentity identity = model_identity(*model);
   Evaluator eval(*model, thread_count(vm), mode);
   const double prefill_s = prefill_document(eval, *cache, doc);

@@ -69,6 +69,16 @@ std::vector<int32_t> question_suffix(const LlamaModel& model, const std::string&
   return {p.tokens.begin() + p.context_tokens.end, p.tokens.end()};
 }
 
+std::unique_ptr<PolicyCache> document_cache(const LlamaModel& model, const PolicySpec& policy,
+                                            const SnapshotDocument& doc, uint64_t seed) {
+  CacheContext cc;
+  cc.shape = model.kv_shape();
+  cc.rope = model.config().rope;
+  cc.context_tokens = static_cast<int64_t>(doc.tokens.size());
+  cc.seed = seed;
+  return PolicyCache::create(policy, cc);
+}
+
 double prefill_document(Evaluator& eval, PolicyCache& cache, SnapshotDocument& doc) {
   if (doc.chunk < 1) throw InputError("chunk must be >= 1");
   if (cache.store().known_sequences() != 0) throw InputError("prefill_document: the cache is not empty");

@@ -15,6 +15,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -32,6 +33,11 @@ SnapshotDocument document_prefix(const LlamaModel& model, const std::string& pre
 // What follows the document for one question.
 std::vector<int32_t> question_suffix(const LlamaModel& model, const std::string& question,
                                      const std::string& answer_prefix);
+
+// An empty cache of `policy` for the document: the model's shape and RoPE,
+// the document's length as the context, `seed` for randomized policies.
+std::unique_ptr<PolicyCache> document_cache(const LlamaModel& model, const PolicySpec& policy,
+                                            const SnapshotDocument& doc, uint64_t seed);
 
 // Prefills doc.tokens into sequence 0 of an empty cache in chunks of
 // doc.chunk, then end_prefill() (after-prefill policies compress now).
