@@ -32,7 +32,7 @@ void log_softmax(const float* logits, int n, float* out) {
 }  // namespace
 
 Forced teacher_force(Evaluator& eval, KvCache& cache, const std::vector<float>& last_logits,
-                     const std::vector<int32_t>& answer, int32_t first_position) {
+                     const std::vector<int32_t>& answer, int32_t first_position, const PolicyCache* positions) {
   const int nv = eval.model().config().n_vocab;
   Forced f;
   f.log_probs.resize(answer.size() * nv);
@@ -40,7 +40,8 @@ Forced teacher_force(Evaluator& eval, KvCache& cache, const std::vector<float>& 
   double nll = 0.0;
   for (size_t i = 0; i < answer.size(); ++i) {
     if (i > 0) {
-      const int32_t tok[1] = {answer[i - 1]}, pos[1] = {first_position + static_cast<int32_t>(i) - 1};
+      const int32_t stream_pos = first_position + static_cast<int32_t>(i) - 1;
+      const int32_t tok[1] = {answer[i - 1]}, pos[1] = {positions ? positions->position_for(0, stream_pos) : stream_pos};
       eval.step(tok, pos, 0, StepPhase::Decode, cache, Logits::Last, logits.data());
     }
     float* lp = f.log_probs.data() + i * nv;
@@ -78,23 +79,40 @@ nlohmann::json needle_survival(const PolicyCache& cache, const Prompt& prompt) {
   const Span needle = prompt.needle_tokens[0];  // the needle the question asks about
   if (needle.size() <= 0) return nullptr;
   const KvShape& s = cache.shape();
-  nlohmann::json per_layer = nlohmann::json::array(), per_head = nlohmann::json::array();
-  double total = 0.0;
+  // Share of the needle's tokens per head: held in any tier, and attended
+  // (in the hot set attention reads at question time, restored pages included).
+  struct Survival {
+    nlohmann::json per_layer = nlohmann::json::array(), per_head = nlohmann::json::array();
+    double total = 0.0;
+  } held, attended;
   for (int l = 0; l < s.n_layers; ++l) {
-    double layer_sum = 0.0;
-    nlohmann::json heads = nlohmann::json::array();
+    double held_sum = 0.0, attended_sum = 0.0;
+    nlohmann::json held_heads = nlohmann::json::array(), attended_heads = nlohmann::json::array();
     for (int h = 0; h < s.n_kv_heads; ++h) {
-      int64_t held = 0;
-      for (int64_t t = needle.begin; t < needle.end; ++t) held += cache.holds(l, h, t) ? 1 : 0;
-      const double frac = static_cast<double>(held) / needle.size();
-      heads.push_back(frac);
-      layer_sum += frac;
+      int64_t n_held = 0, n_attended = 0;
+      for (int64_t t = needle.begin; t < needle.end; ++t) {
+        n_held += cache.holds(l, h, t) ? 1 : 0;
+        n_attended += cache.attends(l, h, t) ? 1 : 0;
+      }
+      held_heads.push_back(static_cast<double>(n_held) / needle.size());
+      attended_heads.push_back(static_cast<double>(n_attended) / needle.size());
+      held_sum += held_heads.back().get<double>();
+      attended_sum += attended_heads.back().get<double>();
     }
-    per_head.push_back(heads);
-    per_layer.push_back(layer_sum / s.n_kv_heads);
-    total += layer_sum;
+    held.per_head.push_back(held_heads);
+    held.per_layer.push_back(held_sum / s.n_kv_heads);
+    held.total += held_sum;
+    attended.per_head.push_back(attended_heads);
+    attended.per_layer.push_back(attended_sum / s.n_kv_heads);
+    attended.total += attended_sum;
   }
-  return {{"overall", total / (s.n_layers * s.n_kv_heads)}, {"per_layer", per_layer}, {"per_head", per_head}};
+  const double heads = s.n_layers * s.n_kv_heads;
+  return {{"overall", held.total / heads},
+          {"per_layer", held.per_layer},
+          {"per_head", held.per_head},
+          {"attended", {{"overall", attended.total / heads},
+                        {"per_layer", attended.per_layer},
+                        {"per_head", attended.per_head}}}};
 }
 
 uint64_t kv_bytes_hot(const PolicyCache& cache) {
@@ -109,6 +127,7 @@ nlohmann::json memory_json(const PolicyCache& cache) {
           {"meta_bytes_hot", m.hot.meta},
           {"meta_bytes_cold", m.cold.meta},
           {"policy_state_bytes", m.policy_state},
+          {"kv_bytes_peak_prefill", cache.peak_prefill_kv_bytes()},
           {"entries_hot", m.hot.entries},
           {"entries_cold", m.cold.entries}};
 }

@@ -28,15 +28,20 @@ struct Forced {
   std::vector<int32_t> top1;     // [n_answer]
   double nll = 0.0;              // mean -log p(answer token)
 };
+// Positions continue from first_position, or come from `positions` (the
+// policy's cache, for policies that renumber positions) when given.
 Forced teacher_force(Evaluator& eval, KvCache& cache, const std::vector<float>& last_logits,
-                     const std::vector<int32_t>& answer, int32_t first_position);
+                     const std::vector<int32_t>& answer, int32_t first_position,
+                     const PolicyCache* positions = nullptr);
 
 // KL(full || policy) averaged over answer positions, and top-1 agreement.
 double mean_kl(const Forced& full, const Forced& policy, int n_vocab);
 double top1_agreement(const Forced& full, const Forced& policy);
 
 // Fraction of the needle tokens' K/V held (hot or cold), per layer and KV
-// head, and overall; null when the prompt has no needle.
+// head, and overall; under "attended" the same for the hot set attention
+// reads at question time (restored pages included, the cold tier not).
+// Null when the prompt has no needle.
 nlohmann::json needle_survival(const PolicyCache& cache, const Prompt& prompt);
 
 // The cache's memory at question time: K/V bytes (codes and scales) hot and

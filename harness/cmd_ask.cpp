@@ -32,11 +32,15 @@ int cmd_ask(const Args& args) {
       "chunk", po::value<int>(), "with --context: prefill chunk size (default 512)")(
       "preamble", po::value<std::string>(), "with --context: text of the user turn before the document")(
       "seed", po::value<uint64_t>(), "with --context: the random scorer's seed (default 0)")(
+      "question-budget", po::value<std::string>()->default_value("added"),
+      "added: the document keeps its budget and each question is added whole (nothing evicted after the "
+      "document); shared: the policy keeps its budget, so the question displaces document entries")(
       "json", po::bool_switch(), "print document and answers as one JSON object");
   po::variables_map vm;
   if (!parse(args, desc, vm,
              "kvbench ask (--cache DOC.kvc | --context FILE [--policy SPEC] [--chunk N] [--preamble TEXT]) "
-             "--question TEXT [--question TEXT ...] [--answer-prefix TEXT ...] [--max-tokens N] [--fast] [--json]"))
+             "--question TEXT [--question TEXT ...] [--answer-prefix TEXT ...] [--max-tokens N] "
+             "[--question-budget added|shared] [--fast] [--json]"))
     return 0;
   const bool from_cache = vm.count("cache") > 0;
   if (from_cache == (vm.count("context") > 0)) throw InputError("ask: give exactly one of --cache and --context");
@@ -49,6 +53,9 @@ int cmd_ask(const Args& args) {
   if (prefixes.size() == 1) prefixes.resize(questions.size(), prefixes[0]);
   if (prefixes.size() != questions.size())
     throw InputError("--answer-prefix: give it once, or once per question (" + std::to_string(questions.size()) + ")");
+  const std::string qb = vm["question-budget"].as<std::string>();
+  if (qb != "added" && qb != "shared") throw InputError("--question-budget: 'added' or 'shared', got '" + qb + "'");
+  const QuestionBudget question_budget = qb == "added" ? QuestionBudget::Added : QuestionBudget::Shared;
   const int max_tokens = vm["max-tokens"].as<int>();
   if (max_tokens < 0) throw InputError("--max-tokens must be >= 0");
   const MatmulMode mode = vm["fast"].as<bool>() ? MatmulMode::Quantized : MatmulMode::Exact;
@@ -91,7 +98,7 @@ int cmd_ask(const Args& args) {
   ordered_json answers = ordered_json::array();
   for (size_t i = 0; i < questions.size(); ++i) {
     const int seq = 1 + static_cast<int>(i % (CacheStore::kMaxSeqs - 1));
-    const DocumentAnswer a = answer_from_document(eval, *cache, checkpoint, doc, suffixes[i], seq, max_tokens);
+    const DocumentAnswer a = answer_from_document(eval, *cache, checkpoint, doc, suffixes[i], seq, max_tokens, question_budget);
     if (vm["json"].as<bool>()) {
       answers.push_back({{"question", questions[i]},
                          {"answer", a.text},
@@ -111,6 +118,7 @@ int cmd_ask(const Args& args) {
                       {"path", from_cache ? vm["cache"].as<std::string>() : vm["context"].as<std::string>()},
                       {"tokens", doc.tokens.size()},
                       {"policy", to_string(cache->spec())},
+                      {"question_budget", qb},
                       {"seconds", doc_seconds},
                       {"memory_bytes", mem.total()},
                       {"logits_sha256", sha256_hex(doc.logits.data(), doc.logits.size() * sizeof(float))}};

@@ -91,7 +91,7 @@ double prefill_document(Evaluator& eval, PolicyCache& cache, SnapshotDocument& d
 
 DocumentAnswer answer_from_document(Evaluator& eval, PolicyCache& cache, const PolicyCache::Checkpoint& checkpoint,
                                     const SnapshotDocument& doc, const std::vector<int32_t>& suffix, int seq,
-                                    int max_new_tokens) {
+                                    int max_new_tokens, QuestionBudget budget) {
   const LlamaModel& model = eval.model();
   const int64_t n_ctx = model.config().n_ctx_train;
   const int64_t need = static_cast<int64_t>(doc.tokens.size() + suffix.size()) + max_new_tokens;
@@ -109,6 +109,7 @@ DocumentAnswer answer_from_document(Evaluator& eval, PolicyCache& cache, const P
   std::vector<float> logits(model.config().n_vocab);
   // Whatever happens, the cache goes back to the document.
   try {
+    cache.pause_eviction(budget == QuestionBudget::Added);
     cache.seq_cp(0, seq, -1, -1);
     const auto t0 = Clock::now();
     int32_t pos = cache.next_position(seq);
@@ -132,12 +133,14 @@ DocumentAnswer answer_from_document(Evaluator& eval, PolicyCache& cache, const P
     }
     a.decode_seconds = since(t1);
   } catch (...) {
+    cache.pause_eviction(false);
     try {
       cache.rollback(checkpoint);
     } catch (...) {
     }
     throw;
   }
+  cache.pause_eviction(false);
   cache.rollback(checkpoint);
   a.text = tok.decode(a.tokens);
   return a;

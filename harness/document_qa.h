@@ -54,6 +54,14 @@ struct DocumentAnswer {
   double decode_seconds = 0;
 };
 
+// How the question's tokens relate to the document's budget.
+enum class QuestionBudget {
+  Added,   // the document keeps its budget; the question (and the answer) are
+           // added whole: nothing is evicted after the document (kvpress's setting)
+  Shared,  // the policy keeps maintaining its budget: the question's tokens
+           // displace document entries and end_prefill compresses again
+};
+
 // Answers one question on sequence `seq` (1..63; it must not exist),
 // sharing sequence 0: suffix prefilled in chunks of doc.chunk from the
 // sequence's next position, end_prefill(), greedy decoding; then
@@ -62,6 +70,6 @@ struct DocumentAnswer {
 // positions per sequence (streaming:pos=contiguous cannot share a prefix).
 DocumentAnswer answer_from_document(Evaluator& eval, PolicyCache& cache, const PolicyCache::Checkpoint& checkpoint,
                                     const SnapshotDocument& doc, const std::vector<int32_t>& suffix, int seq,
-                                    int max_new_tokens);
+                                    int max_new_tokens, QuestionBudget budget = QuestionBudget::Added);
 
 }  // namespace kvbench

@@ -85,12 +85,6 @@ Plan make_plan(const ExperimentConfig& c, const LlamaModel& model) {
       }
       p.canonical = to_string(p.spec);
       p.is_reference = p.canonical == "full";
-      // The runner feeds stream positions; policies that renumber positions
-      // inside the cache need next_position() at every step (not wired yet).
-      if (p.spec.scorer.has("pos") && p.spec.scorer.get("pos") == "contiguous")
-        throw InputError(field(c, where) + "'" + p.canonical +
-                         "': contiguous positions are not supported by kvbench run yet (use pos=original; "
-                         "kvbench generate and perplexity support them)");
       if (!g.label.empty()) p.label = budgets.size() > 1 ? g.label + " (budget " + budget_text(*b) + ")" : g.label;
       else p.label = p.canonical;
       p.slug = file_name_safe(p.canonical);

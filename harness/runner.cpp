@@ -14,6 +14,7 @@
 #include "harness/answer.h"
 #include "harness/cell_metrics.h"
 #include "harness/kept_prefill.h"
+#include "harness/policy_start.h"
 #include "harness/snapshot_model.h"
 #include "harness/progress.h"
 #include "model/error.h"
@@ -73,14 +74,10 @@ class AttentionRecorder final : public KvCache {
   std::vector<std::vector<float>> importance_;
 };
 
-// How a policy cell gets its post-prompt state.
-enum class Start { Branch, Resume, Scratch };
-
 struct PolicyRun {
   const PlannedPolicy* policy = nullptr;
   std::string id;
-  Start start = Start::Scratch;
-  size_t resume_after_chunk = 0;  // Resume: import the full cache's state after this chunk
+  StartPlan plan;
 };
 
 class InstanceRunner {
@@ -117,19 +114,6 @@ class InstanceRunner {
            const PrefillStore* store);
 
  private:
-  void prefill(PolicyCache& cache, size_t first_chunk, std::vector<float>* last_logits) {
-    std::vector<int32_t> pos;
-    for (size_t i = first_chunk; i < chunks_.size(); ++i) {
-      const Span s = chunks_[i];
-      pos.resize(s.size());
-      std::iota(pos.begin(), pos.end(), static_cast<int32_t>(s.begin));
-      const bool last = i + 1 == chunks_.size();
-      eval_.step(std::span<const int32_t>(prompt_.tokens.data() + s.begin, s.size()), pos, 0,
-                 StepPhase::Prefill, cache, last ? Logits::Last : Logits::None,
-                 last && last_logits ? last_logits->data() : nullptr);
-    }
-  }
-
   // Greedy generation from the prompt's last logits.
   struct Generated {
     std::string text;
@@ -147,7 +131,7 @@ class InstanceRunner {
     while (!model_.tokenizer().is_end_of_generation(next)) {
       out.push_back(next);
       if (static_cast<int>(out.size()) >= max_new_ || pos >= model_.config().n_ctx_train) break;
-      const int32_t tok[1] = {next}, p[1] = {pos++};
+      const int32_t tok[1] = {next}, p[1] = {cache.position_for(0, pos++)};
       eval_.step(tok, p, 0, StepPhase::Decode, cache, Logits::Last, logits.data());
       ++g.steps;
       next = argmax(logits.data(), n_vocab_);
@@ -194,19 +178,21 @@ json InstanceRunner::cell_record(const PolicyRun& r, PolicyCache& cache, const s
   // Question time: the prompt is in and the policy has compressed.
   rec["memory"] = memory_json(cache);
   rec["memory"]["kv_bytes_full"] = full_kv_bytes_;
-  rec["retention"] = {{"needle_survival", nullptr}, {"answer_nll", nullptr}, {"kl_full", nullptr},
+  rec["retention"] = {{"needle_survival", nullptr}, {"needle_attended", nullptr}, {"answer_nll", nullptr}, {"kl_full", nullptr},
                       {"top1_agreement", nullptr}};
   if (c_.metrics.needle_survival) {
     const json ns = needle_survival(cache, prompt_);
     if (!ns.is_null()) {
       rec["retention"]["needle_survival"] = ns["overall"];
+      rec["retention"]["needle_attended"] = ns["attended"]["overall"];
       rec["needle_survival"] = ns;
     }
   }
   if (c_.metrics.teacher_forced && !answer_.empty()) {
     // On a copy: the answer must not stay in the cache that generates.
     auto copy = cache.clone();
-    const Forced f = teacher_force(eval_, *copy, last_logits, answer_, static_cast<int32_t>(prompt_.tokens.size()));
+    const Forced f =
+        teacher_force(eval_, *copy, last_logits, answer_, static_cast<int32_t>(prompt_.tokens.size()), copy.get());
     rec["retention"]["answer_nll"] = f.nll;
     rec["retention"]["kl_full"] = p.is_reference ? 0.0 : mean_kl(full_forced_, f, n_vocab_);
     rec["retention"]["top1_agreement"] = p.is_reference ? 1.0 : top1_agreement(full_forced_, f);
@@ -218,7 +204,7 @@ json InstanceRunner::cell_record(const PolicyRun& r, PolicyCache& cache, const s
   const double policy_s = cache.policy_seconds();
   const double total = prefill_seconds + g.seconds + g.first_token_seconds;
   rec["work"] = {{"prefill_tokens_computed", prefill_computed},
-                 {"start", r.start == Start::Branch ? "branch" : r.start == Start::Resume ? "resume" : "scratch"}};
+                 {"start", r.plan.start == Start::Branch ? "branch" : r.plan.start == Start::Resume ? "resume" : "scratch"}};
   rec["timing"] = {{"prefill_seconds", prefill_seconds},
                    {"prefill_tok_s", prefill_seconds > 0 ? prompt_.tokens.size() / prefill_seconds : 0.0},
                    {"decode_seconds", g.seconds},
@@ -241,7 +227,7 @@ void InstanceRunner::run_perplexity(const std::vector<PolicyRun>& pending, const
     const auto t0 = Clock::now();
     for (const Span& s : chunks_) {
       pos.resize(s.size());
-      std::iota(pos.begin(), pos.end(), static_cast<int32_t>(s.begin));
+      std::iota(pos.begin(), pos.end(), cache.position_for(0, static_cast<int32_t>(s.begin)));
       logits.resize(static_cast<size_t>(s.size()) * n_vocab_);
       eval_.step(std::span<const int32_t>(prompt_.tokens.data() + s.begin, s.size()), pos, 0, StepPhase::Prefill,
                  cache, Logits::All, logits.data());
@@ -274,7 +260,7 @@ void InstanceRunner::run_perplexity(const std::vector<PolicyRun>& pending, const
       cache = own.get();
       // A policy that only acts after the prompt scores the prompt as the
       // full cache does.
-      if (r.start == Start::Branch && !own->streaming()) {
+      if (r.plan.start == Start::Branch && !own->streaming()) {
         own->import_from(*full);
         own->end_prefill();
       } else {
@@ -313,18 +299,16 @@ void InstanceRunner::run(const std::vector<PolicyRun>& pending, const RunFolder&
                          RunSummary& sum, const PrefillStore* store) {
   if (inst_.grader == "perplexity") return run_perplexity(pending, folder, progress, sum);
   // What the shared full prefill must collect for the policies that import it.
-  CacheContext full_ctx = ctx_;
+  std::vector<const PolicySpec*> importers;
   std::vector<size_t> snapshot_after;  // chunk indices whose state Resume policies need
   bool need_oracle = false;
   for (const auto& r : pending) {
     if (r.policy->spec.scorer.name == "oracle") need_oracle = true;
-    if (r.start == Start::Scratch || r.policy->is_reference) continue;
-    const auto probe = PolicyCache::create(r.policy->spec, ctx_);
-    const ScorerNeeds needs = probe->scorer().needs();
-    full_ctx.collect_attention = full_ctx.collect_attention || needs.attention;
-    full_ctx.keep_queries = std::max(full_ctx.keep_queries, needs.window_queries);
-    if (r.start == Start::Resume) snapshot_after.push_back(r.resume_after_chunk);
+    if (r.plan.start == Start::Scratch || r.policy->is_reference) continue;
+    importers.push_back(&r.policy->spec);
+    if (r.plan.start == Start::Resume) snapshot_after.push_back(r.plan.resume_after_chunk);
   }
+  const CacheContext full_ctx = shared_full_context(ctx_, importers);
 
   // The full cache's prefill, once; copies kept where Resume policies join
   // (none after the last chunk: that is the full cache itself).
@@ -332,42 +316,33 @@ void InstanceRunner::run(const std::vector<PolicyRun>& pending, const RunFolder&
   for (size_t i : snapshot_after)
     if (i + 1 < chunks_.size() && std::find(kept_chunks.begin(), kept_chunks.end(), i) == kept_chunks.end())
       kept_chunks.push_back(i);
-  std::unique_ptr<PolicyCache> full;
-  std::map<size_t, std::unique_ptr<PolicyCache>> snapshots;
-  std::vector<float> full_logits(n_vocab_);
+  SharedPrefill shared;
   std::optional<KeptPrefill> kept;
   if (store) kept = store->load(inst_.id, prompt_.tokens, c_.decoding.chunk, full_ctx, kept_chunks);
   if (kept) {
     ++sum.prefills_loaded;
-    full = std::move(kept->full);
-    snapshots = std::move(kept->after_chunk);
-    full_logits = std::move(kept->logits);
+    shared.full = std::move(kept->full);
+    shared.after_chunk = std::move(kept->after_chunk);
+    shared.logits = std::move(kept->logits);
     full_prefill_seconds_ = kept->seconds;
   } else {
-    full = PolicyCache::create(parse_policy_spec("full"), full_ctx);
     const auto t0 = Clock::now();
-    for (size_t i = 0; i < chunks_.size(); ++i) {
-      std::vector<int32_t> pos(chunks_[i].size());
-      std::iota(pos.begin(), pos.end(), static_cast<int32_t>(chunks_[i].begin));
-      const bool last = i + 1 == chunks_.size();
-      eval_.step(std::span<const int32_t>(prompt_.tokens.data() + chunks_[i].begin, chunks_[i].size()), pos, 0,
-                 StepPhase::Prefill, *full, last ? Logits::Last : Logits::None, last ? full_logits.data() : nullptr);
-      if (std::find(kept_chunks.begin(), kept_chunks.end(), i) != kept_chunks.end()) snapshots[i] = full->clone();
-    }
-    full->end_prefill();
+    shared = run_shared_prefill(eval_, full_ctx, prompt_.tokens, chunks_, kept_chunks);
     full_prefill_seconds_ = seconds_since(t0);
     sum.prefill_tokens_computed += static_cast<int64_t>(prompt_.tokens.size());
     if (store) {
       KeptPrefill k;
-      k.full = std::move(full);
-      k.after_chunk = std::move(snapshots);
-      k.logits = full_logits;
+      k.full = std::move(shared.full);
+      k.after_chunk = std::move(shared.after_chunk);
+      k.logits = shared.logits;
       k.seconds = full_prefill_seconds_;
       store->save(inst_.id, prompt_.tokens, c_.decoding.chunk, k);
-      full = std::move(k.full);
-      snapshots = std::move(k.after_chunk);
+      shared.full = std::move(k.full);
+      shared.after_chunk = std::move(k.after_chunk);
     }
   }
+  const std::unique_ptr<PolicyCache>& full = shared.full;
+  const std::vector<float>& full_logits = shared.logits;
   full_kv_bytes_ = kv_bytes_hot(*full);
 
   // The reference distributions over the gold answer (and, for the oracle,
@@ -406,40 +381,22 @@ void InstanceRunner::run(const std::vector<PolicyRun>& pending, const RunFolder&
       prefill_seconds = full_prefill_seconds_;
       computed = static_cast<int64_t>(prompt_.tokens.size());
     } else {
-      cache = PolicyCache::create(p.spec, ctx_);
-      if (p.spec.scorer.name == "oracle") {
+      auto set_oracle = [&](PolicyCache& c) {
+        if (p.spec.scorer.name != "oracle") return;
         const KvShape& s = ctx_.shape;
         for (int l = 0; l < s.n_layers; ++l)
-          for (int h = 0; h < s.n_kv_heads; ++h) cache->set_importance(l, h, oracle_importance_[l * s.n_kv_heads + h]);
-      }
+          for (int h = 0; h < s.n_kv_heads; ++h) c.set_importance(l, h, oracle_importance_[l * s.n_kv_heads + h]);
+      };
       const auto t1 = Clock::now();
-      if (r.start == Start::Branch) {
-        // The prompt is processed exactly as by the full cache; the policy
-        // compresses at end_prefill. Its time to first token counts the
-        // full prefill it would have run.
-        cache->import_from(*full);
-        logits = full_logits;
-        cache->end_prefill();
-        prefill_seconds = full_prefill_seconds_ + seconds_since(t1);
-      } else {
-        size_t first = 0;
-        if (r.start == Start::Resume) {
-          cache->import_from(*snapshots.at(r.resume_after_chunk));
-          first = r.resume_after_chunk + 1;
-        }
-        logits.resize(n_vocab_);
-        prefill(*cache, first, &logits);
-        cache->end_prefill();
-        for (size_t i = first; i < chunks_.size(); ++i) computed += chunks_[i].size();
-        prefill_seconds = seconds_since(t1);
-        if (r.start == Start::Resume) {
-          // Time to first token as if prefilled alone: the shared part at
-          // the full cache's measured rate plus this policy's own part.
-          int64_t shared = 0;
-          for (size_t i = 0; i < first; ++i) shared += chunks_[i].size();
-          prefill_seconds += full_prefill_seconds_ * shared / static_cast<double>(prompt_.tokens.size());
-        }
-      }
+      StartedCache started = start_policy(p.spec, ctx_, r.plan, shared, eval_, prompt_.tokens, chunks_, set_oracle);
+      cache = std::move(started.cache);
+      logits = std::move(started.logits);
+      computed = started.computed;
+      prefill_seconds = seconds_since(t1);
+      // Time to first token as if prefilled alone: the shared part at the
+      // full cache's measured rate plus this policy's own part.
+      const int64_t n = static_cast<int64_t>(prompt_.tokens.size());
+      prefill_seconds += full_prefill_seconds_ * static_cast<double>(n - computed) / static_cast<double>(n);
       sum.prefill_tokens_computed += computed;
     }
     json rec = cell_record(r, *cache, logits, prefill_seconds, computed);
@@ -451,45 +408,21 @@ void InstanceRunner::run(const std::vector<PolicyRun>& pending, const RunFolder&
 }
 
 // How each pending policy can start from the full cache's prefill.
-PolicyRun plan_start(const PlannedPolicy& p, const std::string& id, const CacheContext& ctx,
-                     const std::vector<Span>& chunks, bool share) {
+PolicyRun plan_run(const PlannedPolicy& p, const std::string& id, const CacheContext& ctx,
+                   const std::vector<Span>& chunks, bool share) {
   PolicyRun r;
   r.policy = &p;
   r.id = id;
-  if (p.is_reference || !share) return r;
-  // Sharing is exact only when the policy stores what the full cache stores
-  // until its first maintenance: f32 rows and no extra that acts earlier.
-  if (p.spec.storage.name != "f32") return r;
-  for (const auto& e : p.spec.extras)
-    if (e.name != "offload" && e.name != "merge") return r;
-  const auto probe = PolicyCache::create(p.spec, ctx);
-  if (!probe->streaming()) {
-    r.start = Start::Branch;
-    return r;
-  }
-  // Streaming: identical to the full cache until the first chunk after which
-  // some head holds more than its layer's budget (a chunk is attended in
-  // full before maintenance runs). Import the full state after that chunk;
-  // import_from then runs the maintenance, and the policy continues. When
-  // that chunk is the last, the whole prefill is shared.
-  int32_t budget = INT32_MAX;
-  for (int l = 0; l < ctx.shape.n_layers; ++l) budget = std::min(budget, probe->layer_budget(l));
-  r.start = Start::Branch;
-  for (size_t i = 0; i + 1 < chunks.size(); ++i)
-    if (chunks[i].end > budget) {
-      r.start = Start::Resume;
-      r.resume_after_chunk = i;
-      break;
-    }
+  if (!p.is_reference) r.plan = plan_start(p.spec, ctx, chunks, share);
   return r;
 }
 
 // Prefill tokens a cell computes itself, given how it starts.
 int64_t own_prefill(const PolicyRun& r, const std::vector<Span>& chunks, int64_t n, bool perplexity) {
-  if (r.policy->is_reference || r.start == Start::Branch) return 0;
-  if (perplexity || r.start == Start::Scratch) return n;
+  if (r.policy->is_reference || r.plan.start == Start::Branch) return 0;
+  if (perplexity || r.plan.start == Start::Scratch) return n;
   int64_t t = 0;
-  for (size_t i = r.resume_after_chunk + 1; i < chunks.size(); ++i) t += chunks[i].size();
+  for (size_t i = r.plan.resume_after_chunk + 1; i < chunks.size(); ++i) t += chunks[i].size();
   return t;
 }
 
@@ -508,7 +441,7 @@ RunSummary plan_work(const ExperimentConfig& config, const Plan& plan, const Lla
     for (size_t p : plan.instance_policies[i]) {
       ++sum.cells_total;
       sum.prefill_tokens_naive += ir.prompt_tokens();
-      const PolicyRun r = plan_start(plan.policies[p], plan.cell_id(i, p), ir.cache_context(), ir.chunks(),
+      const PolicyRun r = plan_run(plan.policies[p], plan.cell_id(i, p), ir.cache_context(), ir.chunks(),
                                      options.share_prefill);
       sum.prefill_tokens_computed += own_prefill(r, ir.chunks(), ir.prompt_tokens(), ppl);
     }
@@ -545,7 +478,7 @@ RunSummary run_cells(const ExperimentConfig& config, const Plan& plan, const Lla
     sum.prefill_tokens_naive += ir.prompt_tokens() * static_cast<int64_t>(pending.size());
     std::vector<PolicyRun> runs;
     for (size_t p : pending)
-      runs.push_back(plan_start(plan.policies[p], plan.cell_id(i, p), ir.cache_context(), ir.chunks(),
+      runs.push_back(plan_run(plan.policies[p], plan.cell_id(i, p), ir.cache_context(), ir.chunks(),
                                 options.share_prefill));
     ir.run(runs, run, progress, sum, store ? &*store : nullptr);
   }

@@ -67,7 +67,7 @@ std::vector<TableRow> build_table(const std::vector<json>& cells) {
     r.label = key.second;
     r.spec = (*members.front())["policy"].value("spec", std::string());
     r.cells = static_cast<int>(members.size());
-    std::vector<double> score, hot, cold, dec, pre, ttft, share, nll_d, kl, top1, needle;
+    std::vector<double> score, hot, cold, peak, dec, pre, ttft, share, nll_d, kl, top1, needle, attended;
     double score_sum = 0, full_score_sum = 0, hot_sum = 0, full_bytes_sum = 0;
     std::vector<double> full_dec;
     bool all_have_full = true;
@@ -76,6 +76,7 @@ std::vector<TableRow> build_table(const std::vector<json>& cells) {
       score.push_back(s);
       hot.push_back(num(*c, "memory", "kv_bytes_hot"));
       cold.push_back(num(*c, "memory", "kv_bytes_cold"));
+      peak.push_back(num(*c, "memory", "kv_bytes_peak_prefill"));
       dec.push_back(num(*c, "timing", "decode_tok_s"));
       pre.push_back(num(*c, "timing", "prefill_tok_s"));
       ttft.push_back(num(*c, "timing", "ttft_seconds"));
@@ -83,6 +84,7 @@ std::vector<TableRow> build_table(const std::vector<json>& cells) {
       kl.push_back(num(*c, "retention", "kl_full"));
       top1.push_back(num(*c, "retention", "top1_agreement"));
       needle.push_back(num(*c, "retention", "needle_survival"));
+      attended.push_back(num(*c, "retention", "needle_attended"));
       const auto f = full_by_instance.find((*c)["instance"]["id"].get<std::string>());
       if (f == full_by_instance.end()) {
         all_have_full = false;
@@ -99,6 +101,7 @@ std::vector<TableRow> build_table(const std::vector<json>& cells) {
     r.score = mean(score);
     r.kv_bytes_hot = mean(hot);
     r.kv_bytes_cold = mean(cold);
+    r.kv_bytes_peak_prefill = mean(peak);
     r.decode_tok_s = median(dec);
     r.prefill_tok_s = median(pre);
     r.ttft_seconds = median(ttft);
@@ -106,6 +109,7 @@ std::vector<TableRow> build_table(const std::vector<json>& cells) {
     r.kl_full = opt(mean(kl));
     r.top1_agreement = opt(mean(top1));
     r.needle_survival = opt(mean(needle));
+    r.needle_attended = opt(mean(attended));
     if (all_have_full) {
       if (full_score_sum > 0) r.score_rel = score_sum / full_score_sum;
       if (full_bytes_sum > 0) r.memory_rel = hot_sum / full_bytes_sum;
@@ -121,17 +125,19 @@ std::vector<TableRow> build_table(const std::vector<json>& cells) {
 std::string table_markdown(const std::vector<TableRow>& rows) {
   std::ostringstream o;
   o << "| Configuration | Memory Usage | Inference Speed | Context Retention | KV bytes (hot) | KV bytes (cold) "
-       "| Decode tok/s | Prefill tok/s | TTFT s | Score | ΔNLL | KL(full‖policy) | Top-1 agree | Needle kept | Policy time | Cells |\n"
-       "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n";
+       "| Peak KV (prefill) | Decode tok/s | Prefill tok/s | TTFT s | Score | ΔNLL | KL(full‖policy) | Top-1 agree "
+       "| Needle held | Needle attended | Policy time | Cells |\n"
+       "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n";
   for (const auto& r : rows) {
     o << "| " << r.label << " | " << fmt(r.memory_rel ? std::optional(*r.memory_rel * 100) : std::nullopt, "%.1f%%")
       << " | " << fmt(r.speed_rel, "%.2fx") << " | "
       << fmt(r.score_rel ? std::optional(*r.score_rel * 100) : std::nullopt, "%.1f%%") << " | "
       << format_bytes(r.kv_bytes_hot) << " | " << (r.kv_bytes_cold > 0 ? format_bytes(r.kv_bytes_cold) : "–")
+      << " | " << (std::isnan(r.kv_bytes_peak_prefill) ? "–" : format_bytes(r.kv_bytes_peak_prefill))
       << " | " << fmt(opt(r.decode_tok_s), "%.1f") << " | " << fmt(opt(r.prefill_tok_s), "%.1f") << " | "
       << fmt(opt(r.ttft_seconds), "%.3f") << " | " << fmt(opt(r.score), "%.3f") << " | "
       << fmt(r.nll_delta, "%+.3f") << " | " << fmt(r.kl_full, "%.4f") << " | " << fmt(r.top1_agreement, "%.3f")
-      << " | " << fmt(r.needle_survival, "%.3f") << " | "
+      << " | " << fmt(r.needle_survival, "%.3f") << " | " << fmt(r.needle_attended, "%.3f") << " | "
       << fmt(std::isnan(r.policy_share) ? std::nullopt : std::optional(r.policy_share * 100), "%.1f%%") << " | "
       << r.cells << " |\n";
   }
@@ -141,7 +147,8 @@ std::string table_markdown(const std::vector<TableRow>& rows) {
 std::string table_csv(const std::vector<TableRow>& rows) {
   std::ostringstream o;
   o << "configuration,spec,cells,memory_rel,speed_rel,score_rel,kv_bytes_hot,kv_bytes_cold,decode_tok_s,"
-       "prefill_tok_s,ttft_seconds,score,nll_delta,kl_full,top1_agreement,needle_survival,policy_share\n";
+       "prefill_tok_s,ttft_seconds,score,nll_delta,kl_full,top1_agreement,needle_survival,needle_attended,"
+       "policy_share,kv_bytes_peak_prefill\n";
   auto v = [](std::optional<double> x) { return x ? fmt(x, "%.6g") : std::string(); };
   auto quote = [](const std::string& s) {
     std::string q = "\"";
@@ -153,7 +160,8 @@ std::string table_csv(const std::vector<TableRow>& rows) {
       << v(r.speed_rel) << "," << v(r.score_rel) << "," << v(opt(r.kv_bytes_hot)) << "," << v(opt(r.kv_bytes_cold))
       << "," << v(opt(r.decode_tok_s)) << "," << v(opt(r.prefill_tok_s)) << "," << v(opt(r.ttft_seconds)) << ","
       << v(opt(r.score)) << "," << v(r.nll_delta) << "," << v(r.kl_full) << "," << v(r.top1_agreement) << ","
-      << v(r.needle_survival) << "," << v(opt(r.policy_share)) << "\n";
+      << v(r.needle_survival) << "," << v(r.needle_attended) << "," << v(opt(r.policy_share)) << ","
+      << v(opt(r.kv_bytes_peak_prefill)) << "\n";
   }
   return o.str();
 }
@@ -167,7 +175,8 @@ nlohmann::json table_json(const std::vector<TableRow>& rows) {
                    {"score_rel", v(r.score_rel)}, {"kv_bytes_hot", r.kv_bytes_hot},
                    {"kv_bytes_cold", r.kv_bytes_cold}, {"score", r.score}, {"nll_delta", v(r.nll_delta)},
                    {"kl_full", v(r.kl_full)}, {"top1_agreement", v(r.top1_agreement)},
-                   {"needle_survival", v(r.needle_survival)},
+                   {"needle_survival", v(r.needle_survival)}, {"needle_attended", v(r.needle_attended)},
+                   {"kv_bytes_peak_prefill", v(opt(r.kv_bytes_peak_prefill))},
                    {"timing", {{"decode_tok_s", v(opt(r.decode_tok_s))}, {"prefill_tok_s", v(opt(r.prefill_tok_s))},
                                {"ttft_seconds", v(opt(r.ttft_seconds))}, {"policy_share", v(opt(r.policy_share))}}}});
   }

@@ -4,8 +4,10 @@
 //
 // A cell record (cells/<id>.json, written by the runner) holds:
 //   policy.label, policy.spec, instance.{id, task, length, depth}, score,
-//   memory.{kv_bytes_hot, kv_bytes_cold, kv_bytes_full},
-//   retention.{answer_nll, kl_full, top1_agreement, needle_survival} (null when not measured),
+//   memory.{kv_bytes_hot, kv_bytes_cold, kv_bytes_full, kv_bytes_peak_prefill},
+//   retention.{answer_nll, kl_full, top1_agreement, needle_survival (held in
+//   any tier), needle_attended (hot or restored at question time)} (null
+//   when not measured),
 //   timing.{prefill_tok_s, decode_tok_s, ttft_seconds, policy_share, peak_rss_bytes}
 // Fields under "timing" vary between runs; everything else is deterministic.
 #pragma once
@@ -26,6 +28,7 @@ struct TableRow {
   std::optional<double> score_rel;   // mean score / full's mean score on the same instances
   double kv_bytes_hot = 0.0;     // mean
   double kv_bytes_cold = 0.0;
+  double kv_bytes_peak_prefill = 0.0;  // mean of the cells' peaks (NaN for old records)
   std::optional<double> memory_rel;  // hot bytes / full's bytes on the same instances
   double decode_tok_s = 0.0;     // median
   double prefill_tok_s = 0.0;    // median
@@ -35,7 +38,8 @@ struct TableRow {
   std::optional<double> nll_delta;   // mean teacher-forced answer NLL minus full's
   std::optional<double> kl_full;     // mean KL(full || policy) at answer positions
   std::optional<double> top1_agreement;
-  std::optional<double> needle_survival;
+  std::optional<double> needle_survival;  // held in any tier
+  std::optional<double> needle_attended;  // in the set attention read at question time
 };
 
 // Rows in the order configurations first appear in `cells` (the runner writes

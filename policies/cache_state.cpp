@@ -383,13 +383,14 @@ std::unique_ptr<PolicyCache> PolicyCache::load_state(StateReader& in) {
 
   // Before anything is allocated: a cache of this shape needs at least one
   // kind byte per head and slot, and its query rings are written in full.
-  int window = 0;
+  int ring_capacity = 0;
   try {
-    window = spec.scorer.info().make_scorer(spec.scorer)->needs().window_queries;
+    ring_capacity = PolicyCache::query_ring_capacity(*spec.scorer.info().make_scorer(spec.scorer), spec,
+                                                     ctx.keep_queries);
   } catch (const InputError& e) {
     in.fail(std::string("policy: ") + e.what());
   }
-  const uint64_t ring = static_cast<uint64_t>(std::max({window, spec.extra("offload") ? 1 : 0, ctx.keep_queries}));
+  const uint64_t ring = static_cast<uint64_t>(ring_capacity);
   const uint64_t heads = static_cast<uint64_t>(sh.n_layers) * sh.n_kv_heads;
   const uint64_t need = checked_product({ring, static_cast<uint64_t>(sh.n_q_heads), static_cast<uint64_t>(sh.head_dim),
                                          4, static_cast<uint64_t>(sh.n_layers)});

@@ -427,7 +427,8 @@ void CacheStore::renumber_contiguous(int seq, int layer, int kv_head) {
   evicted_max_[seq] = -1;
 }
 
-void CacheStore::restore(int seq, int layer, int kv_head, const float* q, int group, int max_pages) {
+void CacheStore::restore(int seq, int layer, int kv_head, const float* q, int64_t n_queries,
+                         int64_t q_stride, int group, int max_pages) {
   assert(cold_);
   HeadState& hs = head(layer, kv_head);
   auto& restored = static_cast<RowSegment&>(*hs.segs[kRestored]);
@@ -444,7 +445,8 @@ void CacheStore::restore(int seq, int layer, int kv_head, const float* q, int gr
     for (uint64_t m : p.meta.seqs) visible = visible || (m & bit);
     if (!visible) continue;
     float b = -std::numeric_limits<float>::infinity();
-    for (int g = 0; g < group; ++g) b = std::max(b, ColdTier::bound(p, q + int64_t{g} * hd, hd));
+    for (int64_t t = 0; t < n_queries; ++t)
+      for (int g = 0; g < group; ++g) b = std::max(b, ColdTier::bound(p, q + t * q_stride + int64_t{g} * hd, hd));
     ranked.emplace_back(b, pi);
   }
   const size_t take = std::min<size_t>(ranked.size(), static_cast<size_t>(std::max(0, max_pages)));
@@ -833,18 +835,32 @@ MemoryReport CacheStore::memory() const {
   return r;
 }
 
+namespace {
+bool in_segments(const std::array<std::unique_ptr<Segment>, kSlots>& segs, std::initializer_list<int> slots,
+                 int32_t src) {
+  for (int slot : slots) {
+    const Segment* seg = segs[slot].get();
+    if (seg && std::find(seg->meta.src.begin(), seg->meta.src.end(), src) != seg->meta.src.end()) return true;
+  }
+  return false;
+}
+}  // namespace
+
+bool CacheStore::attends(int layer, int kv_head, int64_t source_index) const {
+  if (layer < 0 || layer >= shape().n_layers || kv_head < 0 || kv_head >= shape().n_kv_heads)
+    throw InputError("attends: layer " + std::to_string(layer) + " / KV head " +
+                     std::to_string(kv_head) + " out of range");
+  if (source_index < 0 || source_index > std::numeric_limits<int32_t>::max()) return false;
+  return in_segments(head(layer, kv_head).segs, {kMain, kIncoming, kRestored}, static_cast<int32_t>(source_index));
+}
+
 bool CacheStore::holds(int layer, int kv_head, int64_t source_index) const {
   if (layer < 0 || layer >= shape().n_layers || kv_head < 0 || kv_head >= shape().n_kv_heads)
     throw InputError("holds: layer " + std::to_string(layer) + " / KV head " +
                      std::to_string(kv_head) + " out of range");
   if (source_index < 0 || source_index > std::numeric_limits<int32_t>::max()) return false;
   const int32_t src = static_cast<int32_t>(source_index);
-  const HeadState& hs = head(layer, kv_head);
-  for (int slot : {kMain, kIncoming}) {
-    const Segment* seg = hs.segs[slot].get();
-    if (seg && std::find(seg->meta.src.begin(), seg->meta.src.end(), src) != seg->meta.src.end())
-      return true;
-  }
+  if (in_segments(head(layer, kv_head).segs, {kMain, kIncoming}, src)) return true;
   if (cold_)
     for (const auto& p : cold_->head(layer * shape().n_kv_heads + kv_head).pages)
       if (std::find(p.meta.src.begin(), p.meta.src.end(), src) != p.meta.src.end()) return true;

@@ -168,8 +168,10 @@ class CacheStore {
   // contiguous (from the smallest one) in arrival order; keys re-rotated.
   void renumber_contiguous(int seq, int layer, int kv_head);
   // offload: replaces the head's restored pages by the `max_pages` pages of
-  // highest Quest bound for the query heads q: [group][head_dim].
-  void restore(int seq, int layer, int kv_head, const float* q, int group, int max_pages);
+  // highest Quest bound, a page's bound being its largest over the queries
+  // q: [n_queries] rows `q_stride` floats apart, each [group][head_dim].
+  void restore(int seq, int layer, int kv_head, const float* q, int64_t n_queries, int64_t q_stride,
+               int group, int max_pages);
   void clear_restored();
   int32_t restored(int layer, int kv_head) const;
 
@@ -188,7 +190,8 @@ class CacheStore {
 
   // --- queries
   MemoryReport memory() const;
-  bool holds(int layer, int kv_head, int64_t source_index) const;
+  bool holds(int layer, int kv_head, int64_t source_index) const;  // any tier
+  bool attends(int layer, int kv_head, int64_t source_index) const;  // main, incoming, restored
   std::vector<EntryInfo> entries(int layer, int kv_head) const;
   // Decodes the entry with stream index `src` (hot first, then cold) into k, v [head_dim].
   bool find(int layer, int kv_head, int32_t src, float* k, float* v) const;

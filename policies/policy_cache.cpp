@@ -84,31 +84,46 @@ std::unique_ptr<PolicyCache> PolicyCache::create(const PolicySpec& spec, const C
     assert(false && "storage not handled");
   }
 
-  c->budget_ = c->scorer_->budget(ctx.context_tokens);
-  c->main_budget_ = c->budget_;
-  if (const ComponentSpec* off = spec.extra("offload")) {
+  // Budgets per KV head: main_budget_ is what maintenance evicts down to;
+  // restored pages and the merged summary come on top of it (restore has a
+  // budget of its own, never taken from the eviction budget).
+  c->main_budget_ = c->scorer_->budget(ctx.context_tokens);
+  c->dense_ = c->scorer_->evicts() ? c->scorer_->dense_layers() : 0;
+  const ComponentSpec* off = spec.extra("offload");  // not with a paging scorer (check_combination)
+  int32_t restore_tokens = 0;
+  if (c->scorer_->page() > 0) {
+    sc.offload = true;
+    sc.page = c->scorer_->page();
+    restore_tokens = c->scorer_->restore_budget(ctx.context_tokens);
+  } else if (off) {
     sc.offload = true;
     sc.page = static_cast<int>(off->get_int("page"));
     sc.file_tier = off->get("tier") == "file";
     sc.dir = off->get("dir");
     c->restore_every_ = static_cast<int>(off->get_int("every"));
-    if (c->scorer_->evicts()) {
-      c->restore_pages_ = static_cast<int>(off->get_number("restore") * c->budget_ / sc.page);
-      c->main_budget_ -= c->restore_pages_ * sc.page;
-    }
+    if (c->scorer_->evicts())
+      restore_tokens = static_cast<int32_t>(
+          std::min<int64_t>(off->get_budget("restore").tokens(ctx.context_tokens), INT32_MAX));
   }
+  // Whole pages: a budget of 40 tokens with pages of 16 restores 3 pages.
+  if (sc.offload) c->restore_pages_ = (restore_tokens + sc.page - 1) / sc.page;
   if (const ComponentSpec* m = spec.extra("merge")) {
     sc.merge = true;
     sc.merge_by_attention = m->get("weight") == "attention";
     if (c->scorer_->evicts()) c->main_budget_ -= 1;  // the summary entry
   }
   if (c->scorer_->evicts() && c->main_budget_ < 1)
-    throw InputError("policy '" + to_string(spec) + "': a budget of " + std::to_string(c->budget_) +
-                     " leaves no room for entries after restored pages / the summary");
+    throw InputError("policy '" + to_string(spec) + "': a budget of " +
+                     std::to_string(c->main_budget_ + 1) + " leaves no room for entries besides the summary");
+  c->budget_ = !c->scorer_->evicts()
+                   ? c->main_budget_
+                   : static_cast<int32_t>(std::min<int64_t>(
+                         int64_t{c->main_budget_} + int64_t{c->restore_pages_} * sc.page + (sc.merge ? 1 : 0),
+                         INT32_MAX));
   c->reserved_ = c->scorer_->reserved(c->main_budget_);
   c->store_ = std::make_unique<CacheStore>(sc);
 
-  c->ring_capacity_ = std::max({c->needs_.window_queries, sc.offload ? 1 : 0, ctx.keep_queries});
+  c->ring_capacity_ = query_ring_capacity(*c->scorer_, spec, ctx.keep_queries);
   c->rings_.resize(sh.n_layers);
   for (auto& r : c->rings_) {
     r.q.assign(static_cast<size_t>(c->ring_capacity_) * sh.n_q_heads * hd, 0.0f);
@@ -136,7 +151,13 @@ const KvHeadView& PolicyCache::view(int layer, int kv_head) { return store_->vie
 AttentionRequest PolicyCache::attention_request(int layer) const {
   AttentionRequest r;
   r.wanted = observe_attention_;
-  r.last_queries = needs_.last_query_only && !ctx_.collect_attention ? 1 : -1;
+  // A scorer that reads only the last query's attention (TOVA) observes only
+  // it, unless the accumulated statistic is used too (a full cache others
+  // import from, merge weighted by attention): `acc` then means attention
+  // from every query, as everywhere else, and a policy that imports it from
+  // a full cache holds exactly what it would have collected itself.
+  const bool acc_used = ctx_.collect_attention || (store_->config().merge && store_->config().merge_by_attention);
+  r.last_queries = needs_.last_query_only && !acc_used ? 1 : -1;
   r.queries = ring_capacity_ > 0;
   return r;
 }
@@ -157,13 +178,22 @@ void PolicyCache::observe_queries(int layer, const float* q, std::span<const int
     r.next = (r.next + 1) % ring_capacity_;
     r.count = std::min(r.count + 1, ring_capacity_);
   }
-  if (restore_pages_ > 0 && step_decode_ && decode_steps_ % restore_every_ == 0)
-    restore_layer(store_->step_seq(), layer, q + (n - 1) * qd);
+  // Restore: this step's queries bound the cold pages and the best ones are
+  // attended in this same step (prefill chunks too, so the question's own
+  // queries restore before the first answer token).
+  if (restore_pages_ > 0 && layer >= dense_ && (!step_decode_ || decode_steps_ % restore_every_ == 0))
+    restore_layer(store_->step_seq(), layer, q, n);
+}
+
+void PolicyCache::note_peak() {
+  const MemoryReport m = store_->memory();
+  peak_prefill_ = std::max<uint64_t>(peak_prefill_, m.hot.kv + m.hot.scales);
 }
 
 void PolicyCache::end_step() {
   ScopeTimer t(policy_ns_);
   const int seq = store_->step_seq();
+  if (!step_decode_) note_peak();  // the chunk's own rows are still f32
   store_->end_step();
   if (step_decode_) ++decode_steps_;
   const Timing timing = scorer_->timing();
@@ -182,9 +212,12 @@ void PolicyCache::end_prefill() {
   if (store_->known_sequences() == 0) return;
   const int seq = store_->step_seq();
   if (scorer_->evicts()) maintain(seq);
-  if (restore_pages_ > 0)
-    for (int l = 0; l < ctx_.shape.n_layers; ++l)
-      if (const float* q = last_query(l)) restore_layer(seq, l, q);
+  // Eviction that waited for the prompt (timing once / every) has just
+  // filled the cold tier: the prompt's last query picks the pages held at
+  // question time. (Streaming restored during the question's own step.)
+  if (restore_pages_ > 0 && scorer_->evicts() && scorer_->timing() != Timing::Stream)
+    for (int l = dense_; l < ctx_.shape.n_layers; ++l)
+      if (const float* q = last_query(l)) restore_layer(seq, l, q, 1);
   decode_steps_ = 0;
 }
 
@@ -195,11 +228,12 @@ const float* PolicyCache::last_query(int layer) const {
   return r.q.data() + int64_t{last} * ctx_.shape.n_q_heads * ctx_.shape.head_dim;
 }
 
-void PolicyCache::restore_layer(int seq, int layer, const float* q_all) {
+void PolicyCache::restore_layer(int seq, int layer, const float* q, int64_t n_queries) {
   const int group = ctx_.shape.n_q_heads / ctx_.shape.n_kv_heads;
   const int64_t hd = ctx_.shape.head_dim;
+  const int64_t qd = int64_t{ctx_.shape.n_q_heads} * hd;
   for (int h = 0; h < ctx_.shape.n_kv_heads; ++h)
-    store_->restore(seq, layer, h, q_all + h * group * hd, group, restore_pages_);
+    store_->restore(seq, layer, h, q + h * group * hd, n_queries, qd, group, restore_pages_);
 }
 
 // --- maintenance ---
@@ -208,19 +242,35 @@ void PolicyCache::maintain(int seq) {
   for (int l = 0; l < ctx_.shape.n_layers; ++l) maintain_layer(seq, l, true);
 }
 
+int32_t PolicyCache::evict_above(int layer) const {
+  if (!scorer_->evicts() || layer < dense_) return std::numeric_limits<int32_t>::max();
+  return allocator_->layer_budget(layer, ctx_.shape.n_layers, main_budget_, reserved_);
+}
+
 int32_t PolicyCache::layer_budget(int layer) const {
+  const int32_t e = evict_above(layer);
+  if (e == std::numeric_limits<int32_t>::max()) return e;
+  return e + restore_pages_ * store_->config().page + (store_->config().merge ? 1 : 0);
+}
+
+int32_t PolicyCache::first_eviction_tokens() const {
   if (!scorer_->evicts()) return std::numeric_limits<int32_t>::max();
-  return allocator_->layer_budget(layer, ctx_.shape.n_layers, main_budget_, reserved_) +
-         restore_pages_ * store_->config().page + (store_->config().merge ? 1 : 0);
+  int32_t t = std::numeric_limits<int32_t>::max();
+  // An allocator that spreads a layer's budget by priority evicts once the
+  // layer's total passes main_budget_ per head (maintain_layer).
+  for (int l = dense_; l < ctx_.shape.n_layers; ++l)
+    t = std::min(t, allocator_->needs_priorities() ? main_budget_ : evict_above(l));
+  return t;
 }
 
 void PolicyCache::maintain_layer(int seq, int layer, bool use_scorer) {
+  if (layer < dense_) return;
   const int H = ctx_.shape.n_kv_heads;
   cand_.resize(H);
   prio_.resize(H);
   int64_t total = 0;
   bool over = false;
-  const int32_t lb = allocator_->layer_budget(layer, ctx_.shape.n_layers, main_budget_, reserved_);
+  const int32_t lb = evict_above(layer);
   if (!mixed_) {
     // Nothing to do while every head is within its budget: count, copy nothing.
     int64_t n_total = 0;
@@ -238,7 +288,7 @@ void PolicyCache::maintain_layer(int seq, int layer, bool use_scorer) {
     over = over || cand_[h].size() > lb;
   }
   if (allocator_->needs_priorities()) over = total > int64_t{main_budget_} * H;
-  const bool evict = use_scorer && scorer_->evicts() && over;
+  const bool evict = use_scorer && scorer_->evicts() && over && !eviction_paused_;
   if (!evict && !mixed_) return;
 
   // Keep-priorities per head.
@@ -331,6 +381,10 @@ void PolicyCache::maintain_layer(int seq, int layer, bool use_scorer) {
                        [&](int32_t a, int32_t b) {
                          return p[a] != p[b] ? p[a] < p[b] : c.src[a] < c.src[b];
                        });
+      // Evicted in position order, so the cold tier's pages hold neighbouring
+      // tokens and their key bounds stay tight.
+      std::sort(order_.begin(), order_.begin() + drop,
+                [&](int32_t a, int32_t b) { return c.pos[a] != c.pos[b] ? c.pos[a] < c.pos[b] : c.src[a] < c.src[b]; });
       refs_.clear();
       for (int32_t i = 0; i < drop; ++i) refs_.push_back(c.refs[order_[i]]);
       store_->evict(seq, layer, h, refs_);
@@ -470,6 +524,8 @@ std::unique_ptr<PolicyCache> PolicyCache::clone() const {
   c->reserved_ = reserved_;
   c->restore_pages_ = restore_pages_;
   c->restore_every_ = restore_every_;
+  c->dense_ = dense_;
+  c->eviction_paused_ = eviction_paused_;
   c->mixed_ = mixed_;
   c->mixed_full_ = mixed_full_;
   c->step_decode_ = step_decode_;
@@ -479,6 +535,7 @@ std::unique_ptr<PolicyCache> PolicyCache::clone() const {
   c->rings_ = rings_;
   c->importance_ = importance_;
   c->policy_ns_ = policy_ns_;
+  c->peak_prefill_ = peak_prefill_;
   return c;
 }
 
@@ -494,16 +551,18 @@ void PolicyCache::import_from(const PolicyCache& full) {
     throw InputError("import_from: the target cache must be empty");
   if (store_->in_step() || full.store_->in_step())
     throw InputError("import_from: not allowed inside a step");
-  if (needs_.attention && full.store_->config().stats.acc < 0)
+  if (import_needs().attention && full.store_->config().stats.acc < 0)
     throw InputError("import_from: " + spec_.scorer.name +
                      " needs attention statistics; create the full cache with "
                      "CacheContext.collect_attention");
-  if (needs_.window_queries > full.ring_capacity_)
-    throw InputError("import_from: " + spec_.scorer.name + " needs the last " +
-                     std::to_string(needs_.window_queries) +
+  const ImportNeeds in = import_needs();
+  if (in.queries > full.ring_capacity_)
+    throw InputError("import_from: '" + to_string(spec_) + "' needs the last " + std::to_string(in.queries) +
                      " queries; create the full cache with CacheContext.keep_queries >= that");
   ScopeTimer t(policy_ns_);
   store_->import_entries(*full.store_);
+  peak_prefill_ = std::max(peak_prefill_, full.peak_prefill_);
+  note_peak();
   // The kept queries, newest last.
   for (size_t l = 0; l < rings_.size() && ring_capacity_ > 0; ++l) {
     const QueryRing& s = full.rings_[l];
@@ -525,6 +584,15 @@ void PolicyCache::import_from(const PolicyCache& full) {
   if (streaming())
     for (int s = 0; s < CacheStore::kMaxSeqs; ++s)
       if (store_->known_sequences() & (uint64_t{1} << s)) maintain(s);
+}
+
+int PolicyCache::query_ring_capacity(const Scorer& scorer, const PolicySpec& spec, int keep_queries) {
+  const bool pages = scorer.page() > 0 || spec.extra("offload") != nullptr;
+  return std::max({scorer.needs().window_queries, pages ? 1 : 0, keep_queries});
+}
+
+PolicyCache::ImportNeeds PolicyCache::import_needs() const {
+  return {needs_.attention, query_ring_capacity(*scorer_, spec_, 0)};
 }
 
 void PolicyCache::set_importance(int layer, int kv_head, std::span<const float> by_source) {

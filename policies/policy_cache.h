@@ -61,18 +61,32 @@ class PolicyCache final : public KvCache {
   void observe_queries(int layer, const float* q, std::span<const int32_t> positions) override;
   void end_step() override;
 
-  // The prompt is in: once-after-prefill policies (snapkv, oracle,
-  // timing=once|every) evict now; offload restores the best pages for the
-  // prompt's last query. Applies to the sequence of the last step.
+  // The prompt is in: once-after-prefill policies (snapkv, oracle, quest,
+  // timing=once|every) evict now, and offload restores the best pages for
+  // the prompt's last query. Applies to the sequence of the last step.
   void end_prefill();
   // Runs the policy's maintenance for `seq` now.
   void maintain(int seq);
+  // While paused, maintenance evicts nothing (restore and precision changes
+  // still run): a question added whole after a compressed document. A
+  // caller's transient setting, not part of snapshots or checkpoints.
+  void pause_eviction(bool paused) { eviction_paused_ = paused; }
 
   MemoryReport memory() const;
   double policy_seconds() const { return policy_ns_ * 1e-9; }
   // Needle survival: is stream token `source_index` (0 = the first token
   // ever appended) still held, hot or cold, by this KV head?
   bool holds(int layer, int kv_head, int64_t source_index) const;
+  // ... and in the set attention reads now: the hot tier, pages restored
+  // for the last step's queries included (the cold tier excluded).
+  bool attends(int layer, int kv_head, int64_t source_index) const {
+    return store_->attends(layer, kv_head, source_index);
+  }
+  // The most hot KV bytes (K/V and scales) held at once during prefill:
+  // each chunk's rows and restored pages before maintenance evicts (an
+  // imported state counts as held). A metric like policy_seconds(): not
+  // part of snapshots.
+  uint64_t peak_prefill_kv_bytes() const { return peak_prefill_; }
   std::vector<int64_t> held_sources(int layer, int kv_head) const;  // sorted
 
   // --- sequences
@@ -89,6 +103,12 @@ class PolicyCache final : public KvCache {
   // Position of the next token of `seq`: one past the largest position held
   // or evicted (contiguous streaming: one past the cache's last position).
   int32_t next_position(int seq) const { return store_->next_position(seq); }
+  // The rotary position of `seq`'s next token, whose position in the stream
+  // is stream_pos: stream_pos itself, or next_position() for a policy that
+  // renumbers its cache contiguously (StreamingLLM's position shift).
+  int32_t position_for(int seq, int32_t stream_pos) const {
+    return scorer_->contiguous_positions() ? next_position(seq) : stream_pos;
+  }
   void compact();
 
   // --- sharing work
@@ -134,6 +154,22 @@ class PolicyCache final : public KvCache {
   // Hot entries a head of `layer` keeps after maintenance (policy-managed,
   // restored and summary entries together).
   int32_t layer_budget(int layer) const;
+  // Policy-managed entries a head of `layer` holds before maintenance evicts
+  // (INT32_MAX: never, e.g. a dense layer).
+  int32_t evict_above(int layer) const;
+  // Tokens a fresh cache of this policy takes in before its maintenance
+  // first evicts anything: until then it holds exactly what a full cache
+  // holds, which is what lets the runner share the full cache's prefill.
+  int32_t first_eviction_tokens() const;
+  // What a `full` cache must collect for import_from() into this policy.
+  struct ImportNeeds {
+    bool attention = false;  // CacheContext.collect_attention
+    int queries = 0;         // CacheContext.keep_queries
+  };
+  ImportNeeds import_needs() const;
+  // Queries kept per layer: the scorer's window, one for restoring pages at
+  // end_prefill (offload, paging scorers), or CacheContext.keep_queries.
+  static int query_ring_capacity(const Scorer& scorer, const PolicySpec& spec, int keep_queries);
   bool streaming() const { return scorer_->evicts() && scorer_->timing() == Timing::Stream; }
   const CacheStore& store() const { return *store_; }
 
@@ -146,7 +182,8 @@ class PolicyCache final : public KvCache {
   };
   void maintain_layer(int seq, int layer, bool evict);
   void compute_window_votes(int seq, int layer, int kv_head, int32_t n_candidates, float* votes);
-  void restore_layer(int seq, int layer, const float* q_all);
+  // q: [n_queries][n_q_heads * head_dim], the queries that bound the pages.
+  void restore_layer(int seq, int layer, const float* q, int64_t n_queries);
   const float* last_query(int layer) const;  // [n_q_heads * head_dim] or null
 
   PolicySpec spec_;
@@ -161,6 +198,8 @@ class PolicyCache final : public KvCache {
   int32_t reserved_ = 0;
   int restore_pages_ = 0;
   int restore_every_ = 1;
+  int dense_ = 0;  // layers never compressed
+  bool eviction_paused_ = false;
   bool mixed_ = false;
   double mixed_full_ = 0.0;
   bool step_decode_ = false;
@@ -170,6 +209,8 @@ class PolicyCache final : public KvCache {
   std::vector<QueryRing> rings_;                 // [n_layers]
   std::vector<std::vector<float>> importance_;   // [n_layers * n_kv_heads][source]
   int64_t policy_ns_ = 0;
+  uint64_t peak_prefill_ = 0;
+  void note_peak();
   // Scratch for maintenance, reused.
   std::vector<Candidates> cand_;
   std::vector<std::vector<float>> prio_;

@@ -8,6 +8,8 @@
 #include <nlohmann/json.hpp>
 
 #include "model/error.h"
+#include "policies/registry.h"
+#include "policies/scorer.h"
 
 namespace kvbench {
 namespace {
@@ -160,6 +162,8 @@ void check_combination(const PolicySpec& s) {
   if (s.scorer.name == "streaming" && s.scorer.get("pos") == "contiguous" && s.extra("offload"))
     throw InputError("policy '" + spec +
                      "': contiguous positions renumber the cache, restored pages keep their own");
+  if (s.extra("offload") && s.scorer.info().make_scorer(s.scorer)->page() > 0)
+    throw InputError("policy '" + spec + "': " + s.scorer.name + " pages what it evicts itself; drop +offload");
   if (s.scorer.name == "snapkv") {
     const Budget b = s.scorer.get_budget("budget");
     if (!b.ratio && b.value <= static_cast<double>(s.scorer.get_int("window")))

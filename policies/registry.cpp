@@ -93,6 +93,19 @@ std::vector<ComponentInfo> build() {
          "hindsight upper bound: keeps what the answer attends to in a full-cache run (importance "
          "supplied by the harness)",
          scorer_params("once"), make_oracle_scorer);
+  scorer("quest",
+         "Quest: nothing evicted; every token but the newest page is paged with per-channel key "
+         "min/max and each step's queries attend the pages of highest bound within `budget`",
+         {{"budget", ParamType::Budget, "0.25",
+           "tokens attended per KV head besides the newest page: tokens (512) or a ratio of the "
+           "context (0.25)"},
+          {"page", ParamType::Int, "16", "tokens per page", 1, 4096},
+          {"dense", ParamType::Int, "2", "first layers kept whole (not paged)", 0, 1e6},
+          {"timing", ParamType::Choice, "once",
+           "when to page: once (after prefill, which attends in full, as in the paper) or stream "
+           "(after every chunk and step)",
+           0, 0, {"once", "stream"}}},
+         make_quest_scorer);
 
   auto allocator = [&](std::string_view name, std::string_view summary,
                        std::vector<ParamInfo> params, AllocatorFactory f) {
@@ -137,10 +150,13 @@ std::vector<ComponentInfo> build() {
     r.push_back({name, ComponentKind::Extra, summary, std::move(params)});
   };
   extra("offload",
-        "evicted entries go to a cold tier in pages with per-channel key min/max; the pages with "
-        "the highest Quest bound for the current query are restored into the hot budget",
+        "evicted entries go to a cold tier, paged in position order with per-channel key min/max; "
+        "at every step (prefill chunks included) the step's queries bound each page and the best "
+        "pages are attended in that same step (restored bytes count as hot)",
         {{"page", ParamType::Int, "16", "tokens per cold page", 1, 4096},
-         {"restore", ParamType::Number, "0.25", "share of the hot budget for restored pages", 0, 1},
+         {"restore", ParamType::Budget, "64",
+          "tokens per KV head restored from the cold tier at each step, on top of the eviction "
+          "budget: tokens (64) or a ratio of the context (0.05)"},
          {"tier", ParamType::Choice, "ram", "cold tier: ram, or an mmap'd file", 0, 0,
           {"ram", "file"}},
          {"dir", ParamType::Text, "/tmp", "directory of the cold-tier file (tier=file)"},

@@ -75,6 +75,15 @@ class Scorer {
   virtual int32_t budget(int64_t context_tokens) const = 0;
   // Positions re-assigned contiguously after eviction (StreamingLLM).
   virtual bool contiguous_positions() const { return false; }
+  // Quest-style paging owned by the scorer: page() > 0 makes the cache move
+  // everything it evicts into a cold tier of pages of that many tokens and
+  // attend, at every step, the pages of highest bound within
+  // restore_budget() tokens per KV head (as `+offload` does for other scorers).
+  virtual int page() const { return 0; }
+  virtual int32_t restore_budget(int64_t context_tokens) const { return 0; }
+  // Layers [0, dense_layers()) are never compressed (Quest keeps the first
+  // layers dense).
+  virtual int dense_layers() const { return 0; }
 
   // out: [in.n] keep-priorities.
   virtual void priorities(const ScoreInput& in, float* out) const = 0;
@@ -91,6 +100,7 @@ std::shared_ptr<const Scorer> make_tova_scorer(const ComponentSpec& spec);
 std::shared_ptr<const Scorer> make_knorm_scorer(const ComponentSpec& spec);
 std::shared_ptr<const Scorer> make_random_scorer(const ComponentSpec& spec);
 std::shared_ptr<const Scorer> make_oracle_scorer(const ComponentSpec& spec);
+std::shared_ptr<const Scorer> make_quest_scorer(const ComponentSpec& spec);
 
 // Helpers shared by scorers.
 // Marks the `count` newest entries (largest src) with +inf.

@@ -290,18 +290,20 @@ TEST(CacheStore, SequenceOperationsRejectBadArgumentsWithTypedErrors) {
 }
 
 TEST(CacheStore, OffloadRestoresThePagesOfHighestQuestBoundBitIdentically) {
-  // window of 8 hot entries (4 of them restored pages, page 2), offload: the
-  // evicted tokens go cold in pages of 2. Token 5's key is huge along the
-  // query, so its page has the highest bound and comes back at end_prefill.
+  // A window of 4 hot entries plus a restore budget of its own (4 tokens =
+  // 2 pages of 2); evicted tokens go cold in position order. Token 5's key
+  // is huge along the query, so its page has the highest bound: the next
+  // step's queries bring it back and attend it in that same step.
   for (const char* tier : {"ram", "file"}) {
     SCOPED_TRACE(tier);
     auto cache = PolicyCache::create(
-        parse_policy_spec(std::string("window:budget=8+offload:page=2,restore=0.5,tier=") + tier), ctx());
+        parse_policy_spec(std::string("window:budget=4+offload:page=2,restore=4,tier=") + tier), ctx());
+    EXPECT_EQ(cache->layer_budget(0), 4 + 4);
     auto kf = [](int l, int h, int t, int c) { return t == 5 ? 30.0f : kval(l, h, t, c); };
     append(*cache, 0, 0, 0, 30, false, kf);  // the query (all 0.1) favours large keys
     const MemoryReport m = cache->memory();
     EXPECT_EQ(m.cold.entries, uint64_t{kLayers} * kKv * 26);  // 30 - 4 kept in the window
-    cache->end_prefill();
+    append(*cache, 0, 30, 30, 1, false, kf);  // a step whose query restores before attending
     std::vector<float> k(kDim), v(kDim);
     for (int l = 0; l < kLayers; ++l)
       for (int h = 0; h < kKv; ++h) {
@@ -322,20 +324,45 @@ TEST(CacheStore, OffloadRestoresThePagesOfHighestQuestBoundBitIdentically) {
           found = found || t == 5;
         }
         EXPECT_TRUE(found) << "the page of highest bound was not restored";
-        // Still held, cold, and counted once.
+        // Still held, cold, and counted once; attended while restored.
         EXPECT_TRUE(cache->holds(l, h, 5));
+        EXPECT_TRUE(cache->attends(l, h, 5));
         EXPECT_TRUE(cache->holds(l, h, 0));
-        EXPECT_EQ(cache->held_sources(l, h).size(), 30u);
+        EXPECT_FALSE(cache->attends(l, h, 0));
+        EXPECT_EQ(cache->held_sources(l, h).size(), 31u);
       }
     // The restored copies count as hot memory, the cold pages as cold.
     EXPECT_EQ(cache->memory().hot.entries, uint64_t{kLayers} * kKv * 8);
     // A clone owns its own cold tier (a second file for tier=file).
     auto copy = cache->clone();
     cache->clear();
-    EXPECT_EQ(copy->memory().cold.entries, uint64_t{kLayers} * kKv * 26);
+    EXPECT_EQ(copy->memory().cold.entries, uint64_t{kLayers} * kKv * 27);
     EXPECT_TRUE(copy->store().find(0, 0, 1, k.data(), v.data()));
     EXPECT_EQ(k[3], kval(0, 0, 1, 3));
   }
+}
+
+TEST(CacheStore, OffloadAfterPrefillRestoresForThePromptsLastQuery) {
+  // timing=once: nothing is evicted during the prompt; end_prefill evicts
+  // (position order: pages [0,1], [2,3], ...) and the prompt's last query
+  // picks the pages held at question time.
+  auto cache = PolicyCache::create(parse_policy_spec("window:budget=4,timing=once+offload:page=2,restore=2"), ctx());
+  auto kf = [](int l, int h, int t, int c) { return t == 9 ? 30.0f : kval(l, h, t, c); };
+  append(*cache, 0, 0, 0, 30, false, kf);
+  EXPECT_EQ(cache->memory().cold.entries, 0u);
+  cache->end_prefill();
+  for (int l = 0; l < kLayers; ++l)
+    for (int h = 0; h < kKv; ++h) {
+      const Segment* r = cache->store().segment(l, h, kRestored);
+      ASSERT_EQ(r->size(), 2);
+      EXPECT_EQ(r->meta.src[0], 8);  // token 9's page: tokens 8 and 9
+      EXPECT_EQ(r->meta.src[1], 9);
+      // Every cold page holds neighbouring positions.
+      for (const ColdPage& p : cache->store().cold()->head(l * kKv + h).pages) {
+        ASSERT_EQ(p.meta.size(), 2);
+        EXPECT_EQ(p.meta.pos[1], p.meta.pos[0] + 1);
+      }
+    }
 }
 
 TEST(CacheStore, MergeFoldsEvictedEntriesIntoOneWeightedMean) {

@@ -42,7 +42,8 @@ TEST(PolicySpec, ParsesTheDesignExampleIntoItsComponents) {
   EXPECT_EQ(s.extra("offload")->get_int("page"), 16);
   EXPECT_EQ(s.extra("merge"), nullptr);
   // Defaults are dropped from the canonical form, the budget always shown.
-  EXPECT_EQ(to_string(s), "hybrid:budget=512+int8+offload");
+  // Budgets are always spelled out, the restore budget included.
+  EXPECT_EQ(to_string(s), "hybrid:budget=512+int8+offload:restore=64");
 }
 
 TEST(PolicySpec, CanonicalFormIsOrderFreeAndRoundTrips) {
@@ -51,7 +52,7 @@ TEST(PolicySpec, CanonicalFormIsOrderFreeAndRoundTrips) {
       {"int4", "full+int4"},
       {"  window : budget = 64 ", "window:budget=64"},
       {"offload:tier=file+h2o:recent=0.25,budget=0.2+pyramid:beta=10",
-       "h2o:budget=0.2,recent=0.25+pyramid:beta=10+offload:tier=file"},
+       "h2o:budget=0.2,recent=0.25+pyramid:beta=10+offload:restore=64,tier=file"},
       {"merge+offload+streaming:sinks=8,pos=contiguous,budget=1024+f16",
        "error"},  // offload + contiguous: rejected, see below
       {"snapkv:budget=1.0,kernel=5,pool=avg+adakv:floor=0.5+kivi2:residual=64",
@@ -119,7 +120,7 @@ TEST(PolicySpec, BadSpecsAreClearErrors) {
   const std::vector<Case> cases = {
       {"", "empty policy spec"},
       {"nope", "unknown policy component 'nope' (scorers: full, window, streaming, h2o, hybrid, snapkv, "
-               "tova, knorm, random, oracle; allocators: uniform, pyramid, adakv; storage: f32, f16, "
+               "tova, knorm, random, oracle, quest; allocators: uniform, pyramid, adakv; storage: f32, f16, "
                "bf16, int8, int4, kivi2, mixed; extras: offload, merge)"},
       {"h2o:budget=0", "policy 'h2o': budget must be a token count >= 1 (512) or a ratio of the context in (0, 1] (0.2); got '0'"},
       {"h2o:budget=-5", "got '-5'"},
@@ -142,6 +143,7 @@ TEST(PolicySpec, BadSpecsAreClearErrors) {
       {"h2o+kivi2+offload", "offload needs one row codec"},
       {"streaming:pos=contiguous+int8", "int8 keys cannot be"},
       {"streaming:pos=contiguous+offload", "restored pages"},
+      {"quest+offload", "quest pages what it evicts itself; drop +offload"},
       {"snapkv:budget=32", "snapkv budget must exceed its window"},
       {"snapkv:kernel=4", "kernel must be odd"},
       {"streaming:budget=4", "budget must exceed its sinks"},
@@ -166,8 +168,12 @@ TEST(PolicySpec, ShapeDependentErrorsComeFromTheCache) {
   c.context_tokens = 64;
   EXPECT_THROW(PolicyCache::create(parse_policy_spec("int8:group=16"), c), InputError);  // 16 !| 24
   EXPECT_NO_THROW(PolicyCache::create(parse_policy_spec("int8:group=64"), c));          // capped at 24
-  EXPECT_THROW(PolicyCache::create(parse_policy_spec("h2o:budget=4+offload:page=1,restore=1"), c),
-               InputError);  // no room left for kept entries
+  EXPECT_THROW(PolicyCache::create(parse_policy_spec("h2o:budget=1+merge"), c),
+               InputError);  // no room left for kept entries besides the summary
+  // The restore budget comes on top of the eviction budget, never out of it.
+  const auto off = PolicyCache::create(parse_policy_spec("h2o:budget=4+offload:page=2,restore=3"), c);
+  EXPECT_EQ(off->evict_above(0), 4);
+  EXPECT_EQ(off->layer_budget(0), 4 + 4);  // 3 tokens round up to 2 whole pages
 }
 
 TEST(Registry, EveryComponentIsConsistent) {
@@ -211,7 +217,7 @@ TEST(PoliciesCommand, ListsEveryComponentAndChecksSpecs) {
   EXPECT_EQ(nlohmann::json::parse(json.out).size(), registry().size());
   const CliRun ok = run_cli("policies --check 'offload+h2o:budget=64'");
   EXPECT_EQ(ok.code, 0);
-  EXPECT_EQ(ok.out.substr(0, ok.out.find('\n')), "h2o:budget=64+offload");
+  EXPECT_EQ(ok.out.substr(0, ok.out.find('\n')), "h2o:budget=64+offload:restore=64");
   for (const char* bad : {"'h2o:budget=0'", "'h2o:budget=-1'", "'h2o:budget=1.5'", "bogus", "'h2o:x=1'"}) {
     const CliRun r = run_cli(std::string("policies --check ") + bad);
     EXPECT_EQ(r.code, 2) << bad;

@@ -101,6 +101,38 @@ TEST(Run, TwoRunsGiveIdenticalMetricsAndSharingChangesNothing) {
     EXPECT_TRUE(fs::exists(only_run_folder(dir + "/a") + "/" + f)) << f;
 }
 
+TEST(Run, StreamingLLMsContiguousPositionsRunAndSharingChangesNothing) {
+  // pos=contiguous (StreamingLLM's own setting) renumbers the cache after
+  // every eviction: each step runs at the cache's next position. Offload
+  // and quest rows ride along (restore during prefill, paged decoding).
+  const std::string dir = scratch_dir("contiguous");
+  const std::string path = dir + "/c.json";
+  std::ofstream(path) << R"({
+    "name": "contiguous", "model": ")" << test::tiny_model_path() << R"(", "threads": 2, "seed": 3,
+    "tasks": [{"task": "passkey", "lengths": [300], "depths": [0.5]}],
+    "policies": ["full", "streaming:budget=64,pos=contiguous", "streaming:budget=64",
+                 "window:budget=64+offload:restore=32", "quest:budget=32,dense=0"],
+    "decoding": {"chunk": 64, "max_new_tokens": 4}})";
+  ASSERT_EQ(run_cli("run " + path + " -q --out " + dir + "/a"), 0) << stderr_text();
+  ASSERT_EQ(run_cli("run " + path + " -q --no-share --out " + dir + "/b"), 0) << stderr_text();
+  const auto a = stable_cells(only_run_folder(dir + "/a"), true);
+  ASSERT_EQ(a.size(), 5u);
+  EXPECT_EQ(a, stable_cells(only_run_folder(dir + "/b"), true));
+  for (const auto& [id, c] : a) {
+    const std::string spec = c["policy"]["spec"].get<std::string>();
+    const auto& m = c["memory"];
+    // Held = hot + cold; attended needle tokens are a subset of held ones.
+    if (!c["retention"]["needle_attended"].is_null())
+      EXPECT_LE(c["retention"]["needle_attended"].get<double>(), c["retention"]["needle_survival"].get<double>()) << id;
+    if (spec.rfind("streaming", 0) == 0) EXPECT_EQ(m["entries_cold"], 0) << id;
+    if (spec.rfind("quest", 0) == 0 || spec.find("offload") != std::string::npos) {
+      EXPECT_GT(m["entries_cold"].get<int64_t>(), 0) << id;
+      EXPECT_EQ(c["retention"]["needle_survival"], 1.0) << id;  // nothing is lost
+    }
+    EXPECT_GE(m["kv_bytes_peak_prefill"].get<int64_t>(), m["kv_bytes_hot"].get<int64_t>()) << id;
+  }
+}
+
 TEST(Run, KilledAtRandomPointsThenResumedEqualsAnUninterruptedRun) {
   const std::string dir = scratch_dir("resume");
   const std::string exp = write_experiment(dir);

@@ -206,6 +206,32 @@ TEST_F(SnapshotFile, PrefixAndSuffixAreExactlyTheRunnersPromptAndAnswerLikeIt) {
   EXPECT_EQ(got[0].tokens, want.tokens);
 }
 
+TEST_F(SnapshotFile, QuestionsAreAddedWholeUnlessTheBudgetIsShared) {
+  // A question in chunks of 4 after a document held by a 48-token window.
+  // Sharing the budget, a streaming window evicts document entries while
+  // the question streams in, so the first answer token already sees fewer
+  // of them; added whole, nothing is evicted after the document. A window
+  // that compresses once (after the prompt) evicts only after the
+  // question's last chunk, so its first answer token is the same either way.
+  const auto suffix = question_suffix(*model_, "Where was the bridge?", "Answer:");
+  ASSERT_GT(suffix.size(), 8u);
+  auto answer = [&](PolicyCache& c, const SnapshotDocument& d, QuestionBudget b) {
+    return answer_from_document(*eval_, c, c.checkpoint(), d, suffix, 1, 6, b);
+  };
+  SnapshotDocument doc;
+  auto stream = prefilled("window:budget=48", doc, 300, 4);
+  const DocumentAnswer added = answer(*stream, doc, QuestionBudget::Added);
+  const DocumentAnswer shared = answer(*stream, doc, QuestionBudget::Shared);
+  EXPECT_NE(shared.first_logits_sha256, added.first_logits_sha256);
+  // Added is the default, and the cache is back to the document each time.
+  EXPECT_EQ(answer_from_document(*eval_, *stream, stream->checkpoint(), doc, suffix, 1, 6).first_logits_sha256,
+            added.first_logits_sha256);
+  SnapshotDocument doc_once;
+  auto once = prefilled("window:budget=48,timing=once", doc_once, 300, 4);
+  EXPECT_EQ(answer(*once, doc_once, QuestionBudget::Added).first_logits_sha256,
+            answer(*once, doc_once, QuestionBudget::Shared).first_logits_sha256);
+}
+
 TEST_F(SnapshotFile, TheStoredNextTokenLogitsNeedNoWarmUpToken) {
   for (const char* spec : {"full", "h2o:budget=80"}) {
     SCOPED_TRACE(spec);

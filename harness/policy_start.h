@@ -1,0 +1,101 @@
+// How a policy's cell gets its post-prompt state, and the proof obligation
+// behind it: every path gives bit-for-bit the state (and last logits) the
+// policy reaches prefilling the prompt alone (tests/test_policy_start.cpp
+// checks every spec the registry can build).
+//
+//   Branch   import the full cache's state after the whole prompt, then
+//            end_prefill(): the policy does nothing before the prompt is in
+//            (timing once / every, paging after prefill), or never evicts
+//            during it (its first eviction would come after the last chunk).
+//   Resume   import the full cache's state after chunk i, the last chunk
+//            after which the policy still holds exactly what a full cache
+//            holds (its maintenance runs inside import_from), then prefill
+//            the remaining chunks itself.
+//   Scratch  prefill everything itself (storage other than f32 changes K/V
+//            from the first token; sharing disabled).
+#pragma once
+
+#include <cstddef>
+#include <functional>
+#include <map>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "datasets/instance.h"
+#include "model/evaluator.h"
+#include "policies/policy_cache.h"
+
+namespace kvbench {
+
+enum class Start { Branch, Resume, Scratch };
+
+struct StartPlan {
+  Start start = Start::Scratch;
+  size_t resume_after_chunk = 0;  // Resume: import the full cache's state after this chunk
+};
+
+// chunks: the prompt's prefill steps, in order, covering [0, n).
+StartPlan plan_start(const PolicySpec& spec, const CacheContext& ctx, const std::vector<Span>& chunks,
+                     bool share);
+
+// The full cache's context for sharing with `specs`: ctx plus the attention
+// statistics and queries their caches need to import from it.
+CacheContext shared_full_context(const CacheContext& ctx, std::span<const PolicySpec* const> specs);
+
+// The shared full prefill: the full cache after the prompt (end_prefill
+// done), copies after the chunks Resume plans need, and the last logits.
+struct SharedPrefill {
+  std::unique_ptr<PolicyCache> full;
+  std::map<size_t, std::unique_ptr<PolicyCache>> after_chunk;
+  std::vector<float> logits;  // [n_vocab]
+};
+
+// Runs chunks [first, chunks.size()) of `tokens` through `cache` as prefill
+// steps of sequence 0 (at the cache's positions: PolicyCache::position_for);
+// the last chunk's logits into last_logits (if given). after_chunk(i) is
+// called after each chunk i.
+template <typename AfterChunk>
+void prefill_steps(Evaluator& eval, PolicyCache& cache, std::span<const int32_t> tokens,
+                   const std::vector<Span>& chunks, size_t first, float* last_logits, AfterChunk after_chunk);
+void prefill_steps(Evaluator& eval, PolicyCache& cache, std::span<const int32_t> tokens,
+                   const std::vector<Span>& chunks, size_t first, float* last_logits);
+
+// The full prefill with copies after `kept_chunks` (none needed after the
+// last chunk: that is the full cache itself).
+SharedPrefill run_shared_prefill(Evaluator& eval, const CacheContext& full_ctx, std::span<const int32_t> tokens,
+                                 const std::vector<Span>& chunks, const std::vector<size_t>& kept_chunks);
+
+// The policy's cache with the prompt in (end_prefill() done) by `plan`, and
+// the logits of the prompt's last token, and the prefill tokens it computed
+// itself. `prepare` runs on the new cache before anything enters it (the
+// oracle's importance).
+struct StartedCache {
+  std::unique_ptr<PolicyCache> cache;
+  std::vector<float> logits;
+  int64_t computed = 0;
+};
+StartedCache start_policy(const PolicySpec& spec, const CacheContext& ctx, const StartPlan& plan,
+                          const SharedPrefill& shared, Evaluator& eval, std::span<const int32_t> tokens,
+                          const std::vector<Span>& chunks,
+                          const std::function<void(PolicyCache&)>& prepare = {});
+
+// ---
+
+template <typename AfterChunk>
+void prefill_steps(Evaluator& eval, PolicyCache& cache, std::span<const int32_t> tokens,
+                   const std::vector<Span>& chunks, size_t first, float* last_logits, AfterChunk after_chunk) {
+  std::vector<int32_t> pos;
+  for (size_t i = first; i < chunks.size(); ++i) {
+    const Span s = chunks[i];
+    pos.resize(s.size());
+    const int32_t p0 = cache.position_for(0, static_cast<int32_t>(s.begin));
+    for (int64_t t = 0; t < s.size(); ++t) pos[t] = p0 + static_cast<int32_t>(t);
+    const bool last = i + 1 == chunks.size();
+    eval.step(tokens.subspan(s.begin, s.size()), pos, 0, StepPhase::Prefill, cache,
+              last && last_logits ? Logits::Last : Logits::None, last ? last_logits : nullptr);
+    after_chunk(i);
+  }
+}
+
+}  // namespace kvbench

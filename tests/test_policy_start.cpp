@@ -1,0 +1,229 @@
+// Sharing the full cache's prefill changes no number, for every spec the
+// registry can build: each spec's cell state reached the way the runner
+// shares work (plan_start: branch or resume from the shared full prefill) is
+// compared with the same spec prefilling alone (what `kvbench run
+// --no-share` does): last prompt logits, then logits of decode steps, bit for
+// bit, and every entry of every tier (position, stream index, sequences,
+// precision) plus the memory report.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstring>
+#include <set>
+
+#include "harness/policy_start.h"
+#include "model/llama_model.h"
+#include "policies/registry.h"
+#include "tests/support/reference_llama.h"
+
+namespace kvbench {
+namespace {
+
+// Every scorer with each value of each of its choice parameters (one at a
+// time; `every` made small enough to act in a few decode steps), at a token
+// budget and at a ratio budget that both evict within the prompt, times every
+// allocator, times the extras alone and together with their choices.
+std::vector<std::string> sharable_specs(const std::string& tokens, const std::string& ratio) {
+  std::vector<std::string> scorers;
+  for (const auto& c : registry()) {
+    if (c.kind != ComponentKind::Scorer) continue;
+    const std::string name(c.name);
+    if (!c.param("budget")) {
+      scorers.push_back(name);
+      continue;
+    }
+    for (const std::string& b : {tokens, ratio}) {
+      // A window (SnapKV's) must fit in the budget.
+      const std::string base = name + ":budget=" + b + (c.param("window") ? ",window=8" : "");
+      scorers.push_back(base);
+      for (const auto& p : c.params) {
+        if (p.type != ParamType::Choice) continue;
+        for (const auto& choice : p.choices) {
+          if (choice == p.default_value) continue;
+          std::string v = base + "," + std::string(p.name) + "=" + std::string(choice);
+          if (p.name == "timing" && choice == "every") v += ",every=2";
+          scorers.push_back(v);
+        }
+      }
+    }
+  }
+  std::vector<std::string> allocators, extras{""};
+  for (const auto& c : registry()) {
+    if (c.kind == ComponentKind::Allocator) allocators.push_back(c.name == "uniform" ? "" : "+" + std::string(c.name));
+    if (c.kind != ComponentKind::Extra) continue;
+    const std::string name(c.name);
+    extras.push_back("+" + name);
+    for (const auto& p : c.params)
+      if (p.type == ParamType::Choice)
+        for (const auto& choice : p.choices)
+          if (choice != p.default_value) extras.push_back("+" + name + ":" + std::string(p.name) + "=" + std::string(choice));
+  }
+  extras.push_back("+offload:every=2");
+  extras.push_back("+offload:restore=8");
+  extras.push_back("+offload+merge");
+  std::vector<std::string> out;
+  for (const auto& s : scorers)
+    for (const auto& a : allocators)
+      for (const auto& e : extras) out.push_back(s + a + e);
+  return out;
+}
+
+struct Outcome {
+  std::vector<std::vector<float>> logits;  // after the prompt, then after each decode step
+  std::vector<std::vector<EntryInfo>> entries;  // [layer * kv_heads] after the prompt
+  MemoryReport memory;
+};
+
+bool same_entries(const std::vector<EntryInfo>& a, const std::vector<EntryInfo>& b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i)
+    if (a[i].pos != b[i].pos || a[i].src != b[i].src || a[i].seqs != b[i].seqs || a[i].cold != b[i].cold ||
+        a[i].precision != b[i].precision)
+      return false;
+  return true;
+}
+
+class PolicyStart : public testing::Test {
+ protected:
+  void SetUp() override {
+    model_ = LlamaModel::load(test::tiny_model_path());
+    eval_ = std::make_unique<Evaluator>(*model_, 2);
+    tokens_ = test::some_tokens(75, model_->config().n_vocab, 11);
+    // Chunks of 16 and the last step of its own, like a question.
+    for (int64_t b = 0; b < 70; b += 16) chunks_.push_back({b, std::min<int64_t>(70, b + 16)});
+    chunks_.push_back({70, 75});
+    ctx_.shape = model_->kv_shape();
+    ctx_.rope = model_->config().rope;
+    ctx_.context_tokens = static_cast<int64_t>(tokens_.size());
+    ctx_.seed = 5;
+  }
+
+  // The oracle's importance: any fixed table will do.
+  void set_oracle(PolicyCache& c) const {
+    if (c.spec().scorer.name != "oracle") return;
+    for (int l = 0; l < ctx_.shape.n_layers; ++l)
+      for (int h = 0; h < ctx_.shape.n_kv_heads; ++h) {
+        std::vector<float> imp(tokens_.size());
+        for (size_t i = 0; i < imp.size(); ++i) imp[i] = static_cast<float>((i * 7919 + l * 31 + h * 17) % 101);
+        c.set_importance(l, h, imp);
+      }
+  }
+
+  Outcome outcome(const PolicySpec& spec, const StartPlan& plan, const SharedPrefill& shared) {
+    StartedCache s = start_policy(spec, ctx_, plan, shared, *eval_, tokens_, chunks_,
+                                  [&](PolicyCache& c) { set_oracle(c); });
+    Outcome o;
+    for (int l = 0; l < ctx_.shape.n_layers; ++l)
+      for (int h = 0; h < ctx_.shape.n_kv_heads; ++h) o.entries.push_back(s.cache->store().entries(l, h));
+    o.memory = s.cache->memory();
+    o.logits.push_back(s.logits);
+    std::vector<float> logits = s.logits;
+    int32_t pos = static_cast<int32_t>(tokens_.size());
+    for (int i = 0; i < 5; ++i) {
+      const int32_t t[1] = {static_cast<int32_t>(std::max_element(logits.begin(), logits.end()) - logits.begin())};
+      const int32_t p[1] = {s.cache->position_for(0, pos++)};
+      eval_->step(t, p, 0, StepPhase::Decode, *s.cache, Logits::Last, logits.data());
+      o.logits.push_back(logits);
+    }
+    return o;
+  }
+
+  std::unique_ptr<LlamaModel> model_;
+  std::unique_ptr<Evaluator> eval_;
+  std::vector<int32_t> tokens_;
+  std::vector<Span> chunks_;
+  CacheContext ctx_;
+};
+
+TEST_F(PolicyStart, SharingEqualsPrefillingAloneForEverySpecTheRegistryBuilds) {
+  // Parse and plan every spec. The registry refuses a few compositions
+  // (alike on both paths); only these, for their documented reasons.
+  const std::vector<std::string> reasons{
+      "contiguous positions renumber the cache, restored pages keep their own",
+      "pages what it evicts itself; drop +offload",
+      "keeps one token set per layer, adakv gives heads different budgets"};
+  std::vector<PolicySpec> specs;
+  std::vector<StartPlan> plans;
+  std::set<std::string> scorers;
+  for (const std::string& text : sharable_specs("24", "0.3")) {
+    try {
+      PolicySpec spec = parse_policy_spec(text);
+      plans.push_back(plan_start(spec, ctx_, chunks_, true));
+      scorers.insert(spec.scorer.name);
+      specs.push_back(std::move(spec));
+    } catch (const InputError& e) {
+      const std::string why = e.what();
+      EXPECT_TRUE(std::any_of(reasons.begin(), reasons.end(),
+                              [&](const std::string& r) { return why.find(r) != std::string::npos; }))
+          << text << ": " << why;
+    }
+  }
+  ASSERT_GT(specs.size(), 1000u);
+  for (const auto& c : registry())
+    if (c.kind == ComponentKind::Scorer) EXPECT_TRUE(scorers.count(std::string(c.name))) << c.name << " never built";
+
+  // One shared prefill for all, as the runner makes per instance.
+  std::vector<const PolicySpec*> importers;
+  std::vector<size_t> kept;
+  for (size_t i = 0; i < specs.size(); ++i) {
+    if (plans[i].start == Start::Scratch) continue;
+    importers.push_back(&specs[i]);
+    if (plans[i].start == Start::Resume) kept.push_back(plans[i].resume_after_chunk);
+  }
+  const SharedPrefill shared =
+      run_shared_prefill(*eval_, shared_full_context(ctx_, importers), tokens_, chunks_, kept);
+
+  const int nv = model_->config().n_vocab;
+  std::set<Start> seen;
+  for (size_t i = 0; i < specs.size(); ++i) {
+    SCOPED_TRACE(to_string(specs[i]));
+    seen.insert(plans[i].start);
+    if (plans[i].start == Start::Scratch) continue;  // the no-share path itself
+    const Outcome want = outcome(specs[i], StartPlan{}, shared);
+    const Outcome got = outcome(specs[i], plans[i], shared);
+    const std::string start =
+        plans[i].start == Start::Branch ? "branch" : "resume after chunk " + std::to_string(plans[i].resume_after_chunk);
+    for (size_t s = 0; s < want.logits.size(); ++s)
+      if (std::memcmp(got.logits[s].data(), want.logits[s].data(), sizeof(float) * nv) != 0) {
+        ADD_FAILURE() << "logits differ at step " << s << " (max diff "
+                      << test::max_abs_diff(got.logits[s].data(), want.logits[s].data(), nv) << "), " << start;
+        break;
+      }
+    for (size_t h = 0; h < want.entries.size(); ++h)
+      if (!same_entries(got.entries[h], want.entries[h])) {
+        ADD_FAILURE() << "entries of head " << h << " differ, " << start;
+        break;
+      }
+    EXPECT_EQ(got.memory.hot, want.memory.hot);
+    EXPECT_EQ(got.memory.cold, want.memory.cold);
+  }
+  // The grid exercises both ways to share (Scratch: QuantizedStorageAlwaysPrefillsItself).
+  EXPECT_TRUE(seen.count(Start::Branch) && seen.count(Start::Resume));
+}
+
+TEST_F(PolicyStart, QuantizedStorageAlwaysPrefillsItself) {
+  for (const auto& c : registry()) {
+    if (c.kind != ComponentKind::Storage || c.name == "f32") continue;
+    for (const std::string base : {"full", "h2o:budget=24", "window:budget=24,timing=once"}) {
+      const std::string text = base + "+" + std::string(c.name);
+      SCOPED_TRACE(text);
+      EXPECT_EQ(plan_start(parse_policy_spec(text), ctx_, chunks_, true).start, Start::Scratch);
+    }
+  }
+}
+
+// The bug this file was written for: offload's restored pages and merge's
+// summary were counted as room before the first eviction, so the shared
+// path joined a chunk too late.
+TEST_F(PolicyStart, StreamingOffloadJoinsAtItsEvictionBudgetNotItsHotBudget) {
+  const PolicySpec spec = parse_policy_spec("window:budget=24+offload:restore=16+merge");
+  const auto cache = PolicyCache::create(spec, ctx_);
+  EXPECT_EQ(cache->first_eviction_tokens(), 23);  // 24 less the summary entry
+  EXPECT_EQ(cache->layer_budget(0), 23 + 16 + 1);
+  const StartPlan plan = plan_start(spec, ctx_, chunks_, true);
+  EXPECT_EQ(plan.start, Start::Resume);
+  EXPECT_EQ(plan.resume_after_chunk, 1u);  // after tokens [16, 32): 32 > 23
+}
+
+}  // namespace
+}  // namespace kvbench
