@@ -367,6 +367,7 @@ void CacheStore::evict(int seq, int layer, int kv_head, std::span<const EntryRef
   }
   for (int slot : {kMain, kIncoming})
     if (any[slot]) hs.segs[slot]->remove(flags_[slot]);
+  if (cold_ && config_.cold_capacity > 0) cold_->drop_oldest(hidx, config_.cold_capacity);
 }
 
 void CacheStore::demote(int layer, int kv_head, std::span<const EntryRef> refs) {

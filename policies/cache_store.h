@@ -46,6 +46,7 @@ struct StoreConfig {
   StatLayout stats;  // per-entry statistics
   bool offload = false;
   int page = 16;
+  int64_t cold_capacity = 0;  // entries per KV head in the cold tier; 0: unbounded
   bool file_tier = false;
   std::string dir = "/tmp";
   bool merge = false;

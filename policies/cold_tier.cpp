@@ -162,6 +162,15 @@ void ColdTier::recompute_bounds(ColdPage& p) const {
   }
 }
 
+void ColdTier::drop_oldest(int h, int64_t capacity) {
+  auto& pages = heads_[h].pages;
+  int64_t n = heads_[h].entries();
+  size_t drop = 0;
+  while (drop < pages.size() && n > capacity) n -= pages[drop++].meta.size();
+  for (size_t i = 0; i < drop; ++i) arena_->release(pages[i].slot);
+  pages.erase(pages.begin(), pages.begin() + static_cast<std::ptrdiff_t>(drop));
+}
+
 void ColdTier::remove(int h, int32_t pi, const std::vector<char>& remove) {
   auto& pages = heads_[h].pages;
   ColdPage& p = pages[pi];

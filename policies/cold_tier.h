@@ -87,6 +87,9 @@ class ColdTier {
   // page; recomputes the page's bounds.
   void remove(int h, int32_t pi, const std::vector<char>& remove);
   void recompute_bounds(ColdPage& p) const;
+  // Drops head h's oldest pages (the first evicted) while it holds more than
+  // `capacity` entries: the seed's bounded offload store (offload_size).
+  void drop_oldest(int h, int64_t capacity);
   // Quest bound of a page for one query vector q [dim].
   static float bound(const ColdPage& p, const float* q, int dim);
   void clear();

@@ -99,6 +99,7 @@ std::unique_ptr<PolicyCache> PolicyCache::create(const PolicySpec& spec, const C
     sc.offload = true;
     sc.page = static_cast<int>(off->get_int("page"));
     sc.file_tier = off->get("tier") == "file";
+    sc.cold_capacity = off->get_int("capacity");
     sc.dir = off->get("dir");
     c->restore_every_ = static_cast<int>(off->get_int("every"));
     if (c->scorer_->evicts())
@@ -198,7 +199,7 @@ void PolicyCache::end_step() {
   if (step_decode_) ++decode_steps_;
   const Timing timing = scorer_->timing();
   const bool due = scorer_->evicts() &&
-                   (timing == Timing::Stream ||
+                   (timing == Timing::Stream || (timing == Timing::Call && step_decode_) ||
                     (timing == Timing::Every && step_decode_ && decode_steps_ % scorer_->every() == 0));
   if (due) {
     maintain(seq);

@@ -14,8 +14,9 @@ ParamInfo budget_param() {
 ParamInfo timing_param(std::string_view def) {
   return {"timing", ParamType::Choice, def,
           "when to evict: stream (after every chunk and step), once (after prefill), every (after "
-          "prefill and every N decode steps)",
-          0, 0, {"stream", "once", "every"}};
+          "prefill and every N decode steps), call (the seed's: after the prompt as one call, then "
+          "after every decode step)",
+          0, 0, {"stream", "once", "every", "call"}};
 }
 ParamInfo every_param() {
   return {"every", ParamType::Int, "8", "decode steps between evictions with timing=every", 1, 1e6};
@@ -160,7 +161,11 @@ std::vector<ComponentInfo> build() {
          {"tier", ParamType::Choice, "ram", "cold tier: ram, or an mmap'd file", 0, 0,
           {"ram", "file"}},
          {"dir", ParamType::Text, "/tmp", "directory of the cold-tier file (tier=file)"},
-         {"every", ParamType::Int, "1", "decode steps between restores", 1, 1e6}});
+         {"every", ParamType::Int, "1", "decode steps between restores", 1, 1e6},
+         {"capacity", ParamType::Int, "16384",
+          "cold-tier capacity in tokens per KV head (the seed's offload_size); when full, the oldest "
+          "pages are dropped",
+          1, 1e9}});
   extra("merge",
         "evicted entries are folded into one summary entry per head (weighted mean of K and V)",
         {{"weight", ParamType::Choice, "attention",

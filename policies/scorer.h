@@ -20,6 +20,9 @@ enum class Timing {
   Stream,  // after every prefill chunk and decode step: never above budget
   Once,    // once, at end_prefill(); decode then grows without eviction
   Every,   // at end_prefill() and every N decode steps
+  Call,    // the seed's FixedSizeDynamicCache: after each forward call with that
+           // call's attention; the prompt (question included) is one call, so
+           // at end_prefill(), then after every decode step
 };
 
 // Where per-entry statistics live in an entry's stats row ([n_stats] floats).

@@ -17,7 +17,10 @@ class BudgetScorer : public Scorer {
   explicit BudgetScorer(const ComponentSpec& spec) : budget_(spec.get_budget("budget")) {
     if (spec.has("timing")) {
       const std::string t = spec.get("timing");
-      timing_ = t == "once" ? Timing::Once : t == "every" ? Timing::Every : Timing::Stream;
+      timing_ = t == "once"    ? Timing::Once
+                : t == "every" ? Timing::Every
+                : t == "call"  ? Timing::Call
+                               : Timing::Stream;
       every_ = static_cast<int>(spec.get_int("every"));
     }
   }

@@ -365,6 +365,31 @@ TEST(CacheStore, OffloadAfterPrefillRestoresForThePromptsLastQuery) {
     }
 }
 
+TEST(CacheStore, TheSeedsKnobsBoundTheColdTierAndTruncateAfterEveryCall) {
+  // capacity (the seed's offload_size): the oldest pages go when it is exceeded.
+  auto bounded = PolicyCache::create(parse_policy_spec("window:budget=4+offload:page=2,capacity=6"), ctx());
+  append(*bounded, 0, 0, 0, 30);
+  for (int l = 0; l < kLayers; ++l)
+    for (int h = 0; h < kKv; ++h) {
+      EXPECT_EQ(bounded->store().cold()->head(l * kKv + h).entries(), 6);
+      EXPECT_FALSE(bounded->holds(l, h, 19));
+      EXPECT_TRUE(bounded->holds(l, h, 20));  // evicted 0..25, the newest 6 kept cold
+    }
+  // timing=call: nothing during the prompt (one call), then after the prompt
+  // and after every decode step; timing=once lets decoding grow.
+  for (const char* t : {"call", "once"}) {
+    SCOPED_TRACE(t);
+    auto cache = PolicyCache::create(parse_policy_spec(std::string("window:budget=8,timing=") + t), ctx());
+    append(*cache, 0, 0, 0, 20);
+    EXPECT_EQ(cache->store().hot_entries(0, 0, 0), 20);
+    cache->end_prefill();
+    EXPECT_EQ(cache->store().hot_entries(0, 0, 0), 8);
+    append(*cache, 0, 20, 20, 1, true);
+    append(*cache, 0, 21, 21, 1, true);
+    EXPECT_EQ(cache->store().hot_entries(0, 0, 0), std::string(t) == "call" ? 8 : 10);
+  }
+}
+
 TEST(CacheStore, MergeFoldsEvictedEntriesIntoOneWeightedMean) {
   auto cache = PolicyCache::create(parse_policy_spec("window:budget=5+merge:weight=uniform"), ctx());
   append(*cache, 0, 0, 0, 12);

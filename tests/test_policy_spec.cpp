@@ -131,7 +131,7 @@ TEST(PolicySpec, BadSpecsAreClearErrors) {
       {"full:budget=5", "unknown parameter 'budget' (parameters: none)"},
       {"h2o:recent=2", "policy 'h2o': recent must be in [0, 1]; got 2"},
       {"h2o:every=0", "every must be in [1, 1000000]"},
-      {"h2o:timing=sometimes", "timing must be one of stream, once, every; got 'sometimes'"},
+      {"h2o:timing=sometimes", "timing must be one of stream, once, every, call; got 'sometimes'"},
       {"h2o:budget=5,budget=6", "parameter 'budget' given twice"},
       {"h2o:budget", "expected param=value"},
       {"h2o++int8", "empty component"},
