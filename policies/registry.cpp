@@ -167,7 +167,8 @@ std::vector<ComponentInfo> build() {
           "pages are dropped",
           1, 1e9}});
   extra("merge",
-        "evicted entries are folded into one summary entry per head (weighted mean of K and V)",
+        "evicted entries are folded into one summary entry per head (weighted mean of K and V; the "
+        "seed's include_skipped)",
         {{"weight", ParamType::Choice, "attention",
           "weights of the mean: accumulated attention (when collected), or uniform", 0, 0,
           {"attention", "uniform"}}});
