@@ -140,8 +140,11 @@ ReportSummary write_report(const RunFolder& run) {
     md << "\n- prefill tokens computed: " << w.value("prefill_tokens_computed", int64_t{0}) << " (a naive run: "
        << w.value("prefill_tokens_naive", int64_t{0}) << ")";
   }
-  md << "\n\nMemory Usage and Inference Speed are relative to the full cache (KV bytes held; median decode tokens/s); "
-        "Context Retention is the task score relative to the full cache on the same instances.\n\n"
+  md << "\n\nMemory Usage and Inference Speed are relative to the full cache (hot KV bytes at question time, restored "
+        "pages included; median decode tokens/s); Context Retention is the task score relative to the full cache on "
+        "the same instances. Needle held: share of the needle's K/V in any tier (hot or cold); Needle attended: in "
+        "the hot set attention reads at question time. Peak KV (prefill): the most hot KV bytes held at once while "
+        "the prompt went in.\n\n"
      << summary.table_markdown << "\n## Score per task\n\n" << per_task << "\n";
   if (!plots.files.empty()) {
     md << "## Plots\n\n";
