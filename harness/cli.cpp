@@ -6,6 +6,7 @@
 #include <thread>
 
 #include "model/error.h"
+#include "model/input_file.h"
 #include "model/llama_model.h"
 
 namespace po = boost::program_options;
@@ -89,14 +90,7 @@ int thread_count(const po::variables_map& vm) {
   return n;
 }
 
-std::string read_text_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw InputError(path + ": cannot open file");
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  if (in.bad()) throw InputError(path + ": read error");
-  return ss.str();
-}
+std::string read_text_file(const std::string& path) { return read_regular_file(path, kMaxTextBytes, "a text file"); }
 
 int main(int argc, char** argv) {
   std::ios::sync_with_stdio(false);

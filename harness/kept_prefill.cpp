@@ -6,8 +6,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "harness/atomic_file.h"
+#include "model/atomic_file.h"
 #include "harness/plan.h"
+#include "harness/run_folder.h"
 #include "model/error.h"
 
 namespace kvbench {
@@ -31,8 +32,7 @@ std::optional<KeptPrefill> PrefillStore::load(const std::string& instance_id, co
   if (!fs::exists(b + ".json")) return std::nullopt;
   std::string why;
   try {
-    std::ifstream in(b + ".json");
-    const nlohmann::json marker = nlohmann::json::parse(in);
+    const nlohmann::json marker = read_json_file(b + ".json");
     KeptPrefill kept;
     kept.seconds = marker.at("seconds").get<double>();
     SnapshotDocument doc = load_cache_snapshot(b + ".kvc", expect_, kept.full);

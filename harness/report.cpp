@@ -5,7 +5,7 @@
 #include <map>
 #include <sstream>
 
-#include "harness/atomic_file.h"
+#include "model/atomic_file.h"
 #include "harness/plots.h"
 #include "harness/table.h"
 

@@ -16,7 +16,9 @@
 #include <set>
 #include <thread>
 
-#include "harness/atomic_file.h"
+#include "datasets/json_text.h"
+#include "model/atomic_file.h"
+#include "model/input_file.h"
 #include "harness/sha256.h"
 
 namespace io = boost::iostreams;
@@ -171,6 +173,11 @@ Container open_container(std::span<const uint8_t> f, const std::string& name) {
   if (digest != stored) throw SnapshotError(name + ": header checksum mismatch (corrupted file)");
   Container c;
   try {
+    check_json_depth(std::string_view(reinterpret_cast<const char*>(header), h), "depth");
+  } catch (const InputError&) {
+    throw SnapshotError(name + ": header: nested deeper than " + std::to_string(kMaxJsonDepth) + " levels");
+  }
+  try {
     c.header = ordered_json::parse(header, header + h);
   } catch (const json::exception& e) {
     throw SnapshotError(name + ": header: invalid JSON (" + e.what() + ")");
@@ -184,13 +191,9 @@ Container open_container(std::span<const uint8_t> f, const std::string& name) {
 class Mapping {
  public:
   explicit Mapping(const std::string& path) {
-    fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd_ < 0) throw InputError(path + ": cannot open (" + std::strerror(errno) + ")");
-    struct stat st;
-    if (::fstat(fd_, &st) != 0 || !S_ISREG(st.st_mode)) {
-      ::close(fd_);
-      throw InputError(path + ": not a regular file");
-    }
+    struct stat st {};
+    // Regular files only, refused before a FIFO could block the open.
+    fd_ = open_regular_file(path, &st);
     size_ = static_cast<size_t>(st.st_size);
     if (size_ > 0) {
       void* p = ::mmap(nullptr, size_, PROT_READ, MAP_PRIVATE, fd_, 0);

@@ -1,0 +1,314 @@
+// Hostile input and faults (issue 17): crafted configs, run folders, cells,
+// special files and names. Every refusal is one "error:" line naming the file
+// or field, exit code 2, nothing written and nothing outside the folder
+// touched; nothing a run folder holds is ever executed.
+#include <gtest/gtest.h>
+
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <iterator>
+#include <map>
+#include <set>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "harness/plan.h"
+#include "harness/plots.h"
+#include "harness/run_folder.h"
+#include "tests/support/cli_run.h"
+#include "tests/support/reference_llama.h"
+
+namespace kvbench {
+namespace {
+
+namespace fs = std::filesystem;
+using json = nlohmann::json;
+using test::expect_input_error;
+using test::run_kvbench;
+
+std::string scratch(const std::string& name) {
+  const std::string d = testing::TempDir() + "kvbench-hostile-" + std::to_string(::getpid()) + "/" + name;
+  fs::remove_all(d);
+  fs::create_directories(d);
+  return d;
+}
+
+std::string slurp(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), {}};
+}
+
+// A one-instance experiment on the tiny model (two cells: full and a window).
+std::string tiny_experiment(const std::string& dir, const std::string& extra = "") {
+  const std::string path = dir + "/tiny.json";
+  std::ofstream(path) << R"({"name": "tiny", "model": ")" << test::tiny_model_path() << R"(", "threads": 1,
+    "tasks": [{"task": "passkey", "lengths": [128]}],
+    "policies": ["full", {"spec": "window:budget=64", "label": "win"}],
+    "decoding": {"chunk": 64, "max_new_tokens": 2})" << extra << "}";
+  return path;
+}
+
+// A finished run folder of the tiny experiment.
+std::string tiny_run(const std::string& dir) {
+  const auto r = run_kvbench("run " + tiny_experiment(dir) + " -q --out " + dir + "/out");
+  EXPECT_EQ(r.code, 0) << r.err;
+  for (const auto& e : fs::directory_iterator(dir + "/out")) return e.path().string();
+  return "";
+}
+
+// Every entry under `dir` (relative path -> content, "<dir>" for folders).
+std::map<std::string, std::string> tree(const std::string& dir) {
+  std::map<std::string, std::string> out;
+  if (!fs::exists(dir)) return out;
+  for (const auto& e : fs::recursive_directory_iterator(dir))
+    out[fs::relative(e.path(), dir).string()] = e.is_regular_file() ? slurp(e.path().string()) : "<dir>";
+  return out;
+}
+
+std::vector<std::string> cell_files(const std::string& run) {
+  std::vector<std::string> out;
+  for (const auto& e : fs::directory_iterator(run + "/cells")) out.push_back(e.path().string());
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+// --- class 1: labels and names are one printable line ---------------------------
+
+TEST(Hostile, TheIssueReproducerRunsNothing) {
+  const std::string dir = scratch("repro");
+  const std::string pwned = dir + "/PWNED";
+  const auto r = run_kvbench("run " + tiny_experiment(dir) + " -q --out " + dir + "/out --set 'tasks=[{\"task\":\"passkey\",\"lengths\":[128]}]' --set 'policies=[{\"spec\":\"full\",\"label\":\"x\\n!id > " + pwned + "\\n#\"}]'");
+  expect_input_error(r, "/policies/0/label: must not contain control characters");
+  EXPECT_FALSE(fs::exists(pwned));
+  EXPECT_FALSE(fs::exists(dir + "/out"));
+}
+
+// --- class 2: nothing written outside the folder, no special file replaced ----
+
+TEST(Hostile, MergeTrustsNoCellIdAsAFileName) {
+  const std::string dir = scratch("merge-id");
+  const std::string run = tiny_run(dir);
+  ASSERT_FALSE(run.empty());
+  const auto files = cell_files(run);
+  json c = json::parse(slurp(files[0]));
+  c["id"] = "../../../../escaped";
+  std::ofstream(files[0]) << c.dump();
+  const auto before = tree(dir);
+  const auto r = run_kvbench("merge " + run + " -o " + dir + "/merged");
+  expect_input_error(r, files[0] + ": /id: '../../../../escaped' is not the file's name");
+  EXPECT_FALSE(fs::exists(dir + "/merged"));
+  EXPECT_EQ(tree(dir), before);
+  EXPECT_FALSE(fs::exists(dir + "/../escaped.json"));
+}
+
+TEST(Hostile, OutputsNeverReplaceSpecialFiles) {
+  const std::string dir = scratch("special-out");
+  const std::string fifo = dir + "/fifo", sub = dir + "/a-dir", target = dir + "/target", link = dir + "/link";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0644), 0);
+  fs::create_directories(sub);
+  std::ofstream(target) << "precious";
+  fs::create_symlink(target, link);
+  const std::string tiny = test::tiny_model_path();
+  for (const std::string& out : {fifo, sub, link}) {
+    SCOPED_TRACE(out);
+    expect_input_error(run_kvbench("tiny-model -o " + out), out + ": exists and is not a regular file");
+    expect_input_error(run_kvbench("dataset generate -m " + tiny + " --task passkey --lengths 64 -o " + out),
+                       out + ": exists and is not a regular file");
+  }
+  std::ofstream(dir + "/doc.txt") << "A short document about nothing in particular.";
+  expect_input_error(run_kvbench("cache save -m " + tiny + " --context " + dir + "/doc.txt -o " + fifo),
+                     fifo + ": exists and is not a regular file");
+  struct stat st {};
+  ASSERT_EQ(::lstat(fifo.c_str(), &st), 0);
+  EXPECT_TRUE(S_ISFIFO(st.st_mode));
+  EXPECT_TRUE(fs::is_symlink(link));
+  EXPECT_EQ(slurp(target), "precious");
+  EXPECT_TRUE(fs::is_directory(sub) && fs::is_empty(sub));
+  // Nothing else appeared (no temporaries left either).
+  std::set<std::string> names;
+  for (const auto& e : fs::directory_iterator(dir)) names.insert(e.path().filename().string());
+  EXPECT_EQ(names, (std::set<std::string>{"a-dir", "doc.txt", "fifo", "link", "target"}));
+}
+
+// --- class 3: errors, never aborts --------------------------------------------
+
+TEST(Hostile, OutOfRangeNumbersAndDeepNestingAreInputErrors) {
+  const std::string dir = scratch("numbers");
+  const std::string exp = tiny_experiment(dir);
+  const std::string out = dir + "/out";
+  expect_input_error(run_kvbench("run " + exp + " -q --out " + out + " --set decoding.chunk=1e999"),
+                     "--set 'decoding.chunk': number overflow parsing '1e999'");
+  expect_input_error(run_kvbench("run " + exp + " -q --out " + out + " --set 'policies=" + std::string(200, '[') + "'"),
+                     "--set 'policies': nested deeper than 64 levels");
+  const std::string big = tiny_experiment(dir, R"(, "seed": 1e999)");
+  expect_input_error(run_kvbench("run " + big + " -q --out " + out), big + ": number overflow parsing '1e999'");
+  std::ofstream(dir + "/deep.json") << std::string(100000, '[') << std::string(100000, ']');
+  expect_input_error(run_kvbench("run " + dir + "/deep.json -q --out " + out), dir + "/deep.json: nested deeper than 64 levels");
+  std::ofstream(dir + "/bad.jsonl") << "{\"id\": \"x\", \"seed\": 1e999}\n";
+  expect_input_error(run_kvbench("dataset show " + dir + "/bad.jsonl"), dir + "/bad.jsonl:1: malformed JSON: number overflow");
+  EXPECT_FALSE(fs::exists(out));
+  // A --resume path far beyond PATH_MAX.
+  expect_input_error(run_kvbench("run -q --resume " + std::string(5000, 'a')), "path too long");
+}
+
+TEST(Hostile, DamagedCellsAreErrorsNamingTheFileAndMergeWritesNothing) {
+  const std::string dir = scratch("damaged");
+  const std::string run = tiny_run(dir);
+  ASSERT_FALSE(run.empty());
+  const std::string file = cell_files(run)[0];
+  const std::string original = slurp(file);
+  const json good = json::parse(original);
+  struct Damage {
+    std::string field;
+    std::function<void(json&)> apply;
+  };
+  const std::vector<Damage> damages = {
+      {"/score: expected a number", [](json& c) { c["score"] = "high"; }},
+      {"/score: missing", [](json& c) { c.erase("score"); }},
+      {"/policy: expected an object", [](json& c) { c["policy"] = 3; }},
+      {"/policy/label: missing", [](json& c) { c["policy"].erase("label"); }},
+      {"/policy/index: expected an integer", [](json& c) { c["policy"]["index"] = "0"; }},
+      {"/instance/task: expected a string", [](json& c) { c["instance"]["task"] = json::array(); }},
+      {"/instance/depth: expected a number or null", [](json& c) { c["instance"]["depth"] = "deep"; }},
+      {"/: expected an object", [](json& c) { c = json::array({1, 2}); }},
+      {"/id: expected a string", [](json& c) { c["id"] = 7; }},
+  };
+  for (const auto& d : damages) {
+    SCOPED_TRACE(d.field);
+    json c = good;
+    d.apply(c);
+    std::ofstream(file) << c.dump();
+    expect_input_error(run_kvbench("report " + run), file + ": " + d.field);
+    expect_input_error(run_kvbench("compare " + run + " " + run), file + ": " + d.field);
+    expect_input_error(run_kvbench("merge " + run + " -o " + dir + "/merged"), file + ": " + d.field);
+    EXPECT_FALSE(fs::exists(dir + "/merged"));
+  }
+  std::ofstream(file) << "{\"score\": 1e999}";
+  expect_input_error(run_kvbench("report " + run), file + ": number overflow");
+  std::ofstream(file) << std::string(1000, '{');
+  expect_input_error(run_kvbench("compare " + run + " " + run), file + ": nested deeper than 64 levels");
+  std::ofstream(run + "/meta.json") << "{\"plan\": \"many\"}";
+  std::ofstream(file) << original;
+  expect_input_error(run_kvbench("report " + run), run + "/meta.json: /plan: expected an object");
+}
+
+TEST(Hostile, FileNamesAreBoundedAndLongIdsStayDistinct) {
+  const std::string a(300, 'a'), b = std::string(299, 'a') + "b";
+  EXPECT_LE(file_name_safe(a).size(), kMaxFileNameStem);
+  EXPECT_NE(file_name_safe(a), file_name_safe(b));
+  EXPECT_EQ(file_name_safe("passkey-1024-0.5-s0"), "passkey-1024-0.5-s0");  // short ids as before
+  EXPECT_EQ(file_name_safe("a/b"), "a_b");
+  EXPECT_EQ(file_name_safe(".."), "_.");
+}
+
+// --- class 4: whole input validated before the first write -----------------------
+
+// Two generated instances as JSONL, the second one changed by `edit`.
+std::string two_instances(const std::string& dir, const std::function<void(json&)>& edit) {
+  const std::string path = dir + "/two.jsonl";
+  const auto r = run_kvbench("dataset generate -m " + test::tiny_model_path() +
+                             " --task passkey --lengths 100 --samples 2 -o " + path);
+  EXPECT_EQ(r.code, 0) << r.err;
+  std::istringstream in(slurp(path));
+  std::string line, text;
+  for (int i = 0; std::getline(in, line); ++i) {
+    json j = json::parse(line);
+    if (i == 0) j["id"] = "a/b";
+    if (i == 1) {
+      j["id"] = "a_b";
+      edit(j);
+    }
+    text += j.dump() + "\n";
+  }
+  std::ofstream(path) << text;
+  return path;
+}
+
+TEST(Hostile, CollidingIdsAndBadGradersAreRefusedBeforeAnyCell) {
+  const std::string dir = scratch("whole-input");
+  const std::string out = dir + "/out";
+  const std::string same_name = two_instances(dir, [](json&) {});
+  const std::string exp = tiny_experiment(dir);
+  expect_input_error(run_kvbench("run " + exp + " -q --out " + out + " --set 'tasks=[{\"jsonl\":\"" + same_name + "\"}]'"),
+                     "instance ids 'a/b' and 'a_b' map to the same file name 'a_b'");
+  EXPECT_FALSE(fs::exists(out));
+  const std::string bad_grader = two_instances(dir, [](json& j) {
+    j["id"] = "second";
+    j["grader"] = "vibes";
+  });
+  expect_input_error(run_kvbench("run " + exp + " -q --out " + out + " --set 'tasks=[{\"jsonl\":\"" + bad_grader + "\"}]'"),
+                     bad_grader + ":2: field 'grader': unknown grader 'vibes'");
+  EXPECT_FALSE(fs::exists(out));
+}
+
+// --- class 5: no hang, no unbounded read ---------------------------------------
+
+TEST(Hostile, SpecialFilesAsInputsAreRefusedWithoutBlocking) {
+  const std::string dir = scratch("special-in");
+  const std::string fifo = dir + "/fifo";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0644), 0);
+  const std::string tiny = test::tiny_model_path();
+  expect_input_error(run_kvbench("info --model " + fifo), fifo + ": not a regular file");
+  expect_input_error(run_kvbench("ask -m " + tiny + " --cache " + fifo + " --question hi"), fifo + ": not a regular file");
+  expect_input_error(run_kvbench("cache save -m " + tiny + " --context " + fifo + " -o " + dir + "/x.kvc"),
+                     fifo + ": not a regular file");
+  expect_input_error(run_kvbench("run " + fifo + " -q --out " + dir + "/out"), fifo + ": not a regular file");
+  const std::string exp = tiny_experiment(dir);
+  for (const std::string& jsonl : {fifo, std::string("/dev/zero")})
+    expect_input_error(run_kvbench("run " + exp + " -q --out " + dir + "/out --set 'tasks=[{\"jsonl\":\"" + jsonl + "\"}]'"),
+                       jsonl + ": not a regular file");
+  expect_input_error(run_kvbench("dataset show /dev/zero"), "/dev/zero: not a regular file");
+  EXPECT_FALSE(fs::exists(dir + "/out"));
+  EXPECT_FALSE(fs::exists(dir + "/x.kvc"));
+}
+
+TEST(Hostile, ControlCharactersInTheExperimentNameAreRefused) {
+  const std::string dir = scratch("nul-name");
+  for (const std::string name : {"a\\u0000b", "\\u0000", "a\\nb", ".."}) {
+    SCOPED_TRACE(name);
+    const std::string exp = tiny_experiment(dir, R"(, "name": ")" + name + "\"");
+    expect_input_error(run_kvbench("run " + exp + " -q --out " + dir + "/out"), exp + ": /name:");
+  }
+  const std::string exp = tiny_experiment(dir, R"(, "output": "a\u0000b")");
+  expect_input_error(run_kvbench("run " + exp + " -q"), exp + ": /output: must not contain control characters");
+  EXPECT_FALSE(fs::exists(dir + "/out"));
+}
+
+// --- class 6: resume ----------------------------------------------------------------
+
+TEST(Hostile, ARunFolderHasOneWriterAndResumeRemovesStaleTemporaries) {
+  const std::string dir = scratch("lock");
+  const std::string run = tiny_run(dir);
+  ASSERT_FALSE(run.empty());
+  {
+    // Another writer holds the folder (as a running kvbench would).
+    const int fd = ::open(run.c_str(), O_RDONLY | O_DIRECTORY);
+    ASSERT_GE(fd, 0);
+    ASSERT_EQ(::flock(fd, LOCK_EX | LOCK_NB), 0);
+    const auto before = tree(run);
+    expect_input_error(run_kvbench("run -q --resume " + run), run + ": another kvbench process is writing this run folder");
+    expect_input_error(run_kvbench("report " + run), run + ": another kvbench process is writing this run folder");
+    EXPECT_EQ(tree(run), before);
+    ::close(fd);
+  }
+  // Temporaries of writers killed half way.
+  std::ofstream(run + "/cells/" + fs::path(cell_files(run)[0]).stem().string() + ".json.tmp.4242") << "{\"half";
+  std::ofstream(run + "/meta.json.tmp.77") << "{";
+  const auto r = run_kvbench("run -q --resume " + run);
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_FALSE(fs::exists(run + "/meta.json.tmp.77"));
+  for (const auto& f : cell_files(run)) EXPECT_EQ(f.find(".tmp."), std::string::npos) << f;
+  // A folder whose config.json was never published.
+  fs::rename(run + "/config.json", run + "/config.json.tmp.99");
+  expect_input_error(run_kvbench("run -q --resume " + run), run + ": not a run folder (no config.json");
+}
+
+}  // namespace
+}  // namespace kvbench
