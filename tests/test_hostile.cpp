@@ -79,7 +79,24 @@ std::vector<std::string> cell_files(const std::string& run) {
   return out;
 }
 
-// --- class 1: labels and names are one printable line ---------------------------
+// --- class 1: nothing in a run folder or config reaches a shell --------------
+
+TEST(Hostile, GnuplotStringsStayOneLiteral) {
+  for (const std::string s : {"x\n!id > PWNED\n#", "a`id`b", "it's", "a\rb\tc\x01\x7f", "@macro", "\\"}) {
+    const std::string q = gnuplot_string(s);
+    SCOPED_TRACE(q);
+    ASSERT_GE(q.size(), 2u);
+    EXPECT_EQ(q.front(), '\'');
+    EXPECT_EQ(q.back(), '\'');
+    // Inside: no control character, and every quote doubled (so none ends the literal).
+    const std::string inner = q.substr(1, q.size() - 2);
+    for (char c : inner) EXPECT_FALSE(static_cast<unsigned char>(c) < 0x20 || c == 0x7f);
+    for (size_t i = 0; i < inner.size(); ++i)
+      if (inner[i] == '\'') EXPECT_TRUE(i + 1 < inner.size() && inner[++i] == '\'');
+  }
+  EXPECT_EQ(gnuplot_string("x\n!id"), "'x\\n!id'");
+  EXPECT_EQ(gnuplot_string("it's"), "'it''s'");
+}
 
 TEST(Hostile, TheIssueReproducerRunsNothing) {
   const std::string dir = scratch("repro");
@@ -88,6 +105,35 @@ TEST(Hostile, TheIssueReproducerRunsNothing) {
   expect_input_error(r, "/policies/0/label: must not contain control characters");
   EXPECT_FALSE(fs::exists(pwned));
   EXPECT_FALSE(fs::exists(dir + "/out"));
+}
+
+TEST(Hostile, ReportOfATamperedRunFolderRunsNothingAndEscapesHtml) {
+  const std::string dir = scratch("tampered");
+  const std::string run = tiny_run(dir);
+  ASSERT_FALSE(run.empty());
+  const std::string pwned = dir + "/PWNED";
+  // Labels as a hostile colleague writes them into the cells they share.
+  const std::vector<std::string> labels = {"x\n!touch " + pwned + "\n#", "`touch " + pwned + "2`",
+                                           "<script>alert(1)</script>' \" EOD\nEOD\n!touch " + pwned + "3"};
+  const auto files = cell_files(run);
+  ASSERT_EQ(files.size(), 2u);
+  for (size_t i = 0; i < files.size(); ++i) {
+    json c = json::parse(slurp(files[i]));
+    c["policy"]["label"] = labels[i];
+    c["policy"]["base"] = labels[2];
+    c["policy"]["budget"] = 64;
+    std::ofstream(files[i]) << c.dump();
+  }
+  json config = json::parse(slurp(run + "/config.json"));
+  config["description"] = "<img src=x onerror=alert(1)>";
+  std::ofstream(run + "/config.json") << config.dump();
+  const auto r = run_kvbench("report " + run);
+  EXPECT_EQ(r.code, 0) << r.err;
+  for (const char* suffix : {"", "2", "3"}) EXPECT_FALSE(fs::exists(pwned + suffix)) << suffix;
+  const std::string html = slurp(run + "/report.html");
+  EXPECT_EQ(html.find("<script>alert"), std::string::npos);
+  EXPECT_EQ(html.find("<img src=x"), std::string::npos);
+  EXPECT_NE(html.find("&lt;img src=x onerror=alert(1)&gt;"), std::string::npos);
 }
 
 // --- class 2: nothing written outside the folder, no special file replaced ----
