@@ -33,6 +33,9 @@ constexpr char kEndMagic[8] = {'K', 'V', 'B', 'C', '-', 'E', 'N', 'D'};
 constexpr size_t kPrefix = 16;           // magic, version, reserved
 constexpr size_t kTrailer = 4 + 32 + 8;  // header size, header sha256, end marker
 constexpr uint64_t kMaxHeader = 1 << 20;
+// Bounds on what a header may claim the payload decompresses to.
+constexpr uint64_t kMaxCompressionRatio = 1000;
+constexpr uint64_t kMinRawLimit = uint64_t{256} << 20;
 constexpr int kBuffer = 1 << 20;  // compressor and device buffers
 constexpr uint8_t kZstdMagic[4] = {0x28, 0xb5, 0x2f, 0xfd};
 constexpr uint8_t kGzipMagic[2] = {0x1f, 0x8b};
@@ -435,6 +438,14 @@ SnapshotDocument load_cache_snapshot_bytes(std::span<const uint8_t> file, const 
                                    : "neither zstd nor gzip"));
   const std::string sha = field<std::string>(have, "/payload/sha256", name);
   const auto raw_bytes = field<uint64_t>(have, "/payload/raw_bytes", name);
+  // The parser sizes what it allocates by the bytes left of raw_bytes: a
+  // forged header (its checksum is no secret) must not claim gigabytes
+  // behind a few compressed bytes. Real payloads (K/V rows, statistics)
+  // compress far less than kMaxCompressionRatio.
+  if (raw_bytes > std::max<uint64_t>(kMinRawLimit, c.payload.size() * kMaxCompressionRatio))
+    throw SnapshotError(name + ": payload.raw_bytes: the header says " + std::to_string(raw_bytes) +
+                        " bytes behind " + std::to_string(c.payload.size()) +
+                        " compressed ones, more than a snapshot compresses (corrupt or forged)");
 
   // 3. Checksum, decompress and parse into a new cache. The sha256 runs on a
   // second thread while the payload is decompressed and parsed (the parser

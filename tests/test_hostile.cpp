@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -22,6 +23,7 @@
 #include "harness/plan.h"
 #include "harness/plots.h"
 #include "harness/run_folder.h"
+#include "harness/sha256.h"
 #include "tests/support/cli_run.h"
 #include "tests/support/reference_llama.h"
 
@@ -313,6 +315,33 @@ TEST(Hostile, SpecialFilesAsInputsAreRefusedWithoutBlocking) {
   expect_input_error(run_kvbench("dataset show /dev/zero"), "/dev/zero: not a regular file");
   EXPECT_FALSE(fs::exists(dir + "/out"));
   EXPECT_FALSE(fs::exists(dir + "/x.kvc"));
+}
+
+// A snapshot whose header (checksum recomputed: it is no secret) claims a
+// payload of 8.6 GB behind a few compressed bytes.
+TEST(Hostile, AForgedSnapshotHeaderAllocatesNothingBig) {
+  const std::string dir = scratch("forged-kvc");
+  const std::string tiny = test::tiny_model_path();
+  std::ofstream(dir + "/doc.txt") << "A short document about nothing in particular.";
+  const std::string kvc = dir + "/doc.kvc";
+  ASSERT_EQ(run_kvbench("cache save -m " + tiny + " --context " + dir + "/doc.txt -o " + kvc).code, 0);
+  const std::string file = slurp(kvc);
+  const size_t trailer = 4 + 32 + 8;
+  uint32_t h = 0;
+  std::memcpy(&h, file.data() + file.size() - trailer, 4);  // little-endian hosts only, like the format
+  const size_t header_at = file.size() - trailer - h;
+  auto header = nlohmann::ordered_json::parse(file.substr(header_at, h));
+  header["payload"]["raw_bytes"] = uint64_t{8600000000};
+  const std::string text = header.dump();
+  std::string forged = file.substr(0, header_at) + text;
+  const uint32_t n = static_cast<uint32_t>(text.size());
+  forged.append(reinterpret_cast<const char*>(&n), 4);
+  const std::string hex = sha256_hex(text.data(), text.size());
+  for (size_t i = 0; i < 32; ++i) forged += static_cast<char>(std::stoi(hex.substr(2 * i, 2), nullptr, 16));
+  forged += file.substr(file.size() - 8);
+  std::ofstream(kvc, std::ios::binary | std::ios::trunc) << forged;
+  expect_input_error(run_kvbench("ask -m " + tiny + " --cache " + kvc + " --question hi"),
+                     kvc + ": payload.raw_bytes: the header says 8600000000 bytes");
 }
 
 TEST(Hostile, ControlCharactersInTheExperimentNameAreRefused) {
