@@ -336,7 +336,7 @@ void InstanceRunner::run(const std::vector<PolicyRun>& pending, const RunFolder&
   std::map<size_t, std::unique_ptr<PolicyCache>> snapshots;
   std::vector<float> full_logits(n_vocab_);
   std::optional<KeptPrefill> kept;
-  if (store) kept = store->load(inst_.id, prompt_.tokens, c_.decoding.chunk, full_ctx, kept_chunks);
+  if (store) kept = store->load(inst_.id, prompt_.tokens, c_.decoding.chunk, chunks_, full_ctx, kept_chunks);
   if (kept) {
     ++sum.prefills_loaded;
     full = std::move(kept->full);
