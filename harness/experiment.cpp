@@ -166,6 +166,13 @@ void apply_override(json& doc, const std::string& assignment) {
     parse_json_text(text, "--set '" + key + "'");  // throws the InputError naming the key
     throw InputError("--set '" + key + "': " + e.what());
   }
+  // Bare words are taken as they are: text that is not UTF-8 could not be
+  // written to config.json (nor shown in an error message).
+  try {
+    (void)json(assignment).dump();
+  } catch (const json::exception&) {
+    throw InputError("--set: not valid UTF-8");
+  }
   json* node = &doc;
   std::stringstream parts(key);
   std::string part, walked;

@@ -195,6 +195,10 @@ TEST(Hostile, OutOfRangeNumbersAndDeepNestingAreInputErrors) {
                      "--set 'decoding.chunk': number overflow parsing '1e999'");
   expect_input_error(run_kvbench("run " + exp + " -q --out " + out + " --set 'policies=" + std::string(200, '[') + "'"),
                      "--set 'policies': nested deeper than 64 levels");
+  // A bare --set word that is not UTF-8 (found by fuzz_experiment: it aborted
+  // when an error message showed it).
+  expect_input_error(run_kvbench("run " + exp + " -q --out " + out + " --set \"$(printf 'policies=\\243')\""),
+                     "--set: not valid UTF-8");
   const std::string big = tiny_experiment(dir, R"(, "seed": 1e999)");
   expect_input_error(run_kvbench("run " + big + " -q --out " + out), big + ": number overflow parsing '1e999'");
   std::ofstream(dir + "/deep.json") << std::string(100000, '[') << std::string(100000, ']');
