@@ -6,17 +6,22 @@
 
 #include <fcntl.h>
 #include <sys/file.h>
+#include <signal.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <functional>
 #include <iterator>
 #include <map>
+#include <random>
 #include <set>
 #include <sstream>
+#include <thread>
 
 #include <nlohmann/json.hpp>
 
@@ -387,6 +392,63 @@ TEST(Hostile, ARunFolderHasOneWriterAndResumeRemovesStaleTemporaries) {
   // A folder whose config.json was never published.
   fs::rename(run + "/config.json", run + "/config.json.tmp.99");
   expect_input_error(run_kvbench("run -q --resume " + run), run + ": not a run folder (no config.json");
+}
+
+// kill -9 at 20 random moments (cell writes, config and meta writes,
+// report writes included, as they fall), resuming after each: no temporary
+// survives, and the cells equal an uninterrupted run's.
+TEST(Hostile, KilledAtTwentyRandomMomentsLeavesNoTemporaries) {
+  const std::string dir = scratch("kill20");
+  const std::string exp = tiny_experiment(dir);
+  const std::string grid = "tasks=[{\"task\":\"passkey\",\"lengths\":[128],\"depths\":[0.1,0.4,0.7,0.9]}]";
+  const auto timed = std::chrono::steady_clock::now();
+  ASSERT_EQ(run_kvbench("run " + exp + " -q --out " + dir + "/whole --set '" + grid + "'").code, 0);
+  const auto duration = std::chrono::steady_clock::now() - timed;
+  std::string whole_dir;
+  for (const auto& e : fs::directory_iterator(dir + "/whole")) whole_dir = e.path().string();
+  const auto stable = [](const std::string& run) {
+    std::map<std::string, json> out;
+    for (auto c : RunFolder::open(run).cells()) {
+      c.erase("timing");
+      out[c["id"].get<std::string>()] = c;
+    }
+    return out;
+  };
+  const auto whole = stable(whole_dir);
+  std::mt19937 rng(17);
+  std::string folder;
+  for (int round = 0; round < 20; ++round) {
+    const pid_t pid = fork();
+    if (pid == 0) {
+      const std::string binary = KVBENCH_BINARY, out = dir + "/killed";
+      const int null_fd = ::open("/dev/null", O_WRONLY);
+      ::dup2(null_fd, STDOUT_FILENO);
+      ::dup2(null_fd, STDERR_FILENO);
+      if (folder.empty())
+        execl(binary.c_str(), binary.c_str(), "run", exp.c_str(), "-q", "--out", out.c_str(), "--set", grid.c_str(), nullptr);
+      else
+        execl(binary.c_str(), binary.c_str(), "run", "-q", "--resume", folder.c_str(), nullptr);
+      _exit(127);
+    }
+    std::this_thread::sleep_for(duration * (rng() % 1000) / 1000);
+    kill(pid, SIGKILL);
+    waitpid(pid, nullptr, 0);
+    if (folder.empty() && fs::exists(dir + "/killed"))
+      for (const auto& e : fs::directory_iterator(dir + "/killed")) folder = e.path().string();
+    // Killed between creating the folder and publishing config.json: the
+    // folder says so, and the run starts again.
+    if (!folder.empty() && !fs::exists(folder + "/config.json")) {
+      expect_input_error(run_kvbench("run -q --resume " + folder), "no config.json");
+      fs::remove_all(folder);
+      folder.clear();
+    }
+  }
+  ASSERT_FALSE(folder.empty()) << "every kill came before the run folder was created";
+  const auto r = run_kvbench("run -q --resume " + folder);
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(stable(folder), whole);
+  for (const auto& e : fs::recursive_directory_iterator(folder))
+    EXPECT_EQ(e.path().filename().string().find(".tmp."), std::string::npos) << e.path();
 }
 
 }  // namespace
