@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "harness/plan.h"
+#include "model/atomic_file.h"
 #include "harness/subprocess.h"
 
 namespace kvbench {
@@ -244,6 +245,9 @@ PlotResult write_plots(const std::vector<json>& cells, const std::vector<TableRo
   }
 
   if (s.files.empty()) return result;
+  // gnuplot opens its outputs itself and would follow a symbolic link: every
+  // target is a regular file or absent (RunFolder::open checked plots/).
+  for (const auto& f : s.files) refuse_non_regular_target(dir + "/" + f);
   // No shell: gnuplot itself, the script on its stdin.
   const int status = run_with_input({"gnuplot"}, script.str());
   if (status == 127) {

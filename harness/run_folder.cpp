@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <sys/file.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -120,6 +121,20 @@ RunFolder RunFolder::open(const std::string& dir, Access access) {
   f.dir_ = dir;
   if (access == Access::Write) {
     f.lock();
+    // What kvbench writes into must be real directories of this folder: a
+    // symbolic link there would send cells, prefills or plots elsewhere.
+    for (const char* sub : {"cells", "prefills", "plots"}) {
+      struct stat st {};
+      if (::lstat((dir + "/" + sub).c_str(), &st) == 0 && !S_ISDIR(st.st_mode))
+        throw InputError(dir + "/" + sub + ": not a directory (a symbolic link or a file; kvbench writes there)");
+    }
+    // gnuplot opens plot files itself (following links): refused up front,
+    // before report writes anything.
+    std::error_code ec;
+    if (fs::is_directory(dir + "/plots", ec))
+      for (const auto& e : fs::directory_iterator(dir + "/plots", ec))
+        if (e.is_symlink(ec) || !e.is_regular_file(ec))
+          throw InputError(e.path().string() + ": exists and is not a regular file (kvbench writes plots there)");
     remove_temporaries(dir);
   }
   if (!fs::exists(dir + "/config.json"))

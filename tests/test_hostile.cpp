@@ -190,6 +190,36 @@ TEST(Hostile, OutputsNeverReplaceSpecialFiles) {
   EXPECT_EQ(names, (std::set<std::string>{"a-dir", "doc.txt", "fifo", "link", "target"}));
 }
 
+TEST(Hostile, LinksInARunFolderSendNothingOutsideIt) {
+  const std::string dir = scratch("links");
+  const std::string run = tiny_run(dir);
+  ASSERT_FALSE(run.empty());
+  const std::string outside = dir + "/outside";
+  fs::create_directories(outside);
+  // plots/ as a link to elsewhere: report refuses before writing anything.
+  fs::remove_all(run + "/plots");
+  fs::create_directory_symlink(outside, run + "/plots");
+  const auto before = tree(run);
+  expect_input_error(run_kvbench("report " + run), run + "/plots: not a directory");
+  expect_input_error(run_kvbench("run -q --resume " + run), run + "/plots: not a directory");
+  EXPECT_TRUE(fs::is_empty(outside));
+  fs::remove(run + "/plots");
+  // One plot file as a link to a file outside: refused, the file untouched.
+  fs::create_directories(run + "/plots");
+  std::ofstream(outside + "/precious") << "precious";
+  fs::remove(run + "/plots/speed.png");
+  fs::create_symlink(outside + "/precious", run + "/plots/speed.png");
+  const auto with_link = tree(run);
+  expect_input_error(run_kvbench("report " + run), run + "/plots/speed.png: exists and is not a regular file");
+  EXPECT_EQ(slurp(outside + "/precious"), "precious");
+  EXPECT_EQ(tree(run), with_link);
+  // cells/ as a link: a resume would write cells there.
+  fs::rename(run + "/cells", dir + "/cells-moved");
+  fs::create_directory_symlink(outside, run + "/cells");
+  expect_input_error(run_kvbench("run -q --resume " + run), run + "/cells: not a directory");
+  EXPECT_EQ(tree(outside).size(), 1u);
+}
+
 // --- class 3: errors, never aborts --------------------------------------------
 
 TEST(Hostile, OutOfRangeNumbersAndDeepNestingAreInputErrors) {
