@@ -27,6 +27,7 @@
 #include "harness/perplexity.h"
 #include "model/error.h"
 #include "model/evaluator.h"
+#include "model/atomic_file.h"
 #include "model/gguf.h"
 #include "model/input_file.h"
 #include "model/llama_model.h"
@@ -296,6 +297,7 @@ int calibrate(const Args& args) {
   if (vm.count("records")) {
     // Bounded and regular files only (a FIFO or /dev/zero is refused).
     const std::string records_path = vm["records"].as<std::string>();
+    refuse_non_regular_target(records_path);  // it is appended to below
     std::istringstream old(std::filesystem::exists(records_path)
                                ? read_regular_file(records_path, kMaxJsonlBytes, "a records file")
                                : std::string());

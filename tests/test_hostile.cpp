@@ -178,6 +178,8 @@ TEST(Hostile, OutputsNeverReplaceSpecialFiles) {
   std::ofstream(dir + "/doc.txt") << "A short document about nothing in particular.";
   expect_input_error(run_kvbench("cache save -m " + tiny + " --context " + dir + "/doc.txt -o " + fifo),
                      fifo + ": exists and is not a regular file");
+  expect_input_error(run_kvbench("dataset calibrate -m " + tiny + " --tasks passkey --lengths 64 --records " + fifo),
+                     fifo + ": exists and is not a regular file");
   struct stat st {};
   ASSERT_EQ(::lstat(fifo.c_str(), &st), 0);
   EXPECT_TRUE(S_ISFIFO(st.st_mode));
@@ -335,6 +337,22 @@ TEST(Hostile, CollidingIdsAndBadGradersAreRefusedBeforeAnyCell) {
   EXPECT_FALSE(fs::exists(out));
 }
 
+TEST(Hostile, AnInstanceIdOf300CharactersRuns) {
+  const std::string dir = scratch("long-id");
+  const std::string long_id(300, 'x');
+  const std::string jsonl = two_instances(dir, [&](json& j) { j["id"] = long_id; });
+  const auto r = run_kvbench("run " + tiny_experiment(dir) + " -q --out " + dir + "/out --set 'tasks=[{\"jsonl\":\"" + jsonl + "\"}]'");
+  ASSERT_EQ(r.code, 0) << r.err;
+  std::string run;
+  for (const auto& e : fs::directory_iterator(dir + "/out")) run = e.path().string();
+  const auto cells = RunFolder::open(run).cells();
+  ASSERT_EQ(cells.size(), 4u);  // 2 instances x (full, win)
+  for (const auto& f : cell_files(run)) EXPECT_LE(fs::path(f).filename().string().size(), 255u) << f;
+  bool found = false;
+  for (const auto& c : cells) found = found || c["instance"]["id"] == long_id;
+  EXPECT_TRUE(found);
+}
+
 // --- class 5: no hang, no unbounded read ---------------------------------------
 
 TEST(Hostile, SpecialFilesAsInputsAreRefusedWithoutBlocking) {
@@ -411,6 +429,34 @@ TEST(Hostile, ARunFolderHasOneWriterAndResumeRemovesStaleTemporaries) {
     expect_input_error(run_kvbench("report " + run), run + ": another kvbench process is writing this run folder");
     EXPECT_EQ(tree(run), before);
     ::close(fd);
+  }
+  {
+    // A real second kvbench: the first one stopped while it holds the folder.
+    const pid_t pid = fork();
+    if (pid == 0) {
+      const int null_fd = ::open("/dev/null", O_WRONLY);
+      ::dup2(null_fd, STDOUT_FILENO);
+      ::dup2(null_fd, STDERR_FILENO);
+      const std::string binary = KVBENCH_BINARY;
+      execl(binary.c_str(), binary.c_str(), "report", run.c_str(), nullptr);
+      _exit(127);
+    }
+    ::kill(pid, SIGSTOP);
+    // Until the first one holds the lock (it may have been stopped before taking it).
+    for (int i = 0; i < 200; ++i) {
+      ::kill(pid, SIGCONT);
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+      ::kill(pid, SIGSTOP);
+      const int fd = ::open(run.c_str(), O_RDONLY | O_DIRECTORY);
+      const bool held = ::flock(fd, LOCK_EX | LOCK_NB) != 0;
+      ::close(fd);
+      if (held) break;
+    }
+    expect_input_error(run_kvbench("run -q --resume " + run), run + ": another kvbench process is writing this run folder");
+    ::kill(pid, SIGCONT);
+    int status = 0;
+    waitpid(pid, &status, 0);
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
   }
   // Temporaries of writers killed half way.
   std::ofstream(run + "/cells/" + fs::path(cell_files(run)[0]).stem().string() + ".json.tmp.4242") << "{\"half";
