@@ -374,22 +374,16 @@ TEST(Hostile, SpecialFilesAsInputsAreRefusedWithoutBlocking) {
   EXPECT_FALSE(fs::exists(dir + "/x.kvc"));
 }
 
-// A snapshot whose header (checksum recomputed: it is no secret) claims a
-// payload of 8.6 GB behind a few compressed bytes.
-TEST(Hostile, AForgedSnapshotHeaderAllocatesNothingBig) {
-  const std::string dir = scratch("forged-kvc");
-  const std::string tiny = test::tiny_model_path();
-  std::ofstream(dir + "/doc.txt") << "A short document about nothing in particular.";
-  const std::string kvc = dir + "/doc.kvc";
-  ASSERT_EQ(run_kvbench("cache save -m " + tiny + " --context " + dir + "/doc.txt -o " + kvc).code, 0);
+// Rewrites a snapshot's header with `edit` and seals it again (the header
+// checksum is no secret: anyone can recompute it).
+void forge_header(const std::string& kvc, const std::function<std::string(nlohmann::ordered_json&)>& edit) {
   const std::string file = slurp(kvc);
   const size_t trailer = 4 + 32 + 8;
   uint32_t h = 0;
   std::memcpy(&h, file.data() + file.size() - trailer, 4);  // little-endian hosts only, like the format
   const size_t header_at = file.size() - trailer - h;
   auto header = nlohmann::ordered_json::parse(file.substr(header_at, h));
-  header["payload"]["raw_bytes"] = uint64_t{8600000000};
-  const std::string text = header.dump();
+  const std::string text = edit(header);
   std::string forged = file.substr(0, header_at) + text;
   const uint32_t n = static_cast<uint32_t>(text.size());
   forged.append(reinterpret_cast<const char*>(&n), 4);
@@ -397,8 +391,30 @@ TEST(Hostile, AForgedSnapshotHeaderAllocatesNothingBig) {
   for (size_t i = 0; i < 32; ++i) forged += static_cast<char>(std::stoi(hex.substr(2 * i, 2), nullptr, 16));
   forged += file.substr(file.size() - 8);
   std::ofstream(kvc, std::ios::binary | std::ios::trunc) << forged;
+}
+
+// Forged snapshots: a header claiming a payload of 8.6 GB behind a few
+// compressed bytes, and a deeply nested header.
+TEST(Hostile, ForgedSnapshotHeadersAllocateNothingBigAndNestNoDeeperThan64) {
+  const std::string dir = scratch("forged-kvc");
+  const std::string tiny = test::tiny_model_path();
+  std::ofstream(dir + "/doc.txt") << "A short document about nothing in particular.";
+  const std::string kvc = dir + "/doc.kvc", deep = dir + "/deep.kvc";
+  ASSERT_EQ(run_kvbench("cache save -m " + tiny + " --context " + dir + "/doc.txt -o " + kvc).code, 0);
+  fs::copy_file(kvc, deep);
+  forge_header(kvc, [](nlohmann::ordered_json& header) {
+    header["payload"]["raw_bytes"] = uint64_t{8600000000};
+    return header.dump();
+  });
   expect_input_error(run_kvbench("ask -m " + tiny + " --cache " + kvc + " --question hi"),
                      kvc + ": payload.raw_bytes: the header says 8600000000 bytes");
+  forge_header(deep, [](nlohmann::ordered_json& header) {
+    const std::string text = header.dump();
+    return text.substr(0, text.size() - 1) + ",\"x\":" + std::string(100000, '[') + std::string(100000, ']') + "}";
+  });
+  expect_input_error(run_kvbench("cache info " + deep), deep + ": header: nested deeper than 64 levels");
+  expect_input_error(run_kvbench("ask -m " + tiny + " --cache " + deep + " --question hi"),
+                     deep + ": header: nested deeper than 64 levels");
 }
 
 TEST(Hostile, ControlCharactersInTheExperimentNameAreRefused) {
