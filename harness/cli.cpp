@@ -1,5 +1,6 @@
 #include "harness/cli.h"
 
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <sstream>
@@ -118,6 +119,12 @@ int main(int argc, char** argv) {
       return 2;
     } catch (const std::bad_alloc&) {
       std::cerr << "error: out of memory\n";
+      return 2;
+    } catch (const std::filesystem::filesystem_error& e) {
+      // A path the system refuses (too long, a loop of links, no permission)
+      // is bad input like any other: one line naming it.
+      std::cout.flush();
+      std::cerr << "error: " << e.path1().string() << ": " << e.code().message() << "\n";
       return 2;
     }
   }

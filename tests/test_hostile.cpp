@@ -243,8 +243,13 @@ TEST(Hostile, OutOfRangeNumbersAndDeepNestingAreInputErrors) {
   std::ofstream(dir + "/bad.jsonl") << "{\"id\": \"x\", \"seed\": 1e999}\n";
   expect_input_error(run_kvbench("dataset show " + dir + "/bad.jsonl"), dir + "/bad.jsonl:1: malformed JSON: number overflow");
   EXPECT_FALSE(fs::exists(out));
-  // A --resume path far beyond PATH_MAX.
+  // A --resume path far beyond PATH_MAX, and a path component beyond NAME_MAX.
   expect_input_error(run_kvbench("run -q --resume " + std::string(5000, 'a')), "path too long");
+  const std::string long_name = dir + "/" + std::string(300, 'a');
+  for (const std::string& args : {"report " + long_name, "run -q --resume " + long_name, "compare " + long_name + " " + long_name,
+                                  "merge " + long_name + " -o " + dir + "/m", "dataset show " + long_name})
+    expect_input_error(run_kvbench(args), long_name + ": ");
+  EXPECT_FALSE(fs::exists(dir + "/m"));
 }
 
 TEST(Hostile, DamagedCellsAreErrorsNamingTheFileAndMergeWritesNothing) {
