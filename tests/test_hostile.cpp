@@ -291,6 +291,17 @@ TEST(Hostile, DamagedCellsAreErrorsNamingTheFileAndMergeWritesNothing) {
   std::ofstream(run + "/meta.json") << "{\"plan\": \"many\"}";
   std::ofstream(file) << original;
   expect_input_error(run_kvbench("report " + run), run + "/meta.json: /plan: expected an object");
+  std::ofstream(run + "/meta.json") << "{}";
+  const std::string config = slurp(run + "/config.json");
+  std::ofstream(run + "/config.json") << "[1]";
+  expect_input_error(run_kvbench("report " + run), run + "/config.json: /: expected an object");
+  expect_input_error(run_kvbench("merge " + run + " -o " + dir + "/merged"), run + "/config.json: /: expected an object");
+  json named = json::parse(config);
+  named["name"] = 42;
+  std::ofstream(run + "/config.json") << named.dump();
+  expect_input_error(run_kvbench("report " + run), run + "/config.json: /name: expected a string");
+  expect_input_error(run_kvbench("run -q --resume " + run), run + "/config.json: /name: expected a string");
+  EXPECT_FALSE(fs::exists(dir + "/merged"));
 }
 
 TEST(Hostile, FileNamesAreBoundedAndLongIdsStayDistinct) {
