@@ -93,6 +93,11 @@ std::string normalize_answer(std::string_view text) {
   return out;
 }
 
+bool known_grader(const std::string& g) {
+  return g == "exact" || g == "contains" || g == "numeric" || g == "all_values" || g == "per_query" ||
+         g == "perplexity";
+}
+
 double grade(const Instance& in, std::string_view output) {
   const std::string& g = in.grader;
   if (g == "perplexity")

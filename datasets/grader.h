@@ -19,6 +19,10 @@ namespace kvbench {
 // (task ppl), which are scored by perplexity, not graded.
 double grade(const Instance& instance, std::string_view model_output);
 
+// Whether `name` is a grader above (or "perplexity"): instances are checked
+// when read, so a bad one is refused before any cell of a run is written.
+bool known_grader(const std::string& name);
+
 // The normalization every grader applies (exposed for tests and reports).
 std::string normalize_answer(std::string_view text);
 

@@ -1,5 +1,6 @@
 #include "datasets/instance.h"
 
+#include "datasets/grader.h"
 #include "model/error.h"
 
 namespace kvbench {
@@ -73,6 +74,9 @@ Instance instance_from_json(const nlohmann::json& j) {
   in.seed = get<uint64_t>(j, "seed");
   in.generator_version = get<int>(j, "generator_version");
   in.grader = get<std::string>(j, "grader");
+  if (!known_grader(in.grader))
+    throw InputError("field 'grader': unknown grader '" + in.grader +
+                     "' (graders: exact, contains, numeric, all_values, per_query, perplexity)");
   in.max_new_tokens = get<int>(j, "max_new_tokens");
   const auto& answers = field(j, "answers");
   if (!answers.is_array()) throw InputError("field 'answers' must be an array of strings");

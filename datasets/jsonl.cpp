@@ -1,10 +1,11 @@
 #include "datasets/jsonl.h"
 
-#include <cstdio>
-#include <fstream>
-#include <unistd.h>
+#include <sstream>
 
+#include "datasets/json_text.h"
+#include "model/atomic_file.h"
 #include "model/error.h"
+#include "model/input_file.h"
 
 namespace kvbench {
 
@@ -18,27 +19,11 @@ std::string to_jsonl(const std::vector<Instance>& instances) {
 }
 
 void write_jsonl(const std::string& path, const std::vector<Instance>& instances) {
-  const std::string text = to_jsonl(instances);
-  const std::string tmp = path + ".tmp." + std::to_string(::getpid());
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out) throw InputError(path + ": cannot write (cannot create " + tmp + ")");
-    out.write(text.data(), static_cast<std::streamsize>(text.size()));
-    out.flush();
-    if (!out) {
-      std::remove(tmp.c_str());
-      throw InputError(path + ": write error");
-    }
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    std::remove(tmp.c_str());
-    throw InputError(path + ": cannot write (rename failed)");
-  }
+  write_file_atomic(path, to_jsonl(instances));
 }
 
 std::vector<Instance> read_jsonl(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw InputError(path + ": cannot open file");
+  std::istringstream in(read_regular_file(path, kMaxJsonlBytes, "a JSONL file"));
   std::vector<Instance> out;
   std::string line;
   int64_t n = 0;
@@ -47,22 +32,13 @@ std::vector<Instance> read_jsonl(const std::string& path) {
     if (!line.empty() && line.back() == '\r') line.pop_back();
     if (line.find_first_not_of(" \t") == std::string::npos) continue;
     const std::string where = path + ":" + std::to_string(n) + ": ";
-    nlohmann::json j;
-    try {
-      j = nlohmann::json::parse(line);
-    } catch (const nlohmann::json::parse_error& e) {
-      std::string what = e.what();
-      // "[json.exception.parse_error.101] parse error at line 1, column 5: ..." -> from "column".
-      const size_t at = what.find("column");
-      throw InputError(where + "malformed JSON (" + (at == std::string::npos ? what : what.substr(at)) + ")");
-    }
+    const nlohmann::json j = parse_json_text(line, path + ":" + std::to_string(n) + ": malformed JSON");
     try {
       out.push_back(instance_from_json(j));
     } catch (const InputError& e) {
       throw InputError(where + e.what());
     }
   }
-  if (in.bad()) throw InputError(path + ": read error");
   return out;
 }
 

@@ -1,11 +1,13 @@
 #include "harness/cli.h"
 
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <sstream>
 #include <thread>
 
 #include "model/error.h"
+#include "model/input_file.h"
 #include "model/llama_model.h"
 
 namespace po = boost::program_options;
@@ -89,14 +91,7 @@ int thread_count(const po::variables_map& vm) {
   return n;
 }
 
-std::string read_text_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw InputError(path + ": cannot open file");
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  if (in.bad()) throw InputError(path + ": read error");
-  return ss.str();
-}
+std::string read_text_file(const std::string& path) { return read_regular_file(path, kMaxTextBytes, "a text file"); }
 
 int main(int argc, char** argv) {
   std::ios::sync_with_stdio(false);
@@ -124,6 +119,12 @@ int main(int argc, char** argv) {
       return 2;
     } catch (const std::bad_alloc&) {
       std::cerr << "error: out of memory\n";
+      return 2;
+    } catch (const std::filesystem::filesystem_error& e) {
+      // A path the system refuses (too long, a loop of links, no permission)
+      // is bad input like any other: one line naming it.
+      std::cout.flush();
+      std::cerr << "error: " << e.path1().string() << ": " << e.code().message() << "\n";
       return 2;
     }
   }

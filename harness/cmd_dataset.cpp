@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <iomanip>
 #include <iostream>
@@ -17,6 +18,7 @@
 #include <nlohmann/json.hpp>
 
 #include "datasets/grader.h"
+#include "datasets/json_text.h"
 #include "datasets/jsonl.h"
 #include "datasets/prompt.h"
 #include "datasets/tasks.h"
@@ -25,7 +27,9 @@
 #include "harness/perplexity.h"
 #include "model/error.h"
 #include "model/evaluator.h"
+#include "model/atomic_file.h"
 #include "model/gguf.h"
+#include "model/input_file.h"
 #include "model/llama_model.h"
 #include "policies/full_cache.h"
 
@@ -291,14 +295,19 @@ int calibrate(const Args& args) {
   // resumes where it was): key task label + instance id.
   std::map<std::string, nlohmann::json> done;
   if (vm.count("records")) {
-    std::ifstream old(vm["records"].as<std::string>());
+    // Bounded and regular files only (a FIFO or /dev/zero is refused).
+    const std::string records_path = vm["records"].as<std::string>();
+    refuse_non_regular_target(records_path);  // it is appended to below
+    std::istringstream old(std::filesystem::exists(records_path)
+                               ? read_regular_file(records_path, kMaxJsonlBytes, "a records file")
+                               : std::string());
     std::string line;
     int64_t n = 0;
     while (std::getline(old, line)) {
       ++n;
       if (line.empty()) continue;
       try {
-        const auto j = nlohmann::json::parse(line);
+        const auto j = parse_json_text(line, "record");
         // What reusing a record reads (below): checked here, so a bad record
         // is an error naming its line, never a crash half way through.
         if (j.contains("ppl")) {

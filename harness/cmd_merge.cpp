@@ -73,7 +73,7 @@ int cmd_merge(const Args& args) {
     std::filesystem::create_directory(out + "/cells");
     write_json_atomic(out + "/config.json", config);
     write_json_atomic(out + "/meta.json", meta);
-    const RunFolder merged = RunFolder::open(out);
+    const RunFolder merged = RunFolder::open(out, RunFolder::Access::Write);
     for (const auto& [id, c] : cells) merged.write_cell(id, c);
     const ReportSummary s = write_report(merged);
     std::cout << s.table_markdown << "\nmerged " << dirs.size() << " shards, " << s.cells << " cells into " << out

@@ -16,7 +16,7 @@ int cmd_report(const Args& args) {
   pos.add("dir", 1);
   po::variables_map vm;
   if (!parse(args, desc, vm, "kvbench report DIR", &pos)) return 0;
-  const RunFolder run = RunFolder::open(vm["dir"].as<std::string>());
+  const RunFolder run = RunFolder::open(vm["dir"].as<std::string>(), RunFolder::Access::Write);
   const ReportSummary s = write_report(run);
   std::cout << s.table_markdown << "\n" << s.cells << " cells";
   if (s.expected_cells) std::cout << " of " << s.expected_cells;

@@ -68,7 +68,7 @@ int cmd_run(const Args& args) {
   if (vm.count("resume")) {
     if (vm.count("experiment") || !sets.empty() || vm.count("out"))
       throw InputError("--resume takes the run folder's own config: give no experiment, --set or --out");
-    folder = std::make_unique<RunFolder>(RunFolder::open(vm["resume"].as<std::string>()));
+    folder = std::make_unique<RunFolder>(RunFolder::open(vm["resume"].as<std::string>(), RunFolder::Access::Write));
     config = parse_experiment(folder->config(), folder->path("config.json"));
   } else {
     const std::string path = vm.count("experiment") ? vm["experiment"].as<std::string>() : "experiments/default.json";

@@ -1,12 +1,15 @@
 #include "harness/experiment.h"
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <set>
 #include <sstream>
 #include <thread>
 
+#include "datasets/json_text.h"
 #include "model/error.h"
+#include "model/input_file.h"
 #include "model/llama_model.h"
 
 namespace kvbench {
@@ -41,6 +44,15 @@ class Node {
   std::string string() const {
     if (!j_.is_string()) fail("expected a string, got " + describe());
     return j_.get<std::string>();
+  }
+  // A string shown in tables, plots and file names: one line, no control
+  // characters (a newline would end a table row or a plot command).
+  std::string name(size_t max_size) const {
+    const std::string s = string();
+    for (const char c : s)
+      if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) fail("must not contain control characters (a newline, a NUL, ...)");
+    if (s.size() > max_size) fail("longer than " + std::to_string(max_size) + " bytes");
+    return s;
   }
   bool boolean() const {
     if (!j_.is_boolean()) fail("expected true or false, got " + describe());
@@ -120,7 +132,7 @@ PolicyGrid parse_policy(const Node& n) {
     n.expect_object({"spec", "budgets", "label"});
     if (!n.has("spec")) n.fail("missing field 'spec'");
     p.spec = n.at("spec").string();
-    if (n.has("label")) p.label = n.at("label").string();
+    if (n.has("label")) p.label = n.at("label").name(200);
     if (n.has("budgets")) {
       const Node b = n.at("budgets");
       for (size_t i = 0, e = b.array(1); i < e; ++i) {
@@ -144,10 +156,22 @@ void apply_override(json& doc, const std::string& assignment) {
     throw InputError("--set '" + assignment + "': expected key=value (e.g. decoding.max_new_tokens=32)");
   const std::string key = assignment.substr(0, eq), text = assignment.substr(eq + 1);
   json value;
+  check_json_depth(text, "--set '" + key + "'");
   try {
     value = json::parse(text);
   } catch (const json::parse_error&) {
     value = text;  // bare words are strings
+  } catch (const json::exception& e) {
+    // Valid syntax the library cannot hold (a number beyond a double: 1e999).
+    parse_json_text(text, "--set '" + key + "'");  // throws the InputError naming the key
+    throw InputError("--set '" + key + "': " + e.what());
+  }
+  // Bare words are taken as they are: text that is not UTF-8 could not be
+  // written to config.json (nor shown in an error message).
+  try {
+    (void)json(assignment).dump();
+  } catch (const json::exception&) {
+    throw InputError("--set: not valid UTF-8");
   }
   json* node = &doc;
   std::stringstream parts(key);
@@ -189,10 +213,17 @@ ExperimentConfig parse_experiment(const json& doc, const std::string& source) {
                       "metrics", "output", "keep_prefills"});
   ExperimentConfig c;
   c.source = source;
-  c.name = root.has("name") ? root.at("name").string()
+  c.name = root.has("name") ? root.at("name").name(100)
                             : std::filesystem::path(source).stem().string();
-  if (c.name.empty() || c.name.find_first_of("/\\ ") != std::string::npos)
-    (root.has("name") ? root.at("name") : root).fail("the experiment name must be non-empty, without '/', '\\' or spaces");
+  // It names the run folder: one path component, printable.
+  const bool control = std::any_of(c.name.begin(), c.name.end(), [](char ch) {
+    return static_cast<unsigned char>(ch) < 0x20 || ch == 0x7f;
+  });
+  if (c.name.empty() || c.name == "." || c.name == ".." || control || c.name.size() > 100 ||
+      c.name.find_first_of("/\\ ") != std::string::npos)
+    (root.has("name") ? root.at("name") : root)
+        .fail("the experiment name must be non-empty, at most 100 bytes, without '/', '\\', spaces or control "
+              "characters");
   if (root.has("description")) c.description = root.at("description").string();
   c.model = root.has("model") ? root.at("model").string() : default_model_path();
   c.threads = root.has("threads")
@@ -220,7 +251,7 @@ ExperimentConfig parse_experiment(const json& doc, const std::string& source) {
     if (m.has("needle_survival")) c.metrics.needle_survival = m.at("needle_survival").boolean();
   }
   if (root.has("output")) {
-    c.output = root.at("output").string();
+    c.output = root.at("output").name(4096);
     if (c.output.empty()) root.at("output").fail("must not be empty");
   }
   if (root.has("keep_prefills")) c.keep_prefills = root.at("keep_prefills").boolean();
@@ -228,17 +259,8 @@ ExperimentConfig parse_experiment(const json& doc, const std::string& source) {
 }
 
 ExperimentConfig load_experiment(const std::string& path, const std::vector<std::string>& overrides) {
-  std::ifstream in(path);
-  if (!in) throw InputError(path + ": cannot open experiment file");
-  json doc;
-  try {
-    doc = json::parse(in);
-  } catch (const json::parse_error& e) {
-    // e.what() carries "parse error at line L, column C: ..."
-    std::string what = e.what();
-    const auto p = what.find("parse error");
-    throw InputError(path + ": " + (p == std::string::npos ? what : what.substr(p)));
-  }
+  // "parse error at line L, column C: ..." on bad syntax.
+  json doc = parse_json_text(read_regular_file(path, kMaxConfigBytes, "an experiment file"), path);
   for (const auto& o : overrides) apply_override(doc, o);
   return parse_experiment(doc, path);
 }

@@ -6,8 +6,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "harness/atomic_file.h"
+#include "model/atomic_file.h"
 #include "harness/plan.h"
+#include "harness/run_folder.h"
 #include "model/error.h"
 
 namespace kvbench {
@@ -25,28 +26,42 @@ std::string PrefillStore::base(const std::string& instance_id) const {
 }
 
 std::optional<KeptPrefill> PrefillStore::load(const std::string& instance_id, const std::vector<int32_t>& tokens,
-                                              int32_t chunk, const CacheContext& needs,
+                                              int32_t chunk, const std::vector<Span>& chunks,
+                                              const CacheContext& needs,
                                               const std::vector<size_t>& chunks_needed) const {
   const std::string b = base(instance_id);
   if (!fs::exists(b + ".json")) return std::nullopt;
   std::string why;
   try {
-    std::ifstream in(b + ".json");
-    const nlohmann::json marker = nlohmann::json::parse(in);
+    const nlohmann::json marker = read_json_file(b + ".json");
     KeptPrefill kept;
     kept.seconds = marker.at("seconds").get<double>();
     SnapshotDocument doc = load_cache_snapshot(b + ".kvc", expect_, kept.full);
     if (doc.tokens != tokens || doc.chunk != chunk) why = "it holds another prompt";
     else if (doc.logits.empty()) why = "it has no next-token logits";
-    const CacheContext& have = kept.full->context();
-    if (why.empty() && (have.context_tokens != needs.context_tokens || have.seed != needs.seed ||
-                        (needs.collect_attention && !have.collect_attention) ||
-                        have.keep_queries < needs.keep_queries))
-      why = "it was collected for other policies";
+    // What a cache must be to stand in for the full cache here: collected
+    // for these policies, holding exactly the first `end` prompt tokens.
+    const auto unfit = [&](const PolicyCache& cache, int64_t end) -> std::string {
+      const CacheContext& have = cache.context();
+      if (have.context_tokens != needs.context_tokens || have.seed != needs.seed ||
+          (needs.collect_attention && !have.collect_attention) || have.keep_queries < needs.keep_queries)
+        return "it was collected for other policies";
+      if (static_cast<int64_t>(cache.pos_max(0)) + 1 != end)
+        return "it holds " + std::to_string(static_cast<int64_t>(cache.pos_max(0)) + 1) + " prompt tokens, not " +
+               std::to_string(end);
+      return "";
+    };
+    if (why.empty()) why = unfit(*kept.full, static_cast<int64_t>(tokens.size()));
     for (size_t i : chunks_needed) {
       if (!why.empty()) break;
       std::unique_ptr<PolicyCache> c;
-      load_cache_snapshot(b + ".after" + std::to_string(i) + ".kvc", expect_, c);
+      const std::string file = b + ".after" + std::to_string(i) + ".kvc";
+      const SnapshotDocument after = load_cache_snapshot(file, expect_, c);
+      // A snapshot of another chunk, prompt or chunk size is never used in
+      // this one's place (a swapped file would change results silently).
+      if (i >= chunks.size()) why = file + " is for a chunk this prompt does not have";
+      else if (after.tokens != tokens || after.chunk != chunk) why = file + " holds another prompt";
+      else if (const std::string w = unfit(*c, chunks[i].end); !w.empty()) why = file + ": " + w + " (chunk " + std::to_string(i) + ")";
       kept.after_chunk[i] = std::move(c);
     }
     kept.logits = std::move(doc.logits);

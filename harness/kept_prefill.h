@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "datasets/instance.h"  // Span
 #include "harness/snapshot_file.h"
 #include "policies/policy_cache.h"
 
@@ -37,11 +38,15 @@ class PrefillStore {
   // The kept prefill of `instance_id` when it exists and fits this prompt
   // (same tokens and chunk size) and these needs (the full cache collects at
   // least the attention and queries `needs` asks, has the same context length
-  // and seed, and every chunk in `chunks_needed` is there). Anything else —
-  // absent, incomplete, from another prompt, unreadable — gives nullopt; a
-  // set that exists but cannot be used is removed and named on stderr.
+  // and seed, and every chunk in `chunks_needed` is there). Every snapshot is
+  // verified against what it stands for: the prompt tokens and chunk size it
+  // records, and the tokens it holds (all of them; through chunks[i].end for
+  // the state after chunk i). Anything else — absent, incomplete, from
+  // another prompt or chunk, unreadable — gives nullopt; a set that exists
+  // but cannot be used is removed and named on stderr.
   std::optional<KeptPrefill> load(const std::string& instance_id, const std::vector<int32_t>& tokens, int32_t chunk,
-                                  const CacheContext& needs, const std::vector<size_t>& chunks_needed) const;
+                                  const std::vector<Span>& chunks, const CacheContext& needs,
+                                  const std::vector<size_t>& chunks_needed) const;
 
   // Writes the set atomically file by file, the marker last. InputError when
   // the folder cannot be written.

@@ -2,11 +2,13 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <map>
 #include <set>
 
 #include "datasets/jsonl.h"
 #include "datasets/prompt.h"
 #include "datasets/tasks.h"
+#include "harness/sha256.h"
 #include "model/error.h"
 
 namespace kvbench {
@@ -14,6 +16,10 @@ namespace kvbench {
 std::string file_name_safe(const std::string& s) {
   std::string out;
   for (char c : s) out += (std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '-') ? c : '_';
+  if (!out.empty() && out[0] == '.') out[0] = '_';  // never ".", ".." or a hidden file
+  // Long names keep a readable prefix and a digest of the whole name (a file
+  // name holds at most 255 bytes; a cell file joins two of these).
+  if (out.size() > kMaxFileNameStem) out = out.substr(0, kMaxFileNameStem - 17) + "~" + sha256_hex(s.data(), s.size()).substr(0, 16);
   return out;
 }
 
@@ -102,9 +108,14 @@ Plan make_plan(const ExperimentConfig& c, const LlamaModel& model) {
     plan.policies.push_back(full);
   }
   std::set<std::string> seen;
+  std::map<std::string, std::string> slugs;  // file name -> canonical spec
   for (auto& p : listed) {
     if (!seen.insert(p.canonical).second)
       throw InputError(c.source + ": /policies: the policy '" + p.canonical + "' is listed twice");
+    const auto [it, fresh] = slugs.emplace(p.slug, p.canonical);
+    if (!fresh)
+      throw InputError(c.source + ": /policies: the policies '" + it->second + "' and '" + p.canonical +
+                       "' map to the same file name '" + p.slug + "'");
     // The full cache always comes first: it is every relative column's reference.
     if (p.is_reference) plan.policies.insert(plan.policies.begin(), p);
     else plan.policies.push_back(p);
@@ -133,6 +144,7 @@ Plan make_plan(const ExperimentConfig& c, const LlamaModel& model) {
 
   // Instances.
   std::set<std::string> ids;
+  std::map<std::string, std::string> file_names;  // file_name_safe(id) -> id
   for (size_t t = 0; t < c.tasks.size(); ++t) {
     const TaskGrid& g = c.tasks[t];
     const std::string where = "/tasks/" + std::to_string(t);
@@ -164,6 +176,12 @@ Plan make_plan(const ExperimentConfig& c, const LlamaModel& model) {
       if (question_first != c.decoding.question_first) inst.id += question_first ? "-qfirst" : "-qlast";
       if (!ids.insert(inst.id).second)
         throw InputError(field(c, where) + "instance id '" + inst.id + "' appears twice");
+      // Cells and kept prefills are files named after the id: two ids with
+      // one file name would silently share them (one never runs).
+      const auto [named, fresh] = file_names.emplace(file_name_safe(inst.id), inst.id);
+      if (!fresh)
+        throw InputError(field(c, where) + "instance ids '" + named->second + "' and '" + inst.id +
+                         "' map to the same file name '" + named->first + "' (make them differ in letters, digits, '.' or '-')");
       // Fails early (InputError naming the instance) when the prompt plus its
       // answer does not fit the model.
       try {

@@ -15,8 +15,12 @@
 
 namespace kvbench {
 
-// `s` with every character other than [A-Za-z0-9.-] replaced by '_': safe in
-// file names (cell ids, plots, kept prefills).
+// The one file-name mapping (cell ids, plots, kept prefills): `s` with every
+// character other than [A-Za-z0-9.-] replaced by '_' and a leading '.' by
+// '_'; longer than kMaxFileNameStem, a prefix, '~' and 16 hex digits of the
+// SHA-256 of `s`. Not injective by itself ("a/b" and "a_b" both give "a_b"):
+// make_plan refuses ids and specs whose file names collide.
+constexpr size_t kMaxFileNameStem = 100;
 std::string file_name_safe(const std::string& s);
 
 struct PlannedPolicy {

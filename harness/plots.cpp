@@ -9,30 +9,31 @@
 #include <sstream>
 
 #include "harness/plan.h"
+#include "model/atomic_file.h"
+#include "harness/subprocess.h"
 
 namespace kvbench {
 namespace {
 
 using json = nlohmann::json;
 
-// A gnuplot double-quoted string literal (file names).
-std::string gp_string(const std::string& s) {
-  std::string q = "\"";
-  for (char c : s) {
-    if (c == '"' || c == '\\') q += '\\';
-    q += c;
-  }
-  return q + "\"";
-}
-
-// A label shown in enhanced-text mode: '_' and '^' would start sub/superscripts.
+// A label shown in enhanced-text mode: '_', '^' and the other markup
+// characters would start sub/superscripts, so each is escaped.
 std::string label(const std::string& s) {
   std::string escaped;
   for (char c : s) {
-    if (c == '_' || c == '^' || c == '@' || c == '&' || c == '~' || c == '{' || c == '}') escaped += "\\";
+    if (c == '_' || c == '^' || c == '@' || c == '&' || c == '~' || c == '{' || c == '}' || c == '\\') escaped += "\\";
     escaped += c;
   }
-  return gp_string(escaped);
+  return gnuplot_string(escaped);
+}
+
+// `name[1..n]` = the labels, as gnuplot statements: strings stay in commands
+// (through gnuplot_string), data blocks hold numbers only.
+std::string label_array(const std::string& name, const std::vector<std::string>& labels) {
+  std::string out = "array " + name + "[" + std::to_string(labels.size()) + "]\n";
+  for (size_t i = 0; i < labels.size(); ++i) out += name + "[" + std::to_string(i + 1) + "] = " + label(labels[i]) + "\n";
+  return out;
 }
 
 std::string length_label(int64_t n) {
@@ -51,7 +52,7 @@ struct Script {
       const std::string file = "plots/" + stem + "." + ext;
       out << (std::string(ext) == "png" ? "set terminal pngcairo enhanced font 'Sans,10' size " + size + "\n"
                                         : "set terminal svg enhanced font 'Sans,10' size " + size + "\n")
-          << "set output " << gp_string(dir + "/" + file) << "\n"
+          << "set output " << gnuplot_string(dir + "/" + file) << "\n"
           << "reset\nset grid\n" << commands << "unset output\n";
       files.push_back(file);
     }
@@ -59,6 +60,27 @@ struct Script {
 };
 
 }  // namespace
+
+std::string gnuplot_string(const std::string& s) {
+  // Single quotes: gnuplot expands no backslash escapes, no `command`
+  // substitution and no @macros inside them; a quote is written twice.
+  // A newline would end the command, so control characters are written as
+  // visible escapes instead.
+  std::string q = "'";
+  for (char ch : s) {
+    const auto c = static_cast<unsigned char>(ch);
+    if (c == '\'') q += "''";
+    else if (c == '\n') q += "\\n";
+    else if (c == '\r') q += "\\r";
+    else if (c == '\t') q += "\\t";
+    else if (c < 0x20 || c == 0x7f) {
+      char hex[8];
+      std::snprintf(hex, sizeof hex, "\\x%02X", c);
+      q += hex;
+    } else q += ch;
+  }
+  return q + "'";
+}
 
 std::string plot_slug(const std::string& label) {
   const std::string s = file_name_safe(label);
@@ -114,12 +136,12 @@ PlotResult write_plots(const std::vector<json>& cells, const std::vector<TableRo
         << "set palette defined (0 '#d7191c', 0.5 '#fdae61', 0.75 '#ffffbf', 1 '#1a9641')\n"
         << "set cbrange [0:1]\nset cblabel 'score'\nset xrange [-0.5:" << lengths.size() - 0.5 << "]\n"
         << "set yrange [-0.5:" << depths.size() - 0.5 << "]\nset xtics (";
-    for (size_t i = 0; i < lengths.size(); ++i) cmd << (i ? ", " : "") << gp_string(length_label(lengths[i])) << " " << i;
+    for (size_t i = 0; i < lengths.size(); ++i) cmd << (i ? ", " : "") << gnuplot_string(length_label(lengths[i])) << " " << i;
     cmd << ")\nset ytics (";
     for (size_t i = 0; i < depths.size(); ++i) {
       char d[16];
       std::snprintf(d, sizeof d, "%.0f", depths[i] * 100);
-      cmd << (i ? ", " : "") << gp_string(d) << " " << i;
+      cmd << (i ? ", " : "") << gnuplot_string(d) << " " << i;
     }
     // One filled box per cell (not `with image`, which needs at least two
     // columns and two rows to size its pixels); empty cells stay blank.
@@ -131,6 +153,7 @@ PlotResult write_plots(const std::vector<json>& cells, const std::vector<TableRo
   // Score vs memory with the Pareto front (higher score at lower memory).
   {
     std::vector<std::pair<double, double>> pts;  // (memory %, score)
+    std::vector<std::string> names;
     std::ostringstream cmd;
     cmd << "$pts << EOD\n";
     for (const auto& r : rows) {
@@ -141,7 +164,8 @@ PlotResult write_plots(const std::vector<json>& cells, const std::vector<TableRo
       int k = 0;
       for (const auto& [pm, ps] : pts) k += std::abs(pm - m) < 3 && std::abs(ps - r.score) < 0.02;
       pts.push_back({m, r.score});
-      cmd << m << " " << r.score << " " << label(r.label) << " " << r.score + 0.035 + 0.04 * k << "\n";
+      names.push_back(r.label);
+      cmd << m << " " << r.score << " " << names.size() << " " << r.score + 0.035 + 0.04 * k << "\n";
     }
     cmd << "EOD\n$front << EOD\n";
     // The front: by memory, and at equal memory the best score only.
@@ -159,11 +183,11 @@ PlotResult write_plots(const std::vector<json>& cells, const std::vector<TableRo
     // The last step runs on to the largest memory plotted (steps need two
     // points, and nothing to the right beats the best score).
     if (!pts.empty()) cmd << max_memory << " " << best << "\n";
-    cmd << "EOD\nset title 'Score vs KV memory'\nset xlabel 'KV bytes (% of the full cache)'\n"
+    cmd << "EOD\n" << label_array("point_label", names) << "set title 'Score vs KV memory'\nset xlabel 'KV bytes (% of the full cache)'\n"
         << "set ylabel 'score'\nset yrange [0:1.05]\nset xrange [0:*]\nset key bottom right\n"
         << "plot $front using 1:2 with steps lw 2 lc rgb '#888888' title 'Pareto front', "
            "$pts using 1:2 with points pt 7 ps 1.5 lc rgb '#2b83ba' title 'configurations', "
-           "$pts using 1:4:3 with labels font ',8' notitle\n";
+           "$pts using 1:4:(point_label[int($3)]) with labels font ',8' notitle\n";
     if (!pts.empty()) s.emit(script, dir, "score-vs-memory", "900,600", cmd.str());
   }
 
@@ -206,31 +230,32 @@ PlotResult write_plots(const std::vector<json>& cells, const std::vector<TableRo
     std::ostringstream cmd;
     cmd << "$speed << EOD\n";
     int n = 0;
+    std::vector<std::string> names;
     for (const auto& r : rows) {
       if (std::isnan(r.decode_tok_s)) continue;
-      cmd << n++ << " " << r.decode_tok_s << " " << (std::isnan(r.prefill_tok_s) ? 0.0 : r.prefill_tok_s) << " "
-          << label(r.label) << "\n";
+      cmd << n++ << " " << r.decode_tok_s << " " << (std::isnan(r.prefill_tok_s) ? 0.0 : r.prefill_tok_s) << "\n";
+      names.push_back(r.label);
     }
-    cmd << "EOD\nset title 'Speed (median over cells)'\nset ylabel 'tokens/s'\nset style fill solid 0.8\n"
+    cmd << "EOD\n" << label_array("speed_label", names) << "set title 'Speed (median over cells)'\nset ylabel 'tokens/s'\nset style fill solid 0.8\n"
         << "set boxwidth 0.4\nset xtics rotate by -30 font ',8'\nset key outside top center horizontal\n"
         << "set yrange [0:*]\nset offsets 0.5, 0.5, 0, 0\nset logscale y 10\nset yrange [1:*]\n"
-        << "plot $speed using ($1-0.2):2:xtic(4) with boxes lc rgb '#2b83ba' title 'decode', "
+        << "plot $speed using ($1-0.2):2:xtic(speed_label[int($1)+1]) with boxes lc rgb '#2b83ba' title 'decode', "
            "$speed using ($1+0.2):3 with boxes lc rgb '#abdda4' title 'prefill'\n";
     if (n) s.emit(script, dir, "speed", "900,600", cmd.str());
   }
 
   if (s.files.empty()) return result;
-  FILE* gp = popen("gnuplot 2>/dev/null", "w");
-  if (!gp) {
-    result.warning = "gnuplot could not be started; no plots written";
+  // gnuplot opens its outputs itself and would follow a symbolic link: every
+  // target is a regular file or absent (RunFolder::open checked plots/).
+  for (const auto& f : s.files) refuse_non_regular_target(dir + "/" + f);
+  // No shell: gnuplot itself, the script on its stdin.
+  const int status = run_with_input({"gnuplot"}, script.str());
+  if (status == 127) {
+    result.warning = "gnuplot could not be started (is gnuplot installed? scripts/setup.sh installs gnuplot-nox); no plots written";
     return result;
   }
-  const std::string text = script.str();
-  fwrite(text.data(), 1, text.size(), gp);
-  const int status = pclose(gp);
-  if (status != 0) {
+  if (status != 0)
     result.warning = "gnuplot failed (is gnuplot installed? scripts/setup.sh installs gnuplot-nox); plots may be missing";
-  }
   for (const auto& f : s.files)
     if (std::filesystem::exists(dir + "/" + f)) result.files.push_back(f);
   return result;

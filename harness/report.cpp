@@ -5,7 +5,7 @@
 #include <map>
 #include <sstream>
 
-#include "harness/atomic_file.h"
+#include "model/atomic_file.h"
 #include "harness/plots.h"
 #include "harness/table.h"
 
@@ -14,6 +14,8 @@ namespace {
 
 using json = nlohmann::json;
 
+// The one HTML encoder: every string that reaches report.html goes through
+// it (text and attribute values alike).
 std::string html_escape(const std::string& s) {
   std::string o;
   for (char c : s) {
@@ -22,6 +24,7 @@ std::string html_escape(const std::string& s) {
       case '<': o += "&lt;"; break;
       case '>': o += "&gt;"; break;
       case '"': o += "&quot;"; break;
+      case '\'': o += "&#39;"; break;
       default: o += c;
     }
   }

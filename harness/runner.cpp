@@ -318,7 +318,7 @@ void InstanceRunner::run(const std::vector<PolicyRun>& pending, const RunFolder&
       kept_chunks.push_back(i);
   SharedPrefill shared;
   std::optional<KeptPrefill> kept;
-  if (store) kept = store->load(inst_.id, prompt_.tokens, c_.decoding.chunk, full_ctx, kept_chunks);
+  if (store) kept = store->load(inst_.id, prompt_.tokens, c_.decoding.chunk, chunks_, full_ctx, kept_chunks);
   if (kept) {
     ++sum.prefills_loaded;
     shared.full = std::move(kept->full);

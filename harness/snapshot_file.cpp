@@ -16,7 +16,9 @@
 #include <set>
 #include <thread>
 
-#include "harness/atomic_file.h"
+#include "datasets/json_text.h"
+#include "model/atomic_file.h"
+#include "model/input_file.h"
 #include "harness/sha256.h"
 
 namespace io = boost::iostreams;
@@ -31,6 +33,9 @@ constexpr char kEndMagic[8] = {'K', 'V', 'B', 'C', '-', 'E', 'N', 'D'};
 constexpr size_t kPrefix = 16;           // magic, version, reserved
 constexpr size_t kTrailer = 4 + 32 + 8;  // header size, header sha256, end marker
 constexpr uint64_t kMaxHeader = 1 << 20;
+// Bounds on what a header may claim the payload decompresses to.
+constexpr uint64_t kMaxCompressionRatio = 1000;
+constexpr uint64_t kMinRawLimit = uint64_t{256} << 20;
 constexpr int kBuffer = 1 << 20;  // compressor and device buffers
 constexpr uint8_t kZstdMagic[4] = {0x28, 0xb5, 0x2f, 0xfd};
 constexpr uint8_t kGzipMagic[2] = {0x1f, 0x8b};
@@ -171,6 +176,11 @@ Container open_container(std::span<const uint8_t> f, const std::string& name) {
   if (digest != stored) throw SnapshotError(name + ": header checksum mismatch (corrupted file)");
   Container c;
   try {
+    check_json_depth(std::string_view(reinterpret_cast<const char*>(header), h), "depth");
+  } catch (const InputError&) {
+    throw SnapshotError(name + ": header: nested deeper than " + std::to_string(kMaxJsonDepth) + " levels");
+  }
+  try {
     c.header = ordered_json::parse(header, header + h);
   } catch (const json::exception& e) {
     throw SnapshotError(name + ": header: invalid JSON (" + e.what() + ")");
@@ -184,13 +194,9 @@ Container open_container(std::span<const uint8_t> f, const std::string& name) {
 class Mapping {
  public:
   explicit Mapping(const std::string& path) {
-    fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd_ < 0) throw InputError(path + ": cannot open (" + std::strerror(errno) + ")");
-    struct stat st;
-    if (::fstat(fd_, &st) != 0 || !S_ISREG(st.st_mode)) {
-      ::close(fd_);
-      throw InputError(path + ": not a regular file");
-    }
+    struct stat st {};
+    // Regular files only, refused before a FIFO could block the open.
+    fd_ = open_regular_file(path, &st);
     size_ = static_cast<size_t>(st.st_size);
     if (size_ > 0) {
       void* p = ::mmap(nullptr, size_, PROT_READ, MAP_PRIVATE, fd_, 0);
@@ -432,6 +438,14 @@ SnapshotDocument load_cache_snapshot_bytes(std::span<const uint8_t> file, const 
                                    : "neither zstd nor gzip"));
   const std::string sha = field<std::string>(have, "/payload/sha256", name);
   const auto raw_bytes = field<uint64_t>(have, "/payload/raw_bytes", name);
+  // The parser sizes what it allocates by the bytes left of raw_bytes: a
+  // forged header (its checksum is no secret) must not claim gigabytes
+  // behind a few compressed bytes. Real payloads (K/V rows, statistics)
+  // compress far less than kMaxCompressionRatio.
+  if (raw_bytes > std::max<uint64_t>(kMinRawLimit, c.payload.size() * kMaxCompressionRatio))
+    throw SnapshotError(name + ": payload.raw_bytes: the header says " + std::to_string(raw_bytes) +
+                        " bytes behind " + std::to_string(c.payload.size()) +
+                        " compressed ones, more than a snapshot compresses (corrupt or forged)");
 
   // 3. Checksum, decompress and parse into a new cache. The sha256 runs on a
   // second thread while the payload is decompressed and parsed (the parser

@@ -19,6 +19,7 @@
 #include <numeric>
 
 #include "model/error.h"
+#include "model/input_file.h"
 
 namespace kvbench {
 namespace {
@@ -603,11 +604,9 @@ struct FdGuard {
 }  // namespace
 
 std::unique_ptr<GgufFile> GgufFile::open(const std::string& path) {
-  const FdGuard fd{::open(path.c_str(), O_RDONLY | O_CLOEXEC)};
-  if (fd.fd < 0) io_error(path, "cannot open", errno);
   struct stat st {};
-  if (::fstat(fd.fd, &st) != 0) io_error(path, "cannot stat", errno);
-  if (!S_ISREG(st.st_mode)) throw InputError(join(path, "not a regular file"));
+  // Regular files only, refused before a FIFO could block the open.
+  const FdGuard fd{open_regular_file(path, &st)};
   std::unique_ptr<GgufFile> f(new GgufFile());
   f->path_ = path;
   if (st.st_size > 0) {  // mmap rejects length 0; an empty file fails in parse()

@@ -14,6 +14,7 @@
 #include <limits>
 #include <stdexcept>
 
+#include "model/atomic_file.h"
 #include "model/error.h"
 
 namespace kvbench {
@@ -150,39 +151,6 @@ size_t tensor_bytes(const std::string& name, GgmlType type, const std::vector<in
   return static_cast<size_t>(bytes);
 }
 
-[[noreturn]] void io_error(const std::string& path, const std::string& what, int err) {
-  throw InputError(path + ": " + what + ": " + std::strerror(err));
-}
-
-void write_all(int fd, const uint8_t* p, size_t n, const std::string& path) {
-  while (n > 0) {
-    const ssize_t w = ::write(fd, p, n);
-    if (w < 0 && errno == EINTR) continue;
-    if (w <= 0) io_error(path, "cannot write", w < 0 ? errno : EIO);
-    p += w;
-    n -= static_cast<size_t>(w);
-  }
-}
-
-// Writes and syncs `bytes` to `tmp`; removes it again on failure.
-void write_synced(const std::string& tmp, const std::vector<uint8_t>& bytes) {
-  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) io_error(tmp, "cannot create", errno);
-  try {
-    write_all(fd, bytes.data(), bytes.size(), tmp);
-    if (::fsync(fd) != 0) io_error(tmp, "cannot sync", errno);
-  } catch (...) {
-    ::close(fd);
-    ::unlink(tmp.c_str());
-    throw;
-  }
-  if (::close(fd) != 0) {
-    const int err = errno;
-    ::unlink(tmp.c_str());
-    io_error(tmp, "cannot close", err);
-  }
-}
-
 }  // namespace
 
 void GgufWriter::set(std::string key, GgufValue value) {
@@ -291,13 +259,7 @@ std::vector<uint8_t> GgufWriter::to_bytes() const {
 
 void GgufWriter::write(const std::string& path) const {
   const std::vector<uint8_t> bytes = to_bytes();
-  const std::string tmp = path + ".tmp";
-  write_synced(tmp, bytes);
-  if (::rename(tmp.c_str(), path.c_str()) != 0) {
-    const int err = errno;
-    ::unlink(tmp.c_str());
-    io_error(path, "cannot rename " + tmp + " into place", err);
-  }
+  write_file_atomic(path, std::string_view(reinterpret_cast<const char*>(bytes.data()), bytes.size()));
 }
 
 }  // namespace kvbench

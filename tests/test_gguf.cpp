@@ -674,7 +674,7 @@ TEST(GgufBadFile, MessagesEscapeFileText) {
 TEST(GgufOpen, ErrorsNameThePath) {
   const std::string dir = temp_dir();
   const std::string missing = dir + "/missing.gguf";
-  EXPECT_EQ(error_of([&] { GgufFile::open(missing); }), missing + ": cannot open: No such file or directory");
+  EXPECT_EQ(error_of([&] { GgufFile::open(missing); }), missing + ": cannot open (No such file or directory)");
   EXPECT_EQ(error_of([&] { GgufFile::open(dir); }), dir + ": not a regular file");
   const std::string empty = dir + "/empty.gguf";
   std::ofstream(empty).close();

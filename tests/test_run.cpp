@@ -182,32 +182,24 @@ TEST(Run, KilledAtRandomPointsThenResumedEqualsAnUninterruptedRun) {
   EXPECT_EQ(files, whole.size());
 }
 
-TEST(Run, KeptPrefillsAreLoadedOnResumeAndChangeNoNumber) {
-  const std::string dir = scratch_dir("kept");
-  const std::string exp = write_experiment(dir);
-  ASSERT_EQ(run_cli(exp + " -q --out " + dir + "/whole"), 0) << stderr_text();
-  const auto whole = stable_cells(only_run_folder(dir + "/whole"));
-  // Uninterrupted with keep_prefills: the same cells, and nothing left in prefills/.
-  ASSERT_EQ(run_cli(exp + " -q --set keep_prefills=true --out " + dir + "/kept"), 0) << stderr_text();
-  const std::string kept = only_run_folder(dir + "/kept");
-  EXPECT_EQ(stable_cells(kept), whole);
-  EXPECT_FALSE(fs::exists(kept + "/prefills"));
-
-  // Killed as soon as the first instance's prefill is kept (its marker written),
-  // before all of that instance's cells are: the resume must load it.
+// Runs `exp` with keep_prefills into out_dir and kills it (kill -9) as soon
+// as the first instance's prefill is kept (its marker written), before all of
+// that instance's cells are. Returns the run folder ("" when the run
+// finished first).
+std::string kill_when_a_prefill_is_kept(const std::string& exp, const std::string& out_dir) {
   const pid_t pid = fork();
   if (pid == 0) {
     const std::string binary = KVBENCH_BINARY, exp_path = exp.substr(4);
     execl(binary.c_str(), binary.c_str(), "run", exp_path.c_str(), "-q", "--set", "keep_prefills=true", "--out",
-          (dir + "/killed").c_str(), nullptr);
+          out_dir.c_str(), nullptr);
     _exit(127);
   }
   std::string folder;
   bool killed = false;
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
   while (std::chrono::steady_clock::now() < deadline && !killed) {
-    if (folder.empty() && fs::exists(dir + "/killed"))
-      for (const auto& e : fs::directory_iterator(dir + "/killed")) folder = e.path().string();
+    if (folder.empty() && fs::exists(out_dir))
+      for (const auto& e : fs::directory_iterator(out_dir)) folder = e.path().string();
     // A marker seen: stop the run, look again (the instance may have finished
     // and removed it meanwhile), then kill it or let it go on.
     auto marker = [&] {
@@ -231,13 +223,58 @@ TEST(Run, KeptPrefillsAreLoadedOnResumeAndChangeNoNumber) {
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
   if (killed) waitpid(pid, nullptr, 0);
-  ASSERT_TRUE(killed) << "the run finished before its first prefill was kept";
+  EXPECT_TRUE(killed) << "the run finished before its first prefill was kept";
+  return killed ? folder : std::string();
+}
+
+TEST(Run, KeptPrefillsAreLoadedOnResumeAndChangeNoNumber) {
+  const std::string dir = scratch_dir("kept");
+  const std::string exp = write_experiment(dir);
+  ASSERT_EQ(run_cli(exp + " -q --out " + dir + "/whole"), 0) << stderr_text();
+  const auto whole = stable_cells(only_run_folder(dir + "/whole"));
+  // Uninterrupted with keep_prefills: the same cells, and nothing left in prefills/.
+  ASSERT_EQ(run_cli(exp + " -q --set keep_prefills=true --out " + dir + "/kept"), 0) << stderr_text();
+  const std::string kept = only_run_folder(dir + "/kept");
+  EXPECT_EQ(stable_cells(kept), whole);
+  EXPECT_FALSE(fs::exists(kept + "/prefills"));
+
+  // Killed as soon as the first instance's prefill is kept: the resume must load it.
+  const std::string folder = kill_when_a_prefill_is_kept(exp, dir + "/killed");
+  ASSERT_FALSE(folder.empty());
   std::string out;
   ASSERT_EQ(run_cli("run -q --resume " + folder, &out), 0) << stderr_text();
   EXPECT_NE(out.find("(1 kept prefill loaded from the run folder)"), std::string::npos) << out;
   EXPECT_EQ(stable_cells(folder), whole);
   EXPECT_FALSE(fs::exists(folder + "/prefills"));
   EXPECT_EQ(read_json_file(folder + "/meta.json")["work"]["prefills_loaded"], 1);
+}
+
+TEST(Run, AKeptPrefillOfAnotherChunkIsNotUsed) {
+  const std::string dir = scratch_dir("kept-swapped");
+  const std::string exp = write_experiment(dir);
+  ASSERT_EQ(run_cli(exp + " -q --out " + dir + "/whole"), 0) << stderr_text();
+  const auto whole = stable_cells(only_run_folder(dir + "/whole"));
+  const std::string folder = kill_when_a_prefill_is_kept(exp, dir + "/killed");
+  ASSERT_FALSE(folder.empty());
+  // The state after the whole prompt put where the state after a chunk was:
+  // same model, same prompt tokens, same chunk size, a valid snapshot.
+  int swapped = 0;
+  for (const auto& e : fs::directory_iterator(folder + "/prefills")) {
+    const std::string name = e.path().string();
+    if (name.find(".after") == std::string::npos || e.path().extension() != ".kvc") continue;
+    const std::string full = name.substr(0, name.find(".after")) + ".kvc";
+    if (!fs::exists(full)) continue;
+    fs::copy_file(full, name, fs::copy_options::overwrite_existing);
+    ++swapped;
+  }
+  ASSERT_GT(swapped, 0) << "no chunk snapshot kept (the grid has a streaming policy that needs one)";
+  std::string out;
+  ASSERT_EQ(run_cli("run -q --resume " + folder, &out), 0) << stderr_text();
+  EXPECT_NE(stderr_text().find("not using the kept prefill"), std::string::npos) << stderr_text();
+  EXPECT_NE(stderr_text().find("prompt tokens, not"), std::string::npos) << stderr_text();
+  EXPECT_EQ(out.find("kept prefill loaded"), std::string::npos) << out;
+  EXPECT_EQ(stable_cells(folder), whole);
+  EXPECT_FALSE(fs::exists(folder + "/prefills"));
 }
 
 TEST(Run, ShardsMergedEqualTheUnshardedRun) {

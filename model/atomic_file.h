@@ -1,6 +1,8 @@
 // Whole-file writes that readers never see half done: the content goes to a
-// temporary file in the same directory, is flushed to disk, then renamed over
-// the target (rename is atomic on POSIX file systems).
+// temporary file in the same directory, is flushed to disk, then renamed
+// over the target (rename is atomic on POSIX file systems). The one
+// mechanism for every file kvbench writes (run folders, snapshots, models,
+// datasets).
 #pragma once
 
 #include <string>
@@ -8,8 +10,11 @@
 
 namespace kvbench {
 
-// A file written in pieces and published at once: open() creates
-// "<path>.tmp.<pid>"; commit() syncs, closes and renames it over `path`.
+// A file written in pieces and published at once: the constructor refuses a
+// target that exists and is not a regular file (a device node, a FIFO, a
+// directory, a symbolic link: replacing them is never what was meant), and
+// creates "<path>.tmp.<pid>" exclusively without following links
+// (O_EXCL | O_NOFOLLOW); commit() syncs, closes and renames it over `path`.
 // Destroyed without commit() (an exception on the way), the temporary file
 // is removed and `path` is untouched. Errors are InputErrors naming `path`.
 class AtomicFile {
@@ -32,5 +37,9 @@ class AtomicFile {
 // Throws InputError naming the path when the directory is not writable or
 // the disk is full; the temporary file is removed on failure.
 void write_file_atomic(const std::string& path, std::string_view content);
+
+// InputError "<path>: exists and is not a regular file ..." when `path`
+// exists as anything but a regular file (checked without following a link).
+void refuse_non_regular_target(const std::string& path);
 
 }  // namespace kvbench

@@ -1,6 +1,7 @@
-#include "harness/atomic_file.h"
+#include "model/atomic_file.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -10,9 +11,28 @@
 
 namespace kvbench {
 
+void refuse_non_regular_target(const std::string& path) {
+  struct stat st {};
+  if (::lstat(path.c_str(), &st) != 0) return;  // absent: fine (other errors show when creating)
+  if (!S_ISREG(st.st_mode))
+    throw InputError(path + ": exists and is not a regular file (" +
+                     (S_ISLNK(st.st_mode) ? "a symbolic link" : S_ISDIR(st.st_mode) ? "a directory"
+                      : S_ISFIFO(st.st_mode) ? "a FIFO" : S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode) ? "a device"
+                      : "a special file") +
+                     "); refusing to replace it");
+}
+
 AtomicFile::AtomicFile(std::string path) : path_(std::move(path)), tmp_(path_ + ".tmp." + std::to_string(::getpid())) {
-  fd_ = ::open(tmp_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd_ < 0) throw InputError(path_ + ": cannot write (" + std::strerror(errno) + ")");
+  refuse_non_regular_target(path_);
+  // A leftover of an earlier process with this pid (or anything planted
+  // there) is removed, never written through.
+  ::unlink(tmp_.c_str());
+  fd_ = ::open(tmp_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+  if (fd_ < 0) {
+    const int err = errno;
+    tmp_.clear();  // not ours: never unlinked
+    throw InputError(path_ + ": cannot create (" + std::strerror(err) + ")");
+  }
 }
 
 AtomicFile::~AtomicFile() {

@@ -1,0 +1,67 @@
+// libFuzzer target for run-folder readers (report, compare, merge). The input
+// is split at NUL bytes into config.json, meta.json and cells/c0.json,
+// cells/c1.json, ... of a scratch run folder. Any input must be refused with
+// InputError or be read whole: the cells and meta checked, the table built
+// and rendered (markdown, CSV, JSON) and the folder compared with itself
+// without a regression.
+#include <unistd.h>
+
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "harness/compare.h"
+#include "harness/run_folder.h"
+#include "harness/table.h"
+#include "model/error.h"
+
+namespace {
+
+namespace fs = std::filesystem;
+
+const std::string& scratch_dir() {
+  static const std::string dir = "/dev/shm/fuzz_run_folder-" + std::to_string(::getpid());
+  return dir;
+}
+
+void write(const std::string& path, const std::string& text) {
+  FILE* f = std::fopen(path.c_str(), "wb");
+  if (!f) std::abort();
+  std::fwrite(text.data(), 1, text.size(), f);
+  std::fclose(f);
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  using namespace kvbench;
+  const std::string& dir = scratch_dir();
+  fs::remove_all(dir);
+  fs::create_directories(dir + "/cells");
+  std::vector<std::string> parts;
+  const std::string input(reinterpret_cast<const char*>(data), size);
+  for (size_t at = 0; parts.size() < 10;) {
+    const size_t nul = input.find('\0', at);
+    parts.push_back(input.substr(at, nul == std::string::npos ? std::string::npos : nul - at));
+    if (nul == std::string::npos) break;
+    at = nul + 1;
+  }
+  write(dir + "/config.json", parts[0]);
+  if (parts.size() > 1) write(dir + "/meta.json", parts[1]);
+  for (size_t i = 2; i < parts.size(); ++i) write(dir + "/cells/c" + std::to_string(i - 2) + ".json", parts[i]);
+  try {
+    const RunFolder run = RunFolder::open(dir);
+    const nlohmann::json meta = run.meta();
+    const auto cells = run.cells();
+    const auto rows = build_table(cells);
+    (void)table_markdown(rows);
+    (void)table_csv(rows);
+    (void)dump_json(table_json(rows));
+    if (compare_runs(dir, dir, 0.0).regressed) std::abort();  // a folder never regresses against itself
+  } catch (const InputError&) {
+  }
+  return 0;
+}
