@@ -213,7 +213,7 @@ void PolicyCache::end_prefill() {
   if (store_->known_sequences() == 0) return;
   const int seq = store_->step_seq();
   if (scorer_->evicts()) maintain(seq);
-  // Eviction that waited for the prompt (timing once / every) has just
+  // Eviction that waited for the prompt (timing once / every / call) has just
   // filled the cold tier: the prompt's last query picks the pages held at
   // question time. (Streaming restored during the question's own step.)
   if (restore_pages_ > 0 && scorer_->evicts() && scorer_->timing() != Timing::Stream)

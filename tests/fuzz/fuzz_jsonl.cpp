@@ -11,6 +11,7 @@
 
 #include "datasets/jsonl.h"
 #include "model/error.h"
+#include "tests/fuzz/fuzz_files.h"
 
 namespace {
 
@@ -20,22 +21,17 @@ const std::string& scratch_path() {
   return path;
 }
 
-void write(const std::string& path, const std::string& text) {
-  FILE* f = std::fopen(path.c_str(), "wb");
-  if (!f) std::abort();
-  std::fwrite(text.data(), 1, text.size(), f);
-  std::fclose(f);
-}
+using kvbench::fuzz::write_file;
 
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace kvbench;
   const std::string& path = scratch_path();
-  write(path, std::string(reinterpret_cast<const char*>(data), size));
+  write_file(path, std::string(reinterpret_cast<const char*>(data), size));
   try {
     const auto instances = read_jsonl(path);
-    write(path, to_jsonl(instances));
+    write_file(path, to_jsonl(instances));
     if (read_jsonl(path) != instances) std::abort();
   } catch (const InputError& e) {
     if (std::string(e.what()).rfind(path, 0) != 0) std::abort();  // every error names the file

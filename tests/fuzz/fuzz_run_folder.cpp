@@ -17,6 +17,7 @@
 #include "harness/run_folder.h"
 #include "harness/table.h"
 #include "model/error.h"
+#include "tests/fuzz/fuzz_files.h"
 
 namespace {
 
@@ -27,12 +28,7 @@ const std::string& scratch_dir() {
   return dir;
 }
 
-void write(const std::string& path, const std::string& text) {
-  FILE* f = std::fopen(path.c_str(), "wb");
-  if (!f) std::abort();
-  std::fwrite(text.data(), 1, text.size(), f);
-  std::fclose(f);
-}
+using kvbench::fuzz::write_file;
 
 }  // namespace
 
@@ -49,9 +45,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     if (nul == std::string::npos) break;
     at = nul + 1;
   }
-  write(dir + "/config.json", parts[0]);
-  if (parts.size() > 1) write(dir + "/meta.json", parts[1]);
-  for (size_t i = 2; i < parts.size(); ++i) write(dir + "/cells/c" + std::to_string(i - 2) + ".json", parts[i]);
+  write_file(dir + "/config.json", parts[0]);
+  if (parts.size() > 1) write_file(dir + "/meta.json", parts[1]);
+  for (size_t i = 2; i < parts.size(); ++i) write_file(dir + "/cells/c" + std::to_string(i - 2) + ".json", parts[i]);
   try {
     const RunFolder run = RunFolder::open(dir);
     const nlohmann::json meta = run.meta();
