@@ -244,30 +244,32 @@ void InstanceRunner::run_perplexity(const std::vector<PolicyRun>& pending, const
     return nll / std::max<int64_t>(1, n - 1);
   };
   // The full cache's NLL is every cell's reference.
-  auto full = PolicyCache::create(parse_policy_spec("full"), ctx_);
+  // It collects what the policies that branch from it need (attention
+  // statistics, queries).
+  std::vector<const PolicySpec*> importers;
+  for (const auto& r : pending)
+    if (!r.policy->is_reference && r.plan.start == Start::Branch) importers.push_back(&r.policy->spec);
+  auto full = PolicyCache::create(parse_policy_spec("full"), shared_full_context(ctx_, importers));
   double full_seconds = 0;
   const double full_nll = stream(*full, full_seconds);
   sum.prefill_tokens_computed += n;
   for (const auto& r : pending) {
     progress.start(r.id);
     const PlannedPolicy& p = *r.policy;
-    std::unique_ptr<PolicyCache> own;
     double nll = full_nll, seconds = full_seconds;
     int64_t computed = 0;
-    PolicyCache* cache = full.get();
-    if (!p.is_reference) {
-      own = PolicyCache::create(p.spec, ctx_);
-      cache = own.get();
-      // A policy that only acts after the prompt scores the prompt as the
-      // full cache does.
-      if (r.plan.start == Start::Branch && !own->streaming()) {
-        own->import_from(*full);
-        own->end_prefill();
-      } else {
-        nll = stream(*own, seconds);
-        computed = n;
-        sum.prefill_tokens_computed += n;
-      }
+    // The reference reports a plain full cache (the shared one may hold
+    // statistics for the policies that branch from it); a policy that only
+    // acts after the prompt scores the prompt as the full cache does.
+    const auto own = PolicyCache::create(p.spec, ctx_);
+    PolicyCache* cache = own.get();
+    if (p.is_reference || (r.plan.start == Start::Branch && !own->streaming())) {
+      own->import_from(*full);
+      if (!p.is_reference) own->end_prefill();
+    } else {
+      nll = stream(*own, seconds);
+      computed = n;
+      sum.prefill_tokens_computed += n;
     }
     json rec;
     rec["id"] = r.id;

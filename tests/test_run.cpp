@@ -133,6 +133,29 @@ TEST(Run, StreamingLLMsContiguousPositionsRunAndSharingChangesNothing) {
   }
 }
 
+TEST(Run, PerplexityCellsBranchPoliciesThatNeedAttentionStatistics) {
+  // A once-after-prefill policy that scores by attention branches from the
+  // full cache's stream: that cache must collect the statistics (it was
+  // created without them, and the cell was refused).
+  const std::string dir = scratch_dir("ppl");
+  const std::string path = dir + "/p.json";
+  std::ofstream(path) << R"({
+    "name": "ppl", "model": ")" << test::tiny_model_path() << R"(", "threads": 2, "seed": 3,
+    "tasks": [{"task": "ppl", "lengths": [300]}],
+    "policies": ["full", "h2o:budget=64,timing=once", "tova:budget=64,timing=once", "window:budget=64"],
+    "decoding": {"chunk": 64}})";
+  ASSERT_EQ(run_cli("run " + path + " -q --out " + dir + "/a"), 0) << stderr_text();
+  ASSERT_EQ(run_cli("run " + path + " -q --no-share --out " + dir + "/b"), 0) << stderr_text();
+  const auto a = stable_cells(only_run_folder(dir + "/a"), true);
+  ASSERT_EQ(a.size(), 4u);
+  EXPECT_EQ(a, stable_cells(only_run_folder(dir + "/b"), true));
+  for (const auto& [id, c] : a) {
+    const std::string spec = c["policy"]["spec"].get<std::string>();
+    // Compressing after the prompt leaves the prompt's perplexity as the full cache's.
+    if (spec.find("timing=once") != std::string::npos) EXPECT_EQ(c["score"], 1.0) << id;
+  }
+}
+
 TEST(Run, KilledAtRandomPointsThenResumedEqualsAnUninterruptedRun) {
   const std::string dir = scratch_dir("resume");
   const std::string exp = write_experiment(dir);
