@@ -1,18 +1,21 @@
 // Runs an experiment's cells into a run folder.
 //
-// Per instance, the full cache's prefill runs once and is shared:
-//   - policies that compress after prefill (timing once/every, exact f32
-//     storage) start from a copy of the full cache's state (import_from) and
-//     compress at end_prefill(): no prefill of their own;
-//   - streaming policies with exact storage resume from the full cache's state
-//     at the end of the first prefill chunk whose size exceeds their budget
+// Per instance, the full cache's prefill runs once and is shared
+// (harness/policy_start.h decides how each policy starts from it):
+//   - policies that compress after prefill (timing once/every/call, exact
+//     f32 storage) start from a copy of the full cache's state (import_from)
+//     and compress at end_prefill(): no prefill of their own;
+//   - streaming policies with exact storage resume from the full cache's
+//     state after the last chunk before their maintenance first evicts
 //     (until then they hold exactly what the full cache holds);
 //   - everything else (quantized storage changes K/V from the first token)
 //     prefills from scratch.
-// Sharing never changes a cell's numbers: a test runs cells with and without
-// it and compares. Then, per cell: memory and needle survival at question
-// time, teacher-forced answer NLL / KL(full || policy) / top-1 agreement
-// against the full cache, greedy answer, grade. Each finished cell is written
+// Sharing never changes a cell's numbers: tests/test_policy_start.cpp proves
+// it for every spec the registry builds, and a run test compares folders.
+// Then, per cell: memory (hot, cold, peak during prefill) and needle
+// survival (held, attended) at question time, teacher-forced answer NLL /
+// KL(full || policy) / top-1 agreement against the full cache, greedy
+// answer, grade. Each finished cell is written
 // atomically, so an interrupted run resumes without losing or repeating work.
 #pragma once
 
