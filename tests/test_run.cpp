@@ -80,6 +80,21 @@ std::map<std::string, json> stable_cells(const std::string& dir, bool drop_work 
   return out;
 }
 
+// Runs an experiment on the tiny model (`body`: its tasks, policies and
+// decoding fields) with and without shared prefills, expects equal cells
+// (work counts aside) and returns them.
+std::map<std::string, json> run_shared_and_unshared(const std::string& name, const std::string& body) {
+  const std::string dir = scratch_dir(name);
+  const std::string path = dir + "/" + name + ".json";
+  std::ofstream(path) << R"({"name": ")" << name << R"(", "model": ")" << test::tiny_model_path()
+                      << R"(", "threads": 2, "seed": 3,)" << body << "}";
+  EXPECT_EQ(run_cli("run " + path + " -q --out " + dir + "/a"), 0) << stderr_text();
+  EXPECT_EQ(run_cli("run " + path + " -q --no-share --out " + dir + "/b"), 0) << stderr_text();
+  const auto shared = stable_cells(only_run_folder(dir + "/a"), true);
+  EXPECT_EQ(shared, stable_cells(only_run_folder(dir + "/b"), true));
+  return shared;
+}
+
 TEST(Run, TwoRunsGiveIdenticalMetricsAndSharingChangesNothing) {
   const std::string dir = scratch_dir("determinism");
   const std::string exp = write_experiment(dir);
@@ -105,19 +120,12 @@ TEST(Run, StreamingLLMsContiguousPositionsRunAndSharingChangesNothing) {
   // pos=contiguous (StreamingLLM's own setting) renumbers the cache after
   // every eviction: each step runs at the cache's next position. Offload
   // and quest rows ride along (restore during prefill, paged decoding).
-  const std::string dir = scratch_dir("contiguous");
-  const std::string path = dir + "/c.json";
-  std::ofstream(path) << R"({
-    "name": "contiguous", "model": ")" << test::tiny_model_path() << R"(", "threads": 2, "seed": 3,
+  const auto a = run_shared_and_unshared("contiguous", R"(
     "tasks": [{"task": "passkey", "lengths": [300], "depths": [0.5]}],
     "policies": ["full", "streaming:budget=64,pos=contiguous", "streaming:budget=64",
                  "window:budget=64+offload:restore=32", "quest:budget=32,dense=0"],
-    "decoding": {"chunk": 64, "max_new_tokens": 4}})";
-  ASSERT_EQ(run_cli("run " + path + " -q --out " + dir + "/a"), 0) << stderr_text();
-  ASSERT_EQ(run_cli("run " + path + " -q --no-share --out " + dir + "/b"), 0) << stderr_text();
-  const auto a = stable_cells(only_run_folder(dir + "/a"), true);
+    "decoding": {"chunk": 64, "max_new_tokens": 4})");
   ASSERT_EQ(a.size(), 5u);
-  EXPECT_EQ(a, stable_cells(only_run_folder(dir + "/b"), true));
   for (const auto& [id, c] : a) {
     const std::string spec = c["policy"]["spec"].get<std::string>();
     const auto& m = c["memory"];
@@ -137,18 +145,11 @@ TEST(Run, PerplexityCellsBranchPoliciesThatNeedAttentionStatistics) {
   // A once-after-prefill policy that scores by attention branches from the
   // full cache's stream: that cache must collect the statistics (it was
   // created without them, and the cell was refused).
-  const std::string dir = scratch_dir("ppl");
-  const std::string path = dir + "/p.json";
-  std::ofstream(path) << R"({
-    "name": "ppl", "model": ")" << test::tiny_model_path() << R"(", "threads": 2, "seed": 3,
+  const auto a = run_shared_and_unshared("ppl", R"(
     "tasks": [{"task": "ppl", "lengths": [300]}],
     "policies": ["full", "h2o:budget=64,timing=once", "tova:budget=64,timing=once", "window:budget=64"],
-    "decoding": {"chunk": 64}})";
-  ASSERT_EQ(run_cli("run " + path + " -q --out " + dir + "/a"), 0) << stderr_text();
-  ASSERT_EQ(run_cli("run " + path + " -q --no-share --out " + dir + "/b"), 0) << stderr_text();
-  const auto a = stable_cells(only_run_folder(dir + "/a"), true);
+    "decoding": {"chunk": 64})");
   ASSERT_EQ(a.size(), 4u);
-  EXPECT_EQ(a, stable_cells(only_run_folder(dir + "/b"), true));
   for (const auto& [id, c] : a) {
     const std::string spec = c["policy"]["spec"].get<std::string>();
     // Compressing after the prompt leaves the prompt's perplexity as the full cache's.
