@@ -9,6 +9,7 @@
 #include <cassert>
 #include <cmath>
 #include <limits>
+#include <numeric>
 
 #include "model/attention_kernels.h"
 
@@ -37,18 +38,28 @@ const attn::Kernels* kernels_of(CpuPath path) {
   return nullptr;
 }
 
-// The widest path at or below `path` whose vector width divides head_dim.
-const attn::Kernels& kernels_for(CpuPath path, int head_dim) {
+// The widest path at or below `path` whose vector width divides head_dim and
+// `group` (the gcd of the parameter groups of the layer's Q8 / Q4 pieces;
+// head_dim when there are none).
+const attn::Kernels& kernels_for(CpuPath path, int head_dim, int group) {
   for (CpuPath p : {CpuPath::Avx512, CpuPath::Avx2}) {
     if (static_cast<int>(p) > static_cast<int>(path)) continue;
     const attn::Kernels* k = kernels_of(p);
-    if (k && head_dim % k->width == 0) return *k;
+    if (k && head_dim % k->width == 0 && group % k->width == 0) return *k;
   }
   return *attn::scalar_kernels();
 }
 
-attn::Rows rows_of(const KvRawRows& r) {
-  return {r.type, static_cast<const uint8_t*>(r.data), r.row_stride};
+attn::Rows rows_of(const KvRawRows& r, int32_t n) {
+  attn::Rows out;
+  out.type = r.type;
+  out.data = static_cast<const uint8_t*>(r.data);
+  out.stride = r.row_stride;
+  out.group = r.group;
+  out.index = r.index;
+  out.ptrs = r.ptrs;
+  out.n = n;
+  return out;
 }
 
 // Runs fn(unit, thread) for every unit in [0, n_units), each exactly once,
@@ -101,17 +112,23 @@ void decode(const attn::Kernels& K, const AttentionShape& s, int layer, const fl
             KvCache& cache, bool observe, float* out, ThreadPool& pool, AttentionScratch& sc) {
   const int G = s.n_heads / s.n_kv_heads, hd = s.head_dim;
   const float scale = kLog2e / std::sqrt(static_cast<float>(hd));
+  // Units (KV head, piece, block), head by head and piece by piece.
   sc.unit_head.clear();
-  sc.unit_index.clear();
+  sc.unit_piece.clear();
+  sc.unit_begin.clear();
   int64_t prob_floats = 0;
   for (int h = 0; h < s.n_kv_heads; ++h) {
-    const int32_t n = sc.heads[h].n;
-    const int32_t bs = decode_block_size(n);
-    for (int32_t b = 0; b * bs < n; ++b) {
-      sc.unit_head.push_back(h);
-      sc.unit_index.push_back(b);
+    const AttentionScratch::Head& head = sc.heads[h];
+    for (int32_t p = head.piece0; p < head.piece0 + head.n_pieces; ++p) {
+      const int32_t n = sc.piece_k[p].n;
+      const int32_t bs = decode_block_size(n);
+      for (int32_t b = 0; b < n; b += bs) {
+        sc.unit_head.push_back(h);
+        sc.unit_piece.push_back(p);
+        sc.unit_begin.push_back(b);
+      }
     }
-    prob_floats += int64_t{G} * n;
+    prob_floats += int64_t{G} * head.n;
   }
   const int64_t n_units = static_cast<int64_t>(sc.unit_head.size());
   const int64_t slot = int64_t{G} * (hd + 2);  // acc [G][hd], m [G], l [G]
@@ -126,27 +143,29 @@ void decode(const attn::Kernels& K, const AttentionShape& s, int layer, const fl
 
   run_units(pool, n_units, [&](int64_t u, int thread) {
     const int h = sc.unit_head[u];
+    const int32_t p = sc.unit_piece[u];
     const AttentionScratch::Head& head = sc.heads[h];
-    const int32_t bs = decode_block_size(head.n);
+    const int32_t n = sc.piece_k[p].n;
+    const int32_t off = sc.piece_offset[p];
     attn::DecodeBlock a;
     a.q = q + int64_t{h} * G * hd;
     a.scale = scale;
     a.group = G;
     a.head_dim = hd;
-    a.k = rows_of(head.k);
-    a.v = rows_of(head.v);
-    a.pos = head.pos;
+    a.k = sc.piece_k[p];
+    a.v = sc.piece_v[p];
+    a.pos = head.pos + off;
     a.qpos = qpos;
-    a.begin = sc.unit_index[u] * bs;
-    a.end = std::min(head.n, a.begin + bs);
+    a.begin = sc.unit_begin[u];
+    a.end = std::min(n, a.begin + decode_block_size(n));
     if (observe) {
-      a.scores = probs_of(h);
+      a.scores = probs_of(h) + off;
       a.scores_stride = head.n;
     }
     float* w = thread_work(sc, thread);
     const attn::DecodeWork work{w, w + G * hd};
-    float* p = sc.partials.data() + u * slot;
-    K.decode_block(a, work, p + G * hd, p + G * hd + G, p);
+    float* part = sc.partials.data() + u * slot;
+    K.decode_block(a, work, part + G * hd, part + G * hd + G, part);
   });
 
   // Merge each KV head's blocks in block order (fixed: deterministic).
@@ -192,30 +211,39 @@ void prefill(const attn::Kernels& K, const AttentionShape& s, const float* q,
   const int64_t q_stride = int64_t{s.n_heads} * hd;
   const float scale = kLog2e / std::sqrt(static_cast<float>(hd));
 
-  // 1. Pack every KV head's keys into transposed tiles, with each tile's
-  //    position range (for skipping fully masked tiles).
+  // 1. Key tiles of every KV head, piece by piece (a tile never spans two
+  //    pieces), with each tile's position range (for skipping fully masked
+  //    tiles); keys packed into transposed f32 tiles.
   sc.head_tile0.resize(s.n_kv_heads + 1);
-  sc.head_tile0[0] = 0;
-  for (int h = 0; h < s.n_kv_heads; ++h)
-    sc.head_tile0[h + 1] = sc.head_tile0[h] + (sc.heads[h].n + kKeyTile - 1) / kKeyTile;
+  sc.tiles.clear();
+  sc.tile_piece.clear();
+  for (int h = 0; h < s.n_kv_heads; ++h) {
+    const AttentionScratch::Head& head = sc.heads[h];
+    sc.head_tile0[h] = static_cast<int64_t>(sc.tiles.size());
+    for (int32_t p = head.piece0; p < head.piece0 + head.n_pieces; ++p) {
+      const int32_t n = sc.piece_k[p].n;
+      for (int32_t j0 = 0; j0 < n; j0 += kKeyTile) {
+        attn::KeyTile t;
+        t.v = sc.piece_v[p];
+        t.j0 = j0;
+        t.count = std::min<int32_t>(kKeyTile, n - j0);
+        t.pos = head.pos + sc.piece_offset[p] + j0;
+        const auto [lo, hi] = std::minmax_element(t.pos, t.pos + t.count);
+        t.pos_min = *lo;
+        t.pos_max = *hi;
+        sc.tiles.push_back(t);
+        sc.tile_piece.push_back(p);
+      }
+    }
+  }
+  sc.head_tile0[s.n_kv_heads] = static_cast<int64_t>(sc.tiles.size());
   const int64_t n_tiles = sc.head_tile0[s.n_kv_heads];
   const int64_t tile_floats = int64_t{hd} * kKeyTile;
   if (sc.packed_keys.size() < static_cast<size_t>(n_tiles * tile_floats))
     sc.packed_keys.resize(n_tiles * tile_floats);
-  if (sc.tile_min.size() < static_cast<size_t>(n_tiles)) {
-    sc.tile_min.resize(n_tiles);
-    sc.tile_max.resize(n_tiles);
-  }
   run_units(pool, n_tiles, [&](int64_t tile, int) {
-    const int h = static_cast<int>(std::upper_bound(sc.head_tile0.begin(), sc.head_tile0.end(), tile) -
-                                   sc.head_tile0.begin()) - 1;
-    const AttentionScratch::Head& head = sc.heads[h];
-    const int32_t j0 = static_cast<int32_t>((tile - sc.head_tile0[h]) * kKeyTile);
-    const int32_t count = std::min<int32_t>(kKeyTile, head.n - j0);
-    K.pack_keys(rows_of(head.k), hd, j0, count, sc.packed_keys.data() + tile * tile_floats);
-    const auto [lo, hi] = std::minmax_element(head.pos + j0, head.pos + j0 + count);
-    sc.tile_min[tile] = *lo;
-    sc.tile_max[tile] = *hi;
+    const attn::KeyTile& t = sc.tiles[tile];
+    K.pack_keys(sc.piece_k[sc.tile_piece[tile]], hd, t.j0, t.count, sc.packed_keys.data() + tile * tile_floats);
   });
 
   // 2. Units (KV head, query tile), heaviest first: the cost of a unit is the
@@ -230,7 +258,7 @@ void prefill(const attn::Kernels& K, const AttentionShape& s, const float* q,
     const int64_t t1 = std::min(n_tokens, t0 + kQueryTile);
     const int32_t qmax = *std::max_element(positions.begin() + t0, positions.begin() + t1);
     int64_t cost = 0;
-    for (int64_t t = sc.head_tile0[h]; t < sc.head_tile0[h + 1]; ++t) cost += sc.tile_min[t] <= qmax;
+    for (int64_t t = sc.head_tile0[h]; t < sc.head_tile0[h + 1]; ++t) cost += sc.tiles[t].pos_min <= qmax;
     sc.unit_cost[u] = cost;
     sc.order[u] = static_cast<int32_t>(u);
   }
@@ -244,7 +272,6 @@ void prefill(const attn::Kernels& K, const AttentionShape& s, const float* q,
     const int64_t u = sc.order[i];
     const int h = static_cast<int>(u / n_qtiles);
     const int64_t t0 = (u % n_qtiles) * kQueryTile;
-    const AttentionScratch::Head& head = sc.heads[h];
     attn::PrefillTile a;
     a.q = q + t0 * q_stride + int64_t{h} * G * hd;
     a.q_stride = q_stride;
@@ -256,11 +283,8 @@ void prefill(const attn::Kernels& K, const AttentionShape& s, const float* q,
     a.n_queries = static_cast<int32_t>(std::min<int64_t>(kQueryTile, n_tokens - t0));
     a.qpos = positions.data() + t0;
     a.kt = sc.packed_keys.data() + sc.head_tile0[h] * tile_floats;
-    a.v = rows_of(head.v);
-    a.kpos = head.pos;
-    a.n_keys = head.n;
-    a.tile_min = sc.tile_min.data() + sc.head_tile0[h];
-    a.tile_max = sc.tile_max.data() + sc.head_tile0[h];
+    a.tiles = sc.tiles.data() + sc.head_tile0[h];
+    a.n_tiles = static_cast<int32_t>(sc.head_tile0[h + 1] - sc.head_tile0[h]);
     float* w = thread_work(sc, thread);
     attn::PrefillWork work;
     work.qs = w;
@@ -297,7 +321,8 @@ void observe_prefill(const attn::Kernels& K, const AttentionShape& s, int layer,
         const float* qt = q + t * q_stride + int64_t{h} * G * hd;
         for (int j = 0; j < G * hd; ++j) qs[j] = qt[j] * scale;
         float* dst = sc.probs.data() + i * row_floats;
-        K.scores(qs, G, hd, rows_of(head.k), 0, head.n, dst, head.n);
+        for (int32_t p = head.piece0; p < head.piece0 + head.n_pieces; ++p)
+          K.scores(qs, G, hd, sc.piece_k[p], 0, sc.piece_k[p].n, dst + sc.piece_offset[p], head.n);
         for (int g = 0; g < G; ++g) {
           float* row = dst + int64_t{g} * head.n;
           for (int32_t j = 0; j < head.n; ++j)
@@ -322,24 +347,48 @@ void attend(const AttentionShape& s, int layer, const float* q, std::span<const 
   assert(n_tokens > 0 && G * s.n_kv_heads == s.n_heads);
 
   // Fetch every KV head's view on this thread (the cache is not required to
-  // be thread-safe); keep what it points to, not the view object.
+  // be thread-safe); keep what it points to, not the view object. A view
+  // without pieces (or whose K and V differ in type) is decoded into scratch
+  // through keys()/values() and read as one f32 piece.
   sc.heads.resize(s.n_kv_heads);
   sc.k_decoded.resize(s.n_kv_heads);
   sc.v_decoded.resize(s.n_kv_heads);
+  sc.piece_k.clear();
+  sc.piece_v.clear();
+  sc.piece_offset.clear();
+  int group = hd;  // gcd of the Q8 / Q4 parameter groups
   for (int h = 0; h < s.n_kv_heads; ++h) {
     const KvHeadView& view = cache.view(layer, h);
     AttentionScratch::Head& head = sc.heads[h];
     head.n = view.size();
     head.pos = view.positions();
-    if (view.raw_rows(head.k, head.v)) continue;
-    auto& kd = sc.k_decoded[h];
-    auto& vd = sc.v_decoded[h];
-    const size_t need = static_cast<size_t>(head.n) * hd;
-    if (kd.size() < need) kd.resize(need);
-    if (vd.size() < need) vd.resize(need);
-    const int64_t stride = int64_t{hd} * 4;
-    head.k = {KvElement::F32, view.keys(0, head.n, kd.data()), stride};
-    head.v = {KvElement::F32, view.values(0, head.n, vd.data()), stride};
+    head.piece0 = static_cast<int32_t>(sc.piece_k.size());
+    const std::span<const KvPiece> pieces = view.pieces();
+    bool in_place = !pieces.empty() || head.n == 0;
+    for (const KvPiece& p : pieces) in_place = in_place && p.k.type == p.v.type;
+    if (in_place) {
+      for (const KvPiece& p : pieces) {
+        if (p.count == 0) continue;
+        sc.piece_k.push_back(rows_of(p.k, p.count));
+        sc.piece_v.push_back(rows_of(p.v, p.count));
+        sc.piece_offset.push_back(p.offset);
+        for (const KvRawRows* r : {&p.k, &p.v})
+          if (r->type == KvElement::Q8 || r->type == KvElement::Q4) group = std::gcd(group, r->group);
+      }
+    } else {
+      auto& kd = sc.k_decoded[h];
+      auto& vd = sc.v_decoded[h];
+      const size_t need = static_cast<size_t>(head.n) * hd;
+      if (kd.size() < need) kd.resize(need);
+      if (vd.size() < need) vd.resize(need);
+      const int64_t stride = int64_t{hd} * 4;
+      KvRawRows k{KvElement::F32, view.keys(0, head.n, kd.data()), stride};
+      KvRawRows v{KvElement::F32, view.values(0, head.n, vd.data()), stride};
+      sc.piece_k.push_back(rows_of(k, head.n));
+      sc.piece_v.push_back(rows_of(v, head.n));
+      sc.piece_offset.push_back(0);
+    }
+    head.n_pieces = static_cast<int32_t>(sc.piece_k.size()) - head.piece0;
   }
 
   // Per-thread work buffers, sized for the largest user (a prefill unit).
@@ -349,7 +398,7 @@ void attend(const AttentionShape& s, int layer, const float* q, std::span<const 
   for (auto& w : sc.work)
     if (w.size() < work) w.resize(work);
 
-  const attn::Kernels& K = kernels_for(sc.path, hd);
+  const attn::Kernels& K = kernels_for(sc.path, hd, group);
   const AttentionRequest request = cache.attention_request(layer);
   const bool observe = request.wanted && request.last_queries != 0;
   if (n_tokens == 1) {

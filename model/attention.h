@@ -3,14 +3,16 @@
 // own. Probabilities are handed to the cache only when it asks.
 //
 // Two paths, both reading K/V rows straight from the cache's storage when it
-// exposes them (KvHeadView::raw_rows: f32, or f16 converted in registers):
+// exposes them (KvHeadView::pieces: f32, f16 / bf16 converted and int8 / int4
+// dequantized in registers; several pieces per head, e.g. a policy's main
+// rows, its f32 rows of the open step and restored pages):
 //  - prefill (several query tokens): flash attention. Work units are (KV head,
 //    tile of 16 query tokens) with the group's query heads together; keys go
 //    in tiles of 64 with an online softmax, so scores never exist beyond one
 //    [16 x group][64] tile. Keys are packed once per layer and KV head into
 //    transposed f32 tiles for a register-blocked matrix-product micro-kernel.
-//  - decode (one query token): split-K. Each KV head's keys are cut into at
-//    most 16 blocks (a partition that depends only on the number of keys);
+//  - decode (one query token): split-K. Each piece of a KV head's keys is cut
+//    into at most 16 blocks (a partition that depends only on its size);
 //    units (KV head, block) compute an online-softmax partial for the group's
 //    query heads, sharing each K/V row load; partials are merged in block order.
 // Units are independent and merged in a fixed order, so results are
@@ -25,6 +27,7 @@
 #include <span>
 #include <vector>
 
+#include "model/attention_kernels.h"
 #include "model/kv_cache.h"
 #include "model/quant_dot.h"
 #include "model/thread_pool.h"
@@ -47,19 +50,23 @@ struct AttentionScratch {
   struct Head {
     int32_t n = 0;
     const int32_t* pos = nullptr;  // [n]
-    KvRawRows k, v;                // rows [n][head_dim]
+    int32_t piece0 = 0, n_pieces = 0;  // its pieces: pieces[piece0, piece0 + n_pieces)
   };
   std::vector<Head> heads;                      // [n_kv_heads]
+  std::vector<attn::Rows> piece_k, piece_v;     // every head's pieces, head by head
+  std::vector<int32_t> piece_offset;            // first view index of each piece
   std::vector<std::vector<float>> k_decoded;    // per KV head: [n][head_dim] when read via keys()
   std::vector<std::vector<float>> v_decoded;
   std::vector<std::vector<float>> work;         // per thread: kernel work buffers
   std::vector<float> partials;                  // decode: [unit][group][head_dim + 2]
   std::vector<int32_t> unit_head, unit_index;   // a unit's KV head and block / tile
+  std::vector<int32_t> unit_piece, unit_begin;  // decode: a unit's piece and first row
   std::vector<int64_t> unit_cost;               // prefill: visible key tiles per unit
   std::vector<int32_t> order;                   // prefill: units, heaviest first
   std::vector<float> packed_keys;               // prefill: per KV head [tiles][head_dim][64]
   std::vector<int64_t> head_tile0;              // prefill: first tile of each KV head
-  std::vector<int32_t> tile_min, tile_max;      // prefill: position range of each key tile
+  std::vector<attn::KeyTile> tiles;             // prefill: every head's key tiles
+  std::vector<int32_t> tile_piece;              // prefill: the piece of each key tile
   std::vector<float> probs;                     // observed probability rows
 };
 

@@ -37,6 +37,24 @@ struct Avx2 {
   static V load_f16(const uint16_t* p) {
     return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
   }
+  static V load_bf16(const uint16_t* p) {
+    const __m256i w = _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+    return _mm256_castsi256_ps(_mm256_slli_epi32(w, 16));
+  }
+  static V load_i8(const int8_t* p) {
+    return _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p))));
+  }
+  // 4 bytes: low nibbles are the even elements, high nibbles the odd ones;
+  // interleaving the two puts the 8 codes in element order.
+  static V load_u4(const uint8_t* codes, int d) {
+    int32_t w;
+    std::memcpy(&w, codes + d / 2, 4);
+    const __m128i b = _mm_cvtsi32_si128(w);
+    const __m128i m = _mm_set1_epi8(15);
+    const __m128i c = _mm_unpacklo_epi8(_mm_and_si128(b, m), _mm_and_si128(_mm_srli_epi16(b, 4), m));
+    return _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(c));
+  }
+  static float half(uint16_t h) { return _cvtsh_ss(h); }
   static V fmadd(V a, V b, V c) { return _mm256_fmadd_ps(a, b, c); }
   static V mul(V a, V b) { return _mm256_mul_ps(a, b); }
   static V add(V a, V b) { return _mm256_add_ps(a, b); }

@@ -7,7 +7,11 @@
 //
 // The vector interface `I`:
 //   V, W (floats per V), kRegs (vector registers), kGemmCols (V per GEMM row)
-//   zero(), set1(f), load(const float*), store(float*, V), load_f16(const uint16_t*)
+//   zero(), set1(f), load(const float*), store(float*, V), load_f16(const uint16_t*),
+//   load_bf16(const uint16_t*), load_i8(const int8_t*): W int8 as floats,
+//   load_u4(const uint8_t* codes, d): 4-bit codes [d, d + W) as floats (element
+//     2i in the low nibble of byte i),
+//   half(uint16_t): one f16 as float
 //   fmadd(a, b, c) = a * b + c, mul, add, sub, max
 //   hsum(V), hmax(V), hsum4(const V[4], float out[4])
 //   exp2(V): 2^x, exactly 0 for x < -126 (so masked -inf scores weigh 0)
@@ -33,12 +37,51 @@ constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 // were no better.
 constexpr int kPrefetchLocality = 2;
 
+// W elements [d, d + W) of a row, as f32. Q8 / Q4 are dequantized exactly as
+// the codecs decode (policies/codec.cpp): code * scale; min + code * step
+// (a multiply, then an add: no fused rounding). W divides the group, so the
+// W elements share one parameter group.
 template <class I, KvElement E>
-inline typename I::V load_row(const uint8_t* row, int d) {
-  if constexpr (E == KvElement::F32)
+inline typename I::V load_row(const uint8_t* row, int d, int hd, int group) {
+  if constexpr (E == KvElement::F32) {
     return I::load(reinterpret_cast<const float*>(row) + d);
-  else
+  } else if constexpr (E == KvElement::F16) {
     return I::load_f16(reinterpret_cast<const uint16_t*>(row) + d);
+  } else if constexpr (E == KvElement::BF16) {
+    return I::load_bf16(reinterpret_cast<const uint16_t*>(row) + d);
+  } else if constexpr (E == KvElement::Q8) {
+    uint16_t h;
+    std::memcpy(&h, row + hd + 2 * (d / group), 2);
+    return I::mul(I::load_i8(reinterpret_cast<const int8_t*>(row) + d), I::set1(I::half(h)));
+  } else {
+    uint16_t h[2];
+    std::memcpy(h, row + hd / 2 + 4 * (d / group), 4);
+    return I::add(I::mul(I::load_u4(row, d), I::set1(I::half(h[1]))), I::set1(I::half(h[0])));
+  }
+}
+
+// Row j + ahead of r into L2 when it exists (contiguous rows: by address,
+// prefetches never fault).
+template <KvElement E>
+inline void prefetch_row(const Rows& r, int64_t j, int64_t ahead, int hd) {
+  const uint8_t* p;
+  if (r.contiguous()) p = r.data + (j + ahead) * r.stride;
+  else if (j + ahead < r.n) p = r.row(j + ahead);
+  else return;
+  const int64_t bytes = kv_row_bytes(E, hd, r.group > 0 ? r.group : hd);
+  for (int64_t off = 0; off < bytes; off += 64) __builtin_prefetch(p + off, 0, kPrefetchLocality);
+}
+
+// Calls f.template operator()<E>() with the row type as a template argument.
+template <class F>
+inline void with_element(KvElement e, F&& f) {
+  switch (e) {
+    case KvElement::F32: f.template operator()<KvElement::F32>(); return;
+    case KvElement::F16: f.template operator()<KvElement::F16>(); return;
+    case KvElement::BF16: f.template operator()<KvElement::BF16>(); return;
+    case KvElement::Q8: f.template operator()<KvElement::Q8>(); return;
+    case KvElement::Q4: f.template operator()<KvElement::Q4>(); return;
+  }
 }
 
 // Keys per pass of the dot-product kernel with GC heads: GC x KB accumulators,
@@ -59,14 +102,11 @@ inline void dot_keys(const float* qs, int hd, const Rows& k, int32_t j, float* o
     for (int kb = 0; kb < KB; ++kb) acc[g][kb] = I::zero();
   const uint8_t* rows[KB];
   for (int kb = 0; kb < KB; ++kb) rows[kb] = k.row(j + kb);
-  // Rows one key tile ahead are on their way while these are computed
-  // (prefetches never fault, even past the end of the rows).
-  for (int kb = 0; kb < KB; ++kb)
-    for (int64_t off = 0; off < int64_t{hd} * kv_element_bytes(KE); off += 64)
-      __builtin_prefetch(rows[kb] + kKeyTile * k.stride + off, 0, kPrefetchLocality);
+  // Rows one key tile ahead are on their way while these are computed.
+  for (int kb = 0; kb < KB; ++kb) prefetch_row<KE>(k, j + kb, kKeyTile, hd);
   for (int d = 0; d < hd; d += I::W) {
     V kv[KB];
-    for (int kb = 0; kb < KB; ++kb) kv[kb] = load_row<I, KE>(rows[kb], d);
+    for (int kb = 0; kb < KB; ++kb) kv[kb] = load_row<I, KE>(rows[kb], d, hd, k.group);
     for (int g = 0; g < GC; ++g) {
       const V qv = I::load(qs + g * hd + d);
       for (int kb = 0; kb < KB; ++kb) acc[g][kb] = I::fmadd(qv, kv[kb], acc[g][kb]);
@@ -116,10 +156,7 @@ void dot_heads(const float* qs, int group, int hd, const Rows& k, int32_t begin,
 template <class I>
 void scores_kernel(const float* qs, int group, int hd, const Rows& k, int32_t begin, int32_t end,
                    float* out, int64_t stride) {
-  if (k.type == KvElement::F32)
-    dot_heads<I, KvElement::F32>(qs, group, hd, k, begin, end, out, stride);
-  else
-    dot_heads<I, KvElement::F16>(qs, group, hd, k, begin, end, out, stride);
+  with_element(k.type, [&]<KvElement E>() { dot_heads<I, E>(qs, group, hd, k, begin, end, out, stride); });
 }
 
 // Weighted V sum for RB rows: acc[r][d] += sum_{j < nk} p[r * kKeyTile + j] * v_{begin + j}[d].
@@ -141,10 +178,9 @@ inline void pv_block(const float* p, const Rows& v, int32_t begin, int32_t nk, i
   for (int32_t j = 0; j < nk; ++j) {
     const uint8_t* row = v.row(begin + j);
     if (kPrefetch && d == 0)  // the first pass over these rows fetches the next tile's
-      for (int64_t off = 0; off < int64_t{hd} * kv_element_bytes(VE); off += 64)
-        __builtin_prefetch(row + kKeyTile * v.stride + off, 0, kPrefetchLocality);
+      prefetch_row<VE>(v, begin + j, kKeyTile, hd);
     V vv[DC];
-    for (int c = 0; c < DC; ++c) vv[c] = load_row<I, VE>(row, d + c * I::W);
+    for (int c = 0; c < DC; ++c) vv[c] = load_row<I, VE>(row, d + c * I::W, hd, v.group);
     for (int r = 0; r < RB; ++r) {
       const V w = I::set1(p[r * kKeyTile + j]);
       for (int c = 0; c < DC; ++c) a[r][c] = I::fmadd(w, vv[c], a[r][c]);
@@ -242,16 +278,10 @@ void decode_block_t(const DecodeBlock& a, const DecodeWork& w, float* m, float* 
   }
 }
 
+// K and V of a piece share one element type (one codec holds both).
 template <class I>
 void decode_block_kernel(const DecodeBlock& a, const DecodeWork& w, float* m, float* l, float* acc) {
-  constexpr KvElement F32 = KvElement::F32, F16 = KvElement::F16;
-  if (a.k.type == F32) {
-    if (a.v.type == F32) decode_block_t<I, F32, F32>(a, w, m, l, acc);
-    else decode_block_t<I, F32, F16>(a, w, m, l, acc);
-  } else {
-    if (a.v.type == F32) decode_block_t<I, F16, F32>(a, w, m, l, acc);
-    else decode_block_t<I, F16, F16>(a, w, m, l, acc);
-  }
+  with_element(a.k.type, [&]<KvElement E>() { decode_block_t<I, E, E>(a, w, m, l, acc); });
 }
 
 template <class I, KvElement KE>
@@ -261,7 +291,7 @@ void pack_keys_t(const Rows& k, int hd, int32_t begin, int32_t count, float* kt)
   for (int32_t j = 0; j < count; ++j) {
     const uint8_t* row = k.row(begin + j);
     for (int d = 0; d < hd; d += I::W) {
-      I::store(tmp, load_row<I, KE>(row, d));
+      I::store(tmp, load_row<I, KE>(row, d, hd, k.group));
       for (int i = 0; i < I::W; ++i) kt[(d + i) * kKeyTile + j] = tmp[i];
     }
   }
@@ -270,8 +300,16 @@ void pack_keys_t(const Rows& k, int hd, int32_t begin, int32_t count, float* kt)
 
 template <class I>
 void pack_keys_kernel(const Rows& k, int hd, int32_t begin, int32_t count, float* kt) {
-  if (k.type == KvElement::F32) pack_keys_t<I, KvElement::F32>(k, hd, begin, count, kt);
-  else pack_keys_t<I, KvElement::F16>(k, hd, begin, count, kt);
+  with_element(k.type, [&]<KvElement E>() { pack_keys_t<I, E>(k, hd, begin, count, kt); });
+}
+
+// Rows [j0, j0 + count) of r as f32 into out [count][hd].
+template <class I, KvElement E>
+void convert_rows_t(const Rows& r, int hd, int32_t j0, int32_t count, float* out) {
+  for (int32_t j = 0; j < count; ++j) {
+    const uint8_t* row = r.row(j0 + j);
+    for (int d = 0; d < hd; d += I::W) I::store(out + int64_t{j} * hd + d, load_row<I, E>(row, d, hd, r.group));
+  }
 }
 
 // s[r][0, kKeyTile) = qs[r] . kt[.][col] for r < RB: a register-blocked
@@ -298,8 +336,8 @@ inline void qk_rows(const float* qs, int hd, const float* kt, float* s) {
   }
 }
 
-template <class I, KvElement VE>
-void prefill_tile_t(const PrefillTile& a, const PrefillWork& w) {
+template <class I>
+void prefill_tile_kernel(const PrefillTile& a, const PrefillWork& w) {
   const int G = a.group, hd = a.head_dim;
   const int nq = a.n_queries;
   const int rows = nq * G;  // row r = t * G + g
@@ -309,32 +347,28 @@ void prefill_tile_t(const PrefillTile& a, const PrefillWork& w) {
   std::fill(w.acc, w.acc + rows * hd, 0.0f);
   const int32_t qmin = *std::min_element(a.qpos, a.qpos + nq);
   const int32_t qmax = *std::max_element(a.qpos, a.qpos + nq);
-  const int32_t n_tiles = (a.n_keys + kKeyTile - 1) / kKeyTile;
-  for (int32_t kt = 0; kt < n_tiles; ++kt) {
-    if (a.tile_min[kt] > qmax) continue;  // every key after every query: all masked
-    const int32_t j0 = kt * kKeyTile;
-    const int32_t nk = std::min<int32_t>(kKeyTile, a.n_keys - j0);
+  for (int32_t kt = 0; kt < a.n_tiles; ++kt) {
+    const KeyTile& tile = a.tiles[kt];
+    if (tile.pos_min > qmax) continue;  // every key after every query: all masked
+    const int32_t nk = tile.count;
     const float* ktile = a.kt + int64_t{kt} * hd * kKeyTile;
     int r0 = 0;
     for (; r0 + 4 <= rows; r0 += 4) qk_rows<I, 4>(w.qs + r0 * hd, hd, ktile, w.s + r0 * kKeyTile);
     for (; r0 < rows; ++r0) qk_rows<I, 1>(w.qs + r0 * hd, hd, ktile, w.s + r0 * kKeyTile);
-    if (nk < kKeyTile || a.tile_max[kt] > qmin) {  // some key may be masked for some query
+    if (nk < kKeyTile || tile.pos_max > qmin) {  // some key may be masked for some query
       for (int t = 0; t < nq; ++t) {
         for (int32_t j = 0; j < kKeyTile; ++j) {
-          if (j < nk && a.kpos[j0 + j] <= a.qpos[t]) continue;
+          if (j < nk && tile.pos[j] <= a.qpos[t]) continue;
           for (int g = 0; g < G; ++g) w.s[(t * G + g) * kKeyTile + j] = kNegInf;
         }
       }
     }
     softmax_step<I>(w.s, rows, w.m, w.l, w.acc, hd);
-    if constexpr (VE == KvElement::F32) {
-      pv_rows<I, KvElement::F32>(w.s, rows, a.v, j0, nk, hd, w.acc);
+    if (tile.v.type == KvElement::F32 && tile.v.contiguous()) {
+      pv_rows<I, KvElement::F32>(w.s, rows, tile.v, tile.j0, nk, hd, w.acc);
     } else {
       // Convert the tile's V rows once here rather than once per row pass.
-      for (int32_t j = 0; j < nk; ++j) {
-        const uint8_t* row = a.v.row(j0 + j);
-        for (int d = 0; d < hd; d += I::W) I::store(w.vt + j * hd + d, load_row<I, VE>(row, d));
-      }
+      with_element(tile.v.type, [&]<KvElement E>() { convert_rows_t<I, E>(tile.v, hd, tile.j0, nk, w.vt); });
       const Rows vt{KvElement::F32, reinterpret_cast<const uint8_t*>(w.vt), int64_t{hd} * 4};
       pv_rows<I, KvElement::F32>(w.s, rows, vt, 0, nk, hd, w.acc);
     }
@@ -347,12 +381,6 @@ void prefill_tile_t(const PrefillTile& a, const PrefillWork& w) {
       scale_rows<I>(w.acc + r * hd, 1, hd, inv, a.out + t * a.out_stride + g * hd);
     }
   }
-}
-
-template <class I>
-void prefill_tile_kernel(const PrefillTile& a, const PrefillWork& w) {
-  if (a.v.type == KvElement::F32) prefill_tile_t<I, KvElement::F32>(a, w);
-  else prefill_tile_t<I, KvElement::F16>(a, w);
 }
 
 template <class I>

@@ -7,9 +7,13 @@
 //    before the dot products, so softmax weights are exp2(s - max), the same
 //    numbers as exp(q.k / sqrt(head_dim) - max) with one multiply less per key.
 //  - A masked key (position after the query's) has score -inf and weight 0.
-//  - K/V rows are read straight from the cache's storage (f32, or f16 converted
-//    in registers); only prefill packs keys, once per layer and KV head, into
-//    transposed f32 tiles for its matrix-product micro-kernel.
+//  - K/V rows are read straight from the cache's storage (f32, or f16 / bf16
+//    converted and int8 / int4 dequantized in registers); only prefill packs
+//    keys, once per layer and KV head, into transposed f32 tiles for its
+//    matrix-product micro-kernel, and converts a key tile's V rows once when
+//    they are not plain f32.
+//  - A KV head's view is one or more pieces (KvPiece), each of one element
+//    type; a decode block and a prefill key tile never span two pieces.
 #pragma once
 
 #include <cstdint>
@@ -21,12 +25,19 @@ namespace kvbench::attn {
 constexpr int kKeyTile = 64;    // keys per online-softmax step
 constexpr int kQueryTile = 16;  // query tokens per prefill work unit
 
-// Rows [n][head_dim] of one KV head: row j at data + j * stride bytes.
+// Rows of one piece of a KV head (see KvRawRows): row j at row(j).
 struct Rows {
   KvElement type = KvElement::F32;
   const uint8_t* data = nullptr;
   int64_t stride = 0;
-  const uint8_t* row(int64_t j) const { return data + j * stride; }
+  int group = 0;
+  const int32_t* index = nullptr;
+  const uint8_t* const* ptrs = nullptr;
+  int32_t n = 0;  // rows in the piece (prefetches stay inside)
+  const uint8_t* row(int64_t j) const {
+    return ptrs ? ptrs[j] : data + (index ? index[j] : j) * stride;
+  }
+  bool contiguous() const { return !ptrs && !index; }
 };
 
 // Attention of one query token's `group` heads (the query heads of one KV
@@ -38,9 +49,9 @@ struct DecodeBlock {
   int group = 0;
   int head_dim = 0;
   Rows k, v;
-  const int32_t* pos = nullptr;  // [n] key positions
+  const int32_t* pos = nullptr;  // key positions, indexed like the rows
   int32_t qpos = 0;              // the query's position; keys with pos > qpos are masked
-  int32_t begin = 0, end = 0;
+  int32_t begin = 0, end = 0;    // rows of the piece (k, v)
   // Optional: raw scores (log2 domain, masked = -inf) of key j written at
   // scores[g * scores_stride + j].
   float* scores = nullptr;
@@ -53,9 +64,18 @@ struct DecodeWork {
   float* s = nullptr;
 };
 
+// One key tile of a KV head for prefill: rows [j0, j0 + count) of one piece,
+// count <= kKeyTile, with their positions and range.
+struct KeyTile {
+  Rows v;                        // the piece's V rows
+  int32_t j0 = 0, count = 0;
+  const int32_t* pos = nullptr;  // [count] positions of the tile's keys
+  int32_t pos_min = 0, pos_max = 0;
+};
+
 // One prefill work unit: up to kQueryTile query tokens x the `group` heads of
-// one KV head, over all of that head's keys, tile by tile (flash attention:
-// scores never exist beyond one [rows][kKeyTile] tile).
+// one KV head, over all of that head's key tiles (flash attention: scores
+// never exist beyond one [rows][kKeyTile] tile).
 struct PrefillTile {
   const float* q = nullptr;  // query t, head g at q + t * q_stride + g * head_dim (unscaled)
   int64_t q_stride = 0;
@@ -66,12 +86,9 @@ struct PrefillTile {
   int head_dim = 0;
   int32_t n_queries = 0;     // <= kQueryTile
   const int32_t* qpos = nullptr;  // [n_queries]
-  const float* kt = nullptr;      // [n_key_tiles][head_dim][kKeyTile] from pack_keys
-  Rows v;
-  const int32_t* kpos = nullptr;  // [n_keys]
-  int32_t n_keys = 0;
-  const int32_t* tile_min = nullptr;  // [n_key_tiles] smallest key position in the tile
-  const int32_t* tile_max = nullptr;  // [n_key_tiles] largest
+  const float* kt = nullptr;      // [n_tiles][head_dim][kKeyTile] from pack_keys
+  const KeyTile* tiles = nullptr; // [n_tiles]
+  int32_t n_tiles = 0;
 };
 
 // Per-thread buffers of prefill_tile (rows = kQueryTile * group):
@@ -87,7 +104,8 @@ struct PrefillWork {
 };
 
 struct Kernels {
-  // Vector width in floats: head_dim must be a multiple of it.
+  // Vector width in floats: head_dim, and the group of every Q8 / Q4 piece,
+  // must be multiples of it.
   int width = 1;
   // out[g * out_stride + (j - begin)] = sum_d qs[g][d] * k_j[d] for g < group,
   // j in [begin, end); qs already scaled.

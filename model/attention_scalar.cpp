@@ -23,6 +23,15 @@ struct Scalar {
   static V load(const float* p) { return *p; }
   static void store(float* p, V v) { *p = v; }
   static V load_f16(const uint16_t* p) { return fp16_to_fp32(*p); }
+  static V load_bf16(const uint16_t* p) {
+    const uint32_t b = static_cast<uint32_t>(*p) << 16;
+    float x;
+    std::memcpy(&x, &b, 4);
+    return x;
+  }
+  static V load_i8(const int8_t* p) { return static_cast<float>(*p); }
+  static V load_u4(const uint8_t* codes, int d) { return static_cast<float>((codes[d / 2] >> (4 * (d & 1))) & 15); }
+  static float half(uint16_t h) { return fp16_to_fp32(h); }
   static V fmadd(V a, V b, V c) { return a * b + c; }
   static V mul(V a, V b) { return a * b; }
   static V add(V a, V b) { return a + b; }

@@ -37,29 +37,64 @@ struct StepInfo {
   std::span<const int32_t> tokens;      // [n_tokens] token ids (policies may use them)
 };
 
-// Element type of K/V rows a cache stores as plain arrays (see raw_rows()).
+// Element type of K/V rows a cache exposes in its own storage (see pieces()).
+// Q8 / Q4 rows have the layout of policies/codec.h's int8 / int4 codecs: the
+// head_dim codes first, then the per-group parameters (f16 halves):
+//   Q8  [head_dim] int8 codes, then [head_dim / group] f16 scales;
+//       element = code * scale
+//   Q4  [head_dim / 2] bytes (element 2i in the low nibble of byte i, 2i + 1
+//       in the high one), then [head_dim / group] pairs of f16 (min, step);
+//       element = min + code * step
+// Attention dequantizes in registers with exactly these operations (a
+// multiply, then an add), so it reads the same values the codec decodes.
 enum class KvElement : uint8_t {
-  F32,  // float
-  F16,  // IEEE binary16, as uint16_t bits
+  F32,   // float
+  F16,   // IEEE binary16, as uint16_t bits
+  BF16,  // bfloat16, as uint16_t bits
+  Q8,
+  Q4,
 };
 
-// Bytes of one element: 4 (F32) or 2 (F16).
-constexpr int kv_element_bytes(KvElement e) { return e == KvElement::F32 ? 4 : 2; }
+// Bytes of one row's codes and parameters.
+constexpr int64_t kv_row_bytes(KvElement e, int head_dim, int group) {
+  switch (e) {
+    case KvElement::F32: return int64_t{head_dim} * 4;
+    case KvElement::F16:
+    case KvElement::BF16: return int64_t{head_dim} * 2;
+    case KvElement::Q8: return head_dim + int64_t{head_dim / group} * 2;
+    case KvElement::Q4: return head_dim / 2 + int64_t{head_dim / group} * 4;
+  }
+  return 0;
+}
 
-// Plain rows of K (or V) in the cache's own storage: row j (j < size()) is
-// head_dim elements of `type` starting at data + j * row_stride bytes.
+// Rows of K (or V) in the cache's own storage. Row j (j < the piece's count)
+// starts at
+//   ptrs[j]                      when ptrs is set (rows scattered, e.g. pages),
+//   data + index[j] * row_stride when index is set (some rows of an array),
+//   data + j * row_stride        otherwise.
 struct KvRawRows {
   KvElement type = KvElement::F32;
   const void* data = nullptr;
-  int64_t row_stride = 0;  // bytes between consecutive rows (>= head_dim * element bytes)
+  int64_t row_stride = 0;             // bytes between consecutive rows
+  int group = 0;                      // Q8 / Q4: elements per parameter group
+  const int32_t* index = nullptr;
+  const uint8_t* const* ptrs = nullptr;
+};
+
+// A run of a head's view held in place: view entries [offset, offset + count)
+// are rows [0, count) of k and v.
+struct KvPiece {
+  int32_t offset = 0;
+  int32_t count = 0;
+  KvRawRows k, v;
 };
 
 // The entries one KV head attends over for the current step's sequence,
 // in cache order. Valid until the next call on the cache. The arrays it
-// points to (positions(), raw_rows(), rows keys()/values() return from the
-// cache's storage) must stay valid until the cache next changes (append,
-// end_step, ...): attention fetches the views of all KV heads of a layer,
-// keeping those pointers, before it reads any of them.
+// points to (positions(), pieces() and the rows they describe, rows
+// keys()/values() return from the cache's storage) must stay valid until the
+// cache next changes (append, end_step, ...): attention fetches the views of
+// all KV heads of a layer, keeping those pointers, before it reads any of them.
 class KvHeadView {
  public:
   virtual ~KvHeadView() = default;
@@ -72,12 +107,12 @@ class KvHeadView {
   // The generic accessor: every cache implements it, whatever its storage.
   virtual const float* keys(int32_t begin, int32_t count, float* scratch) const = 0;
   virtual const float* values(int32_t begin, int32_t count, float* scratch) const = 0;
-  // Optional fast path: a cache that holds rows [0, size()) of this head as
-  // plain F32 or F16 arrays describes them here and returns true; attention
-  // then reads (and converts in registers) straight from that storage.
-  // Caches with any other storage (quantized, paged, ...) keep the default,
-  // false, and are read through keys()/values().
-  virtual bool raw_rows(KvRawRows& k, KvRawRows& v) const { return false; }
+  // The fast path: a cache whose storage attention can read in place
+  // describes the whole view as pieces covering [0, size()) in order, and
+  // attention reads (and converts or dequantizes in registers) straight from
+  // there: no copy of K/V. Empty (the default) when any part of the view is
+  // held otherwise; attention then decodes it through keys()/values().
+  virtual std::span<const KvPiece> pieces() const { return {}; }
 };
 
 // What a policy wants to see of a layer's attention during the current step.

@@ -144,7 +144,7 @@ const KvHeadView& CacheStore::view_for(int seq, int layer, int kv_head) {
   v.n_pieces_ = 0;
   v.n_ = 0;
   v.direct_k_ = v.direct_v_ = nullptr;
-  v.raw_k_ = v.raw_v_ = nullptr;
+  v.n_kv_pieces_ = 0;
   for (int slot = 0; slot < kSlots; ++slot) {
     const Segment* seg = hs.segs[slot].get();
     if (!seg || seg->size() == 0) continue;
@@ -175,17 +175,6 @@ const KvHeadView& CacheStore::view_for(int seq, int layer, int kv_head) {
     v.direct_k_ = seg->f32_keys();
     v.direct_v_ = seg->f32_values();
     if (!v.direct_k_ || !v.direct_v_) v.direct_k_ = v.direct_v_ = nullptr;
-    if (v.direct_k_) {
-      v.raw_type_ = KvElement::F32;
-      v.raw_k_ = v.direct_k_;
-      v.raw_v_ = v.direct_v_;
-    } else if (const auto* rs = dynamic_cast<const RowSegment*>(seg);
-               rs && rs->codec().kind() == CodecKind::F16) {
-      // f16 rows: attention converts them as it reads (no decode pass).
-      v.raw_type_ = KvElement::F16;
-      v.raw_k_ = rs->key_bytes(0);
-      v.raw_v_ = rs->value_bytes(0);
-    }
   } else {
     hs.view_pos.resize(v.n_);
     for (int p = 0; p < v.n_pieces_; ++p) {
@@ -195,6 +184,20 @@ const KvHeadView& CacheStore::view_for(int seq, int layer, int kv_head) {
         hs.view_pos[pc.offset + j] = pos[pc.idx ? pc.idx[j] : j];
     }
     v.pos_ = hs.view_pos.data();
+  }
+  // The pieces attention reads in place: each segment's rows, through the
+  // visible indices when the sequence does not hold every entry.
+  for (int p = 0; p < v.n_pieces_; ++p) {
+    const auto& pc = v.pieces_[p];
+    KvPiece& kp = v.kv_pieces_[p];
+    if (!pc.seg->rows_in_place(kp.k, kp.v)) {
+      v.n_kv_pieces_ = 0;
+      break;
+    }
+    kp.k.index = kp.v.index = pc.idx;
+    kp.offset = pc.offset;
+    kp.count = pc.count;
+    v.n_kv_pieces_ = p + 1;
   }
   return v;
 }

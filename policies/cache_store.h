@@ -92,14 +92,9 @@ class StoreView final : public KvHeadView {
   const float* values(int32_t begin, int32_t count, float* scratch) const override {
     return direct_v_ ? direct_v_ + int64_t{begin} * dim_ : rows(false, begin, count, scratch);
   }
-  // Plain rows when the view is one segment held as f32 or f16, every entry visible.
-  bool raw_rows(KvRawRows& k, KvRawRows& v) const override {
-    if (!raw_k_) return false;
-    const int64_t stride = int64_t{dim_} * kv_element_bytes(raw_type_);
-    k = {raw_type_, raw_k_, stride};
-    v = {raw_type_, raw_v_, stride};
-    return true;
-  }
+  // Every piece in place, unless a segment has no such form (KIVI once it
+  // quantizes): then attention decodes the view through keys()/values().
+  std::span<const KvPiece> pieces() const override { return {kv_pieces_.data(), static_cast<size_t>(n_kv_pieces_)}; }
 
  private:
   friend class CacheStore;
@@ -118,9 +113,8 @@ class StoreView final : public KvHeadView {
   const int32_t* pos_ = nullptr;
   const float* direct_k_ = nullptr;
   const float* direct_v_ = nullptr;
-  KvElement raw_type_ = KvElement::F32;
-  const void* raw_k_ = nullptr;
-  const void* raw_v_ = nullptr;
+  std::array<KvPiece, kSlots> kv_pieces_{};
+  int n_kv_pieces_ = 0;
 };
 
 class CacheStore {

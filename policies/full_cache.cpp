@@ -11,7 +11,7 @@ namespace kvbench {
 FullCache::FullCache(const KvShape& shape, KvElement element)
     : shape_(shape),
       element_(element),
-      row_bytes_(int64_t{shape.head_dim} * kv_element_bytes(element)),
+      row_bytes_(kv_row_bytes(element, shape.head_dim, shape.head_dim)),
       k_(shape.n_layers * shape.n_kv_heads),
       v_(shape.n_layers * shape.n_kv_heads) {
   assert(element == KvElement::F32 || element == KvElement::F16);
@@ -82,6 +82,10 @@ const KvHeadView& FullCache::view(int layer, int kv_head) {
   view_.pos = view_positions_.data();
   view_.k = kb.data();
   view_.v = vb.data();
+  view_.piece.offset = 0;
+  view_.piece.count = view_.n;
+  view_.piece.k = {element_, view_.k, row_bytes_};
+  view_.piece.v = {element_, view_.v, row_bytes_};
   return view_;
 }
 
@@ -119,11 +123,9 @@ const float* FullCache::HeadView::values(int32_t begin, int32_t count, float* sc
   return rows_as_f32(v, element, hd, begin, count, scratch);
 }
 
-bool FullCache::HeadView::raw_rows(KvRawRows& k_rows, KvRawRows& v_rows) const {
-  const int64_t stride = int64_t{hd} * kv_element_bytes(element);
-  k_rows = {element, k, stride};
-  v_rows = {element, v, stride};
-  return true;
+std::span<const KvPiece> FullCache::HeadView::pieces() const {
+  if (n == 0) return {};
+  return {&piece, 1};
 }
 
 }  // namespace kvbench

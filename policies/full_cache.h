@@ -32,7 +32,7 @@ class FullCache final : public KvCache {
   int32_t n_tokens() const { return static_cast<int32_t>(positions_.size()); }
   KvElement element() const { return element_; }
   // Exact bytes of K/V rows held:
-  // n_layers x n_kv_heads x head_dim x n_tokens x 2 x kv_element_bytes(element()).
+  // n_layers x n_kv_heads x n_tokens x 2 x kv_row_bytes(element(), head_dim).
   uint64_t kv_bytes() const;
 
  private:
@@ -42,7 +42,8 @@ class FullCache final : public KvCache {
     const int32_t* positions() const override { return pos; }
     const float* keys(int32_t begin, int32_t count, float* scratch) const override;
     const float* values(int32_t begin, int32_t count, float* scratch) const override;
-    bool raw_rows(KvRawRows& k_rows, KvRawRows& v_rows) const override;
+    std::span<const KvPiece> pieces() const override;
+    KvPiece piece;  // set by pieces(): the whole view in place
     int32_t n = 0;
     int hd = 0;
     KvElement element = KvElement::F32;

@@ -153,6 +153,22 @@ const float* RowSegment::f32_values() const {
   return codec_.kind() == CodecKind::F32 ? reinterpret_cast<const float*>(v_.data()) : nullptr;
 }
 
+bool RowSegment::rows_in_place(KvRawRows& k, KvRawRows& v) const {
+  KvElement e;
+  switch (codec_.kind()) {
+    case CodecKind::F32: e = KvElement::F32; break;
+    case CodecKind::F16: e = KvElement::F16; break;
+    case CodecKind::BF16: e = KvElement::BF16; break;
+    case CodecKind::Int8: e = KvElement::Q8; break;
+    case CodecKind::Int4: e = KvElement::Q4; break;
+    default: return false;
+  }
+  const int64_t rb = codec_.row_bytes();
+  k = {e, k_.data(), rb, codec_.group()};
+  v = {e, v_.data(), rb, codec_.group()};
+  return true;
+}
+
 bool RowSegment::codec_rotatable() const {
   return codec_.kind() == CodecKind::F32 || codec_.kind() == CodecKind::F16 ||
          codec_.kind() == CodecKind::BF16;
@@ -336,6 +352,15 @@ void KiviSegment::decode_values(int32_t begin, int32_t count, float* out) const 
 
 const float* KiviSegment::f32_keys() const { return kq_ == 0 ? kfull_.data() : nullptr; }
 const float* KiviSegment::f32_values() const { return vq_ == 0 ? vfull_.data() : nullptr; }
+
+// Only while nothing is quantized yet (the residual window holds everything).
+bool KiviSegment::rows_in_place(KvRawRows& k, KvRawRows& v) const {
+  if (kq_ != 0 || vq_ != 0) return false;
+  const int64_t stride = int64_t{dim_} * 4;
+  k = {KvElement::F32, kfull_.data(), stride};
+  v = {KvElement::F32, vfull_.data(), stride};
+  return true;
+}
 
 void KiviSegment::rotate_key(int32_t i, const Rotation& r) {
   assert(i >= kq_);

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "model/kv_cache.h"
 #include "policies/codec.h"
 #include "policies/memory_report.h"
 
@@ -81,6 +82,9 @@ class Segment {
   // The rows themselves when held as contiguous f32 ([size()][dim]), else null.
   virtual const float* f32_keys() const { return nullptr; }
   virtual const float* f32_values() const { return nullptr; }
+  // Describes rows [0, size()) as attention reads them in place (model/kv_cache.h
+  // KvRawRows) and returns true; false when the storage has no such form.
+  virtual bool rows_in_place(KvRawRows& k, KvRawRows& v) const { return false; }
 
   // Whether entry i's key can be re-rotated (shift of its position).
   virtual bool can_rotate(int32_t i) const = 0;
@@ -134,6 +138,8 @@ class RowSegment final : public Segment {
   void decode_values(int32_t begin, int32_t count, float* out) const override;
   const float* f32_keys() const override;
   const float* f32_values() const override;
+  // Every codec but int2 (KIVI's values, read through KiviSegment).
+  bool rows_in_place(KvRawRows& k, KvRawRows& v) const override;
   bool can_rotate(int32_t) const override { return codec_rotatable(); }
   void rotate_key(int32_t i, const Rotation& r) override;
   void tally(MemoryTally& t) const override;
@@ -177,6 +183,7 @@ class KiviSegment final : public Segment {
   void decode_values(int32_t begin, int32_t count, float* out) const override;
   const float* f32_keys() const override;
   const float* f32_values() const override;
+  bool rows_in_place(KvRawRows& k, KvRawRows& v) const override;
   bool can_rotate(int32_t i) const override { return i >= kq_; }
   void rotate_key(int32_t i, const Rotation& r) override;
   void tally(MemoryTally& t) const override;

@@ -62,7 +62,7 @@ class HandCache final : public KvCache {
 
  private:
   std::vector<uint8_t> store(const std::vector<float>& x) const {
-    std::vector<uint8_t> b(x.size() * kv_element_bytes(element_));
+    std::vector<uint8_t> b(x.size() * (element_ == KvElement::F32 ? 4 : 2));
     if (element_ == KvElement::F32) std::memcpy(b.data(), x.data(), b.size());
     else for (size_t i = 0; i < x.size(); ++i) reinterpret_cast<uint16_t*>(b.data())[i] = fp32_to_fp16(x[i]);
     return b;
@@ -72,13 +72,15 @@ class HandCache final : public KvCache {
     const int32_t* positions() const override { return pos.data(); }
     const float* keys(int32_t begin, int32_t count, float* scratch) const override { return decode(k, begin, count, scratch); }
     const float* values(int32_t begin, int32_t count, float* scratch) const override { return decode(v, begin, count, scratch); }
-    bool raw_rows(KvRawRows& kr, KvRawRows& vr) const override {
-      if (!owner->raw_) return false;
-      const int64_t stride = int64_t{owner->shape_.head_dim} * kv_element_bytes(owner->element_);
-      kr = {owner->element_, k.data(), stride};
-      vr = {owner->element_, v.data(), stride};
-      return true;
+    std::span<const KvPiece> pieces() const override {
+      if (!owner->raw_ || pos.empty()) return {};
+      const int64_t stride = kv_row_bytes(owner->element_, owner->shape_.head_dim, owner->shape_.head_dim);
+      piece.count = size();
+      piece.k = {owner->element_, k.data(), stride};
+      piece.v = {owner->element_, v.data(), stride};
+      return {&piece, 1};
     }
+    mutable KvPiece piece;
     const float* decode(const std::vector<uint8_t>& b, int32_t begin, int32_t count, float* out) const {
       const int hd = owner->shape_.head_dim;
       for (int64_t i = 0; i < int64_t{count} * hd; ++i) {
@@ -348,7 +350,7 @@ TEST(FullCacheF16, BytesAreExactAndTruncateKeepsAPrefix) {
     std::vector<int32_t> pos(13);
     std::iota(pos.begin(), pos.end(), 0);
     eval.step(tokens, pos, 0, StepPhase::Prefill, cache, Logits::None, nullptr);
-    const uint64_t per_token = uint64_t(c.n_layers) * c.n_kv_heads * c.head_dim * 2 * kv_element_bytes(e);
+    const uint64_t per_token = uint64_t(c.n_layers) * c.n_kv_heads * 2 * kv_row_bytes(e, c.head_dim, c.head_dim);
     EXPECT_EQ(cache.kv_bytes(), per_token * 13);
     cache.truncate(5);
     EXPECT_EQ(cache.n_tokens(), 5);

@@ -63,7 +63,7 @@ void BM_DecodeAttention(benchmark::State& state) {
   }
   state.SetItemsProcessed(state.iterations() * int64_t{n_keys});
   state.SetBytesProcessed(state.iterations() * int64_t{n_keys} * kKvHeads * kHeadDim * 2 *
-                          kv_element_bytes(e));
+                          (e == KvElement::F16 ? 2 : 4));
   state.SetLabel(std::string(cpu_path_name(scratch.path)) + (e == KvElement::F16 ? " f16" : " f32"));
 }
 BENCHMARK(BM_DecodeAttention)
@@ -102,7 +102,7 @@ void BM_DecodeAttention30Layers(benchmark::State& state) {
   }
   state.SetItemsProcessed(state.iterations() * int64_t{n_keys} * kLayers);
   state.SetBytesProcessed(state.iterations() * int64_t{n_keys} * kLayers * kKvHeads * kHeadDim * 2 *
-                          kv_element_bytes(e));
+                          (e == KvElement::F16 ? 2 : 4));
   state.SetLabel(std::string(cpu_path_name(scratch.path)) + (e == KvElement::F16 ? " f16" : " f32"));
 }
 BENCHMARK(BM_DecodeAttention30Layers)

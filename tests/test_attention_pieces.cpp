@@ -1,0 +1,333 @@
+// Attention reading K/V in place from pieces of any storage (f32, f16, bf16,
+// int8, int4 rows in the codecs' own layout), several pieces per head, rows
+// addressed directly, through an index or through row pointers: against the
+// naive reference (which decodes every row through RowCodec::decode), on
+// every instruction-set path, decode and prefill, with probabilities.
+//
+// Tolerance: the kernels dequantize with the codec's own operations (a
+// multiply, then an add; the build does not contract them into FMAs), so
+// they see bit-identical K/V values (checked exactly below); what remains is
+// f32 summation order against the naive double sums, the same 1e-5 as the
+// f32 tests in test_attention.cpp.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <map>
+#include <random>
+
+#include "model/attention.h"
+#include "model/attention_kernels.h"
+#include "policies/codec.h"
+#include "tests/support/reference_llama.h"
+
+namespace kvbench {
+namespace {
+
+using test::max_abs_diff;
+
+enum class Addr { Plain, Index, Ptrs };
+
+struct PieceSpec {
+  CodecKind codec;
+  int group;
+  Addr addr;
+  int n;
+};
+
+KvElement element_of(CodecKind c) {
+  switch (c) {
+    case CodecKind::F32: return KvElement::F32;
+    case CodecKind::F16: return KvElement::F16;
+    case CodecKind::BF16: return KvElement::BF16;
+    case CodecKind::Int8: return KvElement::Q8;
+    case CodecKind::Int4: return KvElement::Q4;
+    default: break;
+  }
+  ADD_FAILURE() << "no in-place element for this codec";
+  return KvElement::F32;
+}
+
+// One layer; each KV head's view is a list of pieces built from PieceSpecs.
+class PieceCache final : public KvCache {
+ public:
+  PieceCache(int n_kv_heads, int n_q_heads, int head_dim) : heads_(n_kv_heads) {
+    shape_ = {1, n_kv_heads, n_q_heads, head_dim};
+  }
+
+  // Fills head h with random rows for each piece; positions increase with gaps.
+  void set_head(int h, const std::vector<PieceSpec>& specs, std::mt19937& rng, int32_t& at) {
+    const int hd = shape_.head_dim;
+    Head& head = heads_[h];
+    head.view.owner = this;
+    head.view.head = h;
+    std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+    int32_t offset = 0;
+    for (const PieceSpec& s : specs) {
+      Stored st;
+      st.codec = RowCodec(s.codec, hd, std::min(s.group, hd));
+      st.addr = s.addr;
+      const int64_t rb = st.codec.row_bytes();
+      // Index: rows live at odd slots of an array twice as long; pointers: rows
+      // in reverse order.
+      const int slots = s.addr == Addr::Index ? 2 * s.n : s.n;
+      st.k.assign(slots * rb, 0);
+      st.v.assign(slots * rb, 0);
+      std::vector<float> row(hd);
+      for (int j = 0; j < s.n; ++j) {
+        const int slot = s.addr == Addr::Index ? 2 * j + 1 : s.addr == Addr::Ptrs ? s.n - 1 - j : j;
+        st.index.push_back(slot);
+        for (auto* b : {&st.k, &st.v}) {
+          for (auto& x : row) x = u(rng);
+          st.codec.encode(row.data(), b->data() + slot * rb);
+        }
+        head.view.pos.push_back(at);
+        at += 1 + static_cast<int32_t>(rng() % 3);
+      }
+      for (int j = 0; j < s.n; ++j) {
+        st.kptr.push_back(st.k.data() + st.index[j] * rb);
+        st.vptr.push_back(st.v.data() + st.index[j] * rb);
+      }
+      st.offset = offset;
+      offset += s.n;
+      head.stored.push_back(std::move(st));
+    }
+    head.view.pieces_.clear();
+    for (const Stored& st : head.stored) {
+      KvPiece p;
+      p.offset = st.offset;
+      p.count = static_cast<int32_t>(st.index.size());
+      const KvElement e = element_of(st.codec.kind());
+      p.k = {e, st.k.data(), st.codec.row_bytes(), st.codec.group()};
+      p.v = {e, st.v.data(), st.codec.row_bytes(), st.codec.group()};
+      if (st.addr == Addr::Index) p.k.index = p.v.index = st.index.data();
+      if (st.addr == Addr::Ptrs) {
+        p.k.ptrs = st.kptr.data();
+        p.v.ptrs = st.vptr.data();
+      }
+      head.view.pieces_.push_back(p);
+    }
+  }
+
+  const KvShape& shape() const override { return shape_; }
+  void begin_step(const StepInfo&) override {}
+  void append(int, const float*, const float*) override {}
+  const KvHeadView& view(int, int kv_head) override { return heads_[kv_head].view; }
+  AttentionRequest attention_request(int) const override { return request; }
+  void observe(const AttentionRows& r) override {
+    std::vector<float>& rows = observed[{r.kv_head, r.query_index}];
+    rows.assign(r.probs, r.probs + int64_t{r.group} * r.head_stride);
+  }
+  void end_step() override {}
+
+  AttentionRequest request;
+  bool in_place = true;
+  std::map<std::pair<int, int32_t>, std::vector<float>> observed;
+
+ private:
+  struct Stored {
+    RowCodec codec;
+    Addr addr = Addr::Plain;
+    std::vector<uint8_t> k, v;
+    std::vector<int32_t> index;
+    std::vector<const uint8_t*> kptr, vptr;
+    int32_t offset = 0;
+  };
+  struct View final : public KvHeadView {
+    int32_t size() const override { return static_cast<int32_t>(pos.size()); }
+    const int32_t* positions() const override { return pos.data(); }
+    const float* keys(int32_t b, int32_t c, float* out) const override { return decode(true, b, c, out); }
+    const float* values(int32_t b, int32_t c, float* out) const override { return decode(false, b, c, out); }
+    std::span<const KvPiece> pieces() const override {
+      if (!owner->in_place) return {};
+      return pieces_;
+    }
+    const float* decode(bool keys, int32_t begin, int32_t count, float* out) const {
+      const int hd = owner->shape_.head_dim;
+      for (int32_t j = begin; j < begin + count; ++j)
+        for (const Stored& st : owner->heads_[head].stored) {
+          const int32_t local = j - st.offset;
+          if (local < 0 || local >= static_cast<int32_t>(st.index.size())) continue;
+          const auto& b = keys ? st.k : st.v;
+          st.codec.decode(b.data() + st.index[local] * st.codec.row_bytes(), out + int64_t{j - begin} * hd);
+        }
+      return out;
+    }
+    const PieceCache* owner = nullptr;
+    int head = 0;
+    std::vector<int32_t> pos;
+    std::vector<KvPiece> pieces_;
+  };
+  struct Head {
+    View view;
+    std::vector<Stored> stored;
+  };
+  KvShape shape_;
+  std::vector<Head> heads_;
+};
+
+std::vector<CpuPath> paths() {
+  std::vector<CpuPath> out;
+  for (CpuPath p : {CpuPath::Scalar, CpuPath::Avx2, CpuPath::Avx512})
+    if (cpu_path_supported(p)) out.push_back(p);
+  return out;
+}
+
+struct Layout {
+  const char* name;
+  std::vector<PieceSpec> pieces;
+};
+
+// Storage layouts a policy cache produces: one codec's main rows (plain or
+// through the visible indices), the open step's f32 rows after them,
+// restored pages by pointer, a summary.
+std::vector<Layout> layouts(int n) {
+  const int a = std::max(1, n * 2 / 3), b = std::max(1, n - a);
+  return {
+      {"f32", {{CodecKind::F32, 0, Addr::Plain, n}}},
+      {"f16", {{CodecKind::F16, 0, Addr::Plain, n}}},
+      {"bf16", {{CodecKind::BF16, 0, Addr::Plain, n}}},
+      {"int8 g32", {{CodecKind::Int8, 32, Addr::Plain, n}}},
+      {"int8 g16", {{CodecKind::Int8, 16, Addr::Plain, n}}},
+      {"int8 g8", {{CodecKind::Int8, 8, Addr::Plain, n}}},
+      {"int4 g32", {{CodecKind::Int4, 32, Addr::Plain, n}}},
+      {"int4 g64", {{CodecKind::Int4, 64, Addr::Plain, n}}},
+      {"int4 g4", {{CodecKind::Int4, 4, Addr::Plain, n}}},
+      {"int8 + f32 step", {{CodecKind::Int8, 32, Addr::Plain, a}, {CodecKind::F32, 0, Addr::Plain, b}}},
+      {"int4 index + f32", {{CodecKind::Int4, 32, Addr::Index, a}, {CodecKind::F32, 0, Addr::Index, b}}},
+      {"f32 + pages", {{CodecKind::F32, 0, Addr::Plain, b}, {CodecKind::F32, 0, Addr::Ptrs, a}}},
+      {"int8 + int8 pages + f32",
+       {{CodecKind::Int8, 32, Addr::Plain, a}, {CodecKind::Int8, 32, Addr::Ptrs, b}, {CodecKind::F32, 0, Addr::Plain, 1}}},
+      {"f16 index + bf16 pages", {{CodecKind::F16, 0, Addr::Index, a}, {CodecKind::BF16, 0, Addr::Ptrs, b}}},
+  };
+}
+
+struct Case {
+  int n_tokens, n_keys, group, n_kv_heads;
+};
+
+void check(const Case& c, int head_dim, uint32_t seed) {
+  for (const Layout& lay : layouts(c.n_keys)) {
+    PieceCache cache(c.n_kv_heads, c.n_kv_heads * c.group, head_dim);
+    std::mt19937 rng(seed);
+    int32_t last = 0;
+    for (int h = 0; h < c.n_kv_heads; ++h) {
+      int32_t at = static_cast<int32_t>(rng() % 3);
+      cache.set_head(h, lay.pieces, rng, at);
+      last = std::max(last, at);
+    }
+    const AttentionShape shape{c.group * c.n_kv_heads, c.n_kv_heads, head_dim};
+    std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+    std::vector<float> q(int64_t{c.n_tokens} * shape.n_heads * head_dim);
+    for (auto& x : q) x = u(rng);
+    std::vector<int32_t> qpos(c.n_tokens);
+    for (auto& p : qpos) p = static_cast<int32_t>(rng() % (last + 2));
+    qpos.back() = last;  // at least one query sees every key
+    cache.request = {true, -1, false};
+
+    std::vector<float> ref(q.size());
+    cache.observed.clear();
+    attend_naive(shape, 0, q.data(), qpos, cache, ref.data());
+    const auto ref_probs = cache.observed;
+    for (CpuPath path : paths()) {
+      for (int threads : {1, 2}) {
+        ThreadPool pool(threads);
+        AttentionScratch scratch;
+        scratch.path = path;
+        std::vector<float> out(q.size(), NAN);
+        cache.observed.clear();
+        attend(shape, 0, q.data(), qpos, cache, out.data(), pool, scratch);
+        const std::string what = std::string(lay.name) + " tokens " + std::to_string(c.n_tokens) + " keys " +
+                                 std::to_string(c.n_keys) + " head_dim " + std::to_string(head_dim) + " path " +
+                                 std::string(cpu_path_name(path)) + " threads " + std::to_string(threads);
+        EXPECT_LE(max_abs_diff(out.data(), ref.data(), ref.size()), 1e-5f) << what;
+        ASSERT_EQ(cache.observed.size(), ref_probs.size()) << what;
+        for (const auto& [key, rows] : ref_probs)
+          EXPECT_LE(max_abs_diff(cache.observed[key].data(), rows.data(), rows.size()), 1e-5f) << what;
+      }
+    }
+  }
+}
+
+TEST(AttentionPieces, DecodeReadsEveryStorageInPlaceLikeTheNaiveDecode) {
+  uint32_t seed = 1;
+  for (const Case& c : {Case{1, 1, 3, 1}, Case{1, 70, 3, 3}, Case{1, 300, 3, 2}, Case{1, 1300, 4, 1}})
+    check(c, 64, seed++);
+  check({1, 200, 2, 2}, 32, seed++);
+  check({1, 150, 1, 1}, 128, seed++);
+}
+
+TEST(AttentionPieces, PrefillReadsEveryStorageInPlaceLikeTheNaiveDecode) {
+  uint32_t seed = 50;
+  for (const Case& c : {Case{2, 1, 3, 1}, Case{17, 65, 3, 2}, Case{40, 200, 3, 3}}) check(c, 64, seed++);
+  check({20, 100, 2, 1}, 32, seed++);
+}
+
+// The same view read in place and through keys()/values() (decoded into
+// scratch): the same numbers up to summation order.
+TEST(AttentionPieces, InPlaceEqualsTheDecodedFallback) {
+  for (int n_tokens : {1, 9}) {
+    for (const Layout& lay : layouts(333)) {
+      PieceCache cache(2, 6, 64);
+      std::mt19937 rng(11);
+      int32_t at = 0;
+      for (int h = 0; h < 2; ++h) cache.set_head(h, lay.pieces, rng, at);
+      const AttentionShape shape{6, 2, 64};
+      std::vector<float> q(int64_t{n_tokens} * 6 * 64);
+      std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+      for (auto& x : q) x = u(rng);
+      std::vector<int32_t> qpos(n_tokens);
+      for (int t = 0; t < n_tokens; ++t) qpos[t] = at - n_tokens + t;
+      ThreadPool pool(2);
+      AttentionScratch s1, s2;
+      std::vector<float> a(q.size()), b(q.size());
+      cache.in_place = true;
+      attend(shape, 0, q.data(), qpos, cache, a.data(), pool, s1);
+      cache.in_place = false;
+      attend(shape, 0, q.data(), qpos, cache, b.data(), pool, s2);
+      EXPECT_LE(max_abs_diff(a.data(), b.data(), a.size()), 1e-5f) << lay.name << " tokens " << n_tokens;
+    }
+  }
+}
+
+// Dequantization in registers gives the codec's values bit for bit, on every
+// path: pack_keys writes the rows it reads as f32 (transposed).
+TEST(AttentionPieces, DequantizationInRegistersIsBitIdenticalToTheCodec) {
+  const int hd = 64, n = 37;
+  std::mt19937 rng(5);
+  std::uniform_real_distribution<float> u(-3.0f, 3.0f);
+  for (CodecKind kind : {CodecKind::F16, CodecKind::BF16, CodecKind::Int8, CodecKind::Int4}) {
+    for (int group : {16, 32, 64}) {
+      const RowCodec codec(kind, hd, group);
+      std::vector<uint8_t> bytes(n * codec.row_bytes());
+      std::vector<float> row(hd), want(int64_t{n} * hd);
+      for (int j = 0; j < n; ++j) {
+        for (auto& x : row) x = u(rng);
+        codec.encode(row.data(), bytes.data() + j * codec.row_bytes());
+        codec.decode(bytes.data() + j * codec.row_bytes(), want.data() + int64_t{j} * hd);
+      }
+      attn::Rows r;
+      r.type = element_of(kind);
+      r.data = bytes.data();
+      r.stride = codec.row_bytes();
+      r.group = codec.group();
+      r.n = n;
+      for (const attn::Kernels* K : {attn::scalar_kernels(), attn::avx2_kernels(), attn::avx512_kernels()}) {
+        if (!K) continue;
+        if (K == attn::avx2_kernels() && !cpu_path_supported(CpuPath::Avx2)) continue;
+        if (K == attn::avx512_kernels() && !cpu_path_supported(CpuPath::Avx512)) continue;
+        if (group % K->width) continue;
+        std::vector<float> kt(int64_t{hd} * attn::kKeyTile);
+        K->pack_keys(r, hd, 0, n, kt.data());
+        for (int j = 0; j < n; ++j)
+          for (int d = 0; d < hd; ++d)
+            ASSERT_EQ(std::memcmp(&kt[d * attn::kKeyTile + j], &want[int64_t{j} * hd + d], 4), 0)
+                << codec_name(kind) << " group " << group << " width " << K->width << " row " << j << " d " << d;
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace kvbench
