@@ -69,13 +69,14 @@ int cmd_generate(const Args& args) {
 
   using clock = std::chrono::steady_clock;
   const auto t0 = clock::now();
-  // Chunked prefill at the cache's next positions (contiguous-position
-  // policies renumber after each chunk).
+  // Chunked prefill at the cache's positions (contiguous-position policies
+  // renumber after each chunk; others are at the stream position, found
+  // without scanning the cache).
   std::vector<int32_t> chunk_pos;
   for (size_t b = 0; b < ids.size(); b += chunk) {
     const size_t e = std::min(ids.size(), b + chunk);
     chunk_pos.resize(e - b);
-    std::iota(chunk_pos.begin(), chunk_pos.end(), cache.next_position(0));
+    std::iota(chunk_pos.begin(), chunk_pos.end(), cache.position_for(0, static_cast<int32_t>(b)));
     const bool last = e == ids.size();
     eval.step(std::span<const int32_t>(ids.data() + b, e - b), chunk_pos, 0, StepPhase::Prefill,
               cache, last ? Logits::Last : Logits::None, last ? logits.data() : nullptr);
@@ -96,8 +97,8 @@ int cmd_generate(const Args& args) {
       hit_context = true;
       break;
     }
-    // The cache's next position (contiguous-position policies renumber).
-    const int32_t tok[1] = {next}, p[1] = {cache.next_position(0)};
+    // The cache's position for this token (contiguous-position policies renumber).
+    const int32_t tok[1] = {next}, p[1] = {cache.position_for(0, pos)};
     ++pos;
     eval.step(tok, p, 0, StepPhase::Decode, cache, Logits::Last, logits.data());
     ++decode_steps;

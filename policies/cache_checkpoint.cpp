@@ -47,6 +47,7 @@ void Segment::check_rollback(const SegmentMark& m) const { check_in_place(meta, 
 void Segment::rollback(const SegmentMark& m) { meta = m.meta; }
 
 void RowSegment::rollback(const SegmentMark& m) {
+  materialize();
   // Entries [0, n) are the checkpoint's; everything after them is newer.
   const size_t bytes = static_cast<size_t>(m.meta.size()) * codec_.row_bytes();
   k_.resize(bytes);

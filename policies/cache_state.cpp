@@ -98,8 +98,15 @@ void RowSegment::save_state(StateWriter& out) const {
   out.u8(static_cast<uint8_t>(codec_.kind()));
   out.i32(codec_.group());
   save_meta(out, meta);
-  out.array(k_);
-  out.array(v_);
+  if (kref_.empty()) {
+    out.array(k_);
+    out.array(v_);
+    return;
+  }
+  RowSegment owned(*this);  // referenced rows are saved as rows of its own
+  owned.materialize();
+  out.array(owned.k_);
+  out.array(owned.v_);
 }
 
 void RowSegment::load_state(StateReader& in) {

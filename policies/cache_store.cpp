@@ -370,7 +370,11 @@ void CacheStore::evict(int seq, int layer, int kv_head, std::span<const EntryRef
   }
   for (int slot : {kMain, kIncoming})
     if (any[slot]) hs.segs[slot]->remove(flags_[slot]);
-  if (cold_ && config_.cold_capacity > 0) cold_->drop_oldest(hidx, config_.cold_capacity);
+  if (cold_ && config_.cold_capacity > 0 && cold_->head(hidx).entries() > config_.cold_capacity) {
+    // Restored rows point into cold pages: copy them before pages are freed.
+    static_cast<RowSegment&>(*hs.segs[kRestored]).materialize();
+    cold_->drop_oldest(hidx, config_.cold_capacity);
+  }
 }
 
 void CacheStore::demote(int layer, int kv_head, std::span<const EntryRef> refs) {
@@ -463,8 +467,8 @@ void CacheStore::restore(int seq, int layer, int kv_head, const float* q, int64_
     const ColdPage& p = ch.pages[ranked[r].second];
     for (int32_t i = 0; i < p.meta.size(); ++i)
       if (p.meta.seqs[i] & bit)
-        restored.append_encoded(cold_->key_bytes(p, i), cold_->value_bytes(p, i), p.meta.pos[i],
-                                p.meta.src[i], p.meta.seqs[i], nullptr);
+        restored.append_ref(cold_->key_bytes(p, i), cold_->value_bytes(p, i), p.meta.pos[i],
+                            p.meta.src[i], p.meta.seqs[i]);
   }
 }
 
@@ -800,6 +804,8 @@ void CacheStore::compact() {
     for (auto& s : hs.segs)
       if (s) s->shrink();
   if (!cold_) return;
+  // Restored rows point into cold pages, which move: copy them first.
+  for (auto& hs : heads_) static_cast<RowSegment&>(*hs.segs[kRestored]).materialize();
   // Re-pack each head's cold entries into as few pages as they need.
   const int64_t rb = cold_->codec().row_bytes();
   for (int h = 0; h < n_heads(); ++h) {

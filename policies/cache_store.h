@@ -11,7 +11,10 @@
 //             (encoded into main at end_step, so a step attends over its own
 //             rows at full precision, as KIVI's prefill does), or `mixed`'s
 //             full-precision entries
-//   restored  copies of cold pages restored for the current query (offload)
+//   restored  cold pages restored for the current query (offload): the
+//             segment points at the cold tier's rows (no copy) until
+//             something would move them (compact, dropping the oldest pages,
+//             clone, checkpoint), which copies them first
 //   summary   one merged entry per sequence standing for evicted ones (merge)
 // Sequences share entries through each entry's sequence set: seq_cp adds a
 // bit, nothing is copied. An entry is freed when its set becomes empty.

@@ -195,8 +195,19 @@ void ColdTier::remove(int h, int32_t pi, const std::vector<char>& remove) {
 }
 
 float ColdTier::bound(const ColdPage& p, const float* q, int dim) {
+  // Eight independent partial sums (the compiler keeps them in vector
+  // registers; one running sum would force a serial chain), added in a fixed
+  // order: the same bound on every machine.
+  constexpr int kLanes = 8;
+  float acc[kLanes] = {};
+  const float* hi = p.kmax.data();
+  const float* lo = p.kmin.data();
+  int c = 0;
+  for (; c + kLanes <= dim; c += kLanes)
+    for (int j = 0; j < kLanes; ++j) acc[j] += std::max(q[c + j] * hi[c + j], q[c + j] * lo[c + j]);
+  for (; c < dim; ++c) acc[c % kLanes] += std::max(q[c] * hi[c], q[c] * lo[c]);
   float b = 0.0f;
-  for (int c = 0; c < dim; ++c) b += std::max(q[c] * p.kmax[c], q[c] * p.kmin[c]);
+  for (int j = 0; j < kLanes; ++j) b += acc[j];
   return b;
 }
 

@@ -88,8 +88,38 @@ void Rotation::apply(float* x) const {
 
 // --- RowSegment ---
 
+std::unique_ptr<Segment> RowSegment::clone() const {
+  auto c = std::make_unique<RowSegment>(*this);
+  c->materialize();
+  return c;
+}
+
+void RowSegment::append_ref(const uint8_t* k, const uint8_t* v, int32_t pos, int32_t src, uint64_t seqs) {
+  if (!k_.empty()) {  // never mixed: a segment with rows of its own copies
+    append_encoded(k, v, pos, src, seqs, nullptr);
+    return;
+  }
+  kref_.push_back(k);
+  vref_.push_back(v);
+  meta.push(pos, src, seqs, nullptr);
+}
+
+void RowSegment::materialize() {
+  if (kref_.empty()) return;
+  const int64_t rb = codec_.row_bytes();
+  k_.resize(kref_.size() * rb);
+  v_.resize(vref_.size() * rb);
+  for (size_t i = 0; i < kref_.size(); ++i) {
+    std::memcpy(k_.data() + i * rb, kref_[i], rb);
+    std::memcpy(v_.data() + i * rb, vref_[i], rb);
+  }
+  kref_.clear();
+  vref_.clear();
+}
+
 void RowSegment::append(const float* k, const float* v, int32_t pos, int32_t src, uint64_t seqs,
                         const float* stats) {
+  materialize();
   const int64_t rb = codec_.row_bytes();
   const size_t at = k_.size();
   k_.resize(at + rb);
@@ -101,6 +131,7 @@ void RowSegment::append(const float* k, const float* v, int32_t pos, int32_t src
 
 void RowSegment::append_encoded(const uint8_t* k, const uint8_t* v, int32_t pos, int32_t src,
                                 uint64_t seqs, const float* stats) {
+  materialize();
   const int64_t rb = codec_.row_bytes();
   k_.insert(k_.end(), k, k + rb);
   v_.insert(v_.end(), v, v + rb);
@@ -109,6 +140,21 @@ void RowSegment::append_encoded(const uint8_t* k, const uint8_t* v, int32_t pos,
 
 void RowSegment::remove(const std::vector<char>& remove) {
   const int64_t rb = codec_.row_bytes();
+  if (!kref_.empty()) {  // the same order as for rows of its own
+    for (int32_t i = size() - 1; i >= 0; --i) {
+      if (!remove[i]) continue;
+      const int32_t last = size() - 1;
+      if (i != last) {
+        kref_[i] = kref_[last];
+        vref_[i] = vref_[last];
+        meta.copy_entry(i, last);
+      }
+      kref_.pop_back();
+      vref_.pop_back();
+      meta.pop_back();
+    }
+    return;
+  }
   for (int32_t i = size() - 1; i >= 0; --i) {
     if (!remove[i]) continue;
     const int32_t last = size() - 1;
@@ -126,10 +172,14 @@ void RowSegment::remove(const std::vector<char>& remove) {
 void RowSegment::clear() {
   k_.clear();
   v_.clear();
+  kref_.clear();
+  vref_.clear();
   meta.clear();
 }
 
 void RowSegment::shrink() {
+  kref_.shrink_to_fit();
+  vref_.shrink_to_fit();
   k_.shrink_to_fit();
   v_.shrink_to_fit();
   meta.shrink();
@@ -146,11 +196,11 @@ void RowSegment::decode_values(int32_t begin, int32_t count, float* out) const {
 }
 
 const float* RowSegment::f32_keys() const {
-  return codec_.kind() == CodecKind::F32 ? reinterpret_cast<const float*>(k_.data()) : nullptr;
+  return codec_.kind() == CodecKind::F32 && kref_.empty() ? reinterpret_cast<const float*>(k_.data()) : nullptr;
 }
 
 const float* RowSegment::f32_values() const {
-  return codec_.kind() == CodecKind::F32 ? reinterpret_cast<const float*>(v_.data()) : nullptr;
+  return codec_.kind() == CodecKind::F32 && vref_.empty() ? reinterpret_cast<const float*>(v_.data()) : nullptr;
 }
 
 bool RowSegment::rows_in_place(KvRawRows& k, KvRawRows& v) const {
@@ -166,6 +216,10 @@ bool RowSegment::rows_in_place(KvRawRows& k, KvRawRows& v) const {
   const int64_t rb = codec_.row_bytes();
   k = {e, k_.data(), rb, codec_.group()};
   v = {e, v_.data(), rb, codec_.group()};
+  if (!kref_.empty()) {
+    k.ptrs = kref_.data();
+    v.ptrs = vref_.data();
+  }
   return true;
 }
 
@@ -176,6 +230,7 @@ bool RowSegment::codec_rotatable() const {
 
 void RowSegment::rotate_key(int32_t i, const Rotation& r) {
   assert(codec_rotatable());
+  materialize();
   uint8_t* row = k_.data() + i * codec_.row_bytes();
   if (codec_.kind() == CodecKind::F32) {
     r.apply(reinterpret_cast<float*>(row));

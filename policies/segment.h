@@ -117,7 +117,8 @@ class Segment {
 class RowSegment final : public Segment {
  public:
   RowSegment(const RowCodec& codec, int n_stats) : Segment(codec.dim(), n_stats), codec_(codec) {}
-  std::unique_ptr<Segment> clone() const override { return std::make_unique<RowSegment>(*this); }
+  // A clone owns its rows (references are copied into it).
+  std::unique_ptr<Segment> clone() const override;
 
   const RowCodec& codec() const { return codec_; }
   void append(const float* k, const float* v, int32_t pos, int32_t src, uint64_t seqs,
@@ -125,8 +126,20 @@ class RowSegment final : public Segment {
   // Rows already encoded in this codec (offload / restore move bytes, never re-encode).
   void append_encoded(const uint8_t* k, const uint8_t* v, int32_t pos, int32_t src, uint64_t seqs,
                       const float* stats);
-  const uint8_t* key_bytes(int32_t i) const { return k_.data() + i * codec_.row_bytes(); }
-  const uint8_t* value_bytes(int32_t i) const { return v_.data() + i * codec_.row_bytes(); }
+  // An entry whose rows stay where they are (restored cold pages): the
+  // segment keeps pointers to k and v, which must stay valid and unchanged
+  // until the segment is cleared or materialize() copies them in. A segment
+  // holds either references or rows of its own, never both.
+  void append_ref(const uint8_t* k, const uint8_t* v, int32_t pos, int32_t src, uint64_t seqs);
+  bool holds_refs() const { return !kref_.empty(); }
+  // Copies referenced rows into the segment's own storage.
+  void materialize();
+  const uint8_t* key_bytes(int32_t i) const {
+    return kref_.empty() ? k_.data() + i * codec_.row_bytes() : kref_[i];
+  }
+  const uint8_t* value_bytes(int32_t i) const {
+    return vref_.empty() ? v_.data() + i * codec_.row_bytes() : vref_[i];
+  }
   // f32 codec only: the rows themselves, for in-place updates (summary entries).
   float* f32_key_row(int32_t i) { return reinterpret_cast<float*>(k_.data() + i * codec_.row_bytes()); }
   float* f32_value_row(int32_t i) { return reinterpret_cast<float*>(v_.data() + i * codec_.row_bytes()); }
@@ -155,6 +168,7 @@ class RowSegment final : public Segment {
  private:
   RowCodec codec_;
   std::vector<uint8_t> k_, v_;  // [n][row_bytes]
+  std::vector<const uint8_t*> kref_, vref_;  // [n] rows held elsewhere (append_ref)
 };
 
 // KIVI 2-bit (Liu et al. 2024), entries in arrival order:
