@@ -449,8 +449,10 @@ void CacheStore::restore(int seq, int layer, int kv_head, const float* q, int64_
   ranked.clear();
   for (int32_t pi = 0; pi < static_cast<int32_t>(ch.pages.size()); ++pi) {
     const ColdPage& p = ch.pages[pi];
-    bool visible = false;
-    for (uint64_t m : p.meta.seqs) visible = visible || (m & bit);
+    // One sequence known: every entry is its own (no scan per page and step).
+    bool visible = known_ == bit && p.meta.size() > 0;
+    if (!visible)
+      for (uint64_t m : p.meta.seqs) visible = visible || (m & bit);
     if (!visible) continue;
     float b = -std::numeric_limits<float>::infinity();
     for (int64_t t = 0; t < n_queries; ++t)
