@@ -1,4 +1,5 @@
-// kvbench bench: throughput in the manner of llama-bench, on the full cache.
+// kvbench bench: throughput in the manner of llama-bench, on the full cache
+// (--kv) or on any policy of the registry (--policy).
 //   pp N          prompt processing: N tokens prefilled in one go (chunks of
 //                 512, llama-bench's default micro-batch), logits of the last
 //   tg N          token generation: N single-token decode steps, logits each
@@ -8,8 +9,11 @@
 // a warm-up (the whole pp test; one tg step), then -r timed repetitions; the
 // table shows mean ± sample standard deviation and the median of tokens/s.
 // Token ids are deterministic pseudo-random ordinary tokens (no special or
-// control token). The depth context is prefilled once per (threads, KV)
-// combination; each repetition first rolls the cache back to it.
+// control token). The depth context is prefilled once per (threads, KV or
+// policy) combination; each repetition first rolls the cache back to it (a
+// policy cache: a copy of its state after the depth context, made before
+// the clock starts). A policy's pp test includes its end-of-prompt work
+// (end_prefill: once-timing eviction, restore).
 #include <unistd.h>
 
 #include <algorithm>
@@ -34,6 +38,8 @@
 #include "model/llama_model.h"
 #include "model/quant_dot.h"
 #include "policies/full_cache.h"
+#include "policies/policy_cache.h"
+#include "policies/policy_spec.h"
 
 namespace po = boost::program_options;
 
@@ -80,6 +86,35 @@ std::vector<KvElement> kv_list(const po::variables_map& vm) {
 
 const char* kv_name(KvElement e) { return e == KvElement::F16 ? "f16" : "f32"; }
 
+// --policy values: specs separated by commas (or repeated options). A spec's
+// own parameters are separated by commas too ("h2o:budget=256,timing=call"),
+// so an item that starts with key=value continues the previous spec.
+std::vector<std::string> policy_list(const po::variables_map& vm) {
+  std::vector<std::string> out;
+  if (!vm.count("policy")) return out;
+  for (const std::string& arg : vm["policy"].as<std::vector<std::string>>()) {
+    std::stringstream ss(arg);
+    std::string item;
+    bool first = true;
+    while (std::getline(ss, item, ',')) {
+      const std::string head = item.substr(0, item.find_first_of(":+"));
+      if (!first && head.find('=') != std::string::npos) out.back() += "," + item;
+      else out.push_back(item);
+      first = false;
+    }
+    if (arg.empty() || arg.back() == ',') throw InputError("--policy: empty value in '" + arg + "'");
+  }
+  return out;
+}
+
+// What a test runs on: the full cache at a KV precision, or a policy.
+struct CacheConfig {
+  std::string label;   // the table's kv column: "f16", or the policy's spec
+  KvElement kv = KvElement::F32;
+  bool is_policy = false;
+  PolicySpec spec;
+};
+
 // Deterministic pseudo-random ordinary tokens: ids whose piece is not empty
 // without special rendering (so no control token), never BOS/EOS/end-of-turn.
 std::vector<int32_t> bench_tokens(const Tokenizer& tok, int64_t n, uint64_t seed) {
@@ -96,6 +131,22 @@ std::vector<int32_t> bench_tokens(const Tokenizer& tok, int64_t n, uint64_t seed
     out.push_back(id);
   }
   return out;
+}
+
+// Prefills tokens into a policy cache at [start, start + n) in chunks (a
+// contiguous-position policy at its own positions); the last logits into
+// last_logits when given.
+void policy_prefill(Evaluator& eval, PolicyCache& cache, const std::vector<int32_t>& tokens, int32_t start,
+                    float* last_logits = nullptr) {
+  std::vector<int32_t> pos;
+  for (size_t b = 0; b < tokens.size(); b += kChunk) {
+    const size_t e = std::min(tokens.size(), b + kChunk);
+    pos.resize(e - b);
+    std::iota(pos.begin(), pos.end(), cache.position_for(0, start + static_cast<int32_t>(b)));
+    const bool last = e == tokens.size() && last_logits;
+    eval.step(std::span<const int32_t>(tokens.data() + b, e - b), pos, 0, StepPhase::Prefill, cache,
+              last ? Logits::Last : Logits::None, last ? last_logits : nullptr);
+  }
 }
 
 struct Stats {
@@ -116,11 +167,14 @@ Stats stats(std::vector<double> x) {
 
 struct Result {
   int threads = 0;
-  KvElement kv = KvElement::F32;
+  std::string kv;      // "f32" / "f16", or a policy spec
+  bool policy = false;
   int n_prompt = 0, n_gen = 0, depth = 0;
   std::vector<double> tps;  // tokens/s of each repetition
   // Roofline (harness/roofline.h), averaged over the test's token positions:
-  double bytes_per_token = 0;  // tg: weights + K/V read per decode step
+  // tg: weights + K/V read per decode step (a policy: its hot tier, restored
+  // pages included, averaged over the first and the last step of a run)
+  double bytes_per_token = 0;
   double flops_per_token = 0;  // pp: FLOPs per prompt token
   std::string test() const {
     std::string t = n_prompt > 0 ? "pp" + std::to_string(n_prompt) : "tg" + std::to_string(n_gen);
@@ -168,7 +222,7 @@ void print_markdown(const ModelInfo& info, const std::vector<Result>& results) {
   for (const Result& r : results) {
     const Stats s = stats(r.tps);
     rows.push_back({info.name, fixed(info.bytes / 1048576.0, 2) + " MiB", fixed(info.params / 1e6, 2) + " M",
-                    info.backend, std::to_string(r.threads), kv_name(r.kv), r.test(),
+                    info.backend, std::to_string(r.threads), r.kv, r.test(),
                     fixed(s.mean, 2) + " ± " + fixed(s.sd, 2), fixed(s.median, 2)});
   }
   std::vector<size_t> width(head.size());
@@ -214,12 +268,12 @@ void print_roofline(const std::map<int, BandwidthMeasurement>& bws, const std::v
     const double median = stats(r.tps).median;
     if (r.n_gen > 0) {
       const double limit = bw.median_bytes_per_s / r.bytes_per_token;
-      std::cout << "| " << r.threads << " | " << kv_name(r.kv) << " | " << r.test() << " | "
+      std::cout << "| " << r.threads << " | " << r.kv << " | " << r.test() << " | "
                 << fixed(r.bytes_per_token / 1e6, 2) << " MB | " << fixed(limit, 1) << " | " << fixed(median, 2)
                 << " | " << fixed(100 * median / limit, 1) << "% | "
                 << fixed(median * r.bytes_per_token / 1e9, 2) << " GB/s |\n";
     } else {
-      std::cout << "| " << r.threads << " | " << kv_name(r.kv) << " | " << r.test() << " | "
+      std::cout << "| " << r.threads << " | " << r.kv << " | " << r.test() << " | "
                 << fixed(r.flops_per_token / 1e6, 1) << " MFLOP | compute | " << fixed(median, 2) << " | — | "
                 << fixed(median * r.flops_per_token / 1e9, 1) << " GFLOP/s |\n";
     }
@@ -230,7 +284,8 @@ nlohmann::json result_json(const ModelInfo& info, const std::string& path, const
   const Stats s = stats(r.tps);
   return {{"model", info.name},          {"model_file", path},     {"size_bytes", info.bytes},
           {"params", info.params},       {"backend", info.backend}, {"threads", r.threads},
-          {"kv", kv_name(r.kv)},         {"n_prompt", r.n_prompt},  {"n_gen", r.n_gen},
+          {"kv", r.policy ? "" : r.kv},  {"policy", r.policy ? r.kv : "full"},
+          {"n_prompt", r.n_prompt},      {"n_gen", r.n_gen},
           {"n_depth", r.depth},          {"test", r.test()},        {"repetitions", r.tps.size()},
           {"avg_ts", s.mean},            {"stddev_ts", s.sd},       {"median_ts", s.median},
           {"samples_ts", r.tps},         {"bytes_per_token", r.bytes_per_token},
@@ -238,7 +293,7 @@ nlohmann::json result_json(const ModelInfo& info, const std::string& path, const
 }
 
 void print_csv(const ModelInfo& info, const std::string& path, const std::vector<Result>& results) {
-  const char* cols[] = {"model", "model_file", "size_bytes", "params", "backend", "threads", "kv", "n_prompt",
+  const char* cols[] = {"model", "model_file", "size_bytes", "params", "backend", "threads", "kv", "policy", "n_prompt",
                         "n_gen", "n_depth", "test", "repetitions", "avg_ts", "stddev_ts", "median_ts", "samples_ts",
                         "bytes_per_token", "flops_per_token"};
   auto quote = [](const std::string& s) {
@@ -283,6 +338,10 @@ int cmd_bench(const Args& args) {
       "threads,t", po::value<std::vector<std::string>>()->composing(), "worker threads (default: all cores)")(
       "kv", po::value<std::vector<std::string>>()->composing()->default_value({"f16"}, "f16"),
       "KV precision of the full cache: f32, f16 (llama-bench's default is f16)")(
+      "policy", po::value<std::vector<std::string>>()->composing(),
+      "cache policy specs instead of --kv (any registry spec, `kvbench policies`; several separated by "
+      "commas, e.g. full,h2o:budget=0.25,timing=call,full+int8): each test runs with the cache in that "
+      "policy's state after the depth context")(
       "output,o", po::value<std::string>()->default_value("md"), "output format: md, csv, json")(
       "exact", po::bool_switch(),
       "multiply with f32 activations (the exact reference path) instead of activations quantized to 8 bits")(
@@ -290,7 +349,7 @@ int cmd_bench(const Args& args) {
       "also measure the memory read bandwidth (1 GiB, with each -t value's threads) and print each "
       "test against its limit: tg vs bandwidth / bytes read per token, pp as FLOP/s");
   po::variables_map vm;
-  if (!parse(args, desc, vm, "kvbench bench [-m PATH] [-p 512] [-n 128] [-d DEPTH] [-r REPS] [-t THREADS] [--kv f32|f16] [-o md|csv|json]"))
+  if (!parse(args, desc, vm, "kvbench bench [-m PATH] [-p 512] [-n 128] [-d DEPTH] [-r REPS] [-t THREADS] [--kv f32|f16 | --policy SPEC] [-o md|csv|json]"))
     return 0;
 
   const int max_tokens = 1 << 20;
@@ -303,7 +362,23 @@ int cmd_bench(const Args& args) {
   std::vector<int> threads;
   if (vm.count("threads")) threads = int_list(vm, "threads", 1, 512);
   else threads = {static_cast<int>(std::max(1u, std::thread::hardware_concurrency()))};
-  const std::vector<KvElement> kvs = kv_list(vm);
+  std::vector<CacheConfig> configs;
+  const std::vector<std::string> policies = policy_list(vm);
+  if (!policies.empty() && !vm["kv"].defaulted())
+    throw InputError("--kv and --policy exclude each other (a policy names its own storage: full+f16)");
+  for (const std::string& p : policies) {
+    CacheConfig c;
+    c.is_policy = true;
+    try {
+      c.spec = parse_policy_spec(p);
+    } catch (const std::exception& e) {
+      throw InputError(std::string("--policy: ") + e.what());
+    }
+    c.label = p;
+    configs.push_back(std::move(c));
+  }
+  if (policies.empty())
+    for (KvElement kv : kv_list(vm)) configs.push_back({kv_name(kv), kv, false, {}});
   const std::string format = vm["output"].as<std::string>();
   if (format != "md" && format != "csv" && format != "json")
     throw InputError("--output: unknown format '" + format + "' (md, csv, json)");
@@ -337,51 +412,92 @@ int cmd_bench(const Args& args) {
   std::vector<Result> results;
   for (int n_threads : threads) {
     Evaluator eval(*model, n_threads, exact ? MatmulMode::Exact : MatmulMode::Quantized);
-    for (KvElement kv : kvs) {
+    for (const CacheConfig& cfg : configs) {
       for (int depth : depths) {
-        FullCache cache(model->kv_shape(), kv);
         int max_test = 0;
         for (const Test& t : tests) max_test = std::max(max_test, t.n_prompt + t.n_gen);
-        cache.reserve(depth + max_test);
+        // The full cache (--kv), rolled back by truncation; or a policy's
+        // cache after the depth context, copied for each run.
+        std::unique_ptr<FullCache> full;
+        std::unique_ptr<PolicyCache> base;
+        const std::vector<int32_t> context = bench_tokens(tok, depth, 1);
+        if (!cfg.is_policy) {
+          full = std::make_unique<FullCache>(model->kv_shape(), cfg.kv);
+          full->reserve(depth + max_test);
+        } else {
+          CacheContext cc;
+          cc.shape = model->kv_shape();
+          cc.rope = model->config().rope;
+          cc.context_tokens = depth + max_test;
+          base = PolicyCache::create(cfg.spec, cc);
+        }
         if (depth > 0) {
           if (tty) std::cerr << "bench: prefilling a context of " << depth << " tokens...\r" << std::flush;
-          prefill(eval, cache, bench_tokens(tok, depth, 1), 0, kChunk, nullptr);
+          if (full) {
+            prefill(eval, *full, context, 0, kChunk, nullptr);
+          } else {
+            policy_prefill(eval, *base, context, 0);
+            base->end_prefill();
+          }
         }
         for (const Test& t : tests) {
           Result r;
           r.threads = n_threads;
-          r.kv = kv;
+          r.kv = cfg.label;
+          r.policy = cfg.is_policy;
           r.n_prompt = t.n_prompt;
           r.n_gen = t.n_gen;
           r.depth = depth;
           // Averaged over the positions the test's tokens occupy (both
           // figures are linear in the context).
-          const double kv_elem = kv == KvElement::F16 ? 2.0 : 4.0;
-          if (t.n_gen > 0) r.bytes_per_token = decode_bytes_per_token(*model, depth + (t.n_gen - 1) / 2.0, kv_elem);
-          else r.flops_per_token = prefill_flops_per_token(*model, depth + (t.n_prompt - 1) / 2.0);
+          const double kv_elem = cfg.kv == KvElement::F16 ? 2.0 : 4.0;
+          if (t.n_gen > 0 && !cfg.is_policy)
+            r.bytes_per_token = decode_bytes_per_token(*model, depth + (t.n_gen - 1) / 2.0, kv_elem);
+          if (t.n_prompt > 0) r.flops_per_token = prefill_flops_per_token(*model, depth + (t.n_prompt - 1) / 2.0);
           const std::vector<int32_t> ids = bench_tokens(tok, t.n_prompt + t.n_gen, 2);
           std::vector<float> logits(model->config().n_vocab);
+          uint64_t hot_first = 0, hot_last = 0;  // a policy's hot K/V bytes at its first / last step
+          auto hot = [](const PolicyCache& c) {
+            const MemoryReport m = c.memory();
+            return m.hot.kv + m.hot.scales;
+          };
           // One run of the test (n_steps decode steps for tg); returns seconds.
-          auto run = [&](int n_steps) {
-            cache.truncate(depth);
+          // measure: record a policy's hot bytes at the first and last step
+          // (the warm-up only: the accounting walks the cache).
+          auto run = [&](int n_steps, bool measure) {
+            std::unique_ptr<PolicyCache> work;
+            if (full) full->truncate(depth);
+            else work = base->clone();
+            KvCache& cache = full ? static_cast<KvCache&>(*full) : *work;
             const auto t0 = std::chrono::steady_clock::now();
             if (t.n_prompt > 0) {
-              prefill(eval, cache, ids, depth, kChunk, logits.data());
+              if (full) prefill(eval, cache, ids, depth, kChunk, logits.data());
+              else {
+                policy_prefill(eval, *work, ids, depth, logits.data());
+                work->end_prefill();
+              }
             } else {
               for (int i = 0; i < n_steps; ++i) {
-                const int32_t pos = depth + i;
+                const int32_t pos = work ? work->position_for(0, depth + i) : depth + i;
                 eval.step(std::span(&ids[i], 1), std::span(&pos, 1), 0, StepPhase::Decode, cache,
                           Logits::Last, logits.data());
+                if (measure && work && i == 0) hot_first = hot(*work);
               }
             }
-            return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+            const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+            if (measure && work && t.n_gen > 0) hot_last = hot(*work);
+            return s;
           };
-          run(1);  // warm-up: pages in the weights, grows every buffer to this shape
+          // Warm-up: pages in the weights, grows every buffer to this shape (a
+          // policy's tg: every step, to measure the bytes it reads).
+          run(t.n_gen > 0 && cfg.is_policy ? t.n_gen : 1, cfg.is_policy);
+          if (cfg.is_policy && t.n_gen > 0)
+            r.bytes_per_token = decode_bytes_per_token(*model, 0, 0) + (hot_first + hot_last) / 2.0;
           for (int i = 0; i < reps; ++i) {
             if (tty)
-              std::cerr << "bench: " << r.test() << ", " << n_threads << " threads, kv " << kv_name(kv)
+              std::cerr << "bench: " << r.test() << ", " << n_threads << " threads, " << cfg.label
                         << ": repetition " << i + 1 << "/" << reps << "      \r" << std::flush;
-            const double s = run(t.n_gen);
+            const double s = run(t.n_gen, false);
             r.tps.push_back((t.n_prompt + t.n_gen) / s);
           }
           results.push_back(std::move(r));

@@ -8,6 +8,7 @@
 #include <array>
 #include <cstdio>
 #include <fstream>
+#include <map>
 #include <sys/wait.h>
 
 #include <nlohmann/json.hpp>
@@ -72,7 +73,7 @@ TEST(Bench, CsvHasAHeaderAndOneLinePerTest) {
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_EQ(r.out.rfind("model,model_file,size_bytes,params,backend,threads,kv,", 0), 0u) << r.out;
   EXPECT_EQ(std::count(r.out.begin(), r.out.end(), '\n'), 2);
-  EXPECT_NE(r.out.find(",\"f32\",4,0,0,\"pp4\",2,"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find(",\"f32\",\"full\",4,0,0,\"pp4\",2,"), std::string::npos) << r.out;
 }
 
 TEST(Bench, RooflineAddsTheLimitsOfEachTest) {
@@ -95,6 +96,29 @@ TEST(Bench, RooflineAddsTheLimitsOfEachTest) {
   EXPECT_NE(md.out.find(" GB/s with 1 thread "), std::string::npos) << md.out;
   EXPECT_NE(md.out.find(" GB/s with 2 threads "), std::string::npos) << md.out;
   EXPECT_NE(md.out.find("| 2 | f16 | tg4 @ d16 |"), std::string::npos) << md.out;
+}
+
+// --policy: specs split where a new spec starts (a spec's own parameters
+// keep their commas), one row per policy and test, roofline bytes from the
+// policy's own hot tier: a cache bounded at 16 tokens reads fewer K/V bytes
+// per token than the full cache at depth 48.
+TEST(Bench, PolicyRowsCarryTheSpecAndTheBytesThatPolicyReads) {
+  const Result r = run("-m " + test::tiny_model_path() +
+                       " -p 8 -n 4 -d 48 -r 2 -t 1 --policy full,h2o:budget=16,timing=call,full+int8 --roofline -o json");
+  ASSERT_EQ(r.code, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  ASSERT_EQ(j.size(), 3u * 2);
+  std::map<std::string, double> tg_bytes;
+  for (const auto& row : j) {
+    EXPECT_EQ(row["repetitions"], 2);
+    for (double v : row["samples_ts"]) EXPECT_GT(v, 0.0);
+    if (row["n_gen"] > 0) tg_bytes[row["policy"].get<std::string>()] = row["bytes_per_token"].get<double>();
+  }
+  ASSERT_EQ(tg_bytes.size(), 3u) << r.out;
+  EXPECT_GT(tg_bytes["full"], tg_bytes["h2o:budget=16,timing=call"]);
+  EXPECT_GT(tg_bytes["full"], tg_bytes["full+int8"]);
+  expect_input_error(run("-m " + test::tiny_model_path() + " --policy nosuch"), "--policy");
+  expect_input_error(run("-m " + test::tiny_model_path() + " --policy full --kv f32"), "--kv and --policy");
 }
 
 TEST(Bench, BadValuesAreOneLineErrors) {
