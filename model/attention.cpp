@@ -58,6 +58,7 @@ attn::Rows rows_of(const KvRawRows& r, int32_t n) {
   out.group = r.group;
   out.index = r.index;
   out.ptrs = r.ptrs;
+  out.params = r.params;
   out.n = n;
   return out;
 }
@@ -365,7 +366,7 @@ void attend(const AttentionShape& s, int layer, const float* q, std::span<const 
     head.piece0 = static_cast<int32_t>(sc.piece_k.size());
     const std::span<const KvPiece> pieces = view.pieces();
     bool in_place = !pieces.empty() || head.n == 0;
-    for (const KvPiece& p : pieces) in_place = in_place && p.k.type == p.v.type;
+    for (const KvPiece& p : pieces) in_place = in_place && attn::kernels_read(p.k.type, p.v.type);
     if (in_place) {
       for (const KvPiece& p : pieces) {
         if (p.count == 0) continue;
@@ -373,7 +374,8 @@ void attend(const AttentionShape& s, int layer, const float* q, std::span<const 
         sc.piece_v.push_back(rows_of(p.v, p.count));
         sc.piece_offset.push_back(p.offset);
         for (const KvRawRows* r : {&p.k, &p.v})
-          if (r->type == KvElement::Q8 || r->type == KvElement::Q4) group = std::gcd(group, r->group);
+          if (r->type == KvElement::Q8 || r->type == KvElement::Q4 || r->type == KvElement::Q2)
+            group = std::gcd(group, r->group);
       }
     } else {
       auto& kd = sc.k_decoded[h];

@@ -54,6 +54,14 @@ struct Avx2 {
     const __m128i c = _mm_unpacklo_epi8(_mm_and_si128(b, m), _mm_and_si128(_mm_srli_epi16(b, 4), m));
     return _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(c));
   }
+  // 2 bytes: element d + i sits at bits 2i of the little-endian half word.
+  static V load_u2(const uint8_t* codes, int d) {
+    uint16_t w;
+    std::memcpy(&w, codes + d / 4, 2);
+    const __m256i shifts = _mm256_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14);
+    const __m256i c = _mm256_and_si256(_mm256_srlv_epi32(_mm256_set1_epi32(w), shifts), _mm256_set1_epi32(3));
+    return _mm256_cvtepi32_ps(c);
+  }
   static float half(uint16_t h) { return _cvtsh_ss(h); }
   static V fmadd(V a, V b, V c) { return _mm256_fmadd_ps(a, b, c); }
   static V mul(V a, V b) { return _mm256_mul_ps(a, b); }

@@ -54,6 +54,14 @@ struct Avx512 {
     const __m128i c = _mm_unpacklo_epi8(_mm_and_si128(b, m), _mm_and_si128(_mm_srli_epi16(b, 4), m));
     return _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(c));
   }
+  // 4 bytes: element d + i sits at bits 2i of the little-endian word.
+  static V load_u2(const uint8_t* codes, int d) {
+    int32_t w;
+    std::memcpy(&w, codes + d / 4, 4);
+    const __m512i shifts = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+    const __m512i c = _mm512_and_si512(_mm512_srlv_epi32(_mm512_set1_epi32(w), shifts), _mm512_set1_epi32(3));
+    return _mm512_cvtepi32_ps(c);
+  }
   static float half(uint16_t h) { return _cvtsh_ss(h); }
   static V fmadd(V a, V b, V c) { return _mm512_fmadd_ps(a, b, c); }
   static V mul(V a, V b) { return _mm512_mul_ps(a, b); }

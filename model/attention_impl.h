@@ -11,6 +11,8 @@
 //   load_bf16(const uint16_t*), load_i8(const int8_t*): W int8 as floats,
 //   load_u4(const uint8_t* codes, d): 4-bit codes [d, d + W) as floats (element
 //     2i in the low nibble of byte i),
+//   load_u2(const uint8_t* codes, d): 2-bit codes [d, d + W) as floats (element
+//     e in bits 2 * (e % 4) of byte e / 4),
 //   half(uint16_t): one f16 as float
 //   fmadd(a, b, c) = a * b + c, mul, add, sub, max
 //   hsum(V), hmax(V), hsum4(const V[4], float out[4])
@@ -37,12 +39,13 @@ constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 // were no better.
 constexpr int kPrefetchLocality = 2;
 
-// W elements [d, d + W) of a row, as f32. Q8 / Q4 are dequantized exactly as
-// the codecs decode (policies/codec.cpp): code * scale; min + code * step
-// (a multiply, then an add: no fused rounding). W divides the group, so the
-// W elements share one parameter group.
+// W elements [d, d + W) of a row, as f32. Quantized rows are dequantized
+// exactly as the codecs decode (policies/codec.cpp): code * scale;
+// min + code * step (a multiply, then an add: no fused rounding). W divides
+// the group, so the W elements share one parameter group. kp: a K2 row's
+// block parameters ([2][hd] f16), null for every other type.
 template <class I, KvElement E>
-inline typename I::V load_row(const uint8_t* row, int d, int hd, int group) {
+inline typename I::V load_row(const uint8_t* row, int d, int hd, int group, const uint16_t* kp) {
   if constexpr (E == KvElement::F32) {
     return I::load(reinterpret_cast<const float*>(row) + d);
   } else if constexpr (E == KvElement::F16) {
@@ -53,10 +56,16 @@ inline typename I::V load_row(const uint8_t* row, int d, int hd, int group) {
     uint16_t h;
     std::memcpy(&h, row + hd + 2 * (d / group), 2);
     return I::mul(I::load_i8(reinterpret_cast<const int8_t*>(row) + d), I::set1(I::half(h)));
-  } else {
+  } else if constexpr (E == KvElement::Q4) {
     uint16_t h[2];
     std::memcpy(h, row + hd / 2 + 4 * (d / group), 4);
     return I::add(I::mul(I::load_u4(row, d), I::set1(I::half(h[1]))), I::set1(I::half(h[0])));
+  } else if constexpr (E == KvElement::Q2) {
+    uint16_t h[2];
+    std::memcpy(h, row + hd / 4 + 4 * (d / group), 4);
+    return I::add(I::mul(I::load_u2(row, d), I::set1(I::half(h[1]))), I::set1(I::half(h[0])));
+  } else {  // K2: per-channel min and step of the row's block
+    return I::add(I::load_f16(kp + d), I::mul(I::load_u2(row, d), I::load_f16(kp + hd + d)));
   }
 }
 
@@ -72,17 +81,28 @@ inline void prefetch_row(const Rows& r, int64_t j, int64_t ahead, int hd) {
   for (int64_t off = 0; off < bytes; off += 64) __builtin_prefetch(p + off, 0, kPrefetchLocality);
 }
 
-// Calls f.template operator()<E>() with the row type as a template argument.
+// Calls f.template operator()<E>() with the row type as a template argument:
+// every type (keys), or every type a V row can have (values: not K2).
 template <class F>
-inline void with_element(KvElement e, F&& f) {
+inline void with_value_element(KvElement e, F&& f) {
   switch (e) {
     case KvElement::F32: f.template operator()<KvElement::F32>(); return;
     case KvElement::F16: f.template operator()<KvElement::F16>(); return;
     case KvElement::BF16: f.template operator()<KvElement::BF16>(); return;
     case KvElement::Q8: f.template operator()<KvElement::Q8>(); return;
     case KvElement::Q4: f.template operator()<KvElement::Q4>(); return;
+    case KvElement::Q2: f.template operator()<KvElement::Q2>(); return;
+    case KvElement::K2: return;  // never a value type (kernels_read)
   }
 }
+template <class F>
+inline void with_element(KvElement e, F&& f) {
+  if (e == KvElement::K2) f.template operator()<KvElement::K2>();
+  else with_value_element(e, f);
+}
+
+// Row j's K2 block parameters (null for other types).
+inline const uint16_t* params_of(const Rows& r, int64_t j) { return r.params ? r.params[j] : nullptr; }
 
 // Keys per pass of the dot-product kernel with GC heads: GC x KB accumulators,
 // KB key vectors and one query vector should fit in the registers.
@@ -101,12 +121,16 @@ inline void dot_keys(const float* qs, int hd, const Rows& k, int32_t j, float* o
   for (int g = 0; g < GC; ++g)
     for (int kb = 0; kb < KB; ++kb) acc[g][kb] = I::zero();
   const uint8_t* rows[KB];
-  for (int kb = 0; kb < KB; ++kb) rows[kb] = k.row(j + kb);
+  const uint16_t* kps[KB];
+  for (int kb = 0; kb < KB; ++kb) {
+    rows[kb] = k.row(j + kb);
+    kps[kb] = params_of(k, j + kb);
+  }
   // Rows one key tile ahead are on their way while these are computed.
   for (int kb = 0; kb < KB; ++kb) prefetch_row<KE>(k, j + kb, kKeyTile, hd);
   for (int d = 0; d < hd; d += I::W) {
     V kv[KB];
-    for (int kb = 0; kb < KB; ++kb) kv[kb] = load_row<I, KE>(rows[kb], d, hd, k.group);
+    for (int kb = 0; kb < KB; ++kb) kv[kb] = load_row<I, KE>(rows[kb], d, hd, k.group, kps[kb]);
     for (int g = 0; g < GC; ++g) {
       const V qv = I::load(qs + g * hd + d);
       for (int kb = 0; kb < KB; ++kb) acc[g][kb] = I::fmadd(qv, kv[kb], acc[g][kb]);
@@ -180,7 +204,7 @@ inline void pv_block(const float* p, const Rows& v, int32_t begin, int32_t nk, i
     if (kPrefetch && d == 0)  // the first pass over these rows fetches the next tile's
       prefetch_row<VE>(v, begin + j, kKeyTile, hd);
     V vv[DC];
-    for (int c = 0; c < DC; ++c) vv[c] = load_row<I, VE>(row, d + c * I::W, hd, v.group);
+    for (int c = 0; c < DC; ++c) vv[c] = load_row<I, VE>(row, d + c * I::W, hd, v.group, nullptr);
     for (int r = 0; r < RB; ++r) {
       const V w = I::set1(p[r * kKeyTile + j]);
       for (int c = 0; c < DC; ++c) a[r][c] = I::fmadd(w, vv[c], a[r][c]);
@@ -278,10 +302,19 @@ void decode_block_t(const DecodeBlock& a, const DecodeWork& w, float* m, float* 
   }
 }
 
-// K and V of a piece share one element type (one codec holds both).
+// K and V of a piece share one element type (one codec holds both), except
+// KIVI's pieces (kernels_read).
 template <class I>
 void decode_block_kernel(const DecodeBlock& a, const DecodeWork& w, float* m, float* l, float* acc) {
-  with_element(a.k.type, [&]<KvElement E>() { decode_block_t<I, E, E>(a, w, m, l, acc); });
+  constexpr KvElement F32 = KvElement::F32, Q2 = KvElement::Q2, K2 = KvElement::K2;
+  if (a.k.type == K2) {
+    if (a.v.type == Q2) decode_block_t<I, K2, Q2>(a, w, m, l, acc);
+    else decode_block_t<I, K2, F32>(a, w, m, l, acc);
+  } else if (a.k.type == F32 && a.v.type == Q2) {
+    decode_block_t<I, F32, Q2>(a, w, m, l, acc);
+  } else {
+    with_value_element(a.k.type, [&]<KvElement E>() { decode_block_t<I, E, E>(a, w, m, l, acc); });
+  }
 }
 
 template <class I, KvElement KE>
@@ -290,8 +323,9 @@ void pack_keys_t(const Rows& k, int hd, int32_t begin, int32_t count, float* kt)
   static_assert(I::W <= 64);
   for (int32_t j = 0; j < count; ++j) {
     const uint8_t* row = k.row(begin + j);
+    const uint16_t* kp = params_of(k, begin + j);
     for (int d = 0; d < hd; d += I::W) {
-      I::store(tmp, load_row<I, KE>(row, d, hd, k.group));
+      I::store(tmp, load_row<I, KE>(row, d, hd, k.group, kp));
       for (int i = 0; i < I::W; ++i) kt[(d + i) * kKeyTile + j] = tmp[i];
     }
   }
@@ -308,7 +342,7 @@ template <class I, KvElement E>
 void convert_rows_t(const Rows& r, int hd, int32_t j0, int32_t count, float* out) {
   for (int32_t j = 0; j < count; ++j) {
     const uint8_t* row = r.row(j0 + j);
-    for (int d = 0; d < hd; d += I::W) I::store(out + int64_t{j} * hd + d, load_row<I, E>(row, d, hd, r.group));
+    for (int d = 0; d < hd; d += I::W) I::store(out + int64_t{j} * hd + d, load_row<I, E>(row, d, hd, r.group, nullptr));
   }
 }
 
@@ -368,7 +402,7 @@ void prefill_tile_kernel(const PrefillTile& a, const PrefillWork& w) {
       pv_rows<I, KvElement::F32>(w.s, rows, tile.v, tile.j0, nk, hd, w.acc);
     } else {
       // Convert the tile's V rows once here rather than once per row pass.
-      with_element(tile.v.type, [&]<KvElement E>() { convert_rows_t<I, E>(tile.v, hd, tile.j0, nk, w.vt); });
+      with_value_element(tile.v.type, [&]<KvElement E>() { convert_rows_t<I, E>(tile.v, hd, tile.j0, nk, w.vt); });
       const Rows vt{KvElement::F32, reinterpret_cast<const uint8_t*>(w.vt), int64_t{hd} * 4};
       pv_rows<I, KvElement::F32>(w.s, rows, vt, 0, nk, hd, w.acc);
     }

@@ -33,6 +33,7 @@ struct Rows {
   int group = 0;
   const int32_t* index = nullptr;
   const uint8_t* const* ptrs = nullptr;
+  const uint16_t* const* params = nullptr;  // K2: per-row block parameters
   int32_t n = 0;  // rows in the piece (prefetches stay inside)
   const uint8_t* row(int64_t j) const {
     return ptrs ? ptrs[j] : data + (index ? index[j] : j) * stride;
@@ -124,6 +125,13 @@ struct Kernels {
   float (*exp2_shift)(float* row, int32_t n, float shift, float mul) = nullptr;
   float (*row_max)(const float* row, int32_t n) = nullptr;  // -inf for n == 0
 };
+
+// Whether the kernels read a piece with these K and V element types: equal
+// types (not K2), or KIVI's K2 / F32 keys with Q2 / F32 values.
+constexpr bool kernels_read(KvElement k, KvElement v) {
+  if (k == v) return k != KvElement::K2;
+  return (k == KvElement::K2 || k == KvElement::F32) && (v == KvElement::Q2 || v == KvElement::F32);
+}
 
 // nullptr when the path is not compiled in (non-x86 builds).
 const Kernels* scalar_kernels();

@@ -45,6 +45,13 @@ struct StepInfo {
 //   Q4  [head_dim / 2] bytes (element 2i in the low nibble of byte i, 2i + 1
 //       in the high one), then [head_dim / group] pairs of f16 (min, step);
 //       element = min + code * step
+//   Q2  int2 (KIVI's values): [head_dim / 4] bytes (element e in bits
+//       2 * (e % 4) of byte e / 4), then [head_dim / group] pairs of f16
+//       (min, step); element = min + code * step
+//   K2  KIVI's keys: [head_dim / 4] bytes of 2-bit codes as Q2, and per row
+//       a pointer (KvRawRows::params) to its token block's [2][head_dim] f16:
+//       a min per channel, then a step per channel; element c = min[c] +
+//       code * step[c]. Only as keys (a KIVI piece's values are Q2 or F32).
 // Attention dequantizes in registers with exactly these operations (a
 // multiply, then an add), so it reads the same values the codec decodes.
 enum class KvElement : uint8_t {
@@ -53,6 +60,8 @@ enum class KvElement : uint8_t {
   BF16,  // bfloat16, as uint16_t bits
   Q8,
   Q4,
+  Q2,
+  K2,
 };
 
 // Bytes of one row's codes and parameters.
@@ -63,6 +72,8 @@ constexpr int64_t kv_row_bytes(KvElement e, int head_dim, int group) {
     case KvElement::BF16: return int64_t{head_dim} * 2;
     case KvElement::Q8: return head_dim + int64_t{head_dim / group} * 2;
     case KvElement::Q4: return head_dim / 2 + int64_t{head_dim / group} * 4;
+    case KvElement::Q2: return head_dim / 4 + int64_t{head_dim / group} * 4;
+    case KvElement::K2: return head_dim / 4;
   }
   return 0;
 }
@@ -76,13 +87,15 @@ struct KvRawRows {
   KvElement type = KvElement::F32;
   const void* data = nullptr;
   int64_t row_stride = 0;             // bytes between consecutive rows
-  int group = 0;                      // Q8 / Q4: elements per parameter group
+  int group = 0;                      // Q8 / Q4 / Q2: elements per parameter group
   const int32_t* index = nullptr;
   const uint8_t* const* ptrs = nullptr;
+  const uint16_t* const* params = nullptr;  // K2: row j's block parameters (not indexed)
 };
 
 // A run of a head's view held in place: view entries [offset, offset + count)
-// are rows [0, count) of k and v.
+// are rows [0, count) of k and v. K and V share one element type, except in
+// KIVI's pieces (K2 or F32 keys with Q2 or F32 values).
 struct KvPiece {
   int32_t offset = 0;
   int32_t count = 0;

@@ -187,18 +187,27 @@ const KvHeadView& CacheStore::view_for(int seq, int layer, int kv_head) {
   }
   // The pieces attention reads in place: each segment's rows, through the
   // visible indices when the sequence does not hold every entry.
+  // (A segment cut into several pieces, KIVI, is read in place only when the
+  // sequence holds every entry.)
+  int n = 0;
   for (int p = 0; p < v.n_pieces_; ++p) {
     const auto& pc = v.pieces_[p];
-    KvPiece& kp = v.kv_pieces_[p];
-    if (!pc.seg->rows_in_place(kp.k, kp.v)) {
-      v.n_kv_pieces_ = 0;
+    const int got = pc.seg->pieces_in_place(v.kv_pieces_.data() + n);
+    if (got == 0 || (pc.idx && got > 1)) {
+      n = 0;
       break;
     }
-    kp.k.index = kp.v.index = pc.idx;
-    kp.offset = pc.offset;
-    kp.count = pc.count;
-    v.n_kv_pieces_ = p + 1;
+    for (int i = n; i < n + got; ++i) {
+      KvPiece& kp = v.kv_pieces_[i];
+      if (pc.idx) {
+        kp.k.index = kp.v.index = pc.idx;
+        kp.count = pc.count;
+      }
+      kp.offset += pc.offset;
+    }
+    n += got;
   }
+  v.n_kv_pieces_ = n;
   return v;
 }
 

@@ -116,7 +116,7 @@ class StoreView final : public KvHeadView {
   const int32_t* pos_ = nullptr;
   const float* direct_k_ = nullptr;
   const float* direct_v_ = nullptr;
-  std::array<KvPiece, kSlots> kv_pieces_{};
+  std::array<KvPiece, kSlots * Segment::kMaxPieces> kv_pieces_{};
   int n_kv_pieces_ = 0;
 };
 

@@ -203,7 +203,7 @@ const float* RowSegment::f32_values() const {
   return codec_.kind() == CodecKind::F32 && vref_.empty() ? reinterpret_cast<const float*>(v_.data()) : nullptr;
 }
 
-bool RowSegment::rows_in_place(KvRawRows& k, KvRawRows& v) const {
+int RowSegment::pieces_in_place(KvPiece* out) const {
   KvElement e;
   switch (codec_.kind()) {
     case CodecKind::F32: e = KvElement::F32; break;
@@ -211,16 +211,20 @@ bool RowSegment::rows_in_place(KvRawRows& k, KvRawRows& v) const {
     case CodecKind::BF16: e = KvElement::BF16; break;
     case CodecKind::Int8: e = KvElement::Q8; break;
     case CodecKind::Int4: e = KvElement::Q4; break;
-    default: return false;
+    case CodecKind::Int2: e = KvElement::Q2; break;
+    default: return 0;
   }
   const int64_t rb = codec_.row_bytes();
-  k = {e, k_.data(), rb, codec_.group()};
-  v = {e, v_.data(), rb, codec_.group()};
+  KvPiece& p = out[0];
+  p.offset = 0;
+  p.count = size();
+  p.k = {e, k_.data(), rb, codec_.group()};
+  p.v = {e, v_.data(), rb, codec_.group()};
   if (!kref_.empty()) {
-    k.ptrs = kref_.data();
-    v.ptrs = vref_.data();
+    p.k.ptrs = kref_.data();
+    p.v.ptrs = vref_.data();
   }
-  return true;
+  return 1;
 }
 
 bool RowSegment::codec_rotatable() const {
@@ -408,13 +412,32 @@ void KiviSegment::decode_values(int32_t begin, int32_t count, float* out) const 
 const float* KiviSegment::f32_keys() const { return kq_ == 0 ? kfull_.data() : nullptr; }
 const float* KiviSegment::f32_values() const { return vq_ == 0 ? vfull_.data() : nullptr; }
 
-// Only while nothing is quantized yet (the residual window holds everything).
-bool KiviSegment::rows_in_place(KvRawRows& k, KvRawRows& v) const {
-  if (kq_ != 0 || vq_ != 0) return false;
-  const int64_t stride = int64_t{dim_} * 4;
-  k = {KvElement::F32, kfull_.data(), stride};
-  v = {KvElement::F32, vfull_.data(), stride};
-  return true;
+int KiviSegment::pieces_in_place(KvPiece* out) const {
+  const int32_t n = size();
+  const int64_t code_row = dim_ / 4, f32_row = int64_t{dim_} * 4;
+  kparams_.resize(kq_);
+  for (int32_t i = 0; i < kq_; ++i) kparams_[i] = blocks_[kblock_[i]].params.data();
+  // Cuts at kq and vq: within a piece each side is all quantized or all f32.
+  const int32_t cuts[] = {0, std::min(kq_, vq_), std::max(kq_, vq_), n};
+  int count = 0;
+  for (int c = 0; c < 3; ++c) {
+    const int32_t lo = cuts[c], hi = cuts[c + 1];
+    if (lo >= hi) continue;
+    KvPiece& p = out[count++];
+    p.offset = lo;
+    p.count = hi - lo;
+    if (lo < kq_) {
+      p.k = {KvElement::K2, kcodes_.data() + lo * code_row, code_row, 0};
+      p.k.params = kparams_.data() + lo;
+    } else {
+      p.k = {KvElement::F32, reinterpret_cast<const uint8_t*>(kfull_.data()) + (lo - kq_) * f32_row, f32_row, 0};
+    }
+    if (lo < vq_)
+      p.v = {KvElement::Q2, vcodes_.data() + lo * vcodec_.row_bytes(), vcodec_.row_bytes(), vcodec_.group()};
+    else
+      p.v = {KvElement::F32, reinterpret_cast<const uint8_t*>(vfull_.data()) + (lo - vq_) * f32_row, f32_row, 0};
+  }
+  return count;
 }
 
 void KiviSegment::rotate_key(int32_t i, const Rotation& r) {

@@ -82,9 +82,11 @@ class Segment {
   // The rows themselves when held as contiguous f32 ([size()][dim]), else null.
   virtual const float* f32_keys() const { return nullptr; }
   virtual const float* f32_values() const { return nullptr; }
-  // Describes rows [0, size()) as attention reads them in place (model/kv_cache.h
-  // KvRawRows) and returns true; false when the storage has no such form.
-  virtual bool rows_in_place(KvRawRows& k, KvRawRows& v) const { return false; }
+  // Describes rows [0, size()) as attention reads them in place: pieces
+  // (model/kv_cache.h; offsets relative to the segment) into out, at most
+  // kMaxPieces, and returns how many; 0 when the storage has no such form.
+  static constexpr int kMaxPieces = 3;
+  virtual int pieces_in_place(KvPiece* out) const { return 0; }
 
   // Whether entry i's key can be re-rotated (shift of its position).
   virtual bool can_rotate(int32_t i) const = 0;
@@ -151,8 +153,8 @@ class RowSegment final : public Segment {
   void decode_values(int32_t begin, int32_t count, float* out) const override;
   const float* f32_keys() const override;
   const float* f32_values() const override;
-  // Every codec but int2 (KIVI's values, read through KiviSegment).
-  bool rows_in_place(KvRawRows& k, KvRawRows& v) const override;
+  // One piece, every codec.
+  int pieces_in_place(KvPiece* out) const override;
   bool can_rotate(int32_t) const override { return codec_rotatable(); }
   void rotate_key(int32_t i, const Rotation& r) override;
   void tally(MemoryTally& t) const override;
@@ -197,7 +199,9 @@ class KiviSegment final : public Segment {
   void decode_values(int32_t begin, int32_t count, float* out) const override;
   const float* f32_keys() const override;
   const float* f32_values() const override;
-  bool rows_in_place(KvRawRows& k, KvRawRows& v) const override;
+  // Up to three pieces, cut where keys and where values stop being
+  // quantized: K2 or F32 keys, Q2 or F32 values.
+  int pieces_in_place(KvPiece* out) const override;
   bool can_rotate(int32_t i) const override { return i >= kq_; }
   void rotate_key(int32_t i, const Rotation& r) override;
   void tally(MemoryTally& t) const override;
@@ -236,6 +240,7 @@ class KiviSegment final : public Segment {
   std::vector<uint8_t> vcodes_;   // [vq][vcodec.row_bytes]
   std::vector<float> vfull_;      // [n - vq][dim]
   std::vector<char> keep_;        // scratch of remove()
+  mutable std::vector<const uint16_t*> kparams_;  // [kq] block params of each quantized key (pieces_in_place)
 };
 
 }  // namespace kvbench

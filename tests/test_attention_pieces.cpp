@@ -1,5 +1,6 @@
 // Attention reading K/V in place from pieces of any storage (f32, f16, bf16,
-// int8, int4 rows in the codecs' own layout), several pieces per head, rows
+// int8, int4, int2 rows in the codecs' own layout; KIVI's per-channel keys
+// through the policy caches), several pieces per head, rows
 // addressed directly, through an index or through row pointers: against the
 // naive reference (which decodes every row through RowCodec::decode), on
 // every instruction-set path, decode and prefill, with probabilities.
@@ -20,6 +21,8 @@
 #include "model/attention.h"
 #include "model/attention_kernels.h"
 #include "policies/codec.h"
+#include "policies/policy_cache.h"
+#include "policies/policy_spec.h"
 #include "tests/support/reference_llama.h"
 
 namespace kvbench {
@@ -43,6 +46,7 @@ KvElement element_of(CodecKind c) {
     case CodecKind::BF16: return KvElement::BF16;
     case CodecKind::Int8: return KvElement::Q8;
     case CodecKind::Int4: return KvElement::Q4;
+    case CodecKind::Int2: return KvElement::Q2;
     default: break;
   }
   ADD_FAILURE() << "no in-place element for this codec";
@@ -194,6 +198,7 @@ std::vector<Layout> layouts(int n) {
       {"int4 g32", {{CodecKind::Int4, 32, Addr::Plain, n}}},
       {"int4 g64", {{CodecKind::Int4, 64, Addr::Plain, n}}},
       {"int4 g4", {{CodecKind::Int4, 4, Addr::Plain, n}}},
+      {"int2 g32", {{CodecKind::Int2, 32, Addr::Plain, n}}},
       {"int8 + f32 step", {{CodecKind::Int8, 32, Addr::Plain, a}, {CodecKind::F32, 0, Addr::Plain, b}}},
       {"int4 index + f32", {{CodecKind::Int4, 32, Addr::Index, a}, {CodecKind::F32, 0, Addr::Index, b}}},
       {"f32 + pages", {{CodecKind::F32, 0, Addr::Plain, b}, {CodecKind::F32, 0, Addr::Ptrs, a}}},
@@ -297,7 +302,7 @@ TEST(AttentionPieces, DequantizationInRegistersIsBitIdenticalToTheCodec) {
   const int hd = 64, n = 37;
   std::mt19937 rng(5);
   std::uniform_real_distribution<float> u(-3.0f, 3.0f);
-  for (CodecKind kind : {CodecKind::F16, CodecKind::BF16, CodecKind::Int8, CodecKind::Int4}) {
+  for (CodecKind kind : {CodecKind::F16, CodecKind::BF16, CodecKind::Int8, CodecKind::Int4, CodecKind::Int2}) {
     for (int group : {16, 32, 64}) {
       const RowCodec codec(kind, hd, group);
       std::vector<uint8_t> bytes(n * codec.row_bytes());
@@ -324,6 +329,75 @@ TEST(AttentionPieces, DequantizationInRegistersIsBitIdenticalToTheCodec) {
           for (int d = 0; d < hd; ++d)
             ASSERT_EQ(std::memcmp(&kt[d * attn::kKeyTile + j], &want[int64_t{j} * hd + d], 4), 0)
                 << codec_name(kind) << " group " << group << " width " << K->width << " row " << j << " d " << d;
+      }
+    }
+  }
+}
+
+// The policy caches' own views (CacheStore pieces): every storage, KIVI with
+// keys and values quantized up to different points (three pieces: K2 + Q2,
+// F32 + Q2 or K2 + F32, F32 + F32), the int8 / int4 step rows beside the
+// encoded ones, `mixed`, and a second sequence that holds only some entries
+// (indexed pieces). attend() against attend_naive, decode and a prefill chunk.
+TEST(AttentionPieces, PolicyCachesAreReadInPlaceLikeTheNaiveDecode) {
+  const KvShape shape{1, 2, 6, 64};
+  const AttentionShape ashape{6, 2, 64};
+  for (const char* spec : {"full", "full+f16", "full+bf16", "full+int8", "full+int4:group=16",
+                           "full+kivi2:group=16,residual=32", "full+mixed:full=0.5"}) {
+    for (int n_ctx : {20, 70, 150}) {
+      CacheContext cc;
+      cc.shape = shape;
+      cc.rope.n_dims = 64;
+      cc.context_tokens = 256;
+      auto cache = PolicyCache::create(parse_policy_spec(spec), cc);
+      std::mt19937 rng(static_cast<uint32_t>(n_ctx));
+      std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+      // Chunks of 7 (KIVI flushes its keys R at a time, its values beyond
+      // the newest R: the two cut points differ).
+      for (int t0 = 0; t0 < n_ctx; t0 += 7) {
+        const int n = std::min(7, n_ctx - t0);
+        std::vector<int32_t> pos(n), tok(n, 1);
+        for (int i = 0; i < n; ++i) pos[i] = t0 + i;
+        std::vector<float> k(int64_t{n} * 2 * 64), v(k.size());
+        for (auto& x : k) x = u(rng);
+        for (auto& x : v) x = u(rng);
+        cache->begin_step({0, StepPhase::Prefill, pos, tok});
+        cache->append(0, k.data(), v.data());
+        cache->end_step();
+      }
+      for (bool second_sequence : {false, true}) {
+        int seq = 0;
+        if (second_sequence) {  // sequence 1 holds the entries at positions >= 5 only
+          cache->seq_cp(0, 1, 5, -1);
+          seq = 1;
+        }
+        for (int n_q : {1, 5}) {
+          std::vector<int32_t> qpos(n_q), tok(n_q, 1);
+          for (int i = 0; i < n_q; ++i) qpos[i] = n_ctx + i;
+          std::vector<float> q(int64_t{n_q} * 6 * 64), kn(int64_t{n_q} * 2 * 64), vn(kn.size());
+          for (auto& x : q) x = u(rng);
+          for (auto& x : kn) x = u(rng);
+          for (auto& x : vn) x = u(rng);
+          auto clone = cache->clone();
+          clone->begin_step({seq, n_q == 1 ? StepPhase::Decode : StepPhase::Prefill, qpos, tok});
+          clone->append(0, kn.data(), vn.data());
+          std::vector<float> ref(q.size());
+          attend_naive(ashape, 0, q.data(), qpos, *clone, ref.data());
+          for (CpuPath path : paths()) {
+            ThreadPool pool(2);
+            AttentionScratch scratch;
+            scratch.path = path;
+            std::vector<float> out(q.size(), NAN);
+            attend(ashape, 0, q.data(), qpos, *clone, out.data(), pool, scratch);
+            EXPECT_LE(max_abs_diff(out.data(), ref.data(), ref.size()), 1e-5f)
+                << spec << " context " << n_ctx << " queries " << n_q << " sequence " << seq << " path "
+                << cpu_path_name(path);
+          }
+          // The view is read in place whenever a single sequence holds it.
+          if (!second_sequence || std::string(spec).find("kivi2") == std::string::npos)
+            EXPECT_FALSE(clone->view(0, 0).pieces().empty()) << spec << " context " << n_ctx;
+          clone->end_step();
+        }
       }
     }
   }
