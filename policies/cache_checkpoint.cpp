@@ -78,6 +78,7 @@ void KiviSegment::check_rollback(const SegmentMark& mark) const {
 }
 
 void KiviSegment::rollback(const SegmentMark& mark) {
+  kparams_stale_ = true;
   const auto& m = static_cast<const KiviMark&>(mark);
   const int64_t code_row = dim_ / 4;
   // Codes of keys and values quantized since are dropped; the residual rows

@@ -143,6 +143,7 @@ void KiviSegment::save_state(StateWriter& out) const {
 }
 
 void KiviSegment::load_state(StateReader& in) {
+  kparams_stale_ = true;
   assert(size() == 0);
   in.expect_tag(state_tag("KIVI"), "KIVI segment");
   const int32_t group = in.i32("KIVI group"), residual = in.i32("KIVI residual");

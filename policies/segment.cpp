@@ -278,6 +278,7 @@ void KiviSegment::flush() {
   const int32_t n = size();
   const int64_t code_row = dim_ / 4;
   while (n - kq_ >= residual_) {
+    kparams_stale_ = true;
     for (int b = 0; b < residual_ / group_; ++b) {
       int32_t id;
       if (!free_blocks_.empty()) {
@@ -313,6 +314,7 @@ void KiviSegment::flush() {
 }
 
 void KiviSegment::remove(const std::vector<char>& remove) {
+  kparams_stale_ = true;
   const int32_t n = size();
   const int64_t code_row = dim_ / 4;
   const int64_t vrb = vcodec_.row_bytes();
@@ -368,6 +370,7 @@ void KiviSegment::remove(const std::vector<char>& remove) {
 }
 
 void KiviSegment::clear() {
+  kparams_stale_ = true;
   kq_ = vq_ = 0;
   kcodes_.clear();
   kblock_.clear();
@@ -415,8 +418,11 @@ const float* KiviSegment::f32_values() const { return vq_ == 0 ? vfull_.data() :
 int KiviSegment::pieces_in_place(KvPiece* out) const {
   const int32_t n = size();
   const int64_t code_row = dim_ / 4, f32_row = int64_t{dim_} * 4;
-  kparams_.resize(kq_);
-  for (int32_t i = 0; i < kq_; ++i) kparams_[i] = blocks_[kblock_[i]].params.data();
+  if (kparams_stale_ || static_cast<int32_t>(kparams_.size()) != kq_) {
+    kparams_.resize(kq_);
+    for (int32_t i = 0; i < kq_; ++i) kparams_[i] = blocks_[kblock_[i]].params.data();
+    kparams_stale_ = false;
+  }
   // Cuts at kq and vq: within a piece each side is all quantized or all f32.
   const int32_t cuts[] = {0, std::min(kq_, vq_), std::max(kq_, vq_), n};
   int count = 0;

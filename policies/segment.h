@@ -185,7 +185,11 @@ class RowSegment final : public Segment {
 class KiviSegment final : public Segment {
  public:
   KiviSegment(int dim, int group, int residual, int n_stats);
-  std::unique_ptr<Segment> clone() const override { return std::make_unique<KiviSegment>(*this); }
+  std::unique_ptr<Segment> clone() const override {
+    auto c = std::make_unique<KiviSegment>(*this);
+    c->kparams_stale_ = true;  // the copy's blocks live elsewhere
+    return c;
+  }
 
   void append(const float* k, const float* v, int32_t pos, int32_t src, uint64_t seqs,
               const float* stats) override;
@@ -240,7 +244,10 @@ class KiviSegment final : public Segment {
   std::vector<uint8_t> vcodes_;   // [vq][vcodec.row_bytes]
   std::vector<float> vfull_;      // [n - vq][dim]
   std::vector<char> keep_;        // scratch of remove()
-  mutable std::vector<const uint16_t*> kparams_;  // [kq] block params of each quantized key (pieces_in_place)
+  // [kq] block params of each quantized key, rebuilt by pieces_in_place only
+  // after the keys changed (flush, remove, clear, load, rollback, clone).
+  mutable std::vector<const uint16_t*> kparams_;
+  mutable bool kparams_stale_ = true;
 };
 
 }  // namespace kvbench
