@@ -155,7 +155,7 @@ void decode(const attn::Kernels& K, const AttentionShape& s, int layer, const fl
     a.head_dim = hd;
     a.k = sc.piece_k[p];
     a.v = sc.piece_v[p];
-    a.pos = head.pos + off;
+    a.pos = sc.piece_pos[p];
     a.qpos = qpos;
     a.begin = sc.unit_begin[u];
     a.end = std::min(n, a.begin + decode_block_size(n));
@@ -228,7 +228,7 @@ void prefill(const attn::Kernels& K, const AttentionShape& s, const float* q,
         t.v = sc.piece_v[p];
         t.j0 = j0;
         t.count = std::min<int32_t>(kKeyTile, n - j0);
-        t.pos = head.pos + sc.piece_offset[p] + j0;
+        t.pos = sc.piece_pos[p] + j0;
         const auto [lo, hi] = std::minmax_element(t.pos, t.pos + t.count);
         t.pos_min = *lo;
         t.pos_max = *hi;
@@ -326,8 +326,12 @@ void observe_prefill(const attn::Kernels& K, const AttentionShape& s, int layer,
           K.scores(qs, G, hd, sc.piece_k[p], 0, sc.piece_k[p].n, dst + sc.piece_offset[p], head.n);
         for (int g = 0; g < G; ++g) {
           float* row = dst + int64_t{g} * head.n;
-          for (int32_t j = 0; j < head.n; ++j)
-            if (head.pos[j] > positions[t]) row[j] = kNegInf;
+          for (int32_t p = head.piece0; p < head.piece0 + head.n_pieces; ++p) {
+            const int32_t* pos = sc.piece_pos[p];
+            float* r = row + sc.piece_offset[p];
+            for (int32_t j = 0; j < sc.piece_k[p].n; ++j)
+              if (pos[j] > positions[t]) r[j] = kNegInf;
+          }
           softmax_row(K, row, head.n);
         }
       });
@@ -357,22 +361,28 @@ void attend(const AttentionShape& s, int layer, const float* q, std::span<const 
   sc.piece_k.clear();
   sc.piece_v.clear();
   sc.piece_offset.clear();
+  sc.piece_pos.clear();
   int group = hd;  // gcd of the Q8 / Q4 parameter groups
   for (int h = 0; h < s.n_kv_heads; ++h) {
     const KvHeadView& view = cache.view(layer, h);
     AttentionScratch::Head& head = sc.heads[h];
     head.n = view.size();
-    head.pos = view.positions();
     head.piece0 = static_cast<int32_t>(sc.piece_k.size());
     const std::span<const KvPiece> pieces = view.pieces();
     bool in_place = !pieces.empty() || head.n == 0;
-    for (const KvPiece& p : pieces) in_place = in_place && attn::kernels_read(p.k.type, p.v.type);
+    for (const KvPiece& p : pieces) {
+      in_place = in_place && attn::kernels_read(p.k.type, p.v.type);
+      for (const KvRawRows* r : {&p.k, &p.v})
+        if (r->type == KvElement::Q8 || r->type == KvElement::Q4 || r->type == KvElement::Q2)
+          in_place = in_place && r->group > 0 && 2 * (hd / r->group) <= attn::kMaxRowParams;
+    }
     if (in_place) {
       for (const KvPiece& p : pieces) {
         if (p.count == 0) continue;
         sc.piece_k.push_back(rows_of(p.k, p.count));
         sc.piece_v.push_back(rows_of(p.v, p.count));
         sc.piece_offset.push_back(p.offset);
+        sc.piece_pos.push_back(p.pos ? p.pos : view.positions() + p.offset);
         for (const KvRawRows* r : {&p.k, &p.v})
           if (r->type == KvElement::Q8 || r->type == KvElement::Q4 || r->type == KvElement::Q2)
             group = std::gcd(group, r->group);
@@ -389,6 +399,7 @@ void attend(const AttentionShape& s, int layer, const float* q, std::span<const 
       sc.piece_k.push_back(rows_of(k, head.n));
       sc.piece_v.push_back(rows_of(v, head.n));
       sc.piece_offset.push_back(0);
+      sc.piece_pos.push_back(view.positions());
     }
     head.n_pieces = static_cast<int32_t>(sc.piece_k.size()) - head.piece0;
   }

@@ -49,12 +49,12 @@ struct AttentionScratch {
 
   struct Head {
     int32_t n = 0;
-    const int32_t* pos = nullptr;  // [n]
     int32_t piece0 = 0, n_pieces = 0;  // its pieces: pieces[piece0, piece0 + n_pieces)
   };
   std::vector<Head> heads;                      // [n_kv_heads]
   std::vector<attn::Rows> piece_k, piece_v;     // every head's pieces, head by head
   std::vector<int32_t> piece_offset;            // first view index of each piece
+  std::vector<const int32_t*> piece_pos;        // [rows] positions of each piece's rows
   std::vector<std::vector<float>> k_decoded;    // per KV head: [n][head_dim] when read via keys()
   std::vector<std::vector<float>> v_decoded;
   std::vector<std::vector<float>> work;         // per thread: kernel work buffers

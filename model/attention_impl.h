@@ -13,6 +13,7 @@
 //     2i in the low nibble of byte i),
 //   load_u2(const uint8_t* codes, d): 2-bit codes [d, d + W) as floats (element
 //     e in bits 2 * (e % 4) of byte e / 4),
+//   halves(const uint16_t* h, n, float* out): n f16 values as floats,
 //   half(uint16_t): one f16 as float
 //   fmadd(a, b, c) = a * b + c, mul, add, sub, max
 //   hsum(V), hmax(V), hsum4(const V[4], float out[4])
@@ -39,13 +40,34 @@ constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 // were no better.
 constexpr int kPrefetchLocality = 2;
 
-// W elements [d, d + W) of a row, as f32. Quantized rows are dequantized
-// exactly as the codecs decode (policies/codec.cpp): code * scale;
-// min + code * step (a multiply, then an add: no fused rounding). W divides
-// the group, so the W elements share one parameter group. kp: a K2 row's
-// block parameters ([2][hd] f16), null for every other type.
+// A row prepared for reading: its address and, for Q8 / Q4 / Q2, its
+// per-group parameters converted from f16 once per row (not once per vector).
+// K2 reads its per-channel parameters as vectors (kp).
+struct RowRef {
+  const uint8_t* row = nullptr;
+  const uint16_t* kp = nullptr;
+  const float* prm = nullptr;  // Q8: scale[g]; Q4 / Q2: (min, step)[g]
+};
+
 template <class I, KvElement E>
-inline typename I::V load_row(const uint8_t* row, int d, int hd, int group, const uint16_t* kp) {
+inline RowRef prepare_row(const uint8_t* row, int hd, int group, const uint16_t* kp, float* prm) {
+  RowRef r{row, kp, prm};
+  if constexpr (E == KvElement::Q8)
+    I::halves(reinterpret_cast<const uint16_t*>(row + hd), hd / group, prm);
+  else if constexpr (E == KvElement::Q4)
+    I::halves(reinterpret_cast<const uint16_t*>(row + hd / 2), 2 * (hd / group), prm);
+  else if constexpr (E == KvElement::Q2)
+    I::halves(reinterpret_cast<const uint16_t*>(row + hd / 4), 2 * (hd / group), prm);
+  return r;
+}
+
+// W elements [d, d + W) of a prepared row, as f32. Quantized rows are
+// dequantized exactly as the codecs decode (policies/codec.cpp): code * scale;
+// min + code * step (a multiply, then an add: no fused rounding). W divides
+// the group, so the W elements share one parameter group.
+template <class I, KvElement E>
+inline typename I::V load_row(const RowRef& r, int d, int hd, int group) {
+  const uint8_t* row = r.row;
   if constexpr (E == KvElement::F32) {
     return I::load(reinterpret_cast<const float*>(row) + d);
   } else if constexpr (E == KvElement::F16) {
@@ -53,19 +75,15 @@ inline typename I::V load_row(const uint8_t* row, int d, int hd, int group, cons
   } else if constexpr (E == KvElement::BF16) {
     return I::load_bf16(reinterpret_cast<const uint16_t*>(row) + d);
   } else if constexpr (E == KvElement::Q8) {
-    uint16_t h;
-    std::memcpy(&h, row + hd + 2 * (d / group), 2);
-    return I::mul(I::load_i8(reinterpret_cast<const int8_t*>(row) + d), I::set1(I::half(h)));
+    return I::mul(I::load_i8(reinterpret_cast<const int8_t*>(row) + d), I::set1(r.prm[d / group]));
   } else if constexpr (E == KvElement::Q4) {
-    uint16_t h[2];
-    std::memcpy(h, row + hd / 2 + 4 * (d / group), 4);
-    return I::add(I::mul(I::load_u4(row, d), I::set1(I::half(h[1]))), I::set1(I::half(h[0])));
+    const float* mp = r.prm + 2 * (d / group);
+    return I::add(I::mul(I::load_u4(row, d), I::set1(mp[1])), I::set1(mp[0]));
   } else if constexpr (E == KvElement::Q2) {
-    uint16_t h[2];
-    std::memcpy(h, row + hd / 4 + 4 * (d / group), 4);
-    return I::add(I::mul(I::load_u2(row, d), I::set1(I::half(h[1]))), I::set1(I::half(h[0])));
+    const float* mp = r.prm + 2 * (d / group);
+    return I::add(I::mul(I::load_u2(row, d), I::set1(mp[1])), I::set1(mp[0]));
   } else {  // K2: per-channel min and step of the row's block
-    return I::add(I::load_f16(kp + d), I::mul(I::load_u2(row, d), I::load_f16(kp + hd + d)));
+    return I::add(I::load_f16(r.kp + d), I::mul(I::load_u2(row, d), I::load_f16(r.kp + hd + d)));
   }
 }
 
@@ -120,17 +138,15 @@ inline void dot_keys(const float* qs, int hd, const Rows& k, int32_t j, float* o
   V acc[GC][KB];
   for (int g = 0; g < GC; ++g)
     for (int kb = 0; kb < KB; ++kb) acc[g][kb] = I::zero();
-  const uint8_t* rows[KB];
-  const uint16_t* kps[KB];
-  for (int kb = 0; kb < KB; ++kb) {
-    rows[kb] = k.row(j + kb);
-    kps[kb] = params_of(k, j + kb);
-  }
+  RowRef rows[KB];
+  float prm[KE == KvElement::Q8 || KE == KvElement::Q4 || KE == KvElement::Q2 ? KB : 1][kMaxRowParams];
+  for (int kb = 0; kb < KB; ++kb)
+    rows[kb] = prepare_row<I, KE>(k.row(j + kb), hd, k.group, params_of(k, j + kb), prm[std::min(kb, int(std::size(prm)) - 1)]);
   // Rows one key tile ahead are on their way while these are computed.
   for (int kb = 0; kb < KB; ++kb) prefetch_row<KE>(k, j + kb, kKeyTile, hd);
   for (int d = 0; d < hd; d += I::W) {
     V kv[KB];
-    for (int kb = 0; kb < KB; ++kb) kv[kb] = load_row<I, KE>(rows[kb], d, hd, k.group, kps[kb]);
+    for (int kb = 0; kb < KB; ++kb) kv[kb] = load_row<I, KE>(rows[kb], d, hd, k.group);
     for (int g = 0; g < GC; ++g) {
       const V qv = I::load(qs + g * hd + d);
       for (int kb = 0; kb < KB; ++kb) acc[g][kb] = I::fmadd(qv, kv[kb], acc[g][kb]);
@@ -199,12 +215,13 @@ inline void pv_block(const float* p, const Rows& v, int32_t begin, int32_t nk, i
   V a[RB][DC];
   for (int r = 0; r < RB; ++r)
     for (int c = 0; c < DC; ++c) a[r][c] = I::load(acc + r * hd + d + c * I::W);
+  float prm[VE == KvElement::Q8 || VE == KvElement::Q4 || VE == KvElement::Q2 ? kMaxRowParams : 1];
   for (int32_t j = 0; j < nk; ++j) {
-    const uint8_t* row = v.row(begin + j);
+    const RowRef row = prepare_row<I, VE>(v.row(begin + j), hd, v.group, nullptr, prm);
     if (kPrefetch && d == 0)  // the first pass over these rows fetches the next tile's
       prefetch_row<VE>(v, begin + j, kKeyTile, hd);
     V vv[DC];
-    for (int c = 0; c < DC; ++c) vv[c] = load_row<I, VE>(row, d + c * I::W, hd, v.group, nullptr);
+    for (int c = 0; c < DC; ++c) vv[c] = load_row<I, VE>(row, d + c * I::W, hd, v.group);
     for (int r = 0; r < RB; ++r) {
       const V w = I::set1(p[r * kKeyTile + j]);
       for (int c = 0; c < DC; ++c) a[r][c] = I::fmadd(w, vv[c], a[r][c]);
@@ -322,10 +339,10 @@ void pack_keys_t(const Rows& k, int hd, int32_t begin, int32_t count, float* kt)
   alignas(64) float tmp[64];
   static_assert(I::W <= 64);
   for (int32_t j = 0; j < count; ++j) {
-    const uint8_t* row = k.row(begin + j);
-    const uint16_t* kp = params_of(k, begin + j);
+    float prm[kMaxRowParams];
+    const RowRef row = prepare_row<I, KE>(k.row(begin + j), hd, k.group, params_of(k, begin + j), prm);
     for (int d = 0; d < hd; d += I::W) {
-      I::store(tmp, load_row<I, KE>(row, d, hd, k.group, kp));
+      I::store(tmp, load_row<I, KE>(row, d, hd, k.group));
       for (int i = 0; i < I::W; ++i) kt[(d + i) * kKeyTile + j] = tmp[i];
     }
   }
@@ -340,9 +357,10 @@ void pack_keys_kernel(const Rows& k, int hd, int32_t begin, int32_t count, float
 // Rows [j0, j0 + count) of r as f32 into out [count][hd].
 template <class I, KvElement E>
 void convert_rows_t(const Rows& r, int hd, int32_t j0, int32_t count, float* out) {
+  float prm[kMaxRowParams];
   for (int32_t j = 0; j < count; ++j) {
-    const uint8_t* row = r.row(j0 + j);
-    for (int d = 0; d < hd; d += I::W) I::store(out + int64_t{j} * hd + d, load_row<I, E>(row, d, hd, r.group, nullptr));
+    const RowRef row = prepare_row<I, E>(r.row(j0 + j), hd, r.group, nullptr, prm);
+    for (int d = 0; d < hd; d += I::W) I::store(out + int64_t{j} * hd + d, load_row<I, E>(row, d, hd, r.group));
   }
 }
 

@@ -23,6 +23,9 @@
 namespace kvbench::attn {
 
 constexpr int kKeyTile = 64;    // keys per online-softmax step
+// Most per-group parameters one Q8 / Q4 / Q2 row may carry (2 x head_dim /
+// group): the kernels convert a row's parameters into a buffer this long.
+constexpr int kMaxRowParams = 512;
 constexpr int kQueryTile = 16;  // query tokens per prefill work unit
 
 // Rows of one piece of a KV head (see KvRawRows): row j at row(j).

@@ -100,6 +100,9 @@ struct KvPiece {
   int32_t offset = 0;
   int32_t count = 0;
   KvRawRows k, v;
+  // [count] positions of the piece's rows (row j at pos[j]), so attention
+  // need not ask for the concatenated positions(); null: positions() + offset.
+  const int32_t* pos = nullptr;
 };
 
 // The entries one KV head attends over for the current step's sequence,

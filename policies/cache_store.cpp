@@ -43,6 +43,16 @@ const float* StoreView::rows(bool keys, int32_t begin, int32_t count, float* scr
   return scratch;
 }
 
+void StoreView::concat_positions() const {
+  view_pos_.resize(n_);
+  for (int p = 0; p < n_pieces_; ++p) {
+    const auto& pc = pieces_[p];
+    const int32_t* pos = pc.seg->meta.pos.data();
+    for (int32_t j = 0; j < pc.count; ++j) view_pos_[pc.offset + j] = pos[pc.idx ? pc.idx[j] : j];
+  }
+  pos_ = view_pos_.data();
+}
+
 // --- construction ---
 
 CacheStore::CacheStore(const StoreConfig& c)
@@ -176,14 +186,7 @@ const KvHeadView& CacheStore::view_for(int seq, int layer, int kv_head) {
     v.direct_v_ = seg->f32_values();
     if (!v.direct_k_ || !v.direct_v_) v.direct_k_ = v.direct_v_ = nullptr;
   } else {
-    hs.view_pos.resize(v.n_);
-    for (int p = 0; p < v.n_pieces_; ++p) {
-      const auto& pc = v.pieces_[p];
-      const int32_t* pos = pc.seg->meta.pos.data();
-      for (int32_t j = 0; j < pc.count; ++j)
-        hs.view_pos[pc.offset + j] = pos[pc.idx ? pc.idx[j] : j];
-    }
-    v.pos_ = hs.view_pos.data();
+    v.pos_ = nullptr;  // concatenated if asked (positions())
   }
   // The pieces attention reads in place: each segment's rows, through the
   // visible indices when the sequence does not hold every entry.
@@ -202,6 +205,9 @@ const KvHeadView& CacheStore::view_for(int seq, int layer, int kv_head) {
       if (pc.idx) {
         kp.k.index = kp.v.index = pc.idx;
         kp.count = pc.count;
+        kp.pos = nullptr;  // scattered: positions() gathers them
+      } else {
+        kp.pos = pc.seg->meta.pos.data() + kp.offset;
       }
       kp.offset += pc.offset;
     }

@@ -88,7 +88,12 @@ struct EntryInfo {
 class StoreView final : public KvHeadView {
  public:
   int32_t size() const override { return n_; }
-  const int32_t* positions() const override { return pos_; }
+  // Concatenated on first use when the view has several pieces (attention
+  // reads each piece's own positions instead).
+  const int32_t* positions() const override {
+    if (!pos_) concat_positions();
+    return pos_;
+  }
   const float* keys(int32_t begin, int32_t count, float* scratch) const override {
     return direct_k_ ? direct_k_ + int64_t{begin} * dim_ : rows(true, begin, count, scratch);
   }
@@ -113,7 +118,9 @@ class StoreView final : public KvHeadView {
   int n_pieces_ = 0;
   int32_t n_ = 0;
   int dim_ = 0;
-  const int32_t* pos_ = nullptr;
+  void concat_positions() const;
+  mutable const int32_t* pos_ = nullptr;
+  mutable std::vector<int32_t> view_pos_;
   const float* direct_k_ = nullptr;
   const float* direct_v_ = nullptr;
   std::array<KvPiece, kSlots * Segment::kMaxPieces> kv_pieces_{};
@@ -218,7 +225,6 @@ class CacheStore {
     std::array<std::unique_ptr<Segment>, kSlots> segs;
     StoreView view;
     std::array<std::vector<int32_t>, kSlots> visible;
-    std::vector<int32_t> view_pos;
   };
   HeadState& head(int layer, int kv_head) { return heads_[layer * shape().n_kv_heads + kv_head]; }
   const HeadState& head(int layer, int kv_head) const {

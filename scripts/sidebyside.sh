@@ -4,18 +4,23 @@
 # kvbench never builds llama.cpp: pass the path of a llama-bench you built
 # (docs/PERFORMANCE.md says how).
 #
-#   scripts/sidebyside.sh /path/to/llama-bench [model.gguf] [rounds] [threads]
+#   scripts/sidebyside.sh /path/to/llama-bench [model.gguf] [rounds] [threads] [kv types]
 #
 # Each round runs pp512, tg128, pp512 @ d4096 and tg128 @ d4096 with -r 3 in
-# each tool (f16 KV, llama-bench's default). Prints both tools' per-round
-# tokens/s, their medians over the rounds, and the median of the per-round
-# ratios kvbench / llama.cpp.
+# each tool, for each KV type of the comma-separated list (default f16,
+# llama-bench's default): f16 (kvbench --kv f16), q8_0 (llama-bench -ctk q8_0
+# -ctv q8_0 -fa 1 against kvbench's full+int8: 8-bit codes, one f16 scale per
+# 32) and q4_0 (against full+int4: 4-bit codes, f16 min and step per 32;
+# q4_0 stores one f16 scale per 32). Prints both tools' per-round tokens/s,
+# their medians over the rounds, and the median of the per-round ratios
+# kvbench / llama.cpp.
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
-llama_bench=${1:?usage: scripts/sidebyside.sh /path/to/llama-bench [model.gguf] [rounds] [threads]}
+llama_bench=${1:?usage: scripts/sidebyside.sh /path/to/llama-bench [model.gguf] [rounds] [threads] [kv types]}
 model=${2:-$here/models/SmolLM2-135M-Instruct.Q4_1.gguf}
 rounds=${3:-5}
 threads=${4:-2}
+kv_types=${5:-f16}
 kvbench=$here/build/kvbench
 [ -x "$llama_bench" ] || { echo "error: $llama_bench: not an executable" >&2; exit 2; }
 [ -x "$kvbench" ] || { echo "error: $kvbench: not built (run scripts/setup.sh)" >&2; exit 2; }
@@ -26,29 +31,37 @@ trap 'rm -f "$log"' EXIT
 bench_dir=$(dirname "$llama_bench")
 for ((r = 1; r <= rounds; r++)); do
   echo "round $r/$rounds" >&2
-  # llama-bench CSV: n_prompt, n_gen, n_depth and avg_ts by column name.
-  (cd "$bench_dir" && LD_LIBRARY_PATH=$bench_dir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} \
-     "$llama_bench" -m "$model" -t "$threads" -p 512 -n 128 -d 0,4096 -r 3 -o csv 2>/dev/null) |
-    python3 -c '
+  for kv in ${kv_types//,/ }; do
+    case $kv in
+      f16) llama_kv=(); kvbench_kv=(--kv f16) ;;
+      q8_0) llama_kv=(-ctk q8_0 -ctv q8_0 -fa 1); kvbench_kv=(--policy full+int8) ;;
+      q4_0) llama_kv=(-ctk q4_0 -ctv q4_0 -fa 1); kvbench_kv=(--policy full+int4) ;;
+      *) echo "error: KV type '$kv': f16, q8_0 or q4_0" >&2; exit 2 ;;
+    esac
+    # llama-bench CSV: n_prompt, n_gen, n_depth and avg_ts by column name.
+    (cd "$bench_dir" && LD_LIBRARY_PATH=$bench_dir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} \
+       "$llama_bench" -m "$model" -t "$threads" -p 512 -n 128 -d 0,4096 -r 3 "${llama_kv[@]}" -o csv 2>/dev/null) |
+      python3 -c '
 import csv, sys
 for row in csv.DictReader(sys.stdin):
-    print("llama", sys.argv[1], row["n_prompt"], row["n_gen"], row["n_depth"], row["avg_ts"])' "$r" >> "$log"
-  "$kvbench" bench -m "$model" -t "$threads" -p 512 -n 128 -d 0,4096 -r 3 --kv f16 -o csv 2>/dev/null |
-    python3 -c '
+    print("llama", sys.argv[1], sys.argv[2], row["n_prompt"], row["n_gen"], row["n_depth"], row["avg_ts"])' "$r" "$kv" >> "$log"
+    "$kvbench" bench -m "$model" -t "$threads" -p 512 -n 128 -d 0,4096 -r 3 "${kvbench_kv[@]}" -o csv 2>/dev/null |
+      python3 -c '
 import csv, sys
 for row in csv.DictReader(sys.stdin):
-    print("kvbench", sys.argv[1], row["n_prompt"], row["n_gen"], row["n_depth"], row["avg_ts"])' "$r" >> "$log"
+    print("kvbench", sys.argv[1], sys.argv[2], row["n_prompt"], row["n_gen"], row["n_depth"], row["avg_ts"])' "$r" "$kv" >> "$log"
+  done
 done
 python3 - "$log" <<'PY'
 import collections, statistics, sys
 ts = collections.defaultdict(dict)  # (test) -> {(tool, round): t/s}
 for line in open(sys.argv[1]):
-    tool, rnd, p, n, d, v = line.split()
-    name = (f"pp{p}" if int(p) else f"tg{n}") + (f" @ d{d}" if int(d) else "")
+    tool, rnd, kv, p, n, d, v = line.split()
+    name = (f"pp{p}" if int(p) else f"tg{n}") + (f" @ d{d}" if int(d) else "") + f" kv {kv}"
     ts[name][(tool, int(rnd))] = float(v)
 print("| test | llama.cpp t/s (median) | kvbench t/s (median) | ratio (median of rounds) | ratio range |")
 print("| --- | ---: | ---: | ---: | ---: |")
-order = lambda k: (k.startswith("tg"), "@" in k, k)
+order = lambda k: (k.split(" kv ")[1], k.startswith("tg"), "@" in k, k)
 for name in sorted(ts, key=order):
     d = ts[name]
     rounds = sorted({r for _, r in d})
