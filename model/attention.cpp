@@ -39,7 +39,7 @@ const attn::Kernels* kernels_of(CpuPath path) {
 }
 
 // The widest path at or below `path` whose vector width divides head_dim and
-// `group` (the gcd of the parameter groups of the layer's Q8 / Q4 pieces;
+// `group` (the gcd of the parameter groups of the layer's Q8 / Q4 / Q2 pieces;
 // head_dim when there are none).
 const attn::Kernels& kernels_for(CpuPath path, int head_dim, int group) {
   for (CpuPath p : {CpuPath::Avx512, CpuPath::Avx2}) {

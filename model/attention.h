@@ -3,9 +3,10 @@
 // own. Probabilities are handed to the cache only when it asks.
 //
 // Two paths, both reading K/V rows straight from the cache's storage when it
-// exposes them (KvHeadView::pieces: f32, f16 / bf16 converted and int8 / int4
-// dequantized in registers; several pieces per head, e.g. a policy's main
-// rows, its f32 rows of the open step and restored pages):
+// exposes them (KvHeadView::pieces: f32, f16 / bf16 converted and int8 /
+// int4 / int2 / KIVI-key codes dequantized in registers; several pieces per
+// head, e.g. a policy's main rows, its f32 rows of the open step and restored
+// pages):
 //  - prefill (several query tokens): flash attention. Work units are (KV head,
 //    tile of 16 query tokens) with the group's query heads together; keys go
 //    in tiles of 64 with an online softmax, so scores never exist beyond one
@@ -59,7 +60,7 @@ struct AttentionScratch {
   std::vector<std::vector<float>> v_decoded;
   std::vector<std::vector<float>> work;         // per thread: kernel work buffers
   std::vector<float> partials;                  // decode: [unit][group][head_dim + 2]
-  std::vector<int32_t> unit_head, unit_index;   // a unit's KV head and block / tile
+  std::vector<int32_t> unit_head;               // decode: a unit's KV head
   std::vector<int32_t> unit_piece, unit_begin;  // decode: a unit's piece and first row
   std::vector<int64_t> unit_cost;               // prefill: visible key tiles per unit
   std::vector<int32_t> order;                   // prefill: units, heaviest first

@@ -119,8 +119,10 @@ inline void with_element(KvElement e, F&& f) {
   else with_value_element(e, f);
 }
 
-// Row j's K2 block parameters (null for other types).
-inline const uint16_t* params_of(const Rows& r, int64_t j) { return r.params ? r.params[j] : nullptr; }
+// Row j's K2 block parameters (null for other types), addressed like its row.
+inline const uint16_t* params_of(const Rows& r, int64_t j) {
+  return r.params ? r.params[r.index ? r.index[j] : j] : nullptr;
+}
 
 // Keys per pass of the dot-product kernel with GC heads: GC x KB accumulators,
 // KB key vectors and one query vector should fit in the registers.

@@ -90,7 +90,7 @@ struct KvRawRows {
   int group = 0;                      // Q8 / Q4 / Q2: elements per parameter group
   const int32_t* index = nullptr;
   const uint8_t* const* ptrs = nullptr;
-  const uint16_t* const* params = nullptr;  // K2: row j's block parameters (not indexed)
+  const uint16_t* const* params = nullptr;  // K2: row j's block parameters, at params[j] or params[index[j]]
 };
 
 // A run of a head's view held in place: view entries [offset, offset + count)
