@@ -342,6 +342,41 @@ TEST(CacheStore, OffloadRestoresThePagesOfHighestQuestBoundBitIdentically) {
   }
 }
 
+TEST(CacheStore, RestoredPagesAreReadInPlaceAndCopiedBeforeTheirPageIsDropped) {
+  // Capacity 2 = one page: after the prompt the cold tier holds tokens 24
+  // and 25 only. The next step restores that page by reference (no copy),
+  // then its own eviction (token 26) opens a new page and drops the old one:
+  // the restored rows must have been copied first, bit-identical.
+  auto cache = PolicyCache::create(parse_policy_spec("window:budget=4+offload:page=2,restore=2,capacity=2"), ctx());
+  append(*cache, 0, 0, 0, 30);
+  append(*cache, 0, 30, 30, 1, true);  // restores [24, 25], then evicts 26 and drops [24, 25]
+  std::vector<float> k(kDim), v(kDim);
+  for (int l = 0; l < kLayers; ++l)
+    for (int h = 0; h < kKv; ++h) {
+      const auto& r = static_cast<const RowSegment&>(*cache->store().segment(l, h, kRestored));
+      ASSERT_EQ(r.size(), 2);
+      EXPECT_FALSE(r.holds_refs());
+      EXPECT_FALSE(cache->holds(l, h, 24));  // dropped from the cold tier
+      for (int32_t i = 0; i < 2; ++i) {
+        const int t = r.meta.src[i];
+        EXPECT_TRUE(t == 24 || t == 25);
+        r.decode_keys(i, 1, k.data());
+        r.decode_values(i, 1, v.data());
+        for (int c = 0; c < kDim; ++c) {
+          ASSERT_EQ(k[c], kval(l, h, t, c));
+          ASSERT_EQ(v[c], vval(l, h, t, c));
+        }
+      }
+    }
+  // The next step restores the page now cold (token 26) by reference again;
+  // its eviction (27) fills that page without dropping anything.
+  append(*cache, 0, 31, 31, 1, true);
+  const auto& r = static_cast<const RowSegment&>(*cache->store().segment(0, 0, kRestored));
+  ASSERT_EQ(r.size(), 1);
+  EXPECT_TRUE(r.holds_refs());
+  EXPECT_EQ(r.meta.src[0], 26);
+}
+
 TEST(CacheStore, OffloadAfterPrefillRestoresForThePromptsLastQuery) {
   // timing=once: nothing is evicted during the prompt; end_prefill evicts
   // (position order: pages [0,1], [2,3], ...) and the prompt's last query
