@@ -24,6 +24,8 @@
 #pragma GCC target(KVBENCH_ATTN_AVX512_TARGET)
 #endif
 
+#include "model/attention_f16c.h"
+
 namespace kvbench::attn {
 namespace {
 
@@ -62,16 +64,7 @@ struct Avx512 {
     const __m512i c = _mm512_and_si512(_mm512_srlv_epi32(_mm512_set1_epi32(w), shifts), _mm512_set1_epi32(3));
     return _mm512_cvtepi32_ps(c);
   }
-  static float half(uint16_t h) { return _cvtsh_ss(h); }
-  // Eight at a time, then four, then one by one (never reading past n).
-  static void halves(const uint16_t* h, int n, float* out) {
-    int i = 0;
-    for (; i + 8 <= n; i += 8)
-      _mm256_storeu_ps(out + i, _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(h + i))));
-    for (; i + 4 <= n; i += 4)
-      _mm_storeu_ps(out + i, _mm_cvtph_ps(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(h + i))));
-    for (; i < n; ++i) out[i] = _cvtsh_ss(h[i]);
-  }
+  static void halves(const uint16_t* h, int n, float* out) { f16c_halves(h, n, out); }
   static V fmadd(V a, V b, V c) { return _mm512_fmadd_ps(a, b, c); }
   static V mul(V a, V b) { return _mm512_mul_ps(a, b); }
   static V add(V a, V b) { return _mm512_add_ps(a, b); }

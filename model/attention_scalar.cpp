@@ -32,7 +32,6 @@ struct Scalar {
   static V load_i8(const int8_t* p) { return static_cast<float>(*p); }
   static V load_u4(const uint8_t* codes, int d) { return static_cast<float>((codes[d / 2] >> (4 * (d & 1))) & 15); }
   static V load_u2(const uint8_t* codes, int d) { return static_cast<float>((codes[d / 4] >> (2 * (d & 3))) & 3); }
-  static float half(uint16_t h) { return fp16_to_fp32(h); }
   static void halves(const uint16_t* h, int n, float* out) {
     for (int i = 0; i < n; ++i) out[i] = fp16_to_fp32(h[i]);
   }
