@@ -74,6 +74,18 @@ std::string_view codec_name(CodecKind kind) {
   return "?";
 }
 
+KvElement kv_element(CodecKind kind) {
+  switch (kind) {
+    case CodecKind::F32: return KvElement::F32;
+    case CodecKind::F16: return KvElement::F16;
+    case CodecKind::BF16: return KvElement::BF16;
+    case CodecKind::Int8: return KvElement::Q8;
+    case CodecKind::Int4: return KvElement::Q4;
+    case CodecKind::Int2: return KvElement::Q2;
+  }
+  return KvElement::F32;
+}
+
 uint16_t f32_to_f16(float x) {
   uint32_t a = bits_of(x);
   const uint16_t sign = static_cast<uint16_t>((a >> 16) & 0x8000);

@@ -204,16 +204,7 @@ const float* RowSegment::f32_values() const {
 }
 
 int RowSegment::pieces_in_place(KvPiece* out) const {
-  KvElement e;
-  switch (codec_.kind()) {
-    case CodecKind::F32: e = KvElement::F32; break;
-    case CodecKind::F16: e = KvElement::F16; break;
-    case CodecKind::BF16: e = KvElement::BF16; break;
-    case CodecKind::Int8: e = KvElement::Q8; break;
-    case CodecKind::Int4: e = KvElement::Q4; break;
-    case CodecKind::Int2: e = KvElement::Q2; break;
-    default: return 0;
-  }
+  const KvElement e = kv_element(codec_.kind());
   const int64_t rb = codec_.row_bytes();
   KvPiece& p = out[0];
   p.offset = 0;

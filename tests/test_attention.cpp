@@ -24,6 +24,7 @@ namespace {
 
 using test::max_abs_diff;
 using test::some_tokens;
+using test::supported_paths;
 
 // A one-layer cache whose views are set by hand: any positions per KV head
 // (gaps, different token sets per head), rows stored as f32 or f16, exposed
@@ -149,13 +150,6 @@ Problem fill(HandCache& cache, const Case& c, uint32_t seed) {
     p.qpos.push_back(c.n_tokens == 1 ? (seed % 2 ? last * 3 / 4 : last)
                                      : static_cast<int32_t>(last * (t + 1) / c.n_tokens));
   return p;
-}
-
-std::vector<CpuPath> supported_paths() {
-  std::vector<CpuPath> paths;
-  for (CpuPath p : {CpuPath::Scalar, CpuPath::Avx2, CpuPath::Avx512})
-    if (cpu_path_supported(p)) paths.push_back(p);
-  return paths;
 }
 
 std::vector<float> run_attend(const Problem& p, HandCache& cache, CpuPath path, int threads) {

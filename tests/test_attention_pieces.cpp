@@ -39,20 +39,6 @@ struct PieceSpec {
   int n;
 };
 
-KvElement element_of(CodecKind c) {
-  switch (c) {
-    case CodecKind::F32: return KvElement::F32;
-    case CodecKind::F16: return KvElement::F16;
-    case CodecKind::BF16: return KvElement::BF16;
-    case CodecKind::Int8: return KvElement::Q8;
-    case CodecKind::Int4: return KvElement::Q4;
-    case CodecKind::Int2: return KvElement::Q2;
-    default: break;
-  }
-  ADD_FAILURE() << "no in-place element for this codec";
-  return KvElement::F32;
-}
-
 // One layer; each KV head's view is a list of pieces built from PieceSpecs.
 class PieceCache final : public KvCache {
  public:
@@ -102,7 +88,7 @@ class PieceCache final : public KvCache {
       KvPiece p;
       p.offset = st.offset;
       p.count = static_cast<int32_t>(st.index.size());
-      const KvElement e = element_of(st.codec.kind());
+      const KvElement e = kv_element(st.codec.kind());
       p.k = {e, st.k.data(), st.codec.row_bytes(), st.codec.group()};
       p.v = {e, st.v.data(), st.codec.row_bytes(), st.codec.group()};
       if (st.addr == Addr::Index) p.k.index = p.v.index = st.index.data();
@@ -171,13 +157,6 @@ class PieceCache final : public KvCache {
   std::vector<Head> heads_;
 };
 
-std::vector<CpuPath> paths() {
-  std::vector<CpuPath> out;
-  for (CpuPath p : {CpuPath::Scalar, CpuPath::Avx2, CpuPath::Avx512})
-    if (cpu_path_supported(p)) out.push_back(p);
-  return out;
-}
-
 struct Layout {
   const char* name;
   std::vector<PieceSpec> pieces;
@@ -235,7 +214,7 @@ void check(const Case& c, int head_dim, uint32_t seed) {
     cache.observed.clear();
     attend_naive(shape, 0, q.data(), qpos, cache, ref.data());
     const auto ref_probs = cache.observed;
-    for (CpuPath path : paths()) {
+    for (CpuPath path : test::supported_paths()) {
       for (int threads : {1, 2}) {
         ThreadPool pool(threads);
         AttentionScratch scratch;
@@ -313,7 +292,7 @@ TEST(AttentionPieces, DequantizationInRegistersIsBitIdenticalToTheCodec) {
         codec.decode(bytes.data() + j * codec.row_bytes(), want.data() + int64_t{j} * hd);
       }
       attn::Rows r;
-      r.type = element_of(kind);
+      r.type = kv_element(kind);
       r.data = bytes.data();
       r.stride = codec.row_bytes();
       r.group = codec.group();
@@ -383,7 +362,7 @@ TEST(AttentionPieces, PolicyCachesAreReadInPlaceLikeTheNaiveDecode) {
           clone->append(0, kn.data(), vn.data());
           std::vector<float> ref(q.size());
           attend_naive(ashape, 0, q.data(), qpos, *clone, ref.data());
-          for (CpuPath path : paths()) {
+          for (CpuPath path : test::supported_paths()) {
             ThreadPool pool(2);
             AttentionScratch scratch;
             scratch.path = path;

@@ -161,4 +161,11 @@ float max_abs_diff(const float* a, const float* b, size_t n) {
   return m;
 }
 
+std::vector<CpuPath> supported_paths() {
+  std::vector<CpuPath> paths;
+  for (CpuPath p : {CpuPath::Scalar, CpuPath::Avx2, CpuPath::Avx512})
+    if (cpu_path_supported(p)) paths.push_back(p);
+  return paths;
+}
+
 }  // namespace kvbench::test

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "model/llama_model.h"
+#include "model/quant_dot.h"
 
 namespace kvbench::test {
 
@@ -41,6 +42,9 @@ std::string tiny_model_path(bool spm = false, bool tied = true);
 std::string smollm2_path();
 
 float max_abs_diff(const float* a, const float* b, size_t n);
+
+// The instruction-set paths this CPU runs (scalar first).
+std::vector<CpuPath> supported_paths();
 
 // n pseudo-random token ids in [0, n_vocab), the same for the same seed.
 std::vector<int32_t> some_tokens(int n, int n_vocab, uint32_t seed);
