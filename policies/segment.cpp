@@ -140,31 +140,27 @@ void RowSegment::append_encoded(const uint8_t* k, const uint8_t* v, int32_t pos,
 
 void RowSegment::remove(const std::vector<char>& remove) {
   const int64_t rb = codec_.row_bytes();
-  if (!kref_.empty()) {  // the same order as for rows of its own
-    for (int32_t i = size() - 1; i >= 0; --i) {
-      if (!remove[i]) continue;
-      const int32_t last = size() - 1;
-      if (i != last) {
-        kref_[i] = kref_[last];
-        vref_[i] = vref_[last];
-        meta.copy_entry(i, last);
-      }
-      kref_.pop_back();
-      vref_.pop_back();
-      meta.pop_back();
-    }
-    return;
-  }
+  const bool refs = !kref_.empty();  // references move like rows of its own
   for (int32_t i = size() - 1; i >= 0; --i) {
     if (!remove[i]) continue;
     const int32_t last = size() - 1;
     if (i != last) {
-      std::memcpy(k_.data() + i * rb, k_.data() + last * rb, rb);
-      std::memcpy(v_.data() + i * rb, v_.data() + last * rb, rb);
+      if (refs) {
+        kref_[i] = kref_[last];
+        vref_[i] = vref_[last];
+      } else {
+        std::memcpy(k_.data() + i * rb, k_.data() + last * rb, rb);
+        std::memcpy(v_.data() + i * rb, v_.data() + last * rb, rb);
+      }
       meta.copy_entry(i, last);
     }
-    k_.resize(k_.size() - rb);
-    v_.resize(v_.size() - rb);
+    if (refs) {
+      kref_.pop_back();
+      vref_.pop_back();
+    } else {
+      k_.resize(k_.size() - rb);
+      v_.resize(v_.size() - rb);
+    }
     meta.pop_back();
   }
 }
