@@ -3,6 +3,7 @@
 // allocated or read, so a hostile header cannot trigger a huge allocation or
 // an out-of-bounds read. See docs/gguf.md in ggml-org/ggml for the format.
 #include "model/gguf.h"
+#include "model/printable.h"
 
 #include <fcntl.h>
 #include <sys/mman.h>
@@ -48,29 +49,7 @@ constexpr uint64_t kMinTensorInfoBytes = 8 + 4 + 8 + 4 + 8;
 constexpr uint64_t kMinKvBytes = 8 + 4 + 1;
 constexpr size_t kMaxShownBytes = 64;  // of names inside error messages
 
-// --- text helpers ---------------------------------------------------------
-
-// Length of the UTF-8 sequence starting at s[i], or 0 when it is invalid
-// (overlong forms, surrogates and code points past U+10FFFF included).
-size_t utf8_sequence(std::string_view s, size_t i) {
-  const auto b = [&](size_t k) { return static_cast<uint8_t>(s[k]); };
-  const uint8_t c = b(i);
-  if (c < 0x80) return 1;
-  size_t len = 0;
-  uint32_t cp = 0;
-  if (c >= 0xC2 && c <= 0xDF) len = 2, cp = c & 0x1F;
-  else if (c >= 0xE0 && c <= 0xEF) len = 3, cp = c & 0x0F;
-  else if (c >= 0xF0 && c <= 0xF4) len = 4, cp = c & 0x07;
-  else return 0;
-  if (i + len > s.size()) return 0;
-  for (size_t k = 1; k < len; ++k) {
-    if ((b(i + k) & 0xC0) != 0x80) return 0;
-    cp = (cp << 6) | (b(i + k) & 0x3F);
-  }
-  if ((len == 3 && cp < 0x800) || (len == 4 && cp < 0x10000)) return 0;
-  if ((cp >= 0xD800 && cp <= 0xDFFF) || cp > 0x10FFFF) return 0;
-  return len;
-}
+// --- text helpers (escaping: model/printable.h) ----------------------------
 
 bool valid_utf8(std::string_view s) {
   for (size_t i = 0; i < s.size();) {
@@ -81,41 +60,7 @@ bool valid_utf8(std::string_view s) {
   return true;
 }
 
-void append_hex_escape(std::string& out, uint8_t c) {
-  static constexpr char kHex[] = "0123456789abcdef";
-  out += "\\x";
-  out += kHex[c >> 4];
-  out += kHex[c & 15];
-}
-
-// True for U+0080..U+009F (C1 controls: some terminals act on them).
-bool c1_control(std::string_view s, size_t i, size_t n) {
-  return n == 2 && static_cast<uint8_t>(s[i]) == 0xC2 && static_cast<uint8_t>(s[i + 1]) < 0xA0;
-}
-
-// Escapes control characters and invalid UTF-8 bytes and truncates at a
-// character boundary: file text must never break the one-line error or
-// display format, nor send escape sequences to the terminal.
-std::string escaped(std::string_view s, size_t max_bytes) {
-  std::string out;
-  size_t i = 0;
-  while (i < s.size() && i < max_bytes) {
-    const auto c = static_cast<uint8_t>(s[i]);
-    const size_t n = utf8_sequence(s, i);
-    if (c == '\n') out += "\\n";
-    else if (c == '\t') out += "\\t";
-    else if (c == '\r') out += "\\r";
-    else if (c == '\\') out += "\\\\";
-    else if (n == 0 || c < 0x20 || c == 0x7F) append_hex_escape(out, c);
-    else if (!c1_control(s, i, n)) out.append(s.substr(i, n));
-    else for (size_t k = 0; k < n; ++k) append_hex_escape(out, static_cast<uint8_t>(s[i + k]));
-    i += std::max<size_t>(n, 1);
-  }
-  if (i < s.size()) out += "...";
-  return out;
-}
-
-std::string quoted_name(std::string_view s) { return "'" + escaped(s, kMaxShownBytes) + "'"; }
+std::string quoted_name(std::string_view s) { return "'" + escaped_text(s, kMaxShownBytes) + "'"; }
 
 std::string join(const std::string& a, const std::string& b) { return a + ": " + b; }
 
@@ -441,7 +386,7 @@ Header read_header(Cursor& in) {
   std::string magic;
   for (int i = 0; i < 4; ++i) magic += static_cast<char>(in.u8());
   if (std::memcmp(magic.data(), kMagic, 4) != 0) {
-    in.fail("not a GGUF file (magic '" + escaped(magic, 4) + "', expected 'GGUF')");
+    in.fail("not a GGUF file (magic '" + escaped_text(magic, 4) + "', expected 'GGUF')");
   }
   in.set_context("version");
   Header h{};
@@ -478,7 +423,7 @@ uint64_t alignment_of(const Cursor& in, const GgufValue* v) {
 // --- typed access helpers --------------------------------------------------
 
 [[noreturn]] void type_error(std::string_view key, const GgufValue& v, const char* expected) {
-  throw InputError("key '" + escaped(key, kMaxShownBytes) + "' has type " + describe_type(v) +
+  throw InputError("key '" + escaped_text(key, kMaxShownBytes) + "' has type " + describe_type(v) +
                    ", expected " + expected);
 }
 
@@ -529,7 +474,7 @@ uint64_t GgufValue::as_u64(std::string_view key) const {
   if (const auto* u = std::get_if<uint64_t>(&data)) return *u;
   if (const auto* i = std::get_if<int64_t>(&data)) {
     if (*i >= 0) return static_cast<uint64_t>(*i);
-    throw InputError("key '" + escaped(key, kMaxShownBytes) + "' is negative (" +
+    throw InputError("key '" + escaped_text(key, kMaxShownBytes) + "' is negative (" +
                      std::to_string(*i) + "), expected an unsigned integer");
   }
   type_error(key, *this, "an unsigned integer");
@@ -539,7 +484,7 @@ int64_t GgufValue::as_i64(std::string_view key) const {
   if (const auto* i = std::get_if<int64_t>(&data)) return *i;
   if (const auto* u = std::get_if<uint64_t>(&data)) {
     if (*u <= uint64_t(std::numeric_limits<int64_t>::max())) return static_cast<int64_t>(*u);
-    throw InputError("key '" + escaped(key, kMaxShownBytes) + "' value " + std::to_string(*u) +
+    throw InputError("key '" + escaped_text(key, kMaxShownBytes) + "' value " + std::to_string(*u) +
                      " does not fit in i64");
   }
   type_error(key, *this, "an integer");
@@ -574,7 +519,7 @@ std::string GgufValue::to_display(size_t max_items) const {
   if (const auto* d = std::get_if<double>(&data)) return display_number(*d, type);
   if (const auto* b = std::get_if<bool>(&data)) return *b ? "true" : "false";
   if (const auto* s = std::get_if<std::string>(&data)) {
-    std::string out = "\"" + escaped(*s, kMaxDisplayBytes) + "\"";
+    std::string out = "\"" + escaped_text(*s, kMaxDisplayBytes) + "\"";
     if (s->size() > kMaxDisplayBytes) out += " (" + std::to_string(s->size()) + " bytes)";
     return out;
   }
@@ -663,14 +608,14 @@ namespace {
 const GgufValue& require(const GgufFile& f, std::string_view key) {
   const GgufValue* v = f.find(key);
   // No path here: every caller runs inside with_path.
-  if (v == nullptr) throw InputError("missing key '" + escaped(key, kMaxShownBytes) + "'");
+  if (v == nullptr) throw InputError("missing key '" + escaped_text(key, kMaxShownBytes) + "'");
   return *v;
 }
 
 uint32_t to_u32(const GgufValue& v, std::string_view key) {
   const uint64_t x = v.as_u64(key);
   if (x > std::numeric_limits<uint32_t>::max()) {
-    throw InputError("key '" + escaped(key, kMaxShownBytes) + "' value " + std::to_string(x) +
+    throw InputError("key '" + escaped_text(key, kMaxShownBytes) + "' value " + std::to_string(x) +
                      " does not fit in u32");
   }
   return static_cast<uint32_t>(x);
@@ -679,7 +624,7 @@ uint32_t to_u32(const GgufValue& v, std::string_view key) {
 float to_f32(const GgufValue& v, std::string_view key) {
   const double x = v.as_f64(key);
   if (std::isfinite(x) && std::fabs(x) > double(std::numeric_limits<float>::max())) {
-    throw InputError("key '" + escaped(key, kMaxShownBytes) + "' value " + display_number(x, GgufType::F64) +
+    throw InputError("key '" + escaped_text(key, kMaxShownBytes) + "' value " + display_number(x, GgufType::F64) +
                      " does not fit in f32");
   }
   return static_cast<float>(x);
@@ -712,7 +657,7 @@ int32_t to_i32(const GgufValue& v, std::string_view key, size_t i) {
   const auto* s = std::get_if<int64_t>(&v.data);
   const int64_t x = s ? *s : v.as_i64(element_key(key, i));
   if (x < std::numeric_limits<int32_t>::min() || x > std::numeric_limits<int32_t>::max()) {
-    throw InputError("key '" + escaped(element_key(key, i), kMaxShownBytes) + "' value " +
+    throw InputError("key '" + escaped_text(element_key(key, i), kMaxShownBytes) + "' value " +
                      std::to_string(x) + " does not fit in i32");
   }
   return static_cast<int32_t>(x);
