@@ -9,6 +9,7 @@
 #include "model/error.h"
 #include "model/input_file.h"
 #include "model/llama_model.h"
+#include "model/printable.h"
 
 namespace po = boost::program_options;
 
@@ -108,6 +109,10 @@ int main(int argc, char** argv) {
     std::cout << "kvbench " << KVBENCH_VERSION << "\n";
     return 0;
   }
+  // An error is one line whatever it quotes (a spec, a path, a value given on
+  // the command line): control characters and invalid UTF-8 become visible
+  // escapes; escapes the message already holds stay as they are.
+  auto one_line = [](std::string_view text) { return escaped_text(text, text.size(), false); };
   Args args(argv + 2, argv + argc);
   for (const auto& c : commands()) {
     if (c.name != name) continue;
@@ -115,7 +120,7 @@ int main(int argc, char** argv) {
       return c.run(args);
     } catch (const InputError& e) {
       std::cout.flush();
-      std::cerr << "error: " << e.what() << "\n";
+      std::cerr << "error: " << one_line(e.what()) << "\n";
       return 2;
     } catch (const std::bad_alloc&) {
       std::cerr << "error: out of memory\n";
@@ -124,13 +129,13 @@ int main(int argc, char** argv) {
       // A path the system refuses (too long, a loop of links, no permission)
       // is bad input like any other: one line naming it.
       std::cout.flush();
-      std::cerr << "error: " << e.path1().string() << ": " << e.code().message() << "\n";
+      std::cerr << "error: " << one_line(e.path1().string()) << ": " << e.code().message() << "\n";
       return 2;
     }
   }
   std::string names;
   for (const auto& c : commands()) names += (names.empty() ? "" : ", ") + std::string(c.name);
-  std::cerr << "error: unknown command '" << name << "' (commands: " << names << ")\n";
+  std::cerr << "error: unknown command '" << one_line(name) << "' (commands: " << names << ")\n";
   return 2;
 }
 

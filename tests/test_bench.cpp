@@ -118,6 +118,8 @@ TEST(Bench, PolicyRowsCarryTheSpecAndTheBytesThatPolicyReads) {
   EXPECT_GT(tg_bytes["full"], tg_bytes["h2o:budget=16,timing=call"]);
   EXPECT_GT(tg_bytes["full"], tg_bytes["full+int8"]);
   expect_input_error(run("-m " + test::tiny_model_path() + " --policy nosuch"), "--policy");
+  // A newline in the value stays visible: the error is still one line.
+  expect_input_error(run("-m " + test::tiny_model_path() + " --policy 'full\nfull'"), "'full\\nfull'");
   expect_input_error(run("-m " + test::tiny_model_path() + " --policy full --kv f32"), "--kv and --policy");
 }
 
