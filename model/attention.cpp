@@ -164,7 +164,7 @@ void decode(const attn::Kernels& K, const AttentionShape& s, int layer, const fl
       a.scores_stride = head.n;
     }
     float* w = thread_work(sc, thread);
-    const attn::DecodeWork work{w, w + G * hd};
+    const attn::DecodeWork work{w, w + G * hd, w + G * hd + G * attn::kKeyTile};
     float* part = sc.partials.data() + u * slot;
     K.decode_block(a, work, part + G * hd, part + G * hd + G, part);
   });
@@ -404,7 +404,8 @@ void attend(const AttentionShape& s, int layer, const float* q, std::span<const 
     head.n_pieces = static_cast<int32_t>(sc.piece_k.size()) - head.piece0;
   }
 
-  // Per-thread work buffers, sized for the largest user (a prefill unit).
+  // Per-thread work buffers, sized for the largest user (a prefill unit;
+  // a decode block needs group x (2 head_dim + kKeyTile + 1) floats).
   const size_t rows = static_cast<size_t>(kQueryTile) * G;
   const size_t work = rows * (2 * hd + kKeyTile + 2) + static_cast<size_t>(kKeyTile) * hd;
   if (sc.work.size() < static_cast<size_t>(pool.size())) sc.work.resize(pool.size());

@@ -56,6 +56,13 @@ struct Avx512 {
     const __m128i c = _mm_unpacklo_epi8(_mm_and_si128(b, m), _mm_and_si128(_mm_srli_epi16(b, 4), m));
     return _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(c));
   }
+  // 16 bytes: their low nibbles (elements d, d + 2, ...) and high nibbles.
+  static void load_u4_pair(const uint8_t* codes, int d, V& lo, V& hi) {
+    const __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i*>(codes + d / 2));
+    const __m128i m = _mm_set1_epi8(15);
+    lo = _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm_and_si128(b, m)));
+    hi = _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm_and_si128(_mm_srli_epi16(b, 4), m)));
+  }
   // 4 bytes: element d + i sits at bits 2i of the little-endian word.
   static V load_u2(const uint8_t* codes, int d) {
     int32_t w;

@@ -11,6 +11,10 @@
 //   load_bf16(const uint16_t*), load_i8(const int8_t*): W int8 as floats,
 //   load_u4(const uint8_t* codes, d): 4-bit codes [d, d + W) as floats (element
 //     2i in the low nibble of byte i),
+//   load_u4_pair(const uint8_t* codes, d, V& lo, V& hi): the 2W 4-bit codes
+//     [d, d + 2W) without interleaving them: lo = the low nibbles of bytes
+//     [d / 2, d / 2 + W) (elements d, d + 2, ...), hi = the high nibbles
+//     (elements d + 1, d + 3, ...),
 //   load_u2(const uint8_t* codes, d): 2-bit codes [d, d + W) as floats (element
 //     e in bits 2 * (e % 4) of byte e / 4),
 //   halves(const uint16_t* h, n, float* out): n f16 values as floats,
@@ -86,6 +90,58 @@ inline typename I::V load_row(const RowRef& r, int d, int hd, int group) {
   }
 }
 
+// Int4 rows read in "pair order": 2W elements [d, d + 2W) at a time as two
+// vectors, the even elements then the odd ones (load_u4_pair), which skips
+// the nibble interleave. A dot product is the same sum when the query is
+// permuted the same way (permute_pairs); a weighted V sum accumulates in pair
+// order and is put back in element order once (unpermute_pairs). Needs every
+// 2W-element span inside one parameter group: group % 2W == 0.
+template <class I>
+inline bool pair_order(KvElement e, int group) {
+  return e == KvElement::Q4 && group % (2 * I::W) == 0;
+}
+
+template <class I>
+inline void load_q4_pair(const RowRef& r, int d, int group, typename I::V& lo, typename I::V& hi) {
+  const float* mp = r.prm + 2 * (d / group);
+  const typename I::V step = I::set1(mp[1]), mn = I::set1(mp[0]);
+  I::load_u4_pair(r.row, d, lo, hi);
+  lo = I::add(I::mul(lo, step), mn);  // as load_row: multiply, then add
+  hi = I::add(I::mul(hi, step), mn);
+}
+
+// x [rows][hd] from element order to pair order (in place).
+template <class I>
+inline void permute_pairs(float* x, int rows, int hd) {
+  constexpr int W = I::W;
+  float t[2 * W];
+  for (int r = 0; r < rows; ++r)
+    for (int d = 0; d < hd; d += 2 * W) {
+      float* b = x + r * hd + d;
+      for (int i = 0; i < W; ++i) {
+        t[i] = b[2 * i];
+        t[W + i] = b[2 * i + 1];
+      }
+      std::copy(t, t + 2 * W, b);
+    }
+}
+
+// x [rows][hd] from pair order back to element order (in place).
+template <class I>
+inline void unpermute_pairs(float* x, int rows, int hd) {
+  constexpr int W = I::W;
+  float t[2 * W];
+  for (int r = 0; r < rows; ++r)
+    for (int d = 0; d < hd; d += 2 * W) {
+      float* b = x + r * hd + d;
+      for (int i = 0; i < W; ++i) {
+        t[2 * i] = b[i];
+        t[2 * i + 1] = b[W + i];
+      }
+      std::copy(t, t + 2 * W, b);
+    }
+}
+
 // Row j + ahead of r into L2 when it exists (contiguous rows: by address,
 // prefetches never fault).
 template <KvElement E>
@@ -132,8 +188,9 @@ constexpr int keys_per_pass() {
   return 1;
 }
 
-// out[g * stride + kb] = qs[g] . k_{j + kb} for g < GC, kb < KB.
-template <class I, KvElement KE, int GC, int KB>
+// out[g * stride + kb] = qs[g] . k_{j + kb} for g < GC, kb < KB. kPairs:
+// int4 keys read in pair order against a query in pair order.
+template <class I, KvElement KE, int GC, int KB, bool kPairs = false>
 inline void dot_keys(const float* qs, int hd, const Rows& k, int32_t j, float* out, int64_t stride) {
   using V = typename I::V;
   V acc[GC][KB];
@@ -145,12 +202,23 @@ inline void dot_keys(const float* qs, int hd, const Rows& k, int32_t j, float* o
     rows[kb] = prepare_row<I, KE>(k.row(j + kb), hd, k.group, params_of(k, j + kb), prm[std::min(kb, int(std::size(prm)) - 1)]);
   // Rows one key tile ahead are on their way while these are computed.
   for (int kb = 0; kb < KB; ++kb) prefetch_row<KE>(k, j + kb, kKeyTile, hd);
-  for (int d = 0; d < hd; d += I::W) {
-    V kv[KB];
-    for (int kb = 0; kb < KB; ++kb) kv[kb] = load_row<I, KE>(rows[kb], d, hd, k.group);
-    for (int g = 0; g < GC; ++g) {
-      const V qv = I::load(qs + g * hd + d);
-      for (int kb = 0; kb < KB; ++kb) acc[g][kb] = I::fmadd(qv, kv[kb], acc[g][kb]);
+  if constexpr (kPairs) {
+    for (int d = 0; d < hd; d += 2 * I::W) {
+      V lo[KB], hi[KB];
+      for (int kb = 0; kb < KB; ++kb) load_q4_pair<I>(rows[kb], d, k.group, lo[kb], hi[kb]);
+      for (int g = 0; g < GC; ++g) {
+        const V ql = I::load(qs + g * hd + d), qh = I::load(qs + g * hd + d + I::W);
+        for (int kb = 0; kb < KB; ++kb) acc[g][kb] = I::fmadd(qh, hi[kb], I::fmadd(ql, lo[kb], acc[g][kb]));
+      }
+    }
+  } else {
+    for (int d = 0; d < hd; d += I::W) {
+      V kv[KB];
+      for (int kb = 0; kb < KB; ++kb) kv[kb] = load_row<I, KE>(rows[kb], d, hd, k.group);
+      for (int g = 0; g < GC; ++g) {
+        const V qv = I::load(qs + g * hd + d);
+        for (int kb = 0; kb < KB; ++kb) acc[g][kb] = I::fmadd(qv, kv[kb], acc[g][kb]);
+      }
     }
   }
   for (int g = 0; g < GC; ++g) {
@@ -168,29 +236,114 @@ inline void dot_keys(const float* qs, int hd, const Rows& k, int32_t j, float* o
   }
 }
 
-template <class I, KvElement KE, int GC>
+template <class I, KvElement KE, int GC, bool kPairs>
 void dot_range(const float* qs, int hd, const Rows& k, int32_t begin, int32_t end, float* out,
                int64_t stride) {
   constexpr int KB = keys_per_pass<I, GC>();
   int32_t j = begin;
-  for (; j + KB <= end; j += KB) dot_keys<I, KE, GC, KB>(qs, hd, k, j, out + (j - begin), stride);
-  for (; j < end; ++j) dot_keys<I, KE, GC, 1>(qs, hd, k, j, out + (j - begin), stride);
+  for (; j + KB <= end; j += KB) dot_keys<I, KE, GC, KB, kPairs>(qs, hd, k, j, out + (j - begin), stride);
+  for (; j < end; ++j) dot_keys<I, KE, GC, 1, kPairs>(qs, hd, k, j, out + (j - begin), stride);
 }
 
 // Scores of `group` heads: heads go in passes of up to 4, each pass reading
 // every K row once for all of its heads (GQA: one load, several queries).
-template <class I, KvElement KE>
+// kPairs: int4 keys in pair order, qs already permuted (permute_pairs).
+template <class I, KvElement KE, bool kPairs = false>
 void dot_heads(const float* qs, int group, int hd, const Rows& k, int32_t begin, int32_t end,
                float* out, int64_t stride) {
   for (int g0 = 0; g0 < group; g0 += 4) {
     const float* q = qs + g0 * hd;
     float* o = out + g0 * stride;
     switch (std::min(4, group - g0)) {
-      case 1: dot_range<I, KE, 1>(q, hd, k, begin, end, o, stride); break;
-      case 2: dot_range<I, KE, 2>(q, hd, k, begin, end, o, stride); break;
-      case 3: dot_range<I, KE, 3>(q, hd, k, begin, end, o, stride); break;
-      default: dot_range<I, KE, 4>(q, hd, k, begin, end, o, stride); break;
+      case 1: dot_range<I, KE, 1, kPairs>(q, hd, k, begin, end, o, stride); break;
+      case 2: dot_range<I, KE, 2, kPairs>(q, hd, k, begin, end, o, stride); break;
+      case 3: dot_range<I, KE, 3, kPairs>(q, hd, k, begin, end, o, stride); break;
+      default: dot_range<I, KE, 4, kPairs>(q, hd, k, begin, end, o, stride); break;
     }
+  }
+}
+
+// KIVI keys (K2): a block of tokens shares per-channel (min, step), so
+// q . (min + code * step) = (q * step) . code + q . min. A block's query is
+// multiplied by its steps once (qk [group][hd], qmin [group]); each key then
+// costs one dot product with its codes.
+template <class I>
+void k2_block_query(const float* qs, int group, int hd, const uint16_t* kp, float* qk, float* qmin) {
+  using V = typename I::V;
+  for (int g = 0; g < group; ++g) {
+    V m = I::zero();
+    for (int d = 0; d < hd; d += I::W) {
+      const V q = I::load(qs + g * hd + d);
+      I::store(qk + g * hd + d, I::mul(q, I::load_f16(kp + hd + d)));
+      m = I::fmadd(q, I::load_f16(kp + d), m);
+    }
+    qmin[g] = I::hsum(m);
+  }
+}
+
+// out[g * stride + kb] = qk[g] . codes_{j + kb} + qmin[g] for g < GC, kb < KB.
+template <class I, int GC, int KB>
+inline void dot_k2_keys(const float* qk, const float* qmin, int hd, const Rows& k, int32_t j, float* out,
+                        int64_t stride) {
+  using V = typename I::V;
+  V acc[GC][KB];
+  for (int g = 0; g < GC; ++g)
+    for (int kb = 0; kb < KB; ++kb) acc[g][kb] = I::zero();
+  const uint8_t* rows[KB];
+  for (int kb = 0; kb < KB; ++kb) rows[kb] = k.row(j + kb);
+  for (int kb = 0; kb < KB; ++kb) prefetch_row<KvElement::K2>(k, j + kb, kKeyTile, hd);
+  for (int d = 0; d < hd; d += I::W) {
+    V c[KB];
+    for (int kb = 0; kb < KB; ++kb) c[kb] = I::load_u2(rows[kb], d);
+    for (int g = 0; g < GC; ++g) {
+      const V qv = I::load(qk + g * hd + d);
+      for (int kb = 0; kb < KB; ++kb) acc[g][kb] = I::fmadd(qv, c[kb], acc[g][kb]);
+    }
+  }
+  for (int g = 0; g < GC; ++g) {
+    float s4[4];
+    V a4[4];
+    for (int kb = 0; kb < 4; ++kb) a4[kb] = kb < KB ? acc[g][kb] : I::zero();
+    I::hsum4(a4, s4);
+    for (int kb = 0; kb < KB; ++kb) out[g * stride + kb] = s4[kb] + qmin[g];
+  }
+}
+
+template <class I, int GC>
+void dot_k2_range(const float* qk, const float* qmin, int hd, const Rows& k, int32_t begin, int32_t end,
+                  float* out, int64_t stride) {
+  constexpr int KB = keys_per_pass<I, GC>();
+  int32_t j = begin;
+  for (; j + KB <= end; j += KB) dot_k2_keys<I, GC, KB>(qk, qmin, hd, k, j, out + (j - begin), stride);
+  for (; j < end; ++j) dot_k2_keys<I, GC, 1>(qk, qmin, hd, k, j, out + (j - begin), stride);
+}
+
+// Scores of `group` heads over K2 keys [begin, end): runs of keys that share
+// a block (one params pointer) each use that block's query; *cached is the
+// block qk / qmin hold (kept across calls of one decode block).
+template <class I>
+void dot_k2_heads(const float* qs, int group, int hd, const Rows& k, int32_t begin, int32_t end, float* out,
+                  int64_t stride, float* qk, float* qmin, const uint16_t** cached) {
+  for (int32_t j = begin; j < end;) {
+    const uint16_t* kp = params_of(k, j);
+    int32_t e = j + 1;
+    while (e < end && params_of(k, e) == kp) ++e;
+    if (kp != *cached) {
+      k2_block_query<I>(qs, group, hd, kp, qk, qmin);
+      *cached = kp;
+    }
+    for (int g0 = 0; g0 < group; g0 += 4) {
+      const float* q = qk + g0 * hd;
+      const float* qm = qmin + g0;
+      float* o = out + g0 * stride + (j - begin);
+      switch (std::min(4, group - g0)) {
+        case 1: dot_k2_range<I, 1>(q, qm, hd, k, j, e, o, stride); break;
+        case 2: dot_k2_range<I, 2>(q, qm, hd, k, j, e, o, stride); break;
+        case 3: dot_k2_range<I, 3>(q, qm, hd, k, j, e, o, stride); break;
+        default: dot_k2_range<I, 4>(q, qm, hd, k, j, e, o, stride); break;
+      }
+    }
+    j = e;
   }
 }
 
@@ -209,7 +362,8 @@ constexpr int d_vectors_per_pass() {
   return 1;
 }
 
-template <class I, KvElement VE, int RB, int DC, bool kPrefetch>
+// kPairs: int4 rows in pair order, acc in pair order too (DC even).
+template <class I, KvElement VE, int RB, int DC, bool kPrefetch, bool kPairs = false>
 inline void pv_block(const float* p, const Rows& v, int32_t begin, int32_t nk, int hd, int d,
                      float* acc) {
   using V = typename I::V;
@@ -222,7 +376,12 @@ inline void pv_block(const float* p, const Rows& v, int32_t begin, int32_t nk, i
     if (kPrefetch && d == 0)  // the first pass over these rows fetches the next tile's
       prefetch_row<VE>(v, begin + j, kKeyTile, hd);
     V vv[DC];
-    for (int c = 0; c < DC; ++c) vv[c] = load_row<I, VE>(row, d + c * I::W, hd, v.group);
+    if constexpr (kPairs) {
+      static_assert(DC % 2 == 0);
+      for (int c = 0; c < DC; c += 2) load_q4_pair<I>(row, d + c * I::W, v.group, vv[c], vv[c + 1]);
+    } else {
+      for (int c = 0; c < DC; ++c) vv[c] = load_row<I, VE>(row, d + c * I::W, hd, v.group);
+    }
     for (int r = 0; r < RB; ++r) {
       const V w = I::set1(p[r * kKeyTile + j]);
       for (int c = 0; c < DC; ++c) a[r][c] = I::fmadd(w, vv[c], a[r][c]);
@@ -232,27 +391,36 @@ inline void pv_block(const float* p, const Rows& v, int32_t begin, int32_t nk, i
     for (int c = 0; c < DC; ++c) I::store(acc + r * hd + d + c * I::W, a[r][c]);
 }
 
-template <class I, KvElement VE, int RB, bool kPrefetch>
+template <class I, KvElement VE, int RB, bool kPrefetch, bool kPairs>
 void pv_rows_fixed(const float* p, const Rows& v, int32_t begin, int32_t nk, int hd, float* acc) {
-  constexpr int DC = d_vectors_per_pass<I, RB>();
-  int d = 0;
-  for (; d + DC * I::W <= hd; d += DC * I::W) pv_block<I, VE, RB, DC, kPrefetch>(p, v, begin, nk, hd, d, acc);
-  for (; d < hd; d += I::W) pv_block<I, VE, RB, 1, kPrefetch>(p, v, begin, nk, hd, d, acc);
+  if constexpr (kPairs) {  // pairs of vectors: 2W divides hd (pair_order)
+    constexpr int DC = d_vectors_per_pass<I, RB>() & ~1;
+    static_assert(DC >= 2);
+    int d = 0;
+    for (; d + DC * I::W <= hd; d += DC * I::W) pv_block<I, VE, RB, DC, kPrefetch, true>(p, v, begin, nk, hd, d, acc);
+    for (; d < hd; d += 2 * I::W) pv_block<I, VE, RB, 2, kPrefetch, true>(p, v, begin, nk, hd, d, acc);
+  } else {
+    constexpr int DC = d_vectors_per_pass<I, RB>();
+    int d = 0;
+    for (; d + DC * I::W <= hd; d += DC * I::W) pv_block<I, VE, RB, DC, kPrefetch>(p, v, begin, nk, hd, d, acc);
+    for (; d < hd; d += I::W) pv_block<I, VE, RB, 1, kPrefetch>(p, v, begin, nk, hd, d, acc);
+  }
 }
 
 // All rows in passes of up to 4 (rows are the heads of a group in decode,
 // query x head pairs in prefill). kPrefetch: stream the next key tile's V
-// rows in (decode, where V comes from memory once).
-template <class I, KvElement VE, bool kPrefetch = false>
+// rows in (decode, where V comes from memory once). kPairs: int4 rows and acc
+// in pair order.
+template <class I, KvElement VE, bool kPrefetch = false, bool kPairs = false>
 void pv_rows(const float* p, int rows, const Rows& v, int32_t begin, int32_t nk, int hd, float* acc) {
   for (int r0 = 0; r0 < rows; r0 += 4) {
     const float* pr = p + r0 * kKeyTile;
     float* ar = acc + r0 * hd;
     switch (std::min(4, rows - r0)) {
-      case 1: pv_rows_fixed<I, VE, 1, kPrefetch>(pr, v, begin, nk, hd, ar); break;
-      case 2: pv_rows_fixed<I, VE, 2, kPrefetch>(pr, v, begin, nk, hd, ar); break;
-      case 3: pv_rows_fixed<I, VE, 3, kPrefetch>(pr, v, begin, nk, hd, ar); break;
-      default: pv_rows_fixed<I, VE, 4, kPrefetch>(pr, v, begin, nk, hd, ar); break;
+      case 1: pv_rows_fixed<I, VE, 1, kPrefetch, kPairs>(pr, v, begin, nk, hd, ar); break;
+      case 2: pv_rows_fixed<I, VE, 2, kPrefetch, kPairs>(pr, v, begin, nk, hd, ar); break;
+      case 3: pv_rows_fixed<I, VE, 3, kPrefetch, kPairs>(pr, v, begin, nk, hd, ar); break;
+      default: pv_rows_fixed<I, VE, 4, kPrefetch, kPairs>(pr, v, begin, nk, hd, ar); break;
     }
   }
 }
@@ -296,18 +464,23 @@ void scale_rows(const float* src, int rows, int hd, float scale, float* dst) {
   for (int i = 0; i < rows * hd; i += I::W) I::store(dst + i, I::mul(I::load(src + i), sv));
 }
 
-template <class I, KvElement KE, KvElement VE>
+template <class I, KvElement KE, KvElement VE, bool kKeyPairs, bool kValuePairs>
 void decode_block_t(const DecodeBlock& a, const DecodeWork& w, float* m, float* l, float* acc) {
   const int G = a.group, hd = a.head_dim;
   scale_rows<I>(a.q, G, hd, a.scale, w.qs);
+  if constexpr (kKeyPairs) permute_pairs<I>(w.qs, G, hd);
   for (int g = 0; g < G; ++g) {
     m[g] = kNegInf;
     l[g] = 0.0f;
   }
   std::fill(acc, acc + G * hd, 0.0f);
+  const uint16_t* k2_block = nullptr;  // the K2 block w.qk holds the query of
   for (int32_t j0 = a.begin; j0 < a.end; j0 += kKeyTile) {
     const int32_t nk = std::min<int32_t>(kKeyTile, a.end - j0);
-    dot_heads<I, KE>(w.qs, G, hd, a.k, j0, j0 + nk, w.s, kKeyTile);
+    if constexpr (KE == KvElement::K2)
+      dot_k2_heads<I>(w.qs, G, hd, a.k, j0, j0 + nk, w.s, kKeyTile, w.qk, w.qk + G * hd, &k2_block);
+    else
+      dot_heads<I, KE, kKeyPairs>(w.qs, G, hd, a.k, j0, j0 + nk, w.s, kKeyTile);
     for (int32_t j = 0; j < nk; ++j)
       if (a.pos[j0 + j] > a.qpos)
         for (int g = 0; g < G; ++g) w.s[g * kKeyTile + j] = kNegInf;
@@ -316,8 +489,20 @@ void decode_block_t(const DecodeBlock& a, const DecodeWork& w, float* m, float* 
       if (a.scores) std::memcpy(a.scores + g * a.scores_stride + j0, w.s + g * kKeyTile, nk * sizeof(float));
     }
     softmax_step<I>(w.s, G, m, l, acc, hd);
-    pv_rows<I, VE, true>(w.s, G, a.v, j0, nk, hd, acc);
+    pv_rows<I, VE, true, kValuePairs>(w.s, G, a.v, j0, nk, hd, acc);
   }
+  if constexpr (kValuePairs) unpermute_pairs<I>(acc, G, hd);
+}
+
+template <class I, KvElement KE, KvElement VE>
+void decode_block_t(const DecodeBlock& a, const DecodeWork& w, float* m, float* l, float* acc) {
+  if constexpr (KE == KvElement::Q4 && VE == KvElement::Q4) {
+    // Int4 reads in pair order where the groups allow (pair_order); the
+    // scores may be recorded (a.scores): they are the same numbers.
+    if (pair_order<I>(KE, a.k.group) && pair_order<I>(VE, a.v.group))
+      return decode_block_t<I, KE, VE, true, true>(a, w, m, l, acc);
+  }
+  decode_block_t<I, KE, VE, false, false>(a, w, m, l, acc);
 }
 
 // K and V of a piece share one element type (one codec holds both), except

@@ -62,10 +62,12 @@ struct DecodeBlock {
   int64_t scores_stride = 0;
 };
 
-// Per-thread buffers of decode_block: qs [group][head_dim], s [group][kKeyTile].
+// Per-thread buffers of decode_block: qs [group][head_dim], s [group][kKeyTile],
+// qk [group][head_dim + 1] (KIVI keys: a block's query and its q . min).
 struct DecodeWork {
   float* qs = nullptr;
   float* s = nullptr;
+  float* qk = nullptr;
 };
 
 // One key tile of a KV head for prefill: rows [j0, j0 + count) of one piece,

@@ -175,6 +175,7 @@ std::vector<Layout> layouts(int n) {
       {"int8 g16", {{CodecKind::Int8, 16, Addr::Plain, n}}},
       {"int8 g8", {{CodecKind::Int8, 8, Addr::Plain, n}}},
       {"int4 g32", {{CodecKind::Int4, 32, Addr::Plain, n}}},
+      {"int4 g16", {{CodecKind::Int4, 16, Addr::Plain, n}}},  // pair order on AVX2 only
       {"int4 g64", {{CodecKind::Int4, 64, Addr::Plain, n}}},
       {"int4 g4", {{CodecKind::Int4, 4, Addr::Plain, n}}},
       {"int2 g32", {{CodecKind::Int2, 32, Addr::Plain, n}}},

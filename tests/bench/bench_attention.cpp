@@ -11,6 +11,7 @@
 
 #include "model/attention.h"
 #include "policies/full_cache.h"
+#include "policies/policy_cache.h"
 
 namespace kvbench {
 namespace {
@@ -108,6 +109,50 @@ void BM_DecodeAttention30Layers(benchmark::State& state) {
 BENCHMARK(BM_DecodeAttention30Layers)
     ->ArgNames({"keys", "f16", "threads"})
     ->ArgsProduct({{4096}, {0, 1}, {1, 2}})
+    ->UseRealTime()
+    ->Unit(benchmark::kMillisecond);
+
+// Decode attention of a whole forward step over a policy cache's storage
+// (the full policy with each storage codec, read in place): 30 layers of
+// 4096 keys, committed in steps of 512 (KIVI quantizes committed groups).
+// Args: storage (0 f32, 1 f16, 2 int8, 3 int4, 4 kivi2), threads.
+void BM_DecodeAttentionStorage30Layers(benchmark::State& state) {
+  constexpr int kLayers = 30, kKeys = 4096, kStep = 512;
+  static const char* const kSpecs[] = {"full", "full+f16", "full+int8", "full+int4", "full+kivi2"};
+  const char* spec = kSpecs[state.range(0)];
+  CacheContext cc;
+  cc.shape = {kLayers, kKvHeads, kHeads, kHeadDim};
+  cc.context_tokens = kKeys;
+  auto cache = PolicyCache::create(parse_policy_spec(spec), cc);
+  for (int b = 0; b < kKeys; b += kStep) {
+    std::vector<int32_t> pos(kStep);
+    std::iota(pos.begin(), pos.end(), b);
+    StepInfo info;
+    info.positions = pos;
+    cache->begin_step(info);
+    for (int l = 0; l < kLayers; ++l) {
+      const auto k = random_values(size_t(kStep) * kKvHeads * kHeadDim, 3 * l + b + 1);
+      const auto v = random_values(size_t(kStep) * kKvHeads * kHeadDim, 3 * l + b + 2);
+      cache->append(l, k.data(), v.data());
+    }
+    cache->end_step();
+  }
+  const auto q = random_values(kHeads * kHeadDim, 7);
+  std::vector<float> out(kHeads * kHeadDim);
+  ThreadPool pool(static_cast<int>(state.range(1)));
+  AttentionScratch scratch;
+  const int32_t qpos = kKeys;
+  for (auto _ : state) {
+    for (int l = 0; l < kLayers; ++l)
+      attend({kHeads, kKvHeads, kHeadDim}, l, q.data(), std::span(&qpos, 1), *cache, out.data(), pool, scratch);
+    benchmark::DoNotOptimize(out.data());
+  }
+  state.SetItemsProcessed(state.iterations() * int64_t{kKeys} * kLayers);
+  state.SetLabel(std::string(cpu_path_name(scratch.path)) + " " + spec);
+}
+BENCHMARK(BM_DecodeAttentionStorage30Layers)
+    ->ArgNames({"storage", "threads"})
+    ->ArgsProduct({{0, 1, 2, 3, 4}, {1, 2}})
     ->UseRealTime()
     ->Unit(benchmark::kMillisecond);
 
