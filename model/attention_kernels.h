@@ -39,7 +39,8 @@ struct Rows {
   const uint16_t* const* params = nullptr;  // K2: per-row block parameters
   int32_t n = 0;  // rows in the piece (prefetches stay inside)
   const uint8_t* row(int64_t j) const {
-    return ptrs ? ptrs[j] : data + (index ? index[j] : j) * stride;
+    const int64_t i = index ? index[j] : j;  // the index addresses pointers too
+    return ptrs ? ptrs[i] : data + i * stride;
   }
   bool contiguous() const { return !ptrs && !index; }
 };

@@ -79,10 +79,10 @@ constexpr int64_t kv_row_bytes(KvElement e, int head_dim, int group) {
 }
 
 // Rows of K (or V) in the cache's own storage. Row j (j < the piece's count)
-// starts at
-//   ptrs[j]                      when ptrs is set (rows scattered, e.g. pages),
-//   data + index[j] * row_stride when index is set (some rows of an array),
-//   data + j * row_stride        otherwise.
+// is row i = index[j] when index is set (some rows of an array), else i = j,
+// and row i starts at
+//   ptrs[i]                      when ptrs is set (rows scattered, e.g. pages),
+//   data + i * row_stride        otherwise.
 struct KvRawRows {
   KvElement type = KvElement::F32;
   const void* data = nullptr;

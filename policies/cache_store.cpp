@@ -189,16 +189,37 @@ const KvHeadView& CacheStore::view_for(int seq, int layer, int kv_head) {
     v.pos_ = nullptr;  // concatenated if asked (positions())
   }
   // The pieces attention reads in place: each segment's rows, through the
-  // visible indices when the sequence does not hold every entry.
-  // (A segment cut into several pieces, KIVI, is read in place only when the
-  // sequence holds every entry.)
+  // visible indices when the sequence does not hold every entry. A segment
+  // cut into several pieces (KIVI) gives each piece the visible indices
+  // inside its rows, relative to its first row; pieces left empty are dropped.
   int n = 0;
   for (int p = 0; p < v.n_pieces_; ++p) {
     const auto& pc = v.pieces_[p];
     const int got = pc.seg->pieces_in_place(v.kv_pieces_.data() + n);
-    if (got == 0 || (pc.idx && got > 1)) {
+    if (got == 0) {
       n = 0;
       break;
+    }
+    if (pc.idx && got > 1) {
+      auto& rel = hs.visible_in_piece[pc.slot];
+      rel.resize(pc.count);
+      int32_t a = 0;  // pc.idx ascends: entries before a lie in earlier pieces
+      int kept = n;
+      for (int i = n; i < n + got; ++i) {
+        KvPiece kp = v.kv_pieces_[i];
+        const int32_t lo = kp.offset, hi = kp.offset + kp.count;
+        int32_t b = a;
+        for (; b < pc.count && pc.idx[b] < hi; ++b) rel[b] = pc.idx[b] - lo;
+        if (b == a) continue;
+        kp.k.index = kp.v.index = rel.data() + a;
+        kp.count = b - a;
+        kp.pos = nullptr;  // scattered: positions() gathers them
+        kp.offset = pc.offset + a;
+        v.kv_pieces_[kept++] = kp;
+        a = b;
+      }
+      n = kept;
+      continue;
     }
     for (int i = n; i < n + got; ++i) {
       KvPiece& kp = v.kv_pieces_[i];

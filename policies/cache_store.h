@@ -225,6 +225,8 @@ class CacheStore {
     std::array<std::unique_ptr<Segment>, kSlots> segs;
     StoreView view;
     std::array<std::vector<int32_t>, kSlots> visible;
+    // visible[slot] split by a segment's pieces, relative to each piece's first row
+    std::array<std::vector<int32_t>, kSlots> visible_in_piece;
   };
   HeadState& head(int layer, int kv_head) { return heads_[layer * shape().n_kv_heads + kv_head]; }
   const HeadState& head(int layer, int kv_head) const {
