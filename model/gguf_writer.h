@@ -1,7 +1,8 @@
 // GGUF writer (version 3): metadata of all 13 value types and tensors with
-// alignment padding. Used to write the project's tiny test models and fuzz
-// seeds. The file is written to a temporary file and renamed
-// (model/atomic_file.h), so a reader never sees a half-written file.
+// alignment padding. Used to write the project's tiny test models, the
+// random-weight real-shape models and fuzz seeds. The file is written to a
+// temporary file and renamed (model/atomic_file.h), so a reader never sees a
+// half-written file.
 #pragma once
 
 #include <cstdint>
