@@ -1,7 +1,7 @@
 // Random-weight models of real shapes (model/shaped_model.*): the named
 // shapes' tensor lists and sizes computed without writing a byte, the random
-// quantized blocks they are made of, and a small shape written by the same
-// code that loads and runs the forward pass.
+// quantized blocks they are made of, a small shape written by the same code
+// that loads and runs the forward pass, and the tiny-model command's --shape.
 // (The streaming writer and the tiny model's unchanged bytes: test_gguf.cpp.)
 // The named shapes' files are GBs: they are checked by hand against
 // llama-bench (docs/PERFORMANCE.md), never here.
@@ -26,6 +26,7 @@
 #include "model/shaped_model.h"
 #include "model/tiny_model.h"
 #include "policies/full_cache.h"
+#include "tests/support/cli_run.h"
 #include "tests/support/reference_llama.h"
 
 namespace kvbench {
@@ -343,6 +344,32 @@ TEST_P(ShapedModelFile, SmallShapeLoadsRunsAndMatchesTheReference) {
 INSTANTIATE_TEST_SUITE_P(Types, ShapedModelFile,
                          ::testing::Values(GgmlType::Q4_0, GgmlType::Q8_0, GgmlType::Q4_K),
                          [](const auto& info) { return std::string(type_name(info.param)); });
+
+// ---- the command line ----------------------------------------------------
+
+TEST(TinyModelCli, BadShapeOrTypeIsOneLineErrorAndWritesNothing) {
+  const std::string out = temp_path("cli");
+  test::expect_input_error(test::run_kvbench("tiny-model -o " + out + " --shape llama4"),
+                           "unknown --shape 'llama4' (known: tiny, llama3.2-1b, llama3-8b)");
+  test::expect_input_error(test::run_kvbench("tiny-model -o " + out + " --shape llama3-8b --type q5_k"),
+                           "unknown --type 'q5_k' (known: q4_0, q8_0, q4_k)");
+  test::expect_input_error(test::run_kvbench("tiny-model -o " + out + " --type q8_0"),
+                           "--type applies to the real shapes");
+  test::expect_input_error(test::run_kvbench("tiny-model -o " + out + " --shape llama3.2-1b --vocab bpe"),
+                           "--vocab and --untied apply to --shape tiny only");
+  test::expect_input_error(test::run_kvbench("tiny-model -o " + out + " --shape llama3.2-1b --untied"),
+                           "--vocab and --untied apply to --shape tiny only");
+  EXPECT_FALSE(std::filesystem::exists(out));
+  const auto help = test::run_kvbench("tiny-model --help");
+  EXPECT_EQ(help.code, 0);
+  EXPECT_NE(help.out.find("--shape llama3.2-1b|llama3-8b [--type q4_0|q8_0|q4_k]"), std::string::npos)
+      << help.out;
+  // The default is still the tiny model, byte for byte.
+  const auto r = test::run_kvbench("tiny-model -o " + out);
+  EXPECT_EQ(r.code, 0);
+  EXPECT_EQ(read_bytes(out), make_tiny_model({}));
+  std::filesystem::remove(out);
+}
 
 }  // namespace
 }  // namespace kvbench
