@@ -22,7 +22,7 @@ const std::vector<Command>& commands() {
       {"tokenize", "token ids of a text, one line", cmd_tokenize},
       {"logits", "next-token logits of a prompt (top K)", cmd_logits},
       {"perplexity", "perplexity of a text file", cmd_perplexity},
-      {"tiny-model", "write the project's tiny random-weight test model", cmd_tiny_model},
+      {"tiny-model", "write a random-weight model: the tests' tiny one, or a real shape (--shape)", cmd_tiny_model},
       {"bench", "throughput like llama-bench: pp, tg, depth, threads, KV precision", cmd_bench},
       {"policies", "cache policies: every name, parameter, default; check a spec", cmd_policies},
       {"dataset", "task instances: generate, show, calibrate (full-cache accuracy)", cmd_dataset},

@@ -188,6 +188,12 @@ void GgufWriter::set_i32_array(std::string key, const std::vector<int32_t>& v) {
   set(std::move(key), array_of(GgufType::I32, v));
 }
 
+void GgufWriter::check_new_tensor(const std::string& name) const {
+  for (const Tensor& t : tensors_) {
+    if (t.name == name) throw std::invalid_argument("GgufWriter: duplicate tensor '" + name + "'");
+  }
+}
+
 void GgufWriter::add_tensor(std::string name, GgmlType type, std::vector<int64_t> ne, const void* data,
                             size_t bytes) {
   const size_t expected = tensor_bytes(name, type, ne);
@@ -195,11 +201,17 @@ void GgufWriter::add_tensor(std::string name, GgmlType type, std::vector<int64_t
     throw std::invalid_argument("GgufWriter: tensor '" + name + "': got " + std::to_string(bytes) +
                                 " bytes, shape needs " + std::to_string(expected));
   }
-  for (const Tensor& t : tensors_) {
-    if (t.name == name) throw std::invalid_argument("GgufWriter: duplicate tensor '" + name + "'");
-  }
+  check_new_tensor(name);
   const auto* p = static_cast<const uint8_t*>(data);
-  tensors_.push_back(Tensor{std::move(name), type, std::move(ne), std::vector<uint8_t>(p, p + bytes)});
+  tensors_.push_back(
+      Tensor{std::move(name), type, std::move(ne), bytes, std::vector<uint8_t>(p, p + bytes), {}});
+}
+
+void GgufWriter::add_tensor_rows(std::string name, GgmlType type, std::vector<int64_t> ne, RowFill fill) {
+  const size_t bytes = tensor_bytes(name, type, ne);
+  if (!fill) throw std::invalid_argument("GgufWriter: tensor '" + name + "': no fill function");
+  check_new_tensor(name);
+  tensors_.push_back(Tensor{std::move(name), type, std::move(ne), bytes, {}, std::move(fill)});
 }
 
 void GgufWriter::add_tensor_f32(std::string name, GgmlType type, std::vector<int64_t> ne,
@@ -228,38 +240,62 @@ void GgufWriter::set_alignment(uint32_t alignment) {
   set_u32("general.alignment", alignment);  // also updates alignment_
 }
 
-std::vector<uint8_t> GgufWriter::to_bytes() const {
-  std::vector<uint8_t> bytes;
-  ByteSink out(bytes);
-  out.bytes("GGUF", 4);
-  out.u32(kVersion);
-  out.u64(tensors_.size());
-  out.u64(kv_.size());
+void GgufWriter::emit(const std::function<void(const uint8_t*, size_t)>& out) const {
+  std::vector<uint8_t> header;
+  ByteSink h(header);
+  h.bytes("GGUF", 4);
+  h.u32(kVersion);
+  h.u64(tensors_.size());
+  h.u64(kv_.size());
   for (const auto& [key, value] : kv_) {
-    out.string(key);
-    out.u32(static_cast<uint32_t>(value.type));
-    encode_payload(out, key, value);
+    h.string(key);
+    h.u32(static_cast<uint32_t>(value.type));
+    encode_payload(h, key, value);
   }
+  const auto padding = [&](uint64_t n) { return (alignment_ - n % alignment_) % alignment_; };
   uint64_t offset = 0;  // each tensor starts at a multiple of the alignment
   for (const Tensor& t : tensors_) {
-    out.string(t.name);
-    out.u32(static_cast<uint32_t>(t.ne.size()));
-    for (int64_t n : t.ne) out.u64(static_cast<uint64_t>(n));
-    out.u32(static_cast<uint32_t>(t.type));
-    out.u64(offset);
-    offset = (offset + t.data.size() + alignment_ - 1) / alignment_ * alignment_;
+    h.string(t.name);
+    h.u32(static_cast<uint32_t>(t.ne.size()));
+    for (int64_t n : t.ne) h.u64(static_cast<uint64_t>(n));
+    h.u32(static_cast<uint32_t>(t.type));
+    h.u64(offset);
+    offset += t.bytes + padding(t.bytes);
   }
-  out.pad_to(alignment_);
+  h.pad_to(alignment_);
+  out(header.data(), header.size());
+
+  const std::vector<uint8_t> zeros(alignment_, 0);
+  std::vector<uint8_t> chunk;
   for (const Tensor& t : tensors_) {
-    out.bytes(t.data.data(), t.data.size());
-    out.pad_to(alignment_);  // data_offset is aligned, so this aligns the next offset
+    if (!t.fill) {
+      out(t.data.data(), t.data.size());
+    } else {
+      const size_t row = row_bytes(t.type, t.ne[0]);
+      const int64_t rows = static_cast<int64_t>(t.bytes / row);
+      const int64_t per_chunk = std::max<int64_t>(1, static_cast<int64_t>(kFillChunkBytes / row));
+      chunk.resize(static_cast<size_t>(std::min(rows, per_chunk)) * row);
+      for (int64_t r = 0; r < rows; r += per_chunk) {
+        const int64_t n = std::min(per_chunk, rows - r);
+        t.fill(chunk.data(), r, n);
+        out(chunk.data(), static_cast<size_t>(n) * row);
+      }
+    }
+    // data_offset is aligned, so this aligns the next offset
+    out(zeros.data(), static_cast<size_t>(padding(t.bytes)));
   }
+}
+
+std::vector<uint8_t> GgufWriter::to_bytes() const {
+  std::vector<uint8_t> bytes;
+  emit([&](const uint8_t* p, size_t n) { bytes.insert(bytes.end(), p, p + n); });
   return bytes;
 }
 
 void GgufWriter::write(const std::string& path) const {
-  const std::vector<uint8_t> bytes = to_bytes();
-  write_file_atomic(path, std::string_view(reinterpret_cast<const char*>(bytes.data()), bytes.size()));
+  AtomicFile file(path);
+  emit([&](const uint8_t* p, size_t n) { file.write(p, n); });
+  file.commit();
 }
 
 }  // namespace kvbench

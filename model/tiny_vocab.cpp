@@ -4,7 +4,9 @@
 // platform and build (nothing depends on hash-map iteration order).
 #include "model/tiny_vocab.h"
 
+#include <algorithm>
 #include <map>
+#include <stdexcept>
 #include <string>
 #include <tuple>
 #include <unordered_map>
@@ -240,6 +242,20 @@ constexpr const char* kZephyrTemplate =
     "{{ '<|assistant|>\\n'  + message['content'] + eos_token }}\n{% endif %}\n"
     "{% if loop.last and add_generation_prompt %}\n{{ '<|assistant|>' }}\n{% endif %}\n{% endfor %}";
 
+void write_spm_keys(GgufWriter& w, const SpmVocab& v) {
+  w.set_string("tokenizer.ggml.model", "llama");
+  w.set_string_array("tokenizer.ggml.tokens", v.tokens);
+  w.set_f32_array("tokenizer.ggml.scores", v.scores);
+  w.set_i32_array("tokenizer.ggml.token_type", v.types);
+  w.set_u32("tokenizer.ggml.bos_token_id", 1);
+  w.set_u32("tokenizer.ggml.eos_token_id", 2);
+  w.set_u32("tokenizer.ggml.unknown_token_id", 0);
+  w.set_bool("tokenizer.ggml.add_bos_token", true);
+  w.set_bool("tokenizer.ggml.add_eos_token", false);
+  w.set_bool("tokenizer.ggml.add_space_prefix", true);
+  w.set_string("tokenizer.chat_template", kZephyrTemplate);
+}
+
 }  // namespace
 
 void write_tiny_vocab(GgufWriter& w, TinyVocabKind kind) {
@@ -259,23 +275,35 @@ void write_tiny_vocab(GgufWriter& w, TinyVocabKind kind) {
     w.set_bool("tokenizer.ggml.add_space_prefix", false);
     w.set_string("tokenizer.chat_template", kChatMlTemplate);
   } else {
-    const SpmVocab& v = spm_vocab();
-    w.set_string("tokenizer.ggml.model", "llama");
-    w.set_string_array("tokenizer.ggml.tokens", v.tokens);
-    w.set_f32_array("tokenizer.ggml.scores", v.scores);
-    w.set_i32_array("tokenizer.ggml.token_type", v.types);
-    w.set_u32("tokenizer.ggml.bos_token_id", 1);
-    w.set_u32("tokenizer.ggml.eos_token_id", 2);
-    w.set_u32("tokenizer.ggml.unknown_token_id", 0);
-    w.set_bool("tokenizer.ggml.add_bos_token", true);
-    w.set_bool("tokenizer.ggml.add_eos_token", false);
-    w.set_bool("tokenizer.ggml.add_space_prefix", true);
-    w.set_string("tokenizer.chat_template", kZephyrTemplate);
+    write_spm_keys(w, spm_vocab());
   }
 }
 
 int32_t tiny_vocab_size(TinyVocabKind kind) {
   return static_cast<int32_t>(kind == TinyVocabKind::Bpe ? bpe_vocab().tokens.size() : spm_vocab().tokens.size());
+}
+
+void write_padded_spm_vocab(GgufWriter& w, int32_t n_vocab) {
+  SpmVocab v = spm_vocab();
+  if (n_vocab < static_cast<int32_t>(v.tokens.size())) {
+    throw std::invalid_argument("write_padded_spm_vocab: " + std::to_string(n_vocab) + " < the " +
+                                std::to_string(v.tokens.size()) + " tokens of the Spm vocabulary");
+  }
+  std::map<std::string, bool> seen;
+  for (const auto& t : v.tokens) seen[t] = true;
+  float score = v.scores.back();
+  for (const float s : v.scores) score = std::min(score, s);
+  const std::string marker = "\xE2\x96\x81";
+  for (int64_t i = 0; static_cast<int32_t>(v.tokens.size()) < n_vocab; ++i) {
+    std::string piece = marker + "filler" + std::to_string(i);
+    if (seen[piece]) continue;  // never with today's training text; kept unique regardless
+    seen[piece] = true;
+    score -= 1.0f;
+    v.tokens.push_back(std::move(piece));
+    v.types.push_back(1);
+    v.scores.push_back(score);
+  }
+  write_spm_keys(w, v);
 }
 
 }  // namespace kvbench

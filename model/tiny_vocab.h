@@ -20,4 +20,14 @@ void write_tiny_vocab(GgufWriter& w, TinyVocabKind kind);
 // Number of tokens write_tiny_vocab writes for `kind`.
 int32_t tiny_vocab_size(TinyVocabKind kind);
 
+// The SentencePiece-style vocabulary grown to exactly n_vocab tokens (for the
+// random-weight models of real shapes, whose vocabulary size is part of the
+// shape): the Spm vocabulary as it is (<unk> <s> </s>, the 256 byte tokens
+// <0x00>..<0xFF>, characters, merged pieces), then filler pieces: U+2581
+// (the SentencePiece space) + "filler<N>", normal tokens, unique, scored below
+// every real piece.
+// Same keys as write_tiny_vocab(w, Spm). std::invalid_argument when n_vocab
+// is smaller than tiny_vocab_size(Spm).
+void write_padded_spm_vocab(GgufWriter& w, int32_t n_vocab);
+
 }  // namespace kvbench

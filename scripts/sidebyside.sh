@@ -4,11 +4,12 @@
 # kvbench never builds llama.cpp: pass the path of a llama-bench you built
 # (docs/PERFORMANCE.md says how).
 #
-#   scripts/sidebyside.sh /path/to/llama-bench [model.gguf] [rounds] [threads] [kv types]
+#   scripts/sidebyside.sh /path/to/llama-bench [model.gguf] [rounds] [threads] [kv types] [depths]
 #
-# Each round runs pp512, tg128, pp512 @ d4096 and tg128 @ d4096 with -r 3 in
-# each tool, for each KV type of the comma-separated list (default f16,
-# llama-bench's default): f16 (kvbench --kv f16), q8_0 (llama-bench -ctk q8_0
+# Each round runs pp512 and tg128 at each depth of the comma-separated list
+# (default 0,4096; depth + 512 must fit the model's context in kvbench) with
+# -r 3 in each tool, for each KV type of the comma-separated list (default
+# f16, llama-bench's default): f16 (kvbench --kv f16), q8_0 (llama-bench -ctk q8_0
 # -ctv q8_0 -fa 1 against kvbench's full+int8: 8-bit codes, one f16 scale per
 # 32) and q4_0 (against full+int4: 4-bit codes, f16 min and step per 32;
 # q4_0 stores one f16 scale per 32). Prints both tools' per-round tokens/s,
@@ -16,11 +17,13 @@
 # kvbench / llama.cpp.
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
-llama_bench=${1:?usage: scripts/sidebyside.sh /path/to/llama-bench [model.gguf] [rounds] [threads] [kv types]}
+llama_bench=${1:?usage: scripts/sidebyside.sh /path/to/llama-bench [model.gguf] [rounds] [threads] [kv types] [depths]}
 model=${2:-$here/models/SmolLM2-135M-Instruct.Q4_1.gguf}
 rounds=${3:-5}
 threads=${4:-2}
 kv_types=${5:-f16}
+depths=${6:-0,4096}
+[[ $depths =~ ^[0-9]+(,[0-9]+)*$ ]] || { echo "error: depths '$depths': comma-separated token counts" >&2; exit 2; }
 kvbench=$here/build/kvbench
 [ -x "$llama_bench" ] || { echo "error: $llama_bench: not an executable" >&2; exit 2; }
 [ -x "$kvbench" ] || { echo "error: $kvbench: not built (run scripts/setup.sh)" >&2; exit 2; }
@@ -40,12 +43,12 @@ for ((r = 1; r <= rounds; r++)); do
     esac
     # llama-bench CSV: n_prompt, n_gen, n_depth and avg_ts by column name.
     (cd "$bench_dir" && LD_LIBRARY_PATH=$bench_dir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} \
-       "$llama_bench" -m "$model" -t "$threads" -p 512 -n 128 -d 0,4096 -r 3 "${llama_kv[@]}" -o csv 2>/dev/null) |
+       "$llama_bench" -m "$model" -t "$threads" -p 512 -n 128 -d "$depths" -r 3 "${llama_kv[@]}" -o csv 2>/dev/null) |
       python3 -c '
 import csv, sys
 for row in csv.DictReader(sys.stdin):
     print("llama", sys.argv[1], sys.argv[2], row["n_prompt"], row["n_gen"], row["n_depth"], row["avg_ts"])' "$r" "$kv" >> "$log"
-    "$kvbench" bench -m "$model" -t "$threads" -p 512 -n 128 -d 0,4096 -r 3 "${kvbench_kv[@]}" -o csv 2>/dev/null |
+    "$kvbench" bench -m "$model" -t "$threads" -p 512 -n 128 -d "$depths" -r 3 "${kvbench_kv[@]}" -o csv 2>/dev/null |
       python3 -c '
 import csv, sys
 for row in csv.DictReader(sys.stdin):

@@ -10,15 +10,18 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <limits>
 #include <random>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
+#include "harness/sha256.h"
 #include "model/error.h"
 #include "model/gguf.h"
 #include "model/gguf_writer.h"
+#include "model/tiny_model.h"
 
 namespace kvbench {
 namespace {
@@ -150,6 +153,11 @@ std::string temp_dir() {
   const char* dir = ::mkdtemp(pattern.data());
   if (dir == nullptr) throw std::runtime_error("mkdtemp failed");
   return dir;
+}
+
+Bytes read_bytes(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
 }
 
 // Every one of the 13 value types, including arrays and extreme values.
@@ -301,6 +309,93 @@ TEST(GgufRoundTrip, WriteIsAtomicAndOpenMapsTheFile) {
   w.write(path);
   EXPECT_EQ(GgufFile::open(path)->get_string("general.architecture"), "mistral");
   std::filesystem::remove_all(dir);
+}
+
+// --- streaming writes ---------------------------------------------------------
+
+TEST(GgufWriterStream, GeneratedTensorsAreFilledInRowChunksAndMatchToBytes) {
+  GgufWriter w;
+  w.set_string("general.architecture", "llama");
+  const std::vector<float> small = {1.0f, 2.0f, 3.0f};  // 12 bytes: padding follows
+  w.add_tensor_f32("small", GgmlType::F32, {3}, small);
+  // 2048 rows of 1024 f32 = 8 MiB: more than one chunk.
+  const int64_t cols = 1024, rows = 2048;
+  std::vector<std::pair<int64_t, int64_t>> calls;
+  w.add_tensor_rows("big", GgmlType::F32, {cols, rows}, [&](uint8_t* dst, int64_t first, int64_t n) {
+    calls.emplace_back(first, n);
+    for (int64_t r = 0; r < n; ++r) {
+      for (int64_t c = 0; c < cols; ++c) {
+        const float v = static_cast<float>((first + r) * cols + c);
+        std::memcpy(dst + (r * cols + c) * 4, &v, 4);
+      }
+    }
+  });
+  // Quantized rows (2 blocks of 18 bytes each): the chunk holds whole rows.
+  w.add_tensor_rows("q", GgmlType::Q4_0, {64, 3}, [](uint8_t* dst, int64_t first, int64_t n) {
+    for (int64_t i = 0; i < n * 36; ++i) dst[i] = static_cast<uint8_t>(first * 36 + i);
+  });
+  EXPECT_THROW(w.add_tensor_rows("big", GgmlType::F32, {4}, [](uint8_t*, int64_t, int64_t) {}),
+               std::invalid_argument);
+  EXPECT_THROW(w.add_tensor_rows("bad", GgmlType::Q4_0, {48}, [](uint8_t*, int64_t, int64_t) {}),
+               std::invalid_argument);  // not whole blocks
+
+  const std::string dir = temp_dir();
+  const std::string path = dir + "/stream.gguf";
+  w.write(path);
+  // The rows of "big" were produced in order, once, in chunks of at most kFillChunkBytes.
+  int64_t next = 0;
+  for (const auto& [first, n] : calls) {
+    EXPECT_EQ(first, next);
+    EXPECT_LE(static_cast<size_t>(n) * cols * 4, GgufWriter::kFillChunkBytes);
+    next = first + n;
+  }
+  EXPECT_EQ(next, rows);
+  EXPECT_GE(calls.size(), 2u);
+
+  calls.clear();
+  EXPECT_EQ(read_bytes(path), w.to_bytes());
+  EXPECT_EQ(calls.size(), (rows * cols * 4 + GgufWriter::kFillChunkBytes - 1) / GgufWriter::kFillChunkBytes);
+  const auto f = GgufFile::open(path);
+  ASSERT_EQ(f->tensors().size(), 3u);
+  const GgufTensor* q = f->find_tensor("q");
+  ASSERT_NE(q, nullptr);
+  for (size_t i = 0; i < 3 * 36; ++i) ASSERT_EQ(q->data[i], static_cast<uint8_t>(i)) << i;
+  const GgufTensor* big = f->find_tensor("big");
+  ASSERT_NE(big, nullptr);
+  EXPECT_EQ(big->offset % 32, 0u);
+  std::vector<float> got(static_cast<size_t>(cols * rows));
+  std::memcpy(got.data(), big->data, got.size() * 4);
+  for (size_t i = 0; i < got.size(); ++i) ASSERT_EQ(got[i], static_cast<float>(i)) << i;
+  std::filesystem::remove_all(dir);
+}
+
+TEST(TinyModelFile, BytesAreUnchangedAndTheStreamedFileIsTheImage) {
+  // sha256 of the files `kvbench tiny-model` wrote before the streaming
+  // writer (commit cf33727): the tests' numbers depend on these bytes.
+  struct Case {
+    TinyVocabKind vocab;
+    bool tied;
+    uint64_t seed;
+    const char* sha256;
+  };
+  const Case cases[] = {
+      {TinyVocabKind::Bpe, true, 1, "f08771979fd2c722e0b28655888ec659836377943d48c9113a2b5264af11996f"},
+      {TinyVocabKind::Spm, true, 1, "c00b82e428b3059a3a3e294cb8a1dd47f136c261ff5e0ada49c8ce39c0889e7b"},
+      {TinyVocabKind::Bpe, false, 1, "756ea67e8a15354bb4078f1b1d12cd576330602976a2f3617667d161be37a0c6"},
+      {TinyVocabKind::Spm, false, 7, "70d9fcbdf3f94ca0d5b49153ba5df15237394da6a68a7394907117b37350bb7d"},
+  };
+  for (const Case& c : cases) {
+    TinyModelOptions o;
+    o.vocab = c.vocab;
+    o.tied_output = c.tied;
+    o.seed = c.seed;
+    const std::vector<uint8_t> image = make_tiny_model(o);
+    EXPECT_EQ(sha256_hex(image.data(), image.size()), c.sha256);
+    const std::string dir = temp_dir();
+    write_tiny_model(dir + "/tiny.gguf", o);
+    EXPECT_EQ(read_bytes(dir + "/tiny.gguf"), image);
+    std::filesystem::remove_all(dir);
+  }
 }
 
 TEST(GgufRoundTrip, Version2IsAccepted) {

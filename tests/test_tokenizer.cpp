@@ -8,8 +8,10 @@
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
+#include <functional>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -189,6 +191,49 @@ TEST(Tokenizer, TinyVocabMetadata) {
   // Byte tokens <0x00>..<0xFF> are ids 3..258 and decode to their byte.
   EXPECT_EQ(spm.token_to_piece(3 + 0x41), "A");
   EXPECT_EQ(spm.token_to_piece(3 + 0xE6), std::string(1, '\xE6'));
+}
+
+TEST(Tokenizer, PaddedSpmVocabIsTheTinyOneGrownToTheExactSize) {
+  const int32_t tiny_n = tiny_vocab_size(TinyVocabKind::Spm);
+  GgufWriter w;
+  write_padded_spm_vocab(w, 128256);  // Llama 3's vocabulary size
+  const Loaded l = load(w, "padded.gguf");
+  const Tokenizer& padded = *l.tok;
+  EXPECT_EQ(padded.n_vocab(), 128256);
+  EXPECT_EQ(padded.model_name(), "llama");
+  EXPECT_EQ(padded.bos(), 1);
+  EXPECT_EQ(padded.eos(), 2);
+  // Every piece distinct (llama.cpp asserts it), the tiny pieces first and
+  // unchanged, then U+2581 "filler<N>" pieces scored below all of them.
+  const auto pieces = l.file->get_string_array("tokenizer.ggml.tokens");
+  const auto scores = l.file->get_f32_array("tokenizer.ggml.scores");
+  const auto types = l.file->get_i32_array("tokenizer.ggml.token_type");
+  ASSERT_EQ(pieces.size(), 128256u);
+  ASSERT_EQ(scores.size(), 128256u);
+  ASSERT_EQ(types.size(), 128256u);
+  EXPECT_EQ(std::set<std::string_view>(pieces.begin(), pieces.end()).size(), pieces.size());
+  EXPECT_EQ(pieces[3], "<0x00>");
+  EXPECT_EQ(pieces[258], "<0xFF>");
+  const Tokenizer& spm = tiny(TinyVocabKind::Spm);
+  for (int32_t id = 0; id < tiny_n; ++id) ASSERT_EQ(padded.token_to_piece(id, true), spm.token_to_piece(id, true));
+  EXPECT_EQ(pieces[tiny_n], "\xE2\x96\x81" "filler0");
+  EXPECT_EQ(pieces.back(), "\xE2\x96\x81" "filler" + std::to_string(128255 - tiny_n));
+  const float lowest_tiny = *std::min_element(scores.begin(), scores.begin() + tiny_n);
+  EXPECT_LT(scores[tiny_n], lowest_tiny);
+  EXPECT_TRUE(std::is_sorted(scores.begin() + tiny_n, scores.end(), std::greater<float>()));
+  EXPECT_TRUE(std::all_of(types.begin() + tiny_n, types.end(), [](int32_t t) { return t == 1; }));
+  // Text encodes as with the tiny vocabulary, and decodes back.
+  const std::string text = "The quick brown fox\n\tjumps over 12 lazy dogs. \xE6\x97\xA5";
+  EXPECT_EQ(padded.encode(text, true, false), spm.encode(text, true, false));
+  EXPECT_EQ(padded.decode(padded.encode(text, false, false)), text);
+
+  // At exactly the tiny size it is the tiny vocabulary; below, an error.
+  GgufWriter same, tiny_w;
+  write_padded_spm_vocab(same, tiny_n);
+  write_tiny_vocab(tiny_w, TinyVocabKind::Spm);
+  EXPECT_EQ(same.to_bytes(), tiny_w.to_bytes());
+  GgufWriter small;
+  EXPECT_THROW(write_padded_spm_vocab(small, tiny_n - 1), std::invalid_argument);
 }
 
 TEST(Tokenizer, AddBosFollowsTheVocabulary) {
