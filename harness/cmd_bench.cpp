@@ -456,10 +456,12 @@ int cmd_bench(const Args& args) {
           if (t.n_prompt > 0) r.flops_per_token = prefill_flops_per_token(*model, depth + (t.n_prompt - 1) / 2.0);
           const std::vector<int32_t> ids = bench_tokens(tok, t.n_prompt + t.n_gen, 2);
           std::vector<float> logits(model->config().n_vocab);
-          uint64_t hot_first = 0, hot_last = 0;  // a policy's hot K/V bytes at its first / last step
+          // A policy's bytes read per step at its first / last step: hot K/V
+          // and scales, and the cold pages' bounds restore ranks them by.
+          double hot_first = 0, hot_last = 0;
           auto hot = [](const PolicyCache& c) {
             const MemoryReport m = c.memory();
-            return m.hot.kv + m.hot.scales;
+            return static_cast<double>(m.hot.kv + m.hot.scales) + c.restore_bytes_per_step();
           };
           // One run of the test (n_steps decode steps for tg); returns seconds.
           // measure: record a policy's hot bytes at the first and last step

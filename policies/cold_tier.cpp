@@ -218,6 +218,12 @@ void ColdTier::clear() {
   }
 }
 
+uint64_t ColdTier::bound_bytes() const {
+  uint64_t pages = 0;
+  for (const auto& h : heads_) pages += h.pages.size();
+  return pages * 2 * sizeof(float) * static_cast<uint64_t>(codec_.dim());
+}
+
 void ColdTier::tally(MemoryReport& r, int n_kv_heads) const {
   for (int h = 0; h < n_heads(); ++h) {
     MemoryTally t(r, h / n_kv_heads, /*cold=*/true);

@@ -77,6 +77,9 @@ class ColdTier {
   ColdHead& head(int h) { return heads_[h]; }
   const ColdHead& head(int h) const { return heads_[h]; }
   int n_heads() const { return static_cast<int>(heads_.size()); }
+  // Bytes of every page's key bounds (kmin, kmax): what a restore reads to
+  // rank the pages for a query.
+  uint64_t bound_bytes() const;
 
   // Moves an encoded entry into head h's open page (a new page when full).
   void put(int h, const uint8_t* k, const uint8_t* v, int32_t pos, int32_t src, uint64_t seqs);

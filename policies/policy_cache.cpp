@@ -479,6 +479,11 @@ MemoryReport PolicyCache::memory() const {
   return r;
 }
 
+double PolicyCache::restore_bytes_per_step() const {
+  const ColdTier* cold = store_->cold();
+  return cold ? static_cast<double>(cold->bound_bytes()) / restore_every_ : 0.0;
+}
+
 bool PolicyCache::holds(int layer, int kv_head, int64_t source_index) const {
   return store_->holds(layer, kv_head, source_index);
 }

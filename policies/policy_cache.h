@@ -73,6 +73,9 @@ class PolicyCache final : public KvCache {
   void pause_eviction(bool paused) { eviction_paused_ = paused; }
 
   MemoryReport memory() const;
+  // Bytes restore reads per decode step to rank the cold pages (their key
+  // bounds, once every `every` steps); 0 without offload. For the roofline.
+  double restore_bytes_per_step() const;
   double policy_seconds() const { return policy_ns_ * 1e-9; }
   // Needle survival: is stream token `source_index` (0 = the first token
   // ever appended) still held, hot or cold, by this KV head?

@@ -425,6 +425,24 @@ TEST(CacheStore, TheSeedsKnobsBoundTheColdTierAndTruncateAfterEveryCall) {
   }
 }
 
+// The roofline's restore bytes: every cold page's key bounds (2 x dim
+// floats), once every `every` steps; nothing without offload.
+TEST(CacheStore, RestoreReadsEveryColdPagesBoundsPerStep) {
+  for (int every : {1, 4}) {
+    auto cache = PolicyCache::create(
+        parse_policy_spec("window:budget=4+offload:page=2,restore=2,every=" + std::to_string(every)), ctx());
+    append(*cache, 0, 0, 0, 30);
+    size_t pages = 0;
+    for (int l = 0; l < kLayers; ++l)
+      for (int h = 0; h < kKv; ++h) pages += cache->store().cold()->head(l * kKv + h).pages.size();
+    ASSERT_GT(pages, 0u);
+    EXPECT_EQ(cache->restore_bytes_per_step(), static_cast<double>(pages) * 2 * sizeof(float) * kDim / every);
+  }
+  auto plain = PolicyCache::create(parse_policy_spec("window:budget=4"), ctx());
+  append(*plain, 0, 0, 0, 30);
+  EXPECT_EQ(plain->restore_bytes_per_step(), 0.0);
+}
+
 TEST(CacheStore, MergeFoldsEvictedEntriesIntoOneWeightedMean) {
   auto cache = PolicyCache::create(parse_policy_spec("window:budget=5+merge:weight=uniform"), ctx());
   append(*cache, 0, 0, 0, 12);
