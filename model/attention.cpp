@@ -95,8 +95,35 @@ void softmax_row(const attn::Kernels& K, float* row, int32_t n) {
   for (int32_t j = 0; j < n; ++j) row[j] *= inv;
 }
 
+// In place: row[j] = exp2(row[j] - max) (masked -inf -> 0); returns the
+// factor that normalises the row (1 / sum, or 0 when every key is masked).
+float exp_row(const attn::Kernels& K, float* row, int32_t n) {
+  const float mx = K.row_max(row, n);
+  if (mx == kNegInf) {
+    std::fill(row, row + n, 0.0f);
+    return 0.0f;
+  }
+  return 1.0f / K.exp2_shift(row, n, mx, 1.0f);
+}
+
+// Keys [b, e) of a head's G exponentiated rows (probs [G][n]): each row
+// multiplied by its factor (the same numbers softmax_row gives), and sum[j]
+// = their sum over the G rows in row order.
+void normalise_and_sum(float* probs, int G, int32_t n, const float* scale, int32_t b, int32_t e, float* sum) {
+  for (int g = 0; g < G; ++g) {
+    float* row = probs + int64_t{g} * n;
+    const float f = scale[g];
+    for (int32_t j = b; j < e; ++j) row[j] *= f;
+  }
+  std::copy(probs + b, probs + e, sum + b);
+  for (int g = 1; g < G; ++g) {
+    const float* row = probs + int64_t{g} * n;
+    for (int32_t j = b; j < e; ++j) sum[j] += row[j];
+  }
+}
+
 void report(KvCache& cache, int layer, int kv_head, int32_t query_index, int32_t query_pos, int group,
-            int32_t n, const float* probs) {
+            int32_t n, const float* probs, const float* group_sum = nullptr) {
   AttentionRows rows;
   rows.layer = layer;
   rows.kv_head = kv_head;
@@ -106,6 +133,7 @@ void report(KvCache& cache, int layer, int kv_head, int32_t query_index, int32_t
   rows.n = n;
   rows.probs = probs;
   rows.head_stride = n;
+  rows.group_sum = group_sum;
   cache.observe(rows);
 }
 
@@ -197,12 +225,37 @@ void decode(const attn::Kernels& K, const AttentionShape& s, int layer, const fl
   }
 
   if (!observe) return;
-  // Scores were stored by the kernels; normalise each row, then report.
+  // Scores were stored by the kernels: exponentiate each row (parallel over
+  // rows), then normalise and sum each head's group (parallel over chunks of
+  // keys), so that the observer's serial pass reads one number per key.
+  if (sc.row_scale.size() < static_cast<size_t>(s.n_kv_heads) * G) sc.row_scale.resize(int64_t{s.n_kv_heads} * G);
+  int64_t sum_floats = 0;
+  for (int h = 0; h < s.n_kv_heads; ++h) sum_floats += sc.heads[h].n;
+  if (sc.group_sums.size() < static_cast<size_t>(sum_floats)) sc.group_sums.resize(sum_floats);
+  auto sums_of = [&](int h) {
+    int64_t off = 0;
+    for (int i = 0; i < h; ++i) off += sc.heads[i].n;
+    return sc.group_sums.data() + off;
+  };
   run_units(pool, int64_t{s.n_kv_heads} * G, [&](int64_t u, int) {
     const int h = static_cast<int>(u / G), g = static_cast<int>(u % G);
-    softmax_row(K, probs_of(h) + int64_t{g} * sc.heads[h].n, sc.heads[h].n);
+    sc.row_scale[u] = exp_row(K, probs_of(h) + int64_t{g} * sc.heads[h].n, sc.heads[h].n);
   });
-  for (int h = 0; h < s.n_kv_heads; ++h) report(cache, layer, h, 0, qpos, G, sc.heads[h].n, probs_of(h));
+  constexpr int32_t kSumChunk = 1024;
+  sc.unit_head.clear();
+  sc.unit_begin.clear();
+  for (int h = 0; h < s.n_kv_heads; ++h)
+    for (int32_t b = 0; b < sc.heads[h].n; b += kSumChunk) {
+      sc.unit_head.push_back(h);
+      sc.unit_begin.push_back(b);
+    }
+  run_units(pool, static_cast<int64_t>(sc.unit_head.size()), [&](int64_t u, int) {
+    const int h = sc.unit_head[u];
+    const int32_t n = sc.heads[h].n, b = sc.unit_begin[u], e = std::min(n, b + kSumChunk);
+    normalise_and_sum(probs_of(h), G, n, sc.row_scale.data() + int64_t{h} * G, b, e, sums_of(h));
+  });
+  for (int h = 0; h < s.n_kv_heads; ++h)
+    report(cache, layer, h, 0, qpos, G, sc.heads[h].n, probs_of(h), sums_of(h));
 }
 
 void prefill(const attn::Kernels& K, const AttentionShape& s, const float* q,

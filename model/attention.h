@@ -69,6 +69,8 @@ struct AttentionScratch {
   std::vector<attn::KeyTile> tiles;             // prefill: every head's key tiles
   std::vector<int32_t> tile_piece;              // prefill: the piece of each key tile
   std::vector<float> probs;                     // observed probability rows
+  std::vector<float> row_scale;                 // decode: 1 / sum of each observed row
+  std::vector<float> group_sums;                // decode: per head [n], probs summed over the group
 };
 
 // q:   [n_tokens][n_heads][head_dim]  (rotated)

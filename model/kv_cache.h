@@ -153,6 +153,9 @@ struct AttentionRows {
   int32_t n = 0;            // view size
   const float* probs = nullptr;
   int64_t head_stride = 0;
+  // Optional [n]: the sum over the group's heads of probs (key j's total
+  // weight), computed in parallel with them; null when not provided.
+  const float* group_sum = nullptr;
 };
 
 class KvCache {

@@ -247,12 +247,28 @@ void CacheStore::observe(const AttentionRows& rows) {
   for (int p = 0; p < v.n_pieces_; ++p) {
     const auto& pc = v.pieces_[p];
     Segment& seg = *hs.segs[pc.slot];
-    for (int32_t j = 0; j < pc.count; ++j) {
+    const int ns = seg.meta.n_stats;
+    // Key j's weight summed over the group (in head order), given or computed.
+    auto weight = [&](int32_t j) {
+      if (rows.group_sum) return rows.group_sum[pc.offset + j];
       float sum = 0.0f;
       for (int g = 0; g < rows.group; ++g) sum += rows.probs[g * rows.head_stride + pc.offset + j];
-      float* st = seg.meta.stat(pc.idx ? pc.idx[j] : j);
-      if (L.acc >= 0) st[L.acc] += sum;
-      if (L.last >= 0) st[L.last] = sum;
+      return sum;
+    };
+    if (!pc.idx) {  // the segment's entries in order: walk the stats
+      float* st = seg.meta.stat(0);
+      for (int32_t j = 0; j < pc.count; ++j, st += ns) {
+        const float w = weight(j);
+        if (L.acc >= 0) st[L.acc] += w;
+        if (L.last >= 0) st[L.last] = w;
+      }
+      continue;
+    }
+    for (int32_t j = 0; j < pc.count; ++j) {
+      const float w = weight(j);
+      float* st = seg.meta.stat(pc.idx[j]);
+      if (L.acc >= 0) st[L.acc] += w;
+      if (L.last >= 0) st[L.last] = w;
     }
   }
 }

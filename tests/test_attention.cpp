@@ -54,11 +54,21 @@ class HandCache final : public KvCache {
     rows.clear();
     for (int g = 0; g < r.group; ++g)
       rows.insert(rows.end(), r.probs + g * r.head_stride, r.probs + g * r.head_stride + r.n);
+    // A group sum, when given, is exactly the probabilities summed in head order.
+    if (r.group_sum) {
+      ++group_sums;
+      for (int32_t j = 0; j < r.n; ++j) {
+        float sum = 0.0f;
+        for (int g = 0; g < r.group; ++g) sum += r.probs[g * r.head_stride + j];
+        if (r.group_sum[j] != sum) ++group_sum_mismatches;
+      }
+    }
   }
   void end_step() override {}
 
   AttentionRequest request;
   int observed_calls = 0;
+  int group_sums = 0, group_sum_mismatches = 0;
   std::map<std::pair<int, int32_t>, std::vector<float>> observed;  // (kv_head, query) -> [group][n]
 
  private:
@@ -276,10 +286,12 @@ void expect_probabilities_match(const Case& c, int32_t last_queries) {
   run_naive(p, naive);
   for (CpuPath path : supported_paths()) {
     fast.observed.clear();
-    fast.observed_calls = 0;
+    fast.observed_calls = fast.group_sums = 0;
     run_attend(p, fast, path, 2);
     const int rows = last_queries < 0 ? c.n_tokens : std::min(c.n_tokens, last_queries);
     EXPECT_EQ(fast.observed_calls, rows * c.n_kv_heads) << describe(c, path, KvElement::F32, true);
+    if (c.n_tokens == 1) EXPECT_EQ(fast.group_sums, c.n_kv_heads) << "decode reports each head's group sum";
+    EXPECT_EQ(fast.group_sum_mismatches, 0) << describe(c, path, KvElement::F32, true);
     ASSERT_EQ(fast.observed.size(), naive.observed.size());
     for (const auto& [key, want] : naive.observed) {
       ASSERT_TRUE(fast.observed.count(key)) << "kv_head " << key.first << " query " << key.second;
@@ -302,6 +314,7 @@ TEST(Attention, ObservedProbabilitiesSumToOneAndMatchNaiveSoftmax) {
   expect_probabilities_match({20, 90, 3, 2, 64}, 4);   // prefill, the last 4 rows only
   expect_probabilities_match({1, 700, 3, 3, 64}, -1);  // decode
   expect_probabilities_match({1, 700, 3, 3, 64}, 1);
+  expect_probabilities_match({1, 2500, 3, 2, 64}, -1);  // decode, keys summed in several chunks
 }
 
 TEST(Attention, NothingIsObservedUnlessAsked) {
