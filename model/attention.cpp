@@ -123,7 +123,8 @@ void normalise_and_sum(float* probs, int G, int32_t n, const float* scale, int32
 }
 
 void report(KvCache& cache, int layer, int kv_head, int32_t query_index, int32_t query_pos, int group,
-            int32_t n, const float* probs, const float* group_sum = nullptr) {
+            int32_t n, const float* probs, const float* group_sum = nullptr, int32_t begin = 0,
+            int32_t end = -1) {
   AttentionRows rows;
   rows.layer = layer;
   rows.kv_head = kv_head;
@@ -134,6 +135,8 @@ void report(KvCache& cache, int layer, int kv_head, int32_t query_index, int32_t
   rows.probs = probs;
   rows.head_stride = n;
   rows.group_sum = group_sum;
+  rows.begin = begin;
+  rows.end = end;
   cache.observe(rows);
 }
 
@@ -249,11 +252,17 @@ void decode(const attn::Kernels& K, const AttentionShape& s, int layer, const fl
       sc.unit_head.push_back(h);
       sc.unit_begin.push_back(b);
     }
+  // A cache that observes concurrently takes each chunk on the thread that
+  // summed it (its sums still in that core's cache); others get one call per
+  // head afterwards.
+  const bool concurrent = cache.observe_concurrently();
   run_units(pool, static_cast<int64_t>(sc.unit_head.size()), [&](int64_t u, int) {
     const int h = sc.unit_head[u];
     const int32_t n = sc.heads[h].n, b = sc.unit_begin[u], e = std::min(n, b + kSumChunk);
     normalise_and_sum(probs_of(h), G, n, sc.row_scale.data() + int64_t{h} * G, b, e, sums_of(h));
+    if (concurrent) report(cache, layer, h, 0, qpos, G, n, probs_of(h), sums_of(h), b, e);
   });
+  if (concurrent) return;
   for (int h = 0; h < s.n_kv_heads; ++h)
     report(cache, layer, h, 0, qpos, G, sc.heads[h].n, probs_of(h), sums_of(h));
 }

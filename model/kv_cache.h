@@ -156,6 +156,11 @@ struct AttentionRows {
   // Optional [n]: the sum over the group's heads of probs (key j's total
   // weight), computed in parallel with them; null when not provided.
   const float* group_sum = nullptr;
+  // The keys this call reports: [begin, end) of [0, n) (end -1: n). One call
+  // per head covers them all, except for a cache that observes concurrently
+  // (KvCache::observe_concurrently), which gets disjoint ranges.
+  int32_t begin = 0, end = -1;
+  int32_t range_end() const { return end < 0 ? n : end; }
 };
 
 class KvCache {
@@ -172,6 +177,11 @@ class KvCache {
   // for layers where this says wanted.
   virtual AttentionRequest attention_request(int layer) const { return {}; }
   virtual void observe(const AttentionRows& rows) {}
+  // True: in decode, observe() may run on several threads at once, for
+  // different KV heads or disjoint key ranges of one head (group_sum always
+  // given), from inside attention's parallel region. False (the default):
+  // one call per KV head, in head order, on the calling thread.
+  virtual bool observe_concurrently() const { return false; }
   // Only if attention_request(layer).queries: q is [n_tokens][n_q_heads][head_dim]
   // (rotated at `positions`), called after append() and before view() of the layer.
   virtual void observe_queries(int layer, const float* q, std::span<const int32_t> positions) {}

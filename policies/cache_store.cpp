@@ -243,32 +243,33 @@ void CacheStore::observe(const AttentionRows& rows) {
   if (L.acc < 0 && L.last < 0) return;
   HeadState& hs = head(rows.layer, rows.kv_head);
   const StoreView& v = hs.view;
-  assert(rows.n == v.n_);
+  assert(rows.n == v.n_ && 0 <= rows.begin && rows.begin <= rows.range_end() && rows.range_end() <= rows.n);
   for (int p = 0; p < v.n_pieces_; ++p) {
     const auto& pc = v.pieces_[p];
     Segment& seg = *hs.segs[pc.slot];
-    const int ns = seg.meta.n_stats;
-    // Key j's weight summed over the group (in head order), given or computed.
-    auto weight = [&](int32_t j) {
-      if (rows.group_sum) return rows.group_sum[pc.offset + j];
-      float sum = 0.0f;
-      for (int g = 0; g < rows.group; ++g) sum += rows.probs[g * rows.head_stride + pc.offset + j];
-      return sum;
-    };
-    if (!pc.idx) {  // the segment's entries in order: walk the stats
-      float* st = seg.meta.stat(0);
-      for (int32_t j = 0; j < pc.count; ++j, st += ns) {
-        const float w = weight(j);
-        if (L.acc >= 0) st[L.acc] += w;
-        if (L.last >= 0) st[L.last] = w;
+    // The piece's entries [j0, j1) within the reported keys [begin, end).
+    const int32_t j0 = std::max(0, rows.begin - pc.offset), j1 = std::min(pc.count, rows.range_end() - pc.offset);
+    if (j0 >= j1) continue;
+    // Key j's weight summed over the group (in head order): given, or
+    // summed here into a buffer (never for concurrent calls: they give it).
+    const float* w = rows.group_sum ? rows.group_sum + pc.offset : nullptr;
+    if (!w) {
+      observe_sum_.assign(pc.count, 0.0f);
+      for (int g = 0; g < rows.group; ++g) {
+        const float* pr = rows.probs + g * rows.head_stride + pc.offset;
+        for (int32_t j = j0; j < j1; ++j) observe_sum_[j] += pr[j];
       }
-      continue;
+      w = observe_sum_.data();
     }
-    for (int32_t j = 0; j < pc.count; ++j) {
-      const float w = weight(j);
-      float* st = seg.meta.stat(pc.idx[j]);
-      if (L.acc >= 0) st[L.acc] += w;
-      if (L.last >= 0) st[L.last] = w;
+    const int ns = seg.meta.n_stats, acc = L.acc, last = L.last;
+    float* const stats = seg.meta.stat(0);
+    const int32_t* idx = pc.idx;
+    // Plain loops over locals: the stores into stats cannot be taken to
+    // change what the loop reads.
+    for (int32_t j = j0; j < j1; ++j) {
+      float* st = stats + int64_t{idx ? idx[j] : j} * ns;
+      if (acc >= 0) st[acc] += w[j];
+      if (last >= 0) st[last] = w[j];
     }
   }
 }
@@ -358,6 +359,14 @@ int32_t CacheStore::count_candidates(int seq, int layer, int kv_head) const {
   for (int slot : {kMain, kIncoming})
     if (const Segment* seg = hs.segs[slot].get())
       for (uint64_t m : seg->meta.seqs) n += (m & bit) != 0;
+  return n;
+}
+
+int32_t CacheStore::candidates_at_most(int layer, int kv_head) const {
+  const HeadState& hs = head(layer, kv_head);
+  int32_t n = 0;
+  for (int slot : {kMain, kIncoming})
+    if (const Segment* seg = hs.segs[slot].get()) n += seg->size();
   return n;
 }
 

@@ -164,6 +164,9 @@ class CacheStore {
   void gather(int seq, int layer, int kv_head, Candidates& out) const;
   // How many entries gather() would return (no copies).
   int32_t count_candidates(int seq, int layer, int kv_head) const;
+  // An upper bound of count_candidates for any sequence: the candidate
+  // segments' sizes (O(1)).
+  int32_t candidates_at_most(int layer, int kv_head) const;
   // Evicts entries for `seq`: an entry only `seq` holds is freed (into the
   // cold tier / summary when configured); a shared one loses the seq's bit.
   void evict(int seq, int layer, int kv_head, std::span<const EntryRef> refs);
@@ -247,6 +250,7 @@ class CacheStore {
   std::vector<float> inv_freq_;
   std::vector<HeadState> heads_;  // [n_layers * n_kv_heads]
   std::unique_ptr<ColdTier> cold_;
+  std::vector<float> observe_sum_;  // observe(): group sums when not given
   // The open step.
   bool in_step_ = false;
   int step_seq_ = 0;

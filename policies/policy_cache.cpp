@@ -18,14 +18,14 @@ namespace {
 // Adds the wall time of a scope to a counter (the policy's time share).
 class ScopeTimer {
  public:
-  explicit ScopeTimer(int64_t& ns) : ns_(ns), t0_(std::chrono::steady_clock::now()) {}
+  explicit ScopeTimer(std::atomic<int64_t>& ns) : ns_(ns), t0_(std::chrono::steady_clock::now()) {}
   ~ScopeTimer() {
     ns_ += std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0_)
                .count();
   }
 
  private:
-  int64_t& ns_;
+  std::atomic<int64_t>& ns_;
   std::chrono::steady_clock::time_point t0_;
 };
 
@@ -273,15 +273,20 @@ void PolicyCache::maintain_layer(int seq, int layer, bool use_scorer) {
   bool over = false;
   const int32_t lb = evict_above(layer);
   if (!mixed_) {
-    // Nothing to do while every head is within its budget: count, copy nothing.
-    int64_t n_total = 0;
-    bool any_over = false;
-    for (int h = 0; h < H; ++h) {
-      const int32_t n = store_->count_candidates(seq, layer, h);
-      n_total += n;
-      any_over = any_over || n > lb;
+    // Nothing to do while every head is within its budget: count, copy
+    // nothing; first by the segments' sizes (every sequence's entries, O(1)),
+    // then, only if those exceed it, by the sequence's own entries.
+    for (int pass = 0; pass < 2; ++pass) {
+      int64_t n_total = 0;
+      bool any_over = false;
+      for (int h = 0; h < H; ++h) {
+        const int32_t n =
+            pass == 0 ? store_->candidates_at_most(layer, h) : store_->count_candidates(seq, layer, h);
+        n_total += n;
+        any_over = any_over || n > lb;
+      }
+      if (allocator_->needs_priorities() ? n_total <= int64_t{main_budget_} * H : !any_over) return;
     }
-    if (allocator_->needs_priorities() ? n_total <= int64_t{main_budget_} * H : !any_over) return;
   }
   for (int h = 0; h < H; ++h) {
     store_->gather(seq, layer, h, cand_[h]);
@@ -540,7 +545,7 @@ std::unique_ptr<PolicyCache> PolicyCache::clone() const {
   c->ring_seq_ = ring_seq_;
   c->rings_ = rings_;
   c->importance_ = importance_;
-  c->policy_ns_ = policy_ns_;
+  c->policy_ns_ = policy_ns_.load();
   c->peak_prefill_ = peak_prefill_;
   return c;
 }

@@ -19,6 +19,7 @@
 // InputErrors. Sequence operations must not be called inside a step.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <span>
@@ -58,6 +59,8 @@ class PolicyCache final : public KvCache {
   const KvHeadView& view(int layer, int kv_head) override;
   AttentionRequest attention_request(int layer) const override;
   void observe(const AttentionRows& rows) override;
+  // The store's statistics of distinct heads / key ranges are distinct memory.
+  bool observe_concurrently() const override { return true; }
   void observe_queries(int layer, const float* q, std::span<const int32_t> positions) override;
   void end_step() override;
 
@@ -76,6 +79,8 @@ class PolicyCache final : public KvCache {
   // Bytes restore reads per decode step to rank the cold pages (their key
   // bounds, once every `every` steps); 0 without offload. For the roofline.
   double restore_bytes_per_step() const;
+  // Time spent in the policy's calls (observation in decode runs on the
+  // attention threads: their times add up).
   double policy_seconds() const { return policy_ns_ * 1e-9; }
   // Needle survival: is stream token `source_index` (0 = the first token
   // ever appended) still held, hot or cold, by this KV head?
@@ -211,7 +216,8 @@ class PolicyCache final : public KvCache {
   int ring_seq_ = -1;
   std::vector<QueryRing> rings_;                 // [n_layers]
   std::vector<std::vector<float>> importance_;   // [n_layers * n_kv_heads][source]
-  int64_t policy_ns_ = 0;
+  // Atomic: observe() may run on several threads at once (their times add up).
+  std::atomic<int64_t> policy_ns_ = 0;
   uint64_t peak_prefill_ = 0;
   void note_peak();
   // Scratch for maintenance, reused.
