@@ -158,7 +158,9 @@ struct AttentionRows {
   const float* group_sum = nullptr;
   // The keys this call reports: [begin, end) of [0, n) (end -1: n). One call
   // per head covers them all, except for a cache that observes concurrently
-  // (KvCache::observe_concurrently), which gets disjoint ranges.
+  // (KvCache::observe_concurrently), which gets disjoint ranges: then only
+  // the probs and group_sum entries of [begin, end) are final (other threads
+  // may still be writing the rest).
   int32_t begin = 0, end = -1;
   int32_t range_end() const { return end < 0 ? n : end; }
 };
