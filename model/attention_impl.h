@@ -93,8 +93,8 @@ inline typename I::V load_row(const RowRef& r, int d, int hd, int group) {
 // Int4 rows read in "pair order": 2W elements [d, d + 2W) at a time as two
 // vectors, the even elements then the odd ones (load_u4_pair), which skips
 // the nibble interleave. A dot product is the same sum when the query is
-// permuted the same way (permute_pairs); a weighted V sum accumulates in pair
-// order and is put back in element order once (unpermute_pairs). Needs every
+// permuted the same way (reorder_pairs); a weighted V sum accumulates in pair
+// order and is put back in element order once (reorder_pairs too). Needs every
 // 2W-element span inside one parameter group: group % 2W == 0.
 template <class I>
 inline bool pair_order(KvElement e, int group) {
@@ -110,34 +110,21 @@ inline void load_q4_pair(const RowRef& r, int d, int group, typename I::V& lo, t
   hi = I::add(I::mul(hi, step), mn);
 }
 
-// x [rows][hd] from element order to pair order (in place).
-template <class I>
-inline void permute_pairs(float* x, int rows, int hd) {
+// x [rows][hd] reordered in place between element order and pair order:
+// kToPairs, element -> pair order (a query); else pair -> element order (a
+// V sum). Element 2i + odd of each 2W span sits at odd * W + i in pair order.
+template <class I, bool kToPairs>
+inline void reorder_pairs(float* x, int rows, int hd) {
   constexpr int W = I::W;
   float t[2 * W];
   for (int r = 0; r < rows; ++r)
     for (int d = 0; d < hd; d += 2 * W) {
       float* b = x + r * hd + d;
-      for (int i = 0; i < W; ++i) {
-        t[i] = b[2 * i];
-        t[W + i] = b[2 * i + 1];
-      }
-      std::copy(t, t + 2 * W, b);
-    }
-}
-
-// x [rows][hd] from pair order back to element order (in place).
-template <class I>
-inline void unpermute_pairs(float* x, int rows, int hd) {
-  constexpr int W = I::W;
-  float t[2 * W];
-  for (int r = 0; r < rows; ++r)
-    for (int d = 0; d < hd; d += 2 * W) {
-      float* b = x + r * hd + d;
-      for (int i = 0; i < W; ++i) {
-        t[2 * i] = b[i];
-        t[2 * i + 1] = b[W + i];
-      }
+      for (int i = 0; i < W; ++i)
+        for (int odd = 0; odd < 2; ++odd) {
+          const int e = 2 * i + odd, p = odd * W + i;
+          t[kToPairs ? p : e] = b[kToPairs ? e : p];
+        }
       std::copy(t, t + 2 * W, b);
     }
 }
@@ -247,7 +234,7 @@ void dot_range(const float* qs, int hd, const Rows& k, int32_t begin, int32_t en
 
 // Scores of `group` heads: heads go in passes of up to 4, each pass reading
 // every K row once for all of its heads (GQA: one load, several queries).
-// kPairs: int4 keys in pair order, qs already permuted (permute_pairs).
+// kPairs: int4 keys in pair order, qs already in pair order (reorder_pairs).
 template <class I, KvElement KE, bool kPairs = false>
 void dot_heads(const float* qs, int group, int hd, const Rows& k, int32_t begin, int32_t end,
                float* out, int64_t stride) {
@@ -468,7 +455,7 @@ template <class I, KvElement KE, KvElement VE, bool kKeyPairs, bool kValuePairs>
 void decode_block_t(const DecodeBlock& a, const DecodeWork& w, float* m, float* l, float* acc) {
   const int G = a.group, hd = a.head_dim;
   scale_rows<I>(a.q, G, hd, a.scale, w.qs);
-  if constexpr (kKeyPairs) permute_pairs<I>(w.qs, G, hd);
+  if constexpr (kKeyPairs) reorder_pairs<I, true>(w.qs, G, hd);
   for (int g = 0; g < G; ++g) {
     m[g] = kNegInf;
     l[g] = 0.0f;
@@ -491,7 +478,7 @@ void decode_block_t(const DecodeBlock& a, const DecodeWork& w, float* m, float* 
     softmax_step<I>(w.s, G, m, l, acc, hd);
     pv_rows<I, VE, true, kValuePairs>(w.s, G, a.v, j0, nk, hd, acc);
   }
-  if constexpr (kValuePairs) unpermute_pairs<I>(acc, G, hd);
+  if constexpr (kValuePairs) reorder_pairs<I, false>(acc, G, hd);
 }
 
 template <class I, KvElement KE, KvElement VE>
