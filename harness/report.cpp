@@ -147,7 +147,8 @@ ReportSummary write_report(const RunFolder& run) {
         "pages included; median decode tokens/s); Context Retention is the task score relative to the full cache on "
         "the same instances. Needle held: share of the needle's K/V in any tier (hot or cold); Needle attended: in "
         "the hot set attention reads at question time. Peak KV (prefill): the most hot KV bytes held at once while "
-        "the prompt went in.\n\n"
+        "the prompt went in. Policy time: the policy's own work (scoring, eviction, restore, observation) as a share "
+        "of the cell's wall time; observation in decode runs on the attention threads, whose times add up.\n\n"
      << summary.table_markdown << "\n## Score per task\n\n" << per_task << "\n";
   if (!plots.files.empty()) {
     md << "## Plots\n\n";
