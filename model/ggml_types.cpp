@@ -751,6 +751,8 @@ Codec block_codec(GgmlType type) {
 
 }  // namespace
 
+void k4_scale_min(int j, const uint8_t* scales, int* sc, int* m) { get_scale_min_k4(j, scales, sc, m); }
+
 // ---------------------------------------------------------------------------
 // Public API
 

@@ -58,6 +58,10 @@ void dequantize_row(GgmlType type, const void* src, float* dst, int64_t n);
 // ggml's reference quantizers.
 void quantize_row(GgmlType type, const float* src, void* dst, int64_t n);
 
+// The 6-bit (scale, min) pair j (0..7) of a Q4_K / Q5_K super-block, from its
+// 12 packed scale bytes (as ggml's get_scale_min_k4).
+void k4_scale_min(int j, const uint8_t* scales, int* sc, int* m);
+
 // IEEE half and bfloat16 conversions (round to nearest even).
 float fp16_to_fp32(uint16_t h);
 uint16_t fp32_to_fp16(float f);

@@ -1,5 +1,7 @@
 #include "model/matmul.h"
 
+#include "model/exact_dot.h"
+
 #include <cblas.h>
 
 #include <algorithm>
@@ -16,23 +18,11 @@ constexpr int64_t kGemmMinTokens = 8;    // below this, row-wise dot products wi
 constexpr int64_t kParallelQuantizeMin = 8192;
 constexpr size_t kMaxGroup = 8;          // matrices per matmul_group call
 
-void matmul_exact(const WeightMatrix& w, const float* x, int64_t n_tokens, float* y, int64_t ldy,
-                  ThreadPool& pool, MatmulScratch& scratch) {
+// Many tokens: dequantized tiles of rows times all tokens through sgemm.
+void matmul_exact_gemm(const WeightMatrix& w, const float* x, int64_t n_tokens, float* y, int64_t ldy,
+                       ThreadPool& pool, MatmulScratch& scratch, CpuPath path) {
   assert(ldy >= w.rows);
   const int64_t cols = w.cols;
-  if (n_tokens < kGemmMinTokens) {
-    // Scratch is sized before the parallel region: vectors must not grow
-    // concurrently.
-    for (int t = 0; t < pool.size(); ++t) scratch.get(t, cols);
-    pool.parallel_for(w.rows, [&](int64_t r0, int64_t r1, int thread) {
-      float* row = scratch.get(thread, cols);
-      for (int64_t r = r0; r < r1; ++r) {
-        dequantize_row(w.type, w.row(r), row, cols);
-        for (int64_t t = 0; t < n_tokens; ++t) y[t * ldy + r] = dot_f32(row, x + t * cols, cols);
-      }
-    });
-    return;
-  }
   const int64_t n_tiles = (w.rows + kTileRows - 1) / kTileRows;
   for (int t = 0; t < pool.size(); ++t) scratch.get(t, kTileRows * cols);
   pool.parallel_for(n_tiles, [&](int64_t t0, int64_t t1, int thread) {
@@ -40,7 +30,7 @@ void matmul_exact(const WeightMatrix& w, const float* x, int64_t n_tokens, float
     for (int64_t tile_index = t0; tile_index < t1; ++tile_index) {
       const int64_t r0 = tile_index * kTileRows;
       const int64_t nr = std::min(kTileRows, w.rows - r0);
-      for (int64_t r = 0; r < nr; ++r) dequantize_row(w.type, w.row(r0 + r), tile + r * cols, cols);
+      for (int64_t r = 0; r < nr; ++r) dequantize_row_fast(w.type, w.row(r0 + r), tile + r * cols, cols, path);
       // y[:, r0:r0+nr] = x[n_tokens][cols] * tile[nr][cols]^T
       cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, static_cast<int>(n_tokens),
                   static_cast<int>(nr), static_cast<int>(cols), 1.0f, x, static_cast<int>(cols),
@@ -60,6 +50,26 @@ struct Segment {
   int64_t first = 0;
 };
 
+// Few tokens, exact: rows of the group's matrices, concatenated, decoded in
+// registers (model/exact_dot.h) in one parallel region.
+struct ExactSegment {
+  const WeightMatrix* w = nullptr;
+  float* y = nullptr;
+  int64_t ldy = 0;
+  int64_t first = 0;
+};
+
+void exact_rows(const ExactSegment& s, int64_t r0, int64_t r1, const float* x, int64_t n_tokens, CpuPath path) {
+  const WeightMatrix& w = *s.w;
+  // A planar copy, where there is one, has each 16 blocks' scales in one load.
+  if (w.planar != nullptr && has_exact_planar_kernel(w.type, path)) {
+    exact_dot_tile_planar(w.type, w.planar + r0 * w.row_bytes, w.row_bytes, r1 - r0, x, w.cols, n_tokens, w.cols,
+                          s.y + r0, s.ldy, path);
+  } else {
+    exact_dot_tile(w.type, w.row(r0), w.row_bytes, r1 - r0, x, w.cols, n_tokens, w.cols, s.y + r0, s.ldy, path);
+  }
+}
+
 }  // namespace
 
 float* MatmulScratch::get(int thread, size_t floats) {
@@ -76,15 +86,6 @@ uint8_t* MatmulScratch::activations(GgmlType type, size_t bytes) {
   return b.data();
 }
 
-float dot_f32(const float* a, const float* b, int64_t n) {
-  float acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-  int64_t i = 0;
-  for (; i + 8 <= n; i += 8)
-    for (int j = 0; j < 8; ++j) acc[j] += a[i + j] * b[i + j];
-  for (int j = 0; i < n; ++i, ++j) acc[j] += a[i] * b[i];
-  return ((acc[0] + acc[4]) + (acc[1] + acc[5])) + ((acc[2] + acc[6]) + (acc[3] + acc[7]));
-}
-
 void matmul(const WeightMatrix& w, const float* x, int64_t n_tokens, float* y, int64_t ldy,
             ThreadPool& pool, MatmulScratch& scratch, const MatmulOptions& options) {
   const MatmulOutput out{&w, y, ldy};
@@ -99,11 +100,19 @@ void matmul_group(std::span<const MatmulOutput> outputs, const float* x, int64_t
   std::array<Segment, kMaxGroup> segments;
   size_t n_segments = 0;
   int64_t total_rows = 0;
+  std::array<ExactSegment, kMaxGroup> exact;
+  size_t n_exact = 0;
+  int64_t exact_total = 0;
   for (const MatmulOutput& o : outputs) {
     assert(o.w->cols == cols && o.ldy >= o.w->rows);
     const auto act_type = dot_activation_type(o.w->type);
     if (options.mode == MatmulMode::Exact || !act_type) {
-      matmul_exact(*o.w, x, n_tokens, o.y, o.ldy, pool, scratch);
+      if (n_tokens >= kGemmMinTokens) {
+        matmul_exact_gemm(*o.w, x, n_tokens, o.y, o.ldy, pool, scratch, options.path);
+      } else {
+        exact[n_exact++] = ExactSegment{o.w, o.y, o.ldy, exact_total};
+        exact_total += o.w->rows;
+      }
       continue;
     }
     Segment& s = segments[n_segments++];
@@ -135,6 +144,15 @@ void matmul_group(std::span<const MatmulOutput> outputs, const float* x, int64_t
     } else {
       for (int64_t t = 0; t < n_tokens; ++t) quantize_activations(at, x + t * cols, q + t * stride, cols, path);
     }
+  }
+  if (n_exact > 0) {
+    pool.parallel_for(exact_total, [&](int64_t r0, int64_t r1, int) {
+      for (size_t i = 0; i < n_exact; ++i) {
+        const ExactSegment& s = exact[i];
+        const int64_t b = std::max(r0, s.first), e = std::min(r1, s.first + s.w->rows);
+        if (b < e) exact_rows(s, b - s.first, e - s.first, x, n_tokens, options.path);
+      }
+    });
   }
   if (n_segments == 0) return;
   // Rows of all matrices, concatenated, in contiguous ranges per thread.

@@ -3,10 +3,12 @@
 //
 // Two modes:
 //  - Exact: activations stay f32. Few tokens (decode): each thread takes a
-//    contiguous block of rows, dequantizes one row at a time and dots it with
-//    every token. Many tokens (prefill): each thread dequantizes tiles of rows
-//    and multiplies them with all tokens through single-threaded OpenBLAS
-//    sgemm. Within ~1e-3 of a double-precision reference: the tests' yardstick.
+//    contiguous block of rows and decodes them in registers while it
+//    multiplies them with every token (model/exact_dot.h). Many tokens
+//    (prefill): each thread dequantizes tiles of rows (SIMD, bit-identical to
+//    dequantize_row) and multiplies them with all tokens through
+//    single-threaded OpenBLAS sgemm. Within ~1e-3 of a double-precision
+//    reference: the tests' yardstick.
 //  - Quantized (the fast default): each activation row is quantized once to
 //    8-bit blocks and multiplied straight with the quantized weights
 //    (model/quant_dot.h), as llama.cpp does. Rows are split over the threads;
@@ -65,8 +67,5 @@ struct MatmulOutput {
 void matmul_group(std::span<const MatmulOutput> outputs, const float* x, int64_t n_tokens,
                   ThreadPool& pool, MatmulScratch& scratch, const MatmulOptions& options);
 
-// Dot product with a fixed summation order (8 interleaved partial sums), so
-// results do not depend on the compiler's vectorisation choices.
-float dot_f32(const float* a, const float* b, int64_t n);
 
 }  // namespace kvbench

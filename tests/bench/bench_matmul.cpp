@@ -58,11 +58,12 @@ PlanarMatrix make_planar(GgmlType t, int64_t rows, int64_t cols) {
   return m;
 }
 
-// Path argument of the matmul benchmarks: -1 = Exact mode, 0..2 = kPaths on
-// GGUF rows, 3 = AVX-512 on planar rows.
-CpuPath path_arg(int64_t a) { return a < 0 ? CpuPath::Scalar : kPaths[a == 3 ? 2 : a]; }
+// Path argument of the matmul benchmarks: -1 = Exact mode, -2 = Exact mode on
+// planar rows, 0..2 = kPaths on GGUF rows, 3 = AVX-512 on planar rows.
+CpuPath path_arg(int64_t a) { return a < 0 ? best_cpu_path() : kPaths[a == 3 ? 2 : a]; }
+bool planar_arg(int64_t a) { return a == 3 || a == -2; }
 std::string path_label(int64_t a, const char* exact) {
-  if (a < 0) return exact;
+  if (a < 0) return std::string(exact) + (a == -2 ? " planar" : "");
   return std::string(cpu_path_name(path_arg(a))) + (a == 3 ? " planar" : "");
 }
 
@@ -133,7 +134,7 @@ const Shape kShapes[] = {
     {"output 49152x576", 49152, 576, GgmlType::Q8_0},
 };
 
-// Decode: one token. Arguments: shape, path (-1 = Exact mode), threads.
+// Decode: one token. Arguments: shape, path (negative: Exact mode), threads.
 void BM_MatmulDecode(benchmark::State& state) {
   const Shape& s = kShapes[state.range(0)];
   const bool exact = state.range(1) < 0;
@@ -141,7 +142,7 @@ void BM_MatmulDecode(benchmark::State& state) {
   if (skip_unsupported(state, p)) return;
   const PlanarMatrix pm = make_planar(s.type, s.rows, s.cols);
   WeightMatrix w = pm.w;
-  if (state.range(1) != 3) w.planar = nullptr;
+  if (!planar_arg(state.range(1))) w.planar = nullptr;
   const auto x = gaussian(s.cols, 1.0f, 4);
   std::vector<float> y(s.rows);
   ThreadPool pool(static_cast<int>(state.range(2)));
@@ -155,7 +156,7 @@ void BM_MatmulDecode(benchmark::State& state) {
   state.SetItemsProcessed(state.iterations() * s.rows * s.cols);
   state.SetBytesProcessed(state.iterations() * s.rows * w.row_bytes);
 }
-BENCHMARK(BM_MatmulDecode)->ArgsProduct({{0, 1, 2, 3, 4}, {-1, 0, 1, 2, 3}, {1, 2}})->UseRealTime();
+BENCHMARK(BM_MatmulDecode)->ArgsProduct({{0, 1, 2, 3, 4}, {-2, -1, 0, 1, 2, 3}, {1, 2}})->UseRealTime();
 
 // Prefill: 512 tokens. Exact = OpenBLAS sgemm on dequantized tiles,
 // otherwise the quantized GEMM of the path.
@@ -167,7 +168,7 @@ void BM_MatmulPrefill(benchmark::State& state) {
   const int64_t n = 512;
   const PlanarMatrix pm = make_planar(s.type, s.rows, s.cols);
   WeightMatrix w = pm.w;
-  if (state.range(1) != 3) w.planar = nullptr;
+  if (!planar_arg(state.range(1))) w.planar = nullptr;
   const auto x = gaussian(n * s.cols, 1.0f, 5);
   std::vector<float> y(n * s.rows);
   ThreadPool pool(static_cast<int>(state.range(2)));
