@@ -69,7 +69,7 @@ int cmd_ask(const Args& args) {
   if (chunk < 1) throw InputError("--chunk must be >= 1");
   const std::string text = from_cache ? "" : read_text_file(vm["context"].as<std::string>());
 
-  auto model = LlamaModel::load(model_path(vm), /*planar_copies=*/mode == MatmulMode::Quantized);
+  auto model = LlamaModel::load(model_path(vm));
   Evaluator eval(*model, thread_count(vm), mode);
   std::unique_ptr<PolicyCache> cache;
   SnapshotDocument doc;

@@ -397,7 +397,7 @@ int cmd_bench(const Args& args) {
   if (tests.empty()) throw InputError("nothing to measure: every -p and -n value is 0");
 
   const std::string path = vm.count("model") ? vm["model"].as<std::string>() : default_model_path();
-  auto model = LlamaModel::load(path, /*planar_copies=*/!exact);
+  auto model = LlamaModel::load(path);
   const int n_ctx = model->config().n_ctx_train;
   for (int d : depths)
     for (const Test& t : tests)

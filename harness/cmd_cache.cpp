@@ -60,7 +60,7 @@ int cache_save(const Args& args) {
   const std::string text = read_text_file(context_path);
   const MatmulMode mode = vm["fast"].as<bool>() ? MatmulMode::Quantized : MatmulMode::Exact;
 
-  auto model = LlamaModel::load(model_path(vm), /*planar_copies=*/mode == MatmulMode::Quantized);
+  auto model = LlamaModel::load(model_path(vm));
   SnapshotDocument doc = document_prefix(*model, vm["preamble"].as<std::string>(), text);
   doc.chunk = chunk;
   doc.activations = activations_name(mode);

@@ -53,7 +53,7 @@ int cmd_generate(const Args& args) {
   }
   const int threads = thread_count(vm);
 
-  auto model = LlamaModel::load(model_path(vm), /*planar_copies=*/vm["fast"].as<bool>());
+  auto model = LlamaModel::load(model_path(vm));
   const auto ids = prompt_tokens(*model, vm["prompt"].as<std::string>(), vm["chat"].as<bool>());
   const LlamaConfig& c = model->config();
   Evaluator eval(*model, threads, vm["fast"].as<bool>() ? MatmulMode::Quantized : MatmulMode::Exact);

@@ -35,7 +35,7 @@ int cmd_logits(const Args& args) {
   if (top < 1) throw InputError("--top must be >= 1");
   if (vm["chunk"].as<int>() < 1) throw InputError("--chunk must be >= 1");
   const int threads = thread_count(vm);
-  auto model = LlamaModel::load(model_path(vm), /*planar_copies=*/vm["fast"].as<bool>());
+  auto model = LlamaModel::load(model_path(vm));
   const auto ids = prompt_tokens(*model, vm["prompt"].as<std::string>(), vm["chat"].as<bool>());
   const int n_vocab = model->config().n_vocab;
   Evaluator eval(*model, threads, vm["fast"].as<bool>() ? MatmulMode::Quantized : MatmulMode::Exact);

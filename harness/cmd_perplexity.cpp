@@ -57,7 +57,7 @@ int cmd_perplexity(const Args& args) {
   const int threads = thread_count(vm);
   const std::string file = vm["file"].as<std::string>();
   const std::string text = read_text_file(file);
-  auto model = LlamaModel::load(model_path(vm), /*planar_copies=*/vm["fast"].as<bool>());
+  auto model = LlamaModel::load(model_path(vm));
   if (o.ctx > model->config().n_ctx_train)
     throw InputError("--ctx " + std::to_string(o.ctx) + " is larger than the model's context of " +
                      std::to_string(model->config().n_ctx_train));

@@ -77,7 +77,7 @@ int cmd_run(const Args& args) {
   }
 
   // Validate everything that can be validated before writing anything.
-  auto model = LlamaModel::load(config.model, /*planar_copies=*/!config.decoding.exact);
+  auto model = LlamaModel::load(config.model);
   const Plan plan = make_plan(config, *model);
   if (vm["dry-run"].as<bool>()) {
     const RunSummary w = plan_work(config, plan, *model, options);

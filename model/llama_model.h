@@ -18,9 +18,10 @@ namespace kvbench {
 class LlamaModel {
  public:
   // Throws InputError("<path>: <what>") for any problem with the file.
-  // planar_copies: give the matrices the planar copies that the quantized
-  // kernels read (model/planar.h; add_planar_copies, one more copy of those
-  // weights in memory). Callers that only multiply in Exact mode pass false.
+  // planar_copies: give the matrices the planar copies that the decode
+  // kernels of both modes read (model/planar.h; add_planar_copies, one more
+  // copy of those weights in memory). Callers that never multiply (info,
+  // tokenizing) pass false.
   static std::unique_ptr<LlamaModel> load(const std::string& path, bool planar_copies = true);
 
   const GgufFile& file() const { return *file_; }

@@ -23,7 +23,8 @@ struct WeightMatrix {
   size_t row_bytes = 0;
   const uint8_t* data = nullptr;
   // The same rows in planar layout (model/planar.h), also row_bytes apart,
-  // or null. Read only by the quantized kernels that have a planar version.
+  // or null. Read by the kernels that have a planar version (quantized
+  // products, and exact decode).
   const uint8_t* planar = nullptr;
   const uint8_t* row(int64_t r) const { return data + r * row_bytes; }
 };
@@ -55,7 +56,8 @@ struct LlamaWeights {
 LlamaWeights load_llama_weights(const GgufFile& file, LlamaConfig& config);
 
 // Gives every matrix whose type has a planar kernel on `path` a planar copy
-// (model/planar.h): decode reads those with plain vector loads. Costs one
+// (model/planar.h): decode (quantized or exact) reads those with plain vector
+// loads. Costs one
 // more copy of those matrices in memory; returns its size in bytes.
 // KVBENCH_PLANAR=0 in the environment turns it off (for side-by-side speed
 // measurements); any other value, or none, leaves it on.
