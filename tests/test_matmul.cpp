@@ -150,13 +150,21 @@ TEST(Matmul, ExactMatchesF32Definition) {
 TEST(Matmul, DeterministicInBothModes) {
   std::mt19937 rng(12);
   const Matrix m = random_matrix(GgmlType::Q4_1, 101, 576, rng);
-  for (int64_t n : {1, 5, 40}) {
+  for (int64_t n : {1, 5, 40, 300}) {
     const auto x = random_input(n, 576, rng);
     const size_t bytes = n * 101 * sizeof(float);
     for (MatmulMode mode : {MatmulMode::Exact, MatmulMode::Quantized}) {
       const MatmulOptions o{mode, best_cpu_path()};
       EXPECT_EQ(0, std::memcmp(run(m.w, x, n, 2, o).data(), run(m.w, x, n, 2, o).data(), bytes))
           << "n=" << n << " mode " << static_cast<int>(mode);
+    }
+    // Exact mode: the same bits whatever the thread count (sgemm tiles follow
+    // the thread count; each output's sum does not).
+    const auto exact_ref = run(m.w, x, n, 1, {MatmulMode::Exact, best_cpu_path()});
+    for (int threads : {2, 3}) {
+      EXPECT_EQ(0, std::memcmp(exact_ref.data(), run(m.w, x, n, threads, {MatmulMode::Exact, best_cpu_path()}).data(),
+                               bytes))
+          << "n=" << n << " exact, threads " << threads;
     }
     const auto ref = run(m.w, x, n, 1, {MatmulMode::Quantized, CpuPath::Scalar});
     for (CpuPath p : {CpuPath::Scalar, CpuPath::Avx2, CpuPath::Avx512}) {
