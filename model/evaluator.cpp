@@ -28,19 +28,37 @@ void Evaluator::ensure_capacity(int64_t n) {
   proj_.resize(n * c.dim);
 }
 
+// Below this many tokens the element-wise work between matmuls stays on the
+// calling thread: a parallel region costs a few microseconds.
+constexpr int64_t kParallelTokens = 8;
+
+template <class Fn>
+void Evaluator::for_tokens(int64_t n, Fn&& fn) {
+  if (n < kParallelTokens || pool_.size() == 1) return fn(int64_t{0}, n);
+  pool_.parallel_for(n, [&](int64_t t0, int64_t t1, int) { fn(t0, t1); });
+}
+
 // out[t] = x[t] / sqrt(mean(x[t]^2) + eps) * weight, sum of squares in double.
 void Evaluator::rms_norm(const float* x, const std::vector<float>& weight, float* out,
                          int64_t n_tokens) {
   const int dim = model_.config().dim;
   const float eps = model_.config().rms_eps;
-  for (int64_t t = 0; t < n_tokens; ++t) {
+  for_tokens(n_tokens, [&](int64_t t0, int64_t t1) { for (int64_t t = t0; t < t1; ++t) {
     const float* xt = x + t * dim;
     double sum = 0.0;
     for (int i = 0; i < dim; ++i) sum += static_cast<double>(xt[i]) * xt[i];
     const float scale = 1.0f / std::sqrt(static_cast<float>(sum / dim) + eps);
     float* ot = out + t * dim;
     for (int i = 0; i < dim; ++i) ot[i] = xt[i] * scale * weight[i];
-  }
+  } });
+}
+
+// x[t] += proj[t] for the first n tokens.
+void Evaluator::add_residual(int64_t n) {
+  const int64_t dim = model_.config().dim;
+  for_tokens(n, [&](int64_t t0, int64_t t1) {
+    for (int64_t i = t0 * dim; i < t1 * dim; ++i) x_[i] += proj_[i];
+  });
 }
 
 void Evaluator::step(std::span<const int32_t> tokens, std::span<const int32_t> positions, int seq,
@@ -73,26 +91,30 @@ void Evaluator::step(std::span<const int32_t> tokens, std::span<const int32_t> p
                                 {&L.wk, k_.data(), c.kv_dim()},
                                 {&L.wv, v_.data(), c.kv_dim()}};
     matmul_group(qkv, xn_.data(), n, pool_, matmul_scratch_, matmul_options_);
-    for (int64_t t = 0; t < n; ++t) {
-      rope_rotate(q_.data() + t * c.q_dim(), c.n_heads, c.head_dim, positions[t], inv_freq_);
-      rope_rotate(k_.data() + t * c.kv_dim(), c.n_kv_heads, c.head_dim, positions[t], inv_freq_);
-    }
+    for_tokens(n, [&](int64_t t0, int64_t t1) {
+      for (int64_t t = t0; t < t1; ++t) {
+        rope_rotate(q_.data() + t * c.q_dim(), c.n_heads, c.head_dim, positions[t], inv_freq_);
+        rope_rotate(k_.data() + t * c.kv_dim(), c.n_kv_heads, c.head_dim, positions[t], inv_freq_);
+      }
+    });
     cache.append(l, k_.data(), v_.data());
     if (cache.attention_request(l).queries) cache.observe_queries(l, q_.data(), positions);
     attend(attn_shape, l, q_.data(), positions, cache, attn_.data(), pool_, attention_scratch_);
     matmul(L.wo, attn_.data(), n, proj_.data(), c.dim, pool_, matmul_scratch_, matmul_options_);
-    for (int64_t i = 0; i < n * c.dim; ++i) x_[i] += proj_[i];
+    add_residual(n);
 
     // Feed-forward block (SwiGLU): x += W_down (silu(W_gate xn) * W_up xn)
     rms_norm(x_.data(), L.ffn_norm, xn_.data(), n);
     const MatmulOutput gate_up[] = {{&L.w_gate, gate_.data(), c.ffn_dim}, {&L.w_up, up_.data(), c.ffn_dim}};
     matmul_group(gate_up, xn_.data(), n, pool_, matmul_scratch_, matmul_options_);
-    for (int64_t i = 0; i < n * c.ffn_dim; ++i) {
-      const float g = gate_[i];
-      gate_[i] = g / (1.0f + std::exp(-g)) * up_[i];
-    }
+    for_tokens(n, [&](int64_t t0, int64_t t1) {
+      for (int64_t i = t0 * c.ffn_dim; i < t1 * c.ffn_dim; ++i) {
+        const float g = gate_[i];
+        gate_[i] = g / (1.0f + std::exp(-g)) * up_[i];
+      }
+    });
     matmul(L.w_down, gate_.data(), n, proj_.data(), c.dim, pool_, matmul_scratch_, matmul_options_);
-    for (int64_t i = 0; i < n * c.dim; ++i) x_[i] += proj_[i];
+    add_residual(n);
   }
   cache.end_step();
 

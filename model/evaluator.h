@@ -42,6 +42,12 @@ class Evaluator {
  private:
   void ensure_capacity(int64_t n_tokens);
   void rms_norm(const float* x, const std::vector<float>& weight, float* out, int64_t n_tokens);
+  // fn(t0, t1) over tokens [0, n): split over the threads when there are
+  // enough tokens to pay for a parallel region. Each token's arithmetic is
+  // the same either way.
+  template <class Fn>
+  void for_tokens(int64_t n, Fn&& fn);
+  void add_residual(int64_t n);
 
   const LlamaModel& model_;
   ThreadPool pool_;
