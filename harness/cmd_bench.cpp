@@ -31,6 +31,7 @@
 
 #include "harness/cli.h"
 #include "harness/inference.h"
+#include "harness/compute_peak.h"
 #include "harness/roofline.h"
 #include "model/error.h"
 #include "model/evaluator.h"
@@ -254,13 +255,23 @@ void print_markdown(const ModelInfo& info, const std::vector<Result>& results) {
 }
 
 // The limits (docs/PERFORMANCE.md): for tg, the measured read bandwidth over
-// the bytes a step reads; for pp, the FLOP rate reached.
-void print_roofline(const std::map<int, BandwidthMeasurement>& bws, const std::vector<Result>& results) {
+// the bytes a step reads; for pp, the measured arithmetic peak of the
+// instructions the mode multiplies with (f32 FMA for --exact, VNNI int8 dot
+// products otherwise) over the operations a token needs.
+void print_roofline(const std::map<int, BandwidthMeasurement>& bws, const std::map<int, ComputePeak>& peaks,
+                    bool exact, const std::vector<Result>& results) {
   std::cout << "\n";
   for (const auto& [threads, bw] : bws)
     std::cout << "roofline: read bandwidth " << fixed(bw.median_bytes_per_s / 1e9, 2) << " GB/s with " << threads
               << (threads == 1 ? " thread" : " threads") << " (median of " << bw.passes << " passes over "
               << bw.buffer_bytes / (1 << 20) << " MiB; best " << fixed(bw.best_bytes_per_s / 1e9, 2) << ")\n";
+  const char* peak_name = exact ? "AVX-512 f32 FMA" : "AVX-512 VNNI int8";
+  const char* unit = exact ? "GFLOP/s" : "G int ops/s";
+  for (const auto& [threads, p] : peaks) {
+    const double v = exact ? p.f32_flops_per_s : p.int8_ops_per_s;
+    std::cout << "roofline: " << peak_name << " peak " << (v > 0 ? fixed(v / 1e9, 1) + " " + unit : "not measured (CPU lacks it)")
+              << " with " << threads << (threads == 1 ? " thread" : " threads") << " (median of 5 passes)\n";
+  }
   std::cout << "\n| threads | kv  | test | per token | limit t/s | median t/s | of limit | achieved |\n";
   std::cout << "| ------: | --- | ---: | --------: | --------: | ---------: | -------: | -------: |\n";
   for (const Result& r : results) {
@@ -273,9 +284,14 @@ void print_roofline(const std::map<int, BandwidthMeasurement>& bws, const std::v
                 << " | " << fixed(100 * median / limit, 1) << "% | "
                 << fixed(median * r.bytes_per_token / 1e9, 2) << " GB/s |\n";
     } else {
+      const ComputePeak& p = peaks.at(r.threads);
+      const double peak = exact ? p.f32_flops_per_s : p.int8_ops_per_s;
+      const double limit = peak / r.flops_per_token;
       std::cout << "| " << r.threads << " | " << r.kv << " | " << r.test() << " | "
-                << fixed(r.flops_per_token / 1e6, 1) << " MFLOP | compute | " << fixed(median, 2) << " | — | "
-                << fixed(median * r.flops_per_token / 1e9, 1) << " GFLOP/s |\n";
+                << fixed(r.flops_per_token / 1e6, 1) << " M" << (exact ? "FLOP" : "op") << " | "
+                << (peak > 0 ? fixed(limit, 1) : std::string("—")) << " | " << fixed(median, 2) << " | "
+                << (peak > 0 ? fixed(100 * median / limit, 1) + "%" : std::string("—")) << " | "
+                << fixed(median * r.flops_per_token / 1e9, 1) << " " << unit << " |\n";
     }
   }
 }
@@ -346,8 +362,10 @@ int cmd_bench(const Args& args) {
       "exact", po::bool_switch(),
       "multiply with f32 activations (the exact reference path) instead of activations quantized to 8 bits")(
       "roofline", po::bool_switch(),
-      "also measure the memory read bandwidth (1 GiB, with each -t value's threads) and print each "
-      "test against its limit: tg vs bandwidth / bytes read per token, pp as FLOP/s");
+      "also measure the memory read bandwidth (1 GiB) and the arithmetic peaks (AVX-512 f32 FMA and VNNI "
+      "int8, with each -t value's threads) and print each test against its limit: tg vs bandwidth / bytes "
+      "read per token, pp vs the peak of the mode's instructions (f32 FMA with --exact, VNNI otherwise) / "
+      "operations per token");
   po::variables_map vm;
   if (!parse(args, desc, vm, "kvbench bench [-m PATH] [-p 512] [-n 128] [-d DEPTH] [-r REPS] [-t THREADS] [--kv f32|f16 | --policy SPEC] [-o md|csv|json]"))
     return 0;
@@ -512,26 +530,33 @@ int cmd_bench(const Args& args) {
   // Measured after the tests (so it cannot warm or cool anything they
   // read), once per thread count.
   std::map<int, BandwidthMeasurement> bw;
+  std::map<int, ComputePeak> peaks;
   if (roofline) {
     for (int n : threads) {
       if (bw.count(n)) continue;
       if (tty) std::cerr << "bench: measuring the memory read bandwidth with " << n << " threads...\r" << std::flush;
       ThreadPool pool(n);
       bw[n] = measure_read_bandwidth(pool);
+      if (tty) std::cerr << "bench: measuring the arithmetic peaks with " << n << " threads...      \r" << std::flush;
+      peaks[n] = measure_compute_peak(pool);
     }
     if (tty) std::cerr << std::string(72, ' ') << "\r" << std::flush;
   }
 
   if (format == "md") {
     print_markdown(info, results);
-    if (!bw.empty()) print_roofline(bw, results);
+    if (!bw.empty()) print_roofline(bw, peaks, exact, results);
   } else if (format == "csv") {
     print_csv(info, path, results);
   } else {
     nlohmann::json j = nlohmann::json::array();
     for (const Result& r : results) {
       j.push_back(result_json(info, path, r));
-      if (!bw.empty()) j.back()["read_bandwidth_bytes_per_s"] = bw.at(r.threads).median_bytes_per_s;
+      if (!bw.empty()) {
+        j.back()["read_bandwidth_bytes_per_s"] = bw.at(r.threads).median_bytes_per_s;
+        j.back()["peak_f32_flops_per_s"] = peaks.at(r.threads).f32_flops_per_s;
+        j.back()["peak_int8_ops_per_s"] = peaks.at(r.threads).int8_ops_per_s;
+      }
     }
     std::cout << j.dump(2) << "\n";
   }

@@ -13,6 +13,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "harness/compute_peak.h"
 #include "tests/support/cli_run.h"
 #include "tests/support/reference_llama.h"
 
@@ -86,6 +87,9 @@ TEST(Bench, RooflineAddsTheLimitsOfEachTest) {
     EXPECT_EQ(row["bytes_per_token"].get<double>() > 0, tg);
     EXPECT_EQ(row["flops_per_token"].get<double>() > 0, !tg);
     EXPECT_GT(row["read_bandwidth_bytes_per_s"].get<double>(), 0.0);
+    // The peaks, where the CPU has the instructions (0 otherwise).
+    EXPECT_EQ(row["peak_f32_flops_per_s"].get<double>() > 0, f32_fma_loop().ops > 0);
+    EXPECT_EQ(row["peak_int8_ops_per_s"].get<double>() > 0, int8_vnni_loop().ops > 0);
   }
   const auto rows = nlohmann::json::parse(j.out);
   EXPECT_GT(rows[3]["bytes_per_token"].get<double>(), rows[1]["bytes_per_token"].get<double>());  // tg4 @ d16 > tg4
@@ -96,6 +100,10 @@ TEST(Bench, RooflineAddsTheLimitsOfEachTest) {
   EXPECT_NE(md.out.find(" GB/s with 1 thread "), std::string::npos) << md.out;
   EXPECT_NE(md.out.find(" GB/s with 2 threads "), std::string::npos) << md.out;
   EXPECT_NE(md.out.find("| 2 | f16 | tg4 @ d16 |"), std::string::npos) << md.out;
+  EXPECT_NE(md.out.find("roofline: AVX-512 VNNI int8 peak "), std::string::npos) << md.out;
+  const Result exact = run(m + " --exact");
+  ASSERT_EQ(exact.code, 0) << exact.err;
+  EXPECT_NE(exact.out.find("roofline: AVX-512 f32 FMA peak "), std::string::npos) << exact.out;
 }
 
 // --policy: specs split where a new spec starts (a spec's own parameters

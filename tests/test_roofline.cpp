@@ -4,6 +4,7 @@
 // bandwidth measurement's bookkeeping (it cannot be asserted as a speed).
 #include <gtest/gtest.h>
 
+#include "harness/compute_peak.h"
 #include "harness/roofline.h"
 #include "tests/support/reference_llama.h"
 
@@ -67,6 +68,21 @@ TEST(Roofline, BandwidthMeasurementReadsTheWholeBufferEachPass) {
   EXPECT_EQ(m.passes, 3);
   EXPECT_GT(m.median_bytes_per_s, 0.0);
   EXPECT_GE(m.best_bytes_per_s, m.median_bytes_per_s);
+}
+
+// Each peak loop reports the operations it performed (12 registers x 16
+// lanes x 2 per FMA, or x 64 multiply-adds x 2 per vpdpbusd, per round) and
+// the measured rate is positive wherever the CPU has the instructions.
+TEST(Roofline, ComputePeaksCountTheLoopsOperations) {
+  const PeakLoop f = f32_fma_loop(), v = int8_vnni_loop();
+  if (f.ops > 0) EXPECT_EQ(f.ops, int64_t{1 << 16} * 12 * 16 * 2);
+  if (v.ops > 0) EXPECT_EQ(v.ops, int64_t{1 << 16} * 12 * 64 * 2);
+  ThreadPool pool(2);
+  const ComputePeak p = measure_compute_peak(pool, 1);
+  EXPECT_EQ(p.f32_flops_per_s > 0, f.ops > 0);
+  EXPECT_EQ(p.int8_ops_per_s > 0, v.ops > 0);
+  // One vpdpbusd does 4x the multiply-adds of one f32 FMA; its peak is higher.
+  if (f.ops > 0 && v.ops > 0) EXPECT_GT(p.int8_ops_per_s, p.f32_flops_per_s);
 }
 
 }  // namespace
