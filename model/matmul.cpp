@@ -1,17 +1,17 @@
 #include "model/matmul.h"
 
-#include "model/exact_dot.h"
-
 #include <cblas.h>
 
 #include <algorithm>
 #include <array>
 #include <cassert>
 
+#include "model/exact_dot.h"
+
 namespace kvbench {
 namespace {
 
-constexpr int64_t kTileRows = 96;  // rows dequantized per sgemm tile (measured: 64 0.92x, 128 0.97x of 96)
+constexpr int64_t kTileRows = 96;        // rows per sgemm tile (measured: 64 0.92x, 128 0.97x of 96)
 constexpr int64_t kGemmMinTokens = 8;    // below this, row-wise dot products win
 // Quantizing activations is ~1 ns per element: below this many elements a
 // parallel region costs more than it saves.
