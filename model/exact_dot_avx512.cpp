@@ -63,6 +63,11 @@ struct NoScales {
   static KVBENCH_INLINE void prepare(const uint8_t*, int64_t, int64_t, int) {}
 };
 
+// The first `count` (<= 16) of 16 blocks.
+KVBENCH_INLINE __mmask16 first_blocks(int count) {
+  return count >= 16 ? 0xFFFF : static_cast<__mmask16>((1u << count) - 1);
+}
+
 // f32 copies of the f16 scales (d, and m where kMin: the f16 after d) of
 // blocks u0 .. u0 + count, by one 16-lane gather of the 4 bytes at each
 // block's start.
@@ -73,8 +78,8 @@ struct DScales {
   KVBENCH_INLINE void prepare(const uint8_t* row, int64_t, int64_t u0, int count) {
     const __m512i offsets = _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
                                                _mm512_set1_epi32(static_cast<int>(kBlock)));
-    const __mmask16 k = count >= 16 ? 0xFFFF : static_cast<__mmask16>((1u << count) - 1);
-    const __m512i g = _mm512_mask_i32gather_epi32(_mm512_setzero_si512(), k, offsets, row + kBlock * u0, 1);
+    const __m512i g =
+        _mm512_mask_i32gather_epi32(_mm512_setzero_si512(), first_blocks(count), offsets, row + kBlock * u0, 1);
     _mm512_store_ps(d, _mm512_cvtph_ps(_mm512_cvtepi32_epi16(g)));
     if constexpr (kMin) _mm512_store_ps(m, _mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_srli_epi32(g, 16))));
   }
@@ -158,9 +163,6 @@ struct Q8_0D {
 
 // Planar rows (model/planar.h): the same values from the same bytes, with
 // the scales of 16 blocks one load from their plane.
-KVBENCH_INLINE __mmask16 first_blocks(int count) {
-  return count >= 16 ? 0xFFFF : static_cast<__mmask16>((1u << count) - 1);
-}
 KVBENCH_INLINE void convert_plane(const uint8_t* plane, int64_t u0, int count, float* out) {
   if (count == 16) {
     _mm512_store_ps(out, _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(plane + 2 * u0))));
