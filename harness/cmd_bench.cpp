@@ -30,8 +30,8 @@
 #include <nlohmann/json.hpp>
 
 #include "harness/cli.h"
-#include "harness/inference.h"
 #include "harness/compute_peak.h"
+#include "harness/inference.h"
 #include "harness/roofline.h"
 #include "model/error.h"
 #include "model/evaluator.h"
@@ -269,8 +269,10 @@ void print_roofline(const std::map<int, BandwidthMeasurement>& bws, const std::m
   const char* unit = exact ? "GFLOP/s" : "G int ops/s";
   for (const auto& [threads, p] : peaks) {
     const double v = exact ? p.f32_flops_per_s : p.int8_ops_per_s;
-    std::cout << "roofline: " << peak_name << " peak " << (v > 0 ? fixed(v / 1e9, 1) + " " + unit : "not measured (CPU lacks it)")
-              << " with " << threads << (threads == 1 ? " thread" : " threads") << " (median of 5 passes)\n";
+    std::cout << "roofline: " << peak_name << " peak "
+              << (v > 0 ? fixed(v / 1e9, 1) + " " + unit : "not measured (CPU lacks it)")
+              << " with " << threads << (threads == 1 ? " thread" : " threads") << " (median of " << p.passes
+              << " passes)\n";
   }
   std::cout << "\n| threads | kv  | test | per token | limit t/s | median t/s | of limit | achieved |\n";
   std::cout << "| ------: | --- | ---: | --------: | --------: | ---------: | -------: | -------: |\n";

@@ -1,8 +1,9 @@
 #include "harness/compute_peak.h"
 
-#include <algorithm>
 #include <chrono>
 #include <vector>
+
+#include "harness/roofline.h"
 
 #if defined(__x86_64__)
 #include <immintrin.h>
@@ -43,11 +44,6 @@ __attribute__((target("avx512f,avx512vnni"))) int vnni_loop() {
 }
 #endif
 
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v.size() % 2 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;
-}
-
 // All threads run `loop` at once; operations per second of the median pass.
 double rate(ThreadPool& pool, int passes, PeakLoop (*loop)()) {
   if (loop().ops == 0) return 0;
@@ -70,7 +66,7 @@ double rate(ThreadPool& pool, int passes, PeakLoop (*loop)()) {
   }
   volatile double keep = 0;
   for (double v : sink) keep = keep + v;
-  return median(rates);
+  return median_of_passes(rates);
 }
 
 }  // namespace
@@ -92,6 +88,7 @@ PeakLoop int8_vnni_loop() {
 
 ComputePeak measure_compute_peak(ThreadPool& pool, int passes) {
   ComputePeak p;
+  p.passes = passes;
   p.f32_flops_per_s = rate(pool, passes, f32_fma_loop);
   p.int8_ops_per_s = rate(pool, passes, int8_vnni_loop);
   return p;

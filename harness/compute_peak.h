@@ -29,6 +29,7 @@ PeakLoop int8_vnni_loop();
 struct ComputePeak {
   double f32_flops_per_s = 0;  // 0: no AVX-512 on this CPU
   double int8_ops_per_s = 0;   // 0: no AVX-512 VNNI
+  int passes = 0;
 };
 
 // Every thread of `pool` runs each loop at once, `passes` times; the median

@@ -27,6 +27,12 @@ int64_t matrix_bytes(const WeightMatrix& w) { return w.rows * static_cast<int64_
 
 }  // namespace
 
+double median_of_passes(std::vector<double> rates) {
+  std::sort(rates.begin(), rates.end());
+  const size_t n = rates.size();
+  return n % 2 ? rates[n / 2] : (rates[n / 2 - 1] + rates[n / 2]) / 2;
+}
+
 BandwidthMeasurement measure_read_bandwidth(ThreadPool& pool, int64_t buffer_bytes, int passes) {
   const int64_t words = buffer_bytes / 8;
   // 4 KiB-aligned, default-initialised (no zeroing pass), then written by the
@@ -48,10 +54,8 @@ BandwidthMeasurement measure_read_bandwidth(ThreadPool& pool, int64_t buffer_byt
   BandwidthMeasurement m;
   m.buffer_bytes = words * 8;
   m.passes = passes;
-  std::sort(rates.begin(), rates.end());
-  m.best_bytes_per_s = rates.back();
-  m.median_bytes_per_s = rates.size() % 2 ? rates[rates.size() / 2]
-                                           : (rates[rates.size() / 2 - 1] + rates[rates.size() / 2]) / 2;
+  m.best_bytes_per_s = *std::max_element(rates.begin(), rates.end());
+  m.median_bytes_per_s = median_of_passes(rates);
   return m;
 }
 

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
 #include "model/kv_cache.h"
 #include "model/llama_model.h"
@@ -21,6 +22,10 @@ struct BandwidthMeasurement {
   int64_t buffer_bytes = 0;
   int passes = 0;
 };
+
+// The median of a measurement's per-pass rates (sorted copy; mean of the two
+// middle values for an even count). `rates` must not be empty.
+double median_of_passes(std::vector<double> rates);
 
 // Reads a buffer of `buffer_bytes` (far larger than the last-level cache)
 // `passes` times, each thread streaming its own contiguous slice, and times
