@@ -42,11 +42,16 @@ void exact_dot_tile(GgmlType type, const void* w, size_t w_stride, int64_t n_row
   const auto* rows = static_cast<const uint8_t*>(w);
   const exact::Kernels* k = kernels_of(path);
   if (k != nullptr && k->tile != nullptr) return k->tile(type, rows, w_stride, n_rows, x, ldx, n_x, n, out, ldo);
+  exact::tile_by_rows(type, rows, w_stride, n_rows, x, ldx, n_x, n, out, ldo, exact_dot_reference);
+}
+
+void exact::tile_by_rows(GgmlType type, const uint8_t* w, size_t w_stride, int64_t n_rows, const float* x,
+                         int64_t ldx, int64_t n_x, int64_t n, float* out, int64_t ldo, DotFn dot) {
   thread_local std::vector<float> row;
   row.resize(static_cast<size_t>(n));
   for (int64_t r = 0; r < n_rows; ++r) {
-    dequantize_row(type, rows + r * w_stride, row.data(), n);
-    for (int64_t t = 0; t < n_x; ++t) out[t * ldo + r] = exact_dot_reference(row.data(), x + t * ldx, n);
+    dequantize_row(type, w + r * w_stride, row.data(), n);
+    for (int64_t t = 0; t < n_x; ++t) out[t * ldo + r] = dot(row.data(), x + t * ldx, n);
   }
 }
 

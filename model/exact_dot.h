@@ -52,6 +52,13 @@ struct Kernels {
 };
 const Kernels* avx2_kernels();
 const Kernels* avx512_kernels();
+
+// The tile of the paths without their own decoders: each row through the
+// scalar dequantize_row() into a per-thread buffer, then `dot` with each
+// token (exact_dot_reference, or a SIMD version with its order).
+using DotFn = float (*)(const float* w, const float* x, int64_t n);
+void tile_by_rows(GgmlType type, const uint8_t* w, size_t w_stride, int64_t n_rows, const float* x, int64_t ldx,
+                  int64_t n_x, int64_t n, float* out, int64_t ldo, DotFn dot);
 }  // namespace exact
 
 }  // namespace kvbench

@@ -13,7 +13,6 @@
 #include <immintrin.h>
 
 #include <algorithm>
-#include <vector>
 
 #if defined(__clang__)
 #pragma clang attribute push(__attribute__((target("avx2,fma,f16c"))), apply_to = function)
@@ -53,12 +52,7 @@ float dot(const float* w, const float* x, int64_t n) {
 
 void tile(GgmlType type, const uint8_t* w, size_t w_stride, int64_t n_rows, const float* x, int64_t ldx,
           int64_t n_x, int64_t n, float* out, int64_t ldo) {
-  thread_local std::vector<float> row;
-  row.resize(static_cast<size_t>(n));
-  for (int64_t r = 0; r < n_rows; ++r) {
-    dequantize_row(type, w + r * w_stride, row.data(), n);
-    for (int64_t t = 0; t < n_x; ++t) out[t * ldo + r] = dot(row.data(), x + t * ldx, n);
-  }
+  tile_by_rows(type, w, w_stride, n_rows, x, ldx, n_x, n, out, ldo, dot);
 }
 
 }  // namespace
