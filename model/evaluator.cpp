@@ -43,14 +43,16 @@ void Evaluator::rms_norm(const float* x, const std::vector<float>& weight, float
                          int64_t n_tokens) {
   const int dim = model_.config().dim;
   const float eps = model_.config().rms_eps;
-  for_tokens(n_tokens, [&](int64_t t0, int64_t t1) { for (int64_t t = t0; t < t1; ++t) {
-    const float* xt = x + t * dim;
-    double sum = 0.0;
-    for (int i = 0; i < dim; ++i) sum += static_cast<double>(xt[i]) * xt[i];
-    const float scale = 1.0f / std::sqrt(static_cast<float>(sum / dim) + eps);
-    float* ot = out + t * dim;
-    for (int i = 0; i < dim; ++i) ot[i] = xt[i] * scale * weight[i];
-  } });
+  for_tokens(n_tokens, [&](int64_t t0, int64_t t1) {
+    for (int64_t t = t0; t < t1; ++t) {
+      const float* xt = x + t * dim;
+      double sum = 0.0;
+      for (int i = 0; i < dim; ++i) sum += static_cast<double>(xt[i]) * xt[i];
+      const float scale = 1.0f / std::sqrt(static_cast<float>(sum / dim) + eps);
+      float* ot = out + t * dim;
+      for (int i = 0; i < dim; ++i) ot[i] = xt[i] * scale * weight[i];
+    }
+  });
 }
 
 // x[t] += proj[t] for the first n tokens.
