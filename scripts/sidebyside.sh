@@ -24,6 +24,8 @@ threads=${4:-2}
 kv_types=${5:-f16}
 depths=${6:-0,4096}
 [[ $depths =~ ^[0-9]+(,[0-9]+)*$ ]] || { echo "error: depths '$depths': comma-separated token counts" >&2; exit 2; }
+[[ $rounds =~ ^[0-9]{1,3}$ && $threads =~ ^[0-9]{1,4}$ && $rounds -ge 1 && $threads -ge 1 ]] ||
+  { echo "error: rounds (1-999) and threads (1-9999) must be whole numbers in range" >&2; exit 2; }
 kvbench=$here/build/kvbench
 [ -x "$llama_bench" ] || { echo "error: $llama_bench: not an executable" >&2; exit 2; }
 [ -x "$kvbench" ] || { echo "error: $kvbench: not built (run scripts/setup.sh)" >&2; exit 2; }

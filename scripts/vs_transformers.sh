@@ -22,8 +22,9 @@ threads=${4:-2}
 prompts=${5:-512,2048}
 gen=${6:-64}
 [[ $prompts =~ ^[0-9]+(,[0-9]+)*$ ]] || { echo "error: prompts '$prompts': comma-separated token counts" >&2; exit 2; }
-[[ $gen =~ ^[0-9]+$ && $rounds =~ ^[0-9]+$ && $threads =~ ^[0-9]+$ ]] ||
-  { echo "error: rounds, threads and gen must be whole numbers" >&2; exit 2; }
+[[ $gen =~ ^[0-9]{1,5}$ && $rounds =~ ^[0-9]{1,3}$ && $threads =~ ^[0-9]{1,4}$ && $rounds -ge 1 && $threads -ge 1 ]] ||
+  { echo "error: rounds (1-999), threads (1-9999) and gen (0-99999) must be whole numbers in range" >&2; exit 2; }
+[[ $prompts =~ ^[0-9]{1,6}(,[0-9]{1,6})*$ ]] || { echo "error: prompts '$prompts': token counts of at most 6 digits" >&2; exit 2; }
 kvbench=$here/build/kvbench
 [ -x "$python" ] || { echo "error: $python: not an executable" >&2; exit 2; }
 "$python" -c 'import torch, transformers, gguf, accelerate' 2>/dev/null ||
