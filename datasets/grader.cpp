@@ -2,7 +2,7 @@
 
 #include <vector>
 
-#include "model/error.h"
+#include "model/common/error.h"
 
 namespace kvbench {
 namespace {

@@ -5,7 +5,7 @@
 #include <cmath>
 #include <unordered_map>
 
-#include "model/error.h"
+#include "model/common/error.h"
 
 namespace kvbench::datasets {
 

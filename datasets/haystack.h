@@ -11,7 +11,7 @@
 
 #include "datasets/instance.h"
 #include "datasets/text_source.h"
-#include "model/tokenizer.h"
+#include "model/tokenizer/tokenizer.h"
 
 namespace kvbench::datasets {
 

@@ -1,7 +1,7 @@
 #include "datasets/instance.h"
 
 #include "datasets/grader.h"
-#include "model/error.h"
+#include "model/common/error.h"
 
 namespace kvbench {
 

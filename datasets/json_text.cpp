@@ -1,7 +1,7 @@
 #include "datasets/json_text.h"
 
-#include "model/error.h"
-#include "model/input_file.h"
+#include "model/common/error.h"
+#include "model/common/input_file.h"
 
 namespace kvbench {
 namespace {

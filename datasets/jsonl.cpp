@@ -3,9 +3,9 @@
 #include <sstream>
 
 #include "datasets/json_text.h"
-#include "model/atomic_file.h"
-#include "model/error.h"
-#include "model/input_file.h"
+#include "model/common/atomic_file.h"
+#include "model/common/error.h"
+#include "model/common/input_file.h"
 
 namespace kvbench {
 

@@ -4,7 +4,7 @@
 #include <cassert>
 
 #include "datasets/haystack.h"
-#include "model/error.h"
+#include "model/common/error.h"
 
 namespace kvbench {
 namespace {

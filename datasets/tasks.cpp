@@ -5,7 +5,7 @@
 #include <cstdio>
 
 #include "datasets/task_spec.h"
-#include "model/error.h"
+#include "model/common/error.h"
 
 namespace kvbench {
 

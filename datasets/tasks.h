@@ -12,7 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "datasets/instance.h"
-#include "model/tokenizer.h"
+#include "model/tokenizer/tokenizer.h"
 
 namespace kvbench {
 

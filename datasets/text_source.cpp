@@ -8,7 +8,7 @@
 #include <boost/iostreams/filter/gzip.hpp>
 #include <boost/iostreams/filtering_stream.hpp>
 
-#include "model/error.h"
+#include "model/common/error.h"
 
 namespace kvbench {
 

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <numeric>
 
-#include "model/error.h"
+#include "model/common/error.h"
 
 namespace kvbench {
 

@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "model/evaluator.h"
-#include "model/kv_cache.h"
+#include "model/ops/kv_cache.h"
 #include "model/llama_model.h"
 
 namespace kvbench {

@@ -3,7 +3,11 @@
 #include <openssl/evp.h>
 
 #include <cstdio>
+#include <fstream>
 #include <new>
+#include <vector>
+
+#include "model/common/error.h"
 
 namespace kvbench {
 
@@ -34,6 +38,19 @@ std::string sha256_hex(const void* data, size_t n) {
   Sha256 h;
   h.update(data, n);
   return h.hex();
+}
+
+std::string sha256_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw InputError(path + ": cannot open");
+  Sha256 hash;
+  std::vector<char> buf(1 << 20);
+  while (in) {
+    in.read(buf.data(), buf.size());
+    hash.update(buf.data(), static_cast<size_t>(in.gcount()));
+  }
+  if (in.bad()) throw InputError(path + ": read error");
+  return hash.hex();
 }
 
 }  // namespace kvbench

@@ -23,4 +23,7 @@ class Sha256 {
 
 std::string sha256_hex(const void* data, size_t n);
 
+// Hex sha256 of a file. InputError naming the file when unreadable.
+std::string sha256_file(const std::string& path);
+
 }  // namespace kvbench

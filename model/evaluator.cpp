@@ -3,7 +3,7 @@
 #include <cassert>
 #include <cmath>
 
-#include "model/rope.h"
+#include "model/ops/rope.h"
 
 namespace kvbench {
 

@@ -8,11 +8,11 @@
 #include <span>
 #include <vector>
 
-#include "model/attention.h"
-#include "model/kv_cache.h"
+#include "model/ops/attention.h"
+#include "model/ops/kv_cache.h"
 #include "model/llama_model.h"
-#include "model/matmul.h"
-#include "model/thread_pool.h"
+#include "model/ops/matmul.h"
+#include "model/ops/thread_pool.h"
 
 namespace kvbench {
 

@@ -2,8 +2,8 @@
 
 #include <string>
 
-#include "model/error.h"
-#include "model/gguf.h"
+#include "model/common/error.h"
+#include "model/gguf/gguf.h"
 
 namespace kvbench {
 namespace {

@@ -3,7 +3,7 @@
 
 #include <string>
 
-#include "model/rope.h"
+#include "model/ops/rope.h"
 
 namespace kvbench {
 

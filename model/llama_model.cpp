@@ -2,7 +2,7 @@
 
 #include <cstdlib>
 
-#include "model/error.h"
+#include "model/common/error.h"
 
 namespace kvbench {
 

@@ -6,12 +6,12 @@
 #include <memory>
 #include <string>
 
-#include "model/chat_template.h"
-#include "model/gguf.h"
-#include "model/kv_cache.h"
+#include "model/tokenizer/chat_template.h"
+#include "model/gguf/gguf.h"
+#include "model/ops/kv_cache.h"
 #include "model/llama_config.h"
 #include "model/llama_weights.h"
-#include "model/tokenizer.h"
+#include "model/tokenizer/tokenizer.h"
 
 namespace kvbench {
 
@@ -19,7 +19,7 @@ class LlamaModel {
  public:
   // Throws InputError("<path>: <what>") for any problem with the file.
   // planar_copies: give the matrices the planar copies that the decode
-  // kernels of both modes read (model/planar.h; add_planar_copies, one more
+  // kernels of both modes read (model/ops/planar.h; add_planar_copies, one more
   // copy of those weights in memory). Callers that never multiply (info,
   // tokenizing) pass false.
   static std::unique_ptr<LlamaModel> load(const std::string& path, bool planar_copies = true);

@@ -5,9 +5,9 @@
 #include <new>
 #include <string>
 
-#include "model/error.h"
-#include "model/gguf.h"
-#include "model/planar.h"
+#include "model/common/error.h"
+#include "model/gguf/gguf.h"
+#include "model/ops/planar.h"
 
 namespace kvbench {
 namespace {

@@ -6,28 +6,13 @@
 #include <memory>
 #include <vector>
 
-#include "model/ggml_types.h"
 #include "model/llama_config.h"
-#include "model/quant_dot.h"
+#include "model/ops/quant_dot.h"  // CpuPath
+#include "model/ops/weight_matrix.h"
 
 namespace kvbench {
 
 class GgufFile;
-
-// A weight matrix W[rows][cols] (GGUF ne = {cols, rows}): y = W x maps
-// x[cols] -> y[rows]. Row r starts at data + r * row_bytes.
-struct WeightMatrix {
-  GgmlType type = GgmlType::F32;
-  int64_t rows = 0;
-  int64_t cols = 0;
-  size_t row_bytes = 0;
-  const uint8_t* data = nullptr;
-  // The same rows in planar layout (model/planar.h), also row_bytes apart,
-  // or null. Read by the kernels that have a planar version (quantized
-  // products, and exact decode).
-  const uint8_t* planar = nullptr;
-  const uint8_t* row(int64_t r) const { return data + r * row_bytes; }
-};
 
 struct LayerWeights {
   std::vector<float> attn_norm;  // [dim]
@@ -56,7 +41,7 @@ struct LlamaWeights {
 LlamaWeights load_llama_weights(const GgufFile& file, LlamaConfig& config);
 
 // Gives every matrix whose type has a planar kernel on `path` a planar copy
-// (model/planar.h): decode (quantized or exact) reads those with plain vector
+// (model/ops/planar.h): decode (quantized or exact) reads those with plain vector
 // loads. Costs one
 // more copy of those matrices in memory; returns its size in bytes.
 // KVBENCH_PLANAR=0 in the environment turns it off (for side-by-side speed

@@ -3,7 +3,7 @@
 // harness can tell them apart.
 #pragma once
 
-#include "model/error.h"
+#include "model/common/error.h"
 
 namespace kvbench {
 

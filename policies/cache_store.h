@@ -27,8 +27,8 @@
 #include <string>
 #include <vector>
 
-#include "model/kv_cache.h"
-#include "model/rope.h"
+#include "model/ops/kv_cache.h"
+#include "model/ops/rope.h"
 #include "policies/cache_checkpoint.h"
 #include "policies/cold_tier.h"
 #include "policies/memory_report.h"

@@ -21,7 +21,7 @@
 #include <cstdint>
 #include <string_view>
 
-#include "model/kv_cache.h"
+#include "model/ops/kv_cache.h"
 
 namespace kvbench {
 
@@ -30,7 +30,7 @@ enum class CodecKind : uint8_t { F32, F16, BF16, Int8, Int4, Int2 };
 std::string_view codec_name(CodecKind kind);
 
 // The element type attention reads a codec's rows as, in place
-// (model/kv_cache.h: the layouts match byte for byte); every codec has one.
+// (model/ops/kv_cache.h: the layouts match byte for byte); every codec has one.
 KvElement kv_element(CodecKind kind);
 
 // Half-precision helpers. f32_to_f16 rounds to nearest even; the _up / _down

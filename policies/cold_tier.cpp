@@ -10,7 +10,7 @@
 #include <cstring>
 #include <limits>
 
-#include "model/error.h"
+#include "model/common/error.h"
 
 namespace kvbench {
 namespace {

@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "model/kv_cache.h"
+#include "model/ops/kv_cache.h"
 
 namespace kvbench {
 

@@ -9,7 +9,7 @@
 #include <limits>
 #include <numeric>
 
-#include "model/error.h"
+#include "model/common/error.h"
 #include "policies/cache_errors.h"
 
 namespace kvbench {

@@ -25,8 +25,8 @@
 #include <span>
 #include <vector>
 
-#include "model/kv_cache.h"
-#include "model/rope.h"
+#include "model/ops/kv_cache.h"
+#include "model/ops/rope.h"
 #include "policies/allocator.h"
 #include "policies/cache_store.h"
 #include "policies/memory_report.h"
@@ -132,7 +132,7 @@ class PolicyCache final : public KvCache {
   void set_importance(int layer, int kv_head, std::span<const float> by_source);
 
   // --- snapshots (policies/cache_state.cpp; the file format around them is
-  // harness/snapshot_file.h). The complete state: spec, context, every
+  // harness/snapshot/snapshot_file.h). The complete state: spec, context, every
   // entry of every tier with positions and sequence sets, statistics, query
   // rings, oracle importance, restored pages, KIVI blocks, counters — all a
   // cache needs to behave exactly as if it had never been saved (only the

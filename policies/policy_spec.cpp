@@ -7,7 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "model/error.h"
+#include "model/common/error.h"
 #include "policies/registry.h"
 #include "policies/scorer.h"
 

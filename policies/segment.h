@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "model/kv_cache.h"
+#include "model/ops/kv_cache.h"
 #include "policies/codec.h"
 #include "policies/memory_report.h"
 
@@ -83,7 +83,7 @@ class Segment {
   virtual const float* f32_keys() const { return nullptr; }
   virtual const float* f32_values() const { return nullptr; }
   // Describes rows [0, size()) as attention reads them in place: pieces
-  // (model/kv_cache.h; offsets relative to the segment) into out, at most
+  // (model/ops/kv_cache.h; offsets relative to the segment) into out, at most
   // kMaxPieces, and returns how many; 0 when the storage has no such form.
   static constexpr int kMaxPieces = 3;
   virtual int pieces_in_place(KvPiece* out) const { return 0; }

@@ -21,7 +21,7 @@
 #include <type_traits>
 #include <vector>
 
-#include "model/error.h"
+#include "model/common/error.h"
 
 namespace kvbench {
 

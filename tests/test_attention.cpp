@@ -11,10 +11,10 @@
 #include <numeric>
 #include <random>
 
-#include "model/attention.h"
-#include "model/attention_f16.h"
+#include "model/ops/attention.h"
+#include "model/ops/attention_f16.h"
 #include "model/evaluator.h"
-#include "model/ggml_types.h"
+#include "model/gguf/ggml_types.h"
 #include "model/llama_model.h"
 #include "policies/full_cache.h"
 #include "tests/support/reference_llama.h"

@@ -18,8 +18,8 @@
 #include <map>
 #include <random>
 
-#include "model/attention.h"
-#include "model/attention_kernels.h"
+#include "model/ops/attention.h"
+#include "model/ops/attention_kernels.h"
 #include "policies/codec.h"
 #include "policies/policy_cache.h"
 #include "policies/policy_spec.h"

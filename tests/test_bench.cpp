@@ -13,7 +13,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "harness/compute_peak.h"
+#include "harness/bench/compute_peak.h"
 #include "tests/support/cli_run.h"
 #include "tests/support/reference_llama.h"
 

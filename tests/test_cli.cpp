@@ -8,8 +8,8 @@
 #include <fstream>
 #include <sys/wait.h>
 
-#include "model/gguf.h"
-#include "model/tiny_model.h"
+#include "model/gguf/gguf.h"
+#include "model/testing/tiny_model.h"
 #include "tests/support/cli_run.h"
 #include "tests/support/reference_llama.h"
 

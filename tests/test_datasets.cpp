@@ -12,7 +12,7 @@
 #include "datasets/jsonl.h"
 #include "datasets/tasks.h"
 #include "datasets/text_source.h"
-#include "model/error.h"
+#include "model/common/error.h"
 #include "model/llama_model.h"
 #include "tests/support/cli_run.h"
 #include "tests/support/reference_llama.h"

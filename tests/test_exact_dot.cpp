@@ -1,4 +1,4 @@
-// The exact path's kernels (model/exact_dot.h): the reference dot product's
+// The exact path's kernels (model/ops/exact_dot.h): the reference dot product's
 // summation order by hand-built cases that only that order gives, every SIMD
 // path bit for bit against the scalar reference (decoded rows and tiles of
 // every shape), and the reference against a double-precision sum.
@@ -9,9 +9,9 @@
 #include <random>
 #include <vector>
 
-#include "model/exact_dot.h"
-#include "model/ggml_types.h"
-#include "model/planar.h"
+#include "model/ops/exact_dot.h"
+#include "model/gguf/ggml_types.h"
+#include "model/ops/planar.h"
 #include "tests/support/weight_rows.h"
 
 namespace kvbench {

@@ -3,7 +3,7 @@
 // worked out by hand), and quantize -> dequantize round trips against each
 // format's analytic error bound.
 
-#include "model/ggml_types.h"
+#include "model/gguf/ggml_types.h"
 
 #include <gtest/gtest.h>
 

@@ -18,10 +18,10 @@
 #include <vector>
 
 #include "harness/sha256.h"
-#include "model/error.h"
-#include "model/gguf.h"
-#include "model/gguf_writer.h"
-#include "model/tiny_model.h"
+#include "model/common/error.h"
+#include "model/gguf/gguf.h"
+#include "model/gguf/gguf_writer.h"
+#include "model/testing/tiny_model.h"
 
 namespace kvbench {
 namespace {

@@ -4,7 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "datasets/grader.h"
-#include "model/error.h"
+#include "model/common/error.h"
 
 namespace kvbench {
 namespace {

@@ -4,8 +4,8 @@
 
 #include <fstream>
 
-#include "harness/experiment.h"
-#include "model/error.h"
+#include "harness/run/experiment.h"
+#include "model/common/error.h"
 
 namespace kvbench {
 namespace {

@@ -7,11 +7,11 @@
 
 #include <unistd.h>
 
-#include "harness/compare.h"
-#include "harness/report.h"
-#include "harness/run_folder.h"
-#include "harness/table.h"
-#include "model/error.h"
+#include "harness/report/compare.h"
+#include "harness/report/report.h"
+#include "harness/run/run_folder.h"
+#include "harness/report/table.h"
+#include "model/common/error.h"
 
 namespace kvbench {
 namespace {

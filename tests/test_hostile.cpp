@@ -25,9 +25,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "harness/plan.h"
-#include "harness/plots.h"
-#include "harness/run_folder.h"
+#include "harness/run/plan.h"
+#include "harness/report/plots.h"
+#include "harness/run/run_folder.h"
 #include "harness/sha256.h"
 #include "tests/support/cli_run.h"
 #include "tests/support/reference_llama.h"

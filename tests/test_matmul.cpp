@@ -19,8 +19,8 @@
 
 #include "model/evaluator.h"
 #include "model/llama_model.h"
-#include "model/matmul.h"
-#include "model/planar.h"
+#include "model/ops/matmul.h"
+#include "model/ops/planar.h"
 #include "policies/full_cache.h"
 #include "tests/support/reference_llama.h"
 
@@ -204,7 +204,7 @@ TEST(Matmul, GroupEqualsSeparateCalls) {
   }
 }
 
-// A matrix with a planar copy (model/planar.h) gives the same bits as without
+// A matrix with a planar copy (model/ops/planar.h) gives the same bits as without
 // one, on every path (those without a planar kernel ignore the copy), for
 // decode and prefill shapes and both thread counts.
 TEST(Matmul, PlanarCopyGivesTheSameBits) {

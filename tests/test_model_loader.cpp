@@ -5,10 +5,10 @@
 #include <fstream>
 #include <functional>
 
-#include "model/error.h"
-#include "model/gguf_writer.h"
+#include "model/common/error.h"
+#include "model/gguf/gguf_writer.h"
 #include "model/llama_model.h"
-#include "model/tiny_model.h"
+#include "model/testing/tiny_model.h"
 
 namespace kvbench {
 namespace {

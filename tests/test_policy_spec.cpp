@@ -12,7 +12,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "model/error.h"
+#include "model/common/error.h"
 #include "policies/policy_cache.h"
 #include "policies/policy_spec.h"
 #include "policies/registry.h"

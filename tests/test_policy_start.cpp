@@ -11,7 +11,7 @@
 #include <cstring>
 #include <set>
 
-#include "harness/policy_start.h"
+#include "harness/run/policy_start.h"
 #include "model/llama_model.h"
 #include "policies/registry.h"
 #include "tests/support/reference_llama.h"

@@ -1,4 +1,4 @@
-// Quantized dot products (model/quant_dot.h): the activation quantizers
+// Quantized dot products (model/ops/quant_dot.h): the activation quantizers
 // against hand-computed blocks and ggml's reference rounding, the scalar
 // reference dots against double-precision sums of dequantized values, and
 // every SIMD path this machine runs against the scalar reference, bit for bit.
@@ -11,10 +11,10 @@
 #include <string>
 #include <vector>
 
-#include "model/error.h"
-#include "model/ggml_types.h"
-#include "model/planar.h"
-#include "model/quant_dot.h"
+#include "model/common/error.h"
+#include "model/gguf/ggml_types.h"
+#include "model/ops/planar.h"
+#include "model/ops/quant_dot.h"
 #include "tests/support/weight_rows.h"
 
 namespace kvbench {
@@ -235,7 +235,7 @@ TEST(QuantDot, EveryTileShapeMatchesSingleDots) {
   }
 }
 
-// --- planar rows (model/planar.h) ---------------------------------------------
+// --- planar rows (model/ops/planar.h) ---------------------------------------------
 
 const GgmlType kPlanarTypes[] = {GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q8_0};
 

@@ -1,11 +1,11 @@
-// The roofline figures of `kvbench bench --roofline` (harness/roofline.h):
+// The roofline figures of `kvbench bench --roofline` (harness/bench/roofline.h):
 // bytes per decode token and FLOPs per prefill token counted independently
 // from the GGUF tensor table, for tied and untied output matrices; and the
 // bandwidth measurement's bookkeeping (it cannot be asserted as a speed).
 #include <gtest/gtest.h>
 
-#include "harness/compute_peak.h"
-#include "harness/roofline.h"
+#include "harness/bench/compute_peak.h"
+#include "harness/bench/roofline.h"
 #include "tests/support/reference_llama.h"
 
 namespace kvbench {

@@ -16,7 +16,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "harness/run_folder.h"
+#include "harness/run/run_folder.h"
 #include "tests/support/reference_llama.h"
 
 namespace kvbench {

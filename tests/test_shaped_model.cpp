@@ -1,4 +1,4 @@
-// Random-weight models of real shapes (model/shaped_model.*): the named
+// Random-weight models of real shapes (model/testing/shaped_model.*): the named
 // shapes' tensor lists and sizes computed without writing a byte, the random
 // quantized blocks they are made of, a small shape written by the same code
 // that loads and runs the forward pass, and the tiny-model command's --shape.
@@ -18,13 +18,13 @@
 #include <numeric>
 #include <set>
 
-#include "model/error.h"
+#include "model/common/error.h"
 #include "model/evaluator.h"
-#include "model/gguf.h"
-#include "model/gguf_writer.h"
+#include "model/gguf/gguf.h"
+#include "model/gguf/gguf_writer.h"
 #include "model/llama_model.h"
-#include "model/shaped_model.h"
-#include "model/tiny_model.h"
+#include "model/testing/shaped_model.h"
+#include "model/testing/tiny_model.h"
 #include "policies/full_cache.h"
 #include "tests/support/cli_run.h"
 #include "tests/support/reference_llama.h"

@@ -13,7 +13,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
-#include "model/tiny_model.h"
+#include "model/testing/tiny_model.h"
 #include "tests/support/cli_run.h"
 #include "tests/support/reference_llama.h"
 

@@ -18,12 +18,12 @@
 #include <sstream>
 
 #include "datasets/prompt.h"
-#include "harness/answer.h"
-#include "harness/document_qa.h"
+#include "harness/run/answer.h"
+#include "harness/snapshot/document_qa.h"
 #include "harness/sha256.h"
-#include "harness/snapshot_file.h"
-#include "harness/snapshot_model.h"
-#include "model/tiny_model.h"
+#include "harness/snapshot/snapshot_file.h"
+#include "harness/snapshot/snapshot_model.h"
+#include "model/testing/tiny_model.h"
 #include "tests/support/reference_llama.h"
 
 namespace kvbench {

@@ -17,13 +17,13 @@
 #include <utility>
 #include <vector>
 
-#include "model/chat_template.h"
-#include "model/error.h"
-#include "model/gguf.h"
-#include "model/gguf_writer.h"
-#include "model/pretokenizer.h"
-#include "model/tiny_vocab.h"
-#include "model/tokenizer.h"
+#include "model/tokenizer/chat_template.h"
+#include "model/common/error.h"
+#include "model/gguf/gguf.h"
+#include "model/gguf/gguf_writer.h"
+#include "model/tokenizer/pretokenizer.h"
+#include "model/testing/tiny_vocab.h"
+#include "model/tokenizer/tokenizer.h"
 
 namespace kvbench {
 namespace {

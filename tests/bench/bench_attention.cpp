@@ -9,7 +9,7 @@
 #include <random>
 #include <vector>
 
-#include "model/attention.h"
+#include "model/ops/attention.h"
 #include "policies/full_cache.h"
 #include "policies/policy_cache.h"
 

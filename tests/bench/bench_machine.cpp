@@ -1,20 +1,20 @@
 // The machine's own limits, the yardsticks of docs/PERFORMANCE.md:
 //  - ReadBandwidth: streaming reads of 1 GiB (far beyond the last-level
-//    cache) with the model's thread pool (harness/roofline.h), bytes/s;
+//    cache) with the model's thread pool (harness/bench/roofline.h), bytes/s;
 //  - PeakFma: AVX-512 f32 fused multiply-adds on registers only, FLOP/s
 //    (2 per multiply-add) per thread;
 //  - PeakVnni: AVX-512 VNNI u8 x s8 dot products (vpdpbusd: 64 multiply-adds
 //    each), integer ops/s (2 per multiply-add) per thread — what the 8-bit
 //    activation kernels are built on.
-// The peak loops are kvbench bench --roofline's (harness/compute_peak.h).
+// The peak loops are kvbench bench --roofline's (harness/bench/compute_peak.h).
 //
 //   build/tests/kvbench_microbench --benchmark_filter='ReadBandwidth|Peak'
 #include <benchmark/benchmark.h>
 
 #include <cstdint>
 
-#include "harness/compute_peak.h"
-#include "harness/roofline.h"
+#include "harness/bench/compute_peak.h"
+#include "harness/bench/roofline.h"
 
 namespace kvbench {
 namespace {

@@ -12,9 +12,9 @@
 #include <random>
 #include <vector>
 
-#include "model/matmul.h"
-#include "model/planar.h"
-#include "model/quant_dot.h"
+#include "model/ops/matmul.h"
+#include "model/ops/planar.h"
+#include "model/ops/quant_dot.h"
 
 namespace kvbench {
 namespace {
@@ -44,7 +44,7 @@ Matrix make_matrix(GgmlType t, int64_t rows, int64_t cols) {
   return m;
 }
 
-// The same matrix with a planar copy (model/planar.h), as the model loader
+// The same matrix with a planar copy (model/ops/planar.h), as the model loader
 // makes for the types the path has a planar kernel for.
 struct PlanarMatrix : Matrix {
   std::vector<uint8_t> planar;

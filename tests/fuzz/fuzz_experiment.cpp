@@ -11,8 +11,8 @@
 #include <vector>
 
 #include "datasets/json_text.h"
-#include "harness/experiment.h"
-#include "model/error.h"
+#include "harness/run/experiment.h"
+#include "model/common/error.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace kvbench;

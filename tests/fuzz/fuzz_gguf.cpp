@@ -10,10 +10,10 @@
 #include <string>
 #include <vector>
 
-#include "model/error.h"
-#include "model/ggml_types.h"
-#include "model/gguf.h"
-#include "model/gguf_writer.h"
+#include "model/common/error.h"
+#include "model/gguf/ggml_types.h"
+#include "model/gguf/gguf.h"
+#include "model/gguf/gguf_writer.h"
 
 namespace {
 

@@ -10,7 +10,7 @@
 #include <string>
 
 #include "datasets/jsonl.h"
-#include "model/error.h"
+#include "model/common/error.h"
 #include "tests/fuzz/fuzz_files.h"
 
 namespace {

@@ -13,10 +13,10 @@
 #include <string>
 #include <vector>
 
-#include "harness/compare.h"
-#include "harness/run_folder.h"
-#include "harness/table.h"
-#include "model/error.h"
+#include "harness/report/compare.h"
+#include "harness/run/run_folder.h"
+#include "harness/report/table.h"
+#include "model/common/error.h"
 #include "tests/fuzz/fuzz_files.h"
 
 namespace {

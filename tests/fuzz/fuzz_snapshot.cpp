@@ -27,7 +27,7 @@
 #include <vector>
 
 #include "harness/sha256.h"
-#include "harness/snapshot_file.h"
+#include "harness/snapshot/snapshot_file.h"
 #include "policies/cache_errors.h"
 #include "policies/policy_cache.h"
 

@@ -9,7 +9,7 @@
 
 #include <gtest/gtest.h>
 
-#include "model/tiny_model.h"
+#include "model/testing/tiny_model.h"
 
 namespace kvbench::test {
 namespace {

@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "model/llama_model.h"
-#include "model/quant_dot.h"
+#include "model/ops/quant_dot.h"
 
 namespace kvbench::test {
 

@@ -9,8 +9,8 @@
 #include <utility>
 #include <vector>
 
-#include "model/ggml_types.h"
-#include "model/quant_dot.h"
+#include "model/gguf/ggml_types.h"
+#include "model/ops/quant_dot.h"
 
 namespace kvbench::test {
 

@@ -1,0 +1,142 @@
+#include "harness/cli/cli.h"
+
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+#include <thread>
+
+#include "model/common/error.h"
+#include "model/common/input_file.h"
+#include "model/llama_model.h"
+#include "model/common/printable.h"
+
+namespace po = boost::program_options;
+
+namespace kvbench::cli {
+
+const std::vector<Command>& commands() {
+  static const std::vector<Command> table = {
+      {"info", "metadata, hyper-parameters and tensor types of a GGUF file", cmd_info},
+      {"generate", "generate text from a prompt (greedy by default), streamed", cmd_generate},
+      {"tokenize", "token ids of a text, one line", cmd_tokenize},
+      {"logits", "next-token logits of a prompt (top K)", cmd_logits},
+      {"perplexity", "perplexity of a text file", cmd_perplexity},
+      {"tiny-model", "write a random-weight model: the tests' tiny one, or a real shape (--shape)", cmd_tiny_model},
+      {"bench", "throughput like llama-bench: pp, tg, depth, threads, KV precision", cmd_bench},
+      {"policies", "cache policies: every name, parameter, default; check a spec", cmd_policies},
+      {"dataset", "task instances: generate, show, calibrate (full-cache accuracy)", cmd_dataset},
+      {"run", "run an experiment: the benchmark table, plots and report", cmd_run},
+      {"report", "re-render a run folder's table, plots and report", cmd_report},
+      {"compare", "regression gate: compare two run folders (exit 1 on a score drop)", cmd_compare},
+      {"merge", "merge the shards of an experiment into one run folder", cmd_merge},
+      {"cache", "cache snapshots: save a prefilled (compressed) document; info", cmd_cache},
+      {"ask", "answer questions from a cache snapshot without recomputing it", cmd_ask},
+  };
+  return table;
+}
+
+namespace {
+
+void print_usage(std::ostream& os) {
+  os << "kvbench — a benchmarking harness for KV-cache policies on a CPU LLaMA model\n\n"
+        "usage: kvbench <command> [options]   (kvbench <command> --help for its options)\n\n"
+        "commands:\n";
+  for (const auto& c : commands()) {
+    os << "  " << c.name << std::string(14 - c.name.size(), ' ') << c.summary << "\n";
+  }
+  os << "\nThe model defaults to $KVBENCH_MODEL, else models/SmolLM2-135M-Instruct.Q4_1.gguf.\n"
+        "Exit codes: 0 done, 1 a check failed, 2 bad input or usage.\n";
+}
+
+}  // namespace
+
+bool parse(const Args& args, const po::options_description& desc, po::variables_map& vm,
+           std::string_view usage, const po::positional_options_description* positional) {
+  po::options_description all;
+  all.add_options()("help,h", "show this help");
+  all.add(desc);
+  try {
+    po::command_line_parser parser(args);
+    parser.options(all);
+    if (positional) parser.positional(*positional);
+    else parser.positional(po::positional_options_description());
+    po::store(parser.run(), vm);
+    if (vm.count("help")) {
+      std::cout << "usage: " << usage << "\n\n" << all;
+      return false;
+    }
+    po::notify(vm);
+  } catch (const po::error& e) {
+    throw InputError(e.what());
+  }
+  return true;
+}
+
+void add_model_options(po::options_description& desc) {
+  desc.add_options()("model,m", po::value<std::string>(),
+                     "GGUF model file (default: $KVBENCH_MODEL or "
+                     "models/SmolLM2-135M-Instruct.Q4_1.gguf)")(
+      "threads,t", po::value<int>(), "worker threads (default: all cores)");
+}
+
+std::string model_path(const po::variables_map& vm) {
+  return vm.count("model") ? vm["model"].as<std::string>() : default_model_path();
+}
+
+int thread_count(const po::variables_map& vm) {
+  const int hw = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  if (!vm.count("threads")) return hw;
+  const int n = vm["threads"].as<int>();
+  if (n < 1 || n > 512) throw InputError("--threads must be between 1 and 512, got " + std::to_string(n));
+  return n;
+}
+
+std::string read_text_file(const std::string& path) { return read_regular_file(path, kMaxTextBytes, "a text file"); }
+
+int main(int argc, char** argv) {
+  std::ios::sync_with_stdio(false);
+  if (argc < 2) {
+    print_usage(std::cerr);
+    return 2;
+  }
+  const std::string name = argv[1];
+  if (name == "--help" || name == "-h" || name == "help") {
+    print_usage(std::cout);
+    return 0;
+  }
+  if (name == "--version") {
+    std::cout << "kvbench " << KVBENCH_VERSION << "\n";
+    return 0;
+  }
+  // An error is one line whatever it quotes (a spec, a path, a value given on
+  // the command line): control characters and invalid UTF-8 become visible
+  // escapes; escapes the message already holds stay as they are.
+  auto one_line = [](std::string_view text) { return escaped_text(text, text.size(), false); };
+  Args args(argv + 2, argv + argc);
+  for (const auto& c : commands()) {
+    if (c.name != name) continue;
+    try {
+      return c.run(args);
+    } catch (const InputError& e) {
+      std::cout.flush();
+      std::cerr << "error: " << one_line(e.what()) << "\n";
+      return 2;
+    } catch (const std::bad_alloc&) {
+      std::cerr << "error: out of memory\n";
+      return 2;
+    } catch (const std::filesystem::filesystem_error& e) {
+      // A path the system refuses (too long, a loop of links, no permission)
+      // is bad input like any other: one line naming it.
+      std::cout.flush();
+      std::cerr << "error: " << one_line(e.path1().string()) << ": " << e.code().message() << "\n";
+      return 2;
+    }
+  }
+  std::string names;
+  for (const auto& c : commands()) names += (names.empty() ? "" : ", ") + std::string(c.name);
+  std::cerr << "error: unknown command '" << one_line(name) << "' (commands: " << names << ")\n";
+  return 2;
+}
+
+}  // namespace kvbench::cli

@@ -1,0 +1,568 @@
+// kvbench bench: throughput in the manner of llama-bench, on the full cache
+// (--kv) or on any policy of the registry (--policy).
+//   pp N          prompt processing: N tokens prefilled in one go (chunks of
+//                 512, llama-bench's default micro-batch), logits of the last
+//   tg N          token generation: N single-token decode steps, logits each
+//   ... @ dD      the same after a context of D tokens already in the cache
+// Every option takes a comma-separated list (or repeats); every combination
+// of threads x KV precision x depth x test is measured. Each combination gets
+// a warm-up (the whole pp test; one tg step), then -r timed repetitions; the
+// table shows mean ± sample standard deviation and the median of tokens/s.
+// Token ids are deterministic pseudo-random ordinary tokens (no special or
+// control token). The depth context is prefilled once per (threads, KV or
+// policy) combination; each repetition first rolls the cache back to it (a
+// policy cache: a copy of its state after the depth context, made before
+// the clock starts). A policy's pp test includes its end-of-prompt work
+// (end_prefill: once-timing eviction, restore).
+#include <unistd.h>
+
+#include <algorithm>
+#include <charconv>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <iostream>
+#include <map>
+#include <numeric>
+#include <sstream>
+#include <thread>
+
+#include <nlohmann/json.hpp>
+
+#include "harness/cli/cli.h"
+#include "harness/bench/compute_peak.h"
+#include "harness/inference.h"
+#include "harness/bench/roofline.h"
+#include "model/common/error.h"
+#include "model/evaluator.h"
+#include "model/gguf/ggml_types.h"
+#include "model/llama_model.h"
+#include "model/ops/quant_dot.h"
+#include "policies/full_cache.h"
+#include "policies/policy_cache.h"
+#include "policies/policy_spec.h"
+
+namespace po = boost::program_options;
+
+namespace kvbench::cli {
+namespace {
+
+constexpr int kChunk = 512;  // prefill micro-batch (llama-bench's -ub default)
+
+// "512,1024" (and repeated options) -> integers within [lo, hi].
+std::vector<int> int_list(const po::variables_map& vm, const std::string& name, int lo, int hi) {
+  std::vector<int> out;
+  for (const std::string& arg : vm[name].as<std::vector<std::string>>()) {
+    std::stringstream ss(arg);
+    std::string item;
+    while (std::getline(ss, item, ',')) {
+      int v = 0;
+      const auto [end, ec] = std::from_chars(item.data(), item.data() + item.size(), v);
+      if (item.empty() || ec != std::errc() || end != item.data() + item.size())
+        throw InputError("--" + name + ": '" + item + "' is not an integer");
+      if (v < lo || v > hi)
+        throw InputError("--" + name + " must be between " + std::to_string(lo) + " and " +
+                         std::to_string(hi) + ", got " + std::to_string(v));
+      out.push_back(v);
+    }
+    if (arg.empty() || arg.back() == ',') throw InputError("--" + name + ": empty value in '" + arg + "'");
+  }
+  return out;
+}
+
+std::vector<KvElement> kv_list(const po::variables_map& vm) {
+  std::vector<KvElement> out;
+  for (const std::string& arg : vm["kv"].as<std::vector<std::string>>()) {
+    std::stringstream ss(arg);
+    std::string item;
+    while (std::getline(ss, item, ',')) {
+      if (item == "f32") out.push_back(KvElement::F32);
+      else if (item == "f16") out.push_back(KvElement::F16);
+      else throw InputError("--kv: unknown KV precision '" + item + "' (f32, f16)");
+    }
+    if (arg.empty() || arg.back() == ',') throw InputError("--kv: empty value in '" + arg + "'");
+  }
+  return out;
+}
+
+const char* kv_name(KvElement e) { return e == KvElement::F16 ? "f16" : "f32"; }
+
+// --policy values: specs separated by commas (or repeated options). A spec's
+// own parameters are separated by commas too ("h2o:budget=256,timing=call"),
+// so an item that starts with key=value continues the previous spec.
+std::vector<std::string> policy_list(const po::variables_map& vm) {
+  std::vector<std::string> out;
+  if (!vm.count("policy")) return out;
+  for (const std::string& arg : vm["policy"].as<std::vector<std::string>>()) {
+    std::stringstream ss(arg);
+    std::string item;
+    bool first = true;
+    while (std::getline(ss, item, ',')) {
+      const std::string head = item.substr(0, item.find_first_of(":+"));
+      if (!first && head.find('=') != std::string::npos) out.back() += "," + item;
+      else out.push_back(item);
+      first = false;
+    }
+    if (arg.empty() || arg.back() == ',') throw InputError("--policy: empty value in '" + arg + "'");
+  }
+  return out;
+}
+
+// What a test runs on: the full cache at a KV precision, or a policy.
+struct CacheConfig {
+  std::string label;   // the table's kv column: "f16", or the policy's spec
+  KvElement kv = KvElement::F32;
+  bool is_policy = false;
+  PolicySpec spec;
+};
+
+// Deterministic pseudo-random ordinary tokens: ids whose piece is not empty
+// without special rendering (so no control token), never BOS/EOS/end-of-turn.
+std::vector<int32_t> bench_tokens(const Tokenizer& tok, int64_t n, uint64_t seed) {
+  std::vector<int32_t> out;
+  out.reserve(n);
+  uint64_t s = seed * 0x9E3779B97F4A7C15ull + 1;
+  while (static_cast<int64_t>(out.size()) < n) {
+    s ^= s << 13;
+    s ^= s >> 7;
+    s ^= s << 17;
+    const int32_t id = static_cast<int32_t>(s % static_cast<uint64_t>(tok.n_vocab()));
+    if (id == tok.bos() || id == tok.eos() || tok.is_end_of_generation(id)) continue;
+    if (tok.token_to_piece(id, false).empty()) continue;
+    out.push_back(id);
+  }
+  return out;
+}
+
+// Prefills tokens into a policy cache at [start, start + n) in chunks (a
+// contiguous-position policy at its own positions); the last logits into
+// last_logits when given.
+void policy_prefill(Evaluator& eval, PolicyCache& cache, const std::vector<int32_t>& tokens, int32_t start,
+                    float* last_logits = nullptr) {
+  std::vector<int32_t> pos;
+  for (size_t b = 0; b < tokens.size(); b += kChunk) {
+    const size_t e = std::min(tokens.size(), b + kChunk);
+    pos.resize(e - b);
+    std::iota(pos.begin(), pos.end(), cache.position_for(0, start + static_cast<int32_t>(b)));
+    const bool last = e == tokens.size() && last_logits;
+    eval.step(std::span<const int32_t>(tokens.data() + b, e - b), pos, 0, StepPhase::Prefill, cache,
+              last ? Logits::Last : Logits::None, last ? last_logits : nullptr);
+  }
+}
+
+struct Stats {
+  double mean = 0, sd = 0, median = 0;
+};
+
+Stats stats(std::vector<double> x) {
+  Stats s;
+  const double n = static_cast<double>(x.size());
+  s.mean = std::accumulate(x.begin(), x.end(), 0.0) / n;
+  double ss = 0;
+  for (double v : x) ss += (v - s.mean) * (v - s.mean);
+  s.sd = x.size() > 1 ? std::sqrt(ss / (n - 1)) : 0.0;
+  std::sort(x.begin(), x.end());
+  s.median = x.size() % 2 ? x[x.size() / 2] : (x[x.size() / 2 - 1] + x[x.size() / 2]) / 2;
+  return s;
+}
+
+struct Result {
+  int threads = 0;
+  std::string kv;      // "f32" / "f16", or a policy spec
+  bool policy = false;
+  int n_prompt = 0, n_gen = 0, depth = 0;
+  std::vector<double> tps;  // tokens/s of each repetition
+  // Roofline (harness/bench/roofline.h), averaged over the test's token positions:
+  // tg: weights + K/V read per decode step (a policy: its hot tier, restored
+  // pages included, averaged over the first and the last step of a run)
+  double bytes_per_token = 0;
+  double flops_per_token = 0;  // pp: FLOPs per prompt token
+  std::string test() const {
+    std::string t = n_prompt > 0 ? "pp" + std::to_string(n_prompt) : "tg" + std::to_string(n_gen);
+    if (depth > 0) t += " @ d" + std::to_string(depth);
+    return t;
+  }
+};
+
+std::string fixed(double v, int digits) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.*f", digits, v);
+  return buf;
+}
+
+struct ModelInfo {
+  std::string name;     // "llama 135M Q4_1"
+  uint64_t bytes = 0;   // all tensors
+  uint64_t params = 0;  // all tensor elements
+  std::string backend;  // "CPU avx512" (+ " exact")
+};
+
+ModelInfo model_info(const LlamaModel& m, bool exact) {
+  ModelInfo info;
+  std::map<std::string, uint64_t> bytes_by_type;
+  for (const GgufTensor& t : m.file().tensors()) {
+    info.bytes += t.bytes;
+    info.params += static_cast<uint64_t>(t.n_elements());
+    const auto traits = type_traits(static_cast<uint32_t>(t.type));
+    bytes_by_type[traits ? std::string(traits->name) : "?"] += t.bytes;
+  }
+  const auto main_type = std::max_element(bytes_by_type.begin(), bytes_by_type.end(),
+                                          [](auto& a, auto& b) { return a.second < b.second; });
+  // llama-bench's style: architecture, parameter count, main weight type.
+  const double p = static_cast<double>(info.params);
+  const std::string size =
+      p >= 1e9 ? fixed(p / 1e9, 1) + "B" : p >= 1e7 ? fixed(p / 1e6, 0) + "M" : fixed(p / 1e6, 1) + "M";
+  info.name = "llama " + size + (main_type != bytes_by_type.end() ? " " + main_type->first : "");
+  info.backend = "CPU " + std::string(cpu_path_name(default_cpu_path())) + (exact ? " exact" : "");
+  return info;
+}
+
+void print_markdown(const ModelInfo& info, const std::vector<Result>& results) {
+  const std::vector<std::string> head = {"model", "size", "params", "backend", "threads", "kv", "test", "t/s", "median t/s"};
+  std::vector<std::vector<std::string>> rows;
+  for (const Result& r : results) {
+    const Stats s = stats(r.tps);
+    rows.push_back({info.name, fixed(info.bytes / 1048576.0, 2) + " MiB", fixed(info.params / 1e6, 2) + " M",
+                    info.backend, std::to_string(r.threads), r.kv, r.test(),
+                    fixed(s.mean, 2) + " ± " + fixed(s.sd, 2), fixed(s.median, 2)});
+  }
+  std::vector<size_t> width(head.size());
+  auto cells = [](const std::string& s) {  // display width: "±" is one column, two bytes
+    size_t n = 0;
+    for (unsigned char c : s) n += (c & 0xC0) != 0x80;
+    return n;
+  };
+  for (size_t c = 0; c < head.size(); ++c) {
+    width[c] = cells(head[c]);
+    for (const auto& row : rows) width[c] = std::max(width[c], cells(row[c]));
+  }
+  // Names left-aligned, numbers and tests right-aligned (as llama-bench).
+  auto right = [](size_t c) { return c == 1 || c == 2 || c == 4 || c >= 6; };
+  auto line = [&](const std::vector<std::string>& row) {
+    std::string out = "|";
+    for (size_t c = 0; c < row.size(); ++c) {
+      const std::string pad(width[c] - cells(row[c]), ' ');
+      out += " " + (right(c) ? pad + row[c] : row[c] + pad) + " |";
+    }
+    std::cout << out << "\n";
+  };
+  line(head);
+  std::string sep = "|";
+  for (size_t c = 0; c < head.size(); ++c)
+    sep += " " + (right(c) ? std::string(width[c] - 1, '-') + ":" : std::string(width[c], '-')) + " |";
+  std::cout << sep << "\n";
+  for (const auto& row : rows) line(row);
+}
+
+// The limits (docs/PERFORMANCE.md): for tg, the measured read bandwidth over
+// the bytes a step reads; for pp, the measured arithmetic peak of the
+// instructions the mode multiplies with (f32 FMA for --exact, VNNI int8 dot
+// products otherwise) over the operations a token needs.
+void print_roofline(const std::map<int, BandwidthMeasurement>& bws, const std::map<int, ComputePeak>& peaks,
+                    bool exact, const std::vector<Result>& results) {
+  std::cout << "\n";
+  for (const auto& [threads, bw] : bws)
+    std::cout << "roofline: read bandwidth " << fixed(bw.median_bytes_per_s / 1e9, 2) << " GB/s with " << threads
+              << (threads == 1 ? " thread" : " threads") << " (median of " << bw.passes << " passes over "
+              << bw.buffer_bytes / (1 << 20) << " MiB; best " << fixed(bw.best_bytes_per_s / 1e9, 2) << ")\n";
+  const char* peak_name = exact ? "AVX-512 f32 FMA" : "AVX-512 VNNI int8";
+  const char* unit = exact ? "GFLOP/s" : "G int ops/s";
+  for (const auto& [threads, p] : peaks) {
+    const double v = exact ? p.f32_flops_per_s : p.int8_ops_per_s;
+    std::cout << "roofline: " << peak_name << " peak "
+              << (v > 0 ? fixed(v / 1e9, 1) + " " + unit : "not measured (CPU lacks it)")
+              << " with " << threads << (threads == 1 ? " thread" : " threads") << " (median of " << p.passes
+              << " passes)\n";
+  }
+  std::cout << "\n| threads | kv  | test | per token | limit t/s | median t/s | of limit | achieved |\n";
+  std::cout << "| ------: | --- | ---: | --------: | --------: | ---------: | -------: | -------: |\n";
+  for (const Result& r : results) {
+    const BandwidthMeasurement& bw = bws.at(r.threads);
+    const double median = stats(r.tps).median;
+    if (r.n_gen > 0) {
+      const double limit = bw.median_bytes_per_s / r.bytes_per_token;
+      std::cout << "| " << r.threads << " | " << r.kv << " | " << r.test() << " | "
+                << fixed(r.bytes_per_token / 1e6, 2) << " MB | " << fixed(limit, 1) << " | " << fixed(median, 2)
+                << " | " << fixed(100 * median / limit, 1) << "% | "
+                << fixed(median * r.bytes_per_token / 1e9, 2) << " GB/s |\n";
+    } else {
+      const ComputePeak& p = peaks.at(r.threads);
+      const double peak = exact ? p.f32_flops_per_s : p.int8_ops_per_s;
+      const double limit = peak / r.flops_per_token;
+      std::cout << "| " << r.threads << " | " << r.kv << " | " << r.test() << " | "
+                << fixed(r.flops_per_token / 1e6, 1) << " M" << (exact ? "FLOP" : "op") << " | "
+                << (peak > 0 ? fixed(limit, 1) : std::string("—")) << " | " << fixed(median, 2) << " | "
+                << (peak > 0 ? fixed(100 * median / limit, 1) + "%" : std::string("—")) << " | "
+                << fixed(median * r.flops_per_token / 1e9, 1) << " " << unit << " |\n";
+    }
+  }
+}
+
+nlohmann::json result_json(const ModelInfo& info, const std::string& path, const Result& r) {
+  const Stats s = stats(r.tps);
+  return {{"model", info.name},          {"model_file", path},     {"size_bytes", info.bytes},
+          {"params", info.params},       {"backend", info.backend}, {"threads", r.threads},
+          {"kv", r.policy ? "" : r.kv},  {"policy", r.policy ? r.kv : "full"},
+          {"n_prompt", r.n_prompt},      {"n_gen", r.n_gen},
+          {"n_depth", r.depth},          {"test", r.test()},        {"repetitions", r.tps.size()},
+          {"avg_ts", s.mean},            {"stddev_ts", s.sd},       {"median_ts", s.median},
+          {"samples_ts", r.tps},         {"bytes_per_token", r.bytes_per_token},
+          {"flops_per_token", r.flops_per_token}};
+}
+
+void print_csv(const ModelInfo& info, const std::string& path, const std::vector<Result>& results) {
+  const char* cols[] = {"model", "model_file", "size_bytes", "params", "backend", "threads", "kv", "policy", "n_prompt",
+                        "n_gen", "n_depth", "test", "repetitions", "avg_ts", "stddev_ts", "median_ts", "samples_ts",
+                        "bytes_per_token", "flops_per_token"};
+  auto quote = [](const std::string& s) {
+    std::string q = "\"";
+    for (char c : s) q += c == '"' ? std::string("\"\"") : std::string(1, c);
+    return q + "\"";
+  };
+  for (size_t i = 0; i < std::size(cols); ++i) std::cout << (i ? "," : "") << cols[i];
+  std::cout << "\n";
+  for (const Result& r : results) {
+    const nlohmann::json j = result_json(info, path, r);
+    for (size_t i = 0; i < std::size(cols); ++i) {
+      const nlohmann::json& v = j[cols[i]];
+      std::string cell;
+      if (v.is_string()) cell = quote(v.get<std::string>());
+      else if (v.is_array()) {
+        std::string joined;
+        for (const auto& x : v) joined += (joined.empty() ? "" : ";") + fixed(x.get<double>(), 4);
+        cell = quote(joined);
+      } else if (v.is_number_float()) cell = fixed(v.get<double>(), 4);
+      else cell = v.dump();
+      std::cout << (i ? "," : "") << cell;
+    }
+    std::cout << "\n";
+  }
+}
+
+}  // namespace
+
+int cmd_bench(const Args& args) {
+  po::options_description desc("options (each takes a comma-separated list, like llama-bench)");
+  desc.add_options()("model,m", po::value<std::string>(),
+                     "GGUF model file (default: $KVBENCH_MODEL or models/SmolLM2-135M-Instruct.Q4_1.gguf)")(
+      "n-prompt,p", po::value<std::vector<std::string>>()->composing()->default_value({"512"}, "512"),
+      "prompt-processing test: N tokens in one prefill (0: none)")(
+      "n-gen,n", po::value<std::vector<std::string>>()->composing()->default_value({"128"}, "128"),
+      "token-generation test: N single-token decode steps (0: none)")(
+      "n-depth,d", po::value<std::vector<std::string>>()->composing()->default_value({"0"}, "0"),
+      "run each test after a context of D tokens")(
+      "repetitions,r", po::value<std::vector<std::string>>()->composing()->default_value({"5"}, "5"),
+      "timed repetitions of each test")(
+      "threads,t", po::value<std::vector<std::string>>()->composing(), "worker threads (default: all cores)")(
+      "kv", po::value<std::vector<std::string>>()->composing()->default_value({"f16"}, "f16"),
+      "KV precision of the full cache: f32, f16 (llama-bench's default is f16)")(
+      "policy", po::value<std::vector<std::string>>()->composing(),
+      "cache policy specs instead of --kv (any registry spec, `kvbench policies`; several separated by "
+      "commas, e.g. full,h2o:budget=0.25,timing=call,full+int8): each test runs with the cache in that "
+      "policy's state after the depth context")(
+      "output,o", po::value<std::string>()->default_value("md"), "output format: md, csv, json")(
+      "exact", po::bool_switch(),
+      "multiply with f32 activations (the exact reference path) instead of activations quantized to 8 bits")(
+      "roofline", po::bool_switch(),
+      "also measure the memory read bandwidth (1 GiB) and the arithmetic peaks (AVX-512 f32 FMA and VNNI "
+      "int8, with each -t value's threads) and print each test against its limit: tg vs bandwidth / bytes "
+      "read per token, pp vs the peak of the mode's instructions (f32 FMA with --exact, VNNI otherwise) / "
+      "operations per token");
+  po::variables_map vm;
+  if (!parse(args, desc, vm, "kvbench bench [-m PATH] [-p 512] [-n 128] [-d DEPTH] [-r REPS] [-t THREADS] [--kv f32|f16 | --policy SPEC] [-o md|csv|json]"))
+    return 0;
+
+  const int max_tokens = 1 << 20;
+  const std::vector<int> prompts = int_list(vm, "n-prompt", 0, max_tokens);
+  const std::vector<int> gens = int_list(vm, "n-gen", 0, max_tokens);
+  const std::vector<int> depths = int_list(vm, "n-depth", 0, max_tokens);
+  const std::vector<int> reps_list = int_list(vm, "repetitions", 1, 10000);
+  if (reps_list.size() != 1) throw InputError("--repetitions takes one value");
+  const int reps = reps_list[0];
+  std::vector<int> threads;
+  if (vm.count("threads")) threads = int_list(vm, "threads", 1, 512);
+  else threads = {static_cast<int>(std::max(1u, std::thread::hardware_concurrency()))};
+  std::vector<CacheConfig> configs;
+  const std::vector<std::string> policies = policy_list(vm);
+  if (!policies.empty() && !vm["kv"].defaulted())
+    throw InputError("--kv and --policy exclude each other (a policy names its own storage: full+f16)");
+  for (const std::string& p : policies) {
+    CacheConfig c;
+    c.is_policy = true;
+    try {
+      c.spec = parse_policy_spec(p);
+    } catch (const std::exception& e) {
+      throw InputError(std::string("--policy: ") + e.what());
+    }
+    c.label = p;
+    configs.push_back(std::move(c));
+  }
+  if (policies.empty())
+    for (KvElement kv : kv_list(vm)) configs.push_back({kv_name(kv), kv, false, {}});
+  const std::string format = vm["output"].as<std::string>();
+  if (format != "md" && format != "csv" && format != "json")
+    throw InputError("--output: unknown format '" + format + "' (md, csv, json)");
+  const bool exact = vm["exact"].as<bool>();
+  const bool roofline = vm["roofline"].as<bool>();
+
+  // Tests in llama-bench's order: every pp, then every tg; zeros skipped.
+  struct Test {
+    int n_prompt, n_gen;
+  };
+  std::vector<Test> tests;
+  for (int p : prompts)
+    if (p > 0) tests.push_back({p, 0});
+  for (int n : gens)
+    if (n > 0) tests.push_back({0, n});
+  if (tests.empty()) throw InputError("nothing to measure: every -p and -n value is 0");
+
+  const std::string path = vm.count("model") ? vm["model"].as<std::string>() : default_model_path();
+  auto model = LlamaModel::load(path);
+  const int n_ctx = model->config().n_ctx_train;
+  for (int d : depths)
+    for (const Test& t : tests)
+      if (int64_t{d} + t.n_prompt + t.n_gen > n_ctx)
+        throw InputError("--n-depth " + std::to_string(d) + " plus a test of " +
+                         std::to_string(t.n_prompt + t.n_gen) + " tokens exceeds the model's context of " +
+                         std::to_string(n_ctx));
+  const ModelInfo info = model_info(*model, exact);
+  const Tokenizer& tok = model->tokenizer();
+  const bool tty = isatty(STDERR_FILENO);
+
+  std::vector<Result> results;
+  for (int n_threads : threads) {
+    Evaluator eval(*model, n_threads, exact ? MatmulMode::Exact : MatmulMode::Quantized);
+    for (const CacheConfig& cfg : configs) {
+      for (int depth : depths) {
+        int max_test = 0;
+        for (const Test& t : tests) max_test = std::max(max_test, t.n_prompt + t.n_gen);
+        // The full cache (--kv), rolled back by truncation; or a policy's
+        // cache after the depth context, copied for each run.
+        std::unique_ptr<FullCache> full;
+        std::unique_ptr<PolicyCache> base;
+        const std::vector<int32_t> context = bench_tokens(tok, depth, 1);
+        if (!cfg.is_policy) {
+          full = std::make_unique<FullCache>(model->kv_shape(), cfg.kv);
+          full->reserve(depth + max_test);
+        } else {
+          CacheContext cc;
+          cc.shape = model->kv_shape();
+          cc.rope = model->config().rope;
+          cc.context_tokens = depth + max_test;
+          base = PolicyCache::create(cfg.spec, cc);
+        }
+        if (depth > 0) {
+          if (tty) std::cerr << "bench: prefilling a context of " << depth << " tokens...\r" << std::flush;
+          if (full) {
+            prefill(eval, *full, context, 0, kChunk, nullptr);
+          } else {
+            policy_prefill(eval, *base, context, 0);
+            base->end_prefill();
+          }
+        }
+        for (const Test& t : tests) {
+          Result r;
+          r.threads = n_threads;
+          r.kv = cfg.label;
+          r.policy = cfg.is_policy;
+          r.n_prompt = t.n_prompt;
+          r.n_gen = t.n_gen;
+          r.depth = depth;
+          // Averaged over the positions the test's tokens occupy (both
+          // figures are linear in the context).
+          const double kv_elem = cfg.kv == KvElement::F16 ? 2.0 : 4.0;
+          if (t.n_gen > 0 && !cfg.is_policy)
+            r.bytes_per_token = decode_bytes_per_token(*model, depth + (t.n_gen - 1) / 2.0, kv_elem);
+          if (t.n_prompt > 0) r.flops_per_token = prefill_flops_per_token(*model, depth + (t.n_prompt - 1) / 2.0);
+          const std::vector<int32_t> ids = bench_tokens(tok, t.n_prompt + t.n_gen, 2);
+          std::vector<float> logits(model->config().n_vocab);
+          // A policy's bytes read per step at its first / last step: hot K/V
+          // and scales, and the cold pages' bounds restore ranks them by.
+          double hot_first = 0, hot_last = 0;
+          auto hot = [](const PolicyCache& c) {
+            const MemoryReport m = c.memory();
+            return static_cast<double>(m.hot.kv + m.hot.scales) + c.restore_bytes_per_step();
+          };
+          // One run of the test (n_steps decode steps for tg); returns seconds.
+          // measure: record a policy's hot bytes at the first and last step
+          // (the warm-up only: the accounting walks the cache).
+          auto run = [&](int n_steps, bool measure) {
+            std::unique_ptr<PolicyCache> work;
+            if (full) full->truncate(depth);
+            else work = base->clone();
+            KvCache& cache = full ? static_cast<KvCache&>(*full) : *work;
+            const auto t0 = std::chrono::steady_clock::now();
+            if (t.n_prompt > 0) {
+              if (full) prefill(eval, cache, ids, depth, kChunk, logits.data());
+              else {
+                policy_prefill(eval, *work, ids, depth, logits.data());
+                work->end_prefill();
+              }
+            } else {
+              for (int i = 0; i < n_steps; ++i) {
+                const int32_t pos = work ? work->position_for(0, depth + i) : depth + i;
+                eval.step(std::span(&ids[i], 1), std::span(&pos, 1), 0, StepPhase::Decode, cache,
+                          Logits::Last, logits.data());
+                if (measure && work && i == 0) hot_first = hot(*work);
+              }
+            }
+            const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+            if (measure && work && t.n_gen > 0) hot_last = hot(*work);
+            return s;
+          };
+          // Warm-up: pages in the weights, grows every buffer to this shape (a
+          // policy's tg: every step, to measure the bytes it reads).
+          run(t.n_gen > 0 && cfg.is_policy ? t.n_gen : 1, cfg.is_policy);
+          if (cfg.is_policy && t.n_gen > 0)
+            r.bytes_per_token = decode_bytes_per_token(*model, 0, 0) + (hot_first + hot_last) / 2.0;
+          for (int i = 0; i < reps; ++i) {
+            if (tty)
+              std::cerr << "bench: " << r.test() << ", " << n_threads << " threads, " << cfg.label
+                        << ": repetition " << i + 1 << "/" << reps << "      \r" << std::flush;
+            const double s = run(t.n_gen, false);
+            r.tps.push_back((t.n_prompt + t.n_gen) / s);
+          }
+          results.push_back(std::move(r));
+        }
+      }
+    }
+  }
+  if (tty) std::cerr << std::string(72, ' ') << "\r" << std::flush;
+
+  // Measured after the tests (so it cannot warm or cool anything they
+  // read), once per thread count.
+  std::map<int, BandwidthMeasurement> bw;
+  std::map<int, ComputePeak> peaks;
+  if (roofline) {
+    for (int n : threads) {
+      if (bw.count(n)) continue;
+      if (tty) std::cerr << "bench: measuring the memory read bandwidth with " << n << " threads...\r" << std::flush;
+      ThreadPool pool(n);
+      bw[n] = measure_read_bandwidth(pool);
+      if (tty) std::cerr << "bench: measuring the arithmetic peaks with " << n << " threads...      \r" << std::flush;
+      peaks[n] = measure_compute_peak(pool);
+    }
+    if (tty) std::cerr << std::string(72, ' ') << "\r" << std::flush;
+  }
+
+  if (format == "md") {
+    print_markdown(info, results);
+    if (!bw.empty()) print_roofline(bw, peaks, exact, results);
+  } else if (format == "csv") {
+    print_csv(info, path, results);
+  } else {
+    nlohmann::json j = nlohmann::json::array();
+    for (const Result& r : results) {
+      j.push_back(result_json(info, path, r));
+      if (!bw.empty()) {
+        j.back()["read_bandwidth_bytes_per_s"] = bw.at(r.threads).median_bytes_per_s;
+        j.back()["peak_f32_flops_per_s"] = peaks.at(r.threads).f32_flops_per_s;
+        j.back()["peak_int8_ops_per_s"] = peaks.at(r.threads).int8_ops_per_s;
+      }
+    }
+    std::cout << j.dump(2) << "\n";
+  }
+  return 0;
+}
+
+}  // namespace kvbench::cli

@@ -1,0 +1,31 @@
+// kvbench compare BASE NEW [--tolerance X]: the regression gate. Exit 1 when
+// a configuration's mean score on a task drops by more than X, or when cells
+// of BASE are missing from NEW.
+#include <iostream>
+
+#include "harness/cli/cli.h"
+#include "harness/report/compare.h"
+#include "model/common/error.h"
+
+namespace po = boost::program_options;
+
+namespace kvbench::cli {
+
+int cmd_compare(const Args& args) {
+  po::options_description desc("options");
+  desc.add_options()("base", po::value<std::string>()->required(), "baseline run folder")(
+      "new", po::value<std::string>()->required(), "run folder to check")(
+      "tolerance", po::value<double>()->default_value(0.0),
+      "allowed drop of a mean score (0 to 1) per configuration and task");
+  po::positional_options_description pos;
+  pos.add("base", 1).add("new", 1);
+  po::variables_map vm;
+  if (!parse(args, desc, vm, "kvbench compare BASE NEW [--tolerance X]", &pos)) return 0;
+  const double tol = vm["tolerance"].as<double>();
+  if (!(tol >= 0.0 && tol <= 1.0)) throw InputError("--tolerance must be in [0, 1]");
+  const CompareResult r = compare_runs(vm["base"].as<std::string>(), vm["new"].as<std::string>(), tol);
+  std::cout << r.report;
+  return r.regressed ? 1 : 0;
+}
+
+}  // namespace kvbench::cli

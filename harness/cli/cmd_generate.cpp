@@ -1,0 +1,123 @@
+// kvbench generate: prompt -> streamed continuation (greedy unless a
+// temperature is given), with prefill and decode speed on stderr.
+#include <algorithm>
+#include <chrono>
+#include <numeric>
+#include <iostream>
+
+#include "harness/cli/cli.h"
+#include "harness/inference.h"
+#include "model/common/error.h"
+#include "model/sampler.h"
+#include "policies/policy_cache.h"
+
+namespace po = boost::program_options;
+
+namespace kvbench::cli {
+
+int cmd_generate(const Args& args) {
+  po::options_description desc("options");
+  add_model_options(desc);
+  desc.add_options()("prompt,p", po::value<std::string>()->required(), "prompt text")(
+      "chat", po::bool_switch(), "wrap the prompt in the model's chat template")(
+      "max-tokens,n", po::value<int>()->default_value(128), "tokens to generate at most")(
+      "temperature", po::value<float>()->default_value(0.0f), "0 = greedy")(
+      "top-k", po::value<int>()->default_value(0), "keep the K most likely tokens (0 = all)")(
+      "top-p", po::value<float>()->default_value(1.0f), "nucleus mass in (0, 1]")(
+      "seed", po::value<uint64_t>()->default_value(0), "sampling seed")(
+      "chunk", po::value<int>()->default_value(512), "prefill chunk size in tokens")(
+      "policy", po::value<std::string>()->default_value("full"), "cache policy spec (kvbench policies)")(
+      "fast", po::bool_switch(),
+      "multiply with activations quantized to 8 bits, as llama.cpp and `kvbench run` do (default here: f32 "
+      "activations, the exact reference path)");
+  po::variables_map vm;
+  if (!parse(args, desc, vm, "kvbench generate --prompt TEXT [--chat] [--max-tokens N] [options]"))
+    return 0;
+  SamplerConfig sc;
+  sc.temperature = vm["temperature"].as<float>();
+  sc.top_k = vm["top-k"].as<int>();
+  sc.top_p = vm["top-p"].as<float>();
+  sc.seed = vm["seed"].as<uint64_t>();
+  const int max_tokens = vm["max-tokens"].as<int>();
+  const int chunk = vm["chunk"].as<int>();
+  if (!(sc.temperature >= 0.0f)) throw InputError("--temperature must be >= 0");
+  if (sc.top_k < 0) throw InputError("--top-k must be >= 0");
+  if (!(sc.top_p > 0.0f && sc.top_p <= 1.0f)) throw InputError("--top-p must be in (0, 1]");
+  if (max_tokens < 0) throw InputError("--max-tokens must be >= 0");
+  if (chunk < 1) throw InputError("--chunk must be >= 1");
+  PolicySpec policy;
+  try {
+    policy = parse_policy_spec(vm["policy"].as<std::string>());
+  } catch (const InputError& e) {
+    throw InputError(std::string("--policy: ") + e.what());
+  }
+  const int threads = thread_count(vm);
+
+  auto model = LlamaModel::load(model_path(vm));
+  const auto ids = prompt_tokens(*model, vm["prompt"].as<std::string>(), vm["chat"].as<bool>());
+  const LlamaConfig& c = model->config();
+  Evaluator eval(*model, threads, vm["fast"].as<bool>() ? MatmulMode::Quantized : MatmulMode::Exact);
+  CacheContext cc;
+  cc.shape = model->kv_shape();
+  cc.rope = c.rope;
+  cc.context_tokens = static_cast<int64_t>(ids.size()) + max_tokens;
+  cc.seed = sc.seed;
+  auto cache_ptr = PolicyCache::create(policy, cc);
+  PolicyCache& cache = *cache_ptr;
+  Sampler sampler(sc);
+  std::vector<float> logits(c.n_vocab);
+
+  using clock = std::chrono::steady_clock;
+  const auto t0 = clock::now();
+  // Chunked prefill at the cache's positions (contiguous-position policies
+  // renumber after each chunk; others are at the stream position, found
+  // without scanning the cache).
+  std::vector<int32_t> chunk_pos;
+  for (size_t b = 0; b < ids.size(); b += chunk) {
+    const size_t e = std::min(ids.size(), b + chunk);
+    chunk_pos.resize(e - b);
+    std::iota(chunk_pos.begin(), chunk_pos.end(), cache.position_for(0, static_cast<int32_t>(b)));
+    const bool last = e == ids.size();
+    eval.step(std::span<const int32_t>(ids.data() + b, e - b), chunk_pos, 0, StepPhase::Prefill,
+              cache, last ? Logits::Last : Logits::None, last ? logits.data() : nullptr);
+  }
+  cache.end_prefill();
+  const auto t1 = clock::now();
+  const double policy_prefill_s = cache.policy_seconds();
+  int generated = 0, decode_steps = 0;
+  int32_t pos = static_cast<int32_t>(ids.size());
+  bool hit_context = false;
+  while (generated < max_tokens) {
+    const int32_t next = sampler.sample(logits.data(), c.n_vocab);
+    if (model->tokenizer().is_end_of_generation(next)) break;
+    std::cout << model->tokenizer().token_to_piece(next) << std::flush;
+    ++generated;
+    if (generated == max_tokens) break;
+    if (pos >= c.n_ctx_train) {
+      hit_context = true;
+      break;
+    }
+    // The cache's position for this token (contiguous-position policies renumber).
+    const int32_t tok[1] = {next}, p[1] = {cache.position_for(0, pos)};
+    ++pos;
+    eval.step(tok, p, 0, StepPhase::Decode, cache, Logits::Last, logits.data());
+    ++decode_steps;
+  }
+  const auto t2 = clock::now();
+  std::cout << "\n";
+  const double prefill_s = std::chrono::duration<double>(t1 - t0).count();
+  const double decode_s = std::chrono::duration<double>(t2 - t1).count();
+  std::cerr << "prompt: " << ids.size() << " tokens, " << ids.size() / prefill_s
+            << " tok/s; generated: " << generated << " tokens, decode "
+            << (decode_steps > 0 ? decode_steps / decode_s : 0.0) << " tok/s; " << threads
+            << " threads" << (hit_context ? "; stopped at the model's context length" : "") << "\n";
+  const MemoryReport mem = cache.memory();
+  std::cerr << "policy " << to_string(policy) << ": hot KV " << mem.hot.total() << " bytes ("
+            << mem.hot.entries << " entries), cold " << mem.cold.total() << " bytes; time in policy "
+            << 100.0 * policy_prefill_s / std::max(prefill_s, 1e-9) << "% of prefill, "
+            << 100.0 * (cache.policy_seconds() - policy_prefill_s) / std::max(decode_s, 1e-9)
+            << "% of decode\n";
+  return 0;
+}
+
+}  // namespace kvbench::cli

@@ -1,0 +1,65 @@
+// kvbench info: what a GGUF file holds — header, metadata, hyper-parameters
+// and the tensor types (counts, and every tensor with --tensors).
+#include <iostream>
+#include <map>
+
+#include "harness/cli/cli.h"
+#include "model/gguf/gguf.h"
+#include "model/llama_model.h"
+
+namespace po = boost::program_options;
+
+namespace kvbench::cli {
+
+int cmd_info(const Args& args) {
+  po::options_description desc("options");
+  add_model_options(desc);
+  desc.add_options()("tensors", po::bool_switch(), "list every tensor with its type and shape");
+  po::variables_map vm;
+  if (!parse(args, desc, vm, "kvbench info [--model PATH] [--tensors]")) return 0;
+  const std::string path = model_path(vm);
+  // Load fully first, so a bad file prints nothing but the error line.
+  auto model = LlamaModel::load(path, /*planar_copies=*/false);  // no products
+  const GgufFile& f = model->file();
+  const LlamaConfig& c = model->config();
+
+  std::ostringstream out;
+  out << "file: " << path << "\n"
+      << "gguf version: " << f.version() << ", alignment " << f.alignment() << ", "
+      << f.file_size() << " bytes, " << f.metadata().size() << " metadata keys, "
+      << f.tensors().size() << " tensors\n\nmetadata:\n";
+  for (const auto& [key, value] : f.metadata()) out << "  " << key << " = " << value.to_display() << "\n";
+  out << "\nmodel: " << c.name << "\n"
+      << "  layers " << c.n_layers << ", dim " << c.dim << ", ffn " << c.ffn_dim << ", heads "
+      << c.n_heads << " (kv " << c.n_kv_heads << ", head_dim " << c.head_dim << "), vocab "
+      << c.n_vocab << ", context " << c.n_ctx_train << "\n"
+      << "  rope: dims " << c.rope.n_dims << ", base " << c.rope.freq_base << ", scale "
+      << c.rope.freq_scale << (c.rope.freq_factors.empty() ? "" : ", llama3 freq factors") << "\n"
+      << "  rms eps " << c.rms_eps << ", output " << (model->weights().tied_output ? "tied to token_embd" : "output.weight") << "\n"
+      << "  tokenizer: " << model->tokenizer().model_name() << " / " << model->tokenizer().pre_name()
+      << ", chat template " << model->chat_template().name() << "\n"
+      << "  full-cache KV bytes per token (f32): "
+      << uint64_t{2} * c.n_layers * c.n_kv_heads * c.head_dim * 4 << "\n";
+
+  std::map<std::string, std::pair<int, uint64_t>> by_type;
+  for (const auto& t : f.tensors()) {
+    auto& e = by_type[std::string(type_name(t.type))];
+    e.first += 1;
+    e.second += t.bytes;
+  }
+  out << "\ntensor types:\n";
+  for (const auto& [name, e] : by_type)
+    out << "  " << name << ": " << e.first << " tensors, " << e.second << " bytes\n";
+  if (vm["tensors"].as<bool>()) {
+    out << "\ntensors:\n";
+    for (const auto& t : f.tensors()) {
+      out << "  " << t.name << "  " << type_name(t.type) << "  [";
+      for (int i = 0; i < t.n_dims; ++i) out << (i ? ", " : "") << t.ne[i];
+      out << "]\n";
+    }
+  }
+  std::cout << out.str();
+  return 0;
+}
+
+}  // namespace kvbench::cli

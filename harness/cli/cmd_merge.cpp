@@ -1,0 +1,88 @@
+// kvbench merge DIR... -o DIR: combines the shards of one experiment (run
+// with --shard I/N, e.g. as a Slurm job array) into one run folder and
+// renders its report. The shards must come from the same resolved config; a
+// cell present in two shards must be identical apart from timing fields.
+#include <filesystem>
+#include <iostream>
+#include <map>
+
+#include "harness/cli/cli.h"
+#include "harness/report/report.h"
+#include "harness/run/run_folder.h"
+#include "model/common/error.h"
+
+namespace po = boost::program_options;
+
+namespace kvbench::cli {
+
+int cmd_merge(const Args& args) {
+  po::options_description desc("options");
+  desc.add_options()("dirs", po::value<std::vector<std::string>>()->required()->multitoken(), "shard run folders")(
+      "output,o", po::value<std::string>()->required(), "merged run folder (must not exist)");
+  po::positional_options_description pos;
+  pos.add("dirs", -1);
+  po::variables_map vm;
+  if (!parse(args, desc, vm, "kvbench merge DIR... -o DIR", &pos)) return 0;
+  const auto dirs = vm["dirs"].as<std::vector<std::string>>();
+  const std::string out = vm["output"].as<std::string>();
+  if (std::filesystem::exists(out)) throw InputError(out + ": already exists (merge writes a new folder)");
+
+  // Validate everything before writing anything.
+  std::vector<RunFolder> shards;
+  for (const auto& d : dirs) shards.push_back(RunFolder::open(d));
+  // Where each shard was written (--out) is no part of the experiment.
+  auto experiment_of = [](nlohmann::json c) {
+    c.erase("output");
+    return c;
+  };
+  const auto& config = shards.front().config();
+  std::map<std::string, nlohmann::json> cells;
+  for (const auto& s : shards) {
+    if (experiment_of(s.config()) != experiment_of(config))
+      throw InputError(s.dir() + ": its config.json differs from " + shards.front().dir() +
+                       "'s (shards must come from the same experiment and overrides)");
+    for (auto& c : s.cells()) {
+      const std::string id = c["id"].get<std::string>();
+      auto [it, fresh] = cells.emplace(id, c);
+      if (fresh) continue;
+      nlohmann::json a = it->second, b = c;
+      a.erase("timing");
+      b.erase("timing");
+      if (a != b) throw InputError(s.dir() + ": cell " + id + " differs from the same cell in another shard");
+    }
+  }
+  nlohmann::json meta = shards.front().meta();
+  meta["merged_from"] = dirs;
+  meta.erase("shard");
+  // Work counters add up over the shards.
+  int64_t computed = 0, naive = 0;
+  for (const auto& s : shards) {
+    const auto m = s.meta();
+    if (m.contains("work")) {
+      computed += m["work"].value("prefill_tokens_computed", int64_t{0});
+      naive += m["work"].value("prefill_tokens_naive", int64_t{0});
+    }
+  }
+  meta["work"] = {{"prefill_tokens_computed", computed}, {"prefill_tokens_naive", naive}};
+  const std::filesystem::path parent = std::filesystem::path(out).parent_path();
+  std::error_code ec;
+  if (!parent.empty()) std::filesystem::create_directories(parent, ec);
+  if (!std::filesystem::create_directory(out, ec) || ec)
+    throw InputError(out + ": cannot create the merged run folder" + (ec ? " (" + ec.message() + ")" : ""));
+  try {
+    std::filesystem::create_directory(out + "/cells");
+    write_json_atomic(out + "/config.json", config);
+    write_json_atomic(out + "/meta.json", meta);
+    const RunFolder merged = RunFolder::open(out, RunFolder::Access::Write);
+    for (const auto& [id, c] : cells) merged.write_cell(id, c);
+    const ReportSummary s = write_report(merged);
+    std::cout << s.table_markdown << "\nmerged " << dirs.size() << " shards, " << s.cells << " cells into " << out
+              << "\n";
+  } catch (...) {
+    std::filesystem::remove_all(out, ec);
+    throw;
+  }
+  return 0;
+}
+
+}  // namespace kvbench::cli

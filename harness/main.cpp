@@ -1,3 +1,0 @@
-#include "harness/cli.h"
-
-int main(int argc, char** argv) { return kvbench::cli::main(argc, argv); }

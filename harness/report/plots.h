@@ -1,0 +1,36 @@
+// Plots of a run through a gnuplot pipe, each as PNG and SVG in <dir>/plots/:
+//   heatmap-<policy>.png  needle score by depth (rows) x context length
+//                         (columns), the classic needle-test look (0 red, 1 green)
+//   score-vs-memory.png   every configuration's score against its KV bytes (%
+//                         of full), the Pareto front drawn through the best
+//   score-vs-budget.png   score against budget, one line per base policy
+//   speed.png             decode and prefill tokens/s per configuration
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "harness/report/table.h"
+
+namespace kvbench {
+
+struct PlotResult {
+  std::vector<std::string> files;  // relative to dir, PNG and SVG
+  std::string warning;             // non-empty when gnuplot is missing or failed
+};
+
+PlotResult write_plots(const std::vector<nlohmann::json>& cells, const std::vector<TableRow>& rows,
+                       const std::string& dir);
+
+// `s` as a gnuplot string literal that stays one literal whatever it holds:
+// single-quoted (no escapes, no `command` substitution, no @macros), quotes
+// doubled, newlines and other control characters written as visible escapes
+// (\n, \x01). Every string in every plot script goes through it.
+std::string gnuplot_string(const std::string& s);
+
+// File-name-safe form of a configuration label.
+std::string plot_slug(const std::string& label);
+
+}  // namespace kvbench

@@ -1,0 +1,21 @@
+// Renders a run folder from its cells: metrics.json, predictions.jsonl,
+// table.md, table.csv, plots/ and report.md / report.html (plots embedded as
+// inline SVG). Deterministic given the cells; `kvbench report DIR` re-runs it.
+#pragma once
+
+#include <string>
+
+#include "harness/run/run_folder.h"
+
+namespace kvbench {
+
+struct ReportSummary {
+  int cells = 0;
+  int expected_cells = 0;  // from meta.json's plan, when known
+  std::string table_markdown;
+  std::string plot_warning;
+};
+
+ReportSummary write_report(const RunFolder& run);
+
+}  // namespace kvbench

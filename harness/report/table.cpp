@@ -1,0 +1,186 @@
+#include "harness/report/table.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <map>
+#include <sstream>
+
+namespace kvbench {
+namespace {
+
+using json = nlohmann::json;
+
+double num(const json& j, const char* a, const char* b) {
+  if (!j.contains(a) || !j[a].contains(b) || !j[a][b].is_number()) return NAN;
+  return j[a][b].get<double>();
+}
+
+double mean(const std::vector<double>& v) {
+  double s = 0.0;
+  int n = 0;
+  for (double x : v)
+    if (!std::isnan(x)) s += x, ++n;
+  return n ? s / n : NAN;
+}
+
+double median(std::vector<double> v) {
+  v.erase(std::remove_if(v.begin(), v.end(), [](double x) { return std::isnan(x); }), v.end());
+  if (v.empty()) return NAN;
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+std::optional<double> opt(double x) { return std::isnan(x) ? std::nullopt : std::optional<double>(x); }
+
+std::string fmt(std::optional<double> v, const char* f) {
+  if (!v) return "–";
+  char buf[64];
+  std::snprintf(buf, sizeof buf, f, *v);
+  return buf;
+}
+
+}  // namespace
+
+std::string format_bytes(double b) {
+  char buf[64];
+  if (b >= 1024.0 * 1024 * 1024) std::snprintf(buf, sizeof buf, "%.2f GiB", b / (1024.0 * 1024 * 1024));
+  else if (b >= 1024.0 * 1024) std::snprintf(buf, sizeof buf, "%.2f MiB", b / (1024.0 * 1024));
+  else if (b >= 1024.0) std::snprintf(buf, sizeof buf, "%.1f KiB", b / 1024.0);
+  else std::snprintf(buf, sizeof buf, "%.0f B", b);
+  return buf;
+}
+
+std::vector<TableRow> build_table(const std::vector<json>& cells) {
+  // Group by configuration, ordered by the policy's index in the experiment.
+  std::map<std::pair<int, std::string>, std::vector<const json*>> groups;
+  std::map<std::string, const json*> full_by_instance;
+  for (const auto& c : cells) {
+    const json& p = c["policy"];
+    groups[{p.value("index", 0), p.value("label", std::string())}].push_back(&c);
+    if (p.value("is_reference", false)) full_by_instance[c["instance"]["id"].get<std::string>()] = &c;
+  }
+  std::vector<TableRow> rows;
+  for (const auto& [key, members] : groups) {
+    TableRow r;
+    r.label = key.second;
+    r.spec = (*members.front())["policy"].value("spec", std::string());
+    r.cells = static_cast<int>(members.size());
+    std::vector<double> score, hot, cold, peak, dec, pre, ttft, share, nll_d, kl, top1, needle, attended;
+    double score_sum = 0, full_score_sum = 0, hot_sum = 0, full_bytes_sum = 0;
+    std::vector<double> full_dec;
+    bool all_have_full = true;
+    for (const json* c : members) {
+      const double s = (*c)["score"].get<double>();
+      score.push_back(s);
+      hot.push_back(num(*c, "memory", "kv_bytes_hot"));
+      cold.push_back(num(*c, "memory", "kv_bytes_cold"));
+      peak.push_back(num(*c, "memory", "kv_bytes_peak_prefill"));
+      dec.push_back(num(*c, "timing", "decode_tok_s"));
+      pre.push_back(num(*c, "timing", "prefill_tok_s"));
+      ttft.push_back(num(*c, "timing", "ttft_seconds"));
+      share.push_back(num(*c, "timing", "policy_share"));
+      kl.push_back(num(*c, "retention", "kl_full"));
+      top1.push_back(num(*c, "retention", "top1_agreement"));
+      needle.push_back(num(*c, "retention", "needle_survival"));
+      attended.push_back(num(*c, "retention", "needle_attended"));
+      const auto f = full_by_instance.find((*c)["instance"]["id"].get<std::string>());
+      if (f == full_by_instance.end()) {
+        all_have_full = false;
+        continue;
+      }
+      const json& full = *f->second;
+      score_sum += s;
+      full_score_sum += full["score"].get<double>();
+      hot_sum += num(*c, "memory", "kv_bytes_hot");
+      full_bytes_sum += num(full, "memory", "kv_bytes_hot");
+      full_dec.push_back(num(full, "timing", "decode_tok_s"));
+      nll_d.push_back(num(*c, "retention", "answer_nll") - num(full, "retention", "answer_nll"));
+    }
+    r.score = mean(score);
+    r.kv_bytes_hot = mean(hot);
+    r.kv_bytes_cold = mean(cold);
+    r.kv_bytes_peak_prefill = mean(peak);
+    r.decode_tok_s = median(dec);
+    r.prefill_tok_s = median(pre);
+    r.ttft_seconds = median(ttft);
+    r.policy_share = median(share);
+    r.kl_full = opt(mean(kl));
+    r.top1_agreement = opt(mean(top1));
+    r.needle_survival = opt(mean(needle));
+    r.needle_attended = opt(mean(attended));
+    if (all_have_full) {
+      if (full_score_sum > 0) r.score_rel = score_sum / full_score_sum;
+      if (full_bytes_sum > 0) r.memory_rel = hot_sum / full_bytes_sum;
+      const double fd = median(full_dec);
+      if (fd > 0 && !std::isnan(r.decode_tok_s)) r.speed_rel = r.decode_tok_s / fd;
+      r.nll_delta = opt(mean(nll_d));
+    }
+    rows.push_back(r);
+  }
+  return rows;
+}
+
+std::string table_markdown(const std::vector<TableRow>& rows) {
+  std::ostringstream o;
+  o << "| Configuration | Memory Usage | Inference Speed | Context Retention | KV bytes (hot) | KV bytes (cold) "
+       "| Peak KV (prefill) | Decode tok/s | Prefill tok/s | TTFT s | Score | ΔNLL | KL(full‖policy) | Top-1 agree "
+       "| Needle held | Needle attended | Policy time | Cells |\n"
+       "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n";
+  for (const auto& r : rows) {
+    o << "| " << r.label << " | " << fmt(r.memory_rel ? std::optional(*r.memory_rel * 100) : std::nullopt, "%.1f%%")
+      << " | " << fmt(r.speed_rel, "%.2fx") << " | "
+      << fmt(r.score_rel ? std::optional(*r.score_rel * 100) : std::nullopt, "%.1f%%") << " | "
+      << format_bytes(r.kv_bytes_hot) << " | " << (r.kv_bytes_cold > 0 ? format_bytes(r.kv_bytes_cold) : "–")
+      << " | " << (std::isnan(r.kv_bytes_peak_prefill) ? "–" : format_bytes(r.kv_bytes_peak_prefill))
+      << " | " << fmt(opt(r.decode_tok_s), "%.1f") << " | " << fmt(opt(r.prefill_tok_s), "%.1f") << " | "
+      << fmt(opt(r.ttft_seconds), "%.3f") << " | " << fmt(opt(r.score), "%.3f") << " | "
+      << fmt(r.nll_delta, "%+.3f") << " | " << fmt(r.kl_full, "%.4f") << " | " << fmt(r.top1_agreement, "%.3f")
+      << " | " << fmt(r.needle_survival, "%.3f") << " | " << fmt(r.needle_attended, "%.3f") << " | "
+      << fmt(std::isnan(r.policy_share) ? std::nullopt : std::optional(r.policy_share * 100), "%.1f%%") << " | "
+      << r.cells << " |\n";
+  }
+  return o.str();
+}
+
+std::string table_csv(const std::vector<TableRow>& rows) {
+  std::ostringstream o;
+  o << "configuration,spec,cells,memory_rel,speed_rel,score_rel,kv_bytes_hot,kv_bytes_cold,decode_tok_s,"
+       "prefill_tok_s,ttft_seconds,score,nll_delta,kl_full,top1_agreement,needle_survival,needle_attended,"
+       "policy_share,kv_bytes_peak_prefill\n";
+  auto v = [](std::optional<double> x) { return x ? fmt(x, "%.6g") : std::string(); };
+  auto quote = [](const std::string& s) {
+    std::string q = "\"";
+    for (char c : s) q += c == '"' ? std::string("\"\"") : std::string(1, c);
+    return q + "\"";
+  };
+  for (const auto& r : rows) {
+    o << quote(r.label) << "," << quote(r.spec) << "," << r.cells << "," << v(r.memory_rel) << ","
+      << v(r.speed_rel) << "," << v(r.score_rel) << "," << v(opt(r.kv_bytes_hot)) << "," << v(opt(r.kv_bytes_cold))
+      << "," << v(opt(r.decode_tok_s)) << "," << v(opt(r.prefill_tok_s)) << "," << v(opt(r.ttft_seconds)) << ","
+      << v(opt(r.score)) << "," << v(r.nll_delta) << "," << v(r.kl_full) << "," << v(r.top1_agreement) << ","
+      << v(r.needle_survival) << "," << v(r.needle_attended) << "," << v(opt(r.policy_share)) << ","
+      << v(opt(r.kv_bytes_peak_prefill)) << "\n";
+  }
+  return o.str();
+}
+
+nlohmann::json table_json(const std::vector<TableRow>& rows) {
+  json out = json::array();
+  auto v = [](std::optional<double> x) { return x ? json(*x) : json(nullptr); };
+  for (const auto& r : rows) {
+    out.push_back({{"configuration", r.label}, {"spec", r.spec}, {"cells", r.cells},
+                   {"memory_rel", v(r.memory_rel)}, {"speed_rel", v(r.speed_rel)},
+                   {"score_rel", v(r.score_rel)}, {"kv_bytes_hot", r.kv_bytes_hot},
+                   {"kv_bytes_cold", r.kv_bytes_cold}, {"score", r.score}, {"nll_delta", v(r.nll_delta)},
+                   {"kl_full", v(r.kl_full)}, {"top1_agreement", v(r.top1_agreement)},
+                   {"needle_survival", v(r.needle_survival)}, {"needle_attended", v(r.needle_attended)},
+                   {"kv_bytes_peak_prefill", v(opt(r.kv_bytes_peak_prefill))},
+                   {"timing", {{"decode_tok_s", v(opt(r.decode_tok_s))}, {"prefill_tok_s", v(opt(r.prefill_tok_s))},
+                               {"ttft_seconds", v(opt(r.ttft_seconds))}, {"policy_share", v(opt(r.policy_share))}}}});
+  }
+  return out;
+}
+
+}  // namespace kvbench

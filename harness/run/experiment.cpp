@@ -1,0 +1,301 @@
+#include "harness/run/experiment.h"
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <sstream>
+#include <thread>
+
+#include "datasets/json_text.h"
+#include "model/common/error.h"
+#include "model/common/input_file.h"
+#include "model/llama_model.h"
+
+namespace kvbench {
+namespace {
+
+using json = nlohmann::json;
+
+// Walks a document with the JSON path of the current node, for messages.
+class Node {
+ public:
+  Node(const json& j, std::string source, std::string path)
+      : j_(j), source_(std::move(source)), path_(std::move(path)) {}
+
+  [[noreturn]] void fail(const std::string& what) const {
+    throw InputError(source_ + ": " + (path_.empty() ? "/" : path_) + ": " + what);
+  }
+  const json& raw() const { return j_; }
+
+  void expect_object(const std::set<std::string>& allowed) const {
+    if (!j_.is_object()) fail("expected an object, got " + describe());
+    for (const auto& [key, value] : j_.items()) {
+      if (allowed.count(key)) continue;
+      std::string valid;
+      for (const auto& a : allowed) valid += (valid.empty() ? "" : ", ") + a;
+      Node(value, source_, path_ + "/" + key).fail("unknown field (valid: " + valid + ")");
+    }
+  }
+  bool has(const std::string& key) const { return j_.contains(key); }
+  Node at(const std::string& key) const { return Node(j_.at(key), source_, path_ + "/" + key); }
+  Node at(size_t i) const { return Node(j_.at(i), source_, path_ + "/" + std::to_string(i)); }
+
+  std::string string() const {
+    if (!j_.is_string()) fail("expected a string, got " + describe());
+    return j_.get<std::string>();
+  }
+  // A string shown in tables, plots and file names: one line, no control
+  // characters (a newline would end a table row or a plot command).
+  std::string name(size_t max_size) const {
+    const std::string s = string();
+    for (const char c : s)
+      if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) fail("must not contain control characters (a newline, a NUL, ...)");
+    if (s.size() > max_size) fail("longer than " + std::to_string(max_size) + " bytes");
+    return s;
+  }
+  bool boolean() const {
+    if (!j_.is_boolean()) fail("expected true or false, got " + describe());
+    return j_.get<bool>();
+  }
+  int64_t integer(int64_t lo, int64_t hi) const {
+    if (!j_.is_number_integer()) fail("expected an integer, got " + describe());
+    const int64_t v = j_.get<int64_t>();
+    if (j_.is_number_unsigned() && j_.get<uint64_t>() > static_cast<uint64_t>(INT64_MAX)) fail("is too large");
+    if (v < lo || v > hi) fail("must be in [" + std::to_string(lo) + ", " + std::to_string(hi) + "], got " + std::to_string(v));
+    return v;
+  }
+  double number(double lo, double hi) const {
+    if (!j_.is_number()) fail("expected a number, got " + describe());
+    const double v = j_.get<double>();
+    if (!(v >= lo && v <= hi)) {
+      std::ostringstream s;
+      s << "must be in [" << lo << ", " << hi << "], got " << v;
+      fail(s.str());
+    }
+    return v;
+  }
+  size_t array(size_t min_size) const {
+    if (!j_.is_array()) fail("expected an array, got " + describe());
+    if (j_.size() < min_size) fail("needs at least " + std::to_string(min_size) + " element(s)");
+    return j_.size();
+  }
+
+ private:
+  std::string describe() const {
+    std::string d = j_.dump();
+    if (d.size() > 40) d = d.substr(0, 37) + "...";
+    return std::string(j_.type_name()) + " " + d;
+  }
+  const json& j_;
+  std::string source_, path_;
+};
+
+TaskGrid parse_task(const Node& n) {
+  TaskGrid t;
+  if (n.raw().is_object() && n.has("jsonl")) {
+    n.expect_object({"jsonl", "question_first", "policies"});
+    t.jsonl = n.at("jsonl").string();
+    if (t.jsonl.empty()) n.at("jsonl").fail("must not be empty");
+  } else {
+    n.expect_object({"task", "lengths", "depths", "samples", "options", "question_first", "policies"});
+    if (!n.has("task")) n.fail("missing field 'task' (or give 'jsonl')");
+    t.task = n.at("task").string();
+    if (!n.has("lengths")) n.fail("missing field 'lengths'");
+    const Node lengths = n.at("lengths");
+    for (size_t i = 0, e = lengths.array(1); i < e; ++i) t.lengths.push_back(lengths.at(i).integer(16, 1 << 20));
+    if (n.has("depths")) {
+      const Node depths = n.at("depths");
+      for (size_t i = 0, e = depths.array(1); i < e; ++i) t.depths.push_back(depths.at(i).number(0.0, 1.0));
+    } else {
+      t.depths = {0.5};
+    }
+    if (n.has("samples")) t.samples = static_cast<int>(n.at("samples").integer(1, 100000));
+    if (n.has("options")) {
+      if (!n.at("options").raw().is_object()) n.at("options").fail("expected an object");
+      t.options = n.at("options").raw();
+    }
+  }
+  if (n.has("question_first")) t.question_first = n.at("question_first").boolean();
+  if (n.has("policies")) {
+    const Node p = n.at("policies");
+    for (size_t i = 0, e = p.array(1); i < e; ++i) t.policies.push_back(p.at(i).string());
+  }
+  return t;
+}
+
+PolicyGrid parse_policy(const Node& n) {
+  PolicyGrid p;
+  if (n.raw().is_string()) {
+    p.spec = n.string();
+  } else {
+    n.expect_object({"spec", "budgets", "label"});
+    if (!n.has("spec")) n.fail("missing field 'spec'");
+    p.spec = n.at("spec").string();
+    if (n.has("label")) p.label = n.at("label").name(200);
+    if (n.has("budgets")) {
+      const Node b = n.at("budgets");
+      for (size_t i = 0, e = b.array(1); i < e; ++i) {
+        const double v = b.at(i).number(0.0, 1e9);
+        if (v <= 0.0) b.at(i).fail("a budget must be > 0");
+        if (v > 1.0 && v != static_cast<double>(static_cast<int64_t>(v)))
+          b.at(i).fail("a budget above 1 is a token count and must be a whole number");
+        p.budgets.push_back(v);
+      }
+    }
+  }
+  if (p.spec.empty()) n.fail("the policy spec must not be empty");
+  return p;
+}
+
+}  // namespace
+
+void apply_override(json& doc, const std::string& assignment) {
+  const size_t eq = assignment.find('=');
+  if (eq == std::string::npos || eq == 0)
+    throw InputError("--set '" + assignment + "': expected key=value (e.g. decoding.max_new_tokens=32)");
+  const std::string key = assignment.substr(0, eq), text = assignment.substr(eq + 1);
+  json value;
+  check_json_depth(text, "--set '" + key + "'");
+  try {
+    value = json::parse(text);
+  } catch (const json::parse_error&) {
+    value = text;  // bare words are strings
+  } catch (const json::exception& e) {
+    // Valid syntax the library cannot hold (a number beyond a double: 1e999).
+    parse_json_text(text, "--set '" + key + "'");  // throws the InputError naming the key
+    throw InputError("--set '" + key + "': " + e.what());
+  }
+  // Bare words are taken as they are: text that is not UTF-8 could not be
+  // written to config.json (nor shown in an error message).
+  try {
+    (void)json(assignment).dump();
+  } catch (const json::exception&) {
+    throw InputError("--set: not valid UTF-8");
+  }
+  json* node = &doc;
+  std::stringstream parts(key);
+  std::string part, walked;
+  std::vector<std::string> path;
+  while (std::getline(parts, part, '.')) path.push_back(part);
+  for (size_t i = 0; i < path.size(); ++i) {
+    const std::string& p = path[i];
+    if (p.empty()) throw InputError("--set '" + assignment + "': empty path component");
+    walked += "/" + p;
+    const bool last = i + 1 == path.size();
+    if (node->is_array()) {
+      size_t idx = 0;
+      try {
+        size_t used = 0;
+        idx = std::stoul(p, &used);
+        if (used != p.size()) throw std::invalid_argument(p);
+      } catch (const std::exception&) {
+        throw InputError("--set '" + assignment + "': " + walked + " is an array index, expected a number");
+      }
+      if (idx >= node->size())
+        throw InputError("--set '" + assignment + "': " + walked + " is past the end of the array (size " +
+                         std::to_string(node->size()) + ")");
+      node = &(*node)[idx];
+    } else {
+      if (!node->is_object()) {
+        if (node->is_null()) *node = json::object();
+        else throw InputError("--set '" + assignment + "': " + walked + " is inside a non-object value");
+      }
+      node = &(*node)[p];
+    }
+    if (last) *node = value;
+  }
+}
+
+ExperimentConfig parse_experiment(const json& doc, const std::string& source) {
+  const Node root(doc, source, "");
+  root.expect_object({"name", "description", "model", "threads", "seed", "tasks", "policies", "decoding",
+                      "metrics", "output", "keep_prefills"});
+  ExperimentConfig c;
+  c.source = source;
+  c.name = root.has("name") ? root.at("name").name(100)
+                            : std::filesystem::path(source).stem().string();
+  // It names the run folder: one path component, printable.
+  const bool control = std::any_of(c.name.begin(), c.name.end(), [](char ch) {
+    return static_cast<unsigned char>(ch) < 0x20 || ch == 0x7f;
+  });
+  if (c.name.empty() || c.name == "." || c.name == ".." || control || c.name.size() > 100 ||
+      c.name.find_first_of("/\\ ") != std::string::npos)
+    (root.has("name") ? root.at("name") : root)
+        .fail("the experiment name must be non-empty, at most 100 bytes, without '/', '\\', spaces or control "
+              "characters");
+  if (root.has("description")) c.description = root.at("description").string();
+  c.model = root.has("model") ? root.at("model").string() : default_model_path();
+  c.threads = root.has("threads")
+                  ? static_cast<int>(root.at("threads").integer(1, 512))
+                  : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  if (root.has("seed")) c.seed = static_cast<uint64_t>(root.at("seed").integer(0, INT64_MAX));
+  if (!root.has("tasks")) root.fail("missing field 'tasks'");
+  const Node tasks = root.at("tasks");
+  for (size_t i = 0, e = tasks.array(1); i < e; ++i) c.tasks.push_back(parse_task(tasks.at(i)));
+  if (!root.has("policies")) root.fail("missing field 'policies'");
+  const Node policies = root.at("policies");
+  for (size_t i = 0, e = policies.array(1); i < e; ++i) c.policies.push_back(parse_policy(policies.at(i)));
+  if (root.has("decoding")) {
+    const Node d = root.at("decoding");
+    d.expect_object({"max_new_tokens", "chunk", "question_first", "exact"});
+    if (d.has("max_new_tokens")) c.decoding.max_new_tokens = static_cast<int>(d.at("max_new_tokens").integer(0, 4096));
+    if (d.has("chunk")) c.decoding.chunk = static_cast<int>(d.at("chunk").integer(1, 1 << 16));
+    if (d.has("question_first")) c.decoding.question_first = d.at("question_first").boolean();
+    if (d.has("exact")) c.decoding.exact = d.at("exact").boolean();
+  }
+  if (root.has("metrics")) {
+    const Node m = root.at("metrics");
+    m.expect_object({"teacher_forced", "needle_survival"});
+    if (m.has("teacher_forced")) c.metrics.teacher_forced = m.at("teacher_forced").boolean();
+    if (m.has("needle_survival")) c.metrics.needle_survival = m.at("needle_survival").boolean();
+  }
+  if (root.has("output")) {
+    c.output = root.at("output").name(4096);
+    if (c.output.empty()) root.at("output").fail("must not be empty");
+  }
+  if (root.has("keep_prefills")) c.keep_prefills = root.at("keep_prefills").boolean();
+  return c;
+}
+
+ExperimentConfig load_experiment(const std::string& path, const std::vector<std::string>& overrides) {
+  // "parse error at line L, column C: ..." on bad syntax.
+  json doc = parse_json_text(read_regular_file(path, kMaxConfigBytes, "an experiment file"), path);
+  for (const auto& o : overrides) apply_override(doc, o);
+  return parse_experiment(doc, path);
+}
+
+json to_json(const ExperimentConfig& c) {
+  json tasks = json::array();
+  for (const auto& t : c.tasks) {
+    json e;
+    if (!t.jsonl.empty()) e = {{"jsonl", t.jsonl}};
+    else e = {{"task", t.task}, {"lengths", t.lengths}, {"depths", t.depths}, {"samples", t.samples},
+              {"options", t.options}};
+    if (t.question_first) e["question_first"] = *t.question_first;
+    if (!t.policies.empty()) e["policies"] = t.policies;
+    tasks.push_back(e);
+  }
+  json policies = json::array();
+  for (const auto& p : c.policies) {
+    json e = {{"spec", p.spec}};
+    if (!p.budgets.empty()) e["budgets"] = p.budgets;
+    if (!p.label.empty()) e["label"] = p.label;
+    policies.push_back(e);
+  }
+  return {{"name", c.name},
+          {"description", c.description},
+          {"model", c.model},
+          {"threads", c.threads},
+          {"seed", c.seed},
+          {"tasks", tasks},
+          {"policies", policies},
+          {"decoding", {{"max_new_tokens", c.decoding.max_new_tokens}, {"chunk", c.decoding.chunk},
+                        {"question_first", c.decoding.question_first}, {"exact", c.decoding.exact}}},
+          {"metrics", {{"teacher_forced", c.metrics.teacher_forced},
+                       {"needle_survival", c.metrics.needle_survival}}},
+          {"output", c.output},
+          {"keep_prefills", c.keep_prefills}};
+}
+
+}  // namespace kvbench

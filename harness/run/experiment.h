@@ -1,0 +1,99 @@
+// Experiment configs: JSON files in experiments/, with `--set key=value`
+// overrides applied before validation. Every error names the file and the
+// JSON path of the bad field ("experiments/x.json: /tasks/0/lengths/1: ...").
+//
+// {
+//   "name": "quick",                       // default: the file's stem
+//   "description": "...",
+//   "model": "models/...gguf",             // default: $KVBENCH_MODEL or the default model
+//   "threads": 2,                          // default: all cores
+//   "seed": 1,
+//   "tasks": [ {"task": "passkey", "lengths": [1024, 2048], "depths": [0.1, 0.5, 0.9],
+//               "samples": 2, "options": {},
+//               "question_first": false,          // optional, per task
+//               "policies": ["full", "h2o"]},     // optional: a subset, by label or spec
+//              {"jsonl": "my-instances.jsonl"} ],
+//   "policies": [ "full", "snapkv:window=32+int8",
+//                 {"spec": "h2o", "budgets": [128, 256, 0.2], "label": "Attention-based"} ],
+//   "decoding": {"max_new_tokens": 0, "chunk": 512, "question_first": false, "exact": false},
+//                                           // max_new_tokens 0 = the task's own
+//   "metrics": {"teacher_forced": true, "needle_survival": true},
+//   "output": "results"
+// }
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace kvbench {
+
+struct TaskGrid {
+  std::string task;                 // generator name, or empty with jsonl
+  std::string jsonl;                // instances from a file instead of a generator
+  std::vector<int64_t> lengths;     // context tokens
+  std::vector<double> depths;       // needle depth in [0, 1]
+  int samples = 1;
+  nlohmann::json options = nlohmann::json::object();
+  std::optional<bool> question_first;  // overrides decoding.question_first for these instances
+  std::vector<std::string> policies;   // labels or specs of the experiment's policies to run here (empty: all)
+};
+
+struct PolicyGrid {
+  std::string spec;                  // e.g. "h2o" or "snapkv:window=32+int8"
+  std::string label;                 // display name in the table (default: the spec)
+  std::vector<double> budgets;       // empty: the spec as written; > 1 tokens, <= 1 ratio
+};
+
+struct DecodingConfig {
+  int max_new_tokens = 0;  // 0: each task's own generation budget
+  int chunk = 512;
+  bool question_first = false;
+  // f32 activations (the exact reference path) instead of 8-bit ones (as
+  // llama.cpp computes; the default, several times faster).
+  bool exact = false;
+};
+
+struct MetricsConfig {
+  bool teacher_forced = true;   // answer NLL, KL(full || policy), top-1 agreement
+  bool needle_survival = true;
+};
+
+struct ExperimentConfig {
+  std::string name;
+  std::string description;
+  std::string model;
+  int threads = 0;
+  uint64_t seed = 1;
+  std::vector<TaskGrid> tasks;
+  std::vector<PolicyGrid> policies;
+  DecodingConfig decoding;
+  MetricsConfig metrics;
+  std::string output = "results";
+  // Keep each instance's shared full-cache prefill on disk (DIR/prefills/,
+  // harness/snapshot/snapshot_file.h) until its cells are done, so that --resume after
+  // an interruption loads it instead of computing it again.
+  bool keep_prefills = false;
+  std::string source;  // the file it came from (for messages)
+};
+
+// Applies "a.b.0.c=value" to a JSON document; value is parsed as JSON when it
+// parses (numbers, arrays, true/false, quoted strings), else taken as a
+// string. Throws InputError naming the key.
+void apply_override(nlohmann::json& doc, const std::string& assignment);
+
+// Validates a whole document (unknown fields, types, ranges) and fills the
+// defaults; `source` names the file in errors.
+ExperimentConfig parse_experiment(const nlohmann::json& doc, const std::string& source);
+
+// Reads a file (InputError for unreadable or malformed JSON, with line and
+// column), applies overrides, parses.
+ExperimentConfig load_experiment(const std::string& path, const std::vector<std::string>& overrides);
+
+// The resolved config, defaults included (written to the run folder).
+nlohmann::json to_json(const ExperimentConfig& config);
+
+}  // namespace kvbench

@@ -1,0 +1,200 @@
+#include "harness/run/plan.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <map>
+#include <set>
+
+#include "datasets/jsonl.h"
+#include "datasets/prompt.h"
+#include "datasets/tasks.h"
+#include "harness/sha256.h"
+#include "model/common/error.h"
+
+namespace kvbench {
+
+std::string file_name_safe(const std::string& s) {
+  std::string out;
+  for (char c : s) out += (std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '-') ? c : '_';
+  if (!out.empty() && out[0] == '.') out[0] = '_';  // never ".", ".." or a hidden file
+  // Long names keep a readable prefix and a digest of the whole name (a file
+  // name holds at most 255 bytes; a cell file joins two of these).
+  if (out.size() > kMaxFileNameStem) out = out.substr(0, kMaxFileNameStem - 17) + "~" + sha256_hex(s.data(), s.size()).substr(0, 16);
+  return out;
+}
+
+namespace {
+
+std::string budget_text(double b) {
+  char buf[32];
+  // A token count is an integer; a ratio keeps its point (the spec grammar
+  // tells them apart by it).
+  if (b > 1.0) std::snprintf(buf, sizeof buf, "%lld", static_cast<long long>(b));
+  else std::snprintf(buf, sizeof buf, "%.6g%s", b, b == 1.0 ? ".0" : "");
+  return buf;
+}
+
+std::string field(const ExperimentConfig& c, const std::string& path) { return c.source + ": " + path + ": "; }
+
+}  // namespace
+
+int64_t Plan::cells() const {
+  int64_t n = 0;
+  for (const auto& p : instance_policies) n += static_cast<int64_t>(p.size());
+  return n;
+}
+
+std::string Plan::cell_id(size_t instance, size_t policy) const {
+  return file_name_safe(instances[instance].id) + "--" + policies[policy].slug;
+}
+
+bool in_shard(size_t instance_index, int shard, int count) {
+  return static_cast<int>(instance_index % count) == shard - 1;
+}
+
+Plan make_plan(const ExperimentConfig& c, const LlamaModel& model) {
+  Plan plan;
+  // Policies: the full cache first (added when the config does not list it).
+  std::vector<PlannedPolicy> listed;
+  for (size_t i = 0; i < c.policies.size(); ++i) {
+    const PolicyGrid& g = c.policies[i];
+    const std::string where = "/policies/" + std::to_string(i);
+    PolicySpec base;
+    try {
+      base = parse_policy_spec(g.spec);
+    } catch (const InputError& e) {
+      throw InputError(field(c, where) + e.what());
+    }
+    std::vector<std::optional<double>> budgets;
+    if (g.budgets.empty()) budgets.push_back(std::nullopt);
+    for (double b : g.budgets) budgets.push_back(b);
+    for (const auto& b : budgets) {
+      PlannedPolicy p;
+      p.spec = base;
+      p.base = g.spec;
+      p.budget = b;
+      if (b) {
+        if (!base.scorer.has("budget"))
+          throw InputError(field(c, where + "/budgets") + "the scorer '" + base.scorer.name + "' takes no budget");
+        // The grid budget replaces the scorer's budget parameter; parsing the
+        // result validates it and normalises the canonical form.
+        PolicySpec s = base;
+        auto& params = s.scorer.params;
+        auto it = std::find_if(params.begin(), params.end(), [](const auto& kv) { return kv.first == "budget"; });
+        if (it != params.end()) it->second = budget_text(*b);
+        else params.emplace_back("budget", budget_text(*b));
+        try {
+          p.spec = parse_policy_spec(to_string(s));
+        } catch (const InputError& e) {
+          throw InputError(field(c, where + "/budgets") + e.what());
+        }
+      }
+      p.canonical = to_string(p.spec);
+      p.is_reference = p.canonical == "full";
+      if (!g.label.empty()) p.label = budgets.size() > 1 ? g.label + " (budget " + budget_text(*b) + ")" : g.label;
+      else p.label = p.canonical;
+      p.slug = file_name_safe(p.canonical);
+      listed.push_back(p);
+    }
+  }
+  bool has_full = false;
+  for (const auto& p : listed) has_full = has_full || p.is_reference;
+  if (!has_full) {
+    PlannedPolicy full;
+    full.spec = parse_policy_spec("full");
+    full.canonical = full.label = full.base = "full";
+    full.slug = "full";
+    full.is_reference = true;
+    plan.policies.push_back(full);
+  }
+  std::set<std::string> seen;
+  std::map<std::string, std::string> slugs;  // file name -> canonical spec
+  for (auto& p : listed) {
+    if (!seen.insert(p.canonical).second)
+      throw InputError(c.source + ": /policies: the policy '" + p.canonical + "' is listed twice");
+    const auto [it, fresh] = slugs.emplace(p.slug, p.canonical);
+    if (!fresh)
+      throw InputError(c.source + ": /policies: the policies '" + it->second + "' and '" + p.canonical +
+                       "' map to the same file name '" + p.slug + "'");
+    // The full cache always comes first: it is every relative column's reference.
+    if (p.is_reference) plan.policies.insert(plan.policies.begin(), p);
+    else plan.policies.push_back(p);
+  }
+  for (size_t i = 0; i < plan.policies.size(); ++i) plan.policies[i].index = static_cast<int>(i);
+  // Which policies a task runs: every one, or those named by label, spec as
+  // written, or canonical spec (all budget variants of a matching entry).
+  auto select = [&](const TaskGrid& g, const std::string& where) {
+    std::vector<size_t> out;
+    for (size_t i = 0; i < plan.policies.size(); ++i) {
+      const PlannedPolicy& p = plan.policies[i];
+      bool keep = g.policies.empty() || p.is_reference;
+      for (const auto& name : g.policies) keep = keep || name == p.label || name == p.base || name == p.canonical;
+      if (keep) out.push_back(i);
+    }
+    for (size_t j = 0; j < g.policies.size(); ++j) {
+      bool found = false;
+      for (const auto& p : plan.policies)
+        found = found || g.policies[j] == p.label || g.policies[j] == p.base || g.policies[j] == p.canonical;
+      if (!found)
+        throw InputError(field(c, where + "/policies/" + std::to_string(j)) + "no policy '" + g.policies[j] +
+                         "' in this experiment's \"policies\" (give a label or a spec listed there)");
+    }
+    return out;
+  };
+
+  // Instances.
+  std::set<std::string> ids;
+  std::map<std::string, std::string> file_names;  // file_name_safe(id) -> id
+  for (size_t t = 0; t < c.tasks.size(); ++t) {
+    const TaskGrid& g = c.tasks[t];
+    const std::string where = "/tasks/" + std::to_string(t);
+    std::vector<Instance> made;
+    if (!g.jsonl.empty()) {
+      made = read_jsonl(g.jsonl);
+    } else {
+      for (int64_t len : g.lengths)
+        for (double depth : g.depths)
+          for (int s = 0; s < g.samples; ++s) {
+            TaskRequest r;
+            r.task = g.task;
+            r.length = len;
+            r.depth = depth;
+            r.sample = s;
+            r.seed = c.seed;
+            r.options = g.options;
+            try {
+              made.push_back(generate_instance(r, model.tokenizer()));
+            } catch (const InputError& e) {
+              throw InputError(field(c, where) + e.what());
+            }
+          }
+    }
+    const bool question_first = g.question_first.value_or(c.decoding.question_first);
+    const std::vector<size_t> policies = select(g, where);
+    for (auto& inst : made) {
+      // The same instance asked with the question first is another cell.
+      if (question_first != c.decoding.question_first) inst.id += question_first ? "-qfirst" : "-qlast";
+      if (!ids.insert(inst.id).second)
+        throw InputError(field(c, where) + "instance id '" + inst.id + "' appears twice");
+      // Cells and kept prefills are files named after the id: two ids with
+      // one file name would silently share them (one never runs).
+      const auto [named, fresh] = file_names.emplace(file_name_safe(inst.id), inst.id);
+      if (!fresh)
+        throw InputError(field(c, where) + "instance ids '" + named->second + "' and '" + inst.id +
+                         "' map to the same file name '" + named->first + "' (make them differ in letters, digits, '.' or '-')");
+      // Fails early (InputError naming the instance) when the prompt plus its
+      // answer does not fit the model.
+      try {
+        build_prompt(model, inst, question_first);
+      } catch (const InputError& e) {
+        throw InputError(field(c, where) + e.what());
+      }
+      plan.instances.push_back(std::move(inst));
+      plan.question_first.push_back(question_first);
+      plan.instance_policies.push_back(policies);
+    }
+  }
+  return plan;
+}
+
+}  // namespace kvbench

@@ -1,0 +1,87 @@
+#include "harness/run/policy_start.h"
+
+#include <algorithm>
+
+namespace kvbench {
+
+StartPlan plan_start(const PolicySpec& spec, const CacheContext& ctx, const std::vector<Span>& chunks,
+                     bool share) {
+  StartPlan r;
+  if (!share) return r;
+  // Sharing is exact only when the policy stores what the full cache stores
+  // until its first maintenance: f32 rows and no extra that acts earlier.
+  if (spec.storage.name != "f32") return r;
+  for (const auto& e : spec.extras)
+    if (e.name != "offload" && e.name != "merge") return r;
+  const auto probe = PolicyCache::create(spec, ctx);
+  r.start = Start::Branch;
+  if (!probe->streaming()) return r;
+  // Streaming: identical to the full cache until the first chunk after which
+  // its maintenance evicts (a chunk is attended in full before maintenance
+  // runs; the cache itself says when that is). When that chunk is the last,
+  // the whole prefill is shared.
+  const int32_t evicts_after = probe->first_eviction_tokens();
+  for (size_t i = 0; i + 1 < chunks.size(); ++i)
+    if (chunks[i].end > evicts_after) {
+      r.start = Start::Resume;
+      r.resume_after_chunk = i;
+      break;
+    }
+  return r;
+}
+
+CacheContext shared_full_context(const CacheContext& ctx, std::span<const PolicySpec* const> specs) {
+  CacheContext full = ctx;
+  for (const PolicySpec* s : specs) {
+    const auto needs = PolicyCache::create(*s, ctx)->import_needs();
+    full.collect_attention = full.collect_attention || needs.attention;
+    full.keep_queries = std::max(full.keep_queries, needs.queries);
+  }
+  return full;
+}
+
+void prefill_steps(Evaluator& eval, PolicyCache& cache, std::span<const int32_t> tokens,
+                   const std::vector<Span>& chunks, size_t first, float* last_logits) {
+  prefill_steps(eval, cache, tokens, chunks, first, last_logits, [](size_t) {});
+}
+
+SharedPrefill run_shared_prefill(Evaluator& eval, const CacheContext& full_ctx, std::span<const int32_t> tokens,
+                                 const std::vector<Span>& chunks, const std::vector<size_t>& kept_chunks) {
+  SharedPrefill s;
+  s.full = PolicyCache::create(parse_policy_spec("full"), full_ctx);
+  s.logits.resize(eval.model().config().n_vocab);
+  prefill_steps(eval, *s.full, tokens, chunks, 0, s.logits.data(), [&](size_t i) {
+    if (i + 1 < chunks.size() && std::find(kept_chunks.begin(), kept_chunks.end(), i) != kept_chunks.end())
+      s.after_chunk[i] = s.full->clone();
+  });
+  s.full->end_prefill();
+  return s;
+}
+
+StartedCache start_policy(const PolicySpec& spec, const CacheContext& ctx, const StartPlan& plan,
+                          const SharedPrefill& shared, Evaluator& eval, std::span<const int32_t> tokens,
+                          const std::vector<Span>& chunks,
+                          const std::function<void(PolicyCache&)>& prepare) {
+  StartedCache r;
+  r.cache = PolicyCache::create(spec, ctx);
+  if (prepare) prepare(*r.cache);
+  if (plan.start == Start::Branch) {
+    // The prompt is processed exactly as by the full cache; the policy
+    // compresses at end_prefill.
+    r.cache->import_from(*shared.full);
+    r.logits = shared.logits;
+  } else {
+    size_t first = 0;
+    if (plan.start == Start::Resume) {
+      r.cache->import_from(*shared.after_chunk.at(plan.resume_after_chunk));
+      first = plan.resume_after_chunk + 1;
+    }
+    r.logits.resize(eval.model().config().n_vocab);
+    prefill_steps(eval, *r.cache, tokens, chunks, first, r.logits.data());
+    for (size_t i = first; i < chunks.size(); ++i) r.computed += chunks[i].size();
+  }
+  r.cache->end_prefill();
+  return r;
+}
+
+}  // namespace kvbench

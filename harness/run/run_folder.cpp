@@ -1,0 +1,254 @@
+#include "harness/run/run_folder.h"
+
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <chrono>
+#include <ctime>
+#include <filesystem>
+#include <fstream>
+
+#include "model/common/atomic_file.h"
+#include "datasets/json_text.h"
+#include "model/common/error.h"
+
+namespace fs = std::filesystem;
+
+namespace kvbench {
+
+nlohmann::json read_json_file(const std::string& path, size_t max_bytes) {
+  return read_json_file_bounded(path, max_bytes);
+}
+
+std::string dump_json(const nlohmann::json& value, int indent) {
+  return value.dump(indent, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+void write_json_atomic(const std::string& path, const nlohmann::json& value) {
+  write_file_atomic(path, dump_json(value) + "\n");
+}
+
+RunFolder RunFolder::create(const std::string& output, const std::string& name,
+                            const nlohmann::json& config, const nlohmann::json& meta) {
+  const std::time_t now = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
+  std::tm utc{};
+  gmtime_r(&now, &utc);
+  char stamp[32];
+  std::strftime(stamp, sizeof stamp, "%Y%m%d-%H%M%S", &utc);
+  // A NUL would cut the path short for the system calls (the folder's name
+  // would name an existing directory, and the loop below never end).
+  if (output.find('\0') != std::string::npos || name.find('\0') != std::string::npos)
+    throw InputError(output + ": a run folder path must not contain a NUL character");
+  std::error_code ec;
+  fs::create_directories(output, ec);
+  if (ec) throw InputError(output + ": cannot create output directory (" + ec.message() + ")");
+  std::string dir = output + "/" + name + "-" + stamp;
+  // create_directory fails on an existing folder: never reuse one.
+  for (int i = 2; !fs::create_directory(dir, ec); ++i) {
+    if (ec) throw InputError(dir + ": cannot create run folder (" + ec.message() + ")");
+    if (i > 1000) throw InputError(dir + ": cannot create run folder (1000 names taken)");
+    dir = output + "/" + name + "-" + stamp + "-" + std::to_string(i);
+  }
+  RunFolder f;
+  f.dir_ = dir;
+  f.config_ = config;
+  try {
+    f.lock();
+    fs::create_directory(dir + "/cells");
+    write_json_atomic(dir + "/config.json", config);
+    write_json_atomic(dir + "/meta.json", meta);
+  } catch (...) {
+    f.remove();
+    throw;
+  }
+  return f;
+}
+
+void RunFolder::lock() {
+  const int fd = ::open(dir_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) throw InputError(dir_ + ": cannot open the run folder (" + std::strerror(errno) + ")");
+  if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
+    const int err = errno;
+    ::close(fd);
+    if (err == EWOULDBLOCK)
+      throw InputError(dir_ + ": another kvbench process is writing this run folder (wait for it to finish)");
+    throw InputError(dir_ + ": cannot lock the run folder (" + std::strerror(err) + ")");
+  }
+  lock_fd_ = std::shared_ptr<const int>(new int(fd), [](const int* p) {
+    ::close(*p);
+    delete p;
+  });
+}
+
+namespace {
+
+// "<name>.tmp.<digits>": a temporary of AtomicFile.
+bool is_temporary(const std::string& name) {
+  const auto at = name.rfind(".tmp.");
+  return at != std::string::npos && at + 5 < name.size() &&
+         name.find_first_not_of("0123456789", at + 5) == std::string::npos;
+}
+
+// Temporaries an interrupted writer left (only called with the lock held:
+// no live writer owns them).
+void remove_temporaries(const std::string& dir) {
+  std::error_code ec;
+  for (const char* sub : {"", "/cells", "/prefills"}) {
+    if (!fs::is_directory(dir + sub, ec)) continue;
+    for (const auto& e : fs::directory_iterator(dir + sub, ec))
+      if (e.is_regular_file(ec) && is_temporary(e.path().filename().string())) fs::remove(e.path(), ec);
+  }
+}
+
+bool safe_cell_id(const std::string& id) {
+  if (id.empty() || id.size() > 240 || id[0] == '.') return false;
+  for (char c : id)
+    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '-' || c == '_' || c == '~')) return false;
+  return true;
+}
+
+}  // namespace
+
+RunFolder RunFolder::open(const std::string& dir, Access access) {
+  if (dir.size() > 4000) throw InputError(dir.substr(0, 60) + "...: path too long");
+  if (!fs::is_directory(dir)) throw InputError(dir + ": not a run folder (no such directory)");
+  RunFolder f;
+  f.dir_ = dir;
+  if (access == Access::Write) {
+    f.lock();
+    // What kvbench writes into must be real directories of this folder: a
+    // symbolic link there would send cells, prefills or plots elsewhere.
+    for (const char* sub : {"cells", "prefills", "plots"}) {
+      struct stat st {};
+      if (::lstat((dir + "/" + sub).c_str(), &st) == 0 && !S_ISDIR(st.st_mode))
+        throw InputError(dir + "/" + sub + ": not a directory (a symbolic link or a file; kvbench writes there)");
+    }
+    // gnuplot opens plot files itself (following links): refused up front,
+    // before report writes anything.
+    std::error_code ec;
+    if (fs::is_directory(dir + "/plots", ec))
+      for (const auto& e : fs::directory_iterator(dir + "/plots", ec))
+        if (e.is_symlink(ec) || !e.is_regular_file(ec))
+          throw InputError(e.path().string() + ": exists and is not a regular file (kvbench writes plots there)");
+    remove_temporaries(dir);
+  }
+  if (!fs::exists(dir + "/config.json"))
+    throw InputError(dir + ": not a run folder (no config.json: a run interrupted while its folder was being "
+                           "created has nothing to resume; start it again)");
+  f.config_ = read_json_file(dir + "/config.json");
+  // What report and merge read of it (--resume validates it whole).
+  const auto bad = [&](const std::string& field, const char* what) {
+    throw InputError(dir + "/config.json: " + field + ": expected " + what);
+  };
+  if (!f.config_.is_object()) bad("/", "an object");
+  for (const char* k : {"name", "description", "model", "output"})
+    if (f.config_.contains(k) && !f.config_[k].is_string()) bad(std::string("/") + k, "a string");
+  if (f.config_.contains("threads") && !f.config_["threads"].is_number_integer()) bad("/threads", "an integer");
+  std::error_code ec;
+  if (access == Access::Write) fs::create_directories(dir + "/cells", ec);
+  return f;
+}
+
+nlohmann::json RunFolder::meta() const {
+  if (!fs::exists(path("meta.json"))) return nlohmann::json::object();
+  const std::string file = path("meta.json");
+  nlohmann::json m = read_json_file(file);
+  const auto bad = [&](const std::string& field, const char* what) {
+    throw InputError(file + ": " + field + ": expected " + what);
+  };
+  if (!m.is_object()) bad("/", "an object");
+  for (const char* k : {"model_sha256", "cpu", "git_commit"})
+    if (m.contains(k) && !m[k].is_string()) bad(std::string("/") + k, "a string");
+  for (const char* k : {"plan", "work", "shard"}) {
+    if (!m.contains(k)) continue;
+    if (!m[k].is_object()) bad(std::string("/") + k, "an object");
+    for (const auto& [name, v] : m[k].items())
+      if (!v.is_number_integer()) bad(std::string("/") + k + "/" + name, "an integer");
+  }
+  return m;
+}
+
+void check_cell(const nlohmann::json& c, const std::string& path, const std::string& expected_id) {
+  const auto fail = [&](const std::string& field, const std::string& what) {
+    throw InputError(path + ": " + field + ": " + what);
+  };
+  const auto need = [&](const nlohmann::json& obj, const std::string& where, const char* key, auto is_type,
+                        const char* type, bool required) {
+    if (!obj.contains(key)) {
+      if (required) fail(where + "/" + key, "missing");
+      return;
+    }
+    if (!is_type(obj[key])) fail(where + "/" + key, std::string("expected ") + type);
+  };
+  const auto is_string = [](const nlohmann::json& j) { return j.is_string(); };
+  const auto is_object = [](const nlohmann::json& j) { return j.is_object(); };
+  const auto is_number = [](const nlohmann::json& j) { return j.is_number(); };
+  const auto is_integer = [](const nlohmann::json& j) { return j.is_number_integer(); };
+  const auto is_bool = [](const nlohmann::json& j) { return j.is_boolean(); };
+  const auto is_array = [](const nlohmann::json& j) { return j.is_array(); };
+  const auto number_or_null = [](const nlohmann::json& j) { return j.is_number() || j.is_null(); };
+  if (!c.is_object()) fail("/", "expected an object");
+  need(c, "", "id", is_string, "a string", true);
+  const std::string id = c["id"].get<std::string>();
+  if (id != expected_id) fail("/id", "'" + id.substr(0, 80) + "' is not the file's name (a cell is named after its id)");
+  if (!safe_cell_id(id)) fail("/id", "not a safe file name");
+  need(c, "", "instance", is_object, "an object", true);
+  need(c, "", "policy", is_object, "an object", true);
+  need(c, "", "score", is_number, "a number", true);
+  need(c, "", "prediction", is_string, "a string", false);
+  need(c, "", "answers", is_array, "an array", false);
+  const nlohmann::json& inst = c["instance"];
+  need(inst, "/instance", "id", is_string, "a string", true);
+  need(inst, "/instance", "task", is_string, "a string", true);
+  need(inst, "/instance", "length", is_integer, "an integer", false);
+  need(inst, "/instance", "depth", number_or_null, "a number or null", false);
+  const nlohmann::json& p = c["policy"];
+  need(p, "/policy", "label", is_string, "a string", true);
+  need(p, "/policy", "index", is_integer, "an integer", false);
+  if (p.contains("index") && (p["index"].get<int64_t>() < 0 || p["index"].get<int64_t>() > 1000000))
+    fail("/policy/index", "out of range");
+  need(p, "/policy", "is_reference", is_bool, "true or false", false);
+  need(p, "/policy", "spec", is_string, "a string", false);
+  need(p, "/policy", "base", is_string, "a string", false);
+  need(p, "/policy", "budget", number_or_null, "a number or null", false);
+}
+
+bool RunFolder::has_cell(const std::string& id) const { return fs::exists(dir_ + "/cells/" + id + ".json"); }
+
+void RunFolder::write_cell(const std::string& id, const nlohmann::json& cell) const {
+  // Never a path outside cells/: ids come from the plan (file_name_safe),
+  // and merge takes them from checked cells.
+  if (!safe_cell_id(id)) throw InputError(dir_ + "/cells: the cell id '" + id.substr(0, 80) + "' is not a safe file name");
+  write_file_atomic(dir_ + "/cells/" + id + ".json", dump_json(cell, 1) + "\n");
+}
+
+std::vector<nlohmann::json> RunFolder::cells() const {
+  std::vector<std::string> files;
+  std::error_code ec;
+  if (!fs::is_directory(dir_ + "/cells", ec)) return {};
+  for (const auto& e : fs::directory_iterator(dir_ + "/cells", ec)) {
+    const std::string p = e.path().string();
+    // Leftover temporaries of an interrupted write are not cells.
+    if (e.is_regular_file(ec) && e.path().extension() == ".json") files.push_back(p);
+  }
+  std::sort(files.begin(), files.end());
+  std::vector<nlohmann::json> out;
+  out.reserve(files.size());
+  for (const auto& p : files) {
+    out.push_back(read_json_file(p, kMaxCellBytes));
+    check_cell(out.back(), p, fs::path(p).stem().string());
+  }
+  return out;
+}
+
+void RunFolder::remove() const {
+  std::error_code ec;
+  fs::remove_all(dir_, ec);
+}
+
+}  // namespace kvbench

@@ -1,0 +1,74 @@
+// A run folder, results/<experiment>-<timestamp>/:
+//   config.json      the resolved experiment config (defaults filled)
+//   meta.json        git commit, model sha256, CPU, threads, library versions, start time
+//   cells/<id>.json  one file per completed cell, written atomically: a run
+//                    interrupted at any point (Ctrl-C, kill -9) resumes by
+//                    running exactly the cells without a file
+// A process that writes a folder (run, --resume, report, merge) holds an
+// advisory flock on it (the kernel releases it when the process dies), so a
+// second writer is refused; taking the lock removes the temporaries
+// (*.tmp.<pid>) an interrupted writer left behind. Folders may come from
+// others: every file is read bounded (model/common/input_file.h) and checked field
+// by field before use, so a damaged one is an error naming it.
+//   metrics.json, predictions.jsonl, table.md, table.csv, plots/, report.md,
+//   report.html      derived from the cells by `kvbench report` (re-creatable)
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "model/common/input_file.h"
+
+namespace kvbench {
+
+class RunFolder {
+ public:
+  // Creates <output>/<name>-<UTC timestamp>/ (a numeric suffix when it
+  // exists) with config.json and meta.json. InputError when not writable.
+  // The folder is locked for writing.
+  static RunFolder create(const std::string& output, const std::string& name,
+                          const nlohmann::json& config, const nlohmann::json& meta);
+  enum class Access { Read, Write };
+  // An existing folder (for --resume, report, merge, compare); InputError
+  // when it has no valid config.json, or (Write) when another process holds
+  // its lock.
+  static RunFolder open(const std::string& dir, Access access = Access::Read);
+
+  const std::string& dir() const { return dir_; }
+  const nlohmann::json& config() const { return config_; }
+  nlohmann::json meta() const;
+
+  bool has_cell(const std::string& id) const;
+  void write_cell(const std::string& id, const nlohmann::json& cell) const;
+  // Every completed cell, sorted by id (deterministic order); each checked
+  // (check_cell) — a damaged one is an InputError naming its file.
+  std::vector<nlohmann::json> cells() const;
+  std::string path(const std::string& relative) const { return dir_ + "/" + relative; }
+  // Removes the folder and everything in it (a run that failed before any cell).
+  void remove() const;
+
+ private:
+  void lock();
+  std::string dir_;
+  nlohmann::json config_;
+  std::shared_ptr<const int> lock_fd_;  // shared by copies; closed (unlocked) with the last
+};
+
+// The fields of a cell that report, compare, merge, the table and the plots
+// read, checked for presence and type; `id` must equal the file's stem
+// `expected_id` and be a safe file name. InputError "<path>: <field>: ..."
+void check_cell(const nlohmann::json& cell, const std::string& path, const std::string& expected_id);
+
+// Reads a JSON file (a regular file of at most max_bytes, nested at most
+// kMaxJsonDepth deep); InputError with the path (and parse position) on failure.
+nlohmann::json read_json_file(const std::string& path, size_t max_bytes = kMaxConfigBytes);
+// JSON text with invalid UTF-8 (model output can hold partial characters)
+// replaced by U+FFFD instead of throwing.
+std::string dump_json(const nlohmann::json& value, int indent = 2);
+// Writes pretty JSON atomically.
+void write_json_atomic(const std::string& path, const nlohmann::json& value);
+
+}  // namespace kvbench

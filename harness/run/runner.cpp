@@ -1,0 +1,491 @@
+#include "harness/run/runner.h"
+
+#include <sys/resource.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <map>
+#include <numeric>
+#include <optional>
+
+#include "datasets/grader.h"
+#include "datasets/prompt.h"
+#include "harness/run/answer.h"
+#include "harness/run/cell_metrics.h"
+#include "harness/run/kept_prefill.h"
+#include "harness/run/policy_start.h"
+#include "harness/snapshot/snapshot_model.h"
+#include "harness/run/progress.h"
+#include "model/common/error.h"
+#include "model/sampler.h"
+#include "policies/policy_cache.h"
+
+namespace kvbench {
+namespace {
+
+using json = nlohmann::json;
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+int64_t peak_rss_bytes() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  return static_cast<int64_t>(u.ru_maxrss) * 1024;
+}
+
+// Records, per layer and KV head, the attention that the steps run through
+// it pay to each entry (summed over the group's query heads and the steps'
+// queries): the oracle policy's hindsight importance. Wraps the cache it
+// forwards to; entries are indexed by view position, which for the full
+// cache is the stream index.
+class AttentionRecorder final : public KvCache {
+ public:
+  explicit AttentionRecorder(PolicyCache& inner)
+      : inner_(inner), importance_(inner.shape().n_layers * inner.shape().n_kv_heads) {}
+  const KvShape& shape() const override { return inner_.shape(); }
+  void begin_step(const StepInfo& info) override { inner_.begin_step(info); }
+  void append(int layer, const float* k, const float* v) override { inner_.append(layer, k, v); }
+  const KvHeadView& view(int layer, int kv_head) override { return inner_.view(layer, kv_head); }
+  AttentionRequest attention_request(int layer) const override {
+    AttentionRequest r = inner_.attention_request(layer);
+    r.wanted = true;
+    r.last_queries = -1;
+    return r;
+  }
+  void observe(const AttentionRows& rows) override {
+    auto& imp = importance_[rows.layer * inner_.shape().n_kv_heads + rows.kv_head];
+    if (imp.size() < static_cast<size_t>(rows.n)) imp.resize(rows.n, 0.0f);
+    for (int g = 0; g < rows.group; ++g)
+      for (int32_t j = 0; j < rows.n; ++j) imp[j] += rows.probs[g * rows.head_stride + j];
+    if (inner_.attention_request(rows.layer).wanted) inner_.observe(rows);
+  }
+  void observe_queries(int layer, const float* q, std::span<const int32_t> positions) override {
+    inner_.observe_queries(layer, q, positions);
+  }
+  void end_step() override { inner_.end_step(); }
+  const std::vector<float>& importance(int layer, int kv_head) const {
+    return importance_[layer * inner_.shape().n_kv_heads + kv_head];
+  }
+
+ private:
+  PolicyCache& inner_;
+  std::vector<std::vector<float>> importance_;
+};
+
+struct PolicyRun {
+  const PlannedPolicy* policy = nullptr;
+  std::string id;
+  StartPlan plan;
+};
+
+class InstanceRunner {
+ public:
+  InstanceRunner(const ExperimentConfig& c, const LlamaModel& m, Evaluator& eval, const Instance& inst,
+                 bool question_first)
+      : c_(c), model_(m), eval_(eval), inst_(inst), n_vocab_(m.config().n_vocab) {
+    prompt_ = build_prompt(m, inst, question_first);
+    const int64_t n = static_cast<int64_t>(prompt_.tokens.size());
+    // The question arrives as a step of its own (SnapKV's window covers it).
+    chunks_ = prefill_chunks(prompt_, c.decoding.chunk);
+    max_new_ = c.decoding.max_new_tokens > 0 ? c.decoding.max_new_tokens : std::max(1, inst.max_new_tokens);
+    answer_ = gold_answer_tokens(inst, m.tokenizer());
+    ctx_.shape = m.kv_shape();
+    ctx_.rope = m.config().rope;
+    ctx_.context_tokens = n;
+    ctx_.seed = inst.seed;
+  }
+
+  const std::vector<Span>& chunks() const { return chunks_; }
+  int64_t prompt_tokens() const { return static_cast<int64_t>(prompt_.tokens.size()); }
+  const CacheContext& cache_context() const { return ctx_; }
+
+  // Perplexity instances (task ppl): the text streams through each policy's
+  // cache in prefill chunks and every next-token prediction is scored, as in
+  // StreamingLLM's evaluation. Score = exp(NLL_full - NLL_policy), capped at 1.
+  void run_perplexity(const std::vector<PolicyRun>& pending, const RunFolder& folder, Progress& progress,
+                      RunSummary& sum);
+
+  // Runs every pending cell of this instance, writing each as it finishes.
+  // With a store, the shared full prefill is loaded from it when kept there,
+  // else computed and kept until the cells are done.
+  void run(const std::vector<PolicyRun>& pending, const RunFolder& folder, Progress& progress, RunSummary& sum,
+           const PrefillStore* store);
+
+ private:
+  // Greedy generation from the prompt's last logits.
+  struct Generated {
+    std::string text;
+    int steps = 0;
+    double seconds = 0, first_token_seconds = 0;
+  };
+  Generated generate(PolicyCache& cache, std::vector<float> logits) {
+    Generated g;
+    const auto t0 = Clock::now();
+    std::vector<int32_t> out;
+    int32_t pos = static_cast<int32_t>(prompt_.tokens.size());
+    int32_t next = argmax(logits.data(), n_vocab_);
+    g.first_token_seconds = seconds_since(t0);
+    const auto t1 = Clock::now();
+    while (!model_.tokenizer().is_end_of_generation(next)) {
+      out.push_back(next);
+      if (static_cast<int>(out.size()) >= max_new_ || pos >= model_.config().n_ctx_train) break;
+      const int32_t tok[1] = {next}, p[1] = {cache.position_for(0, pos++)};
+      eval_.step(tok, p, 0, StepPhase::Decode, cache, Logits::Last, logits.data());
+      ++g.steps;
+      next = argmax(logits.data(), n_vocab_);
+    }
+    g.seconds = seconds_since(t1);
+    g.text = model_.tokenizer().decode(out);
+    return g;
+  }
+
+  json cell_record(const PolicyRun& r, PolicyCache& cache, const std::vector<float>& last_logits,
+                   double prefill_seconds, int64_t prefill_computed);
+
+  const ExperimentConfig& c_;
+  const LlamaModel& model_;
+  Evaluator& eval_;
+  const Instance& inst_;
+  const int n_vocab_;
+  Prompt prompt_;
+  std::vector<Span> chunks_;
+  int max_new_ = 1;
+  std::vector<int32_t> answer_;
+  CacheContext ctx_;
+  Forced full_forced_;
+  uint64_t full_kv_bytes_ = 0;
+  double full_prefill_seconds_ = 0;
+  std::vector<std::vector<float>> oracle_importance_;  // [layer * kv_heads][source]
+};
+
+json InstanceRunner::cell_record(const PolicyRun& r, PolicyCache& cache, const std::vector<float>& last_logits,
+                                 double prefill_seconds, int64_t prefill_computed) {
+  const PlannedPolicy& p = *r.policy;
+  json rec;
+  rec["id"] = r.id;
+  rec["instance"] = {{"id", inst_.id},
+                     {"task", inst_.task},
+                     {"length", inst_.length.requested},
+                     {"length_actual", inst_.length.actual},
+                     {"prompt_tokens", prompt_.tokens.size()},
+                     {"depth", inst_.needles.empty() ? json(nullptr) : json(inst_.depth.requested)},
+                     {"depth_actual", inst_.needles.empty() ? json(nullptr) : json(inst_.depth.actual)},
+                     {"sample", inst_.sample}};
+  rec["policy"] = {{"index", p.index}, {"label", p.label}, {"spec", p.canonical}, {"base", p.base},
+                   {"budget", p.budget ? json(*p.budget) : json(nullptr)}, {"is_reference", p.is_reference}};
+  // Question time: the prompt is in and the policy has compressed.
+  rec["memory"] = memory_json(cache);
+  rec["memory"]["kv_bytes_full"] = full_kv_bytes_;
+  rec["retention"] = {{"needle_survival", nullptr}, {"needle_attended", nullptr}, {"answer_nll", nullptr}, {"kl_full", nullptr},
+                      {"top1_agreement", nullptr}};
+  if (c_.metrics.needle_survival) {
+    const json ns = needle_survival(cache, prompt_);
+    if (!ns.is_null()) {
+      rec["retention"]["needle_survival"] = ns["overall"];
+      rec["retention"]["needle_attended"] = ns["attended"]["overall"];
+      rec["needle_survival"] = ns;
+    }
+  }
+  if (c_.metrics.teacher_forced && !answer_.empty()) {
+    // On a copy: the answer must not stay in the cache that generates.
+    auto copy = cache.clone();
+    const Forced f =
+        teacher_force(eval_, *copy, last_logits, answer_, static_cast<int32_t>(prompt_.tokens.size()), copy.get());
+    rec["retention"]["answer_nll"] = f.nll;
+    rec["retention"]["kl_full"] = p.is_reference ? 0.0 : mean_kl(full_forced_, f, n_vocab_);
+    rec["retention"]["top1_agreement"] = p.is_reference ? 1.0 : top1_agreement(full_forced_, f);
+  }
+  const Generated g = generate(cache, last_logits);
+  rec["prediction"] = g.text;
+  rec["answers"] = inst_.answers;
+  rec["score"] = grade(inst_, g.text);
+  const double policy_s = cache.policy_seconds();
+  const double total = prefill_seconds + g.seconds + g.first_token_seconds;
+  rec["work"] = {{"prefill_tokens_computed", prefill_computed},
+                 {"start", r.plan.start == Start::Branch ? "branch" : r.plan.start == Start::Resume ? "resume" : "scratch"}};
+  rec["timing"] = {{"prefill_seconds", prefill_seconds},
+                   {"prefill_tok_s", prefill_seconds > 0 ? prompt_.tokens.size() / prefill_seconds : 0.0},
+                   {"decode_seconds", g.seconds},
+                   {"decode_steps", g.steps},
+                   {"decode_tok_s", g.steps > 0 && g.seconds > 0 ? json(g.steps / g.seconds) : json(nullptr)},
+                   {"ttft_seconds", prefill_seconds + g.first_token_seconds},
+                   {"policy_seconds", policy_s},
+                   {"policy_share", total > 0 ? policy_s / total : 0.0},
+                   {"peak_rss_bytes", peak_rss_bytes()}};
+  return rec;
+}
+
+void InstanceRunner::run_perplexity(const std::vector<PolicyRun>& pending, const RunFolder& folder,
+                                    Progress& progress, RunSummary& sum) {
+  const int64_t n = static_cast<int64_t>(prompt_.tokens.size());
+  std::vector<float> logits;
+  auto stream = [&](PolicyCache& cache, double& seconds) {
+    double nll = 0.0;
+    std::vector<int32_t> pos;
+    const auto t0 = Clock::now();
+    for (const Span& s : chunks_) {
+      pos.resize(s.size());
+      std::iota(pos.begin(), pos.end(), cache.position_for(0, static_cast<int32_t>(s.begin)));
+      logits.resize(static_cast<size_t>(s.size()) * n_vocab_);
+      eval_.step(std::span<const int32_t>(prompt_.tokens.data() + s.begin, s.size()), pos, 0, StepPhase::Prefill,
+                 cache, Logits::All, logits.data());
+      for (int64_t i = s.begin; i < s.end && i + 1 < n; ++i) {
+        const float* row = logits.data() + (i - s.begin) * n_vocab_;
+        const float max = *std::max_element(row, row + n_vocab_);
+        double z = 0.0;
+        for (int v = 0; v < n_vocab_; ++v) z += std::exp(static_cast<double>(row[v]) - max);
+        nll += (max + std::log(z)) - row[prompt_.tokens[i + 1]];
+      }
+    }
+    cache.end_prefill();
+    seconds = seconds_since(t0);
+    return nll / std::max<int64_t>(1, n - 1);
+  };
+  // The full cache's NLL is every cell's reference.
+  // It collects what the policies that branch from it need (attention
+  // statistics, queries).
+  std::vector<const PolicySpec*> importers;
+  for (const auto& r : pending)
+    if (!r.policy->is_reference && r.plan.start == Start::Branch) importers.push_back(&r.policy->spec);
+  auto full = PolicyCache::create(parse_policy_spec("full"), shared_full_context(ctx_, importers));
+  double full_seconds = 0;
+  const double full_nll = stream(*full, full_seconds);
+  sum.prefill_tokens_computed += n;
+  for (const auto& r : pending) {
+    progress.start(r.id);
+    const PlannedPolicy& p = *r.policy;
+    double nll = full_nll, seconds = full_seconds;
+    int64_t computed = 0;
+    // The reference reports a plain full cache (the shared one may hold
+    // statistics for the policies that branch from it); a policy that only
+    // acts after the prompt scores the prompt as the full cache does.
+    const auto own = PolicyCache::create(p.spec, ctx_);
+    PolicyCache* cache = own.get();
+    if (p.is_reference || (r.plan.start == Start::Branch && !own->streaming())) {
+      own->import_from(*full);
+      if (!p.is_reference) own->end_prefill();
+    } else {
+      nll = stream(*own, seconds);
+      computed = n;
+      sum.prefill_tokens_computed += n;
+    }
+    json rec;
+    rec["id"] = r.id;
+    rec["instance"] = {{"id", inst_.id}, {"task", inst_.task}, {"length", inst_.length.requested},
+                       {"length_actual", inst_.length.actual}, {"prompt_tokens", n}, {"depth", nullptr},
+                       {"sample", inst_.sample}};
+    rec["policy"] = {{"index", p.index}, {"label", p.label}, {"spec", p.canonical}, {"base", p.base},
+                     {"budget", p.budget ? json(*p.budget) : json(nullptr)}, {"is_reference", p.is_reference}};
+    rec["memory"] = memory_json(*cache);
+    rec["memory"]["kv_bytes_full"] = kv_bytes_hot(*full);
+    rec["retention"] = {{"needle_survival", nullptr}, {"answer_nll", nll}, {"kl_full", nullptr},
+                        {"top1_agreement", nullptr}, {"ppl", std::exp(nll)}, {"ppl_full", std::exp(full_nll)}};
+    rec["prediction"] = "";
+    rec["answers"] = json::array();
+    rec["score"] = std::min(1.0, std::exp(full_nll - nll));
+    rec["work"] = {{"prefill_tokens_computed", computed}, {"start", computed ? "scratch" : "branch"}};
+    rec["timing"] = {{"prefill_seconds", seconds}, {"prefill_tok_s", seconds > 0 ? n / seconds : 0.0},
+                     {"decode_seconds", 0.0}, {"decode_steps", 0}, {"decode_tok_s", nullptr},
+                     {"ttft_seconds", nullptr}, {"policy_seconds", cache->policy_seconds()},
+                     {"policy_share", seconds > 0 ? cache->policy_seconds() / seconds : 0.0},
+                     {"peak_rss_bytes", peak_rss_bytes()}};
+    folder.write_cell(r.id, rec);
+    ++sum.cells_run;
+    progress.finish(r.id, rec["score"].get<double>());
+  }
+}
+
+void InstanceRunner::run(const std::vector<PolicyRun>& pending, const RunFolder& folder, Progress& progress,
+                         RunSummary& sum, const PrefillStore* store) {
+  if (inst_.grader == "perplexity") return run_perplexity(pending, folder, progress, sum);
+  // What the shared full prefill must collect for the policies that import it.
+  std::vector<const PolicySpec*> importers;
+  std::vector<size_t> snapshot_after;  // chunk indices whose state Resume policies need
+  bool need_oracle = false;
+  for (const auto& r : pending) {
+    if (r.policy->spec.scorer.name == "oracle") need_oracle = true;
+    if (r.plan.start == Start::Scratch || r.policy->is_reference) continue;
+    importers.push_back(&r.policy->spec);
+    if (r.plan.start == Start::Resume) snapshot_after.push_back(r.plan.resume_after_chunk);
+  }
+  const CacheContext full_ctx = shared_full_context(ctx_, importers);
+
+  // The full cache's prefill, once; copies kept where Resume policies join
+  // (none after the last chunk: that is the full cache itself).
+  std::vector<size_t> kept_chunks;
+  for (size_t i : snapshot_after)
+    if (i + 1 < chunks_.size() && std::find(kept_chunks.begin(), kept_chunks.end(), i) == kept_chunks.end())
+      kept_chunks.push_back(i);
+  SharedPrefill shared;
+  std::optional<KeptPrefill> kept;
+  if (store) kept = store->load(inst_.id, prompt_.tokens, c_.decoding.chunk, chunks_, full_ctx, kept_chunks);
+  if (kept) {
+    ++sum.prefills_loaded;
+    shared.full = std::move(kept->full);
+    shared.after_chunk = std::move(kept->after_chunk);
+    shared.logits = std::move(kept->logits);
+    full_prefill_seconds_ = kept->seconds;
+  } else {
+    const auto t0 = Clock::now();
+    shared = run_shared_prefill(eval_, full_ctx, prompt_.tokens, chunks_, kept_chunks);
+    full_prefill_seconds_ = seconds_since(t0);
+    sum.prefill_tokens_computed += static_cast<int64_t>(prompt_.tokens.size());
+    if (store) {
+      KeptPrefill k;
+      k.full = std::move(shared.full);
+      k.after_chunk = std::move(shared.after_chunk);
+      k.logits = shared.logits;
+      k.seconds = full_prefill_seconds_;
+      store->save(inst_.id, prompt_.tokens, c_.decoding.chunk, k);
+      shared.full = std::move(k.full);
+      shared.after_chunk = std::move(k.after_chunk);
+    }
+  }
+  const std::unique_ptr<PolicyCache>& full = shared.full;
+  const std::vector<float>& full_logits = shared.logits;
+  full_kv_bytes_ = kv_bytes_hot(*full);
+
+  // The reference distributions over the gold answer (and, for the oracle,
+  // the attention the answer pays to each prompt token).
+  if (c_.metrics.teacher_forced || need_oracle) {
+    auto copy = full->clone();
+    AttentionRecorder recorder(*copy);
+    KvCache& target = need_oracle ? static_cast<KvCache&>(recorder) : static_cast<KvCache&>(*copy);
+    if (!answer_.empty())
+      full_forced_ = teacher_force(eval_, target, full_logits, answer_, static_cast<int32_t>(prompt_.tokens.size()));
+    if (need_oracle) {
+      const KvShape& s = ctx_.shape;
+      oracle_importance_.resize(s.n_layers * s.n_kv_heads);
+      for (int l = 0; l < s.n_layers; ++l)
+        for (int h = 0; h < s.n_kv_heads; ++h) {
+          auto imp = recorder.importance(l, h);
+          imp.resize(prompt_.tokens.size(), 0.0f);  // prompt tokens only
+          oracle_importance_[l * s.n_kv_heads + h] = std::move(imp);
+        }
+    }
+  }
+
+  for (const auto& r : pending) {
+    progress.start(r.id);
+    const PlannedPolicy& p = *r.policy;
+    std::unique_ptr<PolicyCache> cache;
+    std::vector<float> logits;
+    double prefill_seconds = 0;
+    int64_t computed = 0;
+    if (p.is_reference) {
+      // A plain full cache: the shared one may be collecting attention for
+      // the policies that import it, which would slow the reference's decode.
+      cache = PolicyCache::create(p.spec, ctx_);
+      cache->import_from(*full);
+      logits = full_logits;
+      prefill_seconds = full_prefill_seconds_;
+      computed = static_cast<int64_t>(prompt_.tokens.size());
+    } else {
+      auto set_oracle = [&](PolicyCache& c) {
+        if (p.spec.scorer.name != "oracle") return;
+        const KvShape& s = ctx_.shape;
+        for (int l = 0; l < s.n_layers; ++l)
+          for (int h = 0; h < s.n_kv_heads; ++h) c.set_importance(l, h, oracle_importance_[l * s.n_kv_heads + h]);
+      };
+      const auto t1 = Clock::now();
+      StartedCache started = start_policy(p.spec, ctx_, r.plan, shared, eval_, prompt_.tokens, chunks_, set_oracle);
+      cache = std::move(started.cache);
+      logits = std::move(started.logits);
+      computed = started.computed;
+      prefill_seconds = seconds_since(t1);
+      // Time to first token as if prefilled alone: the shared part at the
+      // full cache's measured rate plus this policy's own part.
+      const int64_t n = static_cast<int64_t>(prompt_.tokens.size());
+      prefill_seconds += full_prefill_seconds_ * static_cast<double>(n - computed) / static_cast<double>(n);
+      sum.prefill_tokens_computed += computed;
+    }
+    json rec = cell_record(r, *cache, logits, prefill_seconds, computed);
+    folder.write_cell(r.id, rec);
+    ++sum.cells_run;
+    progress.finish(r.id, rec["score"].get<double>());
+  }
+  if (store) store->remove(inst_.id);  // every cell of the instance is written
+}
+
+// How each pending policy can start from the full cache's prefill.
+PolicyRun plan_run(const PlannedPolicy& p, const std::string& id, const CacheContext& ctx,
+                   const std::vector<Span>& chunks, bool share) {
+  PolicyRun r;
+  r.policy = &p;
+  r.id = id;
+  if (!p.is_reference) r.plan = plan_start(p.spec, ctx, chunks, share);
+  return r;
+}
+
+// Prefill tokens a cell computes itself, given how it starts.
+int64_t own_prefill(const PolicyRun& r, const std::vector<Span>& chunks, int64_t n, bool perplexity) {
+  if (r.policy->is_reference || r.plan.start == Start::Branch) return 0;
+  if (perplexity || r.plan.start == Start::Scratch) return n;
+  int64_t t = 0;
+  for (size_t i = r.plan.resume_after_chunk + 1; i < chunks.size(); ++i) t += chunks[i].size();
+  return t;
+}
+
+}  // namespace
+
+RunSummary plan_work(const ExperimentConfig& config, const Plan& plan, const LlamaModel& model,
+                     const RunOptions& options) {
+  RunSummary sum;
+  // Only the evaluator's model is used: no step runs.
+  Evaluator eval(model, 1);
+  for (size_t i = 0; i < plan.instances.size(); ++i) {
+    if (!in_shard(i, options.shard, options.shard_count)) continue;
+    InstanceRunner ir(config, model, eval, plan.instances[i], plan.question_first[i]);
+    const bool ppl = plan.instances[i].grader == "perplexity";
+    sum.prefill_tokens_computed += ir.prompt_tokens();  // the shared full prefill
+    for (size_t p : plan.instance_policies[i]) {
+      ++sum.cells_total;
+      sum.prefill_tokens_naive += ir.prompt_tokens();
+      const PolicyRun r = plan_run(plan.policies[p], plan.cell_id(i, p), ir.cache_context(), ir.chunks(),
+                                     options.share_prefill);
+      sum.prefill_tokens_computed += own_prefill(r, ir.chunks(), ir.prompt_tokens(), ppl);
+    }
+  }
+  return sum;
+}
+
+RunSummary run_cells(const ExperimentConfig& config, const Plan& plan, const LlamaModel& model,
+                     const RunFolder& run, const RunOptions& options) {
+  RunSummary sum;
+  std::vector<size_t> mine;
+  for (size_t i = 0; i < plan.instances.size(); ++i)
+    if (in_shard(i, options.shard, options.shard_count)) mine.push_back(i);
+  int64_t todo = 0;
+  for (size_t i : mine)
+    for (size_t p : plan.instance_policies[i]) {
+      ++sum.cells_total;
+      if (run.has_cell(plan.cell_id(i, p))) ++sum.cells_skipped;
+      else ++todo;
+    }
+  Progress progress(static_cast<int>(todo), static_cast<int>(sum.cells_skipped), options.quiet);
+  const MatmulMode mode = config.decoding.exact ? MatmulMode::Exact : MatmulMode::Quantized;
+  Evaluator eval(model, config.threads, mode);
+  std::optional<PrefillStore> store;
+  if (config.keep_prefills && todo > 0) store.emplace(run.dir(), model_identity(model), activations_name(mode));
+  for (size_t i : mine) {
+    std::vector<size_t> pending;
+    for (size_t p : plan.instance_policies[i])
+      if (!run.has_cell(plan.cell_id(i, p))) pending.push_back(p);
+    const Instance& inst = plan.instances[i];
+    if (pending.empty()) continue;
+    InstanceRunner ir(config, model, eval, inst, plan.question_first[i]);
+    // The naive count: every pending cell prefills its whole prompt.
+    sum.prefill_tokens_naive += ir.prompt_tokens() * static_cast<int64_t>(pending.size());
+    std::vector<PolicyRun> runs;
+    for (size_t p : pending)
+      runs.push_back(plan_run(plan.policies[p], plan.cell_id(i, p), ir.cache_context(), ir.chunks(),
+                                options.share_prefill));
+    ir.run(runs, run, progress, sum, store ? &*store : nullptr);
+  }
+  progress.done();
+  return sum;
+}
+
+}  // namespace kvbench

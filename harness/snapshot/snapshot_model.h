@@ -1,0 +1,20 @@
+// The identity a cache snapshot records of its model: the GGUF file's sha256
+// and size, the hyper-parameters the cache depends on, and the tokenizer's
+// fingerprint (harness/snapshot/snapshot_file.h compares them field by field).
+#pragma once
+
+#include <string>
+
+#include "harness/snapshot/snapshot_file.h"
+#include "model/llama_model.h"
+#include "model/ops/matmul.h"
+
+namespace kvbench {
+
+// Hashes the model file (about 0.1 s for the 98 MB default model).
+ModelIdentity model_identity(const LlamaModel& model);
+
+// "f32" (MatmulMode::Exact) or "q8" (MatmulMode::Quantized).
+std::string activations_name(MatmulMode mode);
+
+}  // namespace kvbench

@@ -1,0 +1,62 @@
+#include "model/common/printable.h"
+
+#include <algorithm>
+#include <cstdint>
+
+namespace kvbench {
+namespace {
+
+void append_hex_escape(std::string& out, uint8_t c) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  out += "\\x";
+  out += kHex[c >> 4];
+  out += kHex[c & 15];
+}
+
+// True for U+0080..U+009F (C1 controls: some terminals act on them).
+bool c1_control(std::string_view s, size_t i, size_t n) {
+  return n == 2 && static_cast<uint8_t>(s[i]) == 0xC2 && static_cast<uint8_t>(s[i + 1]) < 0xA0;
+}
+
+}  // namespace
+
+size_t utf8_sequence(std::string_view s, size_t i) {
+  const auto b = [&](size_t k) { return static_cast<uint8_t>(s[k]); };
+  const uint8_t c = b(i);
+  if (c < 0x80) return 1;
+  size_t len = 0;
+  uint32_t cp = 0;
+  if (c >= 0xC2 && c <= 0xDF) len = 2, cp = c & 0x1F;
+  else if (c >= 0xE0 && c <= 0xEF) len = 3, cp = c & 0x0F;
+  else if (c >= 0xF0 && c <= 0xF4) len = 4, cp = c & 0x07;
+  else return 0;
+  if (i + len > s.size()) return 0;
+  for (size_t k = 1; k < len; ++k) {
+    if ((b(i + k) & 0xC0) != 0x80) return 0;
+    cp = (cp << 6) | (b(i + k) & 0x3F);
+  }
+  if ((len == 3 && cp < 0x800) || (len == 4 && cp < 0x10000)) return 0;
+  if ((cp >= 0xD800 && cp <= 0xDFFF) || cp > 0x10FFFF) return 0;
+  return len;
+}
+
+std::string escaped_text(std::string_view s, size_t max_bytes, bool escape_backslash) {
+  std::string out;
+  size_t i = 0;
+  while (i < s.size() && i < max_bytes) {
+    const auto c = static_cast<uint8_t>(s[i]);
+    const size_t n = utf8_sequence(s, i);
+    if (c == '\n') out += "\\n";
+    else if (c == '\t') out += "\\t";
+    else if (c == '\r') out += "\\r";
+    else if (c == '\\' && escape_backslash) out += "\\\\";
+    else if (n == 0 || c < 0x20 || c == 0x7F) append_hex_escape(out, c);
+    else if (!c1_control(s, i, n)) out.append(s.substr(i, n));
+    else for (size_t k = 0; k < n; ++k) append_hex_escape(out, static_cast<uint8_t>(s[i + k]));
+    i += std::max<size_t>(n, 1);
+  }
+  if (i < s.size()) out += "...";
+  return out;
+}
+
+}  // namespace kvbench

@@ -1,0 +1,146 @@
+// AVX2 + FMA + F16C path of the attention kernels: the shared algorithm
+// (attention_impl.h) over 8-float vectors, f16 rows converted in registers,
+// exp2 by a degree-7 polynomial (relative error ~2e-7 against std::exp2).
+#include "model/ops/attention_kernels.h"
+
+#if defined(__x86_64__)
+
+#include <immintrin.h>
+
+// Standard headers before the target attribute: their functions must stay
+// plain (baseline) code, shared with every other file.
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+
+#define KVBENCH_ATTN_AVX2_TARGET "avx2,fma,f16c"
+#if defined(__clang__)
+#pragma clang attribute push(__attribute__((target(KVBENCH_ATTN_AVX2_TARGET))), apply_to = function)
+#elif defined(__GNUC__)
+#pragma GCC push_options
+#pragma GCC target(KVBENCH_ATTN_AVX2_TARGET)
+#endif
+
+#include "model/ops/attention_f16c.h"
+
+namespace kvbench::attn {
+namespace {
+
+struct Avx2 {
+  using V = __m256;
+  static constexpr int W = 8;
+  static constexpr int kRegs = 16;
+  static constexpr int kGemmCols = 2;
+  static V zero() { return _mm256_setzero_ps(); }
+  static V set1(float x) { return _mm256_set1_ps(x); }
+  static V load(const float* p) { return _mm256_loadu_ps(p); }
+  static void store(float* p, V v) { _mm256_storeu_ps(p, v); }
+  static V load_f16(const uint16_t* p) {
+    return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+  }
+  static V load_bf16(const uint16_t* p) {
+    const __m256i w = _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+    return _mm256_castsi256_ps(_mm256_slli_epi32(w, 16));
+  }
+  static V load_i8(const int8_t* p) {
+    return _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p))));
+  }
+  // 4 bytes: low nibbles are the even elements, high nibbles the odd ones;
+  // interleaving the two puts the 8 codes in element order.
+  static V load_u4(const uint8_t* codes, int d) {
+    int32_t w;
+    std::memcpy(&w, codes + d / 2, 4);
+    const __m128i b = _mm_cvtsi32_si128(w);
+    const __m128i m = _mm_set1_epi8(15);
+    const __m128i c = _mm_unpacklo_epi8(_mm_and_si128(b, m), _mm_and_si128(_mm_srli_epi16(b, 4), m));
+    return _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(c));
+  }
+  // 8 bytes: their low nibbles (elements d, d + 2, ...) and high nibbles.
+  static void load_u4_pair(const uint8_t* codes, int d, V& lo, V& hi) {
+    const __m128i b = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(codes + d / 2));
+    const __m128i m = _mm_set1_epi8(15);
+    lo = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_and_si128(b, m)));
+    hi = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_and_si128(_mm_srli_epi16(b, 4), m)));
+  }
+  // 2 bytes: element d + i sits at bits 2i of the little-endian half word.
+  static V load_u2(const uint8_t* codes, int d) {
+    uint16_t w;
+    std::memcpy(&w, codes + d / 4, 2);
+    const __m256i shifts = _mm256_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14);
+    const __m256i c = _mm256_and_si256(_mm256_srlv_epi32(_mm256_set1_epi32(w), shifts), _mm256_set1_epi32(3));
+    return _mm256_cvtepi32_ps(c);
+  }
+  static void halves(const uint16_t* h, int n, float* out) { f16c_halves(h, n, out); }
+  static V fmadd(V a, V b, V c) { return _mm256_fmadd_ps(a, b, c); }
+  static V mul(V a, V b) { return _mm256_mul_ps(a, b); }
+  static V add(V a, V b) { return _mm256_add_ps(a, b); }
+  static V sub(V a, V b) { return _mm256_sub_ps(a, b); }
+  static V max(V a, V b) { return _mm256_max_ps(a, b); }
+  static float hsum(V v) {
+    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    s = _mm_add_ss(s, _mm_movehdup_ps(s));
+    return _mm_cvtss_f32(s);
+  }
+  static float hmax(V v) {
+    __m128 s = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    s = _mm_max_ps(s, _mm_movehl_ps(s, s));
+    s = _mm_max_ss(s, _mm_movehdup_ps(s));
+    return _mm_cvtss_f32(s);
+  }
+  // Four horizontal sums at once: two rounds of pairwise adds, then the halves.
+  static void hsum4(const V* a, float* out) {
+    const V t01 = _mm256_hadd_ps(a[0], a[1]);
+    const V t23 = _mm256_hadd_ps(a[2], a[3]);
+    const V t = _mm256_hadd_ps(t01, t23);  // per 128-bit half: partial sums of a0..a3
+    _mm_storeu_ps(out, _mm_add_ps(_mm256_castps256_ps128(t), _mm256_extractf128_ps(t, 1)));
+  }
+  // 2^x = 2^n * 2^f with n = round(x), |f| <= 1/2, 2^f by its Taylor series
+  // to degree 7; 0 below -126 (no subnormals), x capped at 127.
+  static V exp2(V x) {
+    const V xc = _mm256_min_ps(_mm256_max_ps(x, _mm256_set1_ps(-126.0f)), _mm256_set1_ps(127.0f));
+    const V n = _mm256_round_ps(xc, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    const V f = _mm256_sub_ps(xc, n);
+    V p = _mm256_set1_ps(1.5252734e-5f);
+    p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(1.5403530e-4f));
+    p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(1.3333558e-3f));
+    p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(9.6181291e-3f));
+    p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(5.5504109e-2f));
+    p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(2.4022651e-1f));
+    p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(6.9314718e-1f));
+    p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(1.0f));
+    const __m256i e = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
+    const V r = _mm256_mul_ps(p, _mm256_castsi256_ps(e));
+    return _mm256_and_ps(r, _mm256_cmp_ps(x, _mm256_set1_ps(-126.0f), _CMP_GE_OQ));
+  }
+};
+
+}  // namespace
+}  // namespace kvbench::attn
+
+#include "model/ops/attention_impl.h"
+
+namespace kvbench::attn {
+namespace {
+constexpr Kernels kAvx2Kernels = make_kernels<Avx2>();
+}  // namespace
+}  // namespace kvbench::attn
+
+#if defined(__clang__)
+#pragma clang attribute pop
+#elif defined(__GNUC__)
+#pragma GCC pop_options
+#endif
+
+namespace kvbench::attn {
+const Kernels* avx2_kernels() { return &kAvx2Kernels; }
+}  // namespace kvbench::attn
+
+#else  // not x86-64
+
+namespace kvbench::attn {
+const Kernels* avx2_kernels() { return nullptr; }
+}  // namespace kvbench::attn
+
+#endif

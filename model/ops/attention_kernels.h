@@ -1,0 +1,147 @@
+// Internal to attention*.cpp: the kernel table each instruction-set path
+// fills in (attention_scalar.cpp, attention_avx2.cpp, attention_avx512.cpp),
+// and the argument structs the kernels share.
+//
+// Conventions of every kernel:
+//  - Scores are in the log2 domain: q is multiplied by log2(e) / sqrt(head_dim)
+//    before the dot products, so softmax weights are exp2(s - max), the same
+//    numbers as exp(q.k / sqrt(head_dim) - max) with one multiply less per key.
+//  - A masked key (position after the query's) has score -inf and weight 0.
+//  - K/V rows are read straight from the cache's storage (f32, or f16 / bf16
+//    converted and int8 / int4 dequantized in registers); only prefill packs
+//    keys, once per layer and KV head, into transposed f32 tiles for its
+//    matrix-product micro-kernel, and converts a key tile's V rows once when
+//    they are not plain f32.
+//  - A KV head's view is one or more pieces (KvPiece), each of one element
+//    type; a decode block and a prefill key tile never span two pieces.
+#pragma once
+
+#include <cstdint>
+
+#include "model/ops/kv_cache.h"
+
+namespace kvbench::attn {
+
+constexpr int kKeyTile = 64;    // keys per online-softmax step
+// Most per-group parameters one Q8 / Q4 / Q2 row may carry (2 x head_dim /
+// group): the kernels convert a row's parameters into a buffer this long.
+constexpr int kMaxRowParams = 512;
+constexpr int kQueryTile = 16;  // query tokens per prefill work unit
+
+// Rows of one piece of a KV head (see KvRawRows): row j at row(j).
+struct Rows {
+  KvElement type = KvElement::F32;
+  const uint8_t* data = nullptr;
+  int64_t stride = 0;
+  int group = 0;
+  const int32_t* index = nullptr;
+  const uint8_t* const* ptrs = nullptr;
+  const uint16_t* const* params = nullptr;  // K2: per-row block parameters
+  int32_t n = 0;  // rows in the piece (prefetches stay inside)
+  const uint8_t* row(int64_t j) const {
+    const int64_t i = index ? index[j] : j;  // the index addresses pointers too
+    return ptrs ? ptrs[i] : data + i * stride;
+  }
+  bool contiguous() const { return !ptrs && !index; }
+};
+
+// Attention of one query token's `group` heads (the query heads of one KV
+// head) over the keys [begin, end) of that KV head: an online-softmax partial
+// result, merged with the other blocks' by the caller.
+struct DecodeBlock {
+  const float* q = nullptr;  // [group][head_dim], unscaled
+  float scale = 0.0f;        // log2(e) / sqrt(head_dim)
+  int group = 0;
+  int head_dim = 0;
+  Rows k, v;
+  const int32_t* pos = nullptr;  // key positions, indexed like the rows
+  int32_t qpos = 0;              // the query's position; keys with pos > qpos are masked
+  int32_t begin = 0, end = 0;    // rows of the piece (k, v)
+  // Optional: raw scores (log2 domain, masked = -inf) of key j written at
+  // scores[g * scores_stride + j].
+  float* scores = nullptr;
+  int64_t scores_stride = 0;
+};
+
+// Per-thread buffers of decode_block: qs [group][head_dim], s [group][kKeyTile],
+// qk [group][head_dim + 1] (KIVI keys: a block's query and its q . min).
+struct DecodeWork {
+  float* qs = nullptr;
+  float* s = nullptr;
+  float* qk = nullptr;
+};
+
+// One key tile of a KV head for prefill: rows [j0, j0 + count) of one piece,
+// count <= kKeyTile, with their positions and range.
+struct KeyTile {
+  Rows v;                        // the piece's V rows
+  int32_t j0 = 0, count = 0;
+  const int32_t* pos = nullptr;  // [count] positions of the tile's keys
+  int32_t pos_min = 0, pos_max = 0;
+};
+
+// One prefill work unit: up to kQueryTile query tokens x the `group` heads of
+// one KV head, over all of that head's key tiles (flash attention: scores
+// never exist beyond one [rows][kKeyTile] tile).
+struct PrefillTile {
+  const float* q = nullptr;  // query t, head g at q + t * q_stride + g * head_dim (unscaled)
+  int64_t q_stride = 0;
+  float* out = nullptr;      // same layout as q
+  int64_t out_stride = 0;
+  float scale = 0.0f;        // log2(e) / sqrt(head_dim)
+  int group = 0;
+  int head_dim = 0;
+  int32_t n_queries = 0;     // <= kQueryTile
+  const int32_t* qpos = nullptr;  // [n_queries]
+  const float* kt = nullptr;      // [n_tiles][head_dim][kKeyTile] from pack_keys
+  const KeyTile* tiles = nullptr; // [n_tiles]
+  int32_t n_tiles = 0;
+};
+
+// Per-thread buffers of prefill_tile (rows = kQueryTile * group):
+// qs [rows][head_dim], s [rows][kKeyTile], acc [rows][head_dim], m [rows],
+// l [rows], vt [kKeyTile][head_dim].
+struct PrefillWork {
+  float* qs = nullptr;
+  float* s = nullptr;
+  float* acc = nullptr;
+  float* m = nullptr;
+  float* l = nullptr;
+  float* vt = nullptr;
+};
+
+struct Kernels {
+  // Vector width in floats: head_dim, and the group of every Q8 / Q4 piece,
+  // must be multiples of it.
+  int width = 1;
+  // out[g * out_stride + (j - begin)] = sum_d qs[g][d] * k_j[d] for g < group,
+  // j in [begin, end); qs already scaled.
+  void (*scores)(const float* qs, int group, int head_dim, const Rows& k, int32_t begin,
+                 int32_t end, float* out, int64_t out_stride) = nullptr;
+  // m[g] (running max, log2 domain, -inf when every key is masked), l[g] (sum
+  // of weights), acc[g][head_dim] (unnormalised weighted sum of V rows).
+  void (*decode_block)(const DecodeBlock& a, const DecodeWork& w, float* m, float* l,
+                       float* acc) = nullptr;
+  // Keys [begin, begin + count), count <= kKeyTile, transposed to
+  // kt[head_dim][kKeyTile] as f32; columns >= count are zero.
+  void (*pack_keys)(const Rows& k, int head_dim, int32_t begin, int32_t count, float* kt) = nullptr;
+  void (*prefill_tile)(const PrefillTile& a, const PrefillWork& w) = nullptr;
+  // row[j] = exp2(row[j] - shift) * mul for j < n; returns the sum of
+  // exp2(row[j] - shift) (before the multiply).
+  float (*exp2_shift)(float* row, int32_t n, float shift, float mul) = nullptr;
+  float (*row_max)(const float* row, int32_t n) = nullptr;  // -inf for n == 0
+};
+
+// Whether the kernels read a piece with these K and V element types: equal
+// types (not K2), or KIVI's K2 / F32 keys with Q2 / F32 values.
+constexpr bool kernels_read(KvElement k, KvElement v) {
+  if (k == v) return k != KvElement::K2;
+  return (k == KvElement::K2 || k == KvElement::F32) && (v == KvElement::Q2 || v == KvElement::F32);
+}
+
+// nullptr when the path is not compiled in (non-x86 builds).
+const Kernels* scalar_kernels();
+const Kernels* avx2_kernels();
+const Kernels* avx512_kernels();
+
+}  // namespace kvbench::attn

@@ -1,0 +1,34 @@
+// The planar layout of a quantized weight row: the same bytes as the GGUF
+// row, regrouped so that a SIMD kernel loads codes and scales with plain
+// vector loads instead of gathering them out of interleaved blocks.
+//
+// A GGUF Q4_1 row is nb blocks of {d f16, m f16, qs[16]}; its planar row is
+//   [qs of block 0 .. nb-1 : nb x 16 B][d plane : nb x f16][m plane : nb x f16]
+// so four blocks' codes are one 64-byte load and sixteen blocks' scales one
+// 32-byte load. Q4_0 is the same without the m plane. Q8_0 ({d f16, qs[32]})
+// keeps, per group of four blocks, the elements 0-15 of the four blocks
+// (count x 16 B) and then their elements 16-31 (count x 16 B) — the two
+// registers the kernel multiplies — with each code stored as the unsigned
+// byte q + 128; then the d plane.
+//
+// Row sizes do not change (row_bytes() of the type), so row r of a planar
+// matrix still starts at r * row_bytes. to_planar_row and from_planar_row are
+// exact inverses; the kernels that read planar rows (quant_dot_tile_planar)
+// give bit-identical results to quant_dot_tile on the GGUF rows.
+#pragma once
+
+#include <cstdint>
+
+#include "model/gguf/ggml_types.h"
+
+namespace kvbench {
+
+// Q4_0, Q4_1 and Q8_0 have a planar layout.
+bool has_planar_layout(GgmlType type);
+
+// One row of n elements (n a multiple of 32), GGUF layout -> planar layout and
+// back. src and dst must not overlap.
+void to_planar_row(GgmlType type, const uint8_t* src, uint8_t* dst, int64_t n);
+void from_planar_row(GgmlType type, const uint8_t* src, uint8_t* dst, int64_t n);
+
+}  // namespace kvbench

@@ -1,0 +1,596 @@
+// AVX2 + FMA + F16C kernels (no global -march: the functions carry the target
+// attribute and run only after the run-time CPU check in quant_dot.cpp).
+// Float operations follow the order defined in quant_dot_scalar.cpp exactly.
+// a * b + c must not be fused behind our back: the order of float operations
+// is the contract between the paths. (GCC in ISO mode does not fuse.)
+#if defined(__clang__)
+#pragma STDC FP_CONTRACT OFF
+#endif
+
+#include "model/ops/quant_dot_kernels.h"
+
+#if defined(__x86_64__)
+
+#include <immintrin.h>
+
+#include <algorithm>
+#include <bit>
+#include <cmath>
+#include <cstring>
+
+// Loops over the rows and activations of a micro-kernel must be fully
+// unrolled, or their accumulators live in memory instead of registers.
+#if defined(__clang__)
+#define KVBENCH_UNROLL _Pragma("unroll")
+#else
+#define KVBENCH_UNROLL _Pragma("GCC unroll 16")
+#endif
+
+#if defined(__clang__)
+#pragma clang attribute push(__attribute__((target("avx2,fma,f16c"))), apply_to = function)
+#elif defined(__GNUC__)
+#pragma GCC push_options
+#pragma GCC target("avx2,fma,f16c")
+#endif
+
+namespace kvbench::qdot {
+namespace {
+
+uint16_t u16(const uint8_t* p) {
+  uint16_t v;
+  std::memcpy(&v, p, 2);
+  return v;
+}
+uint32_t u32(const uint8_t* p) {
+  uint32_t v;
+  std::memcpy(&v, p, 4);
+  return v;
+}
+__m128i load128(const uint8_t* p) { return _mm_loadu_si128(reinterpret_cast<const __m128i*>(p)); }
+__m256i load256(const uint8_t* p) { return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)); }
+
+// hsum16 of quant_dot_scalar.cpp over lanes 0-7 (lo) and 8-15 (hi).
+float hsum16(__m256 lo, __m256 hi) {
+  const __m256 s8 = _mm256_add_ps(lo, hi);
+  const __m128 s4 = _mm_add_ps(_mm256_castps256_ps128(s8), _mm256_extractf128_ps(s8, 1));
+  const __m128 s2 = _mm_add_ps(s4, _mm_movehl_ps(s4, s4));
+  return _mm_cvtss_f32(_mm_add_ss(s2, _mm_movehdup_ps(s2)));
+}
+int32_t hsum_i32(__m256i v) {
+  __m128i s = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
+  s = _mm_add_epi32(s, _mm_shuffle_epi32(s, _MM_SHUFFLE(1, 0, 3, 2)));
+  s = _mm_add_epi32(s, _mm_shuffle_epi32(s, _MM_SHUFFLE(2, 3, 0, 1)));
+  return _mm_cvtsi128_si32(s);
+}
+
+// Byte i = 0xFF where bit i of `bits` is set.
+__m256i bits_to_bytes(uint32_t bits) {
+  const __m256i shuf = _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 2, 2, 2,
+                                        2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3);
+  const __m256i v = _mm256_shuffle_epi8(_mm256_set1_epi32(static_cast<int>(bits)), shuf);
+  const __m256i bit = _mm256_set1_epi64x(0x8040201008040201);
+  return _mm256_cmpeq_epi8(_mm256_and_si256(v, bit), bit);
+}
+
+// 16 bytes of packed nibbles -> 32 bytes: low nibbles then high nibbles.
+__m256i nibbles(const uint8_t* p) {
+  const __m128i x = load128(p);
+  return _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(x, 4), x), _mm256_set1_epi8(0x0F));
+}
+
+// ---------------------------------------------------------------------------
+// Legacy weight formats: the block's 32 values as unsigned codes in element
+// order; value = code - kOffset. Q8_0 is signed and uses the sign trick.
+
+struct Q4_0W {
+  static constexpr size_t kBytes = 18;
+  static constexpr int kOffset = 8;
+  static constexpr bool kMin = false;
+  static __m256i codes(const uint8_t* b) { return nibbles(b + 2); }
+};
+struct Q4_1W {
+  static constexpr size_t kBytes = 20;
+  static constexpr int kOffset = 0;
+  static constexpr bool kMin = true;
+  static __m256i codes(const uint8_t* b) { return nibbles(b + 4); }
+};
+struct Q5_0W {
+  static constexpr size_t kBytes = 22;
+  static constexpr int kOffset = 16;
+  static constexpr bool kMin = false;
+  static __m256i codes(const uint8_t* b) {
+    return _mm256_or_si256(nibbles(b + 6), _mm256_and_si256(bits_to_bytes(u32(b + 2)), _mm256_set1_epi8(16)));
+  }
+};
+struct Q5_1W {
+  static constexpr size_t kBytes = 24;
+  static constexpr int kOffset = 0;
+  static constexpr bool kMin = true;
+  static __m256i codes(const uint8_t* b) {
+    return _mm256_or_si256(nibbles(b + 8), _mm256_and_si256(bits_to_bytes(u32(b + 4)), _mm256_set1_epi8(16)));
+  }
+};
+struct Q8_0W {
+  static constexpr size_t kBytes = 34;
+  static constexpr int kOffset = -1;  // signed: sign trick
+  static constexpr bool kMin = false;
+  static __m256i codes(const uint8_t* b) { return load256(b + 2); }
+};
+
+// Scale fields (f16 at byte `offset` of each of `count` blocks `stride`
+// apart) -> 16 floats, zero past count. Built with word inserts: scalar
+// stores read back as a vector would stall on store forwarding.
+template <size_t kStride, size_t kOffset>
+void load_scales(const uint8_t* p, int count, float* out) {
+  __m128i h[2] = {_mm_setzero_si128(), _mm_setzero_si128()};
+  if (count == 16) {
+    KVBENCH_UNROLL
+    for (int k = 0; k < 2; ++k) {
+      const uint8_t* q = p + kOffset + 8 * k * kStride;
+      h[k] = _mm_insert_epi16(h[k], u16(q), 0);
+      h[k] = _mm_insert_epi16(h[k], u16(q + kStride), 1);
+      h[k] = _mm_insert_epi16(h[k], u16(q + 2 * kStride), 2);
+      h[k] = _mm_insert_epi16(h[k], u16(q + 3 * kStride), 3);
+      h[k] = _mm_insert_epi16(h[k], u16(q + 4 * kStride), 4);
+      h[k] = _mm_insert_epi16(h[k], u16(q + 5 * kStride), 5);
+      h[k] = _mm_insert_epi16(h[k], u16(q + 6 * kStride), 6);
+      h[k] = _mm_insert_epi16(h[k], u16(q + 7 * kStride), 7);
+    }
+  } else {
+    alignas(16) uint16_t tmp[16] = {};
+    for (int i = 0; i < count; ++i) tmp[i] = u16(p + i * kStride + kOffset);
+    h[0] = _mm_load_si128(reinterpret_cast<const __m128i*>(tmp));
+    h[1] = _mm_load_si128(reinterpret_cast<const __m128i*>(tmp + 8));
+  }
+  _mm256_store_ps(out, _mm256_cvtph_ps(h[0]));
+  _mm256_store_ps(out + 8, _mm256_cvtph_ps(h[1]));
+}
+
+// R weight rows x T activation rows over all blocks; see the order in
+// quant_dot_scalar.cpp. Activations are Q8_1 for the min types, else Q8_0.
+template <class W, int R, int T>
+void legacy_micro(const uint8_t* w, size_t w_stride, const uint8_t* act, size_t act_stride, int64_t nb,
+                  float* out, int64_t ldo) {
+  constexpr size_t kAB = W::kMin ? kQ8_1Bytes : kQ8_0Bytes;
+  constexpr size_t kAQs = W::kMin ? 4 : 2;
+  __m256 acc[R][T][2];
+  __m256 macc[R][T][2];
+  KVBENCH_UNROLL
+  for (int r = 0; r < R; ++r)
+    KVBENCH_UNROLL
+    for (int t = 0; t < T; ++t)
+      acc[r][t][0] = acc[r][t][1] = macc[r][t][0] = macc[r][t][1] = _mm256_setzero_ps();
+  const __m256i ones16 = _mm256_set1_epi16(1);
+  alignas(32) float dw[R][16], mw[R][16], da[T][16], sa[T][16];
+  alignas(32) float dd[R][T][16];
+  for (int64_t c0 = 0; c0 < nb; c0 += 16) {
+    const int cnt = static_cast<int>(std::min<int64_t>(16, nb - c0));
+    KVBENCH_UNROLL
+    for (int r = 0; r < R; ++r) {
+      const uint8_t* base = w + r * w_stride + c0 * W::kBytes;
+      load_scales<W::kBytes, 0>(base, cnt, dw[r]);
+      if constexpr (W::kMin) load_scales<W::kBytes, 2>(base, cnt, mw[r]);
+    }
+    KVBENCH_UNROLL
+    for (int t = 0; t < T; ++t) {
+      const uint8_t* base = act + t * act_stride + c0 * kAB;
+      load_scales<kAB, 0>(base, cnt, da[t]);
+      if constexpr (W::kMin) load_scales<kAB, 2>(base, cnt, sa[t]);
+    }
+    KVBENCH_UNROLL
+    for (int r = 0; r < R; ++r) {
+      KVBENCH_UNROLL
+      for (int t = 0; t < T; ++t) {
+        KVBENCH_UNROLL
+        for (int h = 0; h < 2; ++h) {
+          _mm256_store_ps(dd[r][t] + 8 * h, _mm256_mul_ps(_mm256_load_ps(dw[r] + 8 * h), _mm256_load_ps(da[t] + 8 * h)));
+          if constexpr (W::kMin)
+            macc[r][t][h] = _mm256_fmadd_ps(_mm256_load_ps(mw[r] + 8 * h), _mm256_load_ps(sa[t] + 8 * h), macc[r][t][h]);
+        }
+      }
+    }
+    // Pairs of blocks (b, b + 1), b even: lanes 0-3 block b, 4-7 block b + 1,
+    // in acc[..][0] for b % 4 == 0 and acc[..][1] for b % 4 == 2. A missing
+    // second block (odd count) contributes zeros: fma(0, 0, acc) = acc.
+    const __m256i pair_index = _mm256_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1);
+    for (int i = 0; i < cnt; i += 2) {
+      const int64_t b = c0 + i;
+      const bool two = i + 1 < cnt;
+      const int h = (i / 2) & 1;  // c0 is a multiple of 4
+      __m256i wq[R][2], wraw[R][2];
+      KVBENCH_UNROLL
+      for (int r = 0; r < R; ++r) {
+        KVBENCH_UNROLL
+        for (int k = 0; k < 2; ++k) {
+          wraw[r][k] = k == 0 || two ? W::codes(w + r * w_stride + (b + k) * W::kBytes) : _mm256_setzero_si256();
+          wq[r][k] = W::kOffset < 0 ? _mm256_abs_epi8(wraw[r][k]) : wraw[r][k];
+        }
+      }
+      KVBENCH_UNROLL
+      for (int t = 0; t < T; ++t) {
+        __m256i aq[2], corr[2];
+        KVBENCH_UNROLL
+        for (int k = 0; k < 2; ++k) {
+          aq[k] = k == 0 || two ? load256(act + t * act_stride + (b + k) * kAB + kAQs) : _mm256_setzero_si256();
+          corr[k] = W::kOffset > 0 ? _mm256_maddubs_epi16(_mm256_set1_epi8(W::kOffset > 0 ? W::kOffset : 0), aq[k])
+                                   : _mm256_setzero_si256();
+        }
+        KVBENCH_UNROLL
+        for (int r = 0; r < R; ++r) {
+          __m256i i32[2];  // lanes 0-3: quads of elements 0-15, lanes 4-7: of 16-31
+          KVBENCH_UNROLL
+          for (int k = 0; k < 2; ++k) {
+            __m256i p16;
+            if constexpr (W::kOffset < 0) {
+              p16 = _mm256_maddubs_epi16(wq[r][k], _mm256_sign_epi8(aq[k], wraw[r][k]));
+            } else {
+              p16 = _mm256_maddubs_epi16(wq[r][k], aq[k]);
+              if constexpr (W::kOffset > 0) p16 = _mm256_sub_epi16(p16, corr[k]);
+            }
+            i32[k] = _mm256_madd_epi16(p16, ones16);
+          }
+          // [b: quads 0-3 of both halves summed | b + 1: the same]
+          const __m256i sum = _mm256_add_epi32(_mm256_permute2x128_si256(i32[0], i32[1], 0x20),
+                                               _mm256_permute2x128_si256(i32[0], i32[1], 0x31));
+          const __m256 d = _mm256_permutevar8x32_ps(
+              _mm256_castps128_ps256(_mm_castpd_ps(_mm_load_sd(reinterpret_cast<const double*>(dd[r][t] + i)))), pair_index);
+          acc[r][t][h] = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(sum), acc[r][t][h]);
+        }
+      }
+    }
+  }
+  KVBENCH_UNROLL
+  for (int r = 0; r < R; ++r) {
+    KVBENCH_UNROLL
+    for (int t = 0; t < T; ++t) {
+      if constexpr (W::kMin) {
+        acc[r][t][0] = _mm256_add_ps(acc[r][t][0], macc[r][t][0]);
+        acc[r][t][1] = _mm256_add_ps(acc[r][t][1], macc[r][t][1]);
+      }
+      const float v = hsum16(acc[r][t][0], acc[r][t][1]);
+      out[t * ldo + r] = v;
+    }
+  }
+}
+
+template <class W>
+void legacy_tile(const uint8_t* w, size_t w_stride, int64_t n_rows, const uint8_t* act, size_t act_stride,
+                 int64_t n_act, int64_t n, float* out, int64_t ldo) {
+  const int64_t nb = n / kQK;
+  int64_t r = 0;
+  for (; r + 2 <= n_rows; r += 2) {
+    int64_t t = 0;
+    for (; t + 2 <= n_act; t += 2)
+      legacy_micro<W, 2, 2>(w + r * w_stride, w_stride, act + t * act_stride, act_stride, nb, out + t * ldo + r, ldo);
+    for (; t < n_act; ++t)
+      legacy_micro<W, 2, 1>(w + r * w_stride, w_stride, act + t * act_stride, act_stride, nb, out + t * ldo + r, ldo);
+  }
+  for (; r < n_rows; ++r) {
+    int64_t t = 0;
+    for (; t + 2 <= n_act; t += 2)
+      legacy_micro<W, 1, 2>(w + r * w_stride, w_stride, act + t * act_stride, act_stride, nb, out + t * ldo + r, ldo);
+    for (; t < n_act; ++t)
+      legacy_micro<W, 1, 1>(w + r * w_stride, w_stride, act + t * act_stride, act_stride, nb, out + t * ldo + r, ldo);
+  }
+}
+
+// ---------------------------------------------------------------------------
+// K-quants: per super-block, an exact integer sum over 32-element groups
+// (codes u8 times activations s8 through pmaddubsw, minus the offset times the
+// activations, times the 16-element sub-block scales through pmaddwd).
+
+// Scales of the two 16-element halves of a 32-element group, as int16 lanes
+// matching pmaddubsw's output (lanes 0-7: elements 0-15).
+__m256i half_scales(int s0, int s1) {
+  return _mm256_set_m128i(_mm_set1_epi16(static_cast<int16_t>(s1)), _mm_set1_epi16(static_cast<int16_t>(s0)));
+}
+
+// Sum over a 32-element group: (codes - offset) * a, scaled per half.
+template <int kOffset>
+__m256i group_dot(__m256i codes, __m256i a, __m256i scales) {
+  __m256i p16 = _mm256_maddubs_epi16(codes, a);
+  if constexpr (kOffset > 0) p16 = _mm256_sub_epi16(p16, _mm256_maddubs_epi16(_mm256_set1_epi8(kOffset), a));
+  return _mm256_madd_epi16(p16, scales);
+}
+
+int32_t min_sum(const int* mins16, const uint8_t* a) {
+  int32_t s = 0;
+  for (int j = 0; j < 16; ++j) s += mins16[j] * static_cast<int16_t>(u16(a + 260 + 2 * j));
+  return s;
+}
+
+void scale_min_k4(int j, const uint8_t* q, int* sc, int* m) {
+  if (j < 4) {
+    *sc = q[j] & 63;
+    *m = q[j + 4] & 63;
+  } else {
+    *sc = (q[j + 4] & 0x0F) | ((q[j - 4] >> 6) << 4);
+    *m = (q[j + 4] >> 4) | ((q[j] >> 6) << 4);
+  }
+}
+
+struct SuperSums {
+  int32_t isum;
+  int32_t msum;
+};
+
+SuperSums q2_k_sums(const uint8_t* b, const uint8_t* a) {
+  const uint8_t* aq = a + 4;
+  __m256i acc = _mm256_setzero_si256();
+  int mins[16];
+  for (int s = 0; s < 16; ++s) mins[s] = b[s] >> 4;
+  for (int g = 0; g < 8; ++g) {
+    const __m256i q = load256(b + 16 + 32 * (g / 4));
+    const __m256i codes = _mm256_and_si256(_mm256_srli_epi16(q, 2 * (g % 4)), _mm256_set1_epi8(3));
+    acc = _mm256_add_epi32(acc, group_dot<0>(codes, load256(aq + 32 * g), half_scales(b[2 * g] & 15, b[2 * g + 1] & 15)));
+  }
+  return {hsum_i32(acc), min_sum(mins, a)};
+}
+
+SuperSums q3_k_sums(const uint8_t* b, const uint8_t* a) {
+  const uint8_t* aq = a + 4;
+  const uint8_t* s = b + 96;
+  int sc[16];
+  for (int j = 0; j < 16; ++j) {
+    const int low = j < 8 ? (s[j] & 0x0F) : (s[j - 8] >> 4);
+    const int high = (s[8 + j % 4] >> (2 * (j / 4))) & 3;
+    sc[j] = (low | (high << 4)) - 32;
+  }
+  const __m256i hm = load256(b);
+  __m256i acc = _mm256_setzero_si256();
+  for (int g = 0; g < 8; ++g) {
+    const __m256i q = load256(b + 32 + 32 * (g / 4));
+    const __m256i low2 = _mm256_and_si256(_mm256_srli_epi16(q, 2 * (g % 4)), _mm256_set1_epi8(3));
+    const __m256i high = _mm256_and_si256(_mm256_srli_epi16(hm, g), _mm256_set1_epi8(1));
+    const __m256i codes = _mm256_or_si256(low2, _mm256_slli_epi16(high, 2));
+    acc = _mm256_add_epi32(acc, group_dot<4>(codes, load256(aq + 32 * g), half_scales(sc[2 * g], sc[2 * g + 1])));
+  }
+  return {hsum_i32(acc), 0};
+}
+
+template <bool kFive>
+SuperSums q45_k_sums(const uint8_t* b, const uint8_t* a) {
+  const uint8_t* aq = a + 4;
+  int sc[8], mn[8], mins16[16];
+  for (int j = 0; j < 8; ++j) {
+    scale_min_k4(j, b + 4, &sc[j], &mn[j]);
+    mins16[2 * j] = mins16[2 * j + 1] = mn[j];
+  }
+  const uint8_t* ql = kFive ? b + 48 : b + 16;
+  const __m256i qh = kFive ? load256(b + 16) : _mm256_setzero_si256();
+  __m256i acc = _mm256_setzero_si256();
+  for (int c = 0; c < 4; ++c) {
+    const __m256i q = load256(ql + 32 * c);
+    __m256i lo = _mm256_and_si256(q, _mm256_set1_epi8(0x0F));
+    __m256i hi = _mm256_and_si256(_mm256_srli_epi16(q, 4), _mm256_set1_epi8(0x0F));
+    if constexpr (kFive) {
+      const __m256i one = _mm256_set1_epi8(1);
+      lo = _mm256_or_si256(lo, _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 2 * c), one), 4));
+      hi = _mm256_or_si256(hi, _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 2 * c + 1), one), 4));
+    }
+    acc = _mm256_add_epi32(acc, group_dot<0>(lo, load256(aq + 64 * c), half_scales(sc[2 * c], sc[2 * c])));
+    acc = _mm256_add_epi32(acc, group_dot<0>(hi, load256(aq + 64 * c + 32), half_scales(sc[2 * c + 1], sc[2 * c + 1])));
+  }
+  return {hsum_i32(acc), min_sum(mins16, a)};
+}
+
+SuperSums q6_k_sums(const uint8_t* b, const uint8_t* a) {
+  const uint8_t* aq = a + 4;
+  const int8_t* sc = reinterpret_cast<const int8_t*>(b + 192);
+  __m256i acc = _mm256_setzero_si256();
+  for (int h = 0; h < 2; ++h) {
+    const __m256i qh = load256(b + 128 + 32 * h);
+    for (int i = 0; i < 4; ++i) {
+      const __m256i lq = load256(b + 64 * h + 32 * (i % 2));
+      const __m256i low = _mm256_and_si256(i / 2 ? _mm256_srli_epi16(lq, 4) : lq, _mm256_set1_epi8(0x0F));
+      const __m256i high = _mm256_and_si256(_mm256_srli_epi16(qh, 2 * i), _mm256_set1_epi8(3));
+      const __m256i codes = _mm256_or_si256(low, _mm256_slli_epi16(high, 4));
+      const int g = 4 * h + i;
+      acc = _mm256_add_epi32(acc, group_dot<32>(codes, load256(aq + 32 * g), half_scales(sc[2 * g], sc[2 * g + 1])));
+    }
+  }
+  return {hsum_i32(acc), 0};
+}
+
+float f16_at(const uint8_t* p) { return _cvtsh_ss(u16(p)); }
+
+// Per-format constants: bytes, and where d / dmin sit.
+template <SuperSums (*Sums)(const uint8_t*, const uint8_t*), size_t kBytes, size_t kD, size_t kDmin, bool kMin>
+float kquant_dot(const uint8_t* w, const uint8_t* a, int64_t n) {
+  float acc = 0.0f, macc = 0.0f;
+  const int64_t nb = n / kQKK;
+  for (int64_t b = 0; b < nb; ++b) {
+    const uint8_t* wb = w + b * kBytes;
+    const uint8_t* ab = a + b * kQ8_KBytes;
+    const float da = std::bit_cast<float>(u32(ab));
+    const SuperSums s = Sums(wb, ab);
+    acc = std::fma(f16_at(wb + kD) * da, static_cast<float>(s.isum), acc);
+    if constexpr (kMin) macc = std::fma(f16_at(wb + kDmin) * da, static_cast<float>(s.msum), macc);
+  }
+  if constexpr (kMin) return acc - macc;
+  return acc;
+}
+
+// ---------------------------------------------------------------------------
+// F32 / F16 / BF16 weights, f32 activations: 16 lanes in two registers.
+
+__m256 load8_f32(const uint8_t* p) { return _mm256_loadu_ps(reinterpret_cast<const float*>(p)); }
+__m256 load8_f16(const uint8_t* p) { return _mm256_cvtph_ps(load128(p)); }
+__m256 load8_bf16(const uint8_t* p) { return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(load128(p)), 16)); }
+float load1_f32(const uint8_t* p) { return std::bit_cast<float>(u32(p)); }
+float load1_f16(const uint8_t* p) { return _cvtsh_ss(u16(p)); }
+float load1_bf16(const uint8_t* p) { return std::bit_cast<float>(uint32_t{u16(p)} << 16); }
+
+template <__m256 (*Load8)(const uint8_t*), float (*Load1)(const uint8_t*), size_t kSize>
+float plain_dot(const uint8_t* w, const uint8_t* a, int64_t n) {
+  const auto* x = reinterpret_cast<const float*>(a);
+  __m256 lo = _mm256_setzero_ps(), hi = _mm256_setzero_ps();
+  int64_t k = 0;
+  for (; k + 16 <= n; k += 16) {
+    lo = _mm256_fmadd_ps(Load8(w + k * kSize), _mm256_loadu_ps(x + k), lo);
+    hi = _mm256_fmadd_ps(Load8(w + (k + 8) * kSize), _mm256_loadu_ps(x + k + 8), hi);
+  }
+  if (k == n) return hsum16(lo, hi);
+  alignas(32) float acc[16];
+  _mm256_store_ps(acc, lo);
+  _mm256_store_ps(acc + 8, hi);
+  for (int j = 0; k < n; ++k, ++j) acc[j] = std::fma(Load1(w + k * kSize), x[k], acc[j]);
+  return hsum16(_mm256_load_ps(acc), _mm256_load_ps(acc + 8));
+}
+
+using DotFn = float (*)(const uint8_t*, const uint8_t*, int64_t);
+
+template <DotFn Dot>
+void row_tile(const uint8_t* w, size_t w_stride, int64_t n_rows, const uint8_t* act, size_t act_stride,
+              int64_t n_act, int64_t n, float* out, int64_t ldo) {
+  for (int64_t t = 0; t < n_act; ++t)
+    for (int64_t r = 0; r < n_rows; ++r) out[t * ldo + r] = Dot(w + r * w_stride, act + t * act_stride, n);
+}
+
+// ---------------------------------------------------------------------------
+// Activation quantizers, bit-identical to ggml_types.cpp's reference.
+
+// roundf(v): half away from zero. Adding the largest float below 0.5 with v's
+// sign and truncating is exact for every float (checked exhaustively).
+__m256 round_away(__m256 v) {
+  const __m256 half = _mm256_or_ps(_mm256_and_ps(v, _mm256_set1_ps(-0.0f)), _mm256_set1_ps(0.49999997f));
+  return _mm256_round_ps(_mm256_add_ps(v, half), _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC);
+}
+// clamp_int(v, lo, hi) for integral v: NaN -> lo (max_ps returns its second
+// operand when the first is NaN).
+__m256i clamp_to_int(__m256 v, float lo, float hi) {
+  return _mm256_cvttps_epi32(_mm256_min_ps(_mm256_max_ps(v, _mm256_set1_ps(lo)), _mm256_set1_ps(hi)));
+}
+// 32 int32 in four registers -> 32 int8 in element order.
+__m256i pack_i8(__m256i a, __m256i b, __m256i c, __m256i d) {
+  const __m256i ab = _mm256_packs_epi32(a, b);  // lanes: a0-3 b0-3 | a4-7 b4-7
+  const __m256i cd = _mm256_packs_epi32(c, d);
+  const __m256i all = _mm256_packs_epi16(ab, cd);  // a0-3 b0-3 c0-3 d0-3 | a4-7 b4-7 c4-7 d4-7
+  return _mm256_permutevar8x32_epi32(all, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+}
+// max |x| over 32 floats; NaNs are ignored as std::max(amax, |x|) does.
+float amax32(const float* x) {
+  const __m256 sign = _mm256_set1_ps(-0.0f);
+  __m256 m = _mm256_setzero_ps();
+  for (int i = 0; i < 4; ++i) m = _mm256_max_ps(_mm256_andnot_ps(sign, _mm256_loadu_ps(x + 8 * i)), m);
+  __m128 s = _mm_max_ps(_mm256_castps256_ps128(m), _mm256_extractf128_ps(m, 1));
+  s = _mm_max_ps(s, _mm_movehl_ps(s, s));
+  s = _mm_max_ss(s, _mm_movehdup_ps(s));
+  return _mm_cvtss_f32(s);
+}
+
+// One Q8_0/Q8_1 block: d = amax / 127, q = roundf(x / d) clamped to +-127.
+// Returns sum(q); d through *d_out.
+int quant_q8_block(const float* x, uint8_t* qs, float* d_out) {
+  const float amax = amax32(x);
+  const float d = amax / 127;
+  const float id = d != 0.0f ? 1.0f / d : 0.0f;
+  const __m256 vid = _mm256_set1_ps(id);
+  __m256i q[4];
+  for (int i = 0; i < 4; ++i) q[i] = clamp_to_int(round_away(_mm256_mul_ps(_mm256_loadu_ps(x + 8 * i), vid)), -127.0f, 127.0f);
+  _mm256_storeu_si256(reinterpret_cast<__m256i*>(qs), pack_i8(q[0], q[1], q[2], q[3]));
+  *d_out = d;
+  return hsum_i32(_mm256_add_epi32(_mm256_add_epi32(q[0], q[1]), _mm256_add_epi32(q[2], q[3])));
+}
+
+void store_f16(uint8_t* p, float v) {
+  const uint16_t h = fp32_to_fp16(v);
+  std::memcpy(p, &h, 2);
+}
+
+void quantize_q8_0(const float* x, uint8_t* dst, int64_t n) {
+  for (int64_t b = 0; b < n / kQK; ++b) {
+    float d;
+    quant_q8_block(x + b * kQK, dst + b * kQ8_0Bytes + 2, &d);
+    store_f16(dst + b * kQ8_0Bytes, d);
+  }
+}
+
+void quantize_q8_1(const float* x, uint8_t* dst, int64_t n) {
+  for (int64_t b = 0; b < n / kQK; ++b) {
+    float d;
+    const int sum = quant_q8_block(x + b * kQK, dst + b * kQ8_1Bytes + 4, &d);
+    store_f16(dst + b * kQ8_1Bytes, d);
+    store_f16(dst + b * kQ8_1Bytes + 2, static_cast<float>(sum) * d);
+  }
+}
+
+// Q8_K: the signed value of largest magnitude (first occurrence) maps to
+// -127, q = nearest-even(x * iscale) clamped to [-128, 127], d = 1 / iscale.
+void quantize_q8_k(const float* x, uint8_t* dst, int64_t n) {
+  for (int64_t b = 0; b < n / kQKK; ++b, x += kQKK, dst += kQ8_KBytes) {
+    float amax = 0.0f;
+    for (int i = 0; i < kQKK; i += 32) amax = std::max(amax, amax32(x + i));
+    std::memset(dst, 0, kQ8_KBytes);
+    if (amax == 0.0f) continue;
+    float max = 0.0f;
+    for (int j = 0; j < kQKK; ++j) {
+      if (std::fabs(x[j]) == amax) {
+        max = x[j];
+        break;
+      }
+    }
+    const float iscale = -127.0f / max;
+    const float d = 1.0f / iscale;
+    std::memcpy(dst, &d, 4);
+    const __m256 vs = _mm256_set1_ps(iscale);
+    for (int i = 0; i < kQKK; i += 32) {
+      __m256i q[4];
+      for (int k = 0; k < 4; ++k) {
+        const __m256 v = _mm256_mul_ps(vs, _mm256_loadu_ps(x + i + 8 * k));
+        q[k] = clamp_to_int(_mm256_round_ps(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC), -128.0f, 127.0f);
+      }
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + 4 + i), pack_i8(q[0], q[1], q[2], q[3]));
+      for (int h = 0; h < 2; ++h) {
+        const int16_t s = static_cast<int16_t>(hsum_i32(_mm256_add_epi32(q[2 * h], q[2 * h + 1])));
+        std::memcpy(dst + 260 + 2 * ((i / 16) + h), &s, 2);
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace kvbench::qdot
+
+#if defined(__clang__)
+#pragma clang attribute pop
+#elif defined(__GNUC__)
+#pragma GCC pop_options
+#endif
+
+namespace kvbench::qdot {
+
+// The table is built from function addresses only (no AVX2 code runs here).
+const Kernels* avx2_kernels() {
+  static const Kernels k = [] {
+    Kernels t;
+    t.quantize_q8_0 = quantize_q8_0;
+    t.quantize_q8_1 = quantize_q8_1;
+    t.quantize_q8_k = quantize_q8_k;
+    t.tile[kQ4_0] = legacy_tile<Q4_0W>;
+    t.tile[kQ4_1] = legacy_tile<Q4_1W>;
+    t.tile[kQ5_0] = legacy_tile<Q5_0W>;
+    t.tile[kQ5_1] = legacy_tile<Q5_1W>;
+    t.tile[kQ8_0] = legacy_tile<Q8_0W>;
+    t.tile[kQ2_K] = row_tile<kquant_dot<q2_k_sums, 84, 80, 82, true>>;
+    t.tile[kQ3_K] = row_tile<kquant_dot<q3_k_sums, 110, 108, 0, false>>;
+    t.tile[kQ4_K] = row_tile<kquant_dot<q45_k_sums<false>, 144, 0, 2, true>>;
+    t.tile[kQ5_K] = row_tile<kquant_dot<q45_k_sums<true>, 176, 0, 2, true>>;
+    t.tile[kQ6_K] = row_tile<kquant_dot<q6_k_sums, 210, 208, 0, false>>;
+    t.tile[kF32] = row_tile<plain_dot<load8_f32, load1_f32, 4>>;
+    t.tile[kF16] = row_tile<plain_dot<load8_f16, load1_f16, 2>>;
+    t.tile[kBF16] = row_tile<plain_dot<load8_bf16, load1_bf16, 2>>;
+    return t;
+  }();
+  return &k;
+}
+
+}  // namespace kvbench::qdot
+
+#else  // not x86-64
+
+namespace kvbench::qdot {
+const Kernels* avx2_kernels() { return nullptr; }
+}  // namespace kvbench::qdot
+
+#endif

@@ -1,0 +1,27 @@
+// A quantized weight matrix as the products read it: rows of GGML blocks in
+// the GGUF mapping, and optionally the same rows in planar layout.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "model/gguf/ggml_types.h"
+
+namespace kvbench {
+
+// A weight matrix W[rows][cols] (GGUF ne = {cols, rows}): y = W x maps
+// x[cols] -> y[rows]. Row r starts at data + r * row_bytes.
+struct WeightMatrix {
+  GgmlType type = GgmlType::F32;
+  int64_t rows = 0;
+  int64_t cols = 0;
+  size_t row_bytes = 0;
+  const uint8_t* data = nullptr;
+  // The same rows in planar layout (model/ops/planar.h), also row_bytes apart,
+  // or null. Read by the kernels that have a planar version (quantized
+  // products, and exact decode).
+  const uint8_t* planar = nullptr;
+  const uint8_t* row(int64_t r) const { return data + r * row_bytes; }
+};
+
+}  // namespace kvbench

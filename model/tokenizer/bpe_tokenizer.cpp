@@ -1,0 +1,108 @@
+// Byte-level BPE (GPT-2 style) over one fragment of raw text: pre-tokenize,
+// map every byte to its GPT-2 code point, then repeatedly merge the adjacent
+// pair with the lowest merge rank (leftmost first on ties) until no pair has a
+// rank — the same order llama.cpp's llm_tokenizer_bpe_session uses, so ids
+// agree. A heap plus a linked list of symbols keeps a word O(n log n).
+#include <queue>
+
+#include "model/tokenizer/pretokenizer.h"
+#include "model/tokenizer/tokenizer_vocab.h"
+#include "model/tokenizer/unicode_util.h"
+
+namespace kvbench {
+namespace {
+
+struct Symbol {
+  int prev;
+  int next;
+  uint32_t start;  // byte offset in the encoded word
+  uint32_t n;      // bytes; 0 once merged into its left neighbour
+};
+
+struct Bigram {
+  int32_t rank;
+  int left;
+  int right;
+  uint32_t left_n;  // sizes when queued: a changed size means a stale entry
+  uint32_t right_n;
+};
+
+struct LaterFirst {
+  bool operator()(const Bigram& a, const Bigram& b) const {
+    return a.rank != b.rank ? a.rank > b.rank : a.left > b.left;
+  }
+};
+
+}  // namespace
+
+void bpe_encode_fragment(const Vocab& vocab, const PreTokenizer& pre, std::string_view text,
+                         std::vector<int32_t>& out) {
+  std::string word;
+  std::string key;
+  std::vector<Symbol> syms;
+  std::priority_queue<Bigram, std::vector<Bigram>, LaterFirst> queue;
+
+  for (const std::string& chunk : pre.split(text)) {
+    word.clear();
+    for (unsigned char c : chunk) word += unicode::byte_to_utf8(c);
+
+    if (pre.ignore_merges()) {
+      // llama3-style vocabularies: a word that is itself a token is taken
+      // whole, whatever the merges would have produced.
+      if (const int32_t id = vocab.find(word); id >= 0) {
+        out.push_back(id);
+        continue;
+      }
+    }
+
+    syms.clear();
+    for (uint32_t off = 0; off < word.size();) {
+      const uint32_t len = static_cast<uint32_t>(unicode::utf8_len_from_lead(static_cast<unsigned char>(word[off])));
+      const int idx = static_cast<int>(syms.size());
+      syms.push_back({idx - 1, -1, off, len});
+      if (idx > 0) syms[idx - 1].next = idx;
+      off += len;
+    }
+
+    const auto try_pair = [&](int l, int r) {
+      if (l < 0 || r < 0) return;
+      key.assign(word, syms[l].start, syms[l].n);
+      key += ' ';
+      key.append(word, syms[r].start, syms[r].n);
+      const auto it = vocab.merge_rank.find(std::string_view(key));
+      if (it == vocab.merge_rank.end()) return;
+      queue.push({it->second, l, r, syms[l].n, syms[r].n});
+    };
+    for (int i = 1; i < static_cast<int>(syms.size()); ++i) try_pair(i - 1, i);
+
+    while (!queue.empty()) {
+      const Bigram b = queue.top();
+      queue.pop();
+      Symbol& l = syms[b.left];
+      Symbol& r = syms[b.right];
+      if (l.n != b.left_n || r.n != b.right_n || l.n == 0 || r.n == 0) continue;
+      l.n += r.n;
+      r.n = 0;
+      l.next = r.next;
+      if (r.next >= 0) syms[r.next].prev = b.left;
+      try_pair(l.prev, b.left);
+      try_pair(b.left, l.next);
+    }
+
+    for (const Symbol& s : syms) {
+      if (s.n == 0) continue;
+      const std::string_view piece(word.data() + s.start, s.n);
+      if (const int32_t id = vocab.find(piece); id >= 0) {
+        out.push_back(id);
+        continue;
+      }
+      // Not a token (an incomplete vocabulary): llama.cpp looks up each byte
+      // of the encoded text on its own and drops what it cannot find.
+      for (char c : piece) {
+        if (const int32_t id = vocab.find(std::string_view(&c, 1)); id >= 0) out.push_back(id);
+      }
+    }
+  }
+}
+
+}  // namespace kvbench

@@ -1,0 +1,90 @@
+// SentencePiece-style tokenization over one fragment (spaces already U+2581):
+// start from UTF-8 characters and repeatedly merge the adjacent pair whose
+// concatenation is the vocabulary piece with the highest score (leftmost on
+// ties), as llama.cpp's llm_tokenizer_spm_session does. Characters that never
+// became a piece fall back to <0xNN> byte tokens, then to the unknown token.
+#include <algorithm>
+#include <queue>
+
+#include "model/tokenizer/tokenizer_vocab.h"
+#include "model/tokenizer/unicode_util.h"
+
+namespace kvbench {
+namespace {
+
+struct Symbol {
+  int prev;
+  int next;
+  size_t start;
+  size_t n;  // 0 once merged into the left neighbour
+};
+
+struct Bigram {
+  float score;
+  int left;
+  int right;
+  size_t size;  // bytes of the merged piece when queued
+};
+
+struct LowerFirst {
+  bool operator()(const Bigram& a, const Bigram& b) const {
+    return a.score != b.score ? a.score < b.score : a.left > b.left;
+  }
+};
+
+}  // namespace
+
+void spm_encode_fragment(const Vocab& vocab, std::string_view text, std::vector<int32_t>& out) {
+  if (text.empty()) return;
+  std::vector<Symbol> syms;
+  syms.reserve(text.size());
+  for (size_t off = 0; off < text.size();) {
+    // Split by the lead byte's announced length, without validation: invalid
+    // UTF-8 still ends up as byte tokens.
+    const size_t len = std::min(unicode::utf8_len_from_lead(static_cast<unsigned char>(text[off])), text.size() - off);
+    const int idx = static_cast<int>(syms.size());
+    syms.push_back({idx - 1, -1, off, len});
+    if (idx > 0) syms[idx - 1].next = idx;
+    off += len;
+  }
+
+  std::priority_queue<Bigram, std::vector<Bigram>, LowerFirst> queue;
+  const auto try_pair = [&](int l, int r) {
+    if (l < 0 || r < 0) return;
+    // Symbols are contiguous in `text`, so the pair is one substring.
+    const size_t size = syms[l].n + syms[r].n;
+    const int32_t id = vocab.find(text.substr(syms[l].start, size));
+    if (id < 0) return;
+    queue.push({vocab.score[id], l, r, size});
+  };
+  for (int i = 1; i < static_cast<int>(syms.size()); ++i) try_pair(i - 1, i);
+
+  while (!queue.empty()) {
+    const Bigram b = queue.top();
+    queue.pop();
+    Symbol& l = syms[b.left];
+    Symbol& r = syms[b.right];
+    // Sizes only grow, so an unchanged sum means neither side changed.
+    if (l.n == 0 || r.n == 0 || l.n + r.n != b.size) continue;
+    l.n += r.n;
+    r.n = 0;
+    l.next = r.next;
+    if (r.next >= 0) syms[r.next].prev = b.left;
+    try_pair(l.prev, b.left);
+    try_pair(b.left, l.next);
+  }
+
+  for (int i = 0; i != -1; i = syms[i].next) {
+    const std::string_view piece = text.substr(syms[i].start, syms[i].n);
+    if (const int32_t id = vocab.find(piece); id >= 0) {
+      out.push_back(id);
+      continue;
+    }
+    for (unsigned char c : piece) {
+      const int32_t id = vocab.byte_token[c] >= 0 ? vocab.byte_token[c] : vocab.unk;
+      if (id >= 0) out.push_back(id);
+    }
+  }
+}
+
+}  // namespace kvbench
