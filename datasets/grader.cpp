@@ -94,14 +94,15 @@ std::string normalize_answer(std::string_view text) {
 }
 
 bool known_grader(const std::string& g) {
-  return g == "exact" || g == "contains" || g == "numeric" || g == "all_values" || g == "per_query" ||
-         g == "perplexity";
+  return g == "exact" || g == "contains" || g == "numeric" || g == "all_values" ||
+         g == "per_query" || g == "perplexity";
 }
 
 double grade(const Instance& in, std::string_view output) {
   const std::string& g = in.grader;
   if (g == "perplexity")
-    throw InputError("instance " + in.id + ": task " + in.task + " is scored by perplexity, it has no answer to grade");
+    throw InputError("instance " + in.id + ": task " + in.task +
+                     " is scored by perplexity, it has no answer to grade");
   const std::string out_norm = normalize_answer(output);
   if (g == "contains") {
     for (const auto& a : in.answers)
@@ -110,7 +111,8 @@ double grade(const Instance& in, std::string_view output) {
   }
   if (g == "exact") {
     std::string_view first = output;
-    while (!first.empty() && (first.front() == '\n' || first.front() == ' ')) first.remove_prefix(1);
+    while (!first.empty() && (first.front() == '\n' || first.front() == ' '))
+      first.remove_prefix(1);
     first = first.substr(0, first.find('\n'));
     const std::string line = strip_article(normalize_answer(first));
     for (const auto& a : in.answers)
@@ -132,7 +134,8 @@ double grade(const Instance& in, std::string_view output) {
   if (g == "all_values") return fraction_found(out_norm, in.answers);
   if (g == "per_query") {
     const auto it = in.extra.find("queries");
-    if (it == in.extra.end() || !it->is_array() || it->empty()) return fraction_found(out_norm, in.answers);
+    if (it == in.extra.end() || !it->is_array() || it->empty())
+      return fraction_found(out_norm, in.answers);
     double sum = 0;
     for (const auto& q : *it) {
       std::vector<std::string> values;

@@ -25,7 +25,8 @@ int64_t count_tokens(const Tokenizer& tok, std::string_view text) {
   return static_cast<int64_t>(tok.encode(text, /*add_bos=*/false, /*parse_special=*/false).size());
 }
 
-std::vector<int64_t> token_offsets(const Tokenizer& tok, std::string_view text, const std::vector<int32_t>& ids) {
+std::vector<int64_t> token_offsets(const Tokenizer& tok, std::string_view text,
+                                   const std::vector<int32_t>& ids) {
   std::vector<int64_t> off(ids.size() + 1, 0);
   int64_t at = 0;
   for (size_t i = 0; i < ids.size(); ++i) {
@@ -37,7 +38,8 @@ std::vector<int64_t> token_offsets(const Tokenizer& tok, std::string_view text, 
   if (at == n) return off;
   // SentencePiece vocabularies add a space before the text: the first piece
   // has one byte more than the text.
-  if (at == n + 1 && !ids.empty() && tok.token_to_piece(ids[0]).starts_with(" ") && !text.starts_with(" ")) {
+  if (at == n + 1 && !ids.empty() && tok.token_to_piece(ids[0]).starts_with(" ") &&
+      !text.starts_with(" ")) {
     for (size_t i = 1; i < off.size(); ++i) off[i] -= 1;
     return off;
   }
@@ -47,8 +49,10 @@ std::vector<int64_t> token_offsets(const Tokenizer& tok, std::string_view text, 
     // Smallest byte b such that encode(text[0, b)) has more than i tokens.
     while (lo < hi) {
       const int64_t mid = (lo + hi) / 2;
-      if (count_tokens(tok, text.substr(0, mid)) > static_cast<int64_t>(i)) hi = mid;
-      else lo = mid + 1;
+      if (count_tokens(tok, text.substr(0, mid)) > static_cast<int64_t>(i))
+        hi = mid;
+      else
+        lo = mid + 1;
     }
     off[i] = i == 0 ? 0 : lo - 1;
   }
@@ -82,13 +86,14 @@ std::string first_words(const std::string& s, int64_t words) {
   return s.substr(0, at);
 }
 
-std::string render(const Filler& filler, const std::vector<NeedleRequest>& needles, const Layout& layout,
-                   std::vector<Span>& spans) {
+std::string render(const Filler& filler, const std::vector<NeedleRequest>& needles,
+                   const Layout& layout, std::vector<Span>& spans) {
   // Needles sorted by (boundary, request order) so equal boundaries keep order.
   std::vector<size_t> order(needles.size());
   for (size_t j = 0; j < order.size(); ++j) order[j] = j;
-  std::stable_sort(order.begin(), order.end(),
-                   [&](size_t a, size_t b) { return layout.needle_after[a] < layout.needle_after[b]; });
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    return layout.needle_after[a] < layout.needle_after[b];
+  });
   std::string out;
   spans.assign(needles.size(), {});
   size_t next = 0;
@@ -101,7 +106,8 @@ std::string render(const Filler& filler, const std::vector<NeedleRequest>& needl
     while (next < order.size() && layout.needle_after[order[next]] == k) {
       if (!out.empty()) out += filler.needle_separator();
       const std::string& t = needles[order[next]].text;
-      spans[order[next]] = {static_cast<int64_t>(out.size()), static_cast<int64_t>(out.size() + t.size())};
+      spans[order[next]] = {static_cast<int64_t>(out.size()),
+                            static_cast<int64_t>(out.size() + t.size())};
       out += t;
       ++next;
       after_needle = true;
@@ -109,21 +115,26 @@ std::string render(const Filler& filler, const std::vector<NeedleRequest>& needl
     if (k == n) break;
     const int64_t u = layout.units[k];
     if (!out.empty()) {
-      if (after_needle && own_line) out += "\n";
-      else if (k == 0) out += filler.needle_separator();
-      else out += filler.separator(u);
+      if (after_needle && own_line)
+        out += "\n";
+      else if (k == 0)
+        out += filler.needle_separator();
+      else
+        out += filler.separator(u);
     }
-    out += k == n - 1 && layout.last_unit_words > 0 ? first_words(filler.unit(u), layout.last_unit_words)
-                                                    : filler.unit(u);
+    out += k == n - 1 && layout.last_unit_words > 0
+               ? first_words(filler.unit(u), layout.last_unit_words)
+               : filler.unit(u);
   }
   return out;
 }
 
 }  // namespace
 
-Haystack build_haystack(const Tokenizer& tok, const Filler& filler, const std::vector<NeedleRequest>& needles,
-                        int64_t target) {
-  if (target < 1) throw InputError("length: must be at least 1 token, got " + std::to_string(target));
+Haystack build_haystack(const Tokenizer& tok, const Filler& filler,
+                        const std::vector<NeedleRequest>& needles, int64_t target) {
+  if (target < 1)
+    throw InputError("length: must be at least 1 token, got " + std::to_string(target));
   std::vector<int64_t> needle_tokens(needles.size());
   int64_t needles_total = 0;
   for (size_t j = 0; j < needles.size(); ++j) {
@@ -224,15 +235,16 @@ Haystack build_haystack(const Tokenizer& tok, const Filler& filler, const std::v
     budget += target - actual;  // token counts are not quite additive: correct and retry
   }
   if (std::abs(h.tokens - target) > std::max<int64_t>(tolerance, target / 50))
-    throw InputError("length: cannot build a context of " + std::to_string(target) + " tokens (got " +
-                     std::to_string(h.tokens) + ")");
+    throw InputError("length: cannot build a context of " + std::to_string(target) +
+                     " tokens (got " + std::to_string(h.tokens) + ")");
   const auto ids = tok.encode(h.context, false, false);
   const auto offsets = token_offsets(tok, h.context, ids);
   for (size_t j = 0; j < needles.size(); ++j) {
     const Span t = tokens_covering(offsets, h.needle_chars[j]);
     h.needle_tokens.push_back(t);
     const int64_t rest = h.tokens - t.size();
-    h.needle_depth.push_back(rest > 0 ? static_cast<double>(t.begin) / static_cast<double>(rest) : 0.0);
+    h.needle_depth.push_back(rest > 0 ? static_cast<double>(t.begin) / static_cast<double>(rest)
+                                      : 0.0);
   }
   return h;
 }

@@ -77,14 +77,15 @@ struct Haystack {
 // sentences allow; always within 2%) with every needle at the sentence
 // boundary nearest its requested depth. Throws InputError "length: ..." when
 // the target cannot hold the needles.
-Haystack build_haystack(const Tokenizer& tok, const Filler& filler, const std::vector<NeedleRequest>& needles,
-                        int64_t target_tokens);
+Haystack build_haystack(const Tokenizer& tok, const Filler& filler,
+                        const std::vector<NeedleRequest>& needles, int64_t target_tokens);
 
 int64_t count_tokens(const Tokenizer& tok, std::string_view text);
 
 // Byte offset where each token of `ids` (the encoding of `text`, no BOS)
 // starts, plus text.size() at the end: [ids.size() + 1].
-std::vector<int64_t> token_offsets(const Tokenizer& tok, std::string_view text, const std::vector<int32_t>& ids);
+std::vector<int64_t> token_offsets(const Tokenizer& tok, std::string_view text,
+                                   const std::vector<int32_t>& ids);
 // The tokens whose bytes overlap `chars` (offsets from token_offsets).
 Span tokens_covering(const std::vector<int64_t>& offsets, Span chars);
 

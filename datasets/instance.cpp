@@ -9,7 +9,9 @@ nlohmann::ordered_json to_json(const Instance& in) {
   nlohmann::ordered_json j;
   j["id"] = in.id;
   j["task"] = in.task;
-  j["length"] = {{"requested", in.length.requested}, {"actual", in.length.actual}, {"question", in.length.question}};
+  j["length"] = {{"requested", in.length.requested},
+                 {"actual", in.length.actual},
+                 {"question", in.length.question}};
   j["depth"] = {{"requested", in.depth.requested}, {"actual", in.depth.actual}};
   j["sample"] = in.sample;
   j["seed"] = in.seed;
@@ -89,21 +91,24 @@ Instance instance_from_json(const nlohmann::json& j) {
   in.answer_prefix = get<std::string>(j, "answer_prefix");
   in.context = get<std::string>(j, "context");
   const auto& needles = field(j, "needles");
-  if (!needles.is_array()) throw InputError("field 'needles' must be an array of [begin, end] pairs");
+  if (!needles.is_array())
+    throw InputError("field 'needles' must be an array of [begin, end] pairs");
   for (const auto& n : needles) {
     if (!n.is_array() || n.size() != 2 || !n[0].is_number_integer() || !n[1].is_number_integer())
       throw InputError("field 'needles' must be an array of [begin, end] pairs");
     const Span s{n[0].get<int64_t>(), n[1].get<int64_t>()};
     if (s.begin < 0 || s.end < s.begin || s.end > static_cast<int64_t>(in.context.size()))
-      throw InputError("field 'needles': span [" + std::to_string(s.begin) + ", " + std::to_string(s.end) +
-                       ") is outside the context (" + std::to_string(in.context.size()) + " bytes)");
+      throw InputError("field 'needles': span [" + std::to_string(s.begin) + ", " +
+                       std::to_string(s.end) + ") is outside the context (" +
+                       std::to_string(in.context.size()) + " bytes)");
     in.needles.push_back(s);
   }
   if (j.contains("extra")) {
     in.extra = j["extra"];
     if (!in.extra.is_object()) throw InputError("field 'extra' must be an object");
   }
-  if (in.depth.requested < 0 || in.depth.requested > 1) throw InputError("field 'depth.requested' must be in [0, 1]");
+  if (in.depth.requested < 0 || in.depth.requested > 1)
+    throw InputError("field 'depth.requested' must be in [0, 1]");
   return in;
 }
 

@@ -10,7 +10,9 @@ namespace {
 std::string library_message(const nlohmann::json::exception& e) {
   const std::string what = e.what();
   const auto close = what.find("] ");
-  return what.rfind("[json.exception.", 0) == 0 && close != std::string::npos ? what.substr(close + 2) : what;
+  return what.rfind("[json.exception.", 0) == 0 && close != std::string::npos
+             ? what.substr(close + 2)
+             : what;
 }
 
 template <class Json>
@@ -31,16 +33,20 @@ void check_json_depth(std::string_view text, const std::string& source) {
   for (size_t i = 0; i < text.size(); ++i) {
     const char c = text[i];
     if (in_string) {
-      if (escaped) escaped = false;
-      else if (c == '\\') escaped = true;
-      else if (c == '"') in_string = false;
+      if (escaped)
+        escaped = false;
+      else if (c == '\\')
+        escaped = true;
+      else if (c == '"')
+        in_string = false;
       continue;
     }
-    if (c == '"') in_string = true;
+    if (c == '"')
+      in_string = true;
     else if (c == '[' || c == '{') {
       if (++depth > kMaxJsonDepth)
-        throw InputError(source + ": nested deeper than " + std::to_string(kMaxJsonDepth) + " levels (at byte " +
-                         std::to_string(i) + ")");
+        throw InputError(source + ": nested deeper than " + std::to_string(kMaxJsonDepth) +
+                         " levels (at byte " + std::to_string(i) + ")");
     } else if ((c == ']' || c == '}') && depth > 0) {
       --depth;
     }

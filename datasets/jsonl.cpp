@@ -12,7 +12,8 @@ namespace kvbench {
 std::string to_jsonl(const std::vector<Instance>& instances) {
   std::string out;
   for (const Instance& in : instances) {
-    out += to_json(in).dump(-1, ' ', /*ensure_ascii=*/false, nlohmann::json::error_handler_t::replace);
+    out +=
+        to_json(in).dump(-1, ' ', /*ensure_ascii=*/false, nlohmann::json::error_handler_t::replace);
     out += '\n';
   }
   return out;
@@ -32,7 +33,8 @@ std::vector<Instance> read_jsonl(const std::string& path) {
     if (!line.empty() && line.back() == '\r') line.pop_back();
     if (line.find_first_not_of(" \t") == std::string::npos) continue;
     const std::string where = path + ":" + std::to_string(n) + ": ";
-    const nlohmann::json j = parse_json_text(line, path + ":" + std::to_string(n) + ": malformed JSON");
+    const nlohmann::json j =
+        parse_json_text(line, path + ":" + std::to_string(n) + ": malformed JSON");
     try {
       out.push_back(instance_from_json(j));
     } catch (const InputError& e) {

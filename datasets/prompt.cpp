@@ -13,7 +13,9 @@ namespace {
 constexpr std::string_view kContextMark = "\x01kvbench-context\x01";
 constexpr std::string_view kQuestionMark = "\x01kvbench-question\x01";
 
-void append(std::vector<int32_t>& out, const std::vector<int32_t>& ids) { out.insert(out.end(), ids.begin(), ids.end()); }
+void append(std::vector<int32_t>& out, const std::vector<int32_t>& ids) {
+  out.insert(out.end(), ids.begin(), ids.end());
+}
 
 }  // namespace
 
@@ -26,14 +28,19 @@ Prompt build_prompt(const LlamaModel& model, const Instance& in, bool question_f
     rendered = std::string(kContextMark);
   } else {
     std::string user = in.preamble.empty() ? "" : in.preamble + "\n\n";
-    if (!has_question) user += kContextMark;
-    else if (question_first) user += std::string(kQuestionMark) + "\n\n" + std::string(kContextMark);
-    else user += std::string(kContextMark) + "\n\n" + std::string(kQuestionMark);
-    rendered = model.chat_template().apply({{"user", user}}, /*add_generation_prompt=*/true) + in.answer_prefix;
+    if (!has_question)
+      user += kContextMark;
+    else if (question_first)
+      user += std::string(kQuestionMark) + "\n\n" + std::string(kContextMark);
+    else
+      user += std::string(kContextMark) + "\n\n" + std::string(kQuestionMark);
+    rendered = model.chat_template().apply({{"user", user}}, /*add_generation_prompt=*/true) +
+               in.answer_prefix;
   }
   const size_t c_at = rendered.find(kContextMark);
   const size_t q_at = has_question ? rendered.find(kQuestionMark) : std::string::npos;
-  assert(c_at != std::string::npos && (!has_question || in.grader == "perplexity" || q_at != std::string::npos));
+  assert(c_at != std::string::npos &&
+         (!has_question || in.grader == "perplexity" || q_at != std::string::npos));
 
   // Pieces in order: template text (specials parsed), context, question (plain text).
   struct Piece {
@@ -74,9 +81,11 @@ Prompt build_prompt(const LlamaModel& model, const Instance& in, bool question_f
   const int64_t n_ctx = model.config().n_ctx_train;
   const int64_t need = static_cast<int64_t>(p.tokens.size()) + in.max_new_tokens;
   if (n_ctx > 0 && need > n_ctx)
-    throw InputError("instance " + in.id + ": the prompt has " + std::to_string(p.tokens.size()) + " tokens (context " +
-                     std::to_string(p.context_tokens.size()) + ") and " + std::to_string(in.max_new_tokens) +
-                     " more may be generated, beyond the model's context of " + std::to_string(n_ctx) + " tokens");
+    throw InputError("instance " + in.id + ": the prompt has " + std::to_string(p.tokens.size()) +
+                     " tokens (context " + std::to_string(p.context_tokens.size()) + ") and " +
+                     std::to_string(in.max_new_tokens) +
+                     " more may be generated, beyond the model's context of " +
+                     std::to_string(n_ctx) + " tokens");
   return p;
 }
 

@@ -44,17 +44,21 @@ TaskSpec make_vt(Options& o, Rng& rng, double depth, const Tokenizer&) {
     const double start = c == 0 ? depth : rng.real();
     const auto later = random_positions(rng, hops, start);
     s.needles.push_back({"VAR " + vars[0] + " = " + value, start});
-    for (int h = 1; h <= hops; ++h) s.needles.push_back({"VAR " + vars[h] + " = VAR " + vars[h - 1], later[h - 1]});
+    for (int h = 1; h <= hops; ++h)
+      s.needles.push_back({"VAR " + vars[h] + " = VAR " + vars[h - 1], later[h - 1]});
     if (c == 0) {
       asked_value = value;
       s.answers = vars;
     }
     all_chains.push_back({{"value", value}, {"variables", vars}});
   }
-  s.preamble = "Memorize and track the chain(s) of variable assignment hidden in the following text.";
-  s.question = "Question: Find all variables that are assigned the value " + asked_value + " in the text above.";
+  s.preamble =
+      "Memorize and track the chain(s) of variable assignment hidden in the following text.";
+  s.question = "Question: Find all variables that are assigned the value " + asked_value +
+               " in the text above.";
   s.answer_prefix = "Answer: According to the chain(s) of variable assignment in the text above, " +
-                    std::to_string(hops + 1) + " variables are assigned the value " + asked_value + ", they are:";
+                    std::to_string(hops + 1) + " variables are assigned the value " + asked_value +
+                    ", they are:";
   s.grader = "all_values";
   s.max_new_tokens = 8 * (hops + 1);
   s.extra = {{"hops", hops}, {"chains", all_chains}};
@@ -100,8 +104,10 @@ TaskSpec make_qa(Options& o, Rng& rng, double depth, const Tokenizer&) {
     }
   }
   for (const auto& n : s.needles) facts.push_back(n.text);
-  s.preamble = "The following text contains facts about several people. Read it carefully; a question about one of "
-               "them follows.";
+  s.preamble =
+      "The following text contains facts about several people. Read it carefully; a question about "
+      "one of "
+      "them follows.";
   s.grader = "contains";
   s.max_new_tokens = 16;
   s.extra["hops"] = hops;

@@ -53,11 +53,12 @@ TaskSpec make_ppl(Options& o, Rng& rng, double depth, const Tokenizer& tok);
 // Dictionary words that the tokenizer spells with the fewest tokens (one,
 // for a real vocabulary): keys read as words, not as letter soup.
 const std::vector<std::string>& key_words(const Tokenizer& tok);
-std::string random_key(Rng& rng, const Tokenizer& tok);  // "word-word" (RULER's adjective-noun keys)
-std::string random_number(Rng& rng, int digits);         // no leading zero
-std::string random_uuid(Rng& rng);                       // version 4, lower-case hex
-std::string invented_name(Rng& rng);                     // "Orvel Tamsine": a person nobody knows
-std::string invented_town(Rng& rng);                     // "Kessamoor"
+std::string random_key(Rng& rng,
+                       const Tokenizer& tok);     // "word-word" (RULER's adjective-noun keys)
+std::string random_number(Rng& rng, int digits);  // no leading zero
+std::string random_uuid(Rng& rng);                // version 4, lower-case hex
+std::string invented_name(Rng& rng);              // "Orvel Tamsine": a person nobody knows
+std::string invented_town(Rng& rng);              // "Kessamoor"
 std::unique_ptr<Filler> make_filler(const std::string& haystack, Rng& rng);  // noise | essay
 // n positions in [lo, 1] drawn uniformly, sorted.
 std::vector<double> random_positions(Rng& rng, int n, double lo = 0.0);

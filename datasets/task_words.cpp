@@ -10,7 +10,8 @@ namespace kvbench::datasets {
 
 const std::vector<std::string>& key_words(const Tokenizer& tok) {
   static std::mutex mutex;
-  static std::map<std::string, std::vector<std::string>> by_vocab;  // tokenizer fingerprint -> words
+  static std::map<std::string, std::vector<std::string>>
+      by_vocab;  // tokenizer fingerprint -> words
   std::lock_guard<std::mutex> lock(mutex);
   const std::string fp = tok.fingerprint();
   auto it = by_vocab.find(fp);
@@ -49,8 +50,8 @@ std::string random_uuid(Rng& rng) {
   for (int i = 0; i < 32; ++i) {
     if (i == 8 || i == 12 || i == 16 || i == 20) s += '-';
     int v = static_cast<int>(rng.below(16));
-    if (i == 12) v = 4;                 // version 4
-    if (i == 16) v = 8 + (v & 3);       // RFC 4122 variant
+    if (i == 12) v = 4;            // version 4
+    if (i == 16) v = 8 + (v & 3);  // RFC 4122 variant
     s += kHex[v];
   }
   return s;
@@ -60,11 +61,12 @@ namespace {
 
 // Pronounceable, short and unknown: simple consonant-vowel syllables
 // ("Belo Ranvik", "Tormere"), so names cost few tokens and read as names.
-const std::vector<std::string> kOnsets = {"b", "d", "f", "g", "h", "k", "l", "m", "n", "p", "r", "s", "t", "v", "z"};
+const std::vector<std::string> kOnsets = {"b", "d", "f", "g", "h", "k", "l", "m",
+                                          "n", "p", "r", "s", "t", "v", "z"};
 const std::vector<std::string> kVowels = {"a", "e", "i", "o", "u"};
 const std::vector<std::string> kCodas = {"", "", "", "l", "n", "r", "s", "m", "k"};
-const std::vector<std::string> kTownEnds = {"mere", "ford", "holm", "vale", "wick", "stead", "moor", "by",
-                                            "haven", "crest"};
+const std::vector<std::string> kTownEnds = {"mere",  "ford", "holm", "vale",  "wick",
+                                            "stead", "moor", "by",   "haven", "crest"};
 
 std::string syllable(Rng& rng, bool coda) {
   return rng.pick(kOnsets) + rng.pick(kVowels) + (coda ? rng.pick(kCodas) : "");
@@ -82,7 +84,9 @@ std::string invented_name(Rng& rng) {
   return capitalized(first) + " " + capitalized(last);
 }
 
-std::string invented_town(Rng& rng) { return capitalized(syllable(rng, true) + rng.pick(kTownEnds)); }
+std::string invented_town(Rng& rng) {
+  return capitalized(syllable(rng, true) + rng.pick(kTownEnds));
+}
 
 std::unique_ptr<Filler> make_filler(const std::string& haystack, Rng& rng) {
   if (haystack == "noise") return std::make_unique<NoiseFiller>();

@@ -11,7 +11,8 @@ namespace kvbench {
 
 namespace datasets {
 
-Options::Options(const nlohmann::json& options, std::string task) : options_(options), task_(std::move(task)) {
+Options::Options(const nlohmann::json& options, std::string task)
+    : options_(options), task_(std::move(task)) {
   if (!options_.is_object()) throw InputError("options: must be a JSON object");
 }
 
@@ -21,8 +22,10 @@ std::string Options::choice(const std::string& name, const std::vector<std::stri
   if (it == options_.end()) return allowed.front();
   std::string list;
   for (const auto& a : allowed) list += (list.empty() ? "" : ", ") + a;
-  if (!it->is_string() || std::find(allowed.begin(), allowed.end(), it->get<std::string>()) == allowed.end())
-    throw InputError("options." + name + ": " + it->dump() + " is not one of " + list + " (task " + task_ + ")");
+  if (!it->is_string() ||
+      std::find(allowed.begin(), allowed.end(), it->get<std::string>()) == allowed.end())
+    throw InputError("options." + name + ": " + it->dump() + " is not one of " + list + " (task " +
+                     task_ + ")");
   return it->get<std::string>();
 }
 
@@ -31,8 +34,8 @@ int Options::integer(const std::string& name, int fallback, int lo, int hi) {
   const auto it = options_.find(name);
   if (it == options_.end()) return fallback;
   if (!it->is_number_integer() || it->get<int64_t>() < lo || it->get<int64_t>() > hi)
-    throw InputError("options." + name + ": " + it->dump() + " must be an integer in [" + std::to_string(lo) + ", " +
-                     std::to_string(hi) + "] (task " + task_ + ")");
+    throw InputError("options." + name + ": " + it->dump() + " must be an integer in [" +
+                     std::to_string(lo) + ", " + std::to_string(hi) + "] (task " + task_ + ")");
   return it->get<int>();
 }
 
@@ -94,7 +97,8 @@ Instance generate_instance(const TaskRequest& r, const Tokenizer& tok) {
     throw InputError("depth: " + std::to_string(r.depth) + " is outside [0, 1]");
   constexpr int64_t kMaxLength = int64_t{1} << 20;
   if (r.length < 1 || r.length > kMaxLength)
-    throw InputError("length: " + std::to_string(r.length) + " tokens is outside [1, " + std::to_string(kMaxLength) + "]");
+    throw InputError("length: " + std::to_string(r.length) + " tokens is outside [1, " +
+                     std::to_string(kMaxLength) + "]");
   if (r.sample < 0) throw InputError("sample: must be >= 0, got " + std::to_string(r.sample));
 
   // Content depends on (task, sample, seed) only: the same sample has the same
@@ -113,8 +117,9 @@ Instance generate_instance(const TaskRequest& r, const Tokenizer& tok) {
 
   Instance in;
   in.task = r.task;
-  in.id = r.task + (spec.variant.empty() ? "" : ":" + spec.variant) + "-L" + std::to_string(r.length) + "-D" +
-          format_depth(r.depth) + "-S" + std::to_string(r.sample) + "-R" + std::to_string(r.seed);
+  in.id = r.task + (spec.variant.empty() ? "" : ":" + spec.variant) + "-L" +
+          std::to_string(r.length) + "-D" + format_depth(r.depth) + "-S" +
+          std::to_string(r.sample) + "-R" + std::to_string(r.seed);
   in.preamble = std::move(spec.preamble);
   in.context = std::move(h.context);
   in.question = std::move(spec.question);

@@ -31,12 +31,11 @@ struct TaskRequest {
   // Task options (all optional; unknown keys are errors):
   //   passkey          haystack: noise | essay
   //   niah_single      haystack: noise | essay;  value: number | uuid
-  //   niah_multikey    haystack: noise | essay | needles;  value: number | uuid;  distractors: N (3)
-  //   niah_multivalue  haystack: noise | essay;  values: N (4)
-  //   niah_multiquery  haystack: noise | essay;  queries: N (4)
-  //   vt               hops: N (4);  chains: N (1; more adds distractor chains)
-  //   qa               hops: 1 | 2;  distractors: N (4)
-  //   ppl              source: reference | essay
+  //   niah_multikey    haystack: noise | essay | needles;  value: number | uuid;  distractors: N
+  //   (3) niah_multivalue  haystack: noise | essay;  values: N (4) niah_multiquery  haystack: noise
+  //   | essay;  queries: N (4) vt               hops: N (4);  chains: N (1; more adds distractor
+  //   chains) qa               hops: 1 | 2;  distractors: N (4) ppl              source: reference
+  //   | essay
   nlohmann::json options = nlohmann::json::object();
 };
 

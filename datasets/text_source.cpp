@@ -14,7 +14,9 @@ namespace kvbench {
 
 std::string read_text_lines(const std::string& path, int64_t first, int64_t last) {
   std::ifstream file(path, std::ios::binary);
-  if (!file) throw InputError(path + ": cannot open file (is its Debian package installed? run scripts/setup.sh)");
+  if (!file)
+    throw InputError(path +
+                     ": cannot open file (is its Debian package installed? run scripts/setup.sh)");
   boost::iostreams::filtering_istream in;
   if (path.size() > 3 && path.compare(path.size() - 3, 3, ".gz") == 0)
     in.push(boost::iostreams::gzip_decompressor());
@@ -32,7 +34,9 @@ std::string read_text_lines(const std::string& path, int64_t first, int64_t last
   } catch (const boost::iostreams::gzip_error& e) {
     throw InputError(path + ": corrupt gzip data (" + e.what() + ")");
   }
-  if (n < first) throw InputError(path + ": has " + std::to_string(n) + " lines, fewer than " + std::to_string(first));
+  if (n < first)
+    throw InputError(path + ": has " + std::to_string(n) + " lines, fewer than " +
+                     std::to_string(first));
   return out;
 }
 
@@ -44,7 +48,8 @@ bool is_lower(char c) { return c >= 'a' && c <= 'z'; }
 bool is_alpha(char c) { return is_upper(c) || is_lower(c); }
 bool is_digit(char c) { return c >= '0' && c <= '9'; }
 bool is_blank(std::string_view line) {
-  return std::all_of(line.begin(), line.end(), [](char c) { return c == ' ' || c == '\t' || c == '\r'; });
+  return std::all_of(line.begin(), line.end(),
+                     [](char c) { return c == ' ' || c == '\t' || c == '\r'; });
 }
 size_t indent_of(std::string_view line) {
   size_t i = 0;
@@ -56,8 +61,9 @@ size_t indent_of(std::string_view line) {
 bool is_rule(std::string_view line) {
   const size_t b = indent_of(line);
   if (line.size() - b < 3) return false;
-  return std::all_of(line.begin() + b, line.end(),
-                     [](char c) { return c == '=' || c == '*' || c == '-' || c == '.' || c == '_' || c == '\r'; });
+  return std::all_of(line.begin() + b, line.end(), [](char c) {
+    return c == '=' || c == '*' || c == '-' || c == '.' || c == '_' || c == '\r';
+  });
 }
 
 // "3.4 Standard C", "1.2.8. Named pipes", "Appendix A GNU Free ...": numbered headings.
@@ -67,8 +73,10 @@ bool is_numbered_heading(std::string_view line) {
   const size_t start = i;
   while (i < line.size() && (is_digit(line[i]) || line[i] == '.')) ++i;
   if (i == start) {  // "A.1 Title"
-    if (i + 1 < line.size() && is_upper(line[i]) && line[i + 1] == '.') i += 2;
-    else return false;
+    if (i + 1 < line.size() && is_upper(line[i]) && line[i + 1] == '.')
+      i += 2;
+    else
+      return false;
     while (i < line.size() && (is_digit(line[i]) || line[i] == '.')) ++i;
   }
   return i < line.size() && line[i] == ' ';
@@ -111,13 +119,16 @@ std::string clean_paragraph(const std::vector<std::string_view>& lines) {
   std::string text;
   for (const std::string_view l : lines) {
     std::string_view body = l.substr(indent_of(l));
-    while (!body.empty() && (body.back() == ' ' || body.back() == '\r' || body.back() == '\t')) body.remove_suffix(1);
+    while (!body.empty() && (body.back() == ' ' || body.back() == '\r' || body.back() == '\t'))
+      body.remove_suffix(1);
     if (body.empty()) continue;
     if (!text.empty()) {
-      const bool hyphen_break = text.size() >= 2 && text.back() == '-' && is_lower(text[text.size() - 2]) &&
-                                is_lower(body.front());
-      if (hyphen_break) text.pop_back();
-      else text += ' ';
+      const bool hyphen_break = text.size() >= 2 && text.back() == '-' &&
+                                is_lower(text[text.size() - 2]) && is_lower(body.front());
+      if (hyphen_break)
+        text.pop_back();
+      else
+        text += ' ';
     }
     text += body;
   }
@@ -142,14 +153,16 @@ std::string clean_paragraph(const std::vector<std::string_view>& lines) {
   const char last = out.back();
   const char before = out.size() > 1 ? out[out.size() - 2] : ' ';
   const bool ends = last == '.' || last == '?' || last == '!' ||
-                    ((last == ')' || last == '"' || last == '\'') && (before == '.' || before == '?' || before == '!'));
+                    ((last == ')' || last == '"' || last == '\'') &&
+                     (before == '.' || before == '?' || before == '!'));
   if (!ends) return {};
   return out;
 }
 
 bool is_abbreviation(std::string_view word) {
   static constexpr std::array<std::string_view, 16> kAbbrev = {
-      "e.g", "i.e", "etc", "Mr", "Mrs", "Ms", "Dr", "vs", "cf", "Inc", "No", "Fig", "St", "Jr", "Sr", "al"};
+      "e.g", "i.e", "etc", "Mr",  "Mrs", "Ms", "Dr", "vs",
+      "cf",  "Inc", "No",  "Fig", "St",  "Jr", "Sr", "al"};
   if (word.size() == 1 && is_alpha(word[0])) return true;  // initials: "J. Smith"
   for (const auto a : kAbbrev)
     if (word == a) return true;
@@ -168,18 +181,18 @@ Prose build_prose(const std::vector<std::string>& paths) {
     }
   }
   if (p.sentences.size() < 100)
-    throw InputError(paths.front() + ": too little prose after cleaning (" + std::to_string(p.sentences.size()) +
-                     " sentences)");
+    throw InputError(paths.front() + ": too little prose after cleaning (" +
+                     std::to_string(p.sentences.size()) + " sentences)");
   return p;
 }
-
 
 // Typographic UTF-8 (no-break spaces, curly quotes, dashes) as ASCII; other
 // non-ASCII text stays and makes its paragraph "not prose".
 std::string to_ascii(std::string_view raw) {
   static constexpr std::pair<std::string_view, std::string_view> kMap[] = {
-      {"\xC2\xA0", " "}, {"\xE2\x80\x98", "'"}, {"\xE2\x80\x99", "'"}, {"\xE2\x80\x9C", "\""},
-      {"\xE2\x80\x9D", "\""}, {"\xE2\x80\x93", "-"}, {"\xE2\x80\x94", " - "}, {"\xE2\x80\xA6", "..."}};
+      {"\xC2\xA0", " "},       {"\xE2\x80\x98", "'"},  {"\xE2\x80\x99", "'"},
+      {"\xE2\x80\x9C", "\""},  {"\xE2\x80\x9D", "\""}, {"\xE2\x80\x93", "-"},
+      {"\xE2\x80\x94", " - "}, {"\xE2\x80\xA6", "..."}};
   std::string out;
   out.reserve(raw.size());
   for (size_t i = 0; i < raw.size();) {
@@ -217,8 +230,10 @@ std::vector<std::string> prose_paragraphs(std::string_view raw_text) {
     if (end == std::string_view::npos) end = raw.size();
     const std::string_view line = raw.substr(at, end - at);
     at = end + 1;
-    if (is_blank(line)) flush();
-    else lines.push_back(line);
+    if (is_blank(line))
+      flush();
+    else
+      lines.push_back(line);
   }
   flush();
   return out;
@@ -272,7 +287,9 @@ const std::vector<std::string>& dictionary_words() {
     }
     std::sort(w.begin(), w.end());
     w.erase(std::unique(w.begin(), w.end()), w.end());
-    if (w.size() < 1000) throw InputError(std::string(kWordList) + ": too few words (" + std::to_string(w.size()) + ")");
+    if (w.size() < 1000)
+      throw InputError(std::string(kWordList) + ": too few words (" + std::to_string(w.size()) +
+                       ")");
     return w;
   }();
   return words;

@@ -32,9 +32,9 @@ inline constexpr const char* kDebianReferenceText =
 inline constexpr const char* kWordList = "/usr/share/dict/american-english";
 
 // RULER's "noise" haystack: this line repeated.
-inline constexpr std::string_view kNoiseSentences[] = {
-    "The grass is green.", "The sky is blue.", "The sun is yellow.", "Here we go.",
-    "There and back again."};
+inline constexpr std::string_view kNoiseSentences[] = {"The grass is green.", "The sky is blue.",
+                                                       "The sun is yellow.", "Here we go.",
+                                                       "There and back again."};
 
 // The prose paragraphs of a plain-text manual (Texinfo or DocBook text
 // output): headings, menus, lists, code examples, cross references and lines

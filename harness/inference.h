@@ -7,8 +7,8 @@
 #include <vector>
 
 #include "model/evaluator.h"
-#include "model/ops/kv_cache.h"
 #include "model/llama_model.h"
+#include "model/ops/kv_cache.h"
 
 namespace kvbench {
 

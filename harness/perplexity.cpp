@@ -33,8 +33,8 @@ PerplexityResult perplexity(Evaluator& eval, const std::vector<int32_t>& tokens,
       const int64_t e = std::min<int64_t>(o.ctx, b + o.chunk);
       pos.resize(e - b);
       std::iota(pos.begin(), pos.end(), cache->next_position(0));
-      eval.step(std::span<const int32_t>(window.data() + b, e - b), pos, 0, StepPhase::Prefill, *cache,
-                Logits::All, logits.data());
+      eval.step(std::span<const int32_t>(window.data() + b, e - b), pos, 0, StepPhase::Prefill,
+                *cache, Logits::All, logits.data());
       r.peak_hot_bytes = std::max<int64_t>(r.peak_hot_bytes, cache->memory().hot.total());
       // Row i predicts token i + 1: log-softmax in double.
       for (int64_t i = std::max<int64_t>(b, o.skip); i < e && i + 1 < o.ctx; ++i) {

@@ -32,7 +32,8 @@ int run_with_input(const std::vector<std::string>& argv, std::string_view input)
     return 127;
   }
   // A child that exits early must not kill us with SIGPIPE.
-  struct sigaction ignore {}, old {};
+  struct sigaction ignore {
+  }, old{};
   ignore.sa_handler = SIG_IGN;
   sigaction(SIGPIPE, &ignore, &old);
   size_t done = 0;

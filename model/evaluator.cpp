@@ -107,7 +107,8 @@ void Evaluator::step(std::span<const int32_t> tokens, std::span<const int32_t> p
 
     // Feed-forward block (SwiGLU): x += W_down (silu(W_gate xn) * W_up xn)
     rms_norm(x_.data(), L.ffn_norm, xn_.data(), n);
-    const MatmulOutput gate_up[] = {{&L.w_gate, gate_.data(), c.ffn_dim}, {&L.w_up, up_.data(), c.ffn_dim}};
+    const MatmulOutput gate_up[] = {{&L.w_gate, gate_.data(), c.ffn_dim},
+                                    {&L.w_up, up_.data(), c.ffn_dim}};
     matmul_group(gate_up, xn_.data(), n, pool_, matmul_scratch_, matmul_options_);
     for_tokens(n, [&](int64_t t0, int64_t t1) {
       for (int64_t i = t0 * c.ffn_dim; i < t1 * c.ffn_dim; ++i) {

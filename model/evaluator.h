@@ -8,9 +8,9 @@
 #include <span>
 #include <vector>
 
+#include "model/llama_model.h"
 #include "model/ops/attention.h"
 #include "model/ops/kv_cache.h"
-#include "model/llama_model.h"
 #include "model/ops/matmul.h"
 #include "model/ops/thread_pool.h"
 
@@ -57,15 +57,15 @@ class Evaluator {
   std::vector<float> inv_freq_;  // [rope.n_dims / 2]
   int64_t capacity_ = 0;
   // Activations, [capacity][width]:
-  std::vector<float> x_;      // residual stream [dim]
-  std::vector<float> xn_;     // normalised [dim]
-  std::vector<float> q_;      // [n_heads * head_dim]
-  std::vector<float> k_;      // [n_kv_heads * head_dim]
-  std::vector<float> v_;      // [n_kv_heads * head_dim]
-  std::vector<float> attn_;   // [n_heads * head_dim]
-  std::vector<float> gate_;   // [ffn_dim]
-  std::vector<float> up_;     // [ffn_dim]
-  std::vector<float> proj_;   // [dim] output of wo / w_down before the residual add
+  std::vector<float> x_;     // residual stream [dim]
+  std::vector<float> xn_;    // normalised [dim]
+  std::vector<float> q_;     // [n_heads * head_dim]
+  std::vector<float> k_;     // [n_kv_heads * head_dim]
+  std::vector<float> v_;     // [n_kv_heads * head_dim]
+  std::vector<float> attn_;  // [n_heads * head_dim]
+  std::vector<float> gate_;  // [ffn_dim]
+  std::vector<float> up_;    // [ffn_dim]
+  std::vector<float> proj_;  // [dim] output of wo / w_down before the residual add
 };
 
 }  // namespace kvbench

@@ -27,8 +27,7 @@ int read_count(const GgufFile& f, const std::string& key, uint32_t max) {
 LlamaConfig read_llama_config(const GgufFile& f) {
   if (!f.has("general.architecture")) fail(f, "missing key 'general.architecture'");
   const std::string arch = f.get_string("general.architecture");
-  if (arch != "llama")
-    fail(f, "unsupported architecture '" + arch + "' (kvbench runs 'llama')");
+  if (arch != "llama") fail(f, "unsupported architecture '" + arch + "' (kvbench runs 'llama')");
 
   LlamaConfig c;
   c.name = f.get_string_or("general.name", "");

@@ -6,11 +6,11 @@
 #include <memory>
 #include <string>
 
-#include "model/tokenizer/chat_template.h"
 #include "model/gguf/gguf.h"
-#include "model/ops/kv_cache.h"
 #include "model/llama_config.h"
 #include "model/llama_weights.h"
+#include "model/ops/kv_cache.h"
+#include "model/tokenizer/chat_template.h"
 #include "model/tokenizer/tokenizer.h"
 
 namespace kvbench {

@@ -105,12 +105,15 @@ size_t add_planar_copies(LlamaWeights& w, CpuPath path) {
   // One allocation, each matrix at a 64-byte boundary.
   constexpr size_t kAlign = 64;
   size_t total = 0;
-  for (const WeightMatrix* m : todo) total += (m->row_bytes * m->rows + kAlign - 1) / kAlign * kAlign;
-  w.planar_storage = std::shared_ptr<uint8_t[]>(static_cast<uint8_t*>(std::aligned_alloc(kAlign, total)), std::free);
+  for (const WeightMatrix* m : todo)
+    total += (m->row_bytes * m->rows + kAlign - 1) / kAlign * kAlign;
+  w.planar_storage = std::shared_ptr<uint8_t[]>(
+      static_cast<uint8_t*>(std::aligned_alloc(kAlign, total)), std::free);
   if (!w.planar_storage) throw std::bad_alloc();
   uint8_t* p = w.planar_storage.get();
   for (WeightMatrix* m : todo) {
-    for (int64_t r = 0; r < m->rows; ++r) to_planar_row(m->type, m->row(r), p + r * m->row_bytes, m->cols);
+    for (int64_t r = 0; r < m->rows; ++r)
+      to_planar_row(m->type, m->row(r), p + r * m->row_bytes, m->cols);
     m->planar = p;
     p += (m->row_bytes * m->rows + kAlign - 1) / kAlign * kAlign;
   }

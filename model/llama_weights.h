@@ -27,7 +27,7 @@ struct LayerWeights {
 };
 
 struct LlamaWeights {
-  WeightMatrix tok_embd;           // [n_vocab][dim]
+  WeightMatrix tok_embd;  // [n_vocab][dim]
   std::vector<LayerWeights> layers;
   std::vector<float> output_norm;  // [dim]
   WeightMatrix output;             // [n_vocab][dim]; = tok_embd when tied

@@ -1,5 +1,5 @@
-// An allocator (immutable, shared between clones) decides how many entries each KV head of a layer keeps, from
-// the per-head budget B of the policy:
+// An allocator (immutable, shared between clones) decides how many entries each KV head of a layer
+// keeps, from the per-head budget B of the policy:
 //   uniform  every head keeps B
 //   pyramid  PyramidKV: layer l keeps a linearly decreasing share, largest at
 //            the bottom, the same total over the layers; only the part of

@@ -88,7 +88,8 @@ std::vector<int32_t> pyramid_budgets(int n_layers, int32_t budget, int32_t reser
   const double lo = c / beta, hi = 2.0 * c - lo;
   for (int l = 0; l < n_layers; ++l) {
     const double b = hi - (hi - lo) * l / (n_layers - 1);
-    out[l] = std::max<int32_t>(1, static_cast<int32_t>(std::lround(b)) + std::min(reserved, budget));
+    out[l] =
+        std::max<int32_t>(1, static_cast<int32_t>(std::lround(b)) + std::min(reserved, budget));
   }
   return out;
 }

@@ -19,7 +19,8 @@ void check_in_place(const EntryMeta& now, const EntryMeta& then) {
   if (now.size() < then.size() || !std::equal(then.src.begin(), then.src.end(), now.src.begin()) ||
       !std::equal(then.pos.begin(), then.pos.end(), now.pos.begin()))
     throw InputError(
-        "rollback: entries of the checkpoint were removed or moved (only sequences created after the "
+        "rollback: entries of the checkpoint were removed or moved (only sequences created after "
+        "the "
         "checkpoint may be changed before a rollback)");
 }
 
@@ -119,7 +120,8 @@ void ColdTier::check_rollback(const ColdMark& m) const {
   for (size_t h = 0; h < heads_.size(); ++h) {
     if (heads_[h].pages.size() < m.pages[h].size())
       throw InputError("rollback: cold pages of the checkpoint were removed");
-    for (size_t i = 0; i < m.pages[h].size(); ++i) check_in_place(heads_[h].pages[i].meta, m.pages[h][i]);
+    for (size_t i = 0; i < m.pages[h].size(); ++i)
+      check_in_place(heads_[h].pages[i].meta, m.pages[h][i]);
   }
 }
 
@@ -159,7 +161,8 @@ StoreCheckpoint CacheStore::checkpoint() const {
       // Restored pages follow the current query, and `mixed` demotes shared
       // full-precision entries: both change under other sequences, so they
       // are copied (restored: a few pages; mixed: its full-precision share).
-      const bool copy = slot == kRestored || (config_.layout == StoreConfig::Layout::Mixed && slot == kIncoming);
+      const bool copy =
+          slot == kRestored || (config_.layout == StoreConfig::Layout::Mixed && slot == kIncoming);
       if (copy)
         cp.copies[h][slot] = s->clone();
       else
@@ -171,7 +174,8 @@ StoreCheckpoint CacheStore::checkpoint() const {
 
 void CacheStore::rollback(const StoreCheckpoint& cp) {
   if (in_step_) throw InputError("rollback: not allowed inside a step");
-  if (cp.marks.size() != heads_.size()) throw InputError("rollback: the checkpoint is of another cache");
+  if (cp.marks.size() != heads_.size())
+    throw InputError("rollback: the checkpoint is of another cache");
   for (size_t h = 0; h < heads_.size(); ++h)
     for (int slot = 0; slot < kSlots; ++slot)
       if (cp.marks[h][slot]) heads_[h].segs[slot]->check_rollback(*cp.marks[h][slot]);

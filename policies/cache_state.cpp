@@ -47,7 +47,8 @@ void save_meta(StateWriter& out, const EntryMeta& m) {
 void load_meta(StateReader& in, EntryMeta& m) {
   const int32_t ns = in.i32("statistics per entry");
   if (ns != m.n_stats)
-    in.fail(std::to_string(ns) + " statistics per entry where the policy keeps " + std::to_string(m.n_stats));
+    in.fail(std::to_string(ns) + " statistics per entry where the policy keeps " +
+            std::to_string(m.n_stats));
   in.array_upto(m.pos, kInt32Max, "positions");
   const uint64_t n = m.pos.size();
   in.array(m.src, n, "stream indices");
@@ -59,9 +60,11 @@ void load_meta(StateReader& in, EntryMeta& m) {
 
 // Every entry belongs to a known sequence, and its stream index was handed
 // out already (summary entries carry -1).
-void check_entries(StateReader& in, const EntryMeta& m, uint64_t known, int64_t next_src, bool summary) {
+void check_entries(StateReader& in, const EntryMeta& m, uint64_t known, int64_t next_src,
+                   bool summary) {
   for (int32_t i = 0; i < m.size(); ++i) {
-    if (m.seqs[i] == 0 || (m.seqs[i] & ~known)) in.fail("entry " + std::to_string(i) + " belongs to no known sequence");
+    if (m.seqs[i] == 0 || (m.seqs[i] & ~known))
+      in.fail("entry " + std::to_string(i) + " belongs to no known sequence");
     const int32_t s = m.src[i];
     if (summary ? s != -1 : (s < 0 || s >= next_src))
       in.fail("entry " + std::to_string(i) + " has stream index " + std::to_string(s) + " (" +
@@ -70,20 +73,23 @@ void check_entries(StateReader& in, const EntryMeta& m, uint64_t known, int64_t 
 }
 
 std::string kind_name(uint8_t kind) {
-  return kind <= static_cast<uint8_t>(CodecKind::Int2) ? std::string(codec_name(static_cast<CodecKind>(kind)))
-                                                       : "codec #" + std::to_string(kind);
+  return kind <= static_cast<uint8_t>(CodecKind::Int2)
+             ? std::string(codec_name(static_cast<CodecKind>(kind)))
+             : "codec #" + std::to_string(kind);
 }
 
 void check_codec(StateReader& in, const RowCodec& codec, uint8_t kind, int32_t group) {
   if (kind != static_cast<uint8_t>(codec.kind()) || group != codec.group())
-    in.fail("rows in " + kind_name(kind) + " (group " + std::to_string(group) + ") where the policy stores " +
-            std::string(codec_name(codec.kind())) + " (group " + std::to_string(codec.group()) + ")");
+    in.fail("rows in " + kind_name(kind) + " (group " + std::to_string(group) +
+            ") where the policy stores " + std::string(codec_name(codec.kind())) + " (group " +
+            std::to_string(codec.group()) + ")");
 }
 
 uint64_t checked_product(std::initializer_list<uint64_t> factors) {
   uint64_t p = 1;
   for (uint64_t f : factors) {
-    if (f != 0 && p > std::numeric_limits<uint64_t>::max() / f) return std::numeric_limits<uint64_t>::max();
+    if (f != 0 && p > std::numeric_limits<uint64_t>::max() / f)
+      return std::numeric_limits<uint64_t>::max();
     p *= f;
   }
   return p;
@@ -162,7 +168,8 @@ void KiviSegment::load_state(StateReader& in) {
   blocks_.resize(n_blocks);
   for (Block& b : blocks_) {
     b.count = in.i32("key block entries");
-    if (b.count < 0 || b.count > kq_) in.fail("a key block with " + std::to_string(b.count) + " entries");
+    if (b.count < 0 || b.count > kq_)
+      in.fail("a key block with " + std::to_string(b.count) + " entries");
     in.array(b.params, b.count > 0 ? 2 * static_cast<uint64_t>(dim_) : 0, "key block parameters");
   }
   // Each quantized key's block exists and counts it; free blocks are exactly
@@ -175,13 +182,15 @@ void KiviSegment::load_state(StateReader& in) {
   }
   int32_t live = 0;
   for (uint64_t b = 0; b < n_blocks; ++b) {
-    if (refs[b] != blocks_[b].count) in.fail("key block " + std::to_string(b) + " counts the wrong entries");
+    if (refs[b] != blocks_[b].count)
+      in.fail("key block " + std::to_string(b) + " counts the wrong entries");
     live += blocks_[b].count > 0;
   }
   in.array_upto(free_blocks_, n_blocks, "free key blocks");
   std::set<int32_t> seen;
   for (int32_t id : free_blocks_)
-    if (id < 0 || static_cast<uint64_t>(id) >= n_blocks || blocks_[id].count != 0 || !seen.insert(id).second)
+    if (id < 0 || static_cast<uint64_t>(id) >= n_blocks || blocks_[id].count != 0 ||
+        !seen.insert(id).second)
       in.fail("free key block list is inconsistent");
   if (static_cast<int64_t>(seen.size()) + live != static_cast<int64_t>(n_blocks))
     in.fail("an empty key block is missing from the free list");
@@ -219,7 +228,8 @@ void ColdTier::load_state(StateReader& in) {
   check_codec(in, codec_, kind, group);
   const int32_t page = in.i32("cold page size");
   if (page != page_)
-    in.fail("cold pages of " + std::to_string(page) + " entries where the policy uses " + std::to_string(page_));
+    in.fail("cold pages of " + std::to_string(page) + " entries where the policy uses " +
+            std::to_string(page_));
   const uint64_t n_heads = in.u64("cold heads");
   if (n_heads != heads_.size()) in.fail("the cold tier has " + std::to_string(n_heads) + " heads");
   const int64_t rb = codec_.row_bytes();
@@ -233,7 +243,8 @@ void ColdTier::load_state(StateReader& in) {
       load_meta(in, p.meta);
       const int32_t n = p.meta.size();
       if (n < 1 || n > page_)
-        in.fail("a cold page with " + std::to_string(n) + " entries (pages hold 1.." + std::to_string(page_) + ")");
+        in.fail("a cold page with " + std::to_string(n) + " entries (pages hold 1.." +
+                std::to_string(page_) + ")");
       p.slot = arena_->alloc();
       h.pages.push_back(std::move(p));  // owned by the tier from here on (released with it)
       ColdPage& q = h.pages.back();
@@ -283,16 +294,18 @@ void CacheStore::load_state(StateReader& in) {
     evicted_max_[s] = em[s];
   }
   step_seq_ = static_cast<int>(in.i32("last step's sequence"));
-  if (step_seq_ < 0 || step_seq_ >= kMaxSeqs) in.fail("last step's sequence " + std::to_string(step_seq_));
+  if (step_seq_ < 0 || step_seq_ >= kMaxSeqs)
+    in.fail("last step's sequence " + std::to_string(step_seq_));
   step_decode_ = in.boolean("last step's phase");
   const uint64_t saved_heads = in.u64("heads");
   if (saved_heads != heads_.size())
-    in.fail(std::to_string(saved_heads) + " heads where the shape has " + std::to_string(heads_.size()));
+    in.fail(std::to_string(saved_heads) + " heads where the shape has " +
+            std::to_string(heads_.size()));
   const int nkv = shape().n_kv_heads;
   for (size_t h = 0; h < heads_.size(); ++h)
     for (int slot = 0; slot < kSlots; ++slot) {
-      in.set_context("layer " + std::to_string(h / nkv) + " KV head " + std::to_string(h % nkv) + " " +
-                     kSlotNames[slot] + " segment");
+      in.set_context("layer " + std::to_string(h / nkv) + " KV head " + std::to_string(h % nkv) +
+                     " " + kSlotNames[slot] + " segment");
       Segment* s = heads_[h].segs[slot].get();
       const uint8_t want = !s ? 0 : dynamic_cast<const KiviSegment*>(s) ? 2 : 1;
       const uint8_t kind = in.u8("segment kind");
@@ -308,11 +321,13 @@ void CacheStore::load_state(StateReader& in) {
   in.set_context("cold tier");
   const bool has_cold = in.boolean("cold tier present");
   if (has_cold != (cold_ != nullptr))
-    in.fail(has_cold ? "the payload has a cold tier the policy does not make" : "the cold tier is missing");
+    in.fail(has_cold ? "the payload has a cold tier the policy does not make"
+                     : "the cold tier is missing");
   if (cold_) {
     cold_->load_state(in);
     for (int h = 0; h < n_heads(); ++h)
-      for (const ColdPage& p : cold_->head(h).pages) check_entries(in, p.meta, known_, next_src_, false);
+      for (const ColdPage& p : cold_->head(h).pages)
+        check_entries(in, p.meta, known_, next_src_, false);
   }
   in.set_context("store");
   in.expect_tag(state_tag("SEND"), "end of store");
@@ -365,7 +380,8 @@ std::unique_ptr<PolicyCache> PolicyCache::load_state(StateReader& in) {
     in.fail("policy spec '" + spec_text + "': " + e.what());
   }
   // Written canonical; anything else is not a payload kvbench wrote.
-  if (to_string(spec) != spec_text) in.fail("policy spec '" + spec_text + "' is not in canonical form");
+  if (to_string(spec) != spec_text)
+    in.fail("policy spec '" + spec_text + "' is not in canonical form");
   CacheContext ctx;
   KvShape& sh = ctx.shape;
   sh.n_layers = in.i32("layers");
@@ -373,16 +389,18 @@ std::unique_ptr<PolicyCache> PolicyCache::load_state(StateReader& in) {
   sh.n_q_heads = in.i32("query heads");
   sh.head_dim = in.i32("head_dim");
   if (sh.n_layers < 1 || sh.n_layers > 4096 || sh.n_kv_heads < 1 || sh.n_kv_heads > 4096 ||
-      sh.n_q_heads < sh.n_kv_heads || sh.n_q_heads > 65536 || sh.n_q_heads % sh.n_kv_heads != 0 || sh.head_dim < 2 ||
-      sh.head_dim > 65536 || sh.head_dim % 2 != 0)
+      sh.n_q_heads < sh.n_kv_heads || sh.n_q_heads > 65536 || sh.n_q_heads % sh.n_kv_heads != 0 ||
+      sh.head_dim < 2 || sh.head_dim > 65536 || sh.head_dim % 2 != 0)
     in.fail("invalid KV shape");
   ctx.rope.n_dims = in.i32("RoPE dimensions");
   ctx.rope.freq_base = in.f32("RoPE base");
   ctx.rope.freq_scale = in.f32("RoPE scale");
-  in.array_upto(ctx.rope.freq_factors, static_cast<uint64_t>(sh.head_dim / 2), "RoPE frequency factors");
+  in.array_upto(ctx.rope.freq_factors, static_cast<uint64_t>(sh.head_dim / 2),
+                "RoPE frequency factors");
   const int rotated = ctx.rope.n_dims > 0 ? ctx.rope.n_dims : sh.head_dim;
   if (ctx.rope.n_dims < 0 || ctx.rope.n_dims > sh.head_dim || ctx.rope.n_dims % 2 != 0 ||
-      (!ctx.rope.freq_factors.empty() && static_cast<int>(ctx.rope.freq_factors.size()) != rotated / 2))
+      (!ctx.rope.freq_factors.empty() &&
+       static_cast<int>(ctx.rope.freq_factors.size()) != rotated / 2))
     in.fail("invalid RoPE configuration");
   ctx.context_tokens = in.count("context tokens", 0, kInt32Max);
   ctx.seed = in.u64("seed");
@@ -393,15 +411,16 @@ std::unique_ptr<PolicyCache> PolicyCache::load_state(StateReader& in) {
   // kind byte per head and slot, and its query rings are written in full.
   int ring_capacity = 0;
   try {
-    ring_capacity = PolicyCache::query_ring_capacity(*spec.scorer.info().make_scorer(spec.scorer), spec,
-                                                     ctx.keep_queries);
+    ring_capacity = PolicyCache::query_ring_capacity(*spec.scorer.info().make_scorer(spec.scorer),
+                                                     spec, ctx.keep_queries);
   } catch (const InputError& e) {
     in.fail(std::string("policy: ") + e.what());
   }
   const uint64_t ring = static_cast<uint64_t>(ring_capacity);
   const uint64_t heads = static_cast<uint64_t>(sh.n_layers) * sh.n_kv_heads;
-  const uint64_t need = checked_product({ring, static_cast<uint64_t>(sh.n_q_heads), static_cast<uint64_t>(sh.head_dim),
-                                         4, static_cast<uint64_t>(sh.n_layers)});
+  const uint64_t need =
+      checked_product({ring, static_cast<uint64_t>(sh.n_q_heads),
+                       static_cast<uint64_t>(sh.head_dim), 4, static_cast<uint64_t>(sh.n_layers)});
   if (need > in.remaining() || heads * kSlots > in.remaining())
     in.fail("the payload is too short for a cache of " + std::to_string(heads) + " heads");
 
@@ -418,16 +437,19 @@ std::unique_ptr<PolicyCache> PolicyCache::load_state(StateReader& in) {
     in.fail("query ring sequence " + std::to_string(c->ring_seq_));
   const int32_t cap = in.i32("query ring capacity");
   if (cap != c->ring_capacity_)
-    in.fail("query rings of " + std::to_string(cap) + " where the policy keeps " + std::to_string(c->ring_capacity_));
+    in.fail("query rings of " + std::to_string(cap) + " where the policy keeps " +
+            std::to_string(c->ring_capacity_));
   if (in.u64("query rings") != c->rings_.size()) in.fail("one query ring per layer expected");
   for (QueryRing& r : c->rings_) {
     r.count = in.i32("query ring fill");
     r.next = in.i32("query ring cursor");
-    if (r.count < 0 || r.count > cap || r.next < 0 || r.next >= std::max(cap, 1)) in.fail("query ring out of range");
+    if (r.count < 0 || r.count > cap || r.next < 0 || r.next >= std::max(cap, 1))
+      in.fail("query ring out of range");
     in.array(r.q, r.q.size(), "ring queries");
     in.array(r.pos, r.pos.size(), "ring positions");
   }
-  if (in.u64("importance tables") != c->importance_.size()) in.fail("importance tables do not match the policy");
+  if (in.u64("importance tables") != c->importance_.size())
+    in.fail("importance tables do not match the policy");
   for (auto& t : c->importance_) in.array_upto(t, kInt32Max, "importance");
   c->store_->load_state(in);
   in.set_context("cache");

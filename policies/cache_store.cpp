@@ -30,14 +30,18 @@ const float* StoreView::rows(bool keys, int32_t begin, int32_t count, float* scr
     if (lo >= hi) continue;
     float* out = scratch + int64_t{lo - begin} * dim_;
     if (!pc.idx) {
-      if (keys) pc.seg->decode_keys(lo - pc.offset, hi - lo, out);
-      else pc.seg->decode_values(lo - pc.offset, hi - lo, out);
+      if (keys)
+        pc.seg->decode_keys(lo - pc.offset, hi - lo, out);
+      else
+        pc.seg->decode_values(lo - pc.offset, hi - lo, out);
       continue;
     }
     for (int32_t j = lo; j < hi; ++j, out += dim_) {
       const int32_t local = pc.idx[j - pc.offset];
-      if (keys) pc.seg->decode_keys(local, 1, out);
-      else pc.seg->decode_values(local, 1, out);
+      if (keys)
+        pc.seg->decode_keys(local, 1, out);
+      else
+        pc.seg->decode_values(local, 1, out);
     }
   }
   return scratch;
@@ -243,12 +247,14 @@ void CacheStore::observe(const AttentionRows& rows) {
   if (L.acc < 0 && L.last < 0) return;
   HeadState& hs = head(rows.layer, rows.kv_head);
   const StoreView& v = hs.view;
-  assert(rows.n == v.n_ && 0 <= rows.begin && rows.begin <= rows.range_end() && rows.range_end() <= rows.n);
+  assert(rows.n == v.n_ && 0 <= rows.begin && rows.begin <= rows.range_end() &&
+         rows.range_end() <= rows.n);
   for (int p = 0; p < v.n_pieces_; ++p) {
     const auto& pc = v.pieces_[p];
     Segment& seg = *hs.segs[pc.slot];
     // The piece's entries [j0, j1) within the reported keys [begin, end).
-    const int32_t j0 = std::max(0, rows.begin - pc.offset), j1 = std::min(pc.count, rows.range_end() - pc.offset);
+    const int32_t j0 = std::max(0, rows.begin - pc.offset),
+                  j1 = std::min(pc.count, rows.range_end() - pc.offset);
     if (j0 >= j1) continue;
     // Key j's weight summed over the group (in head order): given, or
     // summed here into a buffer (never for concurrent calls: they give it).
@@ -310,7 +316,8 @@ void CacheStore::import_entries(const CacheStore& full) {
     const float* k = from.f32_keys();
     const float* v = from.f32_values();
     assert(k && v);
-    Segment& target = heads_[h].segs[kIncoming] ? *heads_[h].segs[kIncoming] : *heads_[h].segs[kMain];
+    Segment& target =
+        heads_[h].segs[kIncoming] ? *heads_[h].segs[kIncoming] : *heads_[h].segs[kMain];
     for (int32_t i = 0; i < from.size(); ++i) {
       const float* kr = k + int64_t{i} * hd;
       if (L.acc >= 0) st[L.acc] = F.acc >= 0 ? from.meta.stat(i)[F.acc] : 0.0f;
@@ -381,7 +388,8 @@ void CacheStore::fold_into_summary(HeadState& hs, const Segment& from, int32_t i
   from.decode_keys(i, 1, row_k_.data());
   from.decode_values(i, 1, row_v_.data());
   const int acc = config_.stats.acc;
-  const float w = config_.merge_by_attention && acc >= 0 ? std::max(from.meta.stat(i)[acc], 1e-9f) : 1.0f;
+  const float w =
+      config_.merge_by_attention && acc >= 0 ? std::max(from.meta.stat(i)[acc], 1e-9f) : 1.0f;
   for (int32_t j = 0; j < sum.size(); ++j) {
     if (sum.meta.seqs[j] != seqs) continue;
     float* st = sum.meta.stat(j);
@@ -517,7 +525,8 @@ void CacheStore::restore(int seq, int layer, int kv_head, const float* q, int64_
     if (!visible) continue;
     float b = -std::numeric_limits<float>::infinity();
     for (int64_t t = 0; t < n_queries; ++t)
-      for (int g = 0; g < group; ++g) b = std::max(b, ColdTier::bound(p, q + t * q_stride + int64_t{g} * hd, hd));
+      for (int g = 0; g < group; ++g)
+        b = std::max(b, ColdTier::bound(p, q + t * q_stride + int64_t{g} * hd, hd));
     ranked.emplace_back(b, pi);
   }
   const size_t take = std::min<size_t>(ranked.size(), static_cast<size_t>(std::max(0, max_pages)));
@@ -705,7 +714,8 @@ void CacheStore::shift_positions(int seq, int32_t lo, int32_t hi, F f, const cha
   const uint64_t bit = bit_of(seq);
   auto check = [&](uint64_t m, int32_t pos, bool rotatable, const std::string& prec) {
     if (m != bit)
-      throw UnsupportedOperation(std::string(op) + ": the entry at position " + std::to_string(pos) +
+      throw UnsupportedOperation(std::string(op) + ": the entry at position " +
+                                 std::to_string(pos) +
                                  " is shared with other sequences (remove or copy them first)");
     const int64_t np = f(pos);
     if (np > std::numeric_limits<int32_t>::max())
@@ -786,8 +796,10 @@ void CacheStore::shift_positions(int seq, int32_t lo, int32_t hi, F f, const cha
           pos = static_cast<int32_t>(np);
           moved = true;
         }
-        if (any) cold_->remove(h, pi, fl);
-        else if (moved) cold_->recompute_bounds(p);
+        if (any)
+          cold_->remove(h, pi, fl);
+        else if (moved)
+          cold_->recompute_bounds(p);
       }
     }
   }
@@ -806,7 +818,8 @@ void CacheStore::seq_add(int seq, int64_t p0, int64_t p1, int64_t delta) {
   if (std::llabs(delta) > std::numeric_limits<int32_t>::max())
     throw SequenceError("seq_add: shift " + std::to_string(delta) + " is beyond int32");
   if (delta == 0) return;
-  shift_positions(seq, lo, hi, [delta](int32_t p) { return int64_t{p} + delta; }, "seq_add");
+  shift_positions(
+      seq, lo, hi, [delta](int32_t p) { return int64_t{p} + delta; }, "seq_add");
 }
 
 void CacheStore::seq_div(int seq, int64_t p0, int64_t p1, int64_t d) {
@@ -817,7 +830,8 @@ void CacheStore::seq_div(int seq, int64_t p0, int64_t p1, int64_t d) {
   if (d < 1 || d > std::numeric_limits<int32_t>::max())
     throw SequenceError("seq_div: divisor " + std::to_string(d) + " must be in [1, 2^31)");
   if (d == 1) return;
-  shift_positions(seq, lo, hi, [d](int32_t p) { return int64_t{p} / d; }, "seq_div");
+  shift_positions(
+      seq, lo, hi, [d](int32_t p) { return int64_t{p} / d; }, "seq_div");
 }
 
 int32_t CacheStore::pos_min(int seq) const {
@@ -909,11 +923,12 @@ MemoryReport CacheStore::memory() const {
 }
 
 namespace {
-bool in_segments(const std::array<std::unique_ptr<Segment>, kSlots>& segs, std::initializer_list<int> slots,
-                 int32_t src) {
+bool in_segments(const std::array<std::unique_ptr<Segment>, kSlots>& segs,
+                 std::initializer_list<int> slots, int32_t src) {
   for (int slot : slots) {
     const Segment* seg = segs[slot].get();
-    if (seg && std::find(seg->meta.src.begin(), seg->meta.src.end(), src) != seg->meta.src.end()) return true;
+    if (seg && std::find(seg->meta.src.begin(), seg->meta.src.end(), src) != seg->meta.src.end())
+      return true;
   }
   return false;
 }
@@ -924,7 +939,8 @@ bool CacheStore::attends(int layer, int kv_head, int64_t source_index) const {
     throw InputError("attends: layer " + std::to_string(layer) + " / KV head " +
                      std::to_string(kv_head) + " out of range");
   if (source_index < 0 || source_index > std::numeric_limits<int32_t>::max()) return false;
-  return in_segments(head(layer, kv_head).segs, {kMain, kIncoming, kRestored}, static_cast<int32_t>(source_index));
+  return in_segments(head(layer, kv_head).segs, {kMain, kIncoming, kRestored},
+                     static_cast<int32_t>(source_index));
 }
 
 bool CacheStore::holds(int layer, int kv_head, int64_t source_index) const {
@@ -947,7 +963,8 @@ std::vector<EntryInfo> CacheStore::entries(int layer, int kv_head) const {
     const Segment* seg = hs.segs[slot].get();
     if (!seg) continue;
     for (int32_t i = 0; i < seg->size(); ++i)
-      out.push_back({seg->meta.pos[i], seg->meta.src[i], seg->meta.seqs[i], false, seg->precision()});
+      out.push_back(
+          {seg->meta.pos[i], seg->meta.src[i], seg->meta.seqs[i], false, seg->precision()});
   }
   if (cold_)
     for (const auto& p : cold_->head(layer * shape().n_kv_heads + kv_head).pages)

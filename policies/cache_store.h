@@ -102,7 +102,9 @@ class StoreView final : public KvHeadView {
   }
   // Every piece in place, unless a segment has no such form (KIVI once it
   // quantizes): then attention decodes the view through keys()/values().
-  std::span<const KvPiece> pieces() const override { return {kv_pieces_.data(), static_cast<size_t>(n_kv_pieces_)}; }
+  std::span<const KvPiece> pieces() const override {
+    return {kv_pieces_.data(), static_cast<size_t>(n_kv_pieces_)};
+  }
 
  private:
   friend class CacheStore;
@@ -198,7 +200,7 @@ class CacheStore {
 
   // --- queries
   MemoryReport memory() const;
-  bool holds(int layer, int kv_head, int64_t source_index) const;  // any tier
+  bool holds(int layer, int kv_head, int64_t source_index) const;    // any tier
   bool attends(int layer, int kv_head, int64_t source_index) const;  // main, incoming, restored
   std::vector<EntryInfo> entries(int layer, int kv_head) const;
   // Decodes the entry with stream index `src` (hot first, then cold) into k, v [head_dim].
@@ -259,7 +261,8 @@ class CacheStore {
   int64_t next_src_ = 0;
   // Sequences.
   uint64_t known_ = 0;
-  std::array<int32_t, kMaxSeqs> evicted_max_{};  // largest position evicted by the policy (-1: none)
+  std::array<int32_t, kMaxSeqs>
+      evicted_max_{};  // largest position evicted by the policy (-1: none)
   // Scratch reused across calls.
   std::vector<char> flags_[kSlots];
   std::vector<float> row_k_, row_v_;

@@ -47,16 +47,21 @@ void asym_params(const float* x, int n, int stride, int levels, uint16_t& min_h,
 int asym_code(float x, float m, float s, int levels) {
   if (s == 0.0f) return 0;
   const float q = std::nearbyint((x - m) / s);
-  if (std::isnan(q)) return 0;  // a NaN (or inf - inf) element: code 0, never an undefined conversion
+  if (std::isnan(q))
+    return 0;  // a NaN (or inf - inf) element: code 0, never an undefined conversion
   return static_cast<int>(std::clamp(q, 0.0f, static_cast<float>(levels - 1)));
 }
 
 int bits_per_code(CodecKind k) {
   switch (k) {
-    case CodecKind::Int8: return 8;
-    case CodecKind::Int4: return 4;
-    case CodecKind::Int2: return 2;
-    default: return 0;
+    case CodecKind::Int8:
+      return 8;
+    case CodecKind::Int4:
+      return 4;
+    case CodecKind::Int2:
+      return 2;
+    default:
+      return 0;
   }
 }
 
@@ -64,24 +69,36 @@ int bits_per_code(CodecKind k) {
 
 std::string_view codec_name(CodecKind kind) {
   switch (kind) {
-    case CodecKind::F32: return "f32";
-    case CodecKind::F16: return "f16";
-    case CodecKind::BF16: return "bf16";
-    case CodecKind::Int8: return "int8";
-    case CodecKind::Int4: return "int4";
-    case CodecKind::Int2: return "int2";
+    case CodecKind::F32:
+      return "f32";
+    case CodecKind::F16:
+      return "f16";
+    case CodecKind::BF16:
+      return "bf16";
+    case CodecKind::Int8:
+      return "int8";
+    case CodecKind::Int4:
+      return "int4";
+    case CodecKind::Int2:
+      return "int2";
   }
   return "?";
 }
 
 KvElement kv_element(CodecKind kind) {
   switch (kind) {
-    case CodecKind::F32: return KvElement::F32;
-    case CodecKind::F16: return KvElement::F16;
-    case CodecKind::BF16: return KvElement::BF16;
-    case CodecKind::Int8: return KvElement::Q8;
-    case CodecKind::Int4: return KvElement::Q4;
-    case CodecKind::Int2: return KvElement::Q2;
+    case CodecKind::F32:
+      return KvElement::F32;
+    case CodecKind::F16:
+      return KvElement::F16;
+    case CodecKind::BF16:
+      return KvElement::BF16;
+    case CodecKind::Int8:
+      return KvElement::Q8;
+    case CodecKind::Int4:
+      return KvElement::Q4;
+    case CodecKind::Int2:
+      return KvElement::Q2;
   }
   return KvElement::F32;
 }
@@ -138,9 +155,13 @@ float bf16_to_f32(uint16_t h) { return float_of(static_cast<uint32_t>(h) << 16);
 
 RowCodec::RowCodec(CodecKind kind, int dim, int group) : kind_(kind), dim_(dim), group_(group) {
   switch (kind) {
-    case CodecKind::F32: data_bytes_ = int64_t{dim} * 4; break;
+    case CodecKind::F32:
+      data_bytes_ = int64_t{dim} * 4;
+      break;
     case CodecKind::F16:
-    case CodecKind::BF16: data_bytes_ = int64_t{dim} * 2; break;
+    case CodecKind::BF16:
+      data_bytes_ = int64_t{dim} * 2;
+      break;
     case CodecKind::Int8:
       assert(group > 0 && dim % group == 0);
       data_bytes_ = dim;
@@ -160,7 +181,9 @@ RowCodec::RowCodec(CodecKind kind, int dim, int group) : kind_(kind), dim_(dim),
 
 void RowCodec::encode(const float* x, uint8_t* out) const {
   switch (kind_) {
-    case CodecKind::F32: std::memcpy(out, x, data_bytes_); return;
+    case CodecKind::F32:
+      std::memcpy(out, x, data_bytes_);
+      return;
     case CodecKind::F16:
       for (int i = 0; i < dim_; ++i) {
         const uint16_t h = f32_to_f16(x[i]);
@@ -184,7 +207,8 @@ void RowCodec::encode(const float* x, uint8_t* out) const {
         const float s = f16_to_f32(scale_h);
         for (int i = 0; i < group_; ++i) {
           const float r = std::nearbyint(xg[i] / s);
-          const float q = s > 0.0f && !std::isnan(r) ? std::clamp(r, -127.0f, 127.0f) : 0.0f;  // NaN: code 0
+          const float q =
+              s > 0.0f && !std::isnan(r) ? std::clamp(r, -127.0f, 127.0f) : 0.0f;  // NaN: code 0
           out[g * group_ + i] = static_cast<uint8_t>(static_cast<int8_t>(q));
         }
       }
@@ -216,7 +240,9 @@ void RowCodec::encode(const float* x, uint8_t* out) const {
 
 void RowCodec::decode(const uint8_t* in, float* out) const {
   switch (kind_) {
-    case CodecKind::F32: std::memcpy(out, in, data_bytes_); return;
+    case CodecKind::F32:
+      std::memcpy(out, in, data_bytes_);
+      return;
     case CodecKind::F16:
       for (int i = 0; i < dim_; ++i) {
         uint16_t h;
@@ -270,9 +296,12 @@ float RowCodec::error_bound(const float* x) const {
   // Float rounding of the (de)quantization arithmetic itself.
   const float slack = amax * 0x1.0p-21f + 0x1.0p-60f;
   switch (kind_) {
-    case CodecKind::F32: return 0.0f;
-    case CodecKind::F16: return amax * 0x1.0p-11f + 0x1.0p-25f;
-    case CodecKind::BF16: return amax * 0x1.0p-8f + 0x1.0p-133f;
+    case CodecKind::F32:
+      return 0.0f;
+    case CodecKind::F16:
+      return amax * 0x1.0p-11f + 0x1.0p-25f;
+    case CodecKind::BF16:
+      return amax * 0x1.0p-8f + 0x1.0p-133f;
     case CodecKind::Int8: {
       float worst = 0.0f;
       for (int g = 0; g < dim_ / group_; ++g) {

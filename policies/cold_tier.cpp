@@ -31,16 +31,18 @@ PageArena::PageArena(int64_t slot_bytes, bool file, std::string dir)
   std::string path = dir_ + "/kvbench-cold-XXXXXX";
   fd_ = mkstemp(path.data());
   if (fd_ < 0)
-    throw InputError("offload: cannot create the cold-tier file in '" + dir_ + "': " +
-                     std::strerror(errno));
+    throw InputError("offload: cannot create the cold-tier file in '" + dir_ +
+                     "': " + std::strerror(errno));
   unlink(path.c_str());  // the file lives as long as the descriptor
 }
 
 PageArena::~PageArena() {
   const int64_t cb = chunk_bytes_for(slot_bytes_, kChunkSlots);
   for (uint8_t* c : chunks_) {
-    if (file_) munmap(c, cb);
-    else delete[] c;
+    if (file_)
+      munmap(c, cb);
+    else
+      delete[] c;
   }
   if (fd_ >= 0) close(fd_);
 }
@@ -51,12 +53,12 @@ void PageArena::grow() {
   if (file_) {
     const off_t offset = static_cast<off_t>(chunks_.size()) * cb;
     if (ftruncate(fd_, offset + cb) != 0)
-      throw InputError("offload: cannot grow the cold-tier file in '" + dir_ + "': " +
-                       std::strerror(errno));
+      throw InputError("offload: cannot grow the cold-tier file in '" + dir_ +
+                       "': " + std::strerror(errno));
     void* p = mmap(nullptr, cb, PROT_READ | PROT_WRITE, MAP_SHARED, fd_, offset);
     if (p == MAP_FAILED)
-      throw InputError("offload: cannot map the cold-tier file in '" + dir_ + "': " +
-                       std::strerror(errno));
+      throw InputError("offload: cannot map the cold-tier file in '" + dir_ +
+                       "': " + std::strerror(errno));
     chunk = static_cast<uint8_t*>(p);
   } else {
     chunk = new uint8_t[cb];
@@ -87,7 +89,8 @@ std::unique_ptr<PageArena> PageArena::clone() const {
   out->free_ = free_;
   out->live_ = live_;
   for (size_t s = 0; s < live_.size(); ++s)
-    if (live_[s]) std::memcpy(out->slot(static_cast<int32_t>(s)), slot(static_cast<int32_t>(s)), slot_bytes_);
+    if (live_[s])
+      std::memcpy(out->slot(static_cast<int32_t>(s)), slot(static_cast<int32_t>(s)), slot_bytes_);
   return out;
 }
 

@@ -55,7 +55,7 @@ class PageArena {
 
 struct ColdPage {
   int32_t slot = -1;
-  EntryMeta meta;              // n_stats = 0
+  EntryMeta meta;                 // n_stats = 0
   std::vector<float> kmin, kmax;  // [dim] per-channel key bounds of the live entries
 };
 

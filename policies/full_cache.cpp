@@ -3,8 +3,8 @@
 #include <cassert>
 #include <cstring>
 
-#include "model/ops/attention_f16.h"
 #include "model/common/error.h"
+#include "model/ops/attention_f16.h"
 
 namespace kvbench {
 

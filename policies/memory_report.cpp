@@ -5,7 +5,10 @@
 namespace kvbench {
 
 nlohmann::json to_json(const MemoryBytes& b) {
-  return {{"kv", b.kv}, {"scales", b.scales}, {"meta", b.meta}, {"total", b.total()},
+  return {{"kv", b.kv},
+          {"scales", b.scales},
+          {"meta", b.meta},
+          {"total", b.total()},
           {"entries", b.entries}};
 }
 

@@ -36,8 +36,9 @@ struct MemoryBytes {
 
 struct MemoryReport {
   MemoryBytes hot, cold;
-  std::vector<MemoryBytes> hot_layers, cold_layers;             // [n_layers]
-  std::map<std::string, MemoryBytes> hot_precisions, cold_precisions;  // "f32", "int8", "kivi2", ...
+  std::vector<MemoryBytes> hot_layers, cold_layers;  // [n_layers]
+  std::map<std::string, MemoryBytes> hot_precisions,
+      cold_precisions;  // "f32", "int8", "kivi2", ...
   // Policy state outside the entries: kept queries (SnapKV window, offload),
   // oracle importance tables.
   uint64_t policy_state = 0;

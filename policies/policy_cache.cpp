@@ -20,8 +20,9 @@ class ScopeTimer {
  public:
   explicit ScopeTimer(std::atomic<int64_t>& ns) : ns_(ns), t0_(std::chrono::steady_clock::now()) {}
   ~ScopeTimer() {
-    ns_ += std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0_)
-               .count();
+    ns_ +=
+        std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0_)
+            .count();
   }
 
  private:
@@ -63,11 +64,16 @@ std::unique_ptr<PolicyCache> PolicyCache::create(const PolicySpec& spec, const C
 
   const int hd = sh.head_dim;
   const ComponentSpec& st = spec.storage;
-  if (st.name == "f32") sc.codec = RowCodec(CodecKind::F32, hd, hd);
-  else if (st.name == "f16") sc.codec = RowCodec(CodecKind::F16, hd, hd);
-  else if (st.name == "bf16") sc.codec = RowCodec(CodecKind::BF16, hd, hd);
-  else if (st.name == "int8") sc.codec = RowCodec(CodecKind::Int8, hd, group_for(st, hd));
-  else if (st.name == "int4") sc.codec = RowCodec(CodecKind::Int4, hd, group_for(st, hd));
+  if (st.name == "f32")
+    sc.codec = RowCodec(CodecKind::F32, hd, hd);
+  else if (st.name == "f16")
+    sc.codec = RowCodec(CodecKind::F16, hd, hd);
+  else if (st.name == "bf16")
+    sc.codec = RowCodec(CodecKind::BF16, hd, hd);
+  else if (st.name == "int8")
+    sc.codec = RowCodec(CodecKind::Int8, hd, group_for(st, hd));
+  else if (st.name == "int4")
+    sc.codec = RowCodec(CodecKind::Int4, hd, group_for(st, hd));
   else if (st.name == "kivi2") {
     if (hd % 4 != 0) throw InputError("policy 'kivi2': head_dim must be a multiple of 4");
     group_for(st, hd);  // the value groups (channels) must divide head_dim
@@ -77,7 +83,8 @@ std::unique_ptr<PolicyCache> PolicyCache::create(const PolicySpec& spec, const C
     sc.codec = RowCodec(CodecKind::F32, hd, hd);
   } else if (st.name == "mixed") {
     sc.layout = StoreConfig::Layout::Mixed;
-    sc.codec = RowCodec(st.get("bits") == "8" ? CodecKind::Int8 : CodecKind::Int4, hd, group_for(st, hd));
+    sc.codec =
+        RowCodec(st.get("bits") == "8" ? CodecKind::Int8 : CodecKind::Int4, hd, group_for(st, hd));
     c->mixed_ = true;
     c->mixed_full_ = st.get_number("full");
   } else {
@@ -115,11 +122,13 @@ std::unique_ptr<PolicyCache> PolicyCache::create(const PolicySpec& spec, const C
   }
   if (c->scorer_->evicts() && c->main_budget_ < 1)
     throw InputError("policy '" + to_string(spec) + "': a budget of " +
-                     std::to_string(c->main_budget_ + 1) + " leaves no room for entries besides the summary");
+                     std::to_string(c->main_budget_ + 1) +
+                     " leaves no room for entries besides the summary");
   c->budget_ = !c->scorer_->evicts()
                    ? c->main_budget_
                    : static_cast<int32_t>(std::min<int64_t>(
-                         int64_t{c->main_budget_} + int64_t{c->restore_pages_} * sc.page + (sc.merge ? 1 : 0),
+                         int64_t{c->main_budget_} + int64_t{c->restore_pages_} * sc.page +
+                             (sc.merge ? 1 : 0),
                          INT32_MAX));
   c->reserved_ = c->scorer_->reserved(c->main_budget_);
   c->store_ = std::make_unique<CacheStore>(sc);
@@ -130,7 +139,8 @@ std::unique_ptr<PolicyCache> PolicyCache::create(const PolicySpec& spec, const C
     r.q.assign(static_cast<size_t>(c->ring_capacity_) * sh.n_q_heads * hd, 0.0f);
     r.pos.assign(c->ring_capacity_, 0);
   }
-  if (spec.scorer.name == "oracle") c->importance_.resize(static_cast<size_t>(sh.n_layers) * sh.n_kv_heads);
+  if (spec.scorer.name == "oracle")
+    c->importance_.resize(static_cast<size_t>(sh.n_layers) * sh.n_kv_heads);
   return c;
 }
 
@@ -157,7 +167,8 @@ AttentionRequest PolicyCache::attention_request(int layer) const {
   // import from, merge weighted by attention): `acc` then means attention
   // from every query, as everywhere else, and a policy that imports it from
   // a full cache holds exactly what it would have collected itself.
-  const bool acc_used = ctx_.collect_attention || (store_->config().merge && store_->config().merge_by_attention);
+  const bool acc_used =
+      ctx_.collect_attention || (store_->config().merge && store_->config().merge_by_attention);
   r.last_queries = needs_.last_query_only && !acc_used ? 1 : -1;
   r.queries = ring_capacity_ > 0;
   return r;
@@ -182,7 +193,8 @@ void PolicyCache::observe_queries(int layer, const float* q, std::span<const int
   // Restore: this step's queries bound the cold pages and the best ones are
   // attended in this same step (prefill chunks too, so the question's own
   // queries restore before the first answer token).
-  if (restore_pages_ > 0 && layer >= dense_ && (!step_decode_ || decode_steps_ % restore_every_ == 0))
+  if (restore_pages_ > 0 && layer >= dense_ &&
+      (!step_decode_ || decode_steps_ % restore_every_ == 0))
     restore_layer(store_->step_seq(), layer, q, n);
 }
 
@@ -198,9 +210,10 @@ void PolicyCache::end_step() {
   store_->end_step();
   if (step_decode_) ++decode_steps_;
   const Timing timing = scorer_->timing();
-  const bool due = scorer_->evicts() &&
-                   (timing == Timing::Stream || (timing == Timing::Call && step_decode_) ||
-                    (timing == Timing::Every && step_decode_ && decode_steps_ % scorer_->every() == 0));
+  const bool due =
+      scorer_->evicts() &&
+      (timing == Timing::Stream || (timing == Timing::Call && step_decode_) ||
+       (timing == Timing::Every && step_decode_ && decode_steps_ % scorer_->every() == 0));
   if (due) {
     maintain(seq);
   } else if (mixed_) {
@@ -280,8 +293,8 @@ void PolicyCache::maintain_layer(int seq, int layer, bool use_scorer) {
       int64_t n_total = 0;
       bool any_over = false;
       for (int h = 0; h < H; ++h) {
-        const int32_t n =
-            pass == 0 ? store_->candidates_at_most(layer, h) : store_->count_candidates(seq, layer, h);
+        const int32_t n = pass == 0 ? store_->candidates_at_most(layer, h)
+                                    : store_->count_candidates(seq, layer, h);
         n_total += n;
         any_over = any_over || n > lb;
       }
@@ -335,13 +348,16 @@ void PolicyCache::maintain_layer(int seq, int layer, bool use_scorer) {
     // One token set per layer: sum each entry's priority over the heads.
     by_src_.clear();
     for (int h = 0; h < H; ++h)
-      for (int32_t i = 0; i < cand_[h].size(); ++i) by_src_.emplace_back(cand_[h].src[i], prio_[h][i]);
+      for (int32_t i = 0; i < cand_[h].size(); ++i)
+        by_src_.emplace_back(cand_[h].src[i], prio_[h][i]);
     std::sort(by_src_.begin(), by_src_.end(),
               [](const auto& a, const auto& b) { return a.first < b.first; });
     size_t w = 0;
     for (size_t i = 0; i < by_src_.size(); ++i) {
-      if (w > 0 && by_src_[w - 1].first == by_src_[i].first) by_src_[w - 1].second += by_src_[i].second;
-      else by_src_[w++] = by_src_[i];
+      if (w > 0 && by_src_[w - 1].first == by_src_[i].first)
+        by_src_[w - 1].second += by_src_[i].second;
+      else
+        by_src_[w++] = by_src_[i];
     }
     by_src_.resize(w);
     for (int h = 0; h < H; ++h)
@@ -360,7 +376,8 @@ void PolicyCache::maintain_layer(int seq, int layer, bool use_scorer) {
       auto& hp = head_prio_[h];
       hp.clear();
       for (int32_t i = 0; i < cand_[h].size(); ++i) hp.emplace_back(cand_[h].src[i], prio_[h][i]);
-      std::sort(hp.begin(), hp.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+      std::sort(hp.begin(), hp.end(),
+                [](const auto& a, const auto& b) { return a.first < b.first; });
     }
   }
 
@@ -383,14 +400,14 @@ void PolicyCache::maintain_layer(int seq, int layer, bool use_scorer) {
       order_.resize(n);
       std::iota(order_.begin(), order_.end(), 0);
       // Lowest priority first; ties: the older entry goes first.
-      std::nth_element(order_.begin(), order_.begin() + (drop - 1), order_.end(),
-                       [&](int32_t a, int32_t b) {
-                         return p[a] != p[b] ? p[a] < p[b] : c.src[a] < c.src[b];
-                       });
+      std::nth_element(
+          order_.begin(), order_.begin() + (drop - 1), order_.end(),
+          [&](int32_t a, int32_t b) { return p[a] != p[b] ? p[a] < p[b] : c.src[a] < c.src[b]; });
       // Evicted in position order, so the cold tier's pages hold neighbouring
       // tokens and their key bounds stay tight.
-      std::sort(order_.begin(), order_.begin() + drop,
-                [&](int32_t a, int32_t b) { return c.pos[a] != c.pos[b] ? c.pos[a] < c.pos[b] : c.src[a] < c.src[b]; });
+      std::sort(order_.begin(), order_.begin() + drop, [&](int32_t a, int32_t b) {
+        return c.pos[a] != c.pos[b] ? c.pos[a] < c.pos[b] : c.src[a] < c.src[b];
+      });
       refs_.clear();
       for (int32_t i = 0; i < drop; ++i) refs_.push_back(c.refs[order_[i]]);
       store_->evict(seq, layer, h, refs_);
@@ -479,7 +496,8 @@ void PolicyCache::compute_window_votes(int seq, int layer, int kv_head, int32_t 
 
 MemoryReport PolicyCache::memory() const {
   MemoryReport r = store_->memory();
-  for (const auto& ring : rings_) r.policy_state += ring.q.size() * sizeof(float) + ring.pos.size() * 4;
+  for (const auto& ring : rings_)
+    r.policy_state += ring.q.size() * sizeof(float) + ring.pos.size() * 4;
   for (const auto& t : importance_) r.policy_state += t.size() * sizeof(float);
   return r;
 }
@@ -518,7 +536,9 @@ void PolicyCache::seq_keep(int seq) { store_->seq_keep(seq); }
 void PolicyCache::seq_add(int seq, int64_t p0, int64_t p1, int64_t delta) {
   store_->seq_add(seq, p0, p1, delta);
 }
-void PolicyCache::seq_div(int seq, int64_t p0, int64_t p1, int64_t d) { store_->seq_div(seq, p0, p1, d); }
+void PolicyCache::seq_div(int seq, int64_t p0, int64_t p1, int64_t d) {
+  store_->seq_div(seq, p0, p1, d);
+}
 void PolicyCache::compact() { store_->compact(); }
 
 std::unique_ptr<PolicyCache> PolicyCache::clone() const {
@@ -552,7 +572,8 @@ std::unique_ptr<PolicyCache> PolicyCache::clone() const {
 
 void PolicyCache::import_from(const PolicyCache& full) {
   const std::string from = to_string(full.spec_);
-  if (full.spec_.scorer.name != "full" || full.spec_.storage.name != "f32" || !full.spec_.extras.empty())
+  if (full.spec_.scorer.name != "full" || full.spec_.storage.name != "f32" ||
+      !full.spec_.extras.empty())
     throw InputError("import_from: the source must be a 'full' f32 cache, got '" + from + "'");
   const KvShape &a = full.ctx_.shape, &b = ctx_.shape;
   if (a.n_layers != b.n_layers || a.n_kv_heads != b.n_kv_heads || a.n_q_heads != b.n_q_heads ||
@@ -568,7 +589,8 @@ void PolicyCache::import_from(const PolicyCache& full) {
                      "CacheContext.collect_attention");
   const ImportNeeds in = import_needs();
   if (in.queries > full.ring_capacity_)
-    throw InputError("import_from: '" + to_string(spec_) + "' needs the last " + std::to_string(in.queries) +
+    throw InputError("import_from: '" + to_string(spec_) + "' needs the last " +
+                     std::to_string(in.queries) +
                      " queries; create the full cache with CacheContext.keep_queries >= that");
   ScopeTimer t(policy_ns_);
   store_->import_entries(*full.store_);
@@ -597,7 +619,8 @@ void PolicyCache::import_from(const PolicyCache& full) {
       if (store_->known_sequences() & (uint64_t{1} << s)) maintain(s);
 }
 
-int PolicyCache::query_ring_capacity(const Scorer& scorer, const PolicySpec& spec, int keep_queries) {
+int PolicyCache::query_ring_capacity(const Scorer& scorer, const PolicySpec& spec,
+                                     int keep_queries) {
   const bool pages = scorer.page() > 0 || spec.extra("offload") != nullptr;
   return std::max({scorer.needs().window_queries, pages ? 1 : 0, keep_queries});
 }
@@ -608,7 +631,8 @@ PolicyCache::ImportNeeds PolicyCache::import_needs() const {
 
 void PolicyCache::set_importance(int layer, int kv_head, std::span<const float> by_source) {
   if (importance_.empty())
-    throw InputError("set_importance: the policy's scorer is '" + spec_.scorer.name + "', not oracle");
+    throw InputError("set_importance: the policy's scorer is '" + spec_.scorer.name +
+                     "', not oracle");
   if (layer < 0 || layer >= ctx_.shape.n_layers || kv_head < 0 || kv_head >= ctx_.shape.n_kv_heads)
     throw InputError("set_importance: layer / KV head out of range");
   importance_[layer * ctx_.shape.n_kv_heads + kv_head].assign(by_source.begin(), by_source.end());

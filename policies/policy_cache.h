@@ -214,8 +214,8 @@ class PolicyCache final : public KvCache {
   int64_t decode_steps_ = 0;
   int ring_capacity_ = 0;
   int ring_seq_ = -1;
-  std::vector<QueryRing> rings_;                 // [n_layers]
-  std::vector<std::vector<float>> importance_;   // [n_layers * n_kv_heads][source]
+  std::vector<QueryRing> rings_;                // [n_layers]
+  std::vector<std::vector<float>> importance_;  // [n_layers * n_kv_heads][source]
   // Atomic: observe() may run on several threads at once (their times add up).
   std::atomic<int64_t> policy_ns_ = 0;
   uint64_t peak_prefill_ = 0;
@@ -228,7 +228,8 @@ class PolicyCache final : public KvCache {
   std::vector<std::span<const float>> spans_;
   std::vector<EntryRef> refs_;
   std::vector<std::pair<int32_t, float>> by_src_;
-  std::vector<std::vector<std::pair<int32_t, float>>> head_prio_;  // mixed: per head (src, priority)
+  std::vector<std::vector<std::pair<int32_t, float>>>
+      head_prio_;  // mixed: per head (src, priority)
 };
 
 class PolicyCache::Checkpoint {

@@ -55,8 +55,10 @@ std::string normalise(const ComponentInfo& c, const ParamInfo& p, std::string_vi
   switch (p.type) {
     case ParamType::Budget: {
       const bool ratio = value.find_first_of(".eE") != std::string_view::npos;
-      const std::string bad = where(c, p) + " must be a token count >= 1 (512) or a ratio of the "
-                                            "context in (0, 1] (0.2); got '" + std::string(value) + "'";
+      const std::string bad = where(c, p) +
+                              " must be a token count >= 1 (512) or a ratio of the "
+                              "context in (0, 1] (0.2); got '" +
+                              std::string(value) + "'";
       if (ratio) {
         double v;
         if (!parse_double(value, v) || !(v > 0.0 && v <= 1.0)) throw InputError(bad);
@@ -149,12 +151,14 @@ ComponentSpec make_component(std::string_view name,
 // Cross-component rules that parsing alone cannot see.
 void check_combination(const PolicySpec& s) {
   const std::string spec = to_string(s);
-  const bool quantized = s.storage.name != "f32" && s.storage.name != "f16" && s.storage.name != "bf16";
+  const bool quantized =
+      s.storage.name != "f32" && s.storage.name != "f16" && s.storage.name != "bf16";
   if (s.scorer.name == "tova" && s.allocator.name == "adakv")
     throw InputError("policy '" + spec +
                      "': tova keeps one token set per layer, adakv gives heads different budgets");
   if (s.extra("offload") && (s.storage.name == "kivi2" || s.storage.name == "mixed"))
-    throw InputError("policy '" + spec + "': offload needs one row codec (f32, f16, bf16, int8, int4), not " +
+    throw InputError("policy '" + spec +
+                     "': offload needs one row codec (f32, f16, bf16, int8, int4), not " +
                      s.storage.name);
   if (s.scorer.name == "streaming" && s.scorer.get("pos") == "contiguous" && quantized)
     throw InputError("policy '" + spec + "': contiguous positions re-rotate stored keys, which " +
@@ -163,7 +167,8 @@ void check_combination(const PolicySpec& s) {
     throw InputError("policy '" + spec +
                      "': contiguous positions renumber the cache, restored pages keep their own");
   if (s.extra("offload") && s.scorer.info().make_scorer(s.scorer)->page() > 0)
-    throw InputError("policy '" + spec + "': " + s.scorer.name + " pages what it evicts itself; drop +offload");
+    throw InputError("policy '" + spec + "': " + s.scorer.name +
+                     " pages what it evicts itself; drop +offload");
   if (s.scorer.name == "snapkv") {
     const Budget b = s.scorer.get_budget("budget");
     if (!b.ratio && b.value <= static_cast<double>(s.scorer.get_int("window")))
@@ -215,8 +220,9 @@ void sort_extras(PolicySpec& s) {
       if (r[i].name == c.name) return i;
     return r.size();
   };
-  std::stable_sort(s.extras.begin(), s.extras.end(),
-                   [&](const ComponentSpec& a, const ComponentSpec& b) { return rank(a) < rank(b); });
+  std::stable_sort(
+      s.extras.begin(), s.extras.end(),
+      [&](const ComponentSpec& a, const ComponentSpec& b) { return rank(a) < rank(b); });
 }
 
 }  // namespace
@@ -226,7 +232,8 @@ int64_t Budget::tokens(int64_t context_tokens) const {
   if (context_tokens <= 0)
     throw InputError("a ratio budget (" + format_number(value) +
                      ") needs the context length, which was not given");
-  return std::max<int64_t>(1, static_cast<int64_t>(std::llround(value * static_cast<double>(context_tokens))));
+  return std::max<int64_t>(
+      1, static_cast<int64_t>(std::llround(value * static_cast<double>(context_tokens))));
 }
 
 const ComponentInfo& ComponentSpec::info() const {
@@ -285,8 +292,7 @@ PolicySpec parse_policy_spec(std::string_view text) {
     size_t end = text.find('+', start);
     if (end == std::string_view::npos) end = text.size();
     const std::string_view part = trim(text.substr(start, end - start));
-    if (part.empty())
-      throw InputError("policy spec '" + std::string(text) + "': empty component");
+    if (part.empty()) throw InputError("policy spec '" + std::string(text) + "': empty component");
     const size_t colon = part.find(':');
     const std::string_view name = trim(part.substr(0, colon));
     std::vector<std::pair<std::string, std::string>> raw;
@@ -334,15 +340,22 @@ nlohmann::json to_json(const PolicySpec& s) {
     for (const auto& [k, v] : c.params) {
       const ParamInfo* p = c.info().param(k);
       switch (p->type) {
-        case ParamType::Int: o[k] = c.get_int(k); break;
-        case ParamType::Number: o[k] = c.get_number(k); break;
+        case ParamType::Int:
+          o[k] = c.get_int(k);
+          break;
+        case ParamType::Number:
+          o[k] = c.get_number(k);
+          break;
         case ParamType::Budget: {
           const Budget b = c.get_budget(k);
-          if (b.ratio) o[k] = b.value;
-          else o[k] = static_cast<int64_t>(b.value);
+          if (b.ratio)
+            o[k] = b.value;
+          else
+            o[k] = static_cast<int64_t>(b.value);
           break;
         }
-        default: o[k] = v;
+        default:
+          o[k] = v;
       }
     }
     arr.push_back(std::move(o));
@@ -370,8 +383,10 @@ PolicySpec policy_spec_from_json(const nlohmann::json& j) {
       if (it.key() == "name") continue;
       const auto& v = it.value();
       std::string text;
-      if (v.is_string()) text = v.get<std::string>();
-      else if (v.is_number_integer()) text = std::to_string(v.get<int64_t>());
+      if (v.is_string())
+        text = v.get<std::string>();
+      else if (v.is_number_integer())
+        text = std::to_string(v.get<int64_t>());
       else if (v.is_number_float()) {
         text = format_number(v.get<double>());
         if (text.find_first_of(".e") == std::string::npos) text += ".0";

@@ -12,11 +12,15 @@ ParamInfo budget_param() {
           "entries kept per KV head: tokens (512) or a ratio of the context (0.2)"};
 }
 ParamInfo timing_param(std::string_view def) {
-  return {"timing", ParamType::Choice, def,
+  return {"timing",
+          ParamType::Choice,
+          def,
           "when to evict: stream (after every chunk and step), once (after prefill), every (after "
           "prefill and every N decode steps), call (the seed's: after the prompt as one call, then "
           "after every decode step)",
-          0, 0, {"stream", "once", "every", "call"}};
+          0,
+          0,
+          {"stream", "once", "every", "call"}};
 }
 ParamInfo every_param() {
   return {"every", ParamType::Int, "8", "decode steps between evictions with timing=every", 1, 1e6};
@@ -29,8 +33,9 @@ std::vector<ParamInfo> scorer_params(std::string_view timing, std::vector<ParamI
   return p;
 }
 ParamInfo group_param() {
-  return {"group", ParamType::Int, "32",
-          "elements per quantization group (capped at head_dim, must divide it)", 1, 4096};
+  return {"group", ParamType::Int,
+          "32",    "elements per quantization group (capped at head_dim, must divide it)",
+          1,       4096};
 }
 
 std::vector<ComponentInfo> build() {
@@ -48,10 +53,14 @@ std::vector<ComponentInfo> build() {
   scorer("streaming", "StreamingLLM: the first `sinks` tokens (attention sinks) + the most recent",
          scorer_params("stream",
                        {{"sinks", ParamType::Int, "4", "attention-sink tokens always kept", 0, 1e6},
-                        {"pos", ParamType::Choice, "original",
+                        {"pos",
+                         ParamType::Choice,
+                         "original",
                          "positions: original, or contiguous inside the cache (keys re-rotated "
                          "after each eviction, as StreamingLLM)",
-                         0, 0, {"original", "contiguous"}}}),
+                         0,
+                         0,
+                         {"original", "contiguous"}}}),
          make_streaming_scorer);
   scorer("h2o",
          "Heavy-Hitter Oracle: attention accumulated over every query so far + the most recent "
@@ -68,16 +77,15 @@ std::vector<ComponentInfo> build() {
                                    0, 1}}),
          make_hybrid_scorer);
   {
-    ComponentInfo c{"snapkv",
-                    ComponentKind::Scorer,
-                    "SnapKV, once after prefill: the last `window` prompt queries' attention, "
-                    "pooled, picks the rest of the budget; the window itself is kept",
-                    {budget_param(),
-                     {"window", ParamType::Int, "32", "observation window (last prompt queries)", 1,
-                      1e6},
-                     {"kernel", ParamType::Int, "7", "1-D pooling kernel over positions (odd)", 1,
-                      1e3},
-                     {"pool", ParamType::Choice, "max", "pooling", 0, 0, {"max", "avg"}}}};
+    ComponentInfo c{
+        "snapkv",
+        ComponentKind::Scorer,
+        "SnapKV, once after prefill: the last `window` prompt queries' attention, "
+        "pooled, picks the rest of the budget; the window itself is kept",
+        {budget_param(),
+         {"window", ParamType::Int, "32", "observation window (last prompt queries)", 1, 1e6},
+         {"kernel", ParamType::Int, "7", "1-D pooling kernel over positions (odd)", 1, 1e3},
+         {"pool", ParamType::Choice, "max", "pooling", 0, 0, {"max", "avg"}}}};
     c.make_scorer = make_snapkv_scorer;
     r.push_back(std::move(c));
   }
@@ -102,10 +110,14 @@ std::vector<ComponentInfo> build() {
            "context (0.25)"},
           {"page", ParamType::Int, "16", "tokens per page", 1, 4096},
           {"dense", ParamType::Int, "2", "first layers kept whole (not paged)", 0, 1e6},
-          {"timing", ParamType::Choice, "once",
+          {"timing",
+           ParamType::Choice,
+           "once",
            "when to page: once (after prefill, which attends in full, as in the paper) or stream "
            "(after every chunk and step)",
-           0, 0, {"once", "stream"}}},
+           0,
+           0,
+           {"once", "stream"}}},
          make_quest_scorer);
 
   auto allocator = [&](std::string_view name, std::string_view summary,
@@ -119,11 +131,11 @@ std::vector<ComponentInfo> build() {
             "PyramidKV: per-layer budgets decreasing linearly from bottom to top, same total",
             {{"beta", ParamType::Number, "20", "top layer keeps budget / beta", 1, 1e6}},
             make_pyramid_allocator);
-  allocator("adakv",
-            "Ada-KV: a layer's budget goes to its heads' highest priorities, with a per-head floor",
-            {{"floor", ParamType::Number, "0.2", "share of the budget every head keeps at least", 0,
-              1}},
-            make_adakv_allocator);
+  allocator(
+      "adakv",
+      "Ada-KV: a layer's budget goes to its heads' highest priorities, with a per-head floor",
+      {{"floor", ParamType::Number, "0.2", "share of the budget every head keeps at least", 0, 1}},
+      make_adakv_allocator);
 
   auto storage = [&](std::string_view name, std::string_view summary,
                      std::vector<ParamInfo> params) {
@@ -142,7 +154,8 @@ std::vector<ComponentInfo> build() {
           {group_param(),
            {"residual", ParamType::Int, "128",
             "full-precision residual window R (a multiple of the group)", 1, 1e6}});
-  storage("mixed", "precision by importance: the highest-priority entries in f32, the rest quantized",
+  storage("mixed",
+          "precision by importance: the highest-priority entries in f32, the rest quantized",
           {{"full", ParamType::Number, "0.25", "share of kept entries held in f32", 0, 1},
            {"bits", ParamType::Choice, "4", "precision of the rest", 0, 0, {"4", "8"}},
            group_param()});
@@ -150,27 +163,37 @@ std::vector<ComponentInfo> build() {
   auto extra = [&](std::string_view name, std::string_view summary, std::vector<ParamInfo> params) {
     r.push_back({name, ComponentKind::Extra, summary, std::move(params)});
   };
-  extra("offload",
-        "evicted entries go to a cold tier, paged in position order with per-channel key min/max; "
-        "at every step (prefill chunks included) the step's queries bound each page and the best "
-        "pages are attended in that same step (restored bytes count as hot)",
-        {{"page", ParamType::Int, "16", "tokens per cold page", 1, 4096},
-         {"restore", ParamType::Budget, "64",
-          "tokens per KV head restored from the cold tier at each step, on top of the eviction "
-          "budget: tokens (64) or a ratio of the context (0.05)"},
-         {"tier", ParamType::Choice, "ram", "cold tier: ram, or an mmap'd file", 0, 0,
-          {"ram", "file"}},
-         {"dir", ParamType::Text, "/tmp", "directory of the cold-tier file (tier=file)"},
-         {"every", ParamType::Int, "1", "decode steps between restores", 1, 1e6},
-         {"capacity", ParamType::Int, "16384",
-          "cold-tier capacity in tokens per KV head (the seed's offload_size); when full, the oldest "
-          "pages are dropped",
-          1, 1e9}});
+  extra(
+      "offload",
+      "evicted entries go to a cold tier, paged in position order with per-channel key min/max; "
+      "at every step (prefill chunks included) the step's queries bound each page and the best "
+      "pages are attended in that same step (restored bytes count as hot)",
+      {{"page", ParamType::Int, "16", "tokens per cold page", 1, 4096},
+       {"restore", ParamType::Budget, "64",
+        "tokens per KV head restored from the cold tier at each step, on top of the eviction "
+        "budget: tokens (64) or a ratio of the context (0.05)"},
+       {"tier",
+        ParamType::Choice,
+        "ram",
+        "cold tier: ram, or an mmap'd file",
+        0,
+        0,
+        {"ram", "file"}},
+       {"dir", ParamType::Text, "/tmp", "directory of the cold-tier file (tier=file)"},
+       {"every", ParamType::Int, "1", "decode steps between restores", 1, 1e6},
+       {"capacity", ParamType::Int, "16384",
+        "cold-tier capacity in tokens per KV head (the seed's offload_size); when full, the oldest "
+        "pages are dropped",
+        1, 1e9}});
   extra("merge",
         "evicted entries are folded into one summary entry per head (weighted mean of K and V; the "
         "seed's include_skipped)",
-        {{"weight", ParamType::Choice, "attention",
-          "weights of the mean: accumulated attention (when collected), or uniform", 0, 0,
+        {{"weight",
+          ParamType::Choice,
+          "attention",
+          "weights of the mean: accumulated attention (when collected), or uniform",
+          0,
+          0,
           {"attention", "uniform"}}});
   return r;
 }
@@ -179,10 +202,14 @@ std::vector<ComponentInfo> build() {
 
 std::string_view kind_name(ComponentKind kind) {
   switch (kind) {
-    case ComponentKind::Scorer: return "scorer";
-    case ComponentKind::Allocator: return "allocator";
-    case ComponentKind::Storage: return "storage";
-    case ComponentKind::Extra: return "extra";
+    case ComponentKind::Scorer:
+      return "scorer";
+    case ComponentKind::Allocator:
+      return "allocator";
+    case ComponentKind::Storage:
+      return "storage";
+    case ComponentKind::Extra:
+      return "extra";
   }
   return "?";
 }

@@ -28,32 +28,32 @@ enum class Timing {
 // Where per-entry statistics live in an entry's stats row ([n_stats] floats).
 // -1 = not collected.
 struct StatLayout {
-  int acc = -1;    // attention received, summed over every observed query (and group heads)
-  int last = -1;   // attention received from the last observed query
-  int norm = -1;   // L2 norm of the key at append time
+  int acc = -1;   // attention received, summed over every observed query (and group heads)
+  int last = -1;  // attention received from the last observed query
+  int norm = -1;  // L2 norm of the key at append time
   int n = 0;
 };
 
 // What a scorer needs the cache to collect; anything not needed costs nothing.
 struct ScorerNeeds {
-  bool attention = false;      // acc / last statistics from observed attention
+  bool attention = false;        // acc / last statistics from observed attention
   bool last_query_only = false;  // observe only each step's last query (TOVA)
   bool key_norm = false;
-  int window_queries = 0;      // keep the last N queries per layer (SnapKV's window)
+  int window_queries = 0;  // keep the last N queries per layer (SnapKV's window)
 };
 
 struct ScoreInput {
   int layer = 0;
   int kv_head = 0;
-  int32_t n = 0;                     // entries
-  const int32_t* src = nullptr;      // [n] stream index (arrival order; larger = newer)
-  const int32_t* pos = nullptr;      // [n] rotary positions
-  const float* stats = nullptr;      // [n][layout.n]
+  int32_t n = 0;                 // entries
+  const int32_t* src = nullptr;  // [n] stream index (arrival order; larger = newer)
+  const int32_t* pos = nullptr;  // [n] rotary positions
+  const float* stats = nullptr;  // [n][layout.n]
   StatLayout layout;
   const float* window_votes = nullptr;  // [n] SnapKV: summed attention of the window queries
   const float* importance = nullptr;    // [n] oracle: supplied importance (0 when none)
-  int64_t now = 0;                   // stream index of the next token
-  int32_t keep = 0;                  // how many entries this head keeps
+  int64_t now = 0;                      // stream index of the next token
+  int32_t keep = 0;                     // how many entries this head keeps
   uint64_t seed = 0;
 };
 

@@ -192,7 +192,8 @@ class KnormScorer final : public BudgetScorer {
   std::string_view name() const override { return "knorm"; }
   ScorerNeeds needs() const override { return {.key_norm = true}; }
   void priorities(const ScoreInput& in, float* out) const override {
-    for (int32_t i = 0; i < in.n; ++i) out[i] = -in.stats[int64_t{i} * in.layout.n + in.layout.norm];
+    for (int32_t i = 0; i < in.n; ++i)
+      out[i] = -in.stats[int64_t{i} * in.layout.n + in.layout.norm];
   }
 };
 

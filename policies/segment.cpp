@@ -14,8 +14,10 @@ void EntryMeta::push(int32_t p, int32_t s, uint64_t q, const float* st) {
   src.push_back(s);
   seqs.push_back(q);
   if (n_stats > 0) {
-    if (st) stats.insert(stats.end(), st, st + n_stats);
-    else stats.resize(stats.size() + n_stats, 0.0f);
+    if (st)
+      stats.insert(stats.end(), st, st + n_stats);
+    else
+      stats.resize(stats.size() + n_stats, 0.0f);
   }
 }
 
@@ -94,7 +96,8 @@ std::unique_ptr<Segment> RowSegment::clone() const {
   return c;
 }
 
-void RowSegment::append_ref(const uint8_t* k, const uint8_t* v, int32_t pos, int32_t src, uint64_t seqs) {
+void RowSegment::append_ref(const uint8_t* k, const uint8_t* v, int32_t pos, int32_t src,
+                            uint64_t seqs) {
   if (!k_.empty()) {  // never mixed: a segment with rows of its own copies
     append_encoded(k, v, pos, src, seqs, nullptr);
     return;
@@ -182,8 +185,7 @@ void RowSegment::shrink() {
 }
 
 void RowSegment::decode_keys(int32_t begin, int32_t count, float* out) const {
-  for (int32_t i = 0; i < count; ++i)
-    codec_.decode(key_bytes(begin + i), out + int64_t{i} * dim_);
+  for (int32_t i = 0; i < count; ++i) codec_.decode(key_bytes(begin + i), out + int64_t{i} * dim_);
 }
 
 void RowSegment::decode_values(int32_t begin, int32_t count, float* out) const {
@@ -192,11 +194,15 @@ void RowSegment::decode_values(int32_t begin, int32_t count, float* out) const {
 }
 
 const float* RowSegment::f32_keys() const {
-  return codec_.kind() == CodecKind::F32 && kref_.empty() ? reinterpret_cast<const float*>(k_.data()) : nullptr;
+  return codec_.kind() == CodecKind::F32 && kref_.empty()
+             ? reinterpret_cast<const float*>(k_.data())
+             : nullptr;
 }
 
 const float* RowSegment::f32_values() const {
-  return codec_.kind() == CodecKind::F32 && vref_.empty() ? reinterpret_cast<const float*>(v_.data()) : nullptr;
+  return codec_.kind() == CodecKind::F32 && vref_.empty()
+             ? reinterpret_cast<const float*>(v_.data())
+             : nullptr;
 }
 
 int RowSegment::pieces_in_place(KvPiece* out) const {
@@ -330,7 +336,8 @@ void KiviSegment::remove(const std::vector<char>& remove) {
     } else if (!remove[i]) {
       const int64_t from = int64_t{i - kq_} * dim_;
       if (wkf * int64_t{dim_} != from)
-        std::memmove(kfull_.data() + int64_t{wkf} * dim_, kfull_.data() + from, sizeof(float) * dim_);
+        std::memmove(kfull_.data() + int64_t{wkf} * dim_, kfull_.data() + from,
+                     sizeof(float) * dim_);
       ++wkf;
     }
     if (i < vq_) {
@@ -342,7 +349,8 @@ void KiviSegment::remove(const std::vector<char>& remove) {
     } else if (!remove[i]) {
       const int64_t from = int64_t{i - vq_} * dim_;
       if (wvf * int64_t{dim_} != from)
-        std::memmove(vfull_.data() + int64_t{wvf} * dim_, vfull_.data() + from, sizeof(float) * dim_);
+        std::memmove(vfull_.data() + int64_t{wvf} * dim_, vfull_.data() + from,
+                     sizeof(float) * dim_);
       ++wvf;
     }
   }
@@ -384,8 +392,10 @@ void KiviSegment::decode_keys(int32_t begin, int32_t count, float* out) const {
   for (int32_t j = 0; j < count; ++j) {
     const int32_t i = begin + j;
     float* o = out + int64_t{j} * dim_;
-    if (i < kq_) kivi_decode_key(kcodes_.data() + i * code_row, blocks_[kblock_[i]].params.data(), dim_, o);
-    else std::memcpy(o, kfull_.data() + int64_t{i - kq_} * dim_, sizeof(float) * dim_);
+    if (i < kq_)
+      kivi_decode_key(kcodes_.data() + i * code_row, blocks_[kblock_[i]].params.data(), dim_, o);
+    else
+      std::memcpy(o, kfull_.data() + int64_t{i - kq_} * dim_, sizeof(float) * dim_);
   }
 }
 
@@ -394,8 +404,10 @@ void KiviSegment::decode_values(int32_t begin, int32_t count, float* out) const 
   for (int32_t j = 0; j < count; ++j) {
     const int32_t i = begin + j;
     float* o = out + int64_t{j} * dim_;
-    if (i < vq_) vcodec_.decode(vcodes_.data() + i * rb, o);
-    else std::memcpy(o, vfull_.data() + int64_t{i - vq_} * dim_, sizeof(float) * dim_);
+    if (i < vq_)
+      vcodec_.decode(vcodes_.data() + i * rb, o);
+    else
+      std::memcpy(o, vfull_.data() + int64_t{i - vq_} * dim_, sizeof(float) * dim_);
   }
 }
 
@@ -423,12 +435,15 @@ int KiviSegment::pieces_in_place(KvPiece* out) const {
       p.k = {KvElement::K2, kcodes_.data() + lo * code_row, code_row, 0};
       p.k.params = kparams_.data() + lo;
     } else {
-      p.k = {KvElement::F32, reinterpret_cast<const uint8_t*>(kfull_.data()) + (lo - kq_) * f32_row, f32_row, 0};
+      p.k = {KvElement::F32, reinterpret_cast<const uint8_t*>(kfull_.data()) + (lo - kq_) * f32_row,
+             f32_row, 0};
     }
     if (lo < vq_)
-      p.v = {KvElement::Q2, vcodes_.data() + lo * vcodec_.row_bytes(), vcodec_.row_bytes(), vcodec_.group()};
+      p.v = {KvElement::Q2, vcodes_.data() + lo * vcodec_.row_bytes(), vcodec_.row_bytes(),
+             vcodec_.group()};
     else
-      p.v = {KvElement::F32, reinterpret_cast<const uint8_t*>(vfull_.data()) + (lo - vq_) * f32_row, f32_row, 0};
+      p.v = {KvElement::F32, reinterpret_cast<const uint8_t*>(vfull_.data()) + (lo - vq_) * f32_row,
+             f32_row, 0};
   }
   return count;
 }
@@ -452,7 +467,8 @@ float KiviSegment::key_bound(int32_t i, int c) const {
 void KiviSegment::tally(MemoryTally& t) const {
   const uint64_t n = static_cast<uint64_t>(size());
   MemoryBytes q;
-  q.kv = static_cast<uint64_t>(kq_) * (dim_ / 4) + static_cast<uint64_t>(vq_) * vcodec_.data_bytes();
+  q.kv =
+      static_cast<uint64_t>(kq_) * (dim_ / 4) + static_cast<uint64_t>(vq_) * vcodec_.data_bytes();
   q.scales = static_cast<uint64_t>(live_blocks_) * KeyBlockParams::bytes(dim_) +
              static_cast<uint64_t>(vq_) * vcodec_.param_bytes();
   q.meta = meta.bytes();

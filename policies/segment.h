@@ -143,8 +143,12 @@ class RowSegment final : public Segment {
     return vref_.empty() ? v_.data() + i * codec_.row_bytes() : vref_[i];
   }
   // f32 codec only: the rows themselves, for in-place updates (summary entries).
-  float* f32_key_row(int32_t i) { return reinterpret_cast<float*>(k_.data() + i * codec_.row_bytes()); }
-  float* f32_value_row(int32_t i) { return reinterpret_cast<float*>(v_.data() + i * codec_.row_bytes()); }
+  float* f32_key_row(int32_t i) {
+    return reinterpret_cast<float*>(k_.data() + i * codec_.row_bytes());
+  }
+  float* f32_value_row(int32_t i) {
+    return reinterpret_cast<float*>(v_.data() + i * codec_.row_bytes());
+  }
 
   void remove(const std::vector<char>& remove) override;
   void clear() override;
@@ -169,7 +173,7 @@ class RowSegment final : public Segment {
 
  private:
   RowCodec codec_;
-  std::vector<uint8_t> k_, v_;  // [n][row_bytes]
+  std::vector<uint8_t> k_, v_;               // [n][row_bytes]
   std::vector<const uint8_t*> kref_, vref_;  // [n] rows held elsewhere (append_ref)
 };
 
@@ -233,17 +237,17 @@ class KiviSegment final : public Segment {
     int32_t count = 0;             // live entries coded against it
   };
   int group_, residual_;
-  RowCodec vcodec_;               // int2, groups of min(group, dim) channels
-  int32_t kq_ = 0, vq_ = 0;       // quantized keys / values (the oldest entries)
-  std::vector<uint8_t> kcodes_;   // [kq][dim / 4]
-  std::vector<int32_t> kblock_;   // [kq] block of each quantized key
+  RowCodec vcodec_;              // int2, groups of min(group, dim) channels
+  int32_t kq_ = 0, vq_ = 0;      // quantized keys / values (the oldest entries)
+  std::vector<uint8_t> kcodes_;  // [kq][dim / 4]
+  std::vector<int32_t> kblock_;  // [kq] block of each quantized key
   std::vector<Block> blocks_;
   std::vector<int32_t> free_blocks_;
   int32_t live_blocks_ = 0;
-  std::vector<float> kfull_;      // [n - kq][dim]
-  std::vector<uint8_t> vcodes_;   // [vq][vcodec.row_bytes]
-  std::vector<float> vfull_;      // [n - vq][dim]
-  std::vector<char> keep_;        // scratch of remove()
+  std::vector<float> kfull_;     // [n - kq][dim]
+  std::vector<uint8_t> vcodes_;  // [vq][vcodec.row_bytes]
+  std::vector<float> vfull_;     // [n - vq][dim]
+  std::vector<char> keep_;       // scratch of remove()
   // [kq] block params of each quantized key, rebuilt by pieces_in_place only
   // after the keys changed (flush, remove, clear, load, rollback, clone).
   mutable std::vector<const uint16_t*> kparams_;

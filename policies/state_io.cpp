@@ -18,7 +18,8 @@ void StateReader::fail(const std::string& what) const {
 void StateReader::fit(uint64_t n, uint64_t size, const char* what) {
   if (n > remaining() / size)
     fail(std::string(what) + ": " + std::to_string(n) + " elements of " + std::to_string(size) +
-         " bytes do not fit in the " + std::to_string(remaining()) + " bytes left (truncated or corrupt)");
+         " bytes do not fit in the " + std::to_string(remaining()) +
+         " bytes left (truncated or corrupt)");
 }
 
 void StateReader::bytes(void* p, size_t n, const char* what) {
@@ -39,16 +40,16 @@ bool StateReader::boolean(const char* what) {
 int64_t StateReader::count(const char* what, int64_t lo, int64_t hi) {
   const int64_t v = i64(what);
   if (v < lo || v > hi)
-    fail(std::string(what) + ": " + std::to_string(v) + " is outside [" + std::to_string(lo) + ", " +
-         std::to_string(hi) + "]");
+    fail(std::string(what) + ": " + std::to_string(v) + " is outside [" + std::to_string(lo) +
+         ", " + std::to_string(hi) + "]");
   return v;
 }
 
 int32_t StateReader::count32(const char* what, int32_t lo, int32_t hi) {
   const int32_t v = i32(what);
   if (v < lo || v > hi)
-    fail(std::string(what) + ": " + std::to_string(v) + " is outside [" + std::to_string(lo) + ", " +
-         std::to_string(hi) + "]");
+    fail(std::string(what) + ": " + std::to_string(v) + " is outside [" + std::to_string(lo) +
+         ", " + std::to_string(hi) + "]");
   return v;
 }
 

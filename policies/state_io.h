@@ -86,7 +86,8 @@ class StateReader {
  public:
   // `limit`: bytes the payload holds; reads beyond it fail. `name` prefixes
   // error messages (e.g. "payload").
-  StateReader(std::istream& in, uint64_t limit, std::string name) : in_(in), limit_(limit), name_(std::move(name)) {}
+  StateReader(std::istream& in, uint64_t limit, std::string name)
+      : in_(in), limit_(limit), name_(std::move(name)) {}
 
   template <typename T>
   T scalar(const char* what) {
@@ -113,8 +114,8 @@ class StateReader {
     static_assert(std::is_arithmetic_v<T>);
     const uint64_t n = u64(what);
     if (n != expected)
-      fail(std::string(what) + ": " + std::to_string(n) + " elements where " + std::to_string(expected) +
-           " are expected");
+      fail(std::string(what) + ": " + std::to_string(n) + " elements where " +
+           std::to_string(expected) + " are expected");
     fit(n, sizeof(T), what);
     out.resize(n);
     bytes(out.data(), n * sizeof(T), what);
@@ -125,8 +126,8 @@ class StateReader {
     static_assert(std::is_arithmetic_v<T>);
     const uint64_t n = u64(what);
     if (n > max_count)
-      fail(std::string(what) + ": " + std::to_string(n) + " elements, more than the " + std::to_string(max_count) +
-           " allowed");
+      fail(std::string(what) + ": " + std::to_string(n) + " elements, more than the " +
+           std::to_string(max_count) + " allowed");
     fit(n, sizeof(T), what);
     out.resize(n);
     bytes(out.data(), n * sizeof(T), what);

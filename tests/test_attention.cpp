@@ -11,11 +11,11 @@
 #include <numeric>
 #include <random>
 
-#include "model/ops/attention.h"
-#include "model/ops/attention_f16.h"
 #include "model/evaluator.h"
 #include "model/gguf/ggml_types.h"
 #include "model/llama_model.h"
+#include "model/ops/attention.h"
+#include "model/ops/attention_f16.h"
 #include "policies/full_cache.h"
 #include "tests/support/reference_llama.h"
 
@@ -36,7 +36,8 @@ class HandCache final : public KvCache {
     shape_ = {1, n_kv_heads, n_q_heads, head_dim};
   }
   // rows: [n][head_dim] f32 values, stored at the cache's precision.
-  void set_head(int h, std::vector<int32_t> pos, const std::vector<float>& k, const std::vector<float>& v) {
+  void set_head(int h, std::vector<int32_t> pos, const std::vector<float>& k,
+                const std::vector<float>& v) {
     Head& head = heads_[h];
     head.view.owner = this;
     head.view.pos = std::move(pos);
@@ -74,30 +75,40 @@ class HandCache final : public KvCache {
  private:
   std::vector<uint8_t> store(const std::vector<float>& x) const {
     std::vector<uint8_t> b(x.size() * (element_ == KvElement::F32 ? 4 : 2));
-    if (element_ == KvElement::F32) std::memcpy(b.data(), x.data(), b.size());
-    else for (size_t i = 0; i < x.size(); ++i) reinterpret_cast<uint16_t*>(b.data())[i] = fp32_to_fp16(x[i]);
+    if (element_ == KvElement::F32)
+      std::memcpy(b.data(), x.data(), b.size());
+    else
+      for (size_t i = 0; i < x.size(); ++i)
+        reinterpret_cast<uint16_t*>(b.data())[i] = fp32_to_fp16(x[i]);
     return b;
   }
   struct View final : public KvHeadView {
     int32_t size() const override { return static_cast<int32_t>(pos.size()); }
     const int32_t* positions() const override { return pos.data(); }
-    const float* keys(int32_t begin, int32_t count, float* scratch) const override { return decode(k, begin, count, scratch); }
-    const float* values(int32_t begin, int32_t count, float* scratch) const override { return decode(v, begin, count, scratch); }
+    const float* keys(int32_t begin, int32_t count, float* scratch) const override {
+      return decode(k, begin, count, scratch);
+    }
+    const float* values(int32_t begin, int32_t count, float* scratch) const override {
+      return decode(v, begin, count, scratch);
+    }
     std::span<const KvPiece> pieces() const override {
       if (!owner->raw_ || pos.empty()) return {};
-      const int64_t stride = kv_row_bytes(owner->element_, owner->shape_.head_dim, owner->shape_.head_dim);
+      const int64_t stride =
+          kv_row_bytes(owner->element_, owner->shape_.head_dim, owner->shape_.head_dim);
       piece.count = size();
       piece.k = {owner->element_, k.data(), stride};
       piece.v = {owner->element_, v.data(), stride};
       return {&piece, 1};
     }
     mutable KvPiece piece;
-    const float* decode(const std::vector<uint8_t>& b, int32_t begin, int32_t count, float* out) const {
+    const float* decode(const std::vector<uint8_t>& b, int32_t begin, int32_t count,
+                        float* out) const {
       const int hd = owner->shape_.head_dim;
       for (int64_t i = 0; i < int64_t{count} * hd; ++i) {
         const int64_t e = int64_t{begin} * hd + i;
-        out[i] = owner->element_ == KvElement::F32 ? reinterpret_cast<const float*>(b.data())[e]
-                                                   : fp16_to_fp32(reinterpret_cast<const uint16_t*>(b.data())[e]);
+        out[i] = owner->element_ == KvElement::F32
+                     ? reinterpret_cast<const float*>(b.data())[e]
+                     : fp16_to_fp32(reinterpret_cast<const uint16_t*>(b.data())[e]);
       }
       return out;
     }
@@ -178,21 +189,19 @@ std::vector<float> run_naive(const Problem& p, HandCache& cache) {
 }
 
 const Case kPrefillCases[] = {
-    {2, 1, 3, 1, 16},    // one key
-    {3, 1, 1, 2, 16},
-    {5, 7, 3, 3, 64},    // SmolLM2's head shape
-    {16, 64, 3, 3, 64},  // exactly one tile of each
-    {17, 65, 3, 2, 64},  // one past a tile
-    {40, 130, 4, 2, 32},
-    {33, 200, 1, 1, 128},
+    {2, 1, 3, 1, 16},                       // one key
+    {3, 1, 1, 2, 16},    {5, 7, 3, 3, 64},  // SmolLM2's head shape
+    {16, 64, 3, 3, 64},                     // exactly one tile of each
+    {17, 65, 3, 2, 64},                     // one past a tile
+    {40, 130, 4, 2, 32}, {33, 200, 1, 1, 128},
     {70, 150, 2, 3, 24},  // AVX-512 falls back to AVX2 (24 % 16 != 0)
     {21, 90, 3, 1, 20},   // scalar only (20 % 8 != 0)
 };
 
 const Case kDecodeCases[] = {
-    {1, 1, 3, 3, 64},    {1, 63, 3, 3, 64},    {1, 64, 3, 3, 64},  {1, 65, 3, 2, 64},
-    {1, 300, 3, 3, 64},  {1, 1000, 4, 2, 128}, {1, 2500, 3, 3, 64}, {1, 5000, 3, 1, 64},
-    {1, 77, 1, 2, 16},   {1, 129, 3, 1, 24},   {1, 90, 2, 1, 20},
+    {1, 1, 3, 3, 64},   {1, 63, 3, 3, 64},    {1, 64, 3, 3, 64},   {1, 65, 3, 2, 64},
+    {1, 300, 3, 3, 64}, {1, 1000, 4, 2, 128}, {1, 2500, 3, 3, 64}, {1, 5000, 3, 1, 64},
+    {1, 77, 1, 2, 16},  {1, 129, 3, 1, 24},   {1, 90, 2, 1, 20},
 };
 
 std::string describe(const Case& c, CpuPath path, KvElement e, bool raw) {
@@ -210,7 +219,8 @@ void expect_matches_naive(const Case& c, uint32_t seed) {
       const auto ref = run_naive(p, cache);
       for (CpuPath path : supported_paths()) {
         const auto got = run_attend(p, cache, path, 2);
-        EXPECT_LE(max_abs_diff(got.data(), ref.data(), ref.size()), 1e-5f) << describe(c, path, e, raw);
+        EXPECT_LE(max_abs_diff(got.data(), ref.data(), ref.size()), 1e-5f)
+            << describe(c, path, e, raw);
       }
     }
   }
@@ -290,19 +300,22 @@ void expect_probabilities_match(const Case& c, int32_t last_queries) {
     run_attend(p, fast, path, 2);
     const int rows = last_queries < 0 ? c.n_tokens : std::min(c.n_tokens, last_queries);
     EXPECT_EQ(fast.observed_calls, rows * c.n_kv_heads) << describe(c, path, KvElement::F32, true);
-    if (c.n_tokens == 1) EXPECT_EQ(fast.group_sums, c.n_kv_heads) << "decode reports each head's group sum";
+    if (c.n_tokens == 1)
+      EXPECT_EQ(fast.group_sums, c.n_kv_heads) << "decode reports each head's group sum";
     EXPECT_EQ(fast.group_sum_mismatches, 0) << describe(c, path, KvElement::F32, true);
     ASSERT_EQ(fast.observed.size(), naive.observed.size());
     for (const auto& [key, want] : naive.observed) {
       ASSERT_TRUE(fast.observed.count(key)) << "kv_head " << key.first << " query " << key.second;
       const auto& got = fast.observed.at(key);
       ASSERT_EQ(got.size(), want.size());
-      EXPECT_LE(max_abs_diff(got.data(), want.data(), want.size()), 1e-6f) << describe(c, path, KvElement::F32, true);
+      EXPECT_LE(max_abs_diff(got.data(), want.data(), want.size()), 1e-6f)
+          << describe(c, path, KvElement::F32, true);
       const size_t n = want.size() / c.group;
       for (int g = 0; g < c.group; ++g) {
         const double sum = std::accumulate(got.begin() + g * n, got.begin() + (g + 1) * n, 0.0);
         // A query that sees no key has an all-zero row in both.
-        const double want_sum = std::accumulate(want.begin() + g * n, want.begin() + (g + 1) * n, 0.0);
+        const double want_sum =
+            std::accumulate(want.begin() + g * n, want.begin() + (g + 1) * n, 0.0);
         EXPECT_NEAR(sum, want_sum > 0.5 ? 1.0 : 0.0, 1e-5);
       }
     }
@@ -330,8 +343,8 @@ TEST(Attention, NothingIsObservedUnlessAsked) {
 
 TEST(AttentionF16, F16cConversionMatchesScalarReferenceBitForBit) {
   std::mt19937 rng(1);
-  std::vector<float> x = {0.0f, -0.0f, 1.0f, -1.0f, 65504.0f, 65520.0f, 1e9f, -1e9f, 6.1e-5f, 5.96e-8f,
-                          2.98e-8f, 1e-10f, 0.333333f, INFINITY, -INFINITY};
+  std::vector<float> x = {0.0f,    -0.0f,    1.0f,     -1.0f,  65504.0f,  65520.0f, 1e9f,     -1e9f,
+                          6.1e-5f, 5.96e-8f, 2.98e-8f, 1e-10f, 0.333333f, INFINITY, -INFINITY};
   std::uniform_real_distribution<float> e(-30.0f, 17.0f);
   for (int i = 0; i < 20000; ++i) x.push_back((rng() & 1 ? -1.0f : 1.0f) * std::exp2(e(rng)));
   std::vector<uint16_t> h(x.size());
@@ -357,7 +370,8 @@ TEST(FullCacheF16, BytesAreExactAndTruncateKeepsAPrefix) {
     std::vector<int32_t> pos(13);
     std::iota(pos.begin(), pos.end(), 0);
     eval.step(tokens, pos, 0, StepPhase::Prefill, cache, Logits::None, nullptr);
-    const uint64_t per_token = uint64_t(c.n_layers) * c.n_kv_heads * 2 * kv_row_bytes(e, c.head_dim, c.head_dim);
+    const uint64_t per_token =
+        uint64_t(c.n_layers) * c.n_kv_heads * 2 * kv_row_bytes(e, c.head_dim, c.head_dim);
     EXPECT_EQ(cache.kv_bytes(), per_token * 13);
     cache.truncate(5);
     EXPECT_EQ(cache.n_tokens(), 5);
@@ -386,11 +400,14 @@ TEST(FullCacheF16, TinyModelLogitsStayCloseToF32Cache) {
   spread = *hi - *lo;
   for (int step = 0; step < 16; ++step) {
     const int32_t tok = tokens[step], p = 40 + step;
-    eval.step(std::span(&tok, 1), std::span(&p, 1), 0, StepPhase::Decode, c32, Logits::Last, logits32.data());
-    eval.step(std::span(&tok, 1), std::span(&p, 1), 0, StepPhase::Decode, c16, Logits::Last, logits16.data());
+    eval.step(std::span(&tok, 1), std::span(&p, 1), 0, StepPhase::Decode, c32, Logits::Last,
+              logits32.data());
+    eval.step(std::span(&tok, 1), std::span(&p, 1), 0, StepPhase::Decode, c16, Logits::Last,
+              logits16.data());
     worst = std::max(worst, max_abs_diff(logits32.data(), logits16.data(), nv));
   }
-  std::printf("tiny model: max |logit(f16 KV) - logit(f32 KV)| = %.3g (logit range %.3g)\n", worst, spread);
+  std::printf("tiny model: max |logit(f16 KV) - logit(f32 KV)| = %.3g (logit range %.3g)\n", worst,
+              spread);
   RecordProperty("max_abs_logit_diff_f16_kv", std::to_string(worst));
   EXPECT_GT(worst, 0.0f);  // f16 storage really is in use
   EXPECT_LE(worst, 1e-3f * spread);
@@ -407,14 +424,16 @@ namespace {
 // Measured: max |diff| 0.021, top-1 identical at all 272 positions.
 TEST(FullCacheF16, SmolLM2LogitsStayCloseToF32Cache) {
   const std::string path = test::smollm2_path();
-  if (path.empty()) GTEST_SKIP() << "SmolLM2 not found: run scripts/setup.sh (or set KVBENCH_MODEL)";
+  if (path.empty())
+    GTEST_SKIP() << "SmolLM2 not found: run scripts/setup.sh (or set KVBENCH_MODEL)";
   auto model = LlamaModel::load(path);
   const int nv = model->config().n_vocab;
   std::string text;
   for (int i = 0; i < 12; ++i)
-    text += "Paragraph " + std::to_string(i) +
-            ": the committee reviewed the budget, the schedule and the risks of the bridge project, "
-            "and asked the engineers to report again before the winter. ";
+    text +=
+        "Paragraph " + std::to_string(i) +
+        ": the committee reviewed the budget, the schedule and the risks of the bridge project, "
+        "and asked the engineers to report again before the winter. ";
   auto tokens = model->tokenizer().encode(text, false, false);
   ASSERT_GE(tokens.size(), 256u);
   tokens.resize(256);
@@ -428,18 +447,22 @@ TEST(FullCacheF16, SmolLM2LogitsStayCloseToF32Cache) {
   float worst = max_abs_diff(l32.data(), l16.data(), l32.size());
   int top1_same = 0, n = 0;
   auto top1 = [&](const float* l) { return std::max_element(l, l + nv) - l; };
-  for (size_t t = 0; t < tokens.size(); ++t, ++n) top1_same += top1(&l32[t * nv]) == top1(&l16[t * nv]);
+  for (size_t t = 0; t < tokens.size(); ++t, ++n)
+    top1_same += top1(&l32[t * nv]) == top1(&l16[t * nv]);
   int32_t next = static_cast<int32_t>(top1(&l32[(tokens.size() - 1) * nv]));
   for (int step = 0; step < 16; ++step, ++n) {
     const int32_t p = static_cast<int32_t>(tokens.size()) + step;
-    eval.step(std::span(&next, 1), std::span(&p, 1), 0, StepPhase::Decode, c32, Logits::Last, l32.data());
-    eval.step(std::span(&next, 1), std::span(&p, 1), 0, StepPhase::Decode, c16, Logits::Last, l16.data());
+    eval.step(std::span(&next, 1), std::span(&p, 1), 0, StepPhase::Decode, c32, Logits::Last,
+              l32.data());
+    eval.step(std::span(&next, 1), std::span(&p, 1), 0, StepPhase::Decode, c16, Logits::Last,
+              l16.data());
     worst = std::max(worst, max_abs_diff(l32.data(), l16.data(), nv));
     top1_same += top1(l32.data()) == top1(l16.data());
     next = static_cast<int32_t>(top1(l32.data()));
   }
-  std::printf("SmolLM2: max |logit(f16 KV) - logit(f32 KV)| = %.3g over %d positions, top-1 same on %d\n",
-              worst, n, top1_same);
+  std::printf(
+      "SmolLM2: max |logit(f16 KV) - logit(f32 KV)| = %.3g over %d positions, top-1 same on %d\n",
+      worst, n, top1_same);
   RecordProperty("smollm2_max_abs_logit_diff_f16_kv", std::to_string(worst));
   EXPECT_GT(worst, 0.0f);
   EXPECT_LE(worst, 0.1f);

@@ -107,7 +107,8 @@ class PieceCache final : public KvCache {
       const KvElement e = kv_element(st.codec.kind());
       p.k = {e, st.k.data(), st.codec.row_bytes(), st.codec.group()};
       p.v = {e, st.v.data(), st.codec.row_bytes(), st.codec.group()};
-      if (st.addr == Addr::Index || st.addr == Addr::IndexPtrs) p.k.index = p.v.index = st.index.data();
+      if (st.addr == Addr::Index || st.addr == Addr::IndexPtrs)
+        p.k.index = p.v.index = st.index.data();
       if (st.addr == Addr::Ptrs || st.addr == Addr::IndexPtrs) {
         p.k.ptrs = st.kptr.data();
         p.v.ptrs = st.vptr.data();
@@ -144,8 +145,12 @@ class PieceCache final : public KvCache {
   struct View final : public KvHeadView {
     int32_t size() const override { return static_cast<int32_t>(pos.size()); }
     const int32_t* positions() const override { return pos.data(); }
-    const float* keys(int32_t b, int32_t c, float* out) const override { return decode(true, b, c, out); }
-    const float* values(int32_t b, int32_t c, float* out) const override { return decode(false, b, c, out); }
+    const float* keys(int32_t b, int32_t c, float* out) const override {
+      return decode(true, b, c, out);
+    }
+    const float* values(int32_t b, int32_t c, float* out) const override {
+      return decode(false, b, c, out);
+    }
     std::span<const KvPiece> pieces() const override {
       if (!owner->in_place) return {};
       return pieces_;
@@ -157,7 +162,8 @@ class PieceCache final : public KvCache {
           const int32_t local = j - st.offset;
           if (local < 0 || local >= static_cast<int32_t>(st.index.size())) continue;
           const auto& b = keys ? st.k : st.v;
-          st.codec.decode(b.data() + st.slot[local] * st.codec.row_bytes(), out + int64_t{j - begin} * hd);
+          st.codec.decode(b.data() + st.slot[local] * st.codec.row_bytes(),
+                          out + int64_t{j - begin} * hd);
         }
       return out;
     }
@@ -196,13 +202,19 @@ std::vector<Layout> layouts(int n) {
       {"int4 g64", {{CodecKind::Int4, 64, Addr::Plain, n}}},
       {"int4 g4", {{CodecKind::Int4, 4, Addr::Plain, n}}},
       {"int2 g32", {{CodecKind::Int2, 32, Addr::Plain, n}}},
-      {"int8 + f32 step", {{CodecKind::Int8, 32, Addr::Plain, a}, {CodecKind::F32, 0, Addr::Plain, b}}},
-      {"int4 index + f32", {{CodecKind::Int4, 32, Addr::Index, a}, {CodecKind::F32, 0, Addr::Index, b}}},
+      {"int8 + f32 step",
+       {{CodecKind::Int8, 32, Addr::Plain, a}, {CodecKind::F32, 0, Addr::Plain, b}}},
+      {"int4 index + f32",
+       {{CodecKind::Int4, 32, Addr::Index, a}, {CodecKind::F32, 0, Addr::Index, b}}},
       {"f32 + pages", {{CodecKind::F32, 0, Addr::Plain, b}, {CodecKind::F32, 0, Addr::Ptrs, a}}},
       {"int8 + int8 pages + f32",
-       {{CodecKind::Int8, 32, Addr::Plain, a}, {CodecKind::Int8, 32, Addr::Ptrs, b}, {CodecKind::F32, 0, Addr::Plain, 1}}},
-      {"f16 index + bf16 pages", {{CodecKind::F16, 0, Addr::Index, a}, {CodecKind::BF16, 0, Addr::Ptrs, b}}},
-      {"f32 + some pages", {{CodecKind::F32, 0, Addr::Plain, b}, {CodecKind::F32, 0, Addr::IndexPtrs, a}}},
+       {{CodecKind::Int8, 32, Addr::Plain, a},
+        {CodecKind::Int8, 32, Addr::Ptrs, b},
+        {CodecKind::F32, 0, Addr::Plain, 1}}},
+      {"f16 index + bf16 pages",
+       {{CodecKind::F16, 0, Addr::Index, a}, {CodecKind::BF16, 0, Addr::Ptrs, b}}},
+      {"f32 + some pages",
+       {{CodecKind::F32, 0, Addr::Plain, b}, {CodecKind::F32, 0, Addr::IndexPtrs, a}}},
       {"int4 some pages", {{CodecKind::Int4, 32, Addr::IndexPtrs, n}}},
   };
 }
@@ -242,13 +254,15 @@ void check(const Case& c, int head_dim, uint32_t seed) {
         std::vector<float> out(q.size(), NAN);
         cache.observed.clear();
         attend(shape, 0, q.data(), qpos, cache, out.data(), pool, scratch);
-        const std::string what = std::string(lay.name) + " tokens " + std::to_string(c.n_tokens) + " keys " +
-                                 std::to_string(c.n_keys) + " head_dim " + std::to_string(head_dim) + " path " +
-                                 std::string(cpu_path_name(path)) + " threads " + std::to_string(threads);
+        const std::string what =
+            std::string(lay.name) + " tokens " + std::to_string(c.n_tokens) + " keys " +
+            std::to_string(c.n_keys) + " head_dim " + std::to_string(head_dim) + " path " +
+            std::string(cpu_path_name(path)) + " threads " + std::to_string(threads);
         EXPECT_LE(max_abs_diff(out.data(), ref.data(), ref.size()), 1e-5f) << what;
         ASSERT_EQ(cache.observed.size(), ref_probs.size()) << what;
         for (const auto& [key, rows] : ref_probs)
-          EXPECT_LE(max_abs_diff(cache.observed[key].data(), rows.data(), rows.size()), 1e-5f) << what;
+          EXPECT_LE(max_abs_diff(cache.observed[key].data(), rows.data(), rows.size()), 1e-5f)
+              << what;
       }
     }
   }
@@ -256,7 +270,8 @@ void check(const Case& c, int head_dim, uint32_t seed) {
 
 TEST(AttentionPieces, DecodeReadsEveryStorageInPlaceLikeTheNaiveDecode) {
   uint32_t seed = 1;
-  for (const Case& c : {Case{1, 1, 3, 1}, Case{1, 70, 3, 3}, Case{1, 300, 3, 2}, Case{1, 1300, 4, 1}})
+  for (const Case& c :
+       {Case{1, 1, 3, 1}, Case{1, 70, 3, 3}, Case{1, 300, 3, 2}, Case{1, 1300, 4, 1}})
     check(c, 64, seed++);
   check({1, 200, 2, 2}, 32, seed++);
   check({1, 150, 1, 1}, 128, seed++);
@@ -264,7 +279,8 @@ TEST(AttentionPieces, DecodeReadsEveryStorageInPlaceLikeTheNaiveDecode) {
 
 TEST(AttentionPieces, PrefillReadsEveryStorageInPlaceLikeTheNaiveDecode) {
   uint32_t seed = 50;
-  for (const Case& c : {Case{2, 1, 3, 1}, Case{17, 65, 3, 2}, Case{40, 200, 3, 3}}) check(c, 64, seed++);
+  for (const Case& c : {Case{2, 1, 3, 1}, Case{17, 65, 3, 2}, Case{40, 200, 3, 3}})
+    check(c, 64, seed++);
   check({20, 100, 2, 1}, 32, seed++);
 }
 
@@ -290,7 +306,8 @@ TEST(AttentionPieces, InPlaceEqualsTheDecodedFallback) {
       attend(shape, 0, q.data(), qpos, cache, a.data(), pool, s1);
       cache.in_place = false;
       attend(shape, 0, q.data(), qpos, cache, b.data(), pool, s2);
-      EXPECT_LE(max_abs_diff(a.data(), b.data(), a.size()), 1e-5f) << lay.name << " tokens " << n_tokens;
+      EXPECT_LE(max_abs_diff(a.data(), b.data(), a.size()), 1e-5f)
+          << lay.name << " tokens " << n_tokens;
     }
   }
 }
@@ -301,7 +318,8 @@ TEST(AttentionPieces, DequantizationInRegistersIsBitIdenticalToTheCodec) {
   const int hd = 64, n = 37;
   std::mt19937 rng(5);
   std::uniform_real_distribution<float> u(-3.0f, 3.0f);
-  for (CodecKind kind : {CodecKind::F16, CodecKind::BF16, CodecKind::Int8, CodecKind::Int4, CodecKind::Int2}) {
+  for (CodecKind kind :
+       {CodecKind::F16, CodecKind::BF16, CodecKind::Int8, CodecKind::Int4, CodecKind::Int2}) {
     for (int group : {16, 32, 64}) {
       const RowCodec codec(kind, hd, group);
       std::vector<uint8_t> bytes(n * codec.row_bytes());
@@ -317,7 +335,8 @@ TEST(AttentionPieces, DequantizationInRegistersIsBitIdenticalToTheCodec) {
       r.stride = codec.row_bytes();
       r.group = codec.group();
       r.n = n;
-      for (const attn::Kernels* K : {attn::scalar_kernels(), attn::avx2_kernels(), attn::avx512_kernels()}) {
+      for (const attn::Kernels* K :
+           {attn::scalar_kernels(), attn::avx2_kernels(), attn::avx512_kernels()}) {
         if (!K) continue;
         if (K == attn::avx2_kernels() && !cpu_path_supported(CpuPath::Avx2)) continue;
         if (K == attn::avx512_kernels() && !cpu_path_supported(CpuPath::Avx512)) continue;
@@ -327,7 +346,8 @@ TEST(AttentionPieces, DequantizationInRegistersIsBitIdenticalToTheCodec) {
         for (int j = 0; j < n; ++j)
           for (int d = 0; d < hd; ++d)
             ASSERT_EQ(std::memcmp(&kt[d * attn::kKeyTile + j], &want[int64_t{j} * hd + d], 4), 0)
-                << codec_name(kind) << " group " << group << " width " << K->width << " row " << j << " d " << d;
+                << codec_name(kind) << " group " << group << " width " << K->width << " row " << j
+                << " d " << d;
       }
     }
   }
@@ -389,8 +409,8 @@ TEST(AttentionPieces, PolicyCachesAreReadInPlaceLikeTheNaiveDecode) {
             std::vector<float> out(q.size(), NAN);
             attend(ashape, 0, q.data(), qpos, *clone, out.data(), pool, scratch);
             EXPECT_LE(max_abs_diff(out.data(), ref.data(), ref.size()), 1e-5f)
-                << spec << " context " << n_ctx << " queries " << n_q << " sequence " << seq << " path "
-                << cpu_path_name(path);
+                << spec << " context " << n_ctx << " queries " << n_q << " sequence " << seq
+                << " path " << cpu_path_name(path);
           }
           // Every view is read in place, a second sequence's subset of KIVI's
           // pieces included.

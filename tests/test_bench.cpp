@@ -5,11 +5,11 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <sys/wait.h>
 #include <array>
 #include <cstdio>
 #include <fstream>
 #include <map>
-#include <sys/wait.h>
 
 #include <nlohmann/json.hpp>
 
@@ -26,7 +26,8 @@ Result run(const std::string& args) { return test::run_kvbench("bench " + args);
 using test::expect_input_error;
 
 TEST(Bench, JsonHasOneRowPerCombinationWithStatistics) {
-  const Result r = run("-m " + test::tiny_model_path() + " -p 8 -n 4 -d 0,20 -r 3 -t 1,2 --kv f32,f16 -o json");
+  const Result r =
+      run("-m " + test::tiny_model_path() + " -p 8 -n 4 -d 0,20 -r 3 -t 1,2 --kv f32,f16 -o json");
   ASSERT_EQ(r.code, 0) << r.err;
   const auto j = nlohmann::json::parse(r.out);
   ASSERT_EQ(j.size(), 2u * 2 * 2 * 2);  // threads x kv x depth x {pp8, tg4}
@@ -48,7 +49,8 @@ TEST(Bench, JsonHasOneRowPerCombinationWithStatistics) {
     const std::string test = row["test"];
     const int depth = row["n_depth"];
     EXPECT_EQ(test, (row["n_prompt"] > 0 ? "pp8" : "tg4") + (depth ? std::string(" @ d20") : ""));
-    seen.insert(test + "/" + std::to_string(row["threads"].get<int>()) + "/" + row["kv"].get<std::string>());
+    seen.insert(test + "/" + std::to_string(row["threads"].get<int>()) + "/" +
+                row["kv"].get<std::string>());
   }
   EXPECT_EQ(seen.size(), 16u);
 }
@@ -78,7 +80,8 @@ TEST(Bench, CsvHasAHeaderAndOneLinePerTest) {
 }
 
 TEST(Bench, RooflineAddsTheLimitsOfEachTest) {
-  const std::string m = "-m " + test::tiny_model_path() + " -p 8 -n 4 -d 0,16 -r 1 -t 1,2 --roofline";
+  const std::string m =
+      "-m " + test::tiny_model_path() + " -p 8 -n 4 -d 0,16 -r 1 -t 1,2 --roofline";
   const Result j = run(m + " -o json");
   ASSERT_EQ(j.code, 0) << j.err;
   for (const auto& row : nlohmann::json::parse(j.out)) {
@@ -92,7 +95,8 @@ TEST(Bench, RooflineAddsTheLimitsOfEachTest) {
     EXPECT_EQ(row["peak_int8_ops_per_s"].get<double>() > 0, int8_vnni_loop().ops > 0);
   }
   const auto rows = nlohmann::json::parse(j.out);
-  EXPECT_GT(rows[3]["bytes_per_token"].get<double>(), rows[1]["bytes_per_token"].get<double>());  // tg4 @ d16 > tg4
+  EXPECT_GT(rows[3]["bytes_per_token"].get<double>(),
+            rows[1]["bytes_per_token"].get<double>());  // tg4 @ d16 > tg4
   EXPECT_GT(rows[2]["flops_per_token"].get<double>(), rows[0]["flops_per_token"].get<double>());
   const Result md = run(m);
   ASSERT_EQ(md.code, 0) << md.err;
@@ -112,7 +116,8 @@ TEST(Bench, RooflineAddsTheLimitsOfEachTest) {
 // per token than the full cache at depth 48.
 TEST(Bench, PolicyRowsCarryTheSpecAndTheBytesThatPolicyReads) {
   const Result r = run("-m " + test::tiny_model_path() +
-                       " -p 8 -n 4 -d 48 -r 2 -t 1 --policy full,h2o:budget=16,timing=call,full+int8 --roofline -o json");
+                       " -p 8 -n 4 -d 48 -r 2 -t 1 --policy "
+                       "full,h2o:budget=16,timing=call,full+int8 --roofline -o json");
   ASSERT_EQ(r.code, 0) << r.err;
   const auto j = nlohmann::json::parse(r.out);
   ASSERT_EQ(j.size(), 3u * 2);
@@ -120,15 +125,18 @@ TEST(Bench, PolicyRowsCarryTheSpecAndTheBytesThatPolicyReads) {
   for (const auto& row : j) {
     EXPECT_EQ(row["repetitions"], 2);
     for (double v : row["samples_ts"]) EXPECT_GT(v, 0.0);
-    if (row["n_gen"] > 0) tg_bytes[row["policy"].get<std::string>()] = row["bytes_per_token"].get<double>();
+    if (row["n_gen"] > 0)
+      tg_bytes[row["policy"].get<std::string>()] = row["bytes_per_token"].get<double>();
   }
   ASSERT_EQ(tg_bytes.size(), 3u) << r.out;
   EXPECT_GT(tg_bytes["full"], tg_bytes["h2o:budget=16,timing=call"]);
   EXPECT_GT(tg_bytes["full"], tg_bytes["full+int8"]);
   expect_input_error(run("-m " + test::tiny_model_path() + " --policy nosuch"), "--policy");
   // A newline in the value stays visible: the error is still one line.
-  expect_input_error(run("-m " + test::tiny_model_path() + " --policy 'full\nfull'"), "'full\\nfull'");
-  expect_input_error(run("-m " + test::tiny_model_path() + " --policy full --kv f32"), "--kv and --policy");
+  expect_input_error(run("-m " + test::tiny_model_path() + " --policy 'full\nfull'"),
+                     "'full\\nfull'");
+  expect_input_error(run("-m " + test::tiny_model_path() + " --policy full --kv f32"),
+                     "--kv and --policy");
 }
 
 TEST(Bench, BadValuesAreOneLineErrors) {
@@ -141,7 +149,8 @@ TEST(Bench, BadValuesAreOneLineErrors) {
   expect_input_error(run(m + " -o xml"), "--output: unknown format 'xml'");
   expect_input_error(run(m + " -p 0 -n 0"), "nothing to measure");
   expect_input_error(run(m + " -p 1,,2"), "--n-prompt");
-  expect_input_error(run(m + " -d 1000000 -p 64"), "--n-depth 1000000 plus a test of 64 tokens exceeds");
+  expect_input_error(run(m + " -d 1000000 -p 64"),
+                     "--n-depth 1000000 plus a test of 64 tokens exceeds");
   expect_input_error(run(" -m /no/such/model.gguf"), "/no/such/model.gguf");
 }
 

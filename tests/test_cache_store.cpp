@@ -29,8 +29,8 @@ TEST(Codec, HalfConversionIsExactAndRoundsToNearestEven) {
   EXPECT_EQ(f32_to_f16(65504.0f), 0x7bff);
   EXPECT_EQ(f32_to_f16(65520.0f), 0x7c00);  // rounds up to infinity
   EXPECT_EQ(f32_to_f16(std::ldexp(1.0f, -24)), 0x0001);
-  EXPECT_EQ(f32_to_f16(std::ldexp(1.0f, -26)), 0x0000);  // below half the smallest subnormal
-  EXPECT_EQ(f32_to_f16(1.0f + std::ldexp(1.0f, -11)), 0x3c00);      // tie -> even
+  EXPECT_EQ(f32_to_f16(std::ldexp(1.0f, -26)), 0x0000);         // below half the smallest subnormal
+  EXPECT_EQ(f32_to_f16(1.0f + std::ldexp(1.0f, -11)), 0x3c00);  // tie -> even
   EXPECT_EQ(f32_to_f16(1.0f + 3 * std::ldexp(1.0f, -11)), 0x3c02);  // tie -> even
   EXPECT_EQ(f32_to_f16(std::ldexp(3.0f, -25)), 0x0002);             // subnormal tie -> even
   for (uint32_t h = 0; h < 0x10000; ++h) {
@@ -88,7 +88,7 @@ TEST(Codec, RoundTripsWithinTheirAnalyticBound) {
         // Within f16's range (|x| <= 65504) even with the outlier below.
         const float scale = std::ldexp(1.0f, trial % 17 - 10);
         for (auto& v : x) v = nd(rng) * scale;
-        if (trial % 5 == 0) x[trial % dim] *= 50.0f;               // an outlier
+        if (trial % 5 == 0) x[trial % dim] *= 50.0f;                // an outlier
         if (trial % 11 == 0) std::fill(x.begin(), x.end(), 0.37f);  // a constant row
         if (trial % 13 == 0) std::fill(x.begin(), x.end(), 0.0f);
         c.encode(x.data(), bytes.data());
@@ -113,16 +113,19 @@ TEST(Codec, KiviKeysPerChannelWithinHalfAStep) {
   const int n = 32, dim = 16;
   std::vector<float> keys(n * dim), out(dim);
   for (int t = 0; t < n; ++t)
-    for (int c = 0; c < dim; ++c) keys[t * dim + c] = nd(rng) * (c == 3 ? 40.0f : 1.0f);  // outlier channel
+    for (int c = 0; c < dim; ++c)
+      keys[t * dim + c] = nd(rng) * (c == 3 ? 40.0f : 1.0f);  // outlier channel
   std::vector<uint16_t> params(2 * dim);
   std::vector<uint8_t> codes(n * dim / 4);
   kivi_encode_key_block(keys.data(), n, dim, params.data(), codes.data());
   for (int c = 0; c < dim; ++c) {
     float mn = 1e30f, mx = -1e30f;
-    for (int t = 0; t < n; ++t) mn = std::min(mn, keys[t * dim + c]), mx = std::max(mx, keys[t * dim + c]);
+    for (int t = 0; t < n; ++t)
+      mn = std::min(mn, keys[t * dim + c]), mx = std::max(mx, keys[t * dim + c]);
     // The step is the channel's own range / 3 (f16-rounded up): an outlier
     // channel does not widen the others' steps.
-    EXPECT_NEAR(2 * kivi_key_error_bound(params.data(), dim, c), (mx - mn) / 3, (mx - mn) * 2e-3f) << c;
+    EXPECT_NEAR(2 * kivi_key_error_bound(params.data(), dim, c), (mx - mn) / 3, (mx - mn) * 2e-3f)
+        << c;
   }
   for (int t = 0; t < n; ++t) {
     kivi_decode_key(codes.data() + t * dim / 4, params.data(), dim, out.data());
@@ -145,8 +148,12 @@ CacheContext ctx(int64_t tokens = 1000) {
 }
 
 // K row of stream token t, head h, layer l: a deterministic pattern.
-float kval(int l, int h, int t, int c) { return std::sin(0.37f * t + 1.3f * c + 0.7f * h + 2.1f * l) * (1 + c % 3); }
-float vval(int l, int h, int t, int c) { return std::cos(0.23f * t + 0.9f * c + 0.5f * h + 1.7f * l); }
+float kval(int l, int h, int t, int c) {
+  return std::sin(0.37f * t + 1.3f * c + 0.7f * h + 2.1f * l) * (1 + c % 3);
+}
+float vval(int l, int h, int t, int c) {
+  return std::cos(0.23f * t + 0.9f * c + 0.5f * h + 1.7f * l);
+}
 
 // Appends tokens [src0, src0 + n) at positions [pos0, pos0 + n) to `seq`,
 // with no attention observed (the policies here do not need it).
@@ -233,12 +240,12 @@ TEST(CacheStore, Int8IsHalfOfF16PlusScalesAndInt4AQuarter) {
   };
   const MemoryBytes f16 = bytes("f16"), i8 = bytes("int8"), i4 = bytes("int4");
   EXPECT_EQ(f16.kv, uint64_t{2} * 3 * 512 * 2 * 64 * 2);
-  EXPECT_EQ(i8.kv * 2, f16.kv);                      // codes: exactly half
-  EXPECT_EQ(i8.scales * 32, f16.kv);                 // one f16 scale per 32 elements
-  EXPECT_LT(i8.kv + i8.scales, 0.54 * f16.kv);       // 53.1% with its scales
-  EXPECT_EQ(i4.kv * 4, f16.kv);                      // codes: exactly a quarter
-  EXPECT_LT(i4.kv + i4.scales, 0.32 * f16.kv);       // 31.25% with (min, step) per group
-  EXPECT_EQ(i8.meta, f16.meta);                      // the same entries
+  EXPECT_EQ(i8.kv * 2, f16.kv);                 // codes: exactly half
+  EXPECT_EQ(i8.scales * 32, f16.kv);            // one f16 scale per 32 elements
+  EXPECT_LT(i8.kv + i8.scales, 0.54 * f16.kv);  // 53.1% with its scales
+  EXPECT_EQ(i4.kv * 4, f16.kv);                 // codes: exactly a quarter
+  EXPECT_LT(i4.kv + i4.scales, 0.32 * f16.kv);  // 31.25% with (min, step) per group
+  EXPECT_EQ(i8.meta, f16.meta);                 // the same entries
 }
 
 TEST(CacheStore, SequenceOperationsRejectBadArgumentsWithTypedErrors) {
@@ -255,15 +262,18 @@ TEST(CacheStore, SequenceOperationsRejectBadArgumentsWithTypedErrors) {
   };
   EXPECT_EQ(message([&] { cache->seq_rm(64, -1, -1); }),
             "seq_rm: sequence id 64 out of range [0, 64) (or -1 for every sequence)");
-  EXPECT_EQ(message([&] { cache->seq_cp(-1, 1, -1, -1); }), "seq_cp: sequence id -1 out of range [0, 64)");
+  EXPECT_EQ(message([&] { cache->seq_cp(-1, 1, -1, -1); }),
+            "seq_cp: sequence id -1 out of range [0, 64)");
   EXPECT_EQ(message([&] { cache->seq_keep(7); }), "seq_keep: unknown sequence 7");
   EXPECT_EQ(message([&] { cache->seq_rm(0, -2, 5); }),
             "seq_rm: position -2 is negative (only -1, an open end, is allowed)");
   EXPECT_EQ(message([&] { cache->seq_add(0, 0, int64_t{1} << 31, 1); }),
             "seq_add: position 2147483648 is beyond int32");
   EXPECT_EQ(message([&] { cache->seq_div(0, 5, 2, 2); }), "seq_div: reversed range [5, 2)");
-  EXPECT_EQ(message([&] { cache->seq_div(0, 0, 5, 0); }), "seq_div: divisor 0 must be in [1, 2^31)");
-  EXPECT_EQ(message([&] { cache->seq_add(0, 0, -1, int64_t{1} << 32); }), "seq_add: shift 4294967296 is beyond int32");
+  EXPECT_EQ(message([&] { cache->seq_div(0, 0, 5, 0); }),
+            "seq_div: divisor 0 must be in [1, 2^31)");
+  EXPECT_EQ(message([&] { cache->seq_add(0, 0, -1, int64_t{1} << 32); }),
+            "seq_add: shift 4294967296 is beyond int32");
   EXPECT_EQ(message([&] { cache->pos_max(99); }), "pos_max: sequence id 99 out of range [0, 64)");
   EXPECT_EQ(cache->memory().hot, before.hot) << "failed operations change nothing";
   // Unknown but valid: empty.
@@ -297,7 +307,8 @@ TEST(CacheStore, OffloadRestoresThePagesOfHighestQuestBoundBitIdentically) {
   for (const char* tier : {"ram", "file"}) {
     SCOPED_TRACE(tier);
     auto cache = PolicyCache::create(
-        parse_policy_spec(std::string("window:budget=4+offload:page=2,restore=4,tier=") + tier), ctx());
+        parse_policy_spec(std::string("window:budget=4+offload:page=2,restore=4,tier=") + tier),
+        ctx());
     EXPECT_EQ(cache->layer_budget(0), 4 + 4);
     auto kf = [](int l, int h, int t, int c) { return t == 5 ? 30.0f : kval(l, h, t, c); };
     append(*cache, 0, 0, 0, 30, false, kf);  // the query (all 0.1) favours large keys
@@ -347,7 +358,8 @@ TEST(CacheStore, RestoredPagesAreReadInPlaceAndCopiedBeforeTheirPageIsDropped) {
   // and 25 only. The next step restores that page by reference (no copy),
   // then its own eviction (token 26) opens a new page and drops the old one:
   // the restored rows must have been copied first, bit-identical.
-  auto cache = PolicyCache::create(parse_policy_spec("window:budget=4+offload:page=2,restore=2,capacity=2"), ctx());
+  auto cache = PolicyCache::create(
+      parse_policy_spec("window:budget=4+offload:page=2,restore=2,capacity=2"), ctx());
   append(*cache, 0, 0, 0, 30);
   append(*cache, 0, 30, 30, 1, true);  // restores [24, 25], then evicts 26 and drops [24, 25]
   std::vector<float> k(kDim), v(kDim);
@@ -381,7 +393,8 @@ TEST(CacheStore, OffloadAfterPrefillRestoresForThePromptsLastQuery) {
   // timing=once: nothing is evicted during the prompt; end_prefill evicts
   // (position order: pages [0,1], [2,3], ...) and the prompt's last query
   // picks the pages held at question time.
-  auto cache = PolicyCache::create(parse_policy_spec("window:budget=4,timing=once+offload:page=2,restore=2"), ctx());
+  auto cache = PolicyCache::create(
+      parse_policy_spec("window:budget=4,timing=once+offload:page=2,restore=2"), ctx());
   auto kf = [](int l, int h, int t, int c) { return t == 9 ? 30.0f : kval(l, h, t, c); };
   append(*cache, 0, 0, 0, 30, false, kf);
   EXPECT_EQ(cache->memory().cold.entries, 0u);
@@ -402,7 +415,8 @@ TEST(CacheStore, OffloadAfterPrefillRestoresForThePromptsLastQuery) {
 
 TEST(CacheStore, TheSeedsKnobsBoundTheColdTierAndTruncateAfterEveryCall) {
   // capacity (the seed's offload_size): the oldest pages go when it is exceeded.
-  auto bounded = PolicyCache::create(parse_policy_spec("window:budget=4+offload:page=2,capacity=6"), ctx());
+  auto bounded =
+      PolicyCache::create(parse_policy_spec("window:budget=4+offload:page=2,capacity=6"), ctx());
   append(*bounded, 0, 0, 0, 30);
   for (int l = 0; l < kLayers; ++l)
     for (int h = 0; h < kKv; ++h) {
@@ -414,7 +428,8 @@ TEST(CacheStore, TheSeedsKnobsBoundTheColdTierAndTruncateAfterEveryCall) {
   // and after every decode step; timing=once lets decoding grow.
   for (const char* t : {"call", "once"}) {
     SCOPED_TRACE(t);
-    auto cache = PolicyCache::create(parse_policy_spec(std::string("window:budget=8,timing=") + t), ctx());
+    auto cache =
+        PolicyCache::create(parse_policy_spec(std::string("window:budget=8,timing=") + t), ctx());
     append(*cache, 0, 0, 0, 20);
     EXPECT_EQ(cache->store().hot_entries(0, 0, 0), 20);
     cache->end_prefill();
@@ -429,14 +444,17 @@ TEST(CacheStore, TheSeedsKnobsBoundTheColdTierAndTruncateAfterEveryCall) {
 // floats), once every `every` steps; nothing without offload.
 TEST(CacheStore, RestoreReadsEveryColdPagesBoundsPerStep) {
   for (int every : {1, 4}) {
-    auto cache = PolicyCache::create(
-        parse_policy_spec("window:budget=4+offload:page=2,restore=2,every=" + std::to_string(every)), ctx());
+    auto cache =
+        PolicyCache::create(parse_policy_spec("window:budget=4+offload:page=2,restore=2,every=" +
+                                              std::to_string(every)),
+                            ctx());
     append(*cache, 0, 0, 0, 30);
     size_t pages = 0;
     for (int l = 0; l < kLayers; ++l)
       for (int h = 0; h < kKv; ++h) pages += cache->store().cold()->head(l * kKv + h).pages.size();
     ASSERT_GT(pages, 0u);
-    EXPECT_EQ(cache->restore_bytes_per_step(), static_cast<double>(pages) * 2 * sizeof(float) * kDim / every);
+    EXPECT_EQ(cache->restore_bytes_per_step(),
+              static_cast<double>(pages) * 2 * sizeof(float) * kDim / every);
   }
   auto plain = PolicyCache::create(parse_policy_spec("window:budget=4"), ctx());
   append(*plain, 0, 0, 0, 30);
@@ -444,7 +462,8 @@ TEST(CacheStore, RestoreReadsEveryColdPagesBoundsPerStep) {
 }
 
 TEST(CacheStore, MergeFoldsEvictedEntriesIntoOneWeightedMean) {
-  auto cache = PolicyCache::create(parse_policy_spec("window:budget=5+merge:weight=uniform"), ctx());
+  auto cache =
+      PolicyCache::create(parse_policy_spec("window:budget=5+merge:weight=uniform"), ctx());
   append(*cache, 0, 0, 0, 12);
   // Budget 5 = 4 newest tokens + the summary of tokens 0..7 (uniform mean).
   for (int l = 0; l < kLayers; ++l)

@@ -3,10 +3,10 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <sys/wait.h>
 #include <array>
 #include <cstdio>
 #include <fstream>
-#include <sys/wait.h>
 
 #include "model/gguf/gguf.h"
 #include "model/testing/tiny_model.h"
@@ -20,7 +20,8 @@ using Result = test::CliResult;
 Result run(const std::string& args) { return test::run_kvbench(args); }
 
 void write_file(const std::string& path, const std::vector<uint8_t>& bytes) {
-  std::ofstream(path, std::ios::binary).write(reinterpret_cast<const char*>(bytes.data()), bytes.size());
+  std::ofstream(path, std::ios::binary)
+      .write(reinterpret_cast<const char*>(bytes.data()), bytes.size());
 }
 
 using test::expect_input_error;
@@ -42,13 +43,15 @@ TEST(Cli, UsageErrorsExitWith2) {
   expect_input_error(run("generate --model " + test::tiny_model_path()), "prompt");
   expect_input_error(run("generate --model " + test::tiny_model_path() + " --prompt hi --top-p 0"),
                      "--top-p");
-  expect_input_error(run("generate --prompt hi --model " + test::tiny_model_path() + " --threads 0"), "--threads");
+  expect_input_error(
+      run("generate --prompt hi --model " + test::tiny_model_path() + " --threads 0"), "--threads");
 }
 
 TEST(Cli, InfoListsTensorTypes) {
   const Result r = run("info --model " + test::tiny_model_path() + " --tensors");
   ASSERT_EQ(r.code, 0) << r.err;
-  for (const char* type : {"Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q8_0", "Q4_K", "Q6_K", "F16", "BF16", "F32"})
+  for (const char* type :
+       {"Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q8_0", "Q4_K", "Q6_K", "F16", "BF16", "F32"})
     EXPECT_NE(r.out.find(std::string(type) + ":"), std::string::npos) << type;
   EXPECT_NE(r.out.find("layers 3"), std::string::npos);
   EXPECT_NE(r.out.find("blk.2.ffn_down.weight"), std::string::npos);
@@ -67,7 +70,8 @@ TEST(Cli, BadModelFilesGiveOneErrorLineNamingTheFile) {
   std::vector<uint8_t> cut(good.begin(), good.begin() + good.size() / 2);
   write_file(dir + "truncated.gguf", cut);
   expect_input_error(run("info --model " + dir + "truncated.gguf"), "truncated.gguf: ");
-  expect_input_error(run("generate --prompt hi --model " + dir + "truncated.gguf"), "truncated.gguf: ");
+  expect_input_error(run("generate --prompt hi --model " + dir + "truncated.gguf"),
+                     "truncated.gguf: ");
 }
 
 TEST(Cli, TokenizeAndGenerateOnTheTinyModel) {
@@ -94,10 +98,12 @@ TEST(Cli, SmolLM2AnswersParis) {
                        " --chat --prompt 'What is the capital of France?' --max-tokens 24 -t 2");
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_NE(r.out.find("Paris"), std::string::npos) << r.out;
-  const Result fast = run("generate --model " + m +
-                          " --chat --prompt 'What is the capital of France?' --max-tokens 8 -t 2 --fast");
+  const Result fast =
+      run("generate --model " + m +
+          " --chat --prompt 'What is the capital of France?' --max-tokens 8 -t 2 --fast");
   ASSERT_EQ(fast.code, 0) << fast.err;
-  EXPECT_EQ(fast.out.rfind("L'", 0), 0u) << "llama.cpp's greedy answer starts with L' (token 60): " << fast.out;
+  EXPECT_EQ(fast.out.rfind("L'", 0), 0u)
+      << "llama.cpp's greedy answer starts with L' (token 60): " << fast.out;
 }
 
 }  // namespace

@@ -63,10 +63,12 @@ void check_instance(const Instance& in, const Tokenizer& tok, double slack) {
   for (size_t j = 0; j < in.needles.size(); ++j) {
     const Span c = in.needles[j];
     ASSERT_LE(c.end, static_cast<int64_t>(in.context.size()));
-    // On a sentence boundary: at the start, or after a separator that follows the end of a sentence.
+    // On a sentence boundary: at the start, or after a separator that follows the end of a
+    // sentence.
     if (c.begin > 0) {
       const char sep = in.context[c.begin - 1];
-      EXPECT_TRUE(sep == ' ' || sep == '\n') << in.context.substr(std::max<int64_t>(0, c.begin - 20), 40);
+      EXPECT_TRUE(sep == ' ' || sep == '\n')
+          << in.context.substr(std::max<int64_t>(0, c.begin - 20), 40);
     }
     // The token span decodes to text that covers the needle's bytes.
     const Span t{token_spans[j][0].get<int64_t>(), token_spans[j][1].get<int64_t>()};
@@ -84,7 +86,8 @@ void check_instance(const Instance& in, const Tokenizer& tok, double slack) {
     EXPECT_NE(target.find(in.answers[0]), std::string::npos) << target;
   }
   // The needle asked about sits at the requested depth.
-  const double allowed = slack + static_cast<double>(other_tokens) / static_cast<double>(in.length.actual);
+  const double allowed =
+      slack + static_cast<double>(other_tokens) / static_cast<double>(in.length.actual);
   EXPECT_NEAR(in.depth.actual, in.depth.requested, allowed);
   if (in.depth.requested == 0.0 && in.needles.size() == 1) EXPECT_EQ(in.needles[0].begin, 0);
   if (in.depth.requested == 1.0 && in.needles.size() == 1)
@@ -104,13 +107,15 @@ TEST(Tasks, EveryTaskHasExactLengthAndDepthWithTheTinyVocabulary) {
 
 TEST(Tasks, EveryTaskHasExactLengthAndDepthWithSmolLM2) {
   const std::string path = test::smollm2_path();
-  if (path.empty()) GTEST_SKIP() << "SmolLM2 not found: run scripts/setup.sh (or set KVBENCH_MODEL)";
+  if (path.empty())
+    GTEST_SKIP() << "SmolLM2 not found: run scripts/setup.sh (or set KVBENCH_MODEL)";
   const auto model = LlamaModel::load(path);
   for (const Variant& v : all_variants())
     for (int64_t length : {1000, 4000})
       for (double depth : {0.0, 0.3, 0.7, 1.0})
-        check_instance(generate_instance({v.task, length, depth, 2, 5, v.options}, model->tokenizer()),
-                       model->tokenizer(), 40.0 / static_cast<double>(length));
+        check_instance(
+            generate_instance({v.task, length, depth, 2, 5, v.options}, model->tokenizer()),
+            model->tokenizer(), 40.0 / static_cast<double>(length));
 }
 
 TEST(Tasks, OneSampleHasTheSameNeedleAtEveryLengthAndDepth) {
@@ -122,7 +127,8 @@ TEST(Tasks, OneSampleHasTheSameNeedleAtEveryLengthAndDepth) {
     const Instance c = generate_instance({task, 300, 0.0, 5, 9, nlohmann::json::object()}, tok);
     EXPECT_EQ(a.answers, b.answers) << task;
     EXPECT_EQ(a.question, b.question) << task;
-    EXPECT_NE(a.question + a.answers[0], c.question + c.answers[0]) << task;  // another sample, another needle
+    EXPECT_NE(a.question + a.answers[0], c.question + c.answers[0])
+        << task;  // another sample, another needle
   }
 }
 
@@ -137,31 +143,39 @@ std::string error_of(const TaskRequest& r) {
 
 TEST(Tasks, BadRequestsNameTheField) {
   const auto none = nlohmann::json::object();
-  EXPECT_EQ(error_of({"needle", 300, 0.5, 0, 0, none}).rfind("task: unknown task 'needle' (tasks: niah, passkey", 0), 0u);
+  EXPECT_EQ(error_of({"needle", 300, 0.5, 0, 0, none})
+                .rfind("task: unknown task 'needle' (tasks: niah, passkey", 0),
+            0u);
   EXPECT_EQ(error_of({"passkey", 300, 1.5, 0, 0, none}).rfind("depth: ", 0), 0u);
   EXPECT_EQ(error_of({"passkey", 0, 0.5, 0, 0, none}).rfind("length: 0 tokens is outside", 0), 0u);
   EXPECT_EQ(error_of({"passkey", int64_t{1} << 30, 0.5, 0, 0, none}).rfind("length: ", 0), 0u);
-  EXPECT_NE(error_of({"niah_multivalue", 30, 0.5, 0, 0, none}).find("length: 30 tokens cannot hold the needles"),
+  EXPECT_NE(error_of({"niah_multivalue", 30, 0.5, 0, 0, none})
+                .find("length: 30 tokens cannot hold the needles"),
             std::string::npos);
   EXPECT_EQ(error_of({"passkey", 300, 0.5, 0, 0, {{"haystack", "moss"}}}),
             "options.haystack: \"moss\" is not one of noise, essay (task passkey)");
   EXPECT_EQ(error_of({"passkey", 300, 0.5, 0, 0, {{"colour", "red"}}}),
             "options.colour: unknown option for task passkey (known: haystack)");
-  EXPECT_EQ(error_of({"vt", 300, 0.5, 0, 0, {{"hops", 0}}}), "options.hops: 0 must be an integer in [1, 32] (task vt)");
-  EXPECT_EQ(error_of({"niah", 300, 0.5, 0, 0, {{"x", 1}}}), "options.x: unknown option for task niah (it takes none)");
+  EXPECT_EQ(error_of({"vt", 300, 0.5, 0, 0, {{"hops", 0}}}),
+            "options.hops: 0 must be an integer in [1, 32] (task vt)");
+  EXPECT_EQ(error_of({"niah", 300, 0.5, 0, 0, {{"x", 1}}}),
+            "options.x: unknown option for task niah (it takes none)");
 }
 
 TEST(Prompt, TokenSpansAreExact) {
   const LlamaModel& m = tiny();
   const Tokenizer& tok = m.tokenizer();
   for (bool question_first : {false, true}) {
-    const Instance in = generate_instance({"niah_multikey", 200, 0.4, 0, 1, nlohmann::json::object()}, tok);
+    const Instance in =
+        generate_instance({"niah_multikey", 200, 0.4, 0, 1, nlohmann::json::object()}, tok);
     const Prompt p = build_prompt(m, in, question_first);
     SCOPED_TRACE(question_first);
     ASSERT_EQ(p.context_tokens.size(), in.length.actual);
-    const std::vector<int32_t> ctx(p.tokens.begin() + p.context_tokens.begin, p.tokens.begin() + p.context_tokens.end);
+    const std::vector<int32_t> ctx(p.tokens.begin() + p.context_tokens.begin,
+                                   p.tokens.begin() + p.context_tokens.end);
     EXPECT_EQ(ctx, tok.encode(in.context, false, false));
-    const std::vector<int32_t> q(p.tokens.begin() + p.question_tokens.begin, p.tokens.begin() + p.question_tokens.end);
+    const std::vector<int32_t> q(p.tokens.begin() + p.question_tokens.begin,
+                                 p.tokens.begin() + p.question_tokens.end);
     EXPECT_EQ(tok.decode(q), in.question);
     EXPECT_EQ(question_first, p.question_tokens.end <= p.context_tokens.begin);
     ASSERT_EQ(p.needle_tokens.size(), in.needles.size());
@@ -189,19 +203,24 @@ TEST(Prompt, TokenSpansAreExact) {
   EXPECT_EQ(static_cast<int64_t>(pp.tokens.size()), pp.context_tokens.end);
   // A context just short of the model's window leaves no room for the question.
   const int64_t n_ctx = m.config().n_ctx_train;
-  const Instance long_one = generate_instance({"passkey", n_ctx - 10, 0.5, 0, 1, nlohmann::json::object()}, tok);
+  const Instance long_one =
+      generate_instance({"passkey", n_ctx - 10, 0.5, 0, 1, nlohmann::json::object()}, tok);
   try {
     build_prompt(m, long_one);
     FAIL();
   } catch (const InputError& e) {
-    EXPECT_NE(std::string(e.what()).find("instance " + long_one.id + ": the prompt has"), std::string::npos) << e.what();
-    EXPECT_NE(std::string(e.what()).find("beyond the model's context of " + std::to_string(n_ctx)), std::string::npos);
+    EXPECT_NE(std::string(e.what()).find("instance " + long_one.id + ": the prompt has"),
+              std::string::npos)
+        << e.what();
+    EXPECT_NE(std::string(e.what()).find("beyond the model's context of " + std::to_string(n_ctx)),
+              std::string::npos);
   }
 }
 
 TEST(Answer, GreedyAnswerIsIndependentOfChunkingAndStops) {
   const LlamaModel& m = tiny();
-  Instance in = generate_instance({"passkey", 150, 0.5, 0, 1, nlohmann::json::object()}, m.tokenizer());
+  Instance in =
+      generate_instance({"passkey", 150, 0.5, 0, 1, nlohmann::json::object()}, m.tokenizer());
   in.max_new_tokens = 6;
   const Prompt p = build_prompt(m, in);
   Evaluator eval(m, 1);
@@ -214,7 +233,8 @@ TEST(Answer, GreedyAnswerIsIndependentOfChunkingAndStops) {
     answers.push_back(answer_greedy(eval, cache, p, o));
     // Every generated token but the last is fed back (all of them when the model stopped itself).
     const Answer& a = answers.back();
-    EXPECT_EQ(cache.n_tokens(), static_cast<int32_t>(p.tokens.size() + a.tokens.size() - (a.stopped_at_eog ? 0 : 1)));
+    EXPECT_EQ(cache.n_tokens(),
+              static_cast<int32_t>(p.tokens.size() + a.tokens.size() - (a.stopped_at_eog ? 0 : 1)));
   }
   // Reference: one prefill step, argmax, decode by hand.
   FullCache cache(m.kv_shape());
@@ -224,7 +244,8 @@ TEST(Answer, GreedyAnswerIsIndependentOfChunkingAndStops) {
   eval.step(p.tokens, pos, 0, StepPhase::Prefill, cache, Logits::Last, logits.data());
   std::vector<int32_t> expected;
   for (int32_t at = static_cast<int32_t>(p.tokens.size()); expected.size() < 6; ++at) {
-    const int32_t next = static_cast<int32_t>(std::max_element(logits.begin(), logits.end()) - logits.begin());
+    const int32_t next =
+        static_cast<int32_t>(std::max_element(logits.begin(), logits.end()) - logits.begin());
     if (m.tokenizer().is_end_of_generation(next)) break;
     expected.push_back(next);
     const int32_t t[1] = {next}, q[1] = {at};

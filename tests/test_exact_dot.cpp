@@ -9,8 +9,8 @@
 #include <random>
 #include <vector>
 
-#include "model/ops/exact_dot.h"
 #include "model/gguf/ggml_types.h"
+#include "model/ops/exact_dot.h"
 #include "model/ops/planar.h"
 #include "tests/support/weight_rows.h"
 
@@ -48,7 +48,8 @@ TEST(ExactDot, ReferenceFusesEachProductIntoItsLane) {
   x[0] = 1.0f;
   w[16] = e;
   x[16] = e;
-  EXPECT_EQ(exact_dot_reference(w.data(), x.data(), 17), std::ldexp(1.0f, -11) + std::ldexp(1.0f, -24));
+  EXPECT_EQ(exact_dot_reference(w.data(), x.data(), 17),
+            std::ldexp(1.0f, -11) + std::ldexp(1.0f, -24));
 }
 
 // Every type (those with SIMD decoders and those that fall back to the
@@ -68,14 +69,16 @@ TEST(ExactDot, SimdPathsAreBitIdenticalToReference) {
         auto x = gaussian(rng, n_x * n, 1.0f);
         x[(n_x * 5) % x.size()] = 60.0f;  // an outlier, as activations have
         std::vector<float> ref(rows * n_x), got(rows * n_x);
-        exact_dot_tile(t, w.data(), wb, rows, x.data(), n, n_x, n, ref.data(), rows, CpuPath::Scalar);
+        exact_dot_tile(t, w.data(), wb, rows, x.data(), n, n_x, n, ref.data(), rows,
+                       CpuPath::Scalar);
         for (CpuPath p : paths) {
           std::fill(got.begin(), got.end(), -1.0f);
           exact_dot_tile(t, w.data(), wb, rows, x.data(), n, n_x, n, got.data(), rows, p);
           for (int i = 0; i < rows * n_x; ++i) {
             ASSERT_TRUE(same_bits(ref[i], got[i]))
-                << type_name(t) << " n=" << n << " tokens=" << n_x << " " << cpu_path_name(p) << " row "
-                << i % rows << " token " << i / rows << ": " << ref[i] << " vs " << got[i];
+                << type_name(t) << " n=" << n << " tokens=" << n_x << " " << cpu_path_name(p)
+                << " row " << i % rows << " token " << i / rows << ": " << ref[i] << " vs "
+                << got[i];
           }
         }
       }
@@ -87,7 +90,8 @@ TEST(ExactDot, SimdPathsAreBitIdenticalToReference) {
           dequantize_row_fast(t, w.data() + r * wb, got.data(), n, p);
           for (int64_t i = 0; i < n; ++i) {
             ASSERT_TRUE(same_bits(ref[i], got[i]))
-                << type_name(t) << " n=" << n << " " << cpu_path_name(p) << " row " << r << " element " << i;
+                << type_name(t) << " n=" << n << " " << cpu_path_name(p) << " row " << r
+                << " element " << i;
           }
         }
       }
@@ -140,7 +144,8 @@ TEST(ExactDot, ReferenceMatchesDoubleSum) {
         mag += std::fabs(static_cast<double>(row[i]) * x[i]);
       }
       float got = 0;
-      exact_dot_tile(t, w.data() + r * row_bytes(t, n), 0, 1, x.data(), n, 1, n, &got, 1, CpuPath::Scalar);
+      exact_dot_tile(t, w.data() + r * row_bytes(t, n), 0, 1, x.data(), n, 1, n, &got, 1,
+                     CpuPath::Scalar);
       EXPECT_NEAR(got, sum, 1e-6 * mag + 1e-30) << type_name(t) << " row " << r;
     }
   }

@@ -37,7 +37,9 @@ Bytes quant(GgmlType type, const std::vector<float>& x) {
 }
 
 void append(Bytes& b, std::initializer_list<uint8_t> v) { b.insert(b.end(), v.begin(), v.end()); }
-void append_u16(Bytes& b, uint16_t v) { append(b, {static_cast<uint8_t>(v), static_cast<uint8_t>(v >> 8)}); }
+void append_u16(Bytes& b, uint16_t v) {
+  append(b, {static_cast<uint8_t>(v), static_cast<uint8_t>(v >> 8)});
+}
 
 float bits_to_float(uint32_t u) { return std::bit_cast<float>(u); }
 uint32_t float_bits(float f) { return std::bit_cast<uint32_t>(f); }
@@ -55,16 +57,16 @@ TEST(GgmlTypes, TraitsOfEveryEnumerator) {
     bool deq;
   };
   const Row rows[] = {
-      {GgmlType::F32, 0, "F32", 1, 4, true},       {GgmlType::F16, 1, "F16", 1, 2, true},
-      {GgmlType::Q4_0, 2, "Q4_0", 32, 18, true},   {GgmlType::Q4_1, 3, "Q4_1", 32, 20, true},
-      {GgmlType::Q5_0, 6, "Q5_0", 32, 22, true},   {GgmlType::Q5_1, 7, "Q5_1", 32, 24, true},
-      {GgmlType::Q8_0, 8, "Q8_0", 32, 34, true},   {GgmlType::Q8_1, 9, "Q8_1", 32, 36, true},
-      {GgmlType::Q2_K, 10, "Q2_K", 256, 84, true}, {GgmlType::Q3_K, 11, "Q3_K", 256, 110, true},
+      {GgmlType::F32, 0, "F32", 1, 4, true},        {GgmlType::F16, 1, "F16", 1, 2, true},
+      {GgmlType::Q4_0, 2, "Q4_0", 32, 18, true},    {GgmlType::Q4_1, 3, "Q4_1", 32, 20, true},
+      {GgmlType::Q5_0, 6, "Q5_0", 32, 22, true},    {GgmlType::Q5_1, 7, "Q5_1", 32, 24, true},
+      {GgmlType::Q8_0, 8, "Q8_0", 32, 34, true},    {GgmlType::Q8_1, 9, "Q8_1", 32, 36, true},
+      {GgmlType::Q2_K, 10, "Q2_K", 256, 84, true},  {GgmlType::Q3_K, 11, "Q3_K", 256, 110, true},
       {GgmlType::Q4_K, 12, "Q4_K", 256, 144, true}, {GgmlType::Q5_K, 13, "Q5_K", 256, 176, true},
       {GgmlType::Q6_K, 14, "Q6_K", 256, 210, true}, {GgmlType::Q8_K, 15, "Q8_K", 256, 292, true},
-      {GgmlType::I8, 24, "I8", 1, 1, false},       {GgmlType::I16, 25, "I16", 1, 2, false},
-      {GgmlType::I32, 26, "I32", 1, 4, false},     {GgmlType::I64, 27, "I64", 1, 8, false},
-      {GgmlType::F64, 28, "F64", 1, 8, true},      {GgmlType::BF16, 30, "BF16", 1, 2, true},
+      {GgmlType::I8, 24, "I8", 1, 1, false},        {GgmlType::I16, 25, "I16", 1, 2, false},
+      {GgmlType::I32, 26, "I32", 1, 4, false},      {GgmlType::I64, 27, "I64", 1, 8, false},
+      {GgmlType::F64, 28, "F64", 1, 8, true},       {GgmlType::BF16, 30, "BF16", 1, 2, true},
   };
   for (const Row& r : rows) {
     SCOPED_TRACE(r.name);
@@ -92,10 +94,10 @@ TEST(GgmlTypes, OtherGgmlIdsAreKnownButNotDequantizable) {
     size_t bytes;
   };
   const Row rows[] = {
-      {16, "IQ2_XXS", 256, 66}, {17, "IQ2_XS", 256, 74}, {18, "IQ3_XXS", 256, 98},
-      {19, "IQ1_S", 256, 50},   {20, "IQ4_NL", 32, 18},  {21, "IQ3_S", 256, 110},
+      {16, "IQ2_XXS", 256, 66}, {17, "IQ2_XS", 256, 74},  {18, "IQ3_XXS", 256, 98},
+      {19, "IQ1_S", 256, 50},   {20, "IQ4_NL", 32, 18},   {21, "IQ3_S", 256, 110},
       {22, "IQ2_S", 256, 82},   {23, "IQ4_XS", 256, 136}, {29, "IQ1_M", 256, 56},
-      {34, "TQ1_0", 256, 54},   {35, "TQ2_0", 256, 66},  {39, "MXFP4", 32, 17},
+      {34, "TQ1_0", 256, 54},   {35, "TQ2_0", 256, 66},   {39, "MXFP4", 32, 17},
       {40, "NVFP4", 64, 36},    {41, "Q1_0", 128, 18},
   };
   for (const Row& r : rows) {
@@ -112,8 +114,8 @@ TEST(GgmlTypes, OtherGgmlIdsAreKnownButNotDequantizable) {
 TEST(GgmlTypes, UndefinedIdsAreNullopt) {
   // 4, 5: Q4_2 / Q4_3, and 31..33, 36..38: the interleaved repacks, all
   // removed from GGUF; 42 and up: not assigned.
-  for (uint32_t id :
-       {4u, 5u, 31u, 32u, 33u, 36u, 37u, 38u, 42u, 43u, 100u, 255u, 256u, 0x80000000u, 0xFFFFFFFFu}) {
+  for (uint32_t id : {4u, 5u, 31u, 32u, 33u, 36u, 37u, 38u, 42u, 43u, 100u, 255u, 256u, 0x80000000u,
+                      0xFFFFFFFFu}) {
     EXPECT_FALSE(type_traits(id).has_value()) << id;
   }
 }
@@ -173,7 +175,7 @@ TEST(Fp16, KnownBitPatterns) {
   EXPECT_EQ(fp32_to_fp16(0.0f), 0x0000);
   EXPECT_EQ(fp32_to_fp16(-0.0f), 0x8000);
   EXPECT_EQ(float_bits(fp16_to_fp32(0x8000)), 0x80000000u);  // -0 keeps its sign
-  EXPECT_EQ(fp16_to_fp32(0x0400), std::ldexp(1.0f, -14));   // smallest normal
+  EXPECT_EQ(fp16_to_fp32(0x0400), std::ldexp(1.0f, -14));    // smallest normal
   EXPECT_EQ(fp32_to_fp16(std::ldexp(1.0f, -14)), 0x0400);
 }
 
@@ -186,12 +188,12 @@ TEST(Fp16, Subnormals) {
   EXPECT_EQ(fp32_to_fp16(1023 * tiny), 0x03FF);
   EXPECT_EQ(fp16_to_fp32(0x0200), std::ldexp(1.0f, -15));
   // Halfway cases below the normal range round to even.
-  EXPECT_EQ(fp32_to_fp16(0.5f * tiny), 0x0000);           // 2^-25: tie -> 0
+  EXPECT_EQ(fp32_to_fp16(0.5f * tiny), 0x0000);  // 2^-25: tie -> 0
   EXPECT_EQ(fp32_to_fp16(-0.5f * tiny), 0x8000);
   EXPECT_EQ(fp32_to_fp16(std::nextafter(0.5f * tiny, 1.0f)), 0x0001);
-  EXPECT_EQ(fp32_to_fp16(1.5f * tiny), 0x0002);           // tie between 1 and 2 -> 2
-  EXPECT_EQ(fp32_to_fp16(2.5f * tiny), 0x0002);           // tie between 2 and 3 -> 2
-  EXPECT_EQ(fp32_to_fp16(1023.5f * tiny), 0x0400);        // rounds up into the normals
+  EXPECT_EQ(fp32_to_fp16(1.5f * tiny), 0x0002);     // tie between 1 and 2 -> 2
+  EXPECT_EQ(fp32_to_fp16(2.5f * tiny), 0x0002);     // tie between 2 and 3 -> 2
+  EXPECT_EQ(fp32_to_fp16(1023.5f * tiny), 0x0400);  // rounds up into the normals
   EXPECT_EQ(fp32_to_fp16(std::ldexp(1.0f, -26)), 0x0000);
   EXPECT_EQ(fp32_to_fp16(std::numeric_limits<float>::denorm_min()), 0x0000);
 }
@@ -276,7 +278,8 @@ TEST(Fp16, EncodeMatchesReferenceOnASweepOfFloats) {
   // Every 4099th bit pattern plus all patterns near the interesting edges.
   std::vector<uint32_t> patterns;
   for (uint64_t u = 0; u <= 0xFFFFFFFFull; u += 4099) patterns.push_back(static_cast<uint32_t>(u));
-  for (uint32_t edge : {0x33000000u, 0x33800000u, 0x38800000u, 0x3F800000u, 0x477FE000u, 0x477FF000u}) {
+  for (uint32_t edge :
+       {0x33000000u, 0x33800000u, 0x38800000u, 0x3F800000u, 0x477FE000u, 0x477FF000u}) {
     for (uint32_t d = 0; d < 0x4000; ++d) {
       patterns.push_back(edge + d - 0x2000);
       patterns.push_back((edge + d - 0x2000) | 0x80000000u);
@@ -403,8 +406,9 @@ TEST(HandBuilt, Q4_0) {
   append(b, {0x00, 0x38});  // d = 0.5
   append(b, kNibbles);
   const auto y = dequant(GgmlType::Q4_0, b, 32);
-  const float want[32] = {-4, -3.5, -3, -2.5, -2, -1.5, -1, -0.5, 0, 0.5, 1, 1.5, 2, 2.5, 3, 3.5,
-                          3.5, 3, 2.5, 2, 1.5, 1, 0.5, 0, -0.5, -1, -1.5, -2, -2.5, -3, -3.5, -4};
+  const float want[32] = {-4,  -3.5, -3,   -2.5, -2,   -1.5, -1,   -0.5, 0,    0.5, 1,
+                          1.5, 2,    2.5,  3,    3.5,  3.5,  3,    2.5,  2,    1.5, 1,
+                          0.5, 0,    -0.5, -1,   -1.5, -2,   -2.5, -3,   -3.5, -4};
   for (int i = 0; i < 32; ++i) EXPECT_EQ(y[i], want[i]) << i;
 }
 
@@ -413,8 +417,8 @@ TEST(HandBuilt, Q4_1) {
   append(b, {0x00, 0x34, 0x00, 0xBC});  // d = 0.25, m = -1
   append(b, kNibbles);
   const auto y = dequant(GgmlType::Q4_1, b, 32);
-  const float want[32] = {-1,   -0.75, -0.5, -0.25, 0,    0.25, 0.5,  0.75, 1,     1.25, 1.5,
-                          1.75, 2,     2.25, 2.5,   2.75, 2.75, 2.5,  2.25, 2,     1.75, 1.5,
+  const float want[32] = {-1,   -0.75, -0.5, -0.25, 0,    0.25, 0.5,   0.75, 1,     1.25, 1.5,
+                          1.75, 2,     2.25, 2.5,   2.75, 2.75, 2.5,   2.25, 2,     1.75, 1.5,
                           1.25, 1,     0.75, 0.5,   0.25, 0,    -0.25, -0.5, -0.75, -1};
   for (int i = 0; i < 32; ++i) EXPECT_EQ(y[i], want[i]) << i;
 }
@@ -450,11 +454,12 @@ TEST(HandBuilt, Q5_1) {
 }
 
 // int8 pattern for the 8-bit blocks: the extremes and a run around zero.
-const std::initializer_list<uint8_t> kInt8s = {0x80, 0x81, 0xFF, 0x00, 0x01, 0x7F, 0xF0, 0x10, 0xF1, 0xF2, 0xF3,
-                                               0xF4, 0xF5, 0xF6, 0xF7, 0xF8, 0xF9, 0xFA, 0xFB, 0xFC, 0xFD, 0xFE,
-                                               0x02, 0x03, 0x04, 0x05, 0x06, 0x07, 0x08, 0x09, 0x0A, 0x0B};
-const int kInt8Values[32] = {-128, -127, -1, 0,  1,  127, -16, 16, -15, -14, -13, -12, -11, -10, -9, -8,
-                             -7,   -6,   -5, -4, -3, -2,  2,   3,  4,   5,   6,   7,   8,   9,   10, 11};
+const std::initializer_list<uint8_t> kInt8s = {
+    0x80, 0x81, 0xFF, 0x00, 0x01, 0x7F, 0xF0, 0x10, 0xF1, 0xF2, 0xF3, 0xF4, 0xF5, 0xF6, 0xF7, 0xF8,
+    0xF9, 0xFA, 0xFB, 0xFC, 0xFD, 0xFE, 0x02, 0x03, 0x04, 0x05, 0x06, 0x07, 0x08, 0x09, 0x0A, 0x0B};
+const int kInt8Values[32] = {-128, -127, -1,  0,  1,  127, -16, 16, -15, -14, -13,
+                             -12,  -11,  -10, -9, -8, -7,  -6,  -5, -4,  -3,  -2,
+                             2,    3,    4,   5,  6,  7,   8,   9,  10,  11};
 
 TEST(HandBuilt, Q8_0) {
   Bytes b;
@@ -476,9 +481,9 @@ TEST(HandBuilt, Q8_1) {
 
 TEST(HandBuilt, Q8_K) {
   Bytes b;
-  append(b, {0x00, 0x00, 0x00, 0x3E});  // d = 0.125 as f32
+  append(b, {0x00, 0x00, 0x00, 0x3E});                                        // d = 0.125 as f32
   for (int j = 0; j < 256; ++j) b.push_back(static_cast<uint8_t>(j ^ 0x80));  // q = j - 128
-  for (int j = 0; j < 16; ++j) append_u16(b, 0);                               // bsums, unused
+  for (int j = 0; j < 16; ++j) append_u16(b, 0);                              // bsums, unused
   const auto y = dequant(GgmlType::Q8_K, b, 256);
   for (int j = 0; j < 256; ++j) EXPECT_EQ(y[j], (j - 128) * 0.125f) << j;
 }
@@ -486,7 +491,8 @@ TEST(HandBuilt, Q8_K) {
 TEST(HandBuilt, Q2_K) {
   Bytes b;
   // scales: sub-block j has scale j (low nibble) and min 15 - j (high nibble).
-  append(b, {0xF0, 0xE1, 0xD2, 0xC3, 0xB4, 0xA5, 0x96, 0x87, 0x78, 0x69, 0x5A, 0x4B, 0x3C, 0x2D, 0x1E, 0x0F});
+  append(b, {0xF0, 0xE1, 0xD2, 0xC3, 0xB4, 0xA5, 0x96, 0x87, 0x78, 0x69, 0x5A, 0x4B, 0x3C, 0x2D,
+             0x1E, 0x0F});
   // qs (two halves of 32 bytes): bytes 0..15 are 0xE4 = q 0,1,2,3 at shifts
   // 0,2,4,6; bytes 16..31 are 0x1B = q 3,2,1,0.
   for (int i = 0; i < 64; ++i) b.push_back(i % 32 < 16 ? 0xE4 : 0x1B);
@@ -511,7 +517,8 @@ TEST(HandBuilt, Q3_K) {
   // top 2 bits in bytes 8..11.
   const int scale[16] = {-32, -1, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 15, 16, 31};
   Bytes b;
-  for (int i = 0; i < 16; ++i) b.push_back(0xAA);  // hmask[0..15]: high bit set at odd bit positions
+  for (int i = 0; i < 16; ++i)
+    b.push_back(0xAA);  // hmask[0..15]: high bit set at odd bit positions
   for (int i = 0; i < 16; ++i) b.push_back(0x55);  // hmask[16..31]: at even bit positions
   // qs: low 2 bits; bytes 0..15 of each 32 are 0xE4 (0,1,2,3 at shifts 0,2,4,6), 16..31 0x1B.
   for (int i = 0; i < 64; ++i) b.push_back(i % 32 < 16 ? 0xE4 : 0x1B);
@@ -547,7 +554,8 @@ TEST(HandBuilt, Q4_K) {
   append(b, {0x00, 0x3C, 0x00, 0x38});  // d = 1, dmin = 0.5
   append(b, kK4Scales);
   // qs[i]: low nibble i % 16, high nibble 15 - i % 16.
-  for (int i = 0; i < 128; ++i) b.push_back(static_cast<uint8_t>((i & 15) | ((15 - (i & 15)) << 4)));
+  for (int i = 0; i < 128; ++i)
+    b.push_back(static_cast<uint8_t>((i & 15) | ((15 - (i & 15)) << 4)));
   const auto y = dequant(GgmlType::Q4_K, b, 256);
   for (int e = 0; e < 256; ++e) {
     const int r = e % 64, lane = r % 32;
@@ -556,7 +564,7 @@ TEST(HandBuilt, Q4_K) {
     EXPECT_EQ(y[e], 1.0f * kK4Sc[sub] * q - 0.5f * kK4Min[sub]) << e;
   }
   EXPECT_EQ(y[0], 0.0f);
-  EXPECT_EQ(y[33], 27.5f);   // (2, 1): 2*14 - 0.5
+  EXPECT_EQ(y[33], 27.5f);    // (2, 1): 2*14 - 0.5
   EXPECT_EQ(y[200], 360.5f);  // (49, 63): 49*8 - 31.5
   EXPECT_EQ(y[224], 927.0f);  // (63, 36): 63*15 - 18
   EXPECT_EQ(y[255], -18.0f);
@@ -570,7 +578,8 @@ TEST(HandBuilt, Q5_K) {
   // of the high-nibble one. 0x96 = 10010110 for lanes 0..15, 0x69 for 16..31.
   for (int i = 0; i < 16; ++i) b.push_back(0x96);
   for (int i = 0; i < 16; ++i) b.push_back(0x69);
-  for (int i = 0; i < 128; ++i) b.push_back(static_cast<uint8_t>((i & 15) | ((15 - (i & 15)) << 4)));
+  for (int i = 0; i < 128; ++i)
+    b.push_back(static_cast<uint8_t>((i & 15) | ((15 - (i & 15)) << 4)));
   ASSERT_EQ(b.size(), 176u);
   const auto y = dequant(GgmlType::Q5_K, b, 256);
   for (int e = 0; e < 256; ++e) {
@@ -593,11 +602,13 @@ TEST(HandBuilt, Q6_K) {
   const int scale[16] = {-128, -1, 0, 1, 2, 3, 4, 5, 10, 20, 30, 40, 50, 60, 100, 127};
   Bytes b;
   // ql[i]: low nibble i % 16, high nibble 15 - i % 16.
-  for (int i = 0; i < 128; ++i) b.push_back(static_cast<uint8_t>((i & 15) | ((15 - (i & 15)) << 4)));
+  for (int i = 0; i < 128; ++i)
+    b.push_back(static_cast<uint8_t>((i & 15) | ((15 - (i & 15)) << 4)));
   // qh: first half 0xE4 (top bits 0,1,2,3 for the four quarters), second half 0x1B (3,2,1,0).
   for (int i = 0; i < 32; ++i) b.push_back(0xE4);
   for (int i = 0; i < 32; ++i) b.push_back(0x1B);
-  append(b, {0x80, 0xFF, 0x00, 0x01, 0x02, 0x03, 0x04, 0x05, 0x0A, 0x14, 0x1E, 0x28, 0x32, 0x3C, 0x64, 0x7F});
+  append(b, {0x80, 0xFF, 0x00, 0x01, 0x02, 0x03, 0x04, 0x05, 0x0A, 0x14, 0x1E, 0x28, 0x32, 0x3C,
+             0x64, 0x7F});
   append(b, {0x00, 0x34});  // d = 0.25
   ASSERT_EQ(b.size(), 210u);
   const auto y = dequant(GgmlType::Q6_K, b, 256);
@@ -610,10 +621,10 @@ TEST(HandBuilt, Q6_K) {
     const int q = (nibble | (top << 4)) - 32;
     EXPECT_EQ(y[e], 0.25f * scale[e / 16] * q) << e;
   }
-  EXPECT_EQ(y[0], 1024.0f);    // scale -128, q = -32
-  EXPECT_EQ(y[20], 7.0f);      // scale -1, q = 4 - 32
-  EXPECT_EQ(y[100], 27.0f);    // scale 4, q = 11 + 48 - 32
-  EXPECT_EQ(y[130], 45.0f);    // scale 10, q = 2 + 48 - 32
+  EXPECT_EQ(y[0], 1024.0f);     // scale -128, q = -32
+  EXPECT_EQ(y[20], 7.0f);       // scale -1, q = 4 - 32
+  EXPECT_EQ(y[100], 27.0f);     // scale 4, q = 11 + 48 - 32
+  EXPECT_EQ(y[130], 45.0f);     // scale 10, q = 2 + 48 - 32
   EXPECT_EQ(y[255], -1016.0f);  // scale 127, q = -32
 }
 
@@ -667,7 +678,9 @@ TEST(QuantRounding, Q8_KRoundsHalfToEvenAndFillsBsums) {
   EXPECT_EQ(b[4 + 1], 2);
   EXPECT_EQ(b[4 + 2], 4);
   EXPECT_EQ(b[4 + 3], 0);
-  const auto bsum = [&](int j) { return static_cast<int16_t>(b[260 + 2 * j] | (b[261 + 2 * j] << 8)); };
+  const auto bsum = [&](int j) {
+    return static_cast<int16_t>(b[260 + 2 * j] | (b[261 + 2 * j] << 8));
+  };
   EXPECT_EQ(bsum(0), -127 + 2 + 4);
   EXPECT_EQ(bsum(1), 100);
   EXPECT_EQ(bsum(2), 0);
@@ -703,13 +716,26 @@ std::vector<float> test_data(int64_t block, int blocks, uint32_t seed) {
     for (int64_t i = 0; i < block; ++i) {
       float v = normal(rng) * scale;
       switch (kind) {
-        case 1: v = std::fabs(v) + scale; break;    // all positive, offset
-        case 2: v = -std::fabs(v) - scale; break;   // all negative
-        case 3: v = 0.0f; break;                    // all zero
-        case 4: v = 0.75f * scale; break;           // constant
-        case 5: if (i == block / 3) v = 40 * scale; break;  // one outlier
-        case 6: v = (uni(rng) - 0.5f) * 1e-5f; break;       // tiny: subnormal f16 scales
-        default: break;
+        case 1:
+          v = std::fabs(v) + scale;
+          break;  // all positive, offset
+        case 2:
+          v = -std::fabs(v) - scale;
+          break;  // all negative
+        case 3:
+          v = 0.0f;
+          break;  // all zero
+        case 4:
+          v = 0.75f * scale;
+          break;  // constant
+        case 5:
+          if (i == block / 3) v = 40 * scale;
+          break;  // one outlier
+        case 6:
+          v = (uni(rng) - 0.5f) * 1e-5f;
+          break;  // tiny: subnormal f16 scales
+        default:
+          break;
       }
       x.push_back(v);
     }
@@ -734,7 +760,7 @@ std::vector<float> error_bounds(GgmlType type, const float* x) {
     mn = std::min(mn, x[i]);
     mx = std::max(mx, x[i]);
   }
-  const float eps = 1e-6f * amax;  // float rounding in (de)quantization
+  const float eps = 1e-6f * amax;              // float rounding in (de)quantization
   auto symmetric_legacy = [&](float levels) {  // Q4_0 (8) / Q5_0 (16)
     const float d = smax / -levels;
     for (int64_t i = 0; i < n; ++i) {
@@ -747,7 +773,8 @@ std::vector<float> error_bounds(GgmlType type, const float* x) {
   };
   auto affine_legacy = [&](float nmax) {  // Q4_1 (15) / Q5_1 (31)
     const float d = (mx - mn) / nmax;
-    for (auto& b : bound) b = d / 2 + nmax * std::fabs(f16r(d) - d) + std::fabs(f16r(mn) - mn) + eps;
+    for (auto& b : bound)
+      b = d / 2 + nmax * std::fabs(f16r(d) - d) + std::fabs(f16r(mn) - mn) + eps;
   };
   auto k_affine = [&](int n_sub, float nmax, float smax_field) {
     const int len = 256 / n_sub;
@@ -763,7 +790,8 @@ std::vector<float> error_bounds(GgmlType type, const float* x) {
     for (int j = 0; j < n_sub; ++j) max_s = std::max(max_s, (hi[j] - lo[j] + dmin) / nmax);
     const float d = f16_up_bound(max_s / smax_field);
     for (int j = 0; j < n_sub; ++j) {
-      for (int i = 0; i < len; ++i) bound[j * len + i] = 0.5f * ((hi[j] - lo[j] + dmin) / nmax + d) + eps;
+      for (int i = 0; i < len; ++i)
+        bound[j * len + i] = 0.5f * ((hi[j] - lo[j] + dmin) / nmax + d) + eps;
     }
   };
   auto k_symmetric = [&](float qneg, float qpos, float smax_field) {
@@ -784,10 +812,18 @@ std::vector<float> error_bounds(GgmlType type, const float* x) {
     }
   };
   switch (type) {
-    case GgmlType::Q4_0: symmetric_legacy(8); break;
-    case GgmlType::Q5_0: symmetric_legacy(16); break;
-    case GgmlType::Q4_1: affine_legacy(15); break;
-    case GgmlType::Q5_1: affine_legacy(31); break;
+    case GgmlType::Q4_0:
+      symmetric_legacy(8);
+      break;
+    case GgmlType::Q5_0:
+      symmetric_legacy(16);
+      break;
+    case GgmlType::Q4_1:
+      affine_legacy(15);
+      break;
+    case GgmlType::Q5_1:
+      affine_legacy(31);
+      break;
     case GgmlType::Q8_0:
     case GgmlType::Q8_1: {
       const float d = amax / 127;
@@ -798,12 +834,23 @@ std::vector<float> error_bounds(GgmlType type, const float* x) {
       for (auto& b : bound) b = amax / 127 / 2 + eps;
       break;
     }
-    case GgmlType::Q2_K: k_affine(16, 3, 15); break;
-    case GgmlType::Q4_K: k_affine(8, 15, 63); break;
-    case GgmlType::Q5_K: k_affine(8, 31, 63); break;
-    case GgmlType::Q3_K: k_symmetric(4, 3, 31); break;
-    case GgmlType::Q6_K: k_symmetric(32, 31, 127); break;
-    default: ADD_FAILURE() << "no bound for " << type_name(type);
+    case GgmlType::Q2_K:
+      k_affine(16, 3, 15);
+      break;
+    case GgmlType::Q4_K:
+      k_affine(8, 15, 63);
+      break;
+    case GgmlType::Q5_K:
+      k_affine(8, 31, 63);
+      break;
+    case GgmlType::Q3_K:
+      k_symmetric(4, 3, 31);
+      break;
+    case GgmlType::Q6_K:
+      k_symmetric(32, 31, 127);
+      break;
+    default:
+      ADD_FAILURE() << "no bound for " << type_name(type);
   }
   return bound;
 }
@@ -823,8 +870,8 @@ TEST_P(RoundTrip, ErrorWithinAnalyticBound) {
     const std::vector<float> bound = error_bounds(type, xb);
     for (int64_t i = 0; i < block; ++i) {
       const float err = std::fabs(y[b * block + i] - xb[i]);
-      ASSERT_LE(err, bound[i]) << type_name(type) << " block " << b << " element " << i << " x=" << xb[i]
-                               << " y=" << y[b * block + i];
+      ASSERT_LE(err, bound[i]) << type_name(type) << " block " << b << " element " << i
+                               << " x=" << xb[i] << " y=" << y[b * block + i];
       if (bound[i] > 0) worst_ratio = std::max(worst_ratio, static_cast<double>(err / bound[i]));
     }
   }
@@ -860,9 +907,10 @@ TEST_P(RoundTrip, NonFiniteInputStaysInItsBlock) {
 }
 
 INSTANTIATE_TEST_SUITE_P(GgmlTypes, RoundTrip,
-                         ::testing::Values(GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q5_1,
-                                           GgmlType::Q8_0, GgmlType::Q8_1, GgmlType::Q2_K, GgmlType::Q3_K,
-                                           GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K, GgmlType::Q8_K),
+                         ::testing::Values(GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q5_0,
+                                           GgmlType::Q5_1, GgmlType::Q8_0, GgmlType::Q8_1,
+                                           GgmlType::Q2_K, GgmlType::Q3_K, GgmlType::Q4_K,
+                                           GgmlType::Q5_K, GgmlType::Q6_K, GgmlType::Q8_K),
                          [](const auto& info) { return std::string(type_name(info.param)); });
 
 TEST(RoundTripPlain, FloatTypes) {
@@ -873,7 +921,8 @@ TEST(RoundTripPlain, FloatTypes) {
   const auto bf = dequant(GgmlType::BF16, quant(GgmlType::BF16, x), 1024);
   for (size_t i = 0; i < x.size(); ++i) {
     // Half an ulp: 2^-11 relative for normal halves, 2^-25 absolute below.
-    EXPECT_LE(std::fabs(h[i] - x[i]), std::max(std::fabs(x[i]) * std::ldexp(1.0f, -11), std::ldexp(1.0f, -25)));
+    EXPECT_LE(std::fabs(h[i] - x[i]),
+              std::max(std::fabs(x[i]) * std::ldexp(1.0f, -11), std::ldexp(1.0f, -25)));
     EXPECT_LE(std::fabs(bf[i] - x[i]), std::fabs(x[i]) * std::ldexp(1.0f, -8));
     EXPECT_EQ(fp32_to_fp16(h[i]), fp32_to_fp16(x[i]));
     EXPECT_EQ(fp32_to_bf16(bf[i]), fp32_to_bf16(x[i]));
@@ -890,8 +939,8 @@ struct Exact {
 
 // Legacy blocks: values q*d (+ m) on the grid, with the extremes present so
 // that the quantizer's own choice of d (and m) is the one used to build them.
-std::vector<float> legacy_grid(std::mt19937& rng, int q_lo, int q_hi, float d, float m, int force_lo_at,
-                               int force_hi_at) {
+std::vector<float> legacy_grid(std::mt19937& rng, int q_lo, int q_hi, float d, float m,
+                               int force_lo_at, int force_hi_at) {
   std::uniform_int_distribution<int> pick(q_lo, q_hi);
   std::vector<float> x(32);
   for (int i = 0; i < 32; ++i) {
@@ -936,7 +985,8 @@ TEST(ExactValues, LegacyTypes) {
 // reached by the largest sub-block field (15 / 63 / 31 / 127), and every
 // sub-block using both its lowest and highest level. Power-of-two super
 // scales keep every product exact.
-std::vector<float> k_affine_block(std::mt19937& rng, int n_sub, int nmax, int smax_field, float d, float dmin) {
+std::vector<float> k_affine_block(std::mt19937& rng, int n_sub, int nmax, int smax_field, float d,
+                                  float dmin) {
   const int len = 256 / n_sub;
   std::uniform_int_distribution<int> field(0, smax_field), level(0, nmax);
   std::vector<float> x(256);
@@ -948,13 +998,15 @@ std::vector<float> k_affine_block(std::mt19937& rng, int n_sub, int nmax, int sm
       int q = level(rng);
       if (i == 0) q = 0;
       if (i == len - 1) q = nmax;
-      x[j * len + i] = d * static_cast<float>(sc) * static_cast<float>(q) - dmin * static_cast<float>(m);
+      x[j * len + i] =
+          d * static_cast<float>(sc) * static_cast<float>(q) - dmin * static_cast<float>(m);
     }
   }
   return x;
 }
 
-std::vector<float> k_symmetric_block(std::mt19937& rng, int qneg, int qpos, int smax_field, float d) {
+std::vector<float> k_symmetric_block(std::mt19937& rng, int qneg, int qpos, int smax_field,
+                                     float d) {
   std::uniform_int_distribution<int> field(-smax_field, smax_field), level(-qneg, qpos);
   std::vector<float> x(256);
   for (int j = 0; j < 16; ++j) {
@@ -995,7 +1047,8 @@ TEST(ExactValues, HandBuiltQ4_KBlockSurvivesRequantization) {
   Bytes b;
   append(b, {0x00, 0x3C, 0x00, 0x38});
   append(b, kK4Scales);
-  for (int i = 0; i < 128; ++i) b.push_back(static_cast<uint8_t>((i & 15) | ((15 - (i & 15)) << 4)));
+  for (int i = 0; i < 128; ++i)
+    b.push_back(static_cast<uint8_t>((i & 15) | ((15 - (i & 15)) << 4)));
   const auto y = dequant(GgmlType::Q4_K, b, 256);
   EXPECT_EQ(quant(GgmlType::Q4_K, y), b);
 }

@@ -34,7 +34,10 @@ constexpr uint64_t k2p60 = uint64_t(1) << 60;
 // Hand-assembles GGUF bytes, so tests can say exactly what is on disk.
 class Raw {
  public:
-  Raw& u8(uint8_t v) { b_.push_back(v); return *this; }
+  Raw& u8(uint8_t v) {
+    b_.push_back(v);
+    return *this;
+  }
   Raw& u32(uint32_t v) { return le(v, 4); }
   Raw& u64(uint64_t v) { return le(v, 8); }
   Raw& str(std::string_view s) {
@@ -42,12 +45,17 @@ class Raw {
     b_.insert(b_.end(), s.begin(), s.end());
     return *this;
   }
-  Raw& fill(size_t n, uint8_t v = 0) { b_.insert(b_.end(), n, v); return *this; }
+  Raw& fill(size_t n, uint8_t v = 0) {
+    b_.insert(b_.end(), n, v);
+    return *this;
+  }
   Raw& header(uint64_t n_tensors, uint64_t n_kv, uint32_t version = 3) {
     b_.insert(b_.end(), {'G', 'G', 'U', 'F'});
     return u32(version).u64(n_tensors).u64(n_kv);
   }
-  Raw& kv_u32(std::string_view key, uint32_t v) { return str(key).u32(uint32_t(GgufType::U32)).u32(v); }
+  Raw& kv_u32(std::string_view key, uint32_t v) {
+    return str(key).u32(uint32_t(GgufType::U32)).u32(v);
+  }
   Raw& kv_string(std::string_view key, std::string_view v) {
     return str(key).u32(uint32_t(GgufType::STRING)).str(v);
   }
@@ -124,10 +132,12 @@ void expect_same(const GgufValue& a, const GgufValue& b, const std::string& wher
     EXPECT_EQ(a.elem_type, b.elem_type) << where;
     const auto& y = std::get<std::vector<GgufValue>>(b.data);
     ASSERT_EQ(x->size(), y.size()) << where;
-    for (size_t i = 0; i < x->size(); ++i) expect_same((*x)[i], y[i], where + "[" + std::to_string(i) + "]");
+    for (size_t i = 0; i < x->size(); ++i)
+      expect_same((*x)[i], y[i], where + "[" + std::to_string(i) + "]");
   } else if (const auto* d = std::get_if<double>(&a.data)) {
     // Bit-exact, so that -0.0 and NaN payloads count too.
-    EXPECT_EQ(std::bit_cast<uint64_t>(*d), std::bit_cast<uint64_t>(std::get<double>(b.data))) << where;
+    EXPECT_EQ(std::bit_cast<uint64_t>(*d), std::bit_cast<uint64_t>(std::get<double>(b.data)))
+        << where;
   } else if (const auto* u = std::get_if<uint64_t>(&a.data)) {
     EXPECT_EQ(*u, std::get<uint64_t>(b.data)) << where;
   } else if (const auto* i = std::get_if<int64_t>(&a.data)) {
@@ -164,7 +174,8 @@ Bytes read_bytes(const std::string& path) {
 std::vector<std::pair<std::string, GgufValue>> all_value_types() {
   using T = GgufType;
   std::vector<GgufValue> ints;
-  for (int64_t x : {int64_t{INT32_MIN}, int64_t{-1}, int64_t{0}, int64_t{INT32_MAX}}) ints.push_back(scalar(T::I32, x));
+  for (int64_t x : {int64_t{INT32_MIN}, int64_t{-1}, int64_t{0}, int64_t{INT32_MAX}})
+    ints.push_back(scalar(T::I32, x));
   return {
       {"t.u8", scalar(T::U8, uint64_t{255})},
       {"t.i8", scalar(T::I8, int64_t{-128})},
@@ -180,10 +191,12 @@ std::vector<std::pair<std::string, GgufValue>> all_value_types() {
       {"t.i64.neg", scalar(T::I64, int64_t{-5})},
       {"t.f64", scalar(T::F64, -1e300)},
       {"t.f64.tiny", scalar(T::F64, 5e-324)},
-      {"a.string", array(T::STRING, {scalar(T::STRING, std::string("a")), scalar(T::STRING, std::string()),
-                                     scalar(T::STRING, std::string(300, 'z'))})},
+      {"a.string",
+       array(T::STRING, {scalar(T::STRING, std::string("a")), scalar(T::STRING, std::string()),
+                         scalar(T::STRING, std::string(300, 'z'))})},
       {"a.i32", array(T::I32, ints)},
-      {"a.f32", array(T::F32, {scalar(T::F32, 1.5), scalar(T::F32, -0.0), scalar(T::F32, double{INFINITY})})},
+      {"a.f32", array(T::F32, {scalar(T::F32, 1.5), scalar(T::F32, -0.0),
+                               scalar(T::F32, double{INFINITY})})},
       {"a.bool", array(T::BOOL, {scalar(T::BOOL, true), scalar(T::BOOL, false)})},
       {"a.u8", array(T::U8, {scalar(T::U8, uint64_t{0}), scalar(T::U8, uint64_t{255})})},
       {"a.i8", array(T::I8, {scalar(T::I8, int64_t{-1})})},
@@ -191,7 +204,8 @@ std::vector<std::pair<std::string, GgufValue>> all_value_types() {
       {"a.i16", array(T::I16, {scalar(T::I16, int64_t{-7})})},
       {"a.u32", array(T::U32, {scalar(T::U32, uint64_t{UINT32_MAX})})},
       {"a.u64", array(T::U64, {scalar(T::U64, std::numeric_limits<uint64_t>::max())})},
-      {"a.i64", array(T::I64, {scalar(T::I64, int64_t{-3}), scalar(T::I64, std::numeric_limits<int64_t>::max())})},
+      {"a.i64", array(T::I64, {scalar(T::I64, int64_t{-3}),
+                               scalar(T::I64, std::numeric_limits<int64_t>::max())})},
       {"a.f64", array(T::F64, {scalar(T::F64, 0.1), scalar(T::F64, -2.5)})},
       {"a.empty", array(T::U32, {})},
       {"a.nested", array(T::ARRAY, {array(T::I32, ints), array(T::I32, {})})},
@@ -321,15 +335,16 @@ TEST(GgufWriterStream, GeneratedTensorsAreFilledInRowChunksAndMatchToBytes) {
   // 2048 rows of 1024 f32 = 8 MiB: more than one chunk.
   const int64_t cols = 1024, rows = 2048;
   std::vector<std::pair<int64_t, int64_t>> calls;
-  w.add_tensor_rows("big", GgmlType::F32, {cols, rows}, [&](uint8_t* dst, int64_t first, int64_t n) {
-    calls.emplace_back(first, n);
-    for (int64_t r = 0; r < n; ++r) {
-      for (int64_t c = 0; c < cols; ++c) {
-        const float v = static_cast<float>((first + r) * cols + c);
-        std::memcpy(dst + (r * cols + c) * 4, &v, 4);
-      }
-    }
-  });
+  w.add_tensor_rows("big", GgmlType::F32, {cols, rows},
+                    [&](uint8_t* dst, int64_t first, int64_t n) {
+                      calls.emplace_back(first, n);
+                      for (int64_t r = 0; r < n; ++r) {
+                        for (int64_t c = 0; c < cols; ++c) {
+                          const float v = static_cast<float>((first + r) * cols + c);
+                          std::memcpy(dst + (r * cols + c) * 4, &v, 4);
+                        }
+                      }
+                    });
   // Quantized rows (2 blocks of 18 bytes each): the chunk holds whole rows.
   w.add_tensor_rows("q", GgmlType::Q4_0, {64, 3}, [](uint8_t* dst, int64_t first, int64_t n) {
     for (int64_t i = 0; i < n * 36; ++i) dst[i] = static_cast<uint8_t>(first * 36 + i);
@@ -354,7 +369,8 @@ TEST(GgufWriterStream, GeneratedTensorsAreFilledInRowChunksAndMatchToBytes) {
 
   calls.clear();
   EXPECT_EQ(read_bytes(path), w.to_bytes());
-  EXPECT_EQ(calls.size(), (rows * cols * 4 + GgufWriter::kFillChunkBytes - 1) / GgufWriter::kFillChunkBytes);
+  EXPECT_EQ(calls.size(),
+            (rows * cols * 4 + GgufWriter::kFillChunkBytes - 1) / GgufWriter::kFillChunkBytes);
   const auto f = GgufFile::open(path);
   ASSERT_EQ(f->tensors().size(), 3u);
   const GgufTensor* q = f->find_tensor("q");
@@ -379,10 +395,14 @@ TEST(TinyModelFile, BytesAreUnchangedAndTheStreamedFileIsTheImage) {
     const char* sha256;
   };
   const Case cases[] = {
-      {TinyVocabKind::Bpe, true, 1, "f08771979fd2c722e0b28655888ec659836377943d48c9113a2b5264af11996f"},
-      {TinyVocabKind::Spm, true, 1, "c00b82e428b3059a3a3e294cb8a1dd47f136c261ff5e0ada49c8ce39c0889e7b"},
-      {TinyVocabKind::Bpe, false, 1, "756ea67e8a15354bb4078f1b1d12cd576330602976a2f3617667d161be37a0c6"},
-      {TinyVocabKind::Spm, false, 7, "70d9fcbdf3f94ca0d5b49153ba5df15237394da6a68a7394907117b37350bb7d"},
+      {TinyVocabKind::Bpe, true, 1,
+       "f08771979fd2c722e0b28655888ec659836377943d48c9113a2b5264af11996f"},
+      {TinyVocabKind::Spm, true, 1,
+       "c00b82e428b3059a3a3e294cb8a1dd47f136c261ff5e0ada49c8ce39c0889e7b"},
+      {TinyVocabKind::Bpe, false, 1,
+       "756ea67e8a15354bb4078f1b1d12cd576330602976a2f3617667d161be37a0c6"},
+      {TinyVocabKind::Spm, false, 7,
+       "70d9fcbdf3f94ca0d5b49153ba5df15237394da6a68a7394907117b37350bb7d"},
   };
   for (const Case& c : cases) {
     TinyModelOptions o;
@@ -433,7 +453,8 @@ TEST(GgufWriter, RejectsValuesThatDoNotMatchTheirType) {
   EXPECT_THROW(w.set("x", scalar(GgufType::I8, int64_t{-129})), std::invalid_argument);
   EXPECT_THROW(w.set("x", scalar(GgufType::U32, int64_t{-1})), std::invalid_argument);
   EXPECT_THROW(w.set("x", scalar(GgufType::STRING, uint64_t{1})), std::invalid_argument);
-  EXPECT_THROW(w.set("x", array(GgufType::I32, {scalar(GgufType::U32, uint64_t{1})})), std::invalid_argument);
+  EXPECT_THROW(w.set("x", array(GgufType::I32, {scalar(GgufType::U32, uint64_t{1})})),
+               std::invalid_argument);
   EXPECT_THROW(w.set_alignment(0), std::invalid_argument);
   EXPECT_THROW(w.set_alignment(48), std::invalid_argument);
   EXPECT_TRUE(parse(w.to_bytes())->metadata().empty());  // nothing was stored
@@ -444,7 +465,8 @@ TEST(GgufWriter, RejectsTensorsThatDoNotMatchTheirShape) {
   const Bytes b(64);
   EXPECT_THROW(w.add_tensor("a", GgmlType::F32, {4}, b.data(), 15), std::invalid_argument);
   EXPECT_THROW(w.add_tensor("a", GgmlType::F32, {}, b.data(), 0), std::invalid_argument);
-  EXPECT_THROW(w.add_tensor("a", GgmlType::F32, {1, 1, 1, 1, 1}, b.data(), 4), std::invalid_argument);
+  EXPECT_THROW(w.add_tensor("a", GgmlType::F32, {1, 1, 1, 1, 1}, b.data(), 4),
+               std::invalid_argument);
   EXPECT_THROW(w.add_tensor("a", GgmlType::F32, {0}, b.data(), 0), std::invalid_argument);
   EXPECT_THROW(w.add_tensor("a", GgmlType::Q8_0, {16}, b.data(), 17), std::invalid_argument);
   w.add_tensor("a", GgmlType::F32, {4}, b.data(), 16);
@@ -501,16 +523,20 @@ TEST_F(GgufGetters, RequiredGettersReturnValues) {
 
 TEST_F(GgufGetters, ErrorsNameThePathAndTheKey) {
   EXPECT_EQ(error_of([&] { f_->get_u32("nope"); }), "g.gguf: missing key 'nope'");
-  EXPECT_EQ(error_of([&] { f_->get_u32("big"); }), "g.gguf: key 'big' value 4294967296 does not fit in u32");
+  EXPECT_EQ(error_of([&] { f_->get_u32("big"); }),
+            "g.gguf: key 'big' value 4294967296 does not fit in u32");
   EXPECT_EQ(error_of([&] { f_->get_u32("neg"); }),
             "g.gguf: key 'neg' is negative (-1), expected an unsigned integer");
   EXPECT_EQ(error_of([&] { f_->get_u32("name"); }),
             "g.gguf: key 'name' has type string, expected an unsigned integer");
   EXPECT_EQ(error_of([&] { f_->get_i64("umax"); }),
             "g.gguf: key 'umax' value 18446744073709551615 does not fit in i64");
-  EXPECT_EQ(error_of([&] { f_->get_f32("f64"); }), "g.gguf: key 'f64' value 1e+300 does not fit in f32");
-  EXPECT_EQ(error_of([&] { f_->get_f32("name"); }), "g.gguf: key 'name' has type string, expected a number");
-  EXPECT_EQ(error_of([&] { f_->get_bool("u32"); }), "g.gguf: key 'u32' has type u32, expected bool");
+  EXPECT_EQ(error_of([&] { f_->get_f32("f64"); }),
+            "g.gguf: key 'f64' value 1e+300 does not fit in f32");
+  EXPECT_EQ(error_of([&] { f_->get_f32("name"); }),
+            "g.gguf: key 'name' has type string, expected a number");
+  EXPECT_EQ(error_of([&] { f_->get_bool("u32"); }),
+            "g.gguf: key 'u32' has type u32, expected bool");
   EXPECT_EQ(error_of([&] { f_->get_string("tokens"); }),
             "g.gguf: key 'tokens' has type array[string], expected string");
 }
@@ -543,7 +569,8 @@ TEST_F(GgufGetters, ArrayGettersCheckElementTypes) {
             "g.gguf: key 'scores' has type array[f32], expected array[i32]");
   EXPECT_EQ(error_of([&] { f_->get_i32_array("u32s"); }),
             "g.gguf: key 'u32s[0]' value 3000000000 does not fit in i32");
-  EXPECT_EQ(error_of([&] { f_->get_i32_array("u32"); }), "g.gguf: key 'u32' has type u32, expected array");
+  EXPECT_EQ(error_of([&] { f_->get_i32_array("u32"); }),
+            "g.gguf: key 'u32' has type u32, expected array");
   EXPECT_EQ(error_of([&] { f_->get_string_array("nope"); }), "g.gguf: missing key 'nope'");
 }
 
@@ -551,7 +578,8 @@ TEST_F(GgufGetters, ArrayGettersCheckElementTypes) {
 
 TEST(GgufDisplay, Scalars) {
   EXPECT_EQ(scalar(GgufType::U32, uint64_t{42}).to_display(), "42");
-  EXPECT_EQ(scalar(GgufType::U64, std::numeric_limits<uint64_t>::max()).to_display(), "18446744073709551615");
+  EXPECT_EQ(scalar(GgufType::U64, std::numeric_limits<uint64_t>::max()).to_display(),
+            "18446744073709551615");
   EXPECT_EQ(scalar(GgufType::I64, int64_t{-5}).to_display(), "-5");
   EXPECT_EQ(scalar(GgufType::F32, double{0.1f}).to_display(), "0.1");  // shortest float text
   EXPECT_EQ(scalar(GgufType::F64, 0.1).to_display(), "0.1");
@@ -562,11 +590,16 @@ TEST(GgufDisplay, Scalars) {
 TEST(GgufDisplay, StringsAreQuotedEscapedAndTruncated) {
   EXPECT_EQ(scalar(GgufType::STRING, std::string("llama")).to_display(), "\"llama\"");
   EXPECT_EQ(scalar(GgufType::STRING, std::string("a\nb\x01")).to_display(), "\"a\\nb\\x01\"");
-  EXPECT_EQ(scalar(GgufType::STRING, std::string("\xc3\xa9")).to_display(), "\"\xc3\xa9\"");  // UTF-8 kept
+  EXPECT_EQ(scalar(GgufType::STRING, std::string("\xc3\xa9")).to_display(),
+            "\"\xc3\xa9\"");  // UTF-8 kept
   EXPECT_EQ(scalar(GgufType::STRING, std::string("\xff")).to_display(), "\"\\xff\"");
   // Only the invalid byte is escaped; C1 controls (here U+009B, CSI) are too.
-  EXPECT_EQ(scalar(GgufType::STRING, std::string("\xc3\xa9\xff\xc3\xa9")).to_display(), "\"\xc3\xa9\\xff\xc3\xa9\"");
-  EXPECT_EQ(scalar(GgufType::STRING, std::string("\xc2\x9b" "2J")).to_display(), "\"\\xc2\\x9b2J\"");
+  EXPECT_EQ(scalar(GgufType::STRING, std::string("\xc3\xa9\xff\xc3\xa9")).to_display(),
+            "\"\xc3\xa9\\xff\xc3\xa9\"");
+  EXPECT_EQ(scalar(GgufType::STRING, std::string("\xc2\x9b"
+                                                 "2J"))
+                .to_display(),
+            "\"\\xc2\\x9b2J\"");
   const std::string shown = scalar(GgufType::STRING, std::string(100, 'x')).to_display();
   EXPECT_EQ(shown, "\"" + std::string(60, 'x') + "...\" (100 bytes)");
 }
@@ -602,7 +635,8 @@ TEST(GgufBadFile, TruncatedAtEveryOffset) {
   const Bytes full = small_writer().to_bytes();
   const auto f = parse(full);
   uint64_t data_end = 0;  // the trailing padding after the last tensor is optional
-  for (const GgufTensor& t : f->tensors()) data_end = std::max(data_end, f->data_offset() + t.offset + t.bytes);
+  for (const GgufTensor& t : f->tensors())
+    data_end = std::max(data_end, f->data_offset() + t.offset + t.bytes);
   for (size_t len = 0; len <= full.size(); ++len) {
     const Bytes cut(full.begin(), full.begin() + len);
     if (len >= data_end) {
@@ -640,29 +674,43 @@ TEST(GgufBadFile, EmptyAndWrongMagic) {
 }
 
 TEST(GgufBadFile, UnsupportedVersions) {
-  EXPECT_PARSE_ERROR(Raw().header(0, 0, 1).bytes(), "unsupported GGUF version 1; kvbench reads versions 2 and 3");
+  EXPECT_PARSE_ERROR(Raw().header(0, 0, 1).bytes(),
+                     "unsupported GGUF version 1; kvbench reads versions 2 and 3");
   EXPECT_PARSE_ERROR(Raw().header(0, 0, 4).bytes(), "unsupported GGUF version 4");
   EXPECT_PARSE_ERROR(Raw().header(0, 0, 0x03000000).bytes(), "(big-endian file?)");
 }
 
 TEST(GgufBadFile, HugeCountsFailBeforeAllocating) {
-  EXPECT_PARSE_ERROR(Raw().header(k2p60, 0).bytes(), "tensor count 1152921504606846976 is too large for the 0 bytes left");
-  EXPECT_PARSE_ERROR(Raw().header(0, k2p60).bytes(), "metadata count 1152921504606846976 is too large");
+  EXPECT_PARSE_ERROR(Raw().header(k2p60, 0).bytes(),
+                     "tensor count 1152921504606846976 is too large for the 0 bytes left");
+  EXPECT_PARSE_ERROR(Raw().header(0, k2p60).bytes(),
+                     "metadata count 1152921504606846976 is too large");
   EXPECT_PARSE_ERROR(Raw().header(0, 1).u64(k2p60).fill(16).bytes(),
-                     "key length 1152921504606846976 at offset 24 exceeds the 16 bytes left while reading metadata key 0");
-  EXPECT_PARSE_ERROR(Raw().header(0, 1).str("s").u32(uint32_t(GgufType::STRING)).u64(k2p60).bytes(),
-                     "string length 1152921504606846976 at offset 37 exceeds the 0 bytes left while reading "
-                     "value of metadata key 's'");
+                     "key length 1152921504606846976 at offset 24 exceeds the 16 bytes left while "
+                     "reading metadata key 0");
+  EXPECT_PARSE_ERROR(
+      Raw().header(0, 1).str("s").u32(uint32_t(GgufType::STRING)).u64(k2p60).bytes(),
+      "string length 1152921504606846976 at offset 37 exceeds the 0 bytes left while reading "
+      "value of metadata key 's'");
   for (GgufType elem : {GgufType::U8, GgufType::STRING, GgufType::ARRAY}) {
-    EXPECT_PARSE_ERROR(Raw().header(0, 1).str("a").u32(uint32_t(GgufType::ARRAY)).u32(uint32_t(elem)).u64(k2p60).fill(64).bytes(),
+    EXPECT_PARSE_ERROR(Raw()
+                           .header(0, 1)
+                           .str("a")
+                           .u32(uint32_t(GgufType::ARRAY))
+                           .u32(uint32_t(elem))
+                           .u64(k2p60)
+                           .fill(64)
+                           .bytes(),
                        "array count 1152921504606846976 is too large for the 64 bytes left");
   }
   // Tensor name length and dimension.
-  EXPECT_PARSE_ERROR(Raw().header(1, 0).u64(k2p60).fill(40).bytes(), "tensor name length 1152921504606846976");
+  EXPECT_PARSE_ERROR(Raw().header(1, 0).u64(k2p60).fill(40).bytes(),
+                     "tensor name length 1152921504606846976");
   EXPECT_PARSE_ERROR(Raw().header(1, 0).tensor("w", {k2p60}, 0, 0).pad(32).fill(64).bytes(),
                      "tensor 'w' needs more bytes than the whole file");
-  EXPECT_PARSE_ERROR(Raw().header(1, 0).tensor("w", {uint64_t(1) << 40, uint64_t(1) << 40}, 0, 0).bytes(),
-                     "tensor 'w' element count overflows int64");
+  EXPECT_PARSE_ERROR(
+      Raw().header(1, 0).tensor("w", {uint64_t(1) << 40, uint64_t(1) << 40}, 0, 0).bytes(),
+      "tensor 'w' element count overflows int64");
   EXPECT_PARSE_ERROR(Raw().header(1, 0).tensor("w", {uint64_t(1) << 63}, 0, 0).bytes(),
                      "tensor 'w' dimension 0 is 9223372036854775808");
 }
@@ -678,39 +726,47 @@ TEST(GgufBadFile, ArrayElementBudget) {
 TEST(GgufBadFile, BadDimensions) {
   EXPECT_PARSE_ERROR(Raw().header(1, 0).tensor("w", {1, 1, 1, 1, 1}, 0, 0).pad(32).fill(32).bytes(),
                      "tensor 'w' has 5 dimensions (must be 1 to 4)");
-  EXPECT_PARSE_ERROR(Raw().header(1, 0).tensor("w", {}, 0, 0).pad(32).fill(32).bytes(), "tensor 'w' has 0 dimensions");
+  EXPECT_PARSE_ERROR(Raw().header(1, 0).tensor("w", {}, 0, 0).pad(32).fill(32).bytes(),
+                     "tensor 'w' has 0 dimensions");
   EXPECT_PARSE_ERROR(Raw().header(1, 0).tensor("w", {4, 0}, 0, 0).pad(32).fill(32).bytes(),
                      "tensor 'w' dimension 1 is 0");
 }
 
 TEST(GgufBadFile, DuplicateKeysAndTensorNames) {
-  EXPECT_PARSE_ERROR(Raw().header(0, 2).kv_string("general.name", "a").kv_string("general.name", "b").bytes(),
-                     "duplicate metadata key 'general.name'");
-  EXPECT_PARSE_ERROR(Raw().header(2, 0).tensor("w", {4}, 0, 0).tensor("w", {4}, 0, 32).pad(32).fill(64).bytes(),
-                     "duplicate tensor name 'w'");
+  EXPECT_PARSE_ERROR(
+      Raw().header(0, 2).kv_string("general.name", "a").kv_string("general.name", "b").bytes(),
+      "duplicate metadata key 'general.name'");
+  EXPECT_PARSE_ERROR(
+      Raw().header(2, 0).tensor("w", {4}, 0, 0).tensor("w", {4}, 0, 32).pad(32).fill(64).bytes(),
+      "duplicate tensor name 'w'");
 }
 
 TEST(GgufBadFile, UnknownTypeAndPartialBlocks) {
   EXPECT_PARSE_ERROR(Raw().header(1, 0).tensor("w", {4}, 1000, 0).pad(32).fill(32).bytes(),
                      "tensor 'w' has unknown type id 1000");
-  EXPECT_PARSE_ERROR(Raw().header(1, 0).tensor("w", {33}, uint32_t(GgmlType::Q8_0), 0).pad(32).fill(64).bytes(),
-                     "tensor 'w' row of 33 elements is not a whole number of blocks of 32");
+  EXPECT_PARSE_ERROR(
+      Raw().header(1, 0).tensor("w", {33}, uint32_t(GgmlType::Q8_0), 0).pad(32).fill(64).bytes(),
+      "tensor 'w' row of 33 elements is not a whole number of blocks of 32");
 }
 
 TEST(GgufBadFile, TensorDataPlacement) {
   EXPECT_PARSE_ERROR(Raw().header(1, 0).tensor("w", {4}, 0, 16).pad(32).fill(64).bytes(),
                      "tensor 'w' offset 16 is not a multiple of the alignment 32");
-  EXPECT_PARSE_ERROR(Raw().header(1, 0).tensor("w", {16}, 0, 0).pad(32).fill(32).bytes(),
-                     "tensor 'w' data (64 bytes at data offset 0) extends past the end of the file");
-  EXPECT_PARSE_ERROR(Raw().header(1, 0).tensor("w", {4}, 0, uint64_t(1) << 62).pad(32).fill(32).bytes(),
-                     "extends past the end of the file");
+  EXPECT_PARSE_ERROR(
+      Raw().header(1, 0).tensor("w", {16}, 0, 0).pad(32).fill(32).bytes(),
+      "tensor 'w' data (64 bytes at data offset 0) extends past the end of the file");
+  EXPECT_PARSE_ERROR(
+      Raw().header(1, 0).tensor("w", {4}, 0, uint64_t(1) << 62).pad(32).fill(32).bytes(),
+      "extends past the end of the file");
   EXPECT_PARSE_ERROR(Raw().header(1, 0).tensor("w", {4}, 0, ~uint64_t(31)).pad(32).fill(32).bytes(),
                      "extends past the end of the file");
-  EXPECT_PARSE_ERROR(Raw().header(2, 0).tensor("a", {16}, 0, 0).tensor("b", {4}, 0, 32).pad(32).fill(64).bytes(),
-                     "tensors 'a' and 'b' overlap");
+  EXPECT_PARSE_ERROR(
+      Raw().header(2, 0).tensor("a", {16}, 0, 0).tensor("b", {4}, 0, 32).pad(32).fill(64).bytes(),
+      "tensors 'a' and 'b' overlap");
   // Reverse file order, same overlap: found after sorting by offset.
-  EXPECT_PARSE_ERROR(Raw().header(2, 0).tensor("b", {4}, 0, 32).tensor("a", {16}, 0, 0).pad(32).fill(64).bytes(),
-                     "tensors 'a' and 'b' overlap");
+  EXPECT_PARSE_ERROR(
+      Raw().header(2, 0).tensor("b", {4}, 0, 32).tensor("a", {16}, 0, 0).pad(32).fill(64).bytes(),
+      "tensors 'a' and 'b' overlap");
 }
 
 TEST(GgufBadFile, BadAlignmentValues) {
@@ -719,25 +775,43 @@ TEST(GgufBadFile, BadAlignmentValues) {
   };
   EXPECT_PARSE_ERROR(with_alignment(Raw().header(1, 1).kv_u32("general.alignment", 0)),
                      "invalid general.alignment 0 (must be a power of two");
-  EXPECT_PARSE_ERROR(with_alignment(Raw().header(1, 1).kv_u32("general.alignment", 3)), "invalid general.alignment 3");
-  EXPECT_PARSE_ERROR(with_alignment(Raw().header(1, 1).str("general.alignment").u32(uint32_t(GgufType::U64)).u64(uint64_t(1) << 40)),
+  EXPECT_PARSE_ERROR(with_alignment(Raw().header(1, 1).kv_u32("general.alignment", 3)),
+                     "invalid general.alignment 3");
+  EXPECT_PARSE_ERROR(with_alignment(Raw()
+                                        .header(1, 1)
+                                        .str("general.alignment")
+                                        .u32(uint32_t(GgufType::U64))
+                                        .u64(uint64_t(1) << 40)),
                      "invalid general.alignment 1099511627776");
-  EXPECT_PARSE_ERROR(with_alignment(Raw().header(1, 1).str("general.alignment").u32(uint32_t(GgufType::I32)).u32(uint32_t(-64))),
+  EXPECT_PARSE_ERROR(with_alignment(Raw()
+                                        .header(1, 1)
+                                        .str("general.alignment")
+                                        .u32(uint32_t(GgufType::I32))
+                                        .u32(uint32_t(-64))),
                      "invalid general.alignment -64");
   EXPECT_PARSE_ERROR(with_alignment(Raw().header(1, 1).kv_string("general.alignment", "32")),
                      "general.alignment has type string, expected u32");
   // A valid non-default alignment moves the data section.
-  const Bytes ok = Raw().header(1, 1).kv_u32("general.alignment", 64).tensor("w", {4}, 0, 0).pad(64).fill(64).bytes();
+  const Bytes ok = Raw()
+                       .header(1, 1)
+                       .kv_u32("general.alignment", 64)
+                       .tensor("w", {4}, 0, 0)
+                       .pad(64)
+                       .fill(64)
+                       .bytes();
   EXPECT_EQ(parse(ok)->data_offset(), 128u);
 }
 
 TEST(GgufBadFile, InvalidValues) {
   EXPECT_PARSE_ERROR(Raw().header(0, 1).str("k").u32(13).u32(0).bytes(),
                      "invalid value type 13 at offset 33 while reading value of metadata key 'k'");
-  EXPECT_PARSE_ERROR(Raw().header(0, 1).str("k").u32(uint32_t(GgufType::ARRAY)).u32(99).u64(1).u32(0).bytes(),
-                     "invalid value type 99 at offset 37");
-  EXPECT_PARSE_ERROR(Raw().header(0, 1).str("k").u32(uint32_t(GgufType::BOOL)).u8(2).bytes(), "invalid bool value 2");
-  EXPECT_PARSE_ERROR(Raw().header(0, 1).str("").u32(uint32_t(GgufType::U8)).u8(0).bytes(), "empty metadata key at offset 24");
+  EXPECT_PARSE_ERROR(
+      Raw().header(0, 1).str("k").u32(uint32_t(GgufType::ARRAY)).u32(99).u64(1).u32(0).bytes(),
+      "invalid value type 99 at offset 37");
+  EXPECT_PARSE_ERROR(Raw().header(0, 1).str("k").u32(uint32_t(GgufType::BOOL)).u8(2).bytes(),
+                     "invalid bool value 2");
+  EXPECT_PARSE_ERROR(Raw().header(0, 1).str("").u32(uint32_t(GgufType::U8)).u8(0).bytes(),
+                     "empty metadata key at offset 24");
   EXPECT_PARSE_ERROR(Raw().header(0, 1).str("a\xff").u32(uint32_t(GgufType::U8)).u8(0).bytes(),
                      "metadata key 'a\\xff' at offset 24 is not valid UTF-8");
 }
@@ -769,7 +843,8 @@ TEST(GgufBadFile, MessagesEscapeFileText) {
 TEST(GgufOpen, ErrorsNameThePath) {
   const std::string dir = temp_dir();
   const std::string missing = dir + "/missing.gguf";
-  EXPECT_EQ(error_of([&] { GgufFile::open(missing); }), missing + ": cannot open (No such file or directory)");
+  EXPECT_EQ(error_of([&] { GgufFile::open(missing); }),
+            missing + ": cannot open (No such file or directory)");
   EXPECT_EQ(error_of([&] { GgufFile::open(dir); }), dir + ": not a regular file");
   const std::string empty = dir + "/empty.gguf";
   std::ofstream(empty).close();
@@ -784,7 +859,8 @@ TEST(GgufOpen, ErrorsNameThePath) {
 #ifdef KVBENCH_TEST_DATA
 // The committed fuzz seeds: valid_* must parse, broken_* must be rejected.
 TEST(GgufCorpus, SeedsBehaveAsNamed) {
-  const std::filesystem::path dir = std::filesystem::path(KVBENCH_TEST_DATA) / ".." / "fuzz" / "corpus" / "gguf";
+  const std::filesystem::path dir =
+      std::filesystem::path(KVBENCH_TEST_DATA) / ".." / "fuzz" / "corpus" / "gguf";
   int seen = 0;
   for (const auto& entry : std::filesystem::directory_iterator(dir)) {
     const std::string name = entry.path().filename().string();

@@ -61,32 +61,37 @@ Agreement agreement(const LlamaModel& model, MatmulMode mode, float margin_for_t
     for (size_t i = 0; i < pos.size(); ++i) pos[i] = static_cast<int32_t>(i);
     eval.step(ids, pos, 0, StepPhase::Prefill, cache, Logits::Last, logits.data());
     const auto& top = c["top"];
-    const int32_t ours = static_cast<int32_t>(std::max_element(logits.begin(), logits.end()) - logits.begin());
+    const int32_t ours =
+        static_cast<int32_t>(std::max_element(logits.begin(), logits.end()) - logits.begin());
     const int32_t theirs = top[0][0].get<int32_t>();
     const float margin = top[0][1].get<float>() - top[1][1].get<float>();
     ++a.cases;
     a.top1_same += ours == theirs;
-    if (margin > margin_for_top1) EXPECT_EQ(ours, theirs) << prompt << " (llama.cpp margin " << margin << ")";
+    if (margin > margin_for_top1)
+      EXPECT_EQ(ours, theirs) << prompt << " (llama.cpp margin " << margin << ")";
     float case_worst = 0.0f;
     for (const auto& e : top)
       case_worst = std::max(case_worst, std::fabs(logits[e[0].get<int32_t>()] - e[1].get<float>()));
     if (std::getenv("KVBENCH_GOLDEN_VERBOSE"))
-      std::printf("%4zu tokens  max|diff| %.4f  top1 %d/%d  %.40s\n", ids.size(), case_worst, ours, theirs, prompt.c_str());
+      std::printf("%4zu tokens  max|diff| %.4f  top1 %d/%d  %.40s\n", ids.size(), case_worst, ours,
+                  theirs, prompt.c_str());
     a.worst_top32 = std::max(a.worst_top32, case_worst);
     case_diffs.push_back(case_worst);
   }
   std::sort(case_diffs.begin(), case_diffs.end());
   a.median = case_diffs[case_diffs.size() / 2];
-  std::printf("llama.cpp agreement (%s): top-1 identical on %d of %d prompts; max |logit diff| over "
-              "each prompt's top 32: median %.4f, max %.4f\n",
-              mode == MatmulMode::Exact ? "Exact, f32 activations" : "Quantized, 8-bit activations",
-              a.top1_same, a.cases, a.median, a.worst_top32);
+  std::printf(
+      "llama.cpp agreement (%s): top-1 identical on %d of %d prompts; max |logit diff| over "
+      "each prompt's top 32: median %.4f, max %.4f\n",
+      mode == MatmulMode::Exact ? "Exact, f32 activations" : "Quantized, 8-bit activations",
+      a.top1_same, a.cases, a.median, a.worst_top32);
   return a;
 }
 
 TEST(GoldenLlamaCpp, Top1AndLogitsOnSmolLM2) {
   const std::string path = test::smollm2_path();
-  if (path.empty()) GTEST_SKIP() << "SmolLM2 not found: run scripts/setup.sh (or set KVBENCH_MODEL)";
+  if (path.empty())
+    GTEST_SKIP() << "SmolLM2 not found: run scripts/setup.sh (or set KVBENCH_MODEL)";
   auto model = LlamaModel::load(path);
   const Agreement a = agreement(*model, MatmulMode::Exact, 0.2f);
   RecordProperty("top1_identical", a.top1_same);
@@ -115,7 +120,8 @@ TEST(GoldenLlamaCpp, Top1AndLogitsOnSmolLM2) {
 // the perplexity test below.
 TEST(GoldenLlamaCpp, QuantizedModeTop1AndLogitsOnSmolLM2) {
   const std::string path = test::smollm2_path();
-  if (path.empty()) GTEST_SKIP() << "SmolLM2 not found: run scripts/setup.sh (or set KVBENCH_MODEL)";
+  if (path.empty())
+    GTEST_SKIP() << "SmolLM2 not found: run scripts/setup.sh (or set KVBENCH_MODEL)";
   auto model = LlamaModel::load(path);
   const Agreement a = agreement(*model, MatmulMode::Quantized, 0.5f);
   RecordProperty("top1_identical", a.top1_same);
@@ -133,7 +139,8 @@ TEST(GoldenLlamaCpp, QuantizedModeTop1AndLogitsOnSmolLM2) {
 // is within the noise described above).
 TEST(GoldenLlamaCpp, QuantizedModeGreedyContinuationMatchesLlamaCpp) {
   const std::string path = test::smollm2_path();
-  if (path.empty()) GTEST_SKIP() << "SmolLM2 not found: run scripts/setup.sh (or set KVBENCH_MODEL)";
+  if (path.empty())
+    GTEST_SKIP() << "SmolLM2 not found: run scripts/setup.sh (or set KVBENCH_MODEL)";
   auto model = LlamaModel::load(path);
   const auto golden = load_golden()["greedy"];
   // The greedy record stores its lists as JSON strings.
@@ -153,16 +160,18 @@ TEST(GoldenLlamaCpp, QuantizedModeGreedyContinuationMatchesLlamaCpp) {
   eval.step(prompt, pos, 0, StepPhase::Prefill, cache, Logits::Last, logits.data());
   size_t same = 0;
   for (size_t i = 0; i < expect.size(); ++i) {
-    const int32_t ours = static_cast<int32_t>(std::max_element(logits.begin(), logits.end()) - logits.begin());
+    const int32_t ours =
+        static_cast<int32_t>(std::max_element(logits.begin(), logits.end()) - logits.begin());
     if (ours != expect[i]) break;
     ++same;
     const int32_t p = static_cast<int32_t>(prompt.size() + i);
-    eval.step(std::span(&ours, 1), std::span(&p, 1), 0, StepPhase::Decode, cache, Logits::Last, logits.data());
+    eval.step(std::span(&ours, 1), std::span(&p, 1), 0, StepPhase::Decode, cache, Logits::Last,
+              logits.data());
   }
   size_t required = 0;
   while (required < margins.size() && (required == 0 || margins[required] >= 0.05f)) ++required;
-  std::printf("greedy continuation: %zu of %zu ids identical to llama.cpp's (required: %zu)\n", same,
-              expect.size(), required);
+  std::printf("greedy continuation: %zu of %zu ids identical to llama.cpp's (required: %zu)\n",
+              same, expect.size(), required);
   RecordProperty("greedy_ids_identical", static_cast<int>(same));
   EXPECT_GE(same, required);
 }
@@ -176,7 +185,8 @@ TEST(GoldenLlamaCpp, QuantizedModeGreedyContinuationMatchesLlamaCpp) {
 // 0.016); Exact 21.5794 = llama.cpp F32 21.5794, 0.117 away from Q4_1.
 TEST(GoldenLlamaCpp, QuantizedModePerplexityMatchesLlamaCppQ4_1) {
   const std::string path = test::smollm2_path();
-  if (path.empty()) GTEST_SKIP() << "SmolLM2 not found: run scripts/setup.sh (or set KVBENCH_MODEL)";
+  if (path.empty())
+    GTEST_SKIP() << "SmolLM2 not found: run scripts/setup.sh (or set KVBENCH_MODEL)";
   std::ifstream in(std::string(KVBENCH_TEST_DATA) + "/golden_perplexity_smollm2.json");
   const auto golden = nlohmann::json::parse(in);
   auto model = LlamaModel::load(path);
@@ -192,13 +202,17 @@ TEST(GoldenLlamaCpp, QuantizedModePerplexityMatchesLlamaCppQ4_1) {
   PerplexityOptions o;
   o.ctx = 512;
   o.skip = 256;
-  const PerplexityResult r = perplexity(eval, std::vector<int32_t>(tokens.begin(), tokens.begin() + 1024), o);
+  const PerplexityResult r =
+      perplexity(eval, std::vector<int32_t>(tokens.begin(), tokens.begin() + 1024), o);
   ASSERT_EQ(r.running_ppl.size(), 2u);
-  std::printf("running ppl after 2 windows: kvbench Quantized %.4f, llama.cpp Q4_1 %.4f, llama.cpp F32 weights %.4f\n",
-              r.running_ppl[1], q4_1[1], f32[1]);
+  std::printf(
+      "running ppl after 2 windows: kvbench Quantized %.4f, llama.cpp Q4_1 %.4f, llama.cpp F32 "
+      "weights %.4f\n",
+      r.running_ppl[1], q4_1[1], f32[1]);
   for (int i = 0; i < 2; ++i) {
     EXPECT_NEAR(r.running_ppl[i], q4_1[i], 0.06) << "window " << i;
-    EXPECT_LT(std::fabs(r.running_ppl[i] - q4_1[i]), std::fabs(r.running_ppl[i] - f32[i])) << "window " << i;
+    EXPECT_LT(std::fabs(r.running_ppl[i] - q4_1[i]), std::fabs(r.running_ppl[i] - f32[i]))
+        << "window " << i;
   }
 }
 

@@ -20,7 +20,8 @@ Instance with(std::string grader, std::vector<std::string> answers) {
 
 TEST(Graders, Normalization) {
   EXPECT_EQ(normalize_answer("  The  Pass-Key is **71,432**!\n"), "the pass key is 71432");
-  EXPECT_EQ(normalize_answer("1,234,567 and 12,34"), "1234567 and 12 34");  // "12,34" is no thousands group
+  EXPECT_EQ(normalize_answer("1,234,567 and 12,34"),
+            "1234567 and 12 34");  // "12,34" is no thousands group
   EXPECT_EQ(normalize_answer("Dolores\tPark."), "dolores park");
   EXPECT_EQ(normalize_answer(""), "");
 }

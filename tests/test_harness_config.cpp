@@ -13,7 +13,8 @@ namespace {
 using json = nlohmann::json;
 
 json minimal() {
-  return json::parse(R"({"tasks": [{"task": "passkey", "lengths": [1024]}], "policies": ["full"]})");
+  return json::parse(
+      R"({"tasks": [{"task": "passkey", "lengths": [1024]}], "policies": ["full"]})");
 }
 
 std::string error_of(const json& doc) {
@@ -43,20 +44,27 @@ TEST(ExperimentConfig, DefaultsAreFilled) {
 TEST(ExperimentConfig, ErrorsNameFileAndJsonPath) {
   json d = minimal();
   d["tasks"][0]["lenghts"] = {1};
-  EXPECT_NE(error_of(d).find("experiments/x.json: /tasks/0/lenghts: unknown field (valid: depths, lengths, options, policies, question_first, samples, task)"),
-            std::string::npos) << error_of(d);
+  EXPECT_NE(error_of(d).find("experiments/x.json: /tasks/0/lenghts: unknown field (valid: depths, "
+                             "lengths, options, policies, question_first, samples, task)"),
+            std::string::npos)
+      << error_of(d);
   d = minimal();
   d["threads"] = "two";
-  EXPECT_NE(error_of(d).find("/threads: expected an integer, got string \"two\""), std::string::npos) << error_of(d);
+  EXPECT_NE(error_of(d).find("/threads: expected an integer, got string \"two\""),
+            std::string::npos)
+      << error_of(d);
   d = minimal();
   d["tasks"][0]["depths"] = {0.5, 1.5};
-  EXPECT_NE(error_of(d).find("/tasks/0/depths/1: must be in [0, 1], got 1.5"), std::string::npos) << error_of(d);
+  EXPECT_NE(error_of(d).find("/tasks/0/depths/1: must be in [0, 1], got 1.5"), std::string::npos)
+      << error_of(d);
   d = minimal();
   d["policies"] = json::array();
-  EXPECT_NE(error_of(d).find("/policies: needs at least 1 element(s)"), std::string::npos) << error_of(d);
+  EXPECT_NE(error_of(d).find("/policies: needs at least 1 element(s)"), std::string::npos)
+      << error_of(d);
   d = minimal();
   d["policies"][0] = {{"spec", "h2o"}, {"budgets", {0}}};
-  EXPECT_NE(error_of(d).find("/policies/0/budgets/0: a budget must be > 0"), std::string::npos) << error_of(d);
+  EXPECT_NE(error_of(d).find("/policies/0/budgets/0: a budget must be > 0"), std::string::npos)
+      << error_of(d);
   d = minimal();
   d["policies"][0] = {{"spec", "h2o"}, {"budgets", {12.5}}};
   EXPECT_NE(error_of(d).find("whole number"), std::string::npos);
@@ -65,7 +73,8 @@ TEST(ExperimentConfig, ErrorsNameFileAndJsonPath) {
   EXPECT_NE(error_of(d).find("/: missing field 'tasks'"), std::string::npos) << error_of(d);
   d = minimal();
   d["decoding"] = {{"max_new_tokens", -1}};
-  EXPECT_NE(error_of(d).find("/decoding/max_new_tokens: must be in [0, 4096], got -1"), std::string::npos);
+  EXPECT_NE(error_of(d).find("/decoding/max_new_tokens: must be in [0, 4096], got -1"),
+            std::string::npos);
 }
 
 TEST(ExperimentConfig, SetOverridesAnyField) {
@@ -94,7 +103,8 @@ TEST(ExperimentConfig, MalformedFileGivesLineAndColumn) {
     load_experiment(path, {});
     FAIL() << "no error";
   } catch (const InputError& e) {
-    EXPECT_NE(std::string(e.what()).find(path + ": parse error at line 3"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find(path + ": parse error at line 3"), std::string::npos)
+        << e.what();
   }
   EXPECT_THROW(load_experiment(testing::TempDir() + "missing.json", {}), InputError);
 }

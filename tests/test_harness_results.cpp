@@ -9,8 +9,8 @@
 
 #include "harness/report/compare.h"
 #include "harness/report/report.h"
-#include "harness/run/run_folder.h"
 #include "harness/report/table.h"
+#include "harness/run/run_folder.h"
 #include "model/common/error.h"
 
 namespace kvbench {
@@ -19,20 +19,33 @@ namespace {
 using json = nlohmann::json;
 namespace fs = std::filesystem;
 
-json cell(const std::string& instance, int policy_index, const std::string& label, double score, double bytes,
-          double decode_tok_s, bool reference = false, double depth = 0.5, int64_t length = 1024) {
-  return {{"id", instance + "--" + label},
-          {"instance", {{"id", instance}, {"task", "passkey"}, {"length", length}, {"depth", depth}}},
-          {"policy", {{"index", policy_index}, {"label", label}, {"spec", label}, {"is_reference", reference},
-                      {"base", label}, {"budget", reference ? json(nullptr) : json(128)}}},
-          {"prediction", "42"},
-          {"answers", {"42"}},
-          {"score", score},
-          {"memory", {{"kv_bytes_hot", bytes}, {"kv_bytes_cold", 0.0}}},
-          {"retention", {{"answer_nll", reference ? 1.0 : 1.5}, {"kl_full", reference ? 0.0 : 0.2},
-                         {"top1_agreement", reference ? 1.0 : 0.5}, {"needle_survival", reference ? 1.0 : 0.25}}},
-          {"timing", {{"decode_tok_s", decode_tok_s}, {"prefill_tok_s", 1000.0}, {"ttft_seconds", 0.5},
-                      {"policy_share", 0.01}}}};
+json cell(const std::string& instance, int policy_index, const std::string& label, double score,
+          double bytes, double decode_tok_s, bool reference = false, double depth = 0.5,
+          int64_t length = 1024) {
+  return {
+      {"id", instance + "--" + label},
+      {"instance", {{"id", instance}, {"task", "passkey"}, {"length", length}, {"depth", depth}}},
+      {"policy",
+       {{"index", policy_index},
+        {"label", label},
+        {"spec", label},
+        {"is_reference", reference},
+        {"base", label},
+        {"budget", reference ? json(nullptr) : json(128)}}},
+      {"prediction", "42"},
+      {"answers", {"42"}},
+      {"score", score},
+      {"memory", {{"kv_bytes_hot", bytes}, {"kv_bytes_cold", 0.0}}},
+      {"retention",
+       {{"answer_nll", reference ? 1.0 : 1.5},
+        {"kl_full", reference ? 0.0 : 0.2},
+        {"top1_agreement", reference ? 1.0 : 0.5},
+        {"needle_survival", reference ? 1.0 : 0.25}}},
+      {"timing",
+       {{"decode_tok_s", decode_tok_s},
+        {"prefill_tok_s", 1000.0},
+        {"ttft_seconds", 0.5},
+        {"policy_share", 0.01}}}};
 }
 
 std::vector<json> synthetic() {
@@ -61,7 +74,8 @@ TEST(Table, RelativeColumnsAgainstFullOnTheSameInstances) {
   EXPECT_DOUBLE_EQ(*rows[1].nll_delta, 0.5);
   EXPECT_DOUBLE_EQ(*rows[1].needle_survival, 0.25);
   const std::string md = table_markdown(rows);
-  EXPECT_NE(md.find("| Configuration | Memory Usage | Inference Speed | Context Retention |"), std::string::npos);
+  EXPECT_NE(md.find("| Configuration | Memory Usage | Inference Speed | Context Retention |"),
+            std::string::npos);
   EXPECT_NE(md.find("| h2o | 25.0% | 1.10x | 75.0% |"), std::string::npos) << md;
   const std::string csv = table_csv(rows);
   EXPECT_NE(csv.find("\"h2o\",\"h2o\",4,0.25,1.1,0.75,"), std::string::npos) << csv;
@@ -69,7 +83,8 @@ TEST(Table, RelativeColumnsAgainstFullOnTheSameInstances) {
 
 RunFolder make_run(const std::string& name, const std::vector<json>& cells) {
   const std::string out = testing::TempDir() + "kvbench-results-" + std::to_string(::getpid());
-  RunFolder f = RunFolder::create(out, name, json{{"name", name}}, json{{"plan", {{"cells", cells.size()}}}});
+  RunFolder f =
+      RunFolder::create(out, name, json{{"name", name}}, json{{"plan", {{"cells", cells.size()}}}});
   for (const auto& c : cells) f.write_cell(c["id"].get<std::string>(), c);
   return f;
 }
@@ -78,11 +93,13 @@ TEST(Report, WritesTableReportAndPlots) {
   const RunFolder run = make_run("report", synthetic());
   const ReportSummary s = write_report(run);
   EXPECT_EQ(s.cells, 8);
-  for (const char* f : {"table.md", "table.csv", "metrics.json", "predictions.jsonl", "report.md", "report.html"})
+  for (const char* f :
+       {"table.md", "table.csv", "metrics.json", "predictions.jsonl", "report.md", "report.html"})
     EXPECT_TRUE(fs::exists(run.path(f))) << f;
   if (s.plot_warning.empty()) {
-    for (const char* f : {"plots/heatmap-h2o.png", "plots/heatmap-h2o.svg", "plots/score-vs-memory.png",
-                          "plots/score-vs-budget.png", "plots/speed.svg"})
+    for (const char* f :
+         {"plots/heatmap-h2o.png", "plots/heatmap-h2o.svg", "plots/score-vs-memory.png",
+          "plots/score-vs-budget.png", "plots/speed.svg"})
       EXPECT_GT(fs::file_size(run.path(f)), 1000u) << f;
   }
   EXPECT_EQ(read_json_file(run.path("metrics.json"))["cells"], 8);

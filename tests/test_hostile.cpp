@@ -5,8 +5,8 @@
 #include <gtest/gtest.h>
 
 #include <fcntl.h>
-#include <sys/file.h>
 #include <signal.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -25,8 +25,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "harness/run/plan.h"
 #include "harness/report/plots.h"
+#include "harness/run/plan.h"
 #include "harness/run/run_folder.h"
 #include "harness/sha256.h"
 #include "tests/support/cli_run.h"
@@ -41,7 +41,8 @@ using test::expect_input_error;
 using test::run_kvbench;
 
 std::string scratch(const std::string& name) {
-  const std::string d = testing::TempDir() + "kvbench-hostile-" + std::to_string(::getpid()) + "/" + name;
+  const std::string d =
+      testing::TempDir() + "kvbench-hostile-" + std::to_string(::getpid()) + "/" + name;
   fs::remove_all(d);
   fs::create_directories(d);
   return d;
@@ -55,10 +56,12 @@ std::string slurp(const std::string& path) {
 // A one-instance experiment on the tiny model (two cells: full and a window).
 std::string tiny_experiment(const std::string& dir, const std::string& extra = "") {
   const std::string path = dir + "/tiny.json";
-  std::ofstream(path) << R"({"name": "tiny", "model": ")" << test::tiny_model_path() << R"(", "threads": 1,
+  std::ofstream(path) << R"({"name": "tiny", "model": ")" << test::tiny_model_path()
+                      << R"(", "threads": 1,
     "tasks": [{"task": "passkey", "lengths": [128]}],
     "policies": ["full", {"spec": "window:budget=64", "label": "win"}],
-    "decoding": {"chunk": 64, "max_new_tokens": 2})" << extra << "}";
+    "decoding": {"chunk": 64, "max_new_tokens": 2})"
+                      << extra << "}";
   return path;
 }
 
@@ -75,7 +78,8 @@ std::map<std::string, std::string> tree(const std::string& dir) {
   std::map<std::string, std::string> out;
   if (!fs::exists(dir)) return out;
   for (const auto& e : fs::recursive_directory_iterator(dir))
-    out[fs::relative(e.path(), dir).string()] = e.is_regular_file() ? slurp(e.path().string()) : "<dir>";
+    out[fs::relative(e.path(), dir).string()] =
+        e.is_regular_file() ? slurp(e.path().string()) : "<dir>";
   return out;
 }
 
@@ -89,7 +93,8 @@ std::vector<std::string> cell_files(const std::string& run) {
 // --- class 1: nothing in a run folder or config reaches a shell --------------
 
 TEST(Hostile, GnuplotStringsStayOneLiteral) {
-  for (const std::string s : {"x\n!id > PWNED\n#", "a`id`b", "it's", "a\rb\tc\x01\x7f", "@macro", "\\"}) {
+  for (const std::string s :
+       {"x\n!id > PWNED\n#", "a`id`b", "it's", "a\rb\tc\x01\x7f", "@macro", "\\"}) {
     const std::string q = gnuplot_string(s);
     SCOPED_TRACE(q);
     ASSERT_GE(q.size(), 2u);
@@ -108,7 +113,10 @@ TEST(Hostile, GnuplotStringsStayOneLiteral) {
 TEST(Hostile, TheIssueReproducerRunsNothing) {
   const std::string dir = scratch("repro");
   const std::string pwned = dir + "/PWNED";
-  const auto r = run_kvbench("run " + tiny_experiment(dir) + " -q --out " + dir + "/out --set 'tasks=[{\"task\":\"passkey\",\"lengths\":[128]}]' --set 'policies=[{\"spec\":\"full\",\"label\":\"x\\n!id > " + pwned + "\\n#\"}]'");
+  const auto r = run_kvbench("run " + tiny_experiment(dir) + " -q --out " + dir +
+                             "/out --set 'tasks=[{\"task\":\"passkey\",\"lengths\":[128]}]' --set "
+                             "'policies=[{\"spec\":\"full\",\"label\":\"x\\n!id > " +
+                             pwned + "\\n#\"}]'");
   expect_input_error(r, "/policies/0/label: must not contain control characters");
   EXPECT_FALSE(fs::exists(pwned));
   EXPECT_FALSE(fs::exists(dir + "/out"));
@@ -120,8 +128,9 @@ TEST(Hostile, ReportOfATamperedRunFolderRunsNothingAndEscapesHtml) {
   ASSERT_FALSE(run.empty());
   const std::string pwned = dir + "/PWNED";
   // Labels as a hostile colleague writes them into the cells they share.
-  const std::vector<std::string> labels = {"x\n!touch " + pwned + "\n#", "`touch " + pwned + "2`",
-                                           "<script>alert(1)</script>' \" EOD\nEOD\n!touch " + pwned + "3"};
+  const std::vector<std::string> labels = {
+      "x\n!touch " + pwned + "\n#", "`touch " + pwned + "2`",
+      "<script>alert(1)</script>' \" EOD\nEOD\n!touch " + pwned + "3"};
   const auto files = cell_files(run);
   ASSERT_EQ(files.size(), 2u);
   for (size_t i = 0; i < files.size(); ++i) {
@@ -163,7 +172,8 @@ TEST(Hostile, MergeTrustsNoCellIdAsAFileName) {
 
 TEST(Hostile, OutputsNeverReplaceSpecialFiles) {
   const std::string dir = scratch("special-out");
-  const std::string fifo = dir + "/fifo", sub = dir + "/a-dir", target = dir + "/target", link = dir + "/link";
+  const std::string fifo = dir + "/fifo", sub = dir + "/a-dir", target = dir + "/target",
+                    link = dir + "/link";
   ASSERT_EQ(::mkfifo(fifo.c_str(), 0644), 0);
   fs::create_directories(sub);
   std::ofstream(target) << "precious";
@@ -171,14 +181,18 @@ TEST(Hostile, OutputsNeverReplaceSpecialFiles) {
   const std::string tiny = test::tiny_model_path();
   for (const std::string& out : {fifo, sub, link}) {
     SCOPED_TRACE(out);
-    expect_input_error(run_kvbench("tiny-model -o " + out), out + ": exists and is not a regular file");
-    expect_input_error(run_kvbench("dataset generate -m " + tiny + " --task passkey --lengths 64 -o " + out),
+    expect_input_error(run_kvbench("tiny-model -o " + out),
                        out + ": exists and is not a regular file");
+    expect_input_error(
+        run_kvbench("dataset generate -m " + tiny + " --task passkey --lengths 64 -o " + out),
+        out + ": exists and is not a regular file");
   }
   std::ofstream(dir + "/doc.txt") << "A short document about nothing in particular.";
-  expect_input_error(run_kvbench("cache save -m " + tiny + " --context " + dir + "/doc.txt -o " + fifo),
-                     fifo + ": exists and is not a regular file");
-  expect_input_error(run_kvbench("dataset calibrate -m " + tiny + " --tasks passkey --lengths 64 --records " + fifo),
+  expect_input_error(
+      run_kvbench("cache save -m " + tiny + " --context " + dir + "/doc.txt -o " + fifo),
+      fifo + ": exists and is not a regular file");
+  expect_input_error(run_kvbench("dataset calibrate -m " + tiny +
+                                 " --tasks passkey --lengths 64 --records " + fifo),
                      fifo + ": exists and is not a regular file");
   struct stat st {};
   ASSERT_EQ(::lstat(fifo.c_str(), &st), 0);
@@ -212,7 +226,8 @@ TEST(Hostile, LinksInARunFolderSendNothingOutsideIt) {
   fs::remove(run + "/plots/speed.png");
   fs::create_symlink(outside + "/precious", run + "/plots/speed.png");
   const auto with_link = tree(run);
-  expect_input_error(run_kvbench("report " + run), run + "/plots/speed.png: exists and is not a regular file");
+  expect_input_error(run_kvbench("report " + run),
+                     run + "/plots/speed.png: exists and is not a regular file");
   EXPECT_EQ(slurp(outside + "/precious"), "precious");
   EXPECT_EQ(tree(run), with_link);
   // cells/ as a link: a resume would write cells there.
@@ -230,24 +245,31 @@ TEST(Hostile, OutOfRangeNumbersAndDeepNestingAreInputErrors) {
   const std::string out = dir + "/out";
   expect_input_error(run_kvbench("run " + exp + " -q --out " + out + " --set decoding.chunk=1e999"),
                      "--set 'decoding.chunk': number overflow parsing '1e999'");
-  expect_input_error(run_kvbench("run " + exp + " -q --out " + out + " --set 'policies=" + std::string(200, '[') + "'"),
+  expect_input_error(run_kvbench("run " + exp + " -q --out " + out +
+                                 " --set 'policies=" + std::string(200, '[') + "'"),
                      "--set 'policies': nested deeper than 64 levels");
   // A bare --set word that is not UTF-8 (found by fuzz_experiment: it aborted
   // when an error message showed it).
-  expect_input_error(run_kvbench("run " + exp + " -q --out " + out + " --set \"$(printf 'policies=\\243')\""),
-                     "--set: not valid UTF-8");
+  expect_input_error(
+      run_kvbench("run " + exp + " -q --out " + out + " --set \"$(printf 'policies=\\243')\""),
+      "--set: not valid UTF-8");
   const std::string big = tiny_experiment(dir, R"(, "seed": 1e999)");
-  expect_input_error(run_kvbench("run " + big + " -q --out " + out), big + ": number overflow parsing '1e999'");
+  expect_input_error(run_kvbench("run " + big + " -q --out " + out),
+                     big + ": number overflow parsing '1e999'");
   std::ofstream(dir + "/deep.json") << std::string(100000, '[') << std::string(100000, ']');
-  expect_input_error(run_kvbench("run " + dir + "/deep.json -q --out " + out), dir + "/deep.json: nested deeper than 64 levels");
+  expect_input_error(run_kvbench("run " + dir + "/deep.json -q --out " + out),
+                     dir + "/deep.json: nested deeper than 64 levels");
   std::ofstream(dir + "/bad.jsonl") << "{\"id\": \"x\", \"seed\": 1e999}\n";
-  expect_input_error(run_kvbench("dataset show " + dir + "/bad.jsonl"), dir + "/bad.jsonl:1: malformed JSON: number overflow");
+  expect_input_error(run_kvbench("dataset show " + dir + "/bad.jsonl"),
+                     dir + "/bad.jsonl:1: malformed JSON: number overflow");
   EXPECT_FALSE(fs::exists(out));
   // A --resume path far beyond PATH_MAX, and a path component beyond NAME_MAX.
   expect_input_error(run_kvbench("run -q --resume " + std::string(5000, 'a')), "path too long");
   const std::string long_name = dir + "/" + std::string(300, 'a');
-  for (const std::string& args : {"report " + long_name, "run -q --resume " + long_name, "compare " + long_name + " " + long_name,
-                                  "merge " + long_name + " -o " + dir + "/m", "dataset show " + long_name})
+  for (const std::string& args :
+       {"report " + long_name, "run -q --resume " + long_name,
+        "compare " + long_name + " " + long_name, "merge " + long_name + " -o " + dir + "/m",
+        "dataset show " + long_name})
     expect_input_error(run_kvbench(args), long_name + ": ");
   EXPECT_FALSE(fs::exists(dir + "/m"));
 }
@@ -270,8 +292,12 @@ TEST(Hostile, DamagedCellsAreErrorsNamingTheFileAndMergeWritesNothing) {
       {"/policy/label: missing", [](json& c) { c["policy"].erase("label"); }},
       {"/policy/index: expected an integer", [](json& c) { c["policy"]["index"] = "0"; }},
       {"/instance/task: expected a string", [](json& c) { c["instance"]["task"] = json::array(); }},
-      {"/instance/depth: expected a number or null", [](json& c) { c["instance"]["depth"] = "deep"; }},
-      {"/: expected an object", [](json& c) { c = json::array({1, 2}); }},
+      {"/instance/depth: expected a number or null",
+       [](json& c) { c["instance"]["depth"] = "deep"; }},
+      {"/: expected an object",
+       [](json& c) {
+         c = json::array({1, 2});
+       }},
       {"/id: expected a string", [](json& c) { c["id"] = 7; }},
   };
   for (const auto& d : damages) {
@@ -281,13 +307,15 @@ TEST(Hostile, DamagedCellsAreErrorsNamingTheFileAndMergeWritesNothing) {
     std::ofstream(file) << c.dump();
     expect_input_error(run_kvbench("report " + run), file + ": " + d.field);
     expect_input_error(run_kvbench("compare " + run + " " + run), file + ": " + d.field);
-    expect_input_error(run_kvbench("merge " + run + " -o " + dir + "/merged"), file + ": " + d.field);
+    expect_input_error(run_kvbench("merge " + run + " -o " + dir + "/merged"),
+                       file + ": " + d.field);
     EXPECT_FALSE(fs::exists(dir + "/merged"));
   }
   std::ofstream(file) << "{\"score\": 1e999}";
   expect_input_error(run_kvbench("report " + run), file + ": number overflow");
   std::ofstream(file) << std::string(1000, '{');
-  expect_input_error(run_kvbench("compare " + run + " " + run), file + ": nested deeper than 64 levels");
+  expect_input_error(run_kvbench("compare " + run + " " + run),
+                     file + ": nested deeper than 64 levels");
   std::ofstream(run + "/meta.json") << "{\"plan\": \"many\"}";
   std::ofstream(file) << original;
   expect_input_error(run_kvbench("report " + run), run + "/meta.json: /plan: expected an object");
@@ -295,12 +323,14 @@ TEST(Hostile, DamagedCellsAreErrorsNamingTheFileAndMergeWritesNothing) {
   const std::string config = slurp(run + "/config.json");
   std::ofstream(run + "/config.json") << "[1]";
   expect_input_error(run_kvbench("report " + run), run + "/config.json: /: expected an object");
-  expect_input_error(run_kvbench("merge " + run + " -o " + dir + "/merged"), run + "/config.json: /: expected an object");
+  expect_input_error(run_kvbench("merge " + run + " -o " + dir + "/merged"),
+                     run + "/config.json: /: expected an object");
   json named = json::parse(config);
   named["name"] = 42;
   std::ofstream(run + "/config.json") << named.dump();
   expect_input_error(run_kvbench("report " + run), run + "/config.json: /name: expected a string");
-  expect_input_error(run_kvbench("run -q --resume " + run), run + "/config.json: /name: expected a string");
+  expect_input_error(run_kvbench("run -q --resume " + run),
+                     run + "/config.json: /name: expected a string");
   EXPECT_FALSE(fs::exists(dir + "/merged"));
 }
 
@@ -341,14 +371,16 @@ TEST(Hostile, CollidingIdsAndBadGradersAreRefusedBeforeAnyCell) {
   const std::string out = dir + "/out";
   const std::string same_name = two_instances(dir, [](json&) {});
   const std::string exp = tiny_experiment(dir);
-  expect_input_error(run_kvbench("run " + exp + " -q --out " + out + " --set 'tasks=[{\"jsonl\":\"" + same_name + "\"}]'"),
+  expect_input_error(run_kvbench("run " + exp + " -q --out " + out +
+                                 " --set 'tasks=[{\"jsonl\":\"" + same_name + "\"}]'"),
                      "instance ids 'a/b' and 'a_b' map to the same file name 'a_b'");
   EXPECT_FALSE(fs::exists(out));
   const std::string bad_grader = two_instances(dir, [](json& j) {
     j["id"] = "second";
     j["grader"] = "vibes";
   });
-  expect_input_error(run_kvbench("run " + exp + " -q --out " + out + " --set 'tasks=[{\"jsonl\":\"" + bad_grader + "\"}]'"),
+  expect_input_error(run_kvbench("run " + exp + " -q --out " + out +
+                                 " --set 'tasks=[{\"jsonl\":\"" + bad_grader + "\"}]'"),
                      bad_grader + ":2: field 'grader': unknown grader 'vibes'");
   EXPECT_FALSE(fs::exists(out));
 }
@@ -357,13 +389,15 @@ TEST(Hostile, AnInstanceIdOf300CharactersRuns) {
   const std::string dir = scratch("long-id");
   const std::string long_id(300, 'x');
   const std::string jsonl = two_instances(dir, [&](json& j) { j["id"] = long_id; });
-  const auto r = run_kvbench("run " + tiny_experiment(dir) + " -q --out " + dir + "/out --set 'tasks=[{\"jsonl\":\"" + jsonl + "\"}]'");
+  const auto r = run_kvbench("run " + tiny_experiment(dir) + " -q --out " + dir +
+                             "/out --set 'tasks=[{\"jsonl\":\"" + jsonl + "\"}]'");
   ASSERT_EQ(r.code, 0) << r.err;
   std::string run;
   for (const auto& e : fs::directory_iterator(dir + "/out")) run = e.path().string();
   const auto cells = RunFolder::open(run).cells();
   ASSERT_EQ(cells.size(), 4u);  // 2 instances x (full, win)
-  for (const auto& f : cell_files(run)) EXPECT_LE(fs::path(f).filename().string().size(), 255u) << f;
+  for (const auto& f : cell_files(run))
+    EXPECT_LE(fs::path(f).filename().string().size(), 255u) << f;
   bool found = false;
   for (const auto& c : cells) found = found || c["instance"]["id"] == long_id;
   EXPECT_TRUE(found);
@@ -377,13 +411,17 @@ TEST(Hostile, SpecialFilesAsInputsAreRefusedWithoutBlocking) {
   ASSERT_EQ(::mkfifo(fifo.c_str(), 0644), 0);
   const std::string tiny = test::tiny_model_path();
   expect_input_error(run_kvbench("info --model " + fifo), fifo + ": not a regular file");
-  expect_input_error(run_kvbench("ask -m " + tiny + " --cache " + fifo + " --question hi"), fifo + ": not a regular file");
-  expect_input_error(run_kvbench("cache save -m " + tiny + " --context " + fifo + " -o " + dir + "/x.kvc"),
+  expect_input_error(run_kvbench("ask -m " + tiny + " --cache " + fifo + " --question hi"),
                      fifo + ": not a regular file");
-  expect_input_error(run_kvbench("run " + fifo + " -q --out " + dir + "/out"), fifo + ": not a regular file");
+  expect_input_error(
+      run_kvbench("cache save -m " + tiny + " --context " + fifo + " -o " + dir + "/x.kvc"),
+      fifo + ": not a regular file");
+  expect_input_error(run_kvbench("run " + fifo + " -q --out " + dir + "/out"),
+                     fifo + ": not a regular file");
   const std::string exp = tiny_experiment(dir);
   for (const std::string& jsonl : {fifo, std::string("/dev/zero")})
-    expect_input_error(run_kvbench("run " + exp + " -q --out " + dir + "/out --set 'tasks=[{\"jsonl\":\"" + jsonl + "\"}]'"),
+    expect_input_error(run_kvbench("run " + exp + " -q --out " + dir +
+                                   "/out --set 'tasks=[{\"jsonl\":\"" + jsonl + "\"}]'"),
                        jsonl + ": not a regular file");
   expect_input_error(run_kvbench("dataset show /dev/zero"), "/dev/zero: not a regular file");
   EXPECT_FALSE(fs::exists(dir + "/out"));
@@ -392,11 +430,13 @@ TEST(Hostile, SpecialFilesAsInputsAreRefusedWithoutBlocking) {
 
 // Rewrites a snapshot's header with `edit` and seals it again (the header
 // checksum is no secret: anyone can recompute it).
-void forge_header(const std::string& kvc, const std::function<std::string(nlohmann::ordered_json&)>& edit) {
+void forge_header(const std::string& kvc,
+                  const std::function<std::string(nlohmann::ordered_json&)>& edit) {
   const std::string file = slurp(kvc);
   const size_t trailer = 4 + 32 + 8;
   uint32_t h = 0;
-  std::memcpy(&h, file.data() + file.size() - trailer, 4);  // little-endian hosts only, like the format
+  std::memcpy(&h, file.data() + file.size() - trailer,
+              4);  // little-endian hosts only, like the format
   const size_t header_at = file.size() - trailer - h;
   auto header = nlohmann::ordered_json::parse(file.substr(header_at, h));
   const std::string text = edit(header);
@@ -404,7 +444,8 @@ void forge_header(const std::string& kvc, const std::function<std::string(nlohma
   const uint32_t n = static_cast<uint32_t>(text.size());
   forged.append(reinterpret_cast<const char*>(&n), 4);
   const std::string hex = sha256_hex(text.data(), text.size());
-  for (size_t i = 0; i < 32; ++i) forged += static_cast<char>(std::stoi(hex.substr(2 * i, 2), nullptr, 16));
+  for (size_t i = 0; i < 32; ++i)
+    forged += static_cast<char>(std::stoi(hex.substr(2 * i, 2), nullptr, 16));
   forged += file.substr(file.size() - 8);
   std::ofstream(kvc, std::ios::binary | std::ios::trunc) << forged;
 }
@@ -416,7 +457,8 @@ TEST(Hostile, ForgedSnapshotHeadersAllocateNothingBigAndNestNoDeeperThan64) {
   const std::string tiny = test::tiny_model_path();
   std::ofstream(dir + "/doc.txt") << "A short document about nothing in particular.";
   const std::string kvc = dir + "/doc.kvc", deep = dir + "/deep.kvc";
-  ASSERT_EQ(run_kvbench("cache save -m " + tiny + " --context " + dir + "/doc.txt -o " + kvc).code, 0);
+  ASSERT_EQ(run_kvbench("cache save -m " + tiny + " --context " + dir + "/doc.txt -o " + kvc).code,
+            0);
   fs::copy_file(kvc, deep);
   forge_header(kvc, [](nlohmann::ordered_json& header) {
     header["payload"]["raw_bytes"] = uint64_t{8600000000};
@@ -426,9 +468,11 @@ TEST(Hostile, ForgedSnapshotHeadersAllocateNothingBigAndNestNoDeeperThan64) {
                      kvc + ": payload.raw_bytes: the header says 8600000000 bytes");
   forge_header(deep, [](nlohmann::ordered_json& header) {
     const std::string text = header.dump();
-    return text.substr(0, text.size() - 1) + ",\"x\":" + std::string(100000, '[') + std::string(100000, ']') + "}";
+    return text.substr(0, text.size() - 1) + ",\"x\":" + std::string(100000, '[') +
+           std::string(100000, ']') + "}";
   });
-  expect_input_error(run_kvbench("cache info " + deep), deep + ": header: nested deeper than 64 levels");
+  expect_input_error(run_kvbench("cache info " + deep),
+                     deep + ": header: nested deeper than 64 levels");
   expect_input_error(run_kvbench("ask -m " + tiny + " --cache " + deep + " --question hi"),
                      deep + ": header: nested deeper than 64 levels");
 }
@@ -441,7 +485,8 @@ TEST(Hostile, ControlCharactersInTheExperimentNameAreRefused) {
     expect_input_error(run_kvbench("run " + exp + " -q --out " + dir + "/out"), exp + ": /name:");
   }
   const std::string exp = tiny_experiment(dir, R"(, "output": "a\u0000b")");
-  expect_input_error(run_kvbench("run " + exp + " -q"), exp + ": /output: must not contain control characters");
+  expect_input_error(run_kvbench("run " + exp + " -q"),
+                     exp + ": /output: must not contain control characters");
   EXPECT_FALSE(fs::exists(dir + "/out"));
 }
 
@@ -457,8 +502,10 @@ TEST(Hostile, ARunFolderHasOneWriterAndResumeRemovesStaleTemporaries) {
     ASSERT_GE(fd, 0);
     ASSERT_EQ(::flock(fd, LOCK_EX | LOCK_NB), 0);
     const auto before = tree(run);
-    expect_input_error(run_kvbench("run -q --resume " + run), run + ": another kvbench process is writing this run folder");
-    expect_input_error(run_kvbench("report " + run), run + ": another kvbench process is writing this run folder");
+    expect_input_error(run_kvbench("run -q --resume " + run),
+                       run + ": another kvbench process is writing this run folder");
+    expect_input_error(run_kvbench("report " + run),
+                       run + ": another kvbench process is writing this run folder");
     EXPECT_EQ(tree(run), before);
     ::close(fd);
   }
@@ -484,14 +531,16 @@ TEST(Hostile, ARunFolderHasOneWriterAndResumeRemovesStaleTemporaries) {
       ::close(fd);
       if (held) break;
     }
-    expect_input_error(run_kvbench("run -q --resume " + run), run + ": another kvbench process is writing this run folder");
+    expect_input_error(run_kvbench("run -q --resume " + run),
+                       run + ": another kvbench process is writing this run folder");
     ::kill(pid, SIGCONT);
     int status = 0;
     waitpid(pid, &status, 0);
     EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
   }
   // Temporaries of writers killed half way.
-  std::ofstream(run + "/cells/" + fs::path(cell_files(run)[0]).stem().string() + ".json.tmp.4242") << "{\"half";
+  std::ofstream(run + "/cells/" + fs::path(cell_files(run)[0]).stem().string() + ".json.tmp.4242")
+      << "{\"half";
   std::ofstream(run + "/meta.json.tmp.77") << "{";
   const auto r = run_kvbench("run -q --resume " + run);
   EXPECT_EQ(r.code, 0) << r.err;
@@ -499,7 +548,8 @@ TEST(Hostile, ARunFolderHasOneWriterAndResumeRemovesStaleTemporaries) {
   for (const auto& f : cell_files(run)) EXPECT_EQ(f.find(".tmp."), std::string::npos) << f;
   // A folder whose config.json was never published.
   fs::rename(run + "/config.json", run + "/config.json.tmp.99");
-  expect_input_error(run_kvbench("run -q --resume " + run), run + ": not a run folder (no config.json");
+  expect_input_error(run_kvbench("run -q --resume " + run),
+                     run + ": not a run folder (no config.json");
 }
 
 // kill -9 at 20 random moments (cell writes, config and meta writes,
@@ -508,7 +558,8 @@ TEST(Hostile, ARunFolderHasOneWriterAndResumeRemovesStaleTemporaries) {
 TEST(Hostile, KilledAtTwentyRandomMomentsLeavesNoTemporaries) {
   const std::string dir = scratch("kill20");
   const std::string exp = tiny_experiment(dir);
-  const std::string grid = "tasks=[{\"task\":\"passkey\",\"lengths\":[128],\"depths\":[0.1,0.4,0.7,0.9]}]";
+  const std::string grid =
+      "tasks=[{\"task\":\"passkey\",\"lengths\":[128],\"depths\":[0.1,0.4,0.7,0.9]}]";
   const auto timed = std::chrono::steady_clock::now();
   ASSERT_EQ(run_kvbench("run " + exp + " -q --out " + dir + "/whole --set '" + grid + "'").code, 0);
   const auto duration = std::chrono::steady_clock::now() - timed;
@@ -533,7 +584,8 @@ TEST(Hostile, KilledAtTwentyRandomMomentsLeavesNoTemporaries) {
       ::dup2(null_fd, STDOUT_FILENO);
       ::dup2(null_fd, STDERR_FILENO);
       if (folder.empty())
-        execl(binary.c_str(), binary.c_str(), "run", exp.c_str(), "-q", "--out", out.c_str(), "--set", grid.c_str(), nullptr);
+        execl(binary.c_str(), binary.c_str(), "run", exp.c_str(), "-q", "--out", out.c_str(),
+              "--set", grid.c_str(), nullptr);
       else
         execl(binary.c_str(), binary.c_str(), "run", "-q", "--resume", folder.c_str(), nullptr);
       _exit(127);

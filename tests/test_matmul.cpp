@@ -71,9 +71,10 @@ std::vector<float> run(const WeightMatrix& w, const std::vector<float>& x, int64
   return y;
 }
 
-const GgmlType kTypes[] = {GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q5_1, GgmlType::Q8_0,
-                           GgmlType::Q2_K, GgmlType::Q3_K, GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K,
-                           GgmlType::F32,  GgmlType::F16,  GgmlType::BF16};
+const GgmlType kTypes[] = {GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q5_1,
+                           GgmlType::Q8_0, GgmlType::Q2_K, GgmlType::Q3_K, GgmlType::Q4_K,
+                           GgmlType::Q5_K, GgmlType::Q6_K, GgmlType::F32,  GgmlType::F16,
+                           GgmlType::BF16};
 
 int64_t cols_for(GgmlType t) { return traits(t).block_size == 256 ? 512 : 576; }
 
@@ -111,7 +112,8 @@ TEST(Matmul, QuantizedMatchesDequantizedWeightsTimesQuantizedActivations) {
               bound += std::fabs(mw * sa) * std::ldexp(1.0, -10);
             }
           }
-          ASSERT_NEAR(y[tok * m.w.rows + r], expect, bound) << type_name(t) << " n=" << n << " row " << r;
+          ASSERT_NEAR(y[tok * m.w.rows + r], expect, bound)
+              << type_name(t) << " n=" << n << " row " << r;
         }
       }
     }
@@ -162,7 +164,8 @@ TEST(Matmul, DeterministicInBothModes) {
     // the thread count; each output's sum does not).
     const auto exact_ref = run(m.w, x, n, 1, {MatmulMode::Exact, best_cpu_path()});
     for (int threads : {2, 3}) {
-      EXPECT_EQ(0, std::memcmp(exact_ref.data(), run(m.w, x, n, threads, {MatmulMode::Exact, best_cpu_path()}).data(),
+      EXPECT_EQ(0, std::memcmp(exact_ref.data(),
+                               run(m.w, x, n, threads, {MatmulMode::Exact, best_cpu_path()}).data(),
                                bytes))
           << "n=" << n << " exact, threads " << threads;
     }
@@ -170,7 +173,8 @@ TEST(Matmul, DeterministicInBothModes) {
     for (CpuPath p : {CpuPath::Scalar, CpuPath::Avx2, CpuPath::Avx512}) {
       if (!cpu_path_supported(p)) continue;
       for (int threads : {1, 2, 3}) {
-        EXPECT_EQ(0, std::memcmp(ref.data(), run(m.w, x, n, threads, {MatmulMode::Quantized, p}).data(), bytes))
+        EXPECT_EQ(0, std::memcmp(ref.data(),
+                                 run(m.w, x, n, threads, {MatmulMode::Quantized, p}).data(), bytes))
             << "n=" << n << " " << cpu_path_name(p) << " threads " << threads;
       }
     }
@@ -191,7 +195,8 @@ TEST(Matmul, GroupEqualsSeparateCalls) {
     ThreadPool pool(2);
     MatmulScratch scratch;
     std::vector<float> ya(n * 64), yb(n * 30, 0.0f), yc(n * 24), yd(n * 9);
-    const MatmulOutput outs[] = {{&a.w, ya.data(), 64}, {&b.w, yb.data(), 30}, {&c.w, yc.data(), 24}, {&d.w, yd.data(), 9}};
+    const MatmulOutput outs[] = {
+        {&a.w, ya.data(), 64}, {&b.w, yb.data(), 30}, {&c.w, yc.data(), 24}, {&d.w, yd.data(), 9}};
     matmul_group(outs, x.data(), n, pool, scratch, o);
     EXPECT_EQ(0, std::memcmp(ya.data(), run(a.w, x, n, 2, o).data(), ya.size() * 4));
     EXPECT_EQ(0, std::memcmp(yc.data(), run(c.w, x, n, 2, o).data(), yc.size() * 4));
@@ -223,9 +228,10 @@ TEST(Matmul, PlanarCopyGivesTheSameBits) {
         for (int64_t n : {1, 2, 13}) {
           const auto x = random_input(n, cols, rng);
           for (int threads : {1, 2}) {
-            EXPECT_EQ(0, std::memcmp(run(m.w, x, n, threads, o).data(), run(with, x, n, threads, o).data(),
-                                     n * m.w.rows * 4))
-                << type_name(t) << " cols " << cols << " " << cpu_path_name(p) << " n " << n << " t" << threads;
+            EXPECT_EQ(0, std::memcmp(run(m.w, x, n, threads, o).data(),
+                                     run(with, x, n, threads, o).data(), n * m.w.rows * 4))
+                << type_name(t) << " cols " << cols << " " << cpu_path_name(p) << " n " << n << " t"
+                << threads;
           }
         }
       }
@@ -246,13 +252,16 @@ TEST(Matmul, LoaderAddsPlanarCopiesUnlessTurnedOff) {
     std::vector<uint8_t> back(w.row_bytes);
     for (int64_t r = 0; r < w.rows; r += 7) {
       from_planar_row(w.type, w.planar + r * w.row_bytes, back.data(), w.cols);
-      ASSERT_EQ(0, std::memcmp(back.data(), w.row(r), w.row_bytes)) << type_name(w.type) << " row " << r;
+      ASSERT_EQ(0, std::memcmp(back.data(), w.row(r), w.row_bytes))
+          << type_name(w.type) << " row " << r;
     }
   };
   for (const LayerWeights& L : model->weights().layers)
-    for (const WeightMatrix* w : {&L.wq, &L.wk, &L.wv, &L.wo, &L.w_gate, &L.w_up, &L.w_down}) check(*w);
+    for (const WeightMatrix* w : {&L.wq, &L.wk, &L.wv, &L.wo, &L.w_gate, &L.w_up, &L.w_down})
+      check(*w);
   check(model->weights().output);
-  if (!has_planar_kernel(GgmlType::Q4_1, path)) GTEST_SKIP() << "no planar kernel on " << cpu_path_name(path);
+  if (!has_planar_kernel(GgmlType::Q4_1, path))
+    GTEST_SKIP() << "no planar kernel on " << cpu_path_name(path);
   EXPECT_GT(with, 0);
 
   const char* old = std::getenv("KVBENCH_PLANAR");
@@ -318,7 +327,8 @@ TEST(ThreadPoolSplit, ManyShortRegionsAndWakeUpAfterSleep) {
 
 // --- the tiny model in Quantized mode ---------------------------------------
 
-std::vector<float> forward_all(const LlamaModel& m, const std::vector<int32_t>& tokens, MatmulMode mode, int threads,
+std::vector<float> forward_all(const LlamaModel& m, const std::vector<int32_t>& tokens,
+                               MatmulMode mode, int threads,
                                std::optional<CpuPath> matmul_path = std::nullopt) {
   Evaluator eval(m, threads, mode);
   if (matmul_path) eval.set_matmul_path(*matmul_path);
@@ -353,9 +363,13 @@ TEST(TinyModelQuantized, ForwardWithinBoundOfNaiveReference) {
     const double rel_rms = std::sqrt(err2 / ref2);
     const float dq = test::max_abs_diff(quant.data(), ref.data(), ref.size());
     const float de = test::max_abs_diff(exact.data(), ref.data(), ref.size());
-    std::printf("tiny model (%s): Quantized vs naive reference: max |diff| %.4f, RMS %.2f%% of the logits' RMS; "
-                "Exact max |diff| %.2g\n", spm ? "spm" : "bpe", dq, 100.0 * rel_rms, de);
-    RecordProperty(spm ? "quantized_rel_rms_spm" : "quantized_rel_rms_bpe", std::to_string(rel_rms));
+    std::printf(
+        "tiny model (%s): Quantized vs naive reference: max |diff| %.4f, RMS %.2f%% of the logits' "
+        "RMS; "
+        "Exact max |diff| %.2g\n",
+        spm ? "spm" : "bpe", dq, 100.0 * rel_rms, de);
+    RecordProperty(spm ? "quantized_rel_rms_spm" : "quantized_rel_rms_bpe",
+                   std::to_string(rel_rms));
     EXPECT_LT(rel_rms, 0.06);
     EXPECT_LT(dq, 3.0f);
     EXPECT_LE(de, 1e-3f);

@@ -85,7 +85,8 @@ TEST(TinyModelForward, CachedDecodeMatchesRecomputeAtEachOf32Steps) {
     const auto expect = ref.logits(tokens, {static_cast<int64_t>(tokens.size()) - 1});
     worst = std::max(worst, max_abs_diff(logits.data(), expect.data(), nv));
     ASSERT_LE(worst, 1e-3f) << "step " << step;
-    const int32_t next = static_cast<int32_t>(std::max_element(logits.begin(), logits.end()) - logits.begin());
+    const int32_t next =
+        static_cast<int32_t>(std::max_element(logits.begin(), logits.end()) - logits.begin());
     tokens.push_back(next);
     const int32_t pos = static_cast<int32_t>(tokens.size()) - 1;
     eval.step(std::span(&tokens.back(), 1), std::span(&pos, 1), 0, StepPhase::Decode, cache,
@@ -101,7 +102,8 @@ TEST(TinyModelForward, SameInputsAndThreadsGiveBitIdenticalLogits) {
   for (int threads : {1, 2, 3}) {
     const auto a = run_all(*model, tokens, 16, threads);
     const auto b = run_all(*model, tokens, 16, threads);
-    EXPECT_EQ(0, std::memcmp(a.data(), b.data(), a.size() * sizeof(float))) << threads << " threads";
+    EXPECT_EQ(0, std::memcmp(a.data(), b.data(), a.size() * sizeof(float)))
+        << threads << " threads";
   }
 }
 
@@ -112,7 +114,8 @@ TEST(TinyModelForward, FullCacheBytesAreExact) {
   FullCache cache(model->kv_shape());
   const auto tokens = some_tokens(13, c.n_vocab, 2);
   eval.step(tokens, iota_positions(0, 13), 0, StepPhase::Prefill, cache, Logits::None, nullptr);
-  EXPECT_EQ(cache.kv_bytes(), static_cast<uint64_t>(c.n_layers) * c.n_kv_heads * c.head_dim * 13 * 2 * 4);
+  EXPECT_EQ(cache.kv_bytes(),
+            static_cast<uint64_t>(c.n_layers) * c.n_kv_heads * c.head_dim * 13 * 2 * 4);
 }
 
 // --- SmolLM2 (skipped when models/ does not have it) ---
@@ -158,7 +161,8 @@ TEST_F(SmolLM2, ForwardMatchesNaiveReferenceOn64Tokens) {
 }
 
 TEST_F(SmolLM2, SameInputsAndThreadsGiveBitIdenticalLogits) {
-  const auto ids = model_->tokenizer().encode("Determinism means the same bits every time.", false, false);
+  const auto ids =
+      model_->tokenizer().encode("Determinism means the same bits every time.", false, false);
   const auto a = run_all(*model_, ids, 5, 2);
   const auto b = run_all(*model_, ids, 5, 2);
   EXPECT_EQ(0, std::memcmp(a.data(), b.data(), a.size() * sizeof(float)));

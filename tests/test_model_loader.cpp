@@ -16,7 +16,7 @@ namespace {
 // Copies the tiny model through a writer, letting `edit` drop or change keys
 // and tensors on the way; returns the path of the edited file.
 struct Edit {
-  std::function<bool(const std::string& key, GgufValue& value)> key;      // false = drop
+  std::function<bool(const std::string& key, GgufValue& value)> key;  // false = drop
   std::function<bool(const GgufTensor& t, GgmlType& type, std::vector<int64_t>& ne)> tensor;
 };
 
@@ -59,7 +59,8 @@ std::string load_error(const std::string& path) {
 TEST(ModelLoader, TinyModelLoads) {
   const auto bytes = make_tiny_model({});
   const std::string path = testing::TempDir() + "loader-ok.gguf";
-  std::ofstream(path, std::ios::binary).write(reinterpret_cast<const char*>(bytes.data()), bytes.size());
+  std::ofstream(path, std::ios::binary)
+      .write(reinterpret_cast<const char*>(bytes.data()), bytes.size());
   auto m = LlamaModel::load(path);
   EXPECT_EQ(m->config().n_layers, TinyModelShape::n_layers);
   EXPECT_EQ(m->config().n_kv_heads, TinyModelShape::n_kv_heads);
@@ -68,10 +69,11 @@ TEST(ModelLoader, TinyModelLoads) {
 }
 
 TEST(ModelLoader, MissingRequiredKeys) {
-  for (const std::string key : {"general.architecture", "llama.block_count", "llama.embedding_length",
-                                "llama.feed_forward_length", "llama.attention.head_count",
-                                "llama.context_length"}) {
-    const auto path = edited_model("missing-key", {[&](const std::string& k, GgufValue&) { return k != key; }, {}});
+  for (const std::string key :
+       {"general.architecture", "llama.block_count", "llama.embedding_length",
+        "llama.feed_forward_length", "llama.attention.head_count", "llama.context_length"}) {
+    const auto path = edited_model(
+        "missing-key", {[&](const std::string& k, GgufValue&) { return k != key; }, {}});
     const std::string err = load_error(path);
     EXPECT_NE(err.find("missing-key.gguf: missing key '" + key + "'"), std::string::npos) << err;
   }
@@ -79,10 +81,11 @@ TEST(ModelLoader, MissingRequiredKeys) {
 
 TEST(ModelLoader, UnsupportedArchitecture) {
   const auto path = edited_model("arch", {[](const std::string& k, GgufValue& v) {
-                                           if (k == "general.architecture") v.data = std::string("mamba");
-                                           return true;
-                                         },
-                                         {}});
+                                            if (k == "general.architecture")
+                                              v.data = std::string("mamba");
+                                            return true;
+                                          },
+                                          {}});
   EXPECT_NE(load_error(path).find("unsupported architecture 'mamba'"), std::string::npos);
 }
 
@@ -94,8 +97,9 @@ TEST(ModelLoader, OutOfRangeAndInconsistentHyperParameters) {
                 },
                 {}};
   };
-  EXPECT_NE(load_error(edited_model("zero-layers", set_u32("llama.block_count", 0))).find("out of range"),
-            std::string::npos);
+  EXPECT_NE(
+      load_error(edited_model("zero-layers", set_u32("llama.block_count", 0))).find("out of range"),
+      std::string::npos);
   EXPECT_NE(load_error(edited_model("kv-heads", set_u32("llama.attention.head_count_kv", 4)))
                 .find("not a multiple"),
             std::string::npos);
@@ -106,22 +110,26 @@ TEST(ModelLoader, OutOfRangeAndInconsistentHyperParameters) {
 }
 
 TEST(ModelLoader, MissingTensorWrongShapeUnsupportedType) {
-  const auto missing = edited_model("no-q", {{}, [](const GgufTensor& t, GgmlType&, std::vector<int64_t>&) {
-                                               return t.name != "blk.1.attn_q.weight";
-                                             }});
+  const auto missing =
+      edited_model("no-q", {{}, [](const GgufTensor& t, GgmlType&, std::vector<int64_t>&) {
+                              return t.name != "blk.1.attn_q.weight";
+                            }});
   EXPECT_NE(load_error(missing).find("missing tensor 'blk.1.attn_q.weight'"), std::string::npos);
 
-  const auto shape = edited_model("shape", {{}, [](const GgufTensor& t, GgmlType&, std::vector<int64_t>& ne) {
-                                             if (t.name == "blk.0.attn_k.weight") ne = {96, 64};
-                                             return true;
-                                           }});
-  EXPECT_NE(load_error(shape).find("tensor 'blk.0.attn_k.weight' has shape [96, 64]"), std::string::npos);
+  const auto shape =
+      edited_model("shape", {{}, [](const GgufTensor& t, GgmlType&, std::vector<int64_t>& ne) {
+                               if (t.name == "blk.0.attn_k.weight") ne = {96, 64};
+                               return true;
+                             }});
+  EXPECT_NE(load_error(shape).find("tensor 'blk.0.attn_k.weight' has shape [96, 64]"),
+            std::string::npos);
 
   // I32 is a valid GGML type but not a weight type kvbench can dequantize.
-  const auto type = edited_model("type", {{}, [](const GgufTensor& t, GgmlType& ty, std::vector<int64_t>&) {
-                                           if (t.name == "blk.0.attn_v.weight") ty = GgmlType::I32;
-                                           return true;
-                                         }});
+  const auto type =
+      edited_model("type", {{}, [](const GgufTensor& t, GgmlType& ty, std::vector<int64_t>&) {
+                              if (t.name == "blk.0.attn_v.weight") ty = GgmlType::I32;
+                              return true;
+                            }});
   EXPECT_NE(load_error(type).find("tensor 'blk.0.attn_v.weight' has type I32"), std::string::npos);
 }
 

@@ -22,7 +22,8 @@ constexpr const char* kText = "/usr/share/doc/gnu-standards/standards.text.gz";
 
 TEST(Perplexity, MatchesLlamaCppOnGnuStandardsProse) {
   const std::string path = test::smollm2_path();
-  if (path.empty()) GTEST_SKIP() << "SmolLM2 not found: run scripts/setup.sh (or set KVBENCH_MODEL)";
+  if (path.empty())
+    GTEST_SKIP() << "SmolLM2 not found: run scripts/setup.sh (or set KVBENCH_MODEL)";
   std::ifstream in(std::string(KVBENCH_TEST_DATA) + "/golden_perplexity_smollm2.json");
   const auto golden = nlohmann::json::parse(in);
   auto model = LlamaModel::load(path);

@@ -74,7 +74,9 @@ class Driver {
         }
     }
     const std::string& st = spec_.storage.name;
-    group_ = spec_.storage.has("group") ? static_cast<int>(std::min<int64_t>(spec_.storage.get_int("group"), kDim)) : kDim;
+    group_ = spec_.storage.has("group")
+                 ? static_cast<int>(std::min<int64_t>(spec_.storage.get_int("group"), kDim))
+                 : kDim;
     quantized_ = st == "int8" || st == "int4" || st == "kivi2" || st == "mixed";
     half_ = st == "f16" || st == "bf16";
   }
@@ -139,7 +141,8 @@ class Driver {
             const float* want = k.data() + (t * kKvHeads + h) * kDim;
             bool same = true;
             for (int c = 0; c < kDim; ++c)
-              same = same && std::fabs(kk[j * kDim + c] - want[c]) <= tol * (1 + std::fabs(want[c]));
+              same =
+                  same && std::fabs(kk[j * kDim + c] - want[c]) <= tol * (1 + std::fabs(want[c]));
             found += same;
           }
         ASSERT_GE(found, n);
@@ -193,8 +196,8 @@ class Driver {
           for (int32_t i = 0; i < seg->size(); ++i) {
             seg->decode_keys(i, 1, k.data());
             seg->decode_values(i, 1, v.data());
-            f(hi, seg->meta.src[i], seg->meta.pos[i], seg->meta.seqs[i], seg->precision(), false, ks, i,
-              k.data(), v.data());
+            f(hi, seg->meta.src[i], seg->meta.pos[i], seg->meta.seqs[i], seg->precision(), false,
+              ks, i, k.data(), v.data());
           }
         }
         if (const ColdTier* ct = cache_->store().cold()) {
@@ -216,8 +219,9 @@ class Driver {
     SCOPED_TRACE(to_string(spec_));
     std::set<std::pair<int, int32_t>> seen;
     bool failed = false;
-    for_each_held([&](int hi, int32_t src, int32_t pos, uint64_t seqs, const std::string& prec, bool cold,
-                      const KiviSegment* ks, int32_t idx, const float* k, const float* v) {
+    for_each_held([&](int hi, int32_t src, int32_t pos, uint64_t seqs, const std::string& prec,
+                      bool cold, const KiviSegment* ks, int32_t idx, const float* k,
+                      const float* v) {
       if (failed || src < 0) return;  // src < 0: a merged summary entry
       failed = true;
       ASSERT_TRUE(seen.insert({hi, src}).second) << "entry held twice: src " << src;
@@ -279,7 +283,8 @@ class Driver {
             hot.scales += 2 * n * rs->codec().param_bytes();
           } else if (auto* ks = dynamic_cast<const KiviSegment*>(seg)) {
             const uint64_t kq = ks->quantized_keys(), vq = ks->quantized_values();
-            hot.kv += kq * (kDim / 4) + vq * ks->value_codec().data_bytes() + (2 * n - kq - vq) * kDim * 4;
+            hot.kv += kq * (kDim / 4) + vq * ks->value_codec().data_bytes() +
+                      (2 * n - kq - vq) * kDim * 4;
             ASSERT_EQ(ks->live_blocks(), ks->distinct_blocks());
             hot.scales += static_cast<uint64_t>(ks->distinct_blocks()) * kDim * 4 +
                           vq * ks->value_codec().param_bytes();
@@ -334,7 +339,9 @@ class Driver {
     // compact takes no arguments; seq_keep no range.
     const bool invalid = kind == 5 ? false : kind == 2 ? bad_seq : bad_seq || bad_range;
     const auto before = snapshot();
-    auto expect_unchanged = [&] { ASSERT_EQ(before, snapshot()) << "a failed operation changed the cache"; };
+    auto expect_unchanged = [&] {
+      ASSERT_EQ(before, snapshot()) << "a failed operation changed the cache";
+    };
     int32_t lo = p0 < 0 ? 0 : static_cast<int32_t>(std::min<int64_t>(p0, INT32_MAX));
     int32_t hi = p1 < 0 ? INT32_MAX : static_cast<int32_t>(std::min<int64_t>(p1, INT32_MAX));
     try {
@@ -371,8 +378,10 @@ class Driver {
         case 4: {  // seq_add / seq_div
           const bool add = kind == 3;
           const int64_t arg = add ? static_cast<int64_t>(pick(rng_) % 21) - 10 : 1 + pick(rng_) % 4;
-          if (add) cache_->seq_add(seq, p0, p1, arg);
-          else cache_->seq_div(seq, p0, p1, arg);
+          if (add)
+            cache_->seq_add(seq, p0, p1, arg);
+          else
+            cache_->seq_div(seq, p0, p1, arg);
           ASSERT_FALSE(invalid);
           const auto inv = rope_inv_freq(tiny_context().rope);
           for (auto it = shadow_.begin(); it != shadow_.end();) {
@@ -420,7 +429,8 @@ class Driver {
       for (int l = 0; l < kLayers; ++l)
         for (int h = 0; h < kKvHeads; ++h)
           for (const auto& e : cache_->store().entries(l, h))
-            if ((e.seqs & bit_of(seq)) && in_range(e.pos, lo, hi) && e.seqs != bit_of(seq)) shared = true;
+            if ((e.seqs & bit_of(seq)) && in_range(e.pos, lo, hi) && e.seqs != bit_of(seq))
+              shared = true;
       ASSERT_TRUE(shared || quantized_) << "UnsupportedOperation without a reason";
       expect_unchanged();
       ++g_operations;
@@ -455,15 +465,18 @@ class Driver {
  private:
   void check_values(int32_t src, const std::string& p, bool cold, const KiviSegment* ks, int32_t i,
                     const ShadowEntry& s, const float* k, const float* v) {
-    auto within = [&](const float* got, const std::vector<float>& want, float bound, const char* what) {
+    auto within = [&](const float* got, const std::vector<float>& want, float bound,
+                      const char* what) {
       for (int c = 0; c < kDim; ++c)
         ASSERT_LE(std::fabs(got[c] - want[c]), bound)
-            << what << " of src " << src << " (" << p << (cold ? ", cold" : "") << ") channel " << c;
+            << what << " of src " << src << " (" << p << (cold ? ", cold" : "") << ") channel "
+            << c;
     };
     if (p == "f32") {
       if (s.rotations == 0) {
         // Bit-identical, hot or offloaded.
-        ASSERT_TRUE(std::equal(k, k + kDim, s.k.begin())) << "f32 key of src " << src << (cold ? " (cold)" : "");
+        ASSERT_TRUE(std::equal(k, k + kDim, s.k.begin()))
+            << "f32 key of src " << src << (cold ? " (cold)" : "");
         ASSERT_TRUE(std::equal(v, v + kDim, s.v.begin()));
       } else {
         within(k, s.k, 1e-4f, "key");
@@ -567,7 +580,8 @@ TEST_P(StreamProperty, BoundedAfterEveryStepAndKeepsWhatTheRuleSays) {
       // Largest bytes one entry can take: the main codec's, f32 where the
       // storage keeps f32 entries (mixed, KIVI's residual, the summary).
       const auto* rs = dynamic_cast<const RowSegment*>(cache.store().segment(l, 0, kMain));
-      const bool has_f32 = spec.storage.name == "mixed" || spec.storage.name == "kivi2" || spec.extra("merge");
+      const bool has_f32 =
+          spec.storage.name == "mixed" || spec.storage.name == "kivi2" || spec.extra("merge");
       const uint64_t per_entry = rs && !has_f32 ? 2 * rs->codec().row_bytes() : 2 * 4 * kDim;
       bound += static_cast<uint64_t>(b) * kKvHeads * per_entry;
     }
@@ -578,11 +592,13 @@ TEST_P(StreamProperty, BoundedAfterEveryStepAndKeepsWhatTheRuleSays) {
 
 INSTANTIATE_TEST_SUITE_P(
     Policies, StreamProperty,
-    ::testing::Values(StreamCase{"window:budget=12", 1500}, StreamCase{"window:budget=12+int4:group=4", 1500},
+    ::testing::Values(StreamCase{"window:budget=12", 1500},
+                      StreamCase{"window:budget=12+int4:group=4", 1500},
                       StreamCase{"streaming:budget=12,sinks=3", 1500},
                       StreamCase{"streaming:budget=10,sinks=4,pos=contiguous", 1500},
                       StreamCase{"streaming:budget=10,sinks=2,pos=contiguous+f16", 1000},
-                      StreamCase{"h2o:budget=12", 1500}, StreamCase{"h2o:budget=16,recent=0.25+int8:group=4", 1500},
+                      StreamCase{"h2o:budget=12", 1500},
+                      StreamCase{"h2o:budget=16,recent=0.25+int8:group=4", 1500},
                       StreamCase{"tova:budget=12+pyramid:beta=3", 1000},
                       StreamCase{"hybrid:budget=12+adakv", 1000},
                       StreamCase{"knorm:budget=12+kivi2:group=4,residual=8", 1000},
@@ -604,7 +620,8 @@ TEST_P(RandomOps, ShadowModelHoldsAfterEveryOperation) {
   for (int i = 0; i < kOps; ++i) {
     const int r = pick(d.rng());
     if (r < 550 || known.empty()) {
-      const int seq = known.empty() || pick(d.rng()) < 50 ? pick(d.rng()) % 4 : known[pick(d.rng()) % known.size()];
+      const int seq = known.empty() || pick(d.rng()) < 50 ? pick(d.rng()) % 4
+                                                          : known[pick(d.rng()) % known.size()];
       const bool decode = pick(d.rng()) < 500;
       d.step(seq, decode ? 1 : 1 + pick(d.rng()) % 6, decode);
       if (std::find(known.begin(), known.end(), seq) == known.end()) known.push_back(seq);
@@ -655,10 +672,11 @@ INSTANTIATE_TEST_SUITE_P(
     Policies, RandomOps,
     ::testing::Values("full", "full+f16", "full+kivi2:group=4,residual=8", "window:budget=12",
                       "streaming:budget=12,sinks=2", "streaming:budget=12,sinks=2,pos=contiguous",
-                      "h2o:budget=12", "hybrid:budget=12,split=0.5", "snapkv:budget=16,window=4,kernel=3",
-                      "tova:budget=12+pyramid:beta=4", "knorm:budget=12+bf16",
-                      "random:budget=12+int8:group=4", "oracle:budget=12,timing=stream",
-                      "h2o:budget=12+int4:group=4+adakv", "window:budget=12+kivi2:group=4,residual=8",
+                      "h2o:budget=12", "hybrid:budget=12,split=0.5",
+                      "snapkv:budget=16,window=4,kernel=3", "tova:budget=12+pyramid:beta=4",
+                      "knorm:budget=12+bf16", "random:budget=12+int8:group=4",
+                      "oracle:budget=12,timing=stream", "h2o:budget=12+int4:group=4+adakv",
+                      "window:budget=12+kivi2:group=4,residual=8",
                       "h2o:budget=16+mixed:group=4,full=0.5", "h2o:budget=16+offload:page=4",
                       "window:budget=16+bf16+offload:page=4,tier=file", "h2o:budget=12+merge",
                       "h2o:budget=12,timing=every,every=3", "full+offload"),

@@ -90,7 +90,8 @@ std::set<int64_t> held(const PolicyCache& c, int l, int h) {
 }
 
 TEST(Policies, ObservationIsRequestedOnlyWhenThePolicyNeedsIt) {
-  for (const char* spec : {"full", "window", "streaming", "knorm", "random", "oracle", "full+int4"}) {
+  for (const char* spec :
+       {"full", "window", "streaming", "knorm", "random", "oracle", "full+int4"}) {
     auto c = PolicyCache::create(parse_policy_spec(spec), ctx());
     EXPECT_FALSE(c->attention_request(0).wanted) << spec;
     EXPECT_FALSE(c->attention_request(0).queries) << spec;
@@ -101,8 +102,11 @@ TEST(Policies, ObservationIsRequestedOnlyWhenThePolicyNeedsIt) {
   }
   auto tova = PolicyCache::create(parse_policy_spec("tova"), ctx());
   EXPECT_EQ(tova->attention_request(1).last_queries, 1);  // only the current query
-  EXPECT_TRUE(PolicyCache::create(parse_policy_spec("snapkv"), ctx())->attention_request(0).queries);
-  EXPECT_TRUE(PolicyCache::create(parse_policy_spec("window+offload"), ctx())->attention_request(0).queries);
+  EXPECT_TRUE(
+      PolicyCache::create(parse_policy_spec("snapkv"), ctx())->attention_request(0).queries);
+  EXPECT_TRUE(PolicyCache::create(parse_policy_spec("window+offload"), ctx())
+                  ->attention_request(0)
+                  .queries);
   // A full cache others branch from can collect what they need.
   CacheContext cc = ctx();
   cc.collect_attention = true;
@@ -171,7 +175,8 @@ TEST(Policies, SnapKvMatchesANaiveRecomputation) {
             double mx = -1e300, sum = 0;
             for (int j = 0; j <= w; ++j) {
               double d = 0;
-              for (int c = 0; c < kDim; ++c) d += default_query(l, qh, w, c) * default_key(l, h, j, c);
+              for (int c = 0; c < kDim; ++c)
+                d += default_query(l, qh, w, c) * default_key(l, h, j, c);
               logit[j] = d / std::sqrt(double{kDim});
               mx = std::max(mx, logit[j]);
             }
@@ -218,8 +223,8 @@ TEST(Policies, PyramidSpreadsTheBudgetLinearlyWithTheSameTotal) {
     if (l > 0) EXPECT_LE(b[l], b[l - 1]);
   }
   EXPECT_NEAR(static_cast<double>(total), 30.0 * 512, 30.0);  // rounding per layer
-  EXPECT_EQ(b.back(), 32 + 24);       // (512 - 32) / 20 + the reserved window
-  EXPECT_EQ(b.front(), 32 + 936);     // 2 x 480 - 24 + the window
+  EXPECT_EQ(b.back(), 32 + 24);    // (512 - 32) / 20 + the reserved window
+  EXPECT_EQ(b.front(), 32 + 936);  // 2 x 480 - 24 + the window
   auto cache = PolicyCache::create(parse_policy_spec("window:budget=10+pyramid:beta=5"), ctx());
   for (int32_t t = 0; t < 40; t += 4) step(*cache, t, 4, false);
   EXPECT_EQ(held(*cache, 0, 0).size(), static_cast<size_t>(cache->layer_budget(0)));
@@ -231,8 +236,11 @@ TEST(Policies, PyramidSpreadsTheBudgetLinearlyWithTheSameTotal) {
 TEST(Policies, AdaKvGivesDispersedHeadsMoreOfTheLayersBudget) {
   // Head 0 attends to two tokens only, head 1 evenly: Ada-KV moves budget
   // from head 0 to head 1, keeping head 0 at least floor x budget.
-  auto cache = PolicyCache::create(parse_policy_spec("h2o:budget=8,recent=0+adakv:floor=0.25"), ctx());
-  auto af = [](int, int h, int, int kp) { return h == 0 ? (kp == 1 || kp == 2 ? 1000.0f : 0.001f) : 1.0f; };
+  auto cache =
+      PolicyCache::create(parse_policy_spec("h2o:budget=8,recent=0+adakv:floor=0.25"), ctx());
+  auto af = [](int, int h, int, int kp) {
+    return h == 0 ? (kp == 1 || kp == 2 ? 1000.0f : 0.001f) : 1.0f;
+  };
   for (int32_t t = 0; t < 40; t += 4) step(*cache, t, 4, false, default_key, af);
   for (int l = 0; l < kLayers; ++l) {
     const auto h0 = held(*cache, l, 0), h1 = held(*cache, l, 1);
@@ -273,13 +281,16 @@ TEST(Policies, OracleKeepsTheSuppliedImportance) {
   EXPECT_EQ(held(*cache, 1, 0).size(), 30u);  // timing=once: nothing before end_prefill
   cache->end_prefill();
   EXPECT_EQ(held(*cache, 1, 0), (std::set<int64_t>{2, 7, 19, 23}));
-  EXPECT_EQ(held(*cache, 0, 0), (std::set<int64_t>{26, 27, 28, 29}));  // no scores: ties keep the newest
-  EXPECT_THROW(PolicyCache::create(parse_policy_spec("h2o"), ctx())->set_importance(0, 0, imp), InputError);
+  EXPECT_EQ(held(*cache, 0, 0),
+            (std::set<int64_t>{26, 27, 28, 29}));  // no scores: ties keep the newest
+  EXPECT_THROW(PolicyCache::create(parse_policy_spec("h2o"), ctx())->set_importance(0, 0, imp),
+               InputError);
 }
 
 TEST(Policies, MixedKeepsTheImportantShareInF32) {
   auto af = [](int, int, int, int kp) { return kp == 1 || kp == 4 ? 30.0f : 1.0f; };
-  auto cache = PolicyCache::create(parse_policy_spec("h2o:budget=16,recent=0.25+mixed:full=0.25,bits=8"), ctx());
+  auto cache = PolicyCache::create(
+      parse_policy_spec("h2o:budget=16,recent=0.25+mixed:full=0.25,bits=8"), ctx());
   for (int32_t t = 0; t < 40; t += 4) step(*cache, t, 4, false, default_key, af);
   for (int l = 0; l < kLayers; ++l)
     for (int h = 0; h < kKv; ++h) {
@@ -326,11 +337,14 @@ TEST(Policies, StartingFromAFullCacheEqualsRunningThePolicyFromScratch) {
   // What a policy needs must have been collected.
   auto plain = PolicyCache::create(parse_policy_spec("full"), ctx());
   step(*plain, 0, 4, false);
-  EXPECT_THROW(PolicyCache::create(parse_policy_spec("h2o"), ctx())->import_from(*plain), InputError);
-  EXPECT_THROW(PolicyCache::create(parse_policy_spec("snapkv"), ctx())->import_from(*plain), InputError);
+  EXPECT_THROW(PolicyCache::create(parse_policy_spec("h2o"), ctx())->import_from(*plain),
+               InputError);
+  EXPECT_THROW(PolicyCache::create(parse_policy_spec("snapkv"), ctx())->import_from(*plain),
+               InputError);
   EXPECT_NO_THROW(PolicyCache::create(parse_policy_spec("window"), ctx())->import_from(*plain));
   auto not_full = PolicyCache::create(parse_policy_spec("window"), ctx());
-  EXPECT_THROW(PolicyCache::create(parse_policy_spec("window"), ctx())->import_from(*not_full), InputError);
+  EXPECT_THROW(PolicyCache::create(parse_policy_spec("window"), ctx())->import_from(*not_full),
+               InputError);
 }
 
 TEST(Policies, ClonesAreIndependentDeepCopies) {

@@ -29,14 +29,16 @@ CacheContext context_of(const LlamaModel& m, int64_t tokens) {
 
 // Feeds tokens of one sequence in chunks from the cache's next position;
 // returns the last token's logits.
-std::vector<float> feed(Evaluator& eval, KvCache& cache, int seq, const std::vector<int32_t>& tokens,
-                        int32_t start, int chunk, StepPhase phase = StepPhase::Prefill) {
+std::vector<float> feed(Evaluator& eval, KvCache& cache, int seq,
+                        const std::vector<int32_t>& tokens, int32_t start, int chunk,
+                        StepPhase phase = StepPhase::Prefill) {
   std::vector<float> logits(eval.model().config().n_vocab);
   for (size_t b = 0; b < tokens.size(); b += chunk) {
     const size_t e = std::min(tokens.size(), b + chunk);
     std::vector<int32_t> pos(e - b);
     std::iota(pos.begin(), pos.end(), static_cast<int32_t>(start + b));
-    eval.step(std::span(tokens.data() + b, e - b), pos, seq, phase, cache, Logits::Last, logits.data());
+    eval.step(std::span(tokens.data() + b, e - b), pos, seq, phase, cache, Logits::Last,
+              logits.data());
   }
   return logits;
 }
@@ -46,8 +48,9 @@ int32_t argmax(const std::vector<float>& v) {
 }
 
 // Greedy continuation: logits after each of `steps` decode steps.
-std::vector<std::vector<float>> greedy(Evaluator& eval, KvCache& cache, int seq, std::vector<float> logits,
-                                       int32_t pos, int steps, std::vector<int32_t>* tokens = nullptr) {
+std::vector<std::vector<float>> greedy(Evaluator& eval, KvCache& cache, int seq,
+                                       std::vector<float> logits, int32_t pos, int steps,
+                                       std::vector<int32_t>* tokens = nullptr) {
   std::vector<std::vector<float>> out;
   for (int i = 0; i < steps; ++i) {
     const int32_t t = argmax(logits);
@@ -97,7 +100,8 @@ TEST(TinyModelPolicies, SharedPrefixBranchesIntoSequencesWithoutCopies) {
   RecordProperty("max_abs_logit_diff", std::to_string(worst));
   EXPECT_LE(worst, 1e-5f);
   // The prefix is held once: 40 shared + each branch's own 6+4, 5+4, 7+4 tokens.
-  const uint64_t heads = static_cast<uint64_t>(model->config().n_layers) * model->config().n_kv_heads;
+  const uint64_t heads =
+      static_cast<uint64_t>(model->config().n_layers) * model->config().n_kv_heads;
   EXPECT_EQ(cache->memory().hot.entries, heads * (40 + 10 + 9 + 11));
   EXPECT_EQ(cache->pos_max(2), 40 + 5 + 4 - 1);
   // Dropping a branch frees only its own entries.
@@ -138,7 +142,8 @@ TEST(TinyModelPolicies, ContextShiftThenGenerationMatchesTheUnshiftedCache) {
     const auto lb = greedy(eval, *shifted, 0, logits, 24, 16, &b);
     EXPECT_EQ(a, b) << "the same tokens after the shift";
     float worst = 0.0f;
-    for (size_t i = 0; i < la.size(); ++i) worst = std::max(worst, test::max_abs_diff(la[i].data(), lb[i].data(), nv));
+    for (size_t i = 0; i < la.size(); ++i)
+      worst = std::max(worst, test::max_abs_diff(la[i].data(), lb[i].data(), nv));
     RecordProperty(std::string("max_abs_logit_diff_") + spec, std::to_string(worst));
     unshifted_logits.push_back(la);
     if (std::strcmp(spec, "full") == 0) {
@@ -146,7 +151,8 @@ TEST(TinyModelPolicies, ContextShiftThenGenerationMatchesTheUnshiftedCache) {
     } else {
       float storage = 0.0f;
       for (size_t i = 0; i < la.size(); ++i)
-        storage = std::max(storage, test::max_abs_diff(la[i].data(), unshifted_logits[0][i].data(), nv));
+        storage =
+            std::max(storage, test::max_abs_diff(la[i].data(), unshifted_logits[0][i].data(), nv));
       EXPECT_LE(worst, storage) << "a shift moves f16 logits more than f16 storage itself does";
     }
   }
@@ -180,15 +186,16 @@ std::vector<std::string> covering_specs() {
   return specs;
 }
 
-void expect_identical_to_full(const LlamaModel& model, const std::vector<int32_t>& prompt, int chunk,
-                              int decode_steps) {
+void expect_identical_to_full(const LlamaModel& model, const std::vector<int32_t>& prompt,
+                              int chunk, int decode_steps) {
   const int nv = model.config().n_vocab;
   Evaluator eval(model, 2);
   FullCache ref(model.kv_shape());
   std::vector<std::vector<float>> want;
   std::vector<int32_t> forced;
   want.push_back(feed(eval, ref, 0, prompt, 0, chunk));
-  for (auto& l : greedy(eval, ref, 0, want[0], static_cast<int32_t>(prompt.size()), decode_steps, &forced))
+  for (auto& l :
+       greedy(eval, ref, 0, want[0], static_cast<int32_t>(prompt.size()), decode_steps, &forced))
     want.push_back(l);
   const int64_t total = static_cast<int64_t>(prompt.size()) + decode_steps;
   for (const std::string& spec : covering_specs()) {
@@ -204,8 +211,8 @@ void expect_identical_to_full(const LlamaModel& model, const std::vector<int32_t
       ASSERT_EQ(0, std::memcmp(got[i].data(), want[i].data(), sizeof(float) * nv))
           << "logits differ at step " << i << " (max diff "
           << test::max_abs_diff(got[i].data(), want[i].data(), nv) << ")";
-    EXPECT_EQ(cache->memory().hot.entries, static_cast<uint64_t>(total) * model.config().n_layers *
-                                               model.config().n_kv_heads);
+    EXPECT_EQ(cache->memory().hot.entries,
+              static_cast<uint64_t>(total) * model.config().n_layers * model.config().n_kv_heads);
   }
 }
 
@@ -249,7 +256,8 @@ TEST(TinyModelPolicies, EveryPolicyWithBudgetCoveringTheContextMatchesFullBitFor
 
 TEST(SmolLM2Policies, EveryPolicyWithBudgetCoveringTheContextMatchesFullBitForBit) {
   const std::string path = test::smollm2_path();
-  if (path.empty()) GTEST_SKIP() << "SmolLM2 not found: run scripts/setup.sh (or set KVBENCH_MODEL)";
+  if (path.empty())
+    GTEST_SKIP() << "SmolLM2 not found: run scripts/setup.sh (or set KVBENCH_MODEL)";
   auto model = LlamaModel::load(path);
   const auto prompt = model->tokenizer().encode(
       "The history of the printing press begins in the fifteenth century, when Johannes Gutenberg "

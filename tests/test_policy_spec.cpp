@@ -4,11 +4,11 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <sys/wait.h>
 #include <algorithm>
 #include <array>
-#include <set>
 #include <cstdio>
-#include <sys/wait.h>
+#include <set>
 
 #include <nlohmann/json.hpp>
 
@@ -119,15 +119,20 @@ TEST(PolicySpec, BadSpecsAreClearErrors) {
   };
   const std::vector<Case> cases = {
       {"", "empty policy spec"},
-      {"nope", "unknown policy component 'nope' (scorers: full, window, streaming, h2o, hybrid, snapkv, "
-               "tova, knorm, random, oracle, quest; allocators: uniform, pyramid, adakv; storage: f32, f16, "
-               "bf16, int8, int4, kivi2, mixed; extras: offload, merge)"},
-      {"h2o:budget=0", "policy 'h2o': budget must be a token count >= 1 (512) or a ratio of the context in (0, 1] (0.2); got '0'"},
+      {"nope",
+       "unknown policy component 'nope' (scorers: full, window, streaming, h2o, hybrid, snapkv, "
+       "tova, knorm, random, oracle, quest; allocators: uniform, pyramid, adakv; storage: f32, "
+       "f16, "
+       "bf16, int8, int4, kivi2, mixed; extras: offload, merge)"},
+      {"h2o:budget=0",
+       "policy 'h2o': budget must be a token count >= 1 (512) or a ratio of the context in (0, 1] "
+       "(0.2); got '0'"},
       {"h2o:budget=-5", "got '-5'"},
       {"h2o:budget=1.5", "got '1.5'"},
       {"h2o:budget=0.0", "got '0.0'"},
       {"h2o:budget=abc", "got 'abc'"},
-      {"h2o:budgets=5", "policy 'h2o': unknown parameter 'budgets' (parameters: budget, recent, timing, every)"},
+      {"h2o:budgets=5",
+       "policy 'h2o': unknown parameter 'budgets' (parameters: budget, recent, timing, every)"},
       {"full:budget=5", "unknown parameter 'budget' (parameters: none)"},
       {"h2o:recent=2", "policy 'h2o': recent must be in [0, 1]; got 2"},
       {"h2o:every=0", "every must be in [1, 1000000]"},
@@ -167,11 +172,12 @@ TEST(PolicySpec, ShapeDependentErrorsComeFromTheCache) {
   c.shape = {1, 1, 2, 24};
   c.context_tokens = 64;
   EXPECT_THROW(PolicyCache::create(parse_policy_spec("int8:group=16"), c), InputError);  // 16 !| 24
-  EXPECT_NO_THROW(PolicyCache::create(parse_policy_spec("int8:group=64"), c));          // capped at 24
+  EXPECT_NO_THROW(PolicyCache::create(parse_policy_spec("int8:group=64"), c));  // capped at 24
   EXPECT_THROW(PolicyCache::create(parse_policy_spec("h2o:budget=1+merge"), c),
                InputError);  // no room left for kept entries besides the summary
   // The restore budget comes on top of the eviction budget, never out of it.
-  const auto off = PolicyCache::create(parse_policy_spec("h2o:budget=4+offload:page=2,restore=3"), c);
+  const auto off =
+      PolicyCache::create(parse_policy_spec("h2o:budget=4+offload:page=2,restore=3"), c);
   EXPECT_EQ(off->evict_above(0), 4);
   EXPECT_EQ(off->layer_budget(0), 4 + 4);  // 3 tokens round up to 2 whole pages
 }
@@ -210,7 +216,8 @@ TEST(PoliciesCommand, ListsEveryComponentAndChecksSpecs) {
   for (const auto& c : registry()) {
     EXPECT_NE(list.out.find("  " + std::string(c.name) + " "), std::string::npos) << c.name;
     for (const auto& p : c.params)
-      EXPECT_NE(list.out.find(std::string(p.name) + "=" + std::string(p.default_value)), std::string::npos);
+      EXPECT_NE(list.out.find(std::string(p.name) + "=" + std::string(p.default_value)),
+                std::string::npos);
   }
   const CliRun json = run_cli("policies --json");
   ASSERT_EQ(json.code, 0);
@@ -218,7 +225,8 @@ TEST(PoliciesCommand, ListsEveryComponentAndChecksSpecs) {
   const CliRun ok = run_cli("policies --check 'offload+h2o:budget=64'");
   EXPECT_EQ(ok.code, 0);
   EXPECT_EQ(ok.out.substr(0, ok.out.find('\n')), "h2o:budget=64+offload:restore=64");
-  for (const char* bad : {"'h2o:budget=0'", "'h2o:budget=-1'", "'h2o:budget=1.5'", "bogus", "'h2o:x=1'"}) {
+  for (const char* bad :
+       {"'h2o:budget=0'", "'h2o:budget=-1'", "'h2o:budget=1.5'", "bogus", "'h2o:x=1'"}) {
     const CliRun r = run_cli(std::string("policies --check ") + bad);
     EXPECT_EQ(r.code, 2) << bad;
     EXPECT_EQ(r.out, "");

@@ -49,14 +49,16 @@ std::vector<std::string> sharable_specs(const std::string& tokens, const std::st
   }
   std::vector<std::string> allocators, extras{""};
   for (const auto& c : registry()) {
-    if (c.kind == ComponentKind::Allocator) allocators.push_back(c.name == "uniform" ? "" : "+" + std::string(c.name));
+    if (c.kind == ComponentKind::Allocator)
+      allocators.push_back(c.name == "uniform" ? "" : "+" + std::string(c.name));
     if (c.kind != ComponentKind::Extra) continue;
     const std::string name(c.name);
     extras.push_back("+" + name);
     for (const auto& p : c.params)
       if (p.type == ParamType::Choice)
         for (const auto& choice : p.choices)
-          if (choice != p.default_value) extras.push_back("+" + name + ":" + std::string(p.name) + "=" + std::string(choice));
+          if (choice != p.default_value)
+            extras.push_back("+" + name + ":" + std::string(p.name) + "=" + std::string(choice));
   }
   extras.push_back("+offload:every=2");
   extras.push_back("+offload:restore=8");
@@ -69,7 +71,7 @@ std::vector<std::string> sharable_specs(const std::string& tokens, const std::st
 }
 
 struct Outcome {
-  std::vector<std::vector<float>> logits;  // after the prompt, then after each decode step
+  std::vector<std::vector<float>> logits;       // after the prompt, then after each decode step
   std::vector<std::vector<EntryInfo>> entries;  // [layer * kv_heads] after the prompt
   MemoryReport memory;
 };
@@ -77,8 +79,8 @@ struct Outcome {
 bool same_entries(const std::vector<EntryInfo>& a, const std::vector<EntryInfo>& b) {
   if (a.size() != b.size()) return false;
   for (size_t i = 0; i < a.size(); ++i)
-    if (a[i].pos != b[i].pos || a[i].src != b[i].src || a[i].seqs != b[i].seqs || a[i].cold != b[i].cold ||
-        a[i].precision != b[i].precision)
+    if (a[i].pos != b[i].pos || a[i].src != b[i].src || a[i].seqs != b[i].seqs ||
+        a[i].cold != b[i].cold || a[i].precision != b[i].precision)
       return false;
   return true;
 }
@@ -104,7 +106,8 @@ class PolicyStart : public testing::Test {
     for (int l = 0; l < ctx_.shape.n_layers; ++l)
       for (int h = 0; h < ctx_.shape.n_kv_heads; ++h) {
         std::vector<float> imp(tokens_.size());
-        for (size_t i = 0; i < imp.size(); ++i) imp[i] = static_cast<float>((i * 7919 + l * 31 + h * 17) % 101);
+        for (size_t i = 0; i < imp.size(); ++i)
+          imp[i] = static_cast<float>((i * 7919 + l * 31 + h * 17) % 101);
         c.set_importance(l, h, imp);
       }
   }
@@ -114,13 +117,15 @@ class PolicyStart : public testing::Test {
                                   [&](PolicyCache& c) { set_oracle(c); });
     Outcome o;
     for (int l = 0; l < ctx_.shape.n_layers; ++l)
-      for (int h = 0; h < ctx_.shape.n_kv_heads; ++h) o.entries.push_back(s.cache->store().entries(l, h));
+      for (int h = 0; h < ctx_.shape.n_kv_heads; ++h)
+        o.entries.push_back(s.cache->store().entries(l, h));
     o.memory = s.cache->memory();
     o.logits.push_back(s.logits);
     std::vector<float> logits = s.logits;
     int32_t pos = static_cast<int32_t>(tokens_.size());
     for (int i = 0; i < 5; ++i) {
-      const int32_t t[1] = {static_cast<int32_t>(std::max_element(logits.begin(), logits.end()) - logits.begin())};
+      const int32_t t[1] = {
+          static_cast<int32_t>(std::max_element(logits.begin(), logits.end()) - logits.begin())};
       const int32_t p[1] = {s.cache->position_for(0, pos++)};
       eval_->step(t, p, 0, StepPhase::Decode, *s.cache, Logits::Last, logits.data());
       o.logits.push_back(logits);
@@ -153,14 +158,16 @@ TEST_F(PolicyStart, SharingEqualsPrefillingAloneForEverySpecTheRegistryBuilds) {
       specs.push_back(std::move(spec));
     } catch (const InputError& e) {
       const std::string why = e.what();
-      EXPECT_TRUE(std::any_of(reasons.begin(), reasons.end(),
-                              [&](const std::string& r) { return why.find(r) != std::string::npos; }))
+      EXPECT_TRUE(
+          std::any_of(reasons.begin(), reasons.end(),
+                      [&](const std::string& r) { return why.find(r) != std::string::npos; }))
           << text << ": " << why;
     }
   }
   ASSERT_GT(specs.size(), 1000u);
   for (const auto& c : registry())
-    if (c.kind == ComponentKind::Scorer) EXPECT_TRUE(scorers.count(std::string(c.name))) << c.name << " never built";
+    if (c.kind == ComponentKind::Scorer)
+      EXPECT_TRUE(scorers.count(std::string(c.name))) << c.name << " never built";
 
   // One shared prefill for all, as the runner makes per instance.
   std::vector<const PolicySpec*> importers;
@@ -182,11 +189,14 @@ TEST_F(PolicyStart, SharingEqualsPrefillingAloneForEverySpecTheRegistryBuilds) {
     const Outcome want = outcome(specs[i], StartPlan{}, shared);
     const Outcome got = outcome(specs[i], plans[i], shared);
     const std::string start =
-        plans[i].start == Start::Branch ? "branch" : "resume after chunk " + std::to_string(plans[i].resume_after_chunk);
+        plans[i].start == Start::Branch
+            ? "branch"
+            : "resume after chunk " + std::to_string(plans[i].resume_after_chunk);
     for (size_t s = 0; s < want.logits.size(); ++s)
       if (std::memcmp(got.logits[s].data(), want.logits[s].data(), sizeof(float) * nv) != 0) {
         ADD_FAILURE() << "logits differ at step " << s << " (max diff "
-                      << test::max_abs_diff(got.logits[s].data(), want.logits[s].data(), nv) << "), " << start;
+                      << test::max_abs_diff(got.logits[s].data(), want.logits[s].data(), nv)
+                      << "), " << start;
         break;
       }
     for (size_t h = 0; h < want.entries.size(); ++h)

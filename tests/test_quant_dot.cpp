@@ -30,7 +30,8 @@ using test::simd_paths;
 
 // n_act activation rows of the weight's activation type, quantized by the
 // reference quantizer. Some rows carry an outlier, one is all zeros.
-std::vector<uint8_t> random_activations(GgmlType weight, int64_t n_act, int64_t n, std::mt19937& rng) {
+std::vector<uint8_t> random_activations(GgmlType weight, int64_t n_act, int64_t n,
+                                        std::mt19937& rng) {
   const GgmlType at = *dot_activation_type(weight);
   const size_t rb = row_bytes(at, n);
   std::vector<uint8_t> a(n_act * rb);
@@ -115,12 +116,12 @@ TEST(QuantizeActivations, SimdPathsAreBitIdenticalToReference) {
   std::mt19937 rng(1);
   const int64_t n = 4096;
   std::vector<float> x = gaussian(rng, n, 1.0f);
-  for (int i = 0; i < 32; ++i) x[256 + i] = (i - 16) * 0.5f;       // halves, amax 8
-  for (int i = 0; i < 32; ++i) x[288 + i] = 127.0f - i - 0.5f;     // ties at d = 1
-  std::fill(x.begin() + 512, x.begin() + 768, 0.0f);                // zero blocks (and a Q8_K block)
-  x[800] = -3.0f;                                                   // one non-zero in a block
+  for (int i = 0; i < 32; ++i) x[256 + i] = (i - 16) * 0.5f;    // halves, amax 8
+  for (int i = 0; i < 32; ++i) x[288 + i] = 127.0f - i - 0.5f;  // ties at d = 1
+  std::fill(x.begin() + 512, x.begin() + 768, 0.0f);            // zero blocks (and a Q8_K block)
+  x[800] = -3.0f;                                               // one non-zero in a block
   for (int i = 0; i < 32; ++i) x[1024 + i] = 1e30f * (i % 2 ? 1 : -1) * (i + 1);
-  for (int i = 0; i < 32; ++i) x[1056 + i] = 1e-40f * i;            // subnormals
+  for (int i = 0; i < 32; ++i) x[1056 + i] = 1e-40f * i;                        // subnormals
   for (int i = 0; i < 256; ++i) x[2048 + i] = (i % 2 ? -1.0f : 1.0f) * 127.0f;  // equal magnitudes
   for (GgmlType at : {GgmlType::Q8_0, GgmlType::Q8_1, GgmlType::Q8_K}) {
     const size_t rb = row_bytes(at, n);
@@ -130,7 +131,8 @@ TEST(QuantizeActivations, SimdPathsAreBitIdenticalToReference) {
       if (!cpu_path_supported(path)) continue;
       std::fill(fast.begin(), fast.end(), 0xAA);
       quantize_activations(at, x.data(), fast.data(), n, path);
-      EXPECT_EQ(0, std::memcmp(ref.data(), fast.data(), rb)) << type_name(at) << " " << cpu_path_name(path);
+      EXPECT_EQ(0, std::memcmp(ref.data(), fast.data(), rb))
+          << type_name(at) << " " << cpu_path_name(path);
     }
   }
 }
@@ -163,13 +165,15 @@ TEST(QuantDot, ScalarReferenceMatchesDequantizedDoubleSum) {
           double bound = 2e-6 * mag + 1e-30;
           if (at == GgmlType::Q8_1) {
             for (int64_t b = 0; b < n / 32; ++b) {
-              const float m = fp16_to_fp32(get_u16(w.data() + r * wb + b * traits(t).block_bytes + 2));
+              const float m =
+                  fp16_to_fp32(get_u16(w.data() + r * wb + b * traits(t).block_bytes + 2));
               const float sa = fp16_to_fp32(get_u16(a.data() + s * ab + b * 36 + 2));
               bound += std::fabs(m * sa) * std::ldexp(1.0, -10);
             }
           }
           const float got = quant_dot(t, w.data() + r * wb, a.data() + s * ab, n, CpuPath::Scalar);
-          EXPECT_NEAR(got, exact, bound) << type_name(t) << " n=" << n << " row " << r << " act " << s;
+          EXPECT_NEAR(got, exact, bound)
+              << type_name(t) << " n=" << n << " row " << r << " act " << s;
         }
       }
     }
@@ -190,17 +194,19 @@ TEST(QuantDot, SimdPathsAreBitIdenticalToScalar) {
       const auto a = random_activations(t, acts, n, rng);
       const size_t wb = row_bytes(t, n), ab = row_bytes(at, n);
       std::vector<float> ref(rows * acts), got(rows * acts);
-      quant_dot_tile(t, w.data(), wb, rows, a.data(), ab, acts, n, ref.data(), rows, CpuPath::Scalar);
+      quant_dot_tile(t, w.data(), wb, rows, a.data(), ab, acts, n, ref.data(), rows,
+                     CpuPath::Scalar);
       for (CpuPath p : paths) {
         std::fill(got.begin(), got.end(), -1.0f);
         quant_dot_tile(t, w.data(), wb, rows, a.data(), ab, acts, n, got.data(), rows, p);
         for (int i = 0; i < rows * acts; ++i) {
           ASSERT_EQ(std::memcmp(&ref[i], &got[i], 4), 0)
-              << type_name(t) << " n=" << n << " " << cpu_path_name(p) << " row " << i % rows << " act "
-              << i / rows << ": " << ref[i] << " vs " << got[i];
+              << type_name(t) << " n=" << n << " " << cpu_path_name(p) << " row " << i % rows
+              << " act " << i / rows << ": " << ref[i] << " vs " << got[i];
         }
         const float one = quant_dot(t, w.data() + 5 * wb, a.data() + 3 * ab, n, p);
-        EXPECT_EQ(std::memcmp(&one, &ref[3 * rows + 5], 4), 0) << type_name(t) << " " << cpu_path_name(p);
+        EXPECT_EQ(std::memcmp(&one, &ref[3 * rows + 5], 4), 0)
+            << type_name(t) << " " << cpu_path_name(p);
       }
     }
   }
@@ -224,7 +230,8 @@ TEST(QuantDot, EveryTileShapeMatchesSingleDots) {
           quant_dot_tile(t, w.data(), wb, rows, a.data(), ab, acts, n, out.data(), rows, p);
           for (int s = 0; s < acts; ++s) {
             for (int r = 0; r < rows; ++r) {
-              const float one = quant_dot(t, w.data() + r * wb, a.data() + s * ab, n, CpuPath::Scalar);
+              const float one =
+                  quant_dot(t, w.data() + r * wb, a.data() + s * ab, n, CpuPath::Scalar);
               ASSERT_EQ(std::memcmp(&one, &out[s * rows + r], 4), 0)
                   << type_name(t) << " " << cpu_path_name(p) << " tile " << rows << "x" << acts;
             }
@@ -239,7 +246,8 @@ TEST(QuantDot, EveryTileShapeMatchesSingleDots) {
 
 const GgmlType kPlanarTypes[] = {GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q8_0};
 
-std::vector<uint8_t> planar_copy(GgmlType t, const std::vector<uint8_t>& w, int64_t rows, int64_t n) {
+std::vector<uint8_t> planar_copy(GgmlType t, const std::vector<uint8_t>& w, int64_t rows,
+                                 int64_t n) {
   const size_t rb = row_bytes(t, n);
   std::vector<uint8_t> p(w.size());
   for (int64_t r = 0; r < rows; ++r) to_planar_row(t, w.data() + r * rb, p.data() + r * rb, n);
@@ -274,10 +282,10 @@ TEST(PlanarRows, RoundTripIsExactAndLayoutIsAsDocumented) {
   std::vector<uint8_t> h(170), z(170);
   for (size_t i = 0; i < h.size(); ++i) h[i] = static_cast<uint8_t>(i);
   to_planar_row(GgmlType::Q8_0, h.data(), z.data(), 160);
-  EXPECT_EQ(z[16], (34 + 2) ^ 0x80);       // block 1, element 0
-  EXPECT_EQ(z[64], (0 + 2 + 16) ^ 0x80);   // block 0, element 16
+  EXPECT_EQ(z[16], (34 + 2) ^ 0x80);                 // block 1, element 0
+  EXPECT_EQ(z[64], (0 + 2 + 16) ^ 0x80);             // block 0, element 16
   EXPECT_EQ(z[128 + 16], (4 * 34 + 2 + 16) ^ 0x80);  // block 4, element 16
-  EXPECT_EQ(z[160 + 2], 34);              // d of block 1
+  EXPECT_EQ(z[160 + 2], 34);                         // d of block 1
 }
 
 // Every path with a planar kernel, every tile shape, against the scalar
@@ -294,19 +302,21 @@ TEST(PlanarRows, KernelsAreBitIdenticalToScalarOnGgufRows) {
       const auto a = random_activations(t, max_acts, n, rng);
       const size_t wb = row_bytes(t, n), ab = row_bytes(at, n);
       std::vector<float> ref(max_rows * max_acts);
-      quant_dot_tile(t, w.data(), wb, max_rows, a.data(), ab, max_acts, n, ref.data(), max_rows, CpuPath::Scalar);
+      quant_dot_tile(t, w.data(), wb, max_rows, a.data(), ab, max_acts, n, ref.data(), max_rows,
+                     CpuPath::Scalar);
       for (CpuPath path : {CpuPath::Scalar, CpuPath::Avx2, CpuPath::Avx512}) {
         if (!has_planar_kernel(t, path)) continue;
         for (int rows = 1; rows <= max_rows; ++rows) {
           for (int acts = 1; acts <= max_acts; ++acts) {
             std::vector<float> got(rows * acts, -1.0f);
-            quant_dot_tile_planar(t, p.data(), wb, rows, a.data(), ab, acts, n, got.data(), rows, path);
+            quant_dot_tile_planar(t, p.data(), wb, rows, a.data(), ab, acts, n, got.data(), rows,
+                                  path);
             ++checked;
             for (int s = 0; s < acts; ++s)
               for (int r = 0; r < rows; ++r)
                 ASSERT_EQ(std::memcmp(&ref[s * max_rows + r], &got[s * rows + r], 4), 0)
-                    << type_name(t) << " n=" << n << " " << cpu_path_name(path) << " tile " << rows << "x" << acts
-                    << " row " << r << " act " << s;
+                    << type_name(t) << " n=" << n << " " << cpu_path_name(path) << " tile " << rows
+                    << "x" << acts << " row " << r << " act " << s;
           }
         }
       }
@@ -321,9 +331,11 @@ TEST(QuantDot, ActivationTypesFollowGgml) {
   EXPECT_EQ(dot_activation_type(GgmlType::Q8_0), GgmlType::Q8_0);
   EXPECT_EQ(dot_activation_type(GgmlType::Q4_1), GgmlType::Q8_1);
   EXPECT_EQ(dot_activation_type(GgmlType::Q5_1), GgmlType::Q8_1);
-  for (GgmlType k : {GgmlType::Q2_K, GgmlType::Q3_K, GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K})
+  for (GgmlType k :
+       {GgmlType::Q2_K, GgmlType::Q3_K, GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K})
     EXPECT_EQ(dot_activation_type(k), GgmlType::Q8_K);
-  for (GgmlType p : {GgmlType::F32, GgmlType::F16, GgmlType::BF16}) EXPECT_EQ(dot_activation_type(p), GgmlType::F32);
+  for (GgmlType p : {GgmlType::F32, GgmlType::F16, GgmlType::BF16})
+    EXPECT_EQ(dot_activation_type(p), GgmlType::F32);
   EXPECT_FALSE(dot_activation_type(GgmlType::F64).has_value());
   EXPECT_FALSE(dot_activation_type(GgmlType::Q8_K).has_value());
 }

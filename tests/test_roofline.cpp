@@ -21,10 +21,14 @@ struct TensorBytes {
 TensorBytes tensor_bytes(const LlamaModel& m) {
   TensorBytes b;
   for (const GgufTensor& t : m.file().tensors()) {
-    if (t.name.rfind("blk.", 0) == 0) b.layers += t.bytes;
-    else if (t.name == "token_embd.weight") b.tok_embd += t.bytes;
-    else if (t.name == "output.weight") b.output += t.bytes;
-    else if (t.name == "output_norm.weight") b.output_norm += t.bytes;
+    if (t.name.rfind("blk.", 0) == 0)
+      b.layers += t.bytes;
+    else if (t.name == "token_embd.weight")
+      b.tok_embd += t.bytes;
+    else if (t.name == "output.weight")
+      b.output += t.bytes;
+    else if (t.name == "output_norm.weight")
+      b.output_norm += t.bytes;
   }
   return b;
 }
@@ -41,7 +45,8 @@ TEST(Roofline, DecodeBytesAreEveryMatrixOnceAndTheKvRowsAttended) {
     const double weights = b.layers + head + b.output_norm;
     EXPECT_DOUBLE_EQ(decode_bytes_per_token(*model, 0, 2.0), weights) << "tied " << tied;
     const KvShape s = model->kv_shape();
-    const double kv_row = 2.0 * s.n_layers * s.n_kv_heads * s.head_dim;  // K and V, elements per token
+    const double kv_row =
+        2.0 * s.n_layers * s.n_kv_heads * s.head_dim;  // K and V, elements per token
     EXPECT_DOUBLE_EQ(decode_bytes_per_token(*model, 1000, 2.0), weights + 1000 * kv_row * 2.0);
     EXPECT_DOUBLE_EQ(decode_bytes_per_token(*model, 1000, 4.0), weights + 1000 * kv_row * 4.0);
   }
@@ -53,9 +58,11 @@ TEST(Roofline, PrefillFlopsAreTwicePerMultiplyAdd) {
   const KvShape s = model->kv_shape();
   // Per layer: q and o are dim x (heads * head_dim), k and v dim x (kv_heads * head_dim),
   // gate, up, down dim x ffn.
-  const double q = double(c.dim) * s.n_q_heads * s.head_dim, kv = double(c.dim) * s.n_kv_heads * s.head_dim;
+  const double q = double(c.dim) * s.n_q_heads * s.head_dim,
+               kv = double(c.dim) * s.n_kv_heads * s.head_dim;
   const double per_layer = 2 * q + 2 * kv + 3.0 * c.dim * c.ffn_dim;
-  EXPECT_DOUBLE_EQ(prefill_flops_per_token(*model, 0), 2 * (c.n_layers * per_layer + c.n_layers * 2.0 * s.n_q_heads * s.head_dim));
+  EXPECT_DOUBLE_EQ(prefill_flops_per_token(*model, 0),
+                   2 * (c.n_layers * per_layer + c.n_layers * 2.0 * s.n_q_heads * s.head_dim));
   // Attention grows by 2 multiply-adds (QK and PV) per head dimension, query head and cached token.
   EXPECT_DOUBLE_EQ(prefill_flops_per_token(*model, 100) - prefill_flops_per_token(*model, 0),
                    2.0 * 2 * c.n_layers * s.n_q_heads * s.head_dim * 100);

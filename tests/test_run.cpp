@@ -26,7 +26,8 @@ namespace fs = std::filesystem;
 using json = nlohmann::json;
 
 std::string scratch_dir(const std::string& name) {
-  const std::string d = testing::TempDir() + "kvbench-run-" + std::to_string(::getpid()) + "/" + name;
+  const std::string d =
+      testing::TempDir() + "kvbench-run-" + std::to_string(::getpid()) + "/" + name;
   fs::remove_all(d);
   fs::create_directories(d);
   return d;
@@ -38,15 +39,18 @@ std::string write_experiment(const std::string& dir, const std::string& extra = 
   const std::string path = dir + "/tiny.json";
   // Returned with the verb: run_cli(write_experiment(dir) + " -q ...").
   std::ofstream(path) << R"({
-    "name": "tiny", "model": ")" << test::tiny_model_path() << R"(", "threads": 2, "seed": 3,
+    "name": "tiny", "model": ")"
+                      << test::tiny_model_path() << R"(", "threads": 2, "seed": 3,
     "tasks": [{"task": "passkey", "lengths": [300], "depths": [0.25, 0.75]}],
     "policies": ["full", {"spec": "window", "budgets": [96]}, "snapkv:budget=96", "h2o:budget=96", "int8"],
-    "decoding": {"chunk": 64, "max_new_tokens": 4})" << extra << "}";
+    "decoding": {"chunk": 64, "max_new_tokens": 4})"
+                      << extra << "}";
   return "run " + path;
 }
 
 int run_cli(const std::string& args, std::string* out = nullptr) {
-  const std::string cmd = std::string(KVBENCH_BINARY) + " " + args + " 2>" + testing::TempDir() + "run-stderr-" + std::to_string(::getpid()) + ".txt";
+  const std::string cmd = std::string(KVBENCH_BINARY) + " " + args + " 2>" + testing::TempDir() +
+                          "run-stderr-" + std::to_string(::getpid()) + ".txt";
   FILE* p = popen(cmd.c_str(), "r");
   std::string text;
   char buf[4096];
@@ -83,7 +87,8 @@ std::map<std::string, json> stable_cells(const std::string& dir, bool drop_work 
 // Runs an experiment on the tiny model (`body`: its tasks, policies and
 // decoding fields) with and without shared prefills, expects equal cells
 // (work counts aside) and returns them.
-std::map<std::string, json> run_shared_and_unshared(const std::string& name, const std::string& body) {
+std::map<std::string, json> run_shared_and_unshared(const std::string& name,
+                                                    const std::string& body) {
   const std::string dir = scratch_dir(name);
   const std::string path = dir + "/" + name + ".json";
   std::ofstream(path) << R"({"name": ")" << name << R"(", "model": ")" << test::tiny_model_path()
@@ -105,14 +110,17 @@ TEST(Run, TwoRunsGiveIdenticalMetricsAndSharingChangesNothing) {
   ASSERT_EQ(a.size(), 10u);
   EXPECT_EQ(a, stable_cells(only_run_folder(dir + "/b")));
   // Without sharing every cell prefills itself; every number is the same.
-  EXPECT_EQ(stable_cells(only_run_folder(dir + "/a"), true), stable_cells(only_run_folder(dir + "/c"), true));
+  EXPECT_EQ(stable_cells(only_run_folder(dir + "/a"), true),
+            stable_cells(only_run_folder(dir + "/c"), true));
   // Sharing did share: the snapkv cells branched from the full prefill.
   for (const auto& [id, c] : a)
-    if (c["policy"]["spec"].get<std::string>().rfind("snapkv", 0) == 0) EXPECT_EQ(c["work"]["start"], "branch");
+    if (c["policy"]["spec"].get<std::string>().rfind("snapkv", 0) == 0)
+      EXPECT_EQ(c["work"]["start"], "branch");
   const json meta = read_json_file(only_run_folder(dir + "/a") + "/meta.json");
-  EXPECT_LT(meta["work"]["prefill_tokens_computed"].get<int64_t>(), meta["work"]["prefill_tokens_naive"].get<int64_t>());
-  for (const char* f : {"table.md", "table.csv", "metrics.json", "predictions.jsonl", "report.md", "report.html",
-                        "config.json"})
+  EXPECT_LT(meta["work"]["prefill_tokens_computed"].get<int64_t>(),
+            meta["work"]["prefill_tokens_naive"].get<int64_t>());
+  for (const char* f : {"table.md", "table.csv", "metrics.json", "predictions.jsonl", "report.md",
+                        "report.html", "config.json"})
     EXPECT_TRUE(fs::exists(only_run_folder(dir + "/a") + "/" + f)) << f;
 }
 
@@ -131,7 +139,9 @@ TEST(Run, StreamingLLMsContiguousPositionsRunAndSharingChangesNothing) {
     const auto& m = c["memory"];
     // Held = hot + cold; attended needle tokens are a subset of held ones.
     if (!c["retention"]["needle_attended"].is_null())
-      EXPECT_LE(c["retention"]["needle_attended"].get<double>(), c["retention"]["needle_survival"].get<double>()) << id;
+      EXPECT_LE(c["retention"]["needle_attended"].get<double>(),
+                c["retention"]["needle_survival"].get<double>())
+          << id;
     if (spec.rfind("streaming", 0) == 0) EXPECT_EQ(m["entries_cold"], 0) << id;
     if (spec.rfind("quest", 0) == 0 || spec.find("offload") != std::string::npos) {
       EXPECT_GT(m["entries_cold"].get<int64_t>(), 0) << id;
@@ -172,7 +182,8 @@ TEST(Run, KilledAtRandomPointsThenResumedEqualsAnUninterruptedRun) {
     if (pid == 0) {
       const std::string binary = KVBENCH_BINARY;
       if (folder.empty())
-        execl(binary.c_str(), binary.c_str(), "run", exp_path.c_str(), "-q", "--out", (dir + "/killed").c_str(), nullptr);
+        execl(binary.c_str(), binary.c_str(), "run", exp_path.c_str(), "-q", "--out",
+              (dir + "/killed").c_str(), nullptr);
       else
         execl(binary.c_str(), binary.c_str(), "run", "-q", "--resume", folder.c_str(), nullptr);
       _exit(127);
@@ -185,7 +196,8 @@ TEST(Run, KilledAtRandomPointsThenResumedEqualsAnUninterruptedRun) {
       }
       size_t cells = 0;
       if (!folder.empty() && fs::exists(folder + "/cells"))
-        for (const auto& e : fs::directory_iterator(folder + "/cells")) cells += e.path().extension() == ".json";
+        for (const auto& e : fs::directory_iterator(folder + "/cells"))
+          cells += e.path().extension() == ".json";
       int status = 0;
       if (waitpid(pid, &status, WNOHANG) == pid) break;  // finished before the kill
       if (cells >= target) {
@@ -202,7 +214,8 @@ TEST(Run, KilledAtRandomPointsThenResumedEqualsAnUninterruptedRun) {
   // Nothing lost, nothing repeated: exactly the uninterrupted run's cells.
   EXPECT_EQ(stable_cells(folder), whole);
   size_t files = 0;
-  for (const auto& e : fs::directory_iterator(folder + "/cells")) files += e.path().extension() == ".json";
+  for (const auto& e : fs::directory_iterator(folder + "/cells"))
+    files += e.path().extension() == ".json";
   EXPECT_EQ(files, whole.size());
 }
 
@@ -214,8 +227,8 @@ std::string kill_when_a_prefill_is_kept(const std::string& exp, const std::strin
   const pid_t pid = fork();
   if (pid == 0) {
     const std::string binary = KVBENCH_BINARY, exp_path = exp.substr(4);
-    execl(binary.c_str(), binary.c_str(), "run", exp_path.c_str(), "-q", "--set", "keep_prefills=true", "--out",
-          out_dir.c_str(), nullptr);
+    execl(binary.c_str(), binary.c_str(), "run", exp_path.c_str(), "-q", "--set",
+          "keep_prefills=true", "--out", out_dir.c_str(), nullptr);
     _exit(127);
   }
   std::string folder;
@@ -257,7 +270,8 @@ TEST(Run, KeptPrefillsAreLoadedOnResumeAndChangeNoNumber) {
   ASSERT_EQ(run_cli(exp + " -q --out " + dir + "/whole"), 0) << stderr_text();
   const auto whole = stable_cells(only_run_folder(dir + "/whole"));
   // Uninterrupted with keep_prefills: the same cells, and nothing left in prefills/.
-  ASSERT_EQ(run_cli(exp + " -q --set keep_prefills=true --out " + dir + "/kept"), 0) << stderr_text();
+  ASSERT_EQ(run_cli(exp + " -q --set keep_prefills=true --out " + dir + "/kept"), 0)
+      << stderr_text();
   const std::string kept = only_run_folder(dir + "/kept");
   EXPECT_EQ(stable_cells(kept), whole);
   EXPECT_FALSE(fs::exists(kept + "/prefills"));
@@ -291,7 +305,8 @@ TEST(Run, AKeptPrefillOfAnotherChunkIsNotUsed) {
     fs::copy_file(full, name, fs::copy_options::overwrite_existing);
     ++swapped;
   }
-  ASSERT_GT(swapped, 0) << "no chunk snapshot kept (the grid has a streaming policy that needs one)";
+  ASSERT_GT(swapped, 0)
+      << "no chunk snapshot kept (the grid has a streaming policy that needs one)";
   std::string out;
   ASSERT_EQ(run_cli("run -q --resume " + folder, &out), 0) << stderr_text();
   EXPECT_NE(stderr_text().find("not using the kept prefill"), std::string::npos) << stderr_text();
@@ -308,11 +323,13 @@ TEST(Run, ShardsMergedEqualTheUnshardedRun) {
   std::string shards;
   for (int i = 1; i <= 3; ++i) {
     const std::string out = dir + "/shard" + std::to_string(i);
-    ASSERT_EQ(run_cli(exp + " -q --shard " + std::to_string(i) + "/3 --out " + out), 0) << stderr_text();
+    ASSERT_EQ(run_cli(exp + " -q --shard " + std::to_string(i) + "/3 --out " + out), 0)
+        << stderr_text();
     shards += " " + only_run_folder(out);
   }
   ASSERT_EQ(run_cli("merge" + shards + " -o " + dir + "/merged"), 0) << stderr_text();
-  EXPECT_EQ(stable_cells(dir + "/merged", true), stable_cells(only_run_folder(dir + "/whole"), true));
+  EXPECT_EQ(stable_cells(dir + "/merged", true),
+            stable_cells(only_run_folder(dir + "/whole"), true));
   // The merged report has the full table.
   EXPECT_TRUE(fs::exists(dir + "/merged/report.html"));
 }
@@ -362,7 +379,8 @@ TEST(Run, CompareExitsOneOnADegradedRunAndZeroOnItself) {
   // reads as a drop of 1.0 on that cell.
   std::string victim;
   for (const auto& e : fs::directory_iterator(base + "/cells"))
-    if (e.path().string().find("snapkv") != std::string::npos) victim = e.path().filename().string();
+    if (e.path().string().find("snapkv") != std::string::npos)
+      victim = e.path().filename().string();
   ASSERT_FALSE(victim.empty());
   json cell = read_json_file(base + "/cells/" + victim);
   cell["score"] = 1.0;

@@ -99,7 +99,8 @@ TEST(ShapedModelPlan, Llama32_1bHasTheRealTensorsAndSizes) {
   EXPECT_EQ(t.params, embd + 16 * layer + 2048 + rope);
   EXPECT_EQ(t.params, 1235814432);  // "1.24B" of the model card
   // Q4_0: 18 bytes per 32 weights; f32 norms and rope factors.
-  EXPECT_EQ(t.bytes, static_cast<uint64_t>((t.params - norms - rope) / 32 * 18 + (norms + rope) * 4));
+  EXPECT_EQ(t.bytes,
+            static_cast<uint64_t>((t.params - norms - rope) / 32 * 18 + (norms + rope) * 4));
   EXPECT_EQ(totals(plan_shaped_model(*s, GgmlType::Q8_0)).bytes,
             static_cast<uint64_t>((t.params - norms - rope) / 32 * 34 + (norms + rope) * 4));
   EXPECT_EQ(totals(plan_shaped_model(*s, GgmlType::Q4_K)).bytes,
@@ -171,7 +172,8 @@ TEST(ShapedModelPlan, NamesTypesAndWholeBlocks) {
     plan_shaped_model(odd, GgmlType::Q4_K);
     ADD_FAILURE() << "no error";
   } catch (const InputError& e) {
-    EXPECT_NE(std::string(e.what()).find("odd: token_embd.weight rows of 96 elements"), std::string::npos)
+    EXPECT_NE(std::string(e.what()).find("odd: token_embd.weight rows of 96 elements"),
+              std::string::npos)
         << e.what();
   }
 }
@@ -215,7 +217,8 @@ TEST_P(RandomQuantBlocks, DecodeToFiniteCentredValuesOfTheAskedScale) {
     if (type == GgmlType::Q4_K) {
       const float dmin = fp16_to_fp32(static_cast<uint16_t>(blk[2] | (blk[3] << 8)));
       EXPECT_NEAR(dmin, 7.5f * d, 7.5f * d * 1e-3f);
-      for (int64_t i = 0; i < 256; ++i) ASSERT_LE(std::fabs(x[b * 256 + i]), 7.5f * d * 35 * 1.001f) << b;
+      for (int64_t i = 0; i < 256; ++i)
+        ASSERT_LE(std::fabs(x[b * 256 + i]), 7.5f * d * 35 * 1.001f) << b;
     }
   }
   if (type == GgmlType::Q4_0) {
@@ -292,8 +295,9 @@ TEST_P(ShapedModelFile, SmallShapeLoadsRunsAndMatchesTheReference) {
   EXPECT_EQ(ff.back(), 32.0f);
   EXPECT_TRUE(std::is_sorted(ff.begin(), ff.end()));
   EXPECT_TRUE(std::any_of(ff.begin(), ff.end(), [](float f) { return f > 1.0f && f < 32.0f; }));
-  EXPECT_EQ(model->file().get_u32("general.file_type"),
-            type == GgmlType::Q4_0 ? 2u : type == GgmlType::Q8_0 ? 7u : 14u);
+  EXPECT_EQ(model->file().get_u32("general.file_type"), type == GgmlType::Q4_0   ? 2u
+                                                        : type == GgmlType::Q8_0 ? 7u
+                                                                                 : 14u);
 
   // The vocabulary: exactly n_vocab unique pieces, byte tokens at 3..258.
   const Tokenizer& tok = model->tokenizer();
@@ -305,8 +309,13 @@ TEST_P(ShapedModelFile, SmallShapeLoadsRunsAndMatchesTheReference) {
   EXPECT_EQ(pieces[258], "<0xFF>");
   const size_t first_filler = static_cast<size_t>(tiny_vocab_size(TinyVocabKind::Spm));
   EXPECT_EQ(pieces[first_filler - 1].find("filler"), std::string_view::npos);
-  EXPECT_EQ(pieces[first_filler], "\xE2\x96\x81" "filler0");
-  EXPECT_EQ(pieces.back(), "\xE2\x96\x81" "filler" + std::to_string(999 - first_filler));
+  EXPECT_EQ(pieces[first_filler],
+            "\xE2\x96\x81"
+            "filler0");
+  EXPECT_EQ(pieces.back(),
+            "\xE2\x96\x81"
+            "filler" +
+                std::to_string(999 - first_filler));
   const std::string text = "The quick brown fox\n\tjumps over 12 lazy dogs.";
   EXPECT_EQ(tok.decode(tok.encode(text, false, false)), text);
 
@@ -326,7 +335,7 @@ TEST_P(ShapedModelFile, SmallShapeLoadsRunsAndMatchesTheReference) {
   EXPECT_LE(test::max_abs_diff(logits.data(), ref.data(), ref.size()), 1e-3f);
   const auto last = logits.end() - c.n_vocab;
   const auto [lo, hi] = std::minmax_element(last, logits.end());
-  EXPECT_GT(*hi - *lo, 1.0f);  // random weights, yet a spread of logits
+  EXPECT_GT(*hi - *lo, 1.0f);    // random weights, yet a spread of logits
   EXPECT_LT(*hi - *lo, 100.0f);  // activations stayed O(1) through the layers
 
   // The same seed writes the same bytes; another seed other weights.
@@ -351,18 +360,22 @@ TEST(TinyModelCli, BadShapeOrTypeIsOneLineErrorAndWritesNothing) {
   const std::string out = temp_path("cli");
   test::expect_input_error(test::run_kvbench("tiny-model -o " + out + " --shape llama4"),
                            "unknown --shape 'llama4' (known: tiny, llama3.2-1b, llama3-8b)");
-  test::expect_input_error(test::run_kvbench("tiny-model -o " + out + " --shape llama3-8b --type q5_k"),
-                           "unknown --type 'q5_k' (known: q4_0, q8_0, q4_k)");
+  test::expect_input_error(
+      test::run_kvbench("tiny-model -o " + out + " --shape llama3-8b --type q5_k"),
+      "unknown --type 'q5_k' (known: q4_0, q8_0, q4_k)");
   test::expect_input_error(test::run_kvbench("tiny-model -o " + out + " --type q8_0"),
                            "--type applies to the real shapes");
-  test::expect_input_error(test::run_kvbench("tiny-model -o " + out + " --shape llama3.2-1b --vocab bpe"),
-                           "--vocab and --untied apply to --shape tiny only");
-  test::expect_input_error(test::run_kvbench("tiny-model -o " + out + " --shape llama3.2-1b --untied"),
-                           "--vocab and --untied apply to --shape tiny only");
+  test::expect_input_error(
+      test::run_kvbench("tiny-model -o " + out + " --shape llama3.2-1b --vocab bpe"),
+      "--vocab and --untied apply to --shape tiny only");
+  test::expect_input_error(
+      test::run_kvbench("tiny-model -o " + out + " --shape llama3.2-1b --untied"),
+      "--vocab and --untied apply to --shape tiny only");
   EXPECT_FALSE(std::filesystem::exists(out));
   const auto help = test::run_kvbench("tiny-model --help");
   EXPECT_EQ(help.code, 0);
-  EXPECT_NE(help.out.find("--shape llama3.2-1b|llama3-8b [--type q4_0|q8_0|q4_k]"), std::string::npos)
+  EXPECT_NE(help.out.find("--shape llama3.2-1b|llama3-8b [--type q4_0|q8_0|q4_k]"),
+            std::string::npos)
       << help.out;
   // The default is still the tiny model, byte for byte.
   const auto r = test::run_kvbench("tiny-model -o " + out);

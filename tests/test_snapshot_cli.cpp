@@ -35,7 +35,8 @@ class SnapshotCli : public testing::Test {
     doc_ = dir_ + "doc.txt";
     std::ofstream out(doc_);
     for (int i = 0; i < 40; ++i)
-      out << "The mill by the river ground grain for the town of Orlen " << i << " times each autumn. ";
+      out << "The mill by the river ground grain for the town of Orlen " << i
+          << " times each autumn. ";
     model_ = " --model " + test::tiny_model_path() + " -t 2";
   }
   std::string dir_, doc_, model_;
@@ -45,8 +46,9 @@ TEST_F(SnapshotCli, SaveInfoAskFromTheSnapshotEqualsAFreshPrefill) {
   for (const char* policy : {"full", "h2o:budget=64+int8"}) {
     SCOPED_TRACE(policy);
     const std::string kvc = dir_ + "doc.kvc";
-    const Result save = run("cache save" + model_ + " --context " + doc_ + " --chunk 48 --policy '" + policy +
-                            "' --preamble 'Read.' --json -o " + kvc);
+    const Result save =
+        run("cache save" + model_ + " --context " + doc_ + " --chunk 48 --policy '" + policy +
+            "' --preamble 'Read.' --json -o " + kvc);
     ASSERT_EQ(save.code, 0) << save.err;
     const json s = json::parse(save.out);
     EXPECT_EQ(s["file_bytes"].get<uint64_t>(), fs::file_size(kvc));
@@ -54,19 +56,22 @@ TEST_F(SnapshotCli, SaveInfoAskFromTheSnapshotEqualsAFreshPrefill) {
 
     const Result info = run("cache info " + kvc);
     ASSERT_EQ(info.code, 0) << info.err;
-    for (const char* line : {"kvbench cache snapshot, format 1", "model       sha256 ", "document    ", "chunk 48",
-                             "precision   KV ", "  hot     ", "  cold    ", "compression ratio "})
+    for (const char* line :
+         {"kvbench cache snapshot, format 1", "model       sha256 ", "document    ", "chunk 48",
+          "precision   KV ", "  hot     ", "  cold    ", "compression ratio "})
       EXPECT_NE(info.out.find(line), std::string::npos) << line << "\n" << info.out;
     const json ij = json::parse(run("cache info --json " + kvc).out);
     EXPECT_EQ(ij["policy"]["spec"], policy);
-    EXPECT_DOUBLE_EQ(ij["compression_ratio"].get<double>(),
-                     ij["payload"]["raw_bytes"].get<double>() / ij["payload"]["bytes"].get<double>());
+    EXPECT_DOUBLE_EQ(
+        ij["compression_ratio"].get<double>(),
+        ij["payload"]["raw_bytes"].get<double>() / ij["payload"]["bytes"].get<double>());
 
-    const std::string qs = " -q 'Which town?' -q 'What did the mill grind?' --answer-prefix 'Answer:' -n 6 --json";
+    const std::string qs =
+        " -q 'Which town?' -q 'What did the mill grind?' --answer-prefix 'Answer:' -n 6 --json";
     const Result loaded = run("ask" + model_ + " --cache " + kvc + qs);
     ASSERT_EQ(loaded.code, 0) << loaded.err;
-    const Result fresh =
-        run("ask" + model_ + " --context " + doc_ + " --chunk 48 --policy '" + policy + "' --preamble 'Read.'" + qs);
+    const Result fresh = run("ask" + model_ + " --context " + doc_ + " --chunk 48 --policy '" +
+                             policy + "' --preamble 'Read.'" + qs);
     ASSERT_EQ(fresh.code, 0) << fresh.err;
     const json a = json::parse(loaded.out), b = json::parse(fresh.out);
     EXPECT_EQ(a["document"]["source"], "cache");
@@ -90,19 +95,24 @@ TEST_F(SnapshotCli, BadInputIsOneLineExit2AndLeavesNoFile) {
   expect_input_error(run("cache frob"), "unknown subcommand 'frob'");
   expect_input_error(run("cache save" + model_ + " --context " + dir_ + "missing.txt -o " + kvc),
                      "missing.txt: cannot open");
-  expect_input_error(run("cache save" + model_ + " --context " + doc_ + " --policy h2o:budget=x -o " + kvc),
-                     "--policy");
-  expect_input_error(run("cache save" + model_ + " --context " + doc_ + " --compression lz4 -o " + kvc),
-                     "compression 'lz4'");
-  expect_input_error(run("cache save" + model_ + " --context " + doc_ + " -o /nonexistent-dir/x.kvc"),
-                     "/nonexistent-dir/x.kvc");
+  expect_input_error(
+      run("cache save" + model_ + " --context " + doc_ + " --policy h2o:budget=x -o " + kvc),
+      "--policy");
+  expect_input_error(
+      run("cache save" + model_ + " --context " + doc_ + " --compression lz4 -o " + kvc),
+      "compression 'lz4'");
+  expect_input_error(
+      run("cache save" + model_ + " --context " + doc_ + " -o /nonexistent-dir/x.kvc"),
+      "/nonexistent-dir/x.kvc");
   EXPECT_FALSE(fs::exists(kvc));
-  for (const auto& e : fs::directory_iterator(dir_)) EXPECT_EQ(e.path().string().find(".tmp."), std::string::npos);
+  for (const auto& e : fs::directory_iterator(dir_))
+    EXPECT_EQ(e.path().string().find(".tmp."), std::string::npos);
 
   ASSERT_EQ(run("cache save" + model_ + " --context " + doc_ + " -o " + kvc).code, 0);
   expect_input_error(run("ask" + model_ + " --cache " + kvc + " --context " + doc_ + " -q x"),
                      "exactly one of --cache and --context");
-  expect_input_error(run("ask" + model_ + " --cache " + kvc + " --chunk 8 -q x"), "--chunk: the snapshot fixes it");
+  expect_input_error(run("ask" + model_ + " --cache " + kvc + " --chunk 8 -q x"),
+                     "--chunk: the snapshot fixes it");
   expect_input_error(run("ask" + model_ + " --cache " + kvc + " --fast -q x"),
                      kvc + ": does not match this model / run: precision.activations");
   // Another model file (other weights, same shapes).
@@ -116,7 +126,8 @@ TEST_F(SnapshotCli, BadInputIsOneLineExit2AndLeavesNoFile) {
   std::ifstream in(kvc, std::ios::binary);
   std::string bytes((std::istreambuf_iterator<char>(in)), {});
   std::ofstream(dir_ + "cut.kvc", std::ios::binary) << bytes.substr(0, bytes.size() / 2);
-  expect_input_error(run("ask" + model_ + " --cache " + dir_ + "cut.kvc -q x"), "cut.kvc: truncated or corrupt");
+  expect_input_error(run("ask" + model_ + " --cache " + dir_ + "cut.kvc -q x"),
+                     "cut.kvc: truncated or corrupt");
   expect_input_error(run("cache info " + dir_ + "cut.kvc"), "cut.kvc: truncated or corrupt");
   bytes[bytes.size() / 3] ^= 1;
   std::ofstream(dir_ + "flip.kvc", std::ios::binary) << bytes;

@@ -19,8 +19,8 @@
 
 #include "datasets/prompt.h"
 #include "harness/run/answer.h"
-#include "harness/snapshot/document_qa.h"
 #include "harness/sha256.h"
+#include "harness/snapshot/document_qa.h"
 #include "harness/snapshot/snapshot_file.h"
 #include "harness/snapshot/snapshot_model.h"
 #include "model/testing/tiny_model.h"
@@ -58,8 +58,9 @@ std::string state_bytes(const PolicyCache& c) {
 // Prose-like text of about `words` words (the tiny model's byte-level BPE
 // encodes anything).
 std::string some_text(int words, uint32_t seed) {
-  static const char* vocab[] = {"the",    "river", "town",   "of",   "stone", "was",   "built", "near", "a",
-                                "bridge", "and",   "people", "came", "to",    "trade", "grain", "in",   "autumn"};
+  static const char* vocab[] = {"the",   "river", "town",  "of",     "stone", "was",
+                                "built", "near",  "a",     "bridge", "and",   "people",
+                                "came",  "to",    "trade", "grain",  "in",    "autumn"};
   std::mt19937 rng(seed);
   std::string s;
   for (int i = 0; i < words; ++i) {
@@ -95,7 +96,8 @@ std::vector<uint8_t> seal(const Parts& p) {
   const uint8_t* hp = reinterpret_cast<const uint8_t*>(&h);
   f.insert(f.end(), hp, hp + 4);
   const std::string hex = sha256_hex(text.data(), text.size());
-  for (int i = 0; i < 32; ++i) f.push_back(static_cast<uint8_t>(std::stoi(hex.substr(2 * i, 2), nullptr, 16)));
+  for (int i = 0; i < 32; ++i)
+    f.push_back(static_cast<uint8_t>(std::stoi(hex.substr(2 * i, 2), nullptr, 16)));
   const char end[] = "KVBC-END";
   f.insert(f.end(), end, end + 8);
   return f;
@@ -111,8 +113,8 @@ class SnapshotFile : public testing::Test {
   }
 
   // A document prefilled into a new cache with `spec`.
-  std::unique_ptr<PolicyCache> prefilled(const std::string& spec, SnapshotDocument& doc, int words = 300,
-                                         int chunk = 64) {
+  std::unique_ptr<PolicyCache> prefilled(const std::string& spec, SnapshotDocument& doc,
+                                         int words = 300, int chunk = 64) {
     doc = document_prefix(*model_, "Read this.", some_text(words, 5));
     doc.chunk = chunk;
     doc.activations = "f32";
@@ -125,11 +127,13 @@ class SnapshotFile : public testing::Test {
     return cache;
   }
 
-  std::vector<DocumentAnswer> ask(PolicyCache& cache, const SnapshotDocument& doc, const std::vector<std::string>& qs) {
+  std::vector<DocumentAnswer> ask(PolicyCache& cache, const SnapshotDocument& doc,
+                                  const std::vector<std::string>& qs) {
     const auto cp = cache.checkpoint();
     std::vector<DocumentAnswer> out;
     for (size_t i = 0; i < qs.size(); ++i)
-      out.push_back(answer_from_document(*eval_, cache, cp, doc, question_suffix(*model_, qs[i], "Answer:"),
+      out.push_back(answer_from_document(*eval_, cache, cp, doc,
+                                         question_suffix(*model_, qs[i], "Answer:"),
                                          1 + static_cast<int>(i), 12));
     return out;
   }
@@ -140,9 +144,10 @@ class SnapshotFile : public testing::Test {
 };
 
 TEST_F(SnapshotFile, LoadedDocumentAnswersBitForBitLikeAFreshPrefill) {
-  const std::vector<std::string> questions = {"Where was the bridge?", "Who came to trade grain?", "What was built?"};
-  for (const char* spec :
-       {"full", "int8", "snapkv:budget=64,window=8", "h2o:budget=80+offload:page=8", "kivi2:group=16,residual=32"})
+  const std::vector<std::string> questions = {"Where was the bridge?", "Who came to trade grain?",
+                                              "What was built?"};
+  for (const char* spec : {"full", "int8", "snapkv:budget=64,window=8",
+                           "h2o:budget=80+offload:page=8", "kivi2:group=16,residual=32"})
     for (SnapshotCompression comp : {SnapshotCompression::Zstd, SnapshotCompression::Gzip}) {
       SCOPED_TRACE(std::string(spec) + " " + std::string(compression_name(comp)));
       SnapshotDocument doc;
@@ -161,7 +166,9 @@ TEST_F(SnapshotFile, LoadedDocumentAnswersBitForBitLikeAFreshPrefill) {
       EXPECT_EQ(got_doc.context_begin, doc.context_begin);
       EXPECT_EQ(got_doc.chunk, doc.chunk);
       ASSERT_EQ(got_doc.logits.size(), doc.logits.size());
-      EXPECT_EQ(std::memcmp(got_doc.logits.data(), doc.logits.data(), doc.logits.size() * sizeof(float)), 0);
+      EXPECT_EQ(
+          std::memcmp(got_doc.logits.data(), doc.logits.data(), doc.logits.size() * sizeof(float)),
+          0);
       EXPECT_EQ(state_bytes(*loaded), state_bytes(*fresh));
       const auto got = ask(*loaded, got_doc, questions);
       for (size_t q = 0; q < questions.size(); ++q) {
@@ -224,7 +231,8 @@ TEST_F(SnapshotFile, QuestionsAreAddedWholeUnlessTheBudgetIsShared) {
   const DocumentAnswer shared = answer(*stream, doc, QuestionBudget::Shared);
   EXPECT_NE(shared.first_logits_sha256, added.first_logits_sha256);
   // Added is the default, and the cache is back to the document each time.
-  EXPECT_EQ(answer_from_document(*eval_, *stream, stream->checkpoint(), doc, suffix, 1, 6).first_logits_sha256,
+  EXPECT_EQ(answer_from_document(*eval_, *stream, stream->checkpoint(), doc, suffix, 1, 6)
+                .first_logits_sha256,
             added.first_logits_sha256);
   SnapshotDocument doc_once;
   auto once = prefilled("window:budget=48,timing=once", doc_once, 300, 4);
@@ -246,7 +254,8 @@ TEST_F(SnapshotFile, TheStoredNextTokenLogitsNeedNoWarmUpToken) {
     auto continue_from = [&](PolicyCache& c, std::vector<float> logits) {
       std::vector<float> all;
       for (int i = 0; i < 8; ++i) {
-        const int32_t t[1] = {static_cast<int32_t>(std::max_element(logits.begin(), logits.end()) - logits.begin())};
+        const int32_t t[1] = {
+            static_cast<int32_t>(std::max_element(logits.begin(), logits.end()) - logits.begin())};
         const int32_t p[1] = {c.next_position(0)};
         eval_->step(t, p, 0, StepPhase::Decode, c, Logits::Last, logits.data());
         all.insert(all.end(), logits.begin(), logits.end());
@@ -335,7 +344,8 @@ TEST_F(SnapshotFile, EveryHeaderFieldChangedAloneIsRefusedNamingIt) {
         try {
           load_cache_snapshot_bytes(seal(extra), "doc.kvc", expect_, live);
         } catch (const SnapshotError& e) {
-          EXPECT_NE(std::string(e.what()).find("unknown field comment"), std::string::npos) << e.what();
+          EXPECT_NE(std::string(e.what()).find("unknown field comment"), std::string::npos)
+              << e.what();
           throw;
         }
       },
@@ -346,7 +356,8 @@ TEST_F(SnapshotFile, EveryHeaderFieldChangedAloneIsRefusedNamingIt) {
     load_cache_snapshot_bytes(seal(missing), "doc.kvc", expect_, live);
     ADD_FAILURE() << "accepted without model.n_layers";
   } catch (const SnapshotError& e) {
-    EXPECT_NE(std::string(e.what()).find("model.n_layers (missing)"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("model.n_layers (missing)"), std::string::npos)
+        << e.what();
   }
   // The unchanged parts sealed again load fine (the test's sealing is right).
   std::unique_ptr<PolicyCache> again;
@@ -399,8 +410,8 @@ TEST_F(SnapshotFile, TruncatedAndCorruptedFilesAreRefusedEveryTime) {
   // payload's middle, the header's middle, the trailer's digest and end marker.
   uint32_t h;
   std::memcpy(&h, f.data() + f.size() - 44, 4);
-  for (size_t at : {size_t{0}, size_t{8}, size_t{12}, size_t{16} + (f.size() - 60 - h) / 2, f.size() - 44 - h / 2,
-                    f.size() - 44, f.size() - 20, f.size() - 1}) {
+  for (size_t at : {size_t{0}, size_t{8}, size_t{12}, size_t{16} + (f.size() - 60 - h) / 2,
+                    f.size() - 44 - h / 2, f.size() - 44, f.size() - 20, f.size() - 1}) {
     std::vector<uint8_t> g = f;
     g[at] ^= 0x40;
     EXPECT_TRUE(refused(g)) << "byte " << at;
@@ -433,7 +444,9 @@ TEST_F(SnapshotFile, AnotherModelTokenizerOrPrecisionIsRefusedListingTheFields) 
   auto m2 = LlamaModel::load(other);
   SnapshotExpect e2{model_identity(*m2), "f32"};
   std::string what = message(e2);
-  EXPECT_NE(what.find(path + ": does not match this model / run: model.sha256 (snapshot "), std::string::npos) << what;
+  EXPECT_NE(what.find(path + ": does not match this model / run: model.sha256 (snapshot "),
+            std::string::npos)
+      << what;
   EXPECT_EQ(what.find("tokenizer"), std::string::npos) << what;
   // Another vocabulary: the tokenizer and the vocabulary size differ too.
   auto spm = LlamaModel::load(test::tiny_model_path(/*spm=*/true));
@@ -442,13 +455,15 @@ TEST_F(SnapshotFile, AnotherModelTokenizerOrPrecisionIsRefusedListingTheFields) 
     EXPECT_NE(what.find(field), std::string::npos) << field << ": " << what;
   // 8-bit activations were not what the document was prefilled with.
   what = message({expect_.model, "q8"});
-  EXPECT_NE(what.find("precision.activations (snapshot f32, expected q8)"), std::string::npos) << what;
+  EXPECT_NE(what.find("precision.activations (snapshot f32, expected q8)"), std::string::npos)
+      << what;
   // A hyper-parameter the file does not carry (e.g. a hand-edited GGUF).
   SnapshotExpect e3 = expect_;
   e3.model.hparams["n_ctx_train"] = 4096;
   e3.model.hparams["rms_eps"] = 1e-6;
   what = message(e3);
-  EXPECT_NE(what.find("model.n_ctx_train (snapshot 2048, expected 4096)"), std::string::npos) << what;
+  EXPECT_NE(what.find("model.n_ctx_train (snapshot 2048, expected 4096)"), std::string::npos)
+      << what;
   EXPECT_NE(what.find("model.rms_eps"), std::string::npos) << what;
   EXPECT_EQ(message(expect_), "accepted");
 }
@@ -456,7 +471,8 @@ TEST_F(SnapshotFile, AnotherModelTokenizerOrPrecisionIsRefusedListingTheFields) 
 TEST_F(SnapshotFile, WritesAreAtomicAndLeaveNothingBehindOnFailure) {
   SnapshotDocument doc;
   auto cache = prefilled("int8", doc, 120);
-  EXPECT_THROW(save_cache_snapshot("/nonexistent-dir/x.kvc", *cache, doc, expect_.model), InputError);
+  EXPECT_THROW(save_cache_snapshot("/nonexistent-dir/x.kvc", *cache, doc, expect_.model),
+               InputError);
   const std::string path = scratch("atomic.kvc");
   save_cache_snapshot(path, *cache, doc, expect_.model);
   const auto before = read_bytes(path);
@@ -478,21 +494,25 @@ TEST_F(SnapshotFile, WritesAreAtomicAndLeaveNothingBehindOnFailure) {
 
 TEST(SnapshotSmolLM2, AFactFromTheStartOfADocumentIsAnsweredTheSameAfterLoad) {
   const std::string path = test::smollm2_path();
-  if (path.empty()) GTEST_SKIP() << "SmolLM2 not found: run scripts/setup.sh (or set KVBENCH_MODEL)";
+  if (path.empty())
+    GTEST_SKIP() << "SmolLM2 not found: run scripts/setup.sh (or set KVBENCH_MODEL)";
   auto model = LlamaModel::load(path);
   Evaluator eval(*model, 2, MatmulMode::Quantized);
   // About 700 tokens of prose with an invented fact in its first 5%.
   std::string text = "Neken Dengil was born in the town of Mulmere. ";
   const std::string filler =
-      "The committee reviewed the proposal for the new library, discussed the budget at length, and agreed to "
-      "meet again after the harvest festival, when the roads would be dry and the members could travel. ";
+      "The committee reviewed the proposal for the new library, discussed the budget at length, "
+      "and agreed to "
+      "meet again after the harvest festival, when the roads would be dry and the members could "
+      "travel. ";
   while (text.size() < 3300) text += filler;
   const SnapshotExpect expect{model_identity(*model), "q8"};
   const std::string question = "In which town was Neken Dengil born?";
   const std::string prefix = "Neken Dengil was born in the town of";
   for (const char* spec : {"full", "snapkv:budget=128"}) {
     SCOPED_TRACE(spec);
-    SnapshotDocument doc = document_prefix(*model, "The following text contains facts about people.", text);
+    SnapshotDocument doc =
+        document_prefix(*model, "The following text contains facts about people.", text);
     doc.activations = "q8";
     CacheContext cc;
     cc.shape = model->kv_shape();
@@ -503,14 +523,17 @@ TEST(SnapshotSmolLM2, AFactFromTheStartOfADocumentIsAnsweredTheSameAfterLoad) {
     const std::string file = scratch("smollm2.kvc");
     save_cache_snapshot(file, *fresh, doc, expect.model);
     const auto suffix = question_suffix(*model, question, prefix);
-    const DocumentAnswer want = answer_from_document(eval, *fresh, fresh->checkpoint(), doc, suffix, 1, 8);
+    const DocumentAnswer want =
+        answer_from_document(eval, *fresh, fresh->checkpoint(), doc, suffix, 1, 8);
     std::unique_ptr<PolicyCache> loaded;
     const SnapshotDocument ldoc = load_cache_snapshot(file, expect, loaded);
-    const DocumentAnswer got = answer_from_document(eval, *loaded, loaded->checkpoint(), ldoc, suffix, 1, 8);
+    const DocumentAnswer got =
+        answer_from_document(eval, *loaded, loaded->checkpoint(), ldoc, suffix, 1, 8);
     EXPECT_EQ(got.first_logits_sha256, want.first_logits_sha256);
     EXPECT_EQ(got.text, want.text);
     RecordProperty(std::string(spec) + " answer", got.text);
-    if (std::string(spec) == "full") EXPECT_NE(got.text.find("Mulmere"), std::string::npos) << got.text;
+    if (std::string(spec) == "full")
+      EXPECT_NE(got.text.find("Mulmere"), std::string::npos) << got.text;
   }
 }
 

@@ -84,7 +84,8 @@ class SnapshotState : public testing::Test {
       const size_t e = std::min(tokens.size(), b + chunk);
       std::vector<int32_t> pos(e - b);
       std::iota(pos.begin(), pos.end(), cache.next_position(0));
-      eval_->step(std::span(tokens.data() + b, e - b), pos, 0, StepPhase::Prefill, cache, Logits::Last, logits.data());
+      eval_->step(std::span(tokens.data() + b, e - b), pos, 0, StepPhase::Prefill, cache,
+                  Logits::Last, logits.data());
     }
     cache.end_prefill();
     return logits;
@@ -94,7 +95,8 @@ class SnapshotState : public testing::Test {
   std::vector<std::vector<float>> decode(PolicyCache& cache, std::vector<float> logits, int steps) {
     std::vector<std::vector<float>> out;
     for (int i = 0; i < steps; ++i) {
-      const int32_t t[1] = {static_cast<int32_t>(std::max_element(logits.begin(), logits.end()) - logits.begin())};
+      const int32_t t[1] = {
+          static_cast<int32_t>(std::max_element(logits.begin(), logits.end()) - logits.begin())};
       const int32_t p[1] = {cache.next_position(0)};
       eval_->step(t, p, 0, StepPhase::Decode, cache, Logits::Last, logits.data());
       out.push_back(logits);
@@ -116,7 +118,8 @@ TEST_F(SnapshotState, RoundTripThenDecodingIsBitIdenticalForEveryLayoutAndPolicy
       for (int l = 0; l < model_->config().n_layers; ++l)
         for (int h = 0; h < model_->config().n_kv_heads; ++h) {
           std::vector<float> imp(100 + 10 * l + h);
-          for (size_t i = 0; i < imp.size(); ++i) imp[i] = static_cast<float>((i * 7 + l * 3 + h) % 13);
+          for (size_t i = 0; i < imp.size(); ++i)
+            imp[i] = static_cast<float>((i * 7 + l * 3 + h) % 13);
           cache->set_importance(l, h, imp);
         }
     }
@@ -154,7 +157,8 @@ TEST_F(SnapshotState, RoundTripThenDecodingIsBitIdenticalForEveryLayoutAndPolicy
     const auto want = decode(*cache, warm.back(), 16);
     const auto got = decode(*loaded, warm.back(), 16);
     for (size_t s = 0; s < want.size(); ++s)
-      ASSERT_EQ(std::memcmp(want[s].data(), got[s].data(), want[s].size() * sizeof(float)), 0) << "step " << s;
+      ASSERT_EQ(std::memcmp(want[s].data(), got[s].data(), want[s].size() * sizeof(float)), 0)
+          << "step " << s;
     EXPECT_EQ(state_bytes(*loaded), state_bytes(*cache));
     if (spec.find("offload") != std::string::npos) EXPECT_GT(cache->memory().cold.entries, 0u);
   }
@@ -177,8 +181,8 @@ TEST_F(SnapshotState, EveryTruncationAndByteFlipOfAPayloadIsRefused) {
   // cache must be written back as exactly the flipped bytes.
   const auto doc = some_tokens(40, n_vocab(), 5);
   std::mt19937 rng(3);
-  for (const char* spec :
-       {"h2o:budget=24+offload:page=4", "kivi2:group=8,residual=16", "snapkv:budget=20,window=4+merge"}) {
+  for (const char* spec : {"h2o:budget=24+offload:page=4", "kivi2:group=8,residual=16",
+                           "snapkv:budget=20,window=4+merge"}) {
     SCOPED_TRACE(spec);
     auto cache = make(spec, 40);
     prefill(*cache, doc, 16);
@@ -219,7 +223,8 @@ TEST_F(SnapshotState, ReadingAPayloadForAnotherConfigurationFailsWithAMessage) {
     FAIL() << "a payload of int8 rows read as int4 must be refused";
   } catch (const SnapshotError& e) {
     const std::string what = e.what();
-    EXPECT_NE(what.find("rows in int8 (group 16) where the policy stores int4"), std::string::npos) << what;
+    EXPECT_NE(what.find("rows in int8 (group 16) where the policy stores int4"), std::string::npos)
+        << what;
     EXPECT_NE(what.find("layer 0 KV head 0 main segment"), std::string::npos) << what;
   }
 }
@@ -230,9 +235,11 @@ class SnapshotCheckpoint : public SnapshotState {};
 
 TEST_F(SnapshotCheckpoint, EveryAnswerLeavesTheDocumentStateExactly) {
   const auto doc = some_tokens(120, n_vocab(), 21);
-  const std::vector<std::vector<int32_t>> questions = {some_tokens(9, n_vocab(), 1), some_tokens(5, n_vocab(), 2)};
+  const std::vector<std::vector<int32_t>> questions = {some_tokens(9, n_vocab(), 1),
+                                                       some_tokens(5, n_vocab(), 2)};
   for (const std::string& spec : kSpecs) {
-    if (spec.find("contiguous") != std::string::npos) continue;  // cannot share a prefix (tested below)
+    if (spec.find("contiguous") != std::string::npos)
+      continue;  // cannot share a prefix (tested below)
     SCOPED_TRACE(spec);
     auto cache = make(spec, 120);
     prefill(*cache, doc, 32);
@@ -252,11 +259,13 @@ TEST_F(SnapshotCheckpoint, EveryAnswerLeavesTheDocumentStateExactly) {
         std::vector<float> logits(n_vocab());
         std::vector<int32_t> pos(questions[q].size());
         std::iota(pos.begin(), pos.end(), cache->next_position(seq));
-        eval_->step(questions[q], pos, seq, StepPhase::Prefill, *cache, Logits::Last, logits.data());
+        eval_->step(questions[q], pos, seq, StepPhase::Prefill, *cache, Logits::Last,
+                    logits.data());
         cache->end_prefill();
         std::vector<float> answer = logits;
         for (int i = 0; i < 6; ++i) {
-          const int32_t t[1] = {static_cast<int32_t>(std::max_element(logits.begin(), logits.end()) - logits.begin())};
+          const int32_t t[1] = {static_cast<int32_t>(
+              std::max_element(logits.begin(), logits.end()) - logits.begin())};
           const int32_t p[1] = {cache->next_position(seq)};
           eval_->step(t, p, seq, StepPhase::Decode, *cache, Logits::Last, logits.data());
           answer.insert(answer.end(), logits.begin(), logits.end());
@@ -282,7 +291,9 @@ TEST_F(SnapshotCheckpoint, RollbackRefusesWhenTheDocumentItselfChangedAndChanges
     cache->rollback(cp);
     FAIL() << "rollback after the document lost entries must be refused";
   } catch (const InputError& e) {
-    EXPECT_NE(std::string(e.what()).find("only sequences created after the checkpoint"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("only sequences created after the checkpoint"),
+              std::string::npos)
+        << e.what();
   }
   EXPECT_EQ(state_bytes(*cache), changed);
   auto other = make("full", 64);

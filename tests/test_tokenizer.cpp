@@ -8,8 +8,8 @@
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
-#include <functional>
 #include <fstream>
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <stdexcept>
@@ -17,12 +17,12 @@
 #include <utility>
 #include <vector>
 
-#include "model/tokenizer/chat_template.h"
 #include "model/common/error.h"
 #include "model/gguf/gguf.h"
 #include "model/gguf/gguf_writer.h"
-#include "model/tokenizer/pretokenizer.h"
 #include "model/testing/tiny_vocab.h"
+#include "model/tokenizer/chat_template.h"
+#include "model/tokenizer/pretokenizer.h"
 #include "model/tokenizer/tokenizer.h"
 
 namespace kvbench {
@@ -66,9 +66,12 @@ const std::vector<std::string>& round_trip_corpus() {
       "a",
       "Hello world",
       "The quick brown fox jumps over the lazy dog.",
-      "Emoji: \xF0\x9F\x98\x80 \xF0\x9F\x91\x8D\xF0\x9F\x8F\xBD \xF0\x9F\x91\xA8\xE2\x80\x8D\xF0\x9F\x91\xA9"
+      "Emoji: \xF0\x9F\x98\x80 \xF0\x9F\x91\x8D\xF0\x9F\x8F\xBD "
+      "\xF0\x9F\x91\xA8\xE2\x80\x8D\xF0\x9F\x91\xA9"
       "\xE2\x80\x8D\xF0\x9F\x91\xA7 \xF0\x9F\x87\xAB\xF0\x9F\x87\xB7",
-      "CJK: \xE6\x97\xA5\xE6\x9C\xAC\xE8\xAA\x9E\xE3\x81\xAE\xE3\x83\x86\xE3\x82\xAD\xE3\x82\xB9\xE3\x83\x88 "
+      "CJK: "
+      "\xE6\x97\xA5\xE6\x9C\xAC\xE8\xAA\x9E\xE3\x81\xAE\xE3\x83\x86\xE3\x82\xAD\xE3\x82\xB9\xE3\x83"
+      "\x88 "
       "\xE4\xB8\xAD\xE6\x96\x87 \xED\x95\x9C\xEA\xB5\xAD\xEC\x96\xB4",
       "combining: e\xCC\x81 a\xCC\x88 n\xCC\x83 \xCC\x81\xCC\x81 (bare marks)",
       "digits: 1234567890123456789012345678901234567890 3.14159 1,000,000",
@@ -78,11 +81,15 @@ const std::vector<std::string>& round_trip_corpus() {
       "contractions: I'm you're we'll they've she'd it's don't I'M YOU'RE 'tis rock'n'roll",
       "special text: <|im_start|>user\nhi<|im_end|> <|endoftext|> <s> </s> <unk> <|im_",
       "code: for (int i = 0; i < n; ++i) { s += a[i] * 2; }  // done",
-      "unicode spaces:\xC2\xA0nbsp\xE3\x80\x80ideographic\xE2\x80\xA8ls\xE2\x80\xA9ps\xC2\x85nel\xE2\x80\x8Bzw",
+      "unicode "
+      "spaces:"
+      "\xC2\xA0nbsp\xE3\x80\x80ideographic\xE2\x80\xA8ls\xE2\x80\xA9ps\xC2\x85nel\xE2\x80\x8Bzw",
       "Ünïcödé façade naïve café Привет мир \xCE\xA9\xCE\xB1 \xD8\xB9\xD8\xB1\xD8\xA8\xD9\x8A",
-      "symbols: $$$ %%% ^^^ &&& *** ((( ))) \xE2\x88\x91 \xE2\x88\x9E \xE2\x89\xA0 \xC2\xBD \xC2\xB2",
+      "symbols: $$$ %%% ^^^ &&& *** ((( ))) \xE2\x88\x91 \xE2\x88\x9E \xE2\x89\xA0 \xC2\xBD "
+      "\xC2\xB2",
       "control: \x01\x02\x1f\x7f end",
-      "rare: \xF0\xB1\x8D\x90 (CJK ext H) \xF0\x9F\xAB\xA8 (shaking face) \xEE\x80\x80 (private use)",
+      "rare: \xF0\xB1\x8D\x90 (CJK ext H) \xF0\x9F\xAB\xA8 (shaking face) \xEE\x80\x80 (private "
+      "use)",
   };
   return corpus;
 }
@@ -169,8 +176,11 @@ TEST_P(TinyVocabTest, EndOfGenerationTokens) {
   for (int32_t id = 3; id < tok.n_vocab(); ++id) ASSERT_FALSE(tok.is_end_of_generation(id)) << id;
 }
 
-INSTANTIATE_TEST_SUITE_P(Kinds, TinyVocabTest, ::testing::Values(TinyVocabKind::Bpe, TinyVocabKind::Spm),
-                         [](const auto& info) { return info.param == TinyVocabKind::Bpe ? "Bpe" : "Spm"; });
+INSTANTIATE_TEST_SUITE_P(Kinds, TinyVocabTest,
+                         ::testing::Values(TinyVocabKind::Bpe, TinyVocabKind::Spm),
+                         [](const auto& info) {
+                           return info.param == TinyVocabKind::Bpe ? "Bpe" : "Spm";
+                         });
 
 TEST(Tokenizer, TinyVocabMetadata) {
   const Tokenizer& bpe = tiny(TinyVocabKind::Bpe);
@@ -215,9 +225,15 @@ TEST(Tokenizer, PaddedSpmVocabIsTheTinyOneGrownToTheExactSize) {
   EXPECT_EQ(pieces[3], "<0x00>");
   EXPECT_EQ(pieces[258], "<0xFF>");
   const Tokenizer& spm = tiny(TinyVocabKind::Spm);
-  for (int32_t id = 0; id < tiny_n; ++id) ASSERT_EQ(padded.token_to_piece(id, true), spm.token_to_piece(id, true));
-  EXPECT_EQ(pieces[tiny_n], "\xE2\x96\x81" "filler0");
-  EXPECT_EQ(pieces.back(), "\xE2\x96\x81" "filler" + std::to_string(128255 - tiny_n));
+  for (int32_t id = 0; id < tiny_n; ++id)
+    ASSERT_EQ(padded.token_to_piece(id, true), spm.token_to_piece(id, true));
+  EXPECT_EQ(pieces[tiny_n],
+            "\xE2\x96\x81"
+            "filler0");
+  EXPECT_EQ(pieces.back(),
+            "\xE2\x96\x81"
+            "filler" +
+                std::to_string(128255 - tiny_n));
   const float lowest_tiny = *std::min_element(scores.begin(), scores.begin() + tiny_n);
   EXPECT_LT(scores[tiny_n], lowest_tiny);
   EXPECT_TRUE(std::is_sorted(scores.begin() + tiny_n, scores.end(), std::greater<float>()));
@@ -277,9 +293,13 @@ TEST(Tokenizer, InvalidUtf8IsEncodedWithoutCrashing) {
   }
   // ...except U+2581 under SentencePiece, which is its spelling of a space
   // (the same in llama.cpp and sentencepiece itself).
-  const std::string marker = "a\xE2\x96\x81" "b";
-  EXPECT_EQ(tiny(TinyVocabKind::Bpe).decode(tiny(TinyVocabKind::Bpe).encode(marker, false, false)), marker);
-  EXPECT_EQ(tiny(TinyVocabKind::Spm).decode(tiny(TinyVocabKind::Spm).encode(marker, false, false)), "a b");
+  const std::string marker =
+      "a\xE2\x96\x81"
+      "b";
+  EXPECT_EQ(tiny(TinyVocabKind::Bpe).decode(tiny(TinyVocabKind::Bpe).encode(marker, false, false)),
+            marker);
+  EXPECT_EQ(tiny(TinyVocabKind::Spm).decode(tiny(TinyVocabKind::Spm).encode(marker, false, false)),
+            "a b");
 }
 
 // --- fingerprint --------------------------------------------------------------
@@ -422,11 +442,13 @@ TEST(PreTokenizer, SmolLMIsolatesEveryDigit) {
   EXPECT_EQ(split("smollm", "Hello world"), (Chunks{"Hello", " world"}));
   EXPECT_EQ(split("smollm", "1234567"), (Chunks{"1", "2", "3", "4", "5", "6", "7"}));
   EXPECT_EQ(split("smollm", "abc12345def"), (Chunks{"abc", "1", "2", "3", "4", "5", "def"}));
-  EXPECT_EQ(split("smollm", "x=$5.00!! (ok)"), (Chunks{"x", "=$", "5", ".", "0", "0", "!!", " (", "ok", ")"}));
+  EXPECT_EQ(split("smollm", "x=$5.00!! (ok)"),
+            (Chunks{"x", "=$", "5", ".", "0", "0", "!!", " (", "ok", ")"}));
   EXPECT_EQ(split("smollm", "12 345,678.90"),
             (Chunks{"1", "2", " ", "3", "4", "5", ",", "6", "7", "8", ".", "9", "0"}));
-  EXPECT_EQ(split("smollm", "I'm can't we'll they've you'd it's"),
-            (Chunks{"I", "'m", " can", "'t", " we", "'ll", " they", "'ve", " you", "'d", " it", "'s"}));
+  EXPECT_EQ(
+      split("smollm", "I'm can't we'll they've you'd it's"),
+      (Chunks{"I", "'m", " can", "'t", " we", "'ll", " they", "'ve", " you", "'d", " it", "'s"}));
   EXPECT_EQ(split("smollm", "THEY'RE HERE"), (Chunks{"THEY", "'", "RE", " HERE"}));
   EXPECT_EQ(split("smollm", "a   b"), (Chunks{"a", "  ", " b"}));
   EXPECT_EQ(split("smollm", "hello\n\n  world"), (Chunks{"hello", "\n\n ", " world"}));
@@ -442,7 +464,8 @@ TEST(PreTokenizer, Gpt2KeepsDigitRunsTogether) {
   EXPECT_EQ(split("gpt-2", "1234567"), (Chunks{"1234567"}));
   EXPECT_EQ(split("gpt-2", "abc12345def"), (Chunks{"abc", "12345", "def"}));
   EXPECT_EQ(split("gpt-2", "12 345,678.90"), (Chunks{"12", " 345", ",", "678", ".", "90"}));
-  EXPECT_EQ(split("gpt-2", "x=$5.00!! (ok)"), (Chunks{"x", "=$", "5", ".", "00", "!!", " (", "ok", ")"}));
+  EXPECT_EQ(split("gpt-2", "x=$5.00!! (ok)"),
+            (Chunks{"x", "=$", "5", ".", "00", "!!", " (", "ok", ")"}));
   EXPECT_EQ(split("gpt-2", "THEY'RE HERE"), (Chunks{"THEY", "'", "RE", " HERE"}));
   EXPECT_EQ(split("gpt-2", "hello\n\n  world"), (Chunks{"hello", "\n\n ", " world"}));
   EXPECT_EQ(split("gpt2", "a   b"), (Chunks{"a", "  ", " b"}));  // alias
@@ -486,7 +509,8 @@ TEST(ChatTemplate, SmolLM2ChatMLWithDefaultSystemPrompt) {
   EXPECT_EQ(t.kind(), ChatTemplate::Kind::ChatML);
   EXPECT_EQ(t.name(), "chatml");
   EXPECT_EQ(t.apply({{"user", "Hi!"}}, true),
-            "<|im_start|>system\nYou are a helpful AI assistant named SmolLM, trained by Hugging Face<|im_end|>\n"
+            "<|im_start|>system\nYou are a helpful AI assistant named SmolLM, trained by Hugging "
+            "Face<|im_end|>\n"
             "<|im_start|>user\nHi!<|im_end|>\n<|im_start|>assistant\n");
   EXPECT_EQ(t.apply({{"system", "Be brief."}, {"user", "Hi"}, {"assistant", "Hello."}}, false),
             "<|im_start|>system\nBe brief.<|im_end|>\n<|im_start|>user\nHi<|im_end|>\n"
@@ -505,9 +529,11 @@ TEST(ChatTemplate, RecognisesTheCommonFormats) {
     auto l = load(w);
     return ChatTemplate::from_gguf(*l.file);
   };
-  const std::vector<ChatMessage> conv = {{"system", "S"}, {"user", " U1 "}, {"assistant", "A1"}, {"user", "U2"}};
+  const std::vector<ChatMessage> conv = {
+      {"system", "S"}, {"user", " U1 "}, {"assistant", "A1"}, {"user", "U2"}};
 
-  const auto llama3 = from("{{ '<|start_header_id|>' + message['role'] + '<|end_header_id|>\\n\\n' }}");
+  const auto llama3 =
+      from("{{ '<|start_header_id|>' + message['role'] + '<|end_header_id|>\\n\\n' }}");
   EXPECT_EQ(llama3.kind(), ChatTemplate::Kind::Llama3);
   EXPECT_EQ(llama3.apply(conv, true),
             "<|start_header_id|>system<|end_header_id|>\n\nS<|eot_id|>"
@@ -518,7 +544,8 @@ TEST(ChatTemplate, RecognisesTheCommonFormats) {
 
   const auto llama2 = from("{{ bos_token + '[INST] ' + content.strip() + ' [/INST]' }} <<SYS>>");
   EXPECT_EQ(llama2.kind(), ChatTemplate::Kind::Llama2);
-  EXPECT_EQ(llama2.apply(conv, true), "[INST] <<SYS>>\nS\n<</SYS>>\n\n U1 [/INST] A1 </s><s>[INST] U2 [/INST]");
+  EXPECT_EQ(llama2.apply(conv, true),
+            "[INST] <<SYS>>\nS\n<</SYS>>\n\n U1 [/INST] A1 </s><s>[INST] U2 [/INST]");
 
   const auto zephyr = from("{{ '<|user|>\\n' + message['content'] + eos_token }}");
   EXPECT_EQ(zephyr.kind(), ChatTemplate::Kind::Zephyr);
@@ -529,21 +556,25 @@ TEST(ChatTemplate, RecognisesTheCommonFormats) {
     EXPECT_EQ(ChatTemplate::from_gguf(*l.file).kind(), ChatTemplate::Kind::Zephyr);
   }
 
-  const auto gemma = from("{{ '<start_of_turn>' + role + '\\n' + message['content'] | trim + '<end_of_turn>\\n' }}");
+  const auto gemma = from(
+      "{{ '<start_of_turn>' + role + '\\n' + message['content'] | trim + '<end_of_turn>\\n' }}");
   EXPECT_EQ(gemma.kind(), ChatTemplate::Kind::Gemma);
   EXPECT_EQ(gemma.apply(conv, true),
             "<start_of_turn>user\nS\n\nU1<end_of_turn>\n<start_of_turn>model\nA1<end_of_turn>\n"
             "<start_of_turn>user\nU2<end_of_turn>\n<start_of_turn>model\n");
 
-  const auto phi3 = from("{{'<|user|>' + '\\n' + message['content'] + '<|end|>' + '\\n' + '<|assistant|>' }}");
+  const auto phi3 =
+      from("{{'<|user|>' + '\\n' + message['content'] + '<|end|>' + '\\n' + '<|assistant|>' }}");
   EXPECT_EQ(phi3.kind(), ChatTemplate::Kind::Phi3);
   EXPECT_EQ(phi3.apply({{"user", "Hi"}}, true), "<|user|>\nHi<|end|>\n<|assistant|>\n");
 
   // Qwen-style: the default system prompt is the constant literal, not the
   // branch that prints the user's own system message.
   const auto qwen = from(
-      "{%- if messages[0]['role'] == 'system' %}{{- '<|im_start|>system\\n' + messages[0]['content'] + "
-      "'<|im_end|>\\n' }}{%- else %}{{- '<|im_start|>system\\nYou are Qwen.<|im_end|>\\n' }}{%- endif %}");
+      "{%- if messages[0]['role'] == 'system' %}{{- '<|im_start|>system\\n' + "
+      "messages[0]['content'] + "
+      "'<|im_end|>\\n' }}{%- else %}{{- '<|im_start|>system\\nYou are Qwen.<|im_end|>\\n' }}{%- "
+      "endif %}");
   EXPECT_EQ(qwen.apply({{"user", "Hi"}}, false),
             "<|im_start|>system\nYou are Qwen.<|im_end|>\n<|im_start|>user\nHi<|im_end|>\n");
 
@@ -568,7 +599,8 @@ TEST(ChatTemplate, RecognisesTheCommonFormats) {
 
 TEST(Tokenizer, EncodesTenThousandTokensQuickly) {
   std::string text;
-  for (int i = 0; text.size() < 40000; ++i) text += round_trip_corpus()[i % round_trip_corpus().size()] + " ";
+  for (int i = 0; text.size() < 40000; ++i)
+    text += round_trip_corpus()[i % round_trip_corpus().size()] + " ";
   for (auto kind : {TinyVocabKind::Bpe, TinyVocabKind::Spm}) {
     const Tokenizer& tok = tiny(kind);
     const auto t0 = std::chrono::steady_clock::now();
@@ -583,7 +615,8 @@ TEST(Tokenizer, EncodesTenThousandTokensQuickly) {
     for (auto kind : {TinyVocabKind::Bpe, TinyVocabKind::Spm}) {
       const auto t0 = std::chrono::steady_clock::now();
       const auto ids = tiny(kind).encode(s, false, false);
-      const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      const double secs =
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
       EXPECT_LT(secs, 2.0);
       EXPECT_EQ(tiny(kind).decode(ids), s);
     }
@@ -604,7 +637,8 @@ void expect_golden(const Tokenizer& tok, const nlohmann::json& golden) {
   for (const auto& c : golden["cases"]) {
     const auto text = c["text"].get<std::string>();
     EXPECT_EQ(tok.encode(text, true, true), c["parse_special"].get<std::vector<int32_t>>()) << text;
-    EXPECT_EQ(tok.encode(text, true, false), c["no_parse_special"].get<std::vector<int32_t>>()) << text;
+    EXPECT_EQ(tok.encode(text, true, false), c["no_parse_special"].get<std::vector<int32_t>>())
+        << text;
     ++checked;
   }
   EXPECT_EQ(checked, static_cast<int>(golden["cases"].size()));
@@ -625,26 +659,30 @@ TEST(GoldenTokens, TinyVocabulariesMatchLlamaCpp) {
 
 std::string smollm2_path() {
   if (const char* env = std::getenv("KVBENCH_MODEL"); env && *env) return env;
-  const auto p = std::filesystem::path(KVBENCH_TEST_DATA) / ".." / ".." / "models" / "SmolLM2-135M-Instruct.Q4_1.gguf";
+  const auto p = std::filesystem::path(KVBENCH_TEST_DATA) / ".." / ".." / "models" /
+                 "SmolLM2-135M-Instruct.Q4_1.gguf";
   return std::filesystem::exists(p) ? p.string() : std::string();
 }
 
 TEST(GoldenTokens, SmolLM2MatchesLlamaCpp) {
   const std::string path = smollm2_path();
   if (path.empty()) {
-    GTEST_SKIP() << "SmolLM2-135M-Instruct.Q4_1.gguf not found (set KVBENCH_MODEL or put it in models/)";
+    GTEST_SKIP()
+        << "SmolLM2-135M-Instruct.Q4_1.gguf not found (set KVBENCH_MODEL or put it in models/)";
   }
   auto file = GgufFile::open(path);
   auto tok = Tokenizer::from_gguf(*file);
   EXPECT_EQ(tok->pre_name(), "smollm");
   const auto golden = read_golden("golden_tokens_smollm2.json");
-  ASSERT_EQ(tok->fingerprint(), golden["vocab_fingerprint"].get<std::string>()) << "a different SmolLM2 file";
+  ASSERT_EQ(tok->fingerprint(), golden["vocab_fingerprint"].get<std::string>())
+      << "a different SmolLM2 file";
   expect_golden(*tok, golden);
   EXPECT_TRUE(tok->is_end_of_generation(2));   // <|im_end|>
   EXPECT_TRUE(tok->is_end_of_generation(0));   // <|endoftext|>
   EXPECT_FALSE(tok->is_end_of_generation(1));  // <|im_start|>
   EXPECT_EQ(ChatTemplate::from_gguf(*file).apply({{"user", "Hi"}}, true),
-            "<|im_start|>system\nYou are a helpful AI assistant named SmolLM, trained by Hugging Face<|im_end|>\n"
+            "<|im_start|>system\nYou are a helpful AI assistant named SmolLM, trained by Hugging "
+            "Face<|im_end|>\n"
             "<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n");
 
   // ~10k tokens of real text in well under a second.

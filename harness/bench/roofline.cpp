@@ -46,7 +46,8 @@ BandwidthMeasurement measure_read_bandwidth(ThreadPool& pool, int64_t buffer_byt
   volatile uint64_t keep = 0;
   for (int p = 0; p < passes + 1; ++p) {
     const auto t0 = std::chrono::steady_clock::now();
-    pool.parallel_for(words, [&](int64_t b, int64_t e, int range) { sink[range] ^= xor_read(&buf[b], e - b); });
+    pool.parallel_for(
+        words, [&](int64_t b, int64_t e, int range) { sink[range] ^= xor_read(&buf[b], e - b); });
     const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     if (p > 0) rates.push_back(static_cast<double>(words * 8) / s);  // pass 0 warms up
   }
@@ -59,7 +60,8 @@ BandwidthMeasurement measure_read_bandwidth(ThreadPool& pool, int64_t buffer_byt
   return m;
 }
 
-double decode_bytes_per_token(const LlamaModel& model, double context, double kv_bytes_per_element) {
+double decode_bytes_per_token(const LlamaModel& model, double context,
+                              double kv_bytes_per_element) {
   const LlamaWeights& w = model.weights();
   double bytes = 0;
   for (const LayerWeights& l : w.layers) {

@@ -10,8 +10,8 @@
 #include <cstdint>
 #include <vector>
 
-#include "model/ops/kv_cache.h"
 #include "model/llama_model.h"
+#include "model/ops/kv_cache.h"
 #include "model/ops/thread_pool.h"
 
 namespace kvbench {
@@ -30,7 +30,8 @@ double median_of_passes(std::vector<double> rates);
 // Reads a buffer of `buffer_bytes` (far larger than the last-level cache)
 // `passes` times, each thread streaming its own contiguous slice, and times
 // each pass. The buffer is written once first so every page is mapped.
-BandwidthMeasurement measure_read_bandwidth(ThreadPool& pool, int64_t buffer_bytes = int64_t{1} << 30,
+BandwidthMeasurement measure_read_bandwidth(ThreadPool& pool,
+                                            int64_t buffer_bytes = int64_t{1} << 30,
                                             int passes = 7);
 
 // Bytes one decode step reads: every weight matrix of every layer, the output

@@ -8,8 +8,8 @@
 
 #include "model/common/error.h"
 #include "model/common/input_file.h"
-#include "model/llama_model.h"
 #include "model/common/printable.h"
+#include "model/llama_model.h"
 
 namespace po = boost::program_options;
 
@@ -22,7 +22,8 @@ const std::vector<Command>& commands() {
       {"tokenize", "token ids of a text, one line", cmd_tokenize},
       {"logits", "next-token logits of a prompt (top K)", cmd_logits},
       {"perplexity", "perplexity of a text file", cmd_perplexity},
-      {"tiny-model", "write a random-weight model: the tests' tiny one, or a real shape (--shape)", cmd_tiny_model},
+      {"tiny-model", "write a random-weight model: the tests' tiny one, or a real shape (--shape)",
+       cmd_tiny_model},
       {"bench", "throughput like llama-bench: pp, tg, depth, threads, KV precision", cmd_bench},
       {"policies", "cache policies: every name, parameter, default; check a spec", cmd_policies},
       {"dataset", "task instances: generate, show, calibrate (full-cache accuracy)", cmd_dataset},
@@ -59,8 +60,10 @@ bool parse(const Args& args, const po::options_description& desc, po::variables_
   try {
     po::command_line_parser parser(args);
     parser.options(all);
-    if (positional) parser.positional(*positional);
-    else parser.positional(po::positional_options_description());
+    if (positional)
+      parser.positional(*positional);
+    else
+      parser.positional(po::positional_options_description());
     po::store(parser.run(), vm);
     if (vm.count("help")) {
       std::cout << "usage: " << usage << "\n\n" << all;
@@ -88,11 +91,14 @@ int thread_count(const po::variables_map& vm) {
   const int hw = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   if (!vm.count("threads")) return hw;
   const int n = vm["threads"].as<int>();
-  if (n < 1 || n > 512) throw InputError("--threads must be between 1 and 512, got " + std::to_string(n));
+  if (n < 1 || n > 512)
+    throw InputError("--threads must be between 1 and 512, got " + std::to_string(n));
   return n;
 }
 
-std::string read_text_file(const std::string& path) { return read_regular_file(path, kMaxTextBytes, "a text file"); }
+std::string read_text_file(const std::string& path) {
+  return read_regular_file(path, kMaxTextBytes, "a text file");
+}
 
 int main(int argc, char** argv) {
   std::ios::sync_with_stdio(false);

@@ -29,10 +29,10 @@
 
 #include <nlohmann/json.hpp>
 
-#include "harness/cli/cli.h"
 #include "harness/bench/compute_peak.h"
-#include "harness/inference.h"
 #include "harness/bench/roofline.h"
+#include "harness/cli/cli.h"
+#include "harness/inference.h"
 #include "model/common/error.h"
 #include "model/evaluator.h"
 #include "model/gguf/ggml_types.h"
@@ -65,7 +65,8 @@ std::vector<int> int_list(const po::variables_map& vm, const std::string& name, 
                          std::to_string(hi) + ", got " + std::to_string(v));
       out.push_back(v);
     }
-    if (arg.empty() || arg.back() == ',') throw InputError("--" + name + ": empty value in '" + arg + "'");
+    if (arg.empty() || arg.back() == ',')
+      throw InputError("--" + name + ": empty value in '" + arg + "'");
   }
   return out;
 }
@@ -76,9 +77,12 @@ std::vector<KvElement> kv_list(const po::variables_map& vm) {
     std::stringstream ss(arg);
     std::string item;
     while (std::getline(ss, item, ',')) {
-      if (item == "f32") out.push_back(KvElement::F32);
-      else if (item == "f16") out.push_back(KvElement::F16);
-      else throw InputError("--kv: unknown KV precision '" + item + "' (f32, f16)");
+      if (item == "f32")
+        out.push_back(KvElement::F32);
+      else if (item == "f16")
+        out.push_back(KvElement::F16);
+      else
+        throw InputError("--kv: unknown KV precision '" + item + "' (f32, f16)");
     }
     if (arg.empty() || arg.back() == ',') throw InputError("--kv: empty value in '" + arg + "'");
   }
@@ -99,18 +103,21 @@ std::vector<std::string> policy_list(const po::variables_map& vm) {
     bool first = true;
     while (std::getline(ss, item, ',')) {
       const std::string head = item.substr(0, item.find_first_of(":+"));
-      if (!first && head.find('=') != std::string::npos) out.back() += "," + item;
-      else out.push_back(item);
+      if (!first && head.find('=') != std::string::npos)
+        out.back() += "," + item;
+      else
+        out.push_back(item);
       first = false;
     }
-    if (arg.empty() || arg.back() == ',') throw InputError("--policy: empty value in '" + arg + "'");
+    if (arg.empty() || arg.back() == ',')
+      throw InputError("--policy: empty value in '" + arg + "'");
   }
   return out;
 }
 
 // What a test runs on: the full cache at a KV precision, or a policy.
 struct CacheConfig {
-  std::string label;   // the table's kv column: "f16", or the policy's spec
+  std::string label;  // the table's kv column: "f16", or the policy's spec
   KvElement kv = KvElement::F32;
   bool is_policy = false;
   PolicySpec spec;
@@ -137,8 +144,8 @@ std::vector<int32_t> bench_tokens(const Tokenizer& tok, int64_t n, uint64_t seed
 // Prefills tokens into a policy cache at [start, start + n) in chunks (a
 // contiguous-position policy at its own positions); the last logits into
 // last_logits when given.
-void policy_prefill(Evaluator& eval, PolicyCache& cache, const std::vector<int32_t>& tokens, int32_t start,
-                    float* last_logits = nullptr) {
+void policy_prefill(Evaluator& eval, PolicyCache& cache, const std::vector<int32_t>& tokens,
+                    int32_t start, float* last_logits = nullptr) {
   std::vector<int32_t> pos;
   for (size_t b = 0; b < tokens.size(); b += kChunk) {
     const size_t e = std::min(tokens.size(), b + kChunk);
@@ -168,7 +175,7 @@ Stats stats(std::vector<double> x) {
 
 struct Result {
   int threads = 0;
-  std::string kv;      // "f32" / "f16", or a policy spec
+  std::string kv;  // "f32" / "f16", or a policy spec
   bool policy = false;
   int n_prompt = 0, n_gen = 0, depth = 0;
   std::vector<double> tps;  // tokens/s of each repetition
@@ -210,21 +217,23 @@ ModelInfo model_info(const LlamaModel& m, bool exact) {
                                           [](auto& a, auto& b) { return a.second < b.second; });
   // llama-bench's style: architecture, parameter count, main weight type.
   const double p = static_cast<double>(info.params);
-  const std::string size =
-      p >= 1e9 ? fixed(p / 1e9, 1) + "B" : p >= 1e7 ? fixed(p / 1e6, 0) + "M" : fixed(p / 1e6, 1) + "M";
+  const std::string size = p >= 1e9   ? fixed(p / 1e9, 1) + "B"
+                           : p >= 1e7 ? fixed(p / 1e6, 0) + "M"
+                                      : fixed(p / 1e6, 1) + "M";
   info.name = "llama " + size + (main_type != bytes_by_type.end() ? " " + main_type->first : "");
   info.backend = "CPU " + std::string(cpu_path_name(default_cpu_path())) + (exact ? " exact" : "");
   return info;
 }
 
 void print_markdown(const ModelInfo& info, const std::vector<Result>& results) {
-  const std::vector<std::string> head = {"model", "size", "params", "backend", "threads", "kv", "test", "t/s", "median t/s"};
+  const std::vector<std::string> head = {"model", "size", "params", "backend",   "threads",
+                                         "kv",    "test", "t/s",    "median t/s"};
   std::vector<std::vector<std::string>> rows;
   for (const Result& r : results) {
     const Stats s = stats(r.tps);
-    rows.push_back({info.name, fixed(info.bytes / 1048576.0, 2) + " MiB", fixed(info.params / 1e6, 2) + " M",
-                    info.backend, std::to_string(r.threads), r.kv, r.test(),
-                    fixed(s.mean, 2) + " ± " + fixed(s.sd, 2), fixed(s.median, 2)});
+    rows.push_back({info.name, fixed(info.bytes / 1048576.0, 2) + " MiB",
+                    fixed(info.params / 1e6, 2) + " M", info.backend, std::to_string(r.threads),
+                    r.kv, r.test(), fixed(s.mean, 2) + " ± " + fixed(s.sd, 2), fixed(s.median, 2)});
   }
   std::vector<size_t> width(head.size());
   auto cells = [](const std::string& s) {  // display width: "±" is one column, two bytes
@@ -249,7 +258,8 @@ void print_markdown(const ModelInfo& info, const std::vector<Result>& results) {
   line(head);
   std::string sep = "|";
   for (size_t c = 0; c < head.size(); ++c)
-    sep += " " + (right(c) ? std::string(width[c] - 1, '-') + ":" : std::string(width[c], '-')) + " |";
+    sep +=
+        " " + (right(c) ? std::string(width[c] - 1, '-') + ":" : std::string(width[c], '-')) + " |";
   std::cout << sep << "\n";
   for (const auto& row : rows) line(row);
 }
@@ -258,32 +268,36 @@ void print_markdown(const ModelInfo& info, const std::vector<Result>& results) {
 // the bytes a step reads; for pp, the measured arithmetic peak of the
 // instructions the mode multiplies with (f32 FMA for --exact, VNNI int8 dot
 // products otherwise) over the operations a token needs.
-void print_roofline(const std::map<int, BandwidthMeasurement>& bws, const std::map<int, ComputePeak>& peaks,
-                    bool exact, const std::vector<Result>& results) {
+void print_roofline(const std::map<int, BandwidthMeasurement>& bws,
+                    const std::map<int, ComputePeak>& peaks, bool exact,
+                    const std::vector<Result>& results) {
   std::cout << "\n";
   for (const auto& [threads, bw] : bws)
-    std::cout << "roofline: read bandwidth " << fixed(bw.median_bytes_per_s / 1e9, 2) << " GB/s with " << threads
-              << (threads == 1 ? " thread" : " threads") << " (median of " << bw.passes << " passes over "
-              << bw.buffer_bytes / (1 << 20) << " MiB; best " << fixed(bw.best_bytes_per_s / 1e9, 2) << ")\n";
+    std::cout << "roofline: read bandwidth " << fixed(bw.median_bytes_per_s / 1e9, 2)
+              << " GB/s with " << threads << (threads == 1 ? " thread" : " threads")
+              << " (median of " << bw.passes << " passes over " << bw.buffer_bytes / (1 << 20)
+              << " MiB; best " << fixed(bw.best_bytes_per_s / 1e9, 2) << ")\n";
   const char* peak_name = exact ? "AVX-512 f32 FMA" : "AVX-512 VNNI int8";
   const char* unit = exact ? "GFLOP/s" : "G int ops/s";
   for (const auto& [threads, p] : peaks) {
     const double v = exact ? p.f32_flops_per_s : p.int8_ops_per_s;
     std::cout << "roofline: " << peak_name << " peak "
               << (v > 0 ? fixed(v / 1e9, 1) + " " + unit : "not measured (CPU lacks it)")
-              << " with " << threads << (threads == 1 ? " thread" : " threads") << " (median of " << p.passes
-              << " passes)\n";
+              << " with " << threads << (threads == 1 ? " thread" : " threads") << " (median of "
+              << p.passes << " passes)\n";
   }
-  std::cout << "\n| threads | kv  | test | per token | limit t/s | median t/s | of limit | achieved |\n";
-  std::cout << "| ------: | --- | ---: | --------: | --------: | ---------: | -------: | -------: |\n";
+  std::cout
+      << "\n| threads | kv  | test | per token | limit t/s | median t/s | of limit | achieved |\n";
+  std::cout
+      << "| ------: | --- | ---: | --------: | --------: | ---------: | -------: | -------: |\n";
   for (const Result& r : results) {
     const BandwidthMeasurement& bw = bws.at(r.threads);
     const double median = stats(r.tps).median;
     if (r.n_gen > 0) {
       const double limit = bw.median_bytes_per_s / r.bytes_per_token;
       std::cout << "| " << r.threads << " | " << r.kv << " | " << r.test() << " | "
-                << fixed(r.bytes_per_token / 1e6, 2) << " MB | " << fixed(limit, 1) << " | " << fixed(median, 2)
-                << " | " << fixed(100 * median / limit, 1) << "% | "
+                << fixed(r.bytes_per_token / 1e6, 2) << " MB | " << fixed(limit, 1) << " | "
+                << fixed(median, 2) << " | " << fixed(100 * median / limit, 1) << "% | "
                 << fixed(median * r.bytes_per_token / 1e9, 2) << " GB/s |\n";
     } else {
       const ComputePeak& p = peaks.at(r.threads);
@@ -291,29 +305,41 @@ void print_roofline(const std::map<int, BandwidthMeasurement>& bws, const std::m
       const double limit = peak / r.flops_per_token;
       std::cout << "| " << r.threads << " | " << r.kv << " | " << r.test() << " | "
                 << fixed(r.flops_per_token / 1e6, 1) << " M" << (exact ? "FLOP" : "op") << " | "
-                << (peak > 0 ? fixed(limit, 1) : std::string("—")) << " | " << fixed(median, 2) << " | "
-                << (peak > 0 ? fixed(100 * median / limit, 1) + "%" : std::string("—")) << " | "
-                << fixed(median * r.flops_per_token / 1e9, 1) << " " << unit << " |\n";
+                << (peak > 0 ? fixed(limit, 1) : std::string("—")) << " | " << fixed(median, 2)
+                << " | " << (peak > 0 ? fixed(100 * median / limit, 1) + "%" : std::string("—"))
+                << " | " << fixed(median * r.flops_per_token / 1e9, 1) << " " << unit << " |\n";
     }
   }
 }
 
 nlohmann::json result_json(const ModelInfo& info, const std::string& path, const Result& r) {
   const Stats s = stats(r.tps);
-  return {{"model", info.name},          {"model_file", path},     {"size_bytes", info.bytes},
-          {"params", info.params},       {"backend", info.backend}, {"threads", r.threads},
-          {"kv", r.policy ? "" : r.kv},  {"policy", r.policy ? r.kv : "full"},
-          {"n_prompt", r.n_prompt},      {"n_gen", r.n_gen},
-          {"n_depth", r.depth},          {"test", r.test()},        {"repetitions", r.tps.size()},
-          {"avg_ts", s.mean},            {"stddev_ts", s.sd},       {"median_ts", s.median},
-          {"samples_ts", r.tps},         {"bytes_per_token", r.bytes_per_token},
+  return {{"model", info.name},
+          {"model_file", path},
+          {"size_bytes", info.bytes},
+          {"params", info.params},
+          {"backend", info.backend},
+          {"threads", r.threads},
+          {"kv", r.policy ? "" : r.kv},
+          {"policy", r.policy ? r.kv : "full"},
+          {"n_prompt", r.n_prompt},
+          {"n_gen", r.n_gen},
+          {"n_depth", r.depth},
+          {"test", r.test()},
+          {"repetitions", r.tps.size()},
+          {"avg_ts", s.mean},
+          {"stddev_ts", s.sd},
+          {"median_ts", s.median},
+          {"samples_ts", r.tps},
+          {"bytes_per_token", r.bytes_per_token},
           {"flops_per_token", r.flops_per_token}};
 }
 
 void print_csv(const ModelInfo& info, const std::string& path, const std::vector<Result>& results) {
-  const char* cols[] = {"model", "model_file", "size_bytes", "params", "backend", "threads", "kv", "policy", "n_prompt",
-                        "n_gen", "n_depth", "test", "repetitions", "avg_ts", "stddev_ts", "median_ts", "samples_ts",
-                        "bytes_per_token", "flops_per_token"};
+  const char* cols[] = {"model",     "model_file", "size_bytes",      "params",         "backend",
+                        "threads",   "kv",         "policy",          "n_prompt",       "n_gen",
+                        "n_depth",   "test",       "repetitions",     "avg_ts",         "stddev_ts",
+                        "median_ts", "samples_ts", "bytes_per_token", "flops_per_token"};
   auto quote = [](const std::string& s) {
     std::string q = "\"";
     for (char c : s) q += c == '"' ? std::string("\"\"") : std::string(1, c);
@@ -326,13 +352,16 @@ void print_csv(const ModelInfo& info, const std::string& path, const std::vector
     for (size_t i = 0; i < std::size(cols); ++i) {
       const nlohmann::json& v = j[cols[i]];
       std::string cell;
-      if (v.is_string()) cell = quote(v.get<std::string>());
+      if (v.is_string())
+        cell = quote(v.get<std::string>());
       else if (v.is_array()) {
         std::string joined;
         for (const auto& x : v) joined += (joined.empty() ? "" : ";") + fixed(x.get<double>(), 4);
         cell = quote(joined);
-      } else if (v.is_number_float()) cell = fixed(v.get<double>(), 4);
-      else cell = v.dump();
+      } else if (v.is_number_float())
+        cell = fixed(v.get<double>(), 4);
+      else
+        cell = v.dump();
       std::cout << (i ? "," : "") << cell;
     }
     std::cout << "\n";
@@ -343,33 +372,44 @@ void print_csv(const ModelInfo& info, const std::string& path, const std::vector
 
 int cmd_bench(const Args& args) {
   po::options_description desc("options (each takes a comma-separated list, like llama-bench)");
-  desc.add_options()("model,m", po::value<std::string>(),
-                     "GGUF model file (default: $KVBENCH_MODEL or models/SmolLM2-135M-Instruct.Q4_1.gguf)")(
-      "n-prompt,p", po::value<std::vector<std::string>>()->composing()->default_value({"512"}, "512"),
+  desc.add_options()(
+      "model,m", po::value<std::string>(),
+      "GGUF model file (default: $KVBENCH_MODEL or models/SmolLM2-135M-Instruct.Q4_1.gguf)")(
+      "n-prompt,p",
+      po::value<std::vector<std::string>>()->composing()->default_value({"512"}, "512"),
       "prompt-processing test: N tokens in one prefill (0: none)")(
       "n-gen,n", po::value<std::vector<std::string>>()->composing()->default_value({"128"}, "128"),
       "token-generation test: N single-token decode steps (0: none)")(
       "n-depth,d", po::value<std::vector<std::string>>()->composing()->default_value({"0"}, "0"),
       "run each test after a context of D tokens")(
-      "repetitions,r", po::value<std::vector<std::string>>()->composing()->default_value({"5"}, "5"),
-      "timed repetitions of each test")(
-      "threads,t", po::value<std::vector<std::string>>()->composing(), "worker threads (default: all cores)")(
+      "repetitions,r",
+      po::value<std::vector<std::string>>()->composing()->default_value({"5"}, "5"),
+      "timed repetitions of each test")("threads,t",
+                                        po::value<std::vector<std::string>>()->composing(),
+                                        "worker threads (default: all cores)")(
       "kv", po::value<std::vector<std::string>>()->composing()->default_value({"f16"}, "f16"),
       "KV precision of the full cache: f32, f16 (llama-bench's default is f16)")(
       "policy", po::value<std::vector<std::string>>()->composing(),
-      "cache policy specs instead of --kv (any registry spec, `kvbench policies`; several separated by "
-      "commas, e.g. full,h2o:budget=0.25,timing=call,full+int8): each test runs with the cache in that "
+      "cache policy specs instead of --kv (any registry spec, `kvbench policies`; several "
+      "separated by "
+      "commas, e.g. full,h2o:budget=0.25,timing=call,full+int8): each test runs with the cache in "
+      "that "
       "policy's state after the depth context")(
       "output,o", po::value<std::string>()->default_value("md"), "output format: md, csv, json")(
       "exact", po::bool_switch(),
-      "multiply with f32 activations (the exact reference path) instead of activations quantized to 8 bits")(
-      "roofline", po::bool_switch(),
-      "also measure the memory read bandwidth (1 GiB) and the arithmetic peaks (AVX-512 f32 FMA and VNNI "
-      "int8, with each -t value's threads) and print each test against its limit: tg vs bandwidth / bytes "
-      "read per token, pp vs the peak of the mode's instructions (f32 FMA with --exact, VNNI otherwise) / "
-      "operations per token");
+      "multiply with f32 activations (the exact reference path) instead of activations quantized "
+      "to 8 bits")("roofline", po::bool_switch(),
+                   "also measure the memory read bandwidth (1 GiB) and the arithmetic peaks "
+                   "(AVX-512 f32 FMA and VNNI "
+                   "int8, with each -t value's threads) and print each test against its limit: tg "
+                   "vs bandwidth / bytes "
+                   "read per token, pp vs the peak of the mode's instructions (f32 FMA with "
+                   "--exact, VNNI otherwise) / "
+                   "operations per token");
   po::variables_map vm;
-  if (!parse(args, desc, vm, "kvbench bench [-m PATH] [-p 512] [-n 128] [-d DEPTH] [-r REPS] [-t THREADS] [--kv f32|f16 | --policy SPEC] [-o md|csv|json]"))
+  if (!parse(args, desc, vm,
+             "kvbench bench [-m PATH] [-p 512] [-n 128] [-d DEPTH] [-r REPS] [-t THREADS] [--kv "
+             "f32|f16 | --policy SPEC] [-o md|csv|json]"))
     return 0;
 
   const int max_tokens = 1 << 20;
@@ -380,12 +420,15 @@ int cmd_bench(const Args& args) {
   if (reps_list.size() != 1) throw InputError("--repetitions takes one value");
   const int reps = reps_list[0];
   std::vector<int> threads;
-  if (vm.count("threads")) threads = int_list(vm, "threads", 1, 512);
-  else threads = {static_cast<int>(std::max(1u, std::thread::hardware_concurrency()))};
+  if (vm.count("threads"))
+    threads = int_list(vm, "threads", 1, 512);
+  else
+    threads = {static_cast<int>(std::max(1u, std::thread::hardware_concurrency()))};
   std::vector<CacheConfig> configs;
   const std::vector<std::string> policies = policy_list(vm);
   if (!policies.empty() && !vm["kv"].defaulted())
-    throw InputError("--kv and --policy exclude each other (a policy names its own storage: full+f16)");
+    throw InputError(
+        "--kv and --policy exclude each other (a policy names its own storage: full+f16)");
   for (const std::string& p : policies) {
     CacheConfig c;
     c.is_policy = true;
@@ -423,8 +466,8 @@ int cmd_bench(const Args& args) {
     for (const Test& t : tests)
       if (int64_t{d} + t.n_prompt + t.n_gen > n_ctx)
         throw InputError("--n-depth " + std::to_string(d) + " plus a test of " +
-                         std::to_string(t.n_prompt + t.n_gen) + " tokens exceeds the model's context of " +
-                         std::to_string(n_ctx));
+                         std::to_string(t.n_prompt + t.n_gen) +
+                         " tokens exceeds the model's context of " + std::to_string(n_ctx));
   const ModelInfo info = model_info(*model, exact);
   const Tokenizer& tok = model->tokenizer();
   const bool tty = isatty(STDERR_FILENO);
@@ -452,7 +495,8 @@ int cmd_bench(const Args& args) {
           base = PolicyCache::create(cfg.spec, cc);
         }
         if (depth > 0) {
-          if (tty) std::cerr << "bench: prefilling a context of " << depth << " tokens...\r" << std::flush;
+          if (tty)
+            std::cerr << "bench: prefilling a context of " << depth << " tokens...\r" << std::flush;
           if (full) {
             prefill(eval, *full, context, 0, kChunk, nullptr);
           } else {
@@ -472,8 +516,10 @@ int cmd_bench(const Args& args) {
           // figures are linear in the context).
           const double kv_elem = cfg.kv == KvElement::F16 ? 2.0 : 4.0;
           if (t.n_gen > 0 && !cfg.is_policy)
-            r.bytes_per_token = decode_bytes_per_token(*model, depth + (t.n_gen - 1) / 2.0, kv_elem);
-          if (t.n_prompt > 0) r.flops_per_token = prefill_flops_per_token(*model, depth + (t.n_prompt - 1) / 2.0);
+            r.bytes_per_token =
+                decode_bytes_per_token(*model, depth + (t.n_gen - 1) / 2.0, kv_elem);
+          if (t.n_prompt > 0)
+            r.flops_per_token = prefill_flops_per_token(*model, depth + (t.n_prompt - 1) / 2.0);
           const std::vector<int32_t> ids = bench_tokens(tok, t.n_prompt + t.n_gen, 2);
           std::vector<float> logits(model->config().n_vocab);
           // A policy's bytes read per step at its first / last step: hot K/V
@@ -488,12 +534,15 @@ int cmd_bench(const Args& args) {
           // (the warm-up only: the accounting walks the cache).
           auto run = [&](int n_steps, bool measure) {
             std::unique_ptr<PolicyCache> work;
-            if (full) full->truncate(depth);
-            else work = base->clone();
+            if (full)
+              full->truncate(depth);
+            else
+              work = base->clone();
             KvCache& cache = full ? static_cast<KvCache&>(*full) : *work;
             const auto t0 = std::chrono::steady_clock::now();
             if (t.n_prompt > 0) {
-              if (full) prefill(eval, cache, ids, depth, kChunk, logits.data());
+              if (full)
+                prefill(eval, cache, ids, depth, kChunk, logits.data());
               else {
                 policy_prefill(eval, *work, ids, depth, logits.data());
                 work->end_prefill();
@@ -506,7 +555,8 @@ int cmd_bench(const Args& args) {
                 if (measure && work && i == 0) hot_first = hot(*work);
               }
             }
-            const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+            const double s =
+                std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
             if (measure && work && t.n_gen > 0) hot_last = hot(*work);
             return s;
           };
@@ -536,10 +586,14 @@ int cmd_bench(const Args& args) {
   if (roofline) {
     for (int n : threads) {
       if (bw.count(n)) continue;
-      if (tty) std::cerr << "bench: measuring the memory read bandwidth with " << n << " threads...\r" << std::flush;
+      if (tty)
+        std::cerr << "bench: measuring the memory read bandwidth with " << n << " threads...\r"
+                  << std::flush;
       ThreadPool pool(n);
       bw[n] = measure_read_bandwidth(pool);
-      if (tty) std::cerr << "bench: measuring the arithmetic peaks with " << n << " threads...      \r" << std::flush;
+      if (tty)
+        std::cerr << "bench: measuring the arithmetic peaks with " << n << " threads...      \r"
+                  << std::flush;
       peaks[n] = measure_compute_peak(pool);
     }
     if (tty) std::cerr << std::string(72, ' ') << "\r" << std::flush;

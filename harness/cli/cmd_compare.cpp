@@ -23,7 +23,8 @@ int cmd_compare(const Args& args) {
   if (!parse(args, desc, vm, "kvbench compare BASE NEW [--tolerance X]", &pos)) return 0;
   const double tol = vm["tolerance"].as<double>();
   if (!(tol >= 0.0 && tol <= 1.0)) throw InputError("--tolerance must be in [0, 1]");
-  const CompareResult r = compare_runs(vm["base"].as<std::string>(), vm["new"].as<std::string>(), tol);
+  const CompareResult r =
+      compare_runs(vm["base"].as<std::string>(), vm["new"].as<std::string>(), tol);
   std::cout << r.report;
   return r.regressed ? 1 : 0;
 }

@@ -22,14 +22,14 @@
 #include "datasets/jsonl.h"
 #include "datasets/prompt.h"
 #include "datasets/tasks.h"
-#include "harness/run/answer.h"
 #include "harness/cli/cli.h"
 #include "harness/perplexity.h"
-#include "model/common/error.h"
-#include "model/evaluator.h"
+#include "harness/run/answer.h"
 #include "model/common/atomic_file.h"
-#include "model/gguf/gguf.h"
+#include "model/common/error.h"
 #include "model/common/input_file.h"
+#include "model/evaluator.h"
+#include "model/gguf/gguf.h"
 #include "model/llama_model.h"
 #include "policies/full_cache.h"
 
@@ -63,7 +63,8 @@ std::vector<int64_t> parse_lengths(const std::string& s) {
     } catch (const std::exception&) {
       used = 0;
     }
-    if (used != p.size() || p.empty()) throw InputError("--lengths: '" + part + "' is not a token count");
+    if (used != p.size() || p.empty())
+      throw InputError("--lengths: '" + part + "' is not a token count");
     out.push_back(v * mul);
   }
   if (out.empty()) throw InputError("--lengths: no lengths given");
@@ -126,7 +127,8 @@ void check_fits(const LlamaModel& model, const std::vector<int64_t>& lengths) {
   const int64_t n_ctx = model.config().n_ctx_train;
   for (int64_t L : lengths)
     if (n_ctx > 0 && L >= n_ctx)
-      throw InputError("--lengths: " + std::to_string(L) + " tokens is not shorter than the model's context of " +
+      throw InputError("--lengths: " + std::to_string(L) +
+                       " tokens is not shorter than the model's context of " +
                        std::to_string(n_ctx) + " tokens (the question and template come on top)");
 }
 
@@ -135,17 +137,21 @@ double spread_depth(int i, int n) { return n > 1 ? static_cast<double>(i) / (n -
 
 int generate(const Args& args) {
   po::options_description desc("options");
-  desc.add_options()("model,m", po::value<std::string>(), "GGUF model whose tokenizer measures lengths")(
+  desc.add_options()("model,m", po::value<std::string>(),
+                     "GGUF model whose tokenizer measures lengths")(
       "task", po::value<std::vector<std::string>>()->required()->composing(),
       "task name, or task:key=value:... with options (repeatable; see datasets/README.md)")(
-      "lengths", po::value<std::string>()->default_value("1000"), "context lengths in tokens, e.g. 1k,2k,4000")(
-      "depths", po::value<std::string>(), "needle depths in [0, 1], e.g. 0,0.5,1 (default: spread over the samples)")(
+      "lengths", po::value<std::string>()->default_value("1000"),
+      "context lengths in tokens, e.g. 1k,2k,4000")(
+      "depths", po::value<std::string>(),
+      "needle depths in [0, 1], e.g. 0,0.5,1 (default: spread over the samples)")(
       "samples", po::value<int>()->default_value(1), "instances per task x length x depth")(
       "seed", po::value<uint64_t>()->default_value(0), "random seed")(
       "output,o", po::value<std::string>()->required(), "output JSONL file (written atomically)");
   po::variables_map vm;
-  if (!parse(args, desc, vm, "kvbench dataset generate --task T [--lengths L,...] [--depths D,...] "
-                             "[--samples N] [--seed S] -o FILE.jsonl"))
+  if (!parse(args, desc, vm,
+             "kvbench dataset generate --task T [--lengths L,...] [--depths D,...] "
+             "[--samples N] [--seed S] -o FILE.jsonl"))
     return 0;
   const auto lengths = parse_lengths(vm["lengths"].as<std::string>());
   const int samples = vm["samples"].as<int>();
@@ -163,7 +169,9 @@ int generate(const Args& args) {
       const std::vector<double> ds = depths.empty() ? std::vector<double>{-1.0} : depths;
       for (double d : ds) {
         for (int s = 0; s < samples; ++s) {
-          TaskRequest r{t.task, L, d < 0 ? spread_depth(s, samples) : d, s, vm["seed"].as<uint64_t>(), t.options};
+          TaskRequest r{
+              t.task,   L, d < 0 ? spread_depth(s, samples) : d, s, vm["seed"].as<uint64_t>(),
+              t.options};
           Instance in = generate_instance(r, model->tokenizer());
           build_prompt(*model, in);  // throws when the prompt does not fit the model's context
           out.push_back(std::move(in));
@@ -180,7 +188,8 @@ int generate(const Args& args) {
 std::string highlight(const Instance& in, bool color, bool full) {
   const std::string open = color ? "\x1b[1;33m" : ">>>", close = color ? "\x1b[0m" : "<<<";
   std::vector<Span> needles = in.needles;
-  std::sort(needles.begin(), needles.end(), [](const Span& a, const Span& b) { return a.begin < b.begin; });
+  std::sort(needles.begin(), needles.end(),
+            [](const Span& a, const Span& b) { return a.begin < b.begin; });
   std::string out;
   int64_t at = 0;
   const int64_t keep = 300;
@@ -190,7 +199,8 @@ std::string highlight(const Instance& in, bool color, bool full) {
       return;
     }
     if (!first) out += in.context.substr(b, keep);
-    out += "\n[... " + std::to_string(e - b - (first ? 0 : keep) - (last ? 0 : keep)) + " bytes ...]\n";
+    out += "\n[... " + std::to_string(e - b - (first ? 0 : keep) - (last ? 0 : keep)) +
+           " bytes ...]\n";
     if (!last) out += in.context.substr(e - keep, keep);
   };
   for (size_t i = 0; i < needles.size(); ++i) {
@@ -210,15 +220,19 @@ int show(const Args& args) {
       "index", po::value<int64_t>(), "show only the instance at this 0-based line index")(
       "id", po::value<std::string>(), "show only the instance with this id")(
       "full", po::bool_switch(), "print the whole context (default: elide far from the needles)")(
-      "model,m", po::value<std::string>(), "also count the prompt's tokens through this model's chat template");
+      "model,m", po::value<std::string>(),
+      "also count the prompt's tokens through this model's chat template");
   po::positional_options_description pos;
   pos.add("file", 1);
   po::variables_map vm;
-  if (!parse(args, desc, vm, "kvbench dataset show FILE.jsonl [--index N | --id ID] [--full]", &pos)) return 0;
+  if (!parse(args, desc, vm, "kvbench dataset show FILE.jsonl [--index N | --id ID] [--full]",
+             &pos))
+    return 0;
   const std::string path = vm["file"].as<std::string>();
   const auto instances = read_jsonl(path);
   std::unique_ptr<LlamaModel> model;
-  if (vm.count("model")) model = LlamaModel::load(vm["model"].as<std::string>(), /*planar_copies=*/false);
+  if (vm.count("model"))
+    model = LlamaModel::load(vm["model"].as<std::string>(), /*planar_copies=*/false);
   const bool color = isatty(STDOUT_FILENO);
   int64_t shown = 0;
   for (size_t i = 0; i < instances.size(); ++i) {
@@ -227,16 +241,16 @@ int show(const Args& args) {
     if (vm.count("id") && in.id != vm["id"].as<std::string>()) continue;
     ++shown;
     std::cout << "== " << in.id << " (line " << i + 1 << ")\n"
-              << "task " << in.task << ", grader " << in.grader << ", generator v" << in.generator_version
-              << ", seed " << in.seed << ", sample " << in.sample << "\n"
-              << "length: " << in.length.actual << " context tokens (requested " << in.length.requested << "), "
-              << in.length.question << " question tokens";
+              << "task " << in.task << ", grader " << in.grader << ", generator v"
+              << in.generator_version << ", seed " << in.seed << ", sample " << in.sample << "\n"
+              << "length: " << in.length.actual << " context tokens (requested "
+              << in.length.requested << "), " << in.length.question << " question tokens";
     if (model) {
       const Prompt p = build_prompt(*model, in);
       std::cout << ", " << p.tokens.size() << " prompt tokens with the chat template";
     }
-    std::cout << "\ndepth: " << std::setprecision(4) << in.depth.actual << " (requested " << in.depth.requested
-              << "), " << in.needles.size() << " needle(s)\n";
+    std::cout << "\ndepth: " << std::setprecision(4) << in.depth.actual << " (requested "
+              << in.depth.requested << "), " << in.needles.size() << " needle(s)\n";
     std::cout << "answers: " << nlohmann::json(in.answers).dump() << "\n";
     if (!in.extra.empty()) std::cout << "extra: " << in.extra.dump() << "\n";
     if (!in.preamble.empty()) std::cout << "\n[preamble] " << in.preamble << "\n";
@@ -245,7 +259,9 @@ int show(const Args& args) {
     if (!in.answer_prefix.empty()) std::cout << "[answer prefix] " << in.answer_prefix << "\n";
     std::cout << "\n";
   }
-  if (shown == 0) throw InputError(path + ": no instance matches (" + std::to_string(instances.size()) + " in file)");
+  if (shown == 0)
+    throw InputError(path + ": no instance matches (" + std::to_string(instances.size()) +
+                     " in file)");
   return 0;
 }
 
@@ -260,34 +276,41 @@ struct Cell {
 int calibrate(const Args& args) {
   po::options_description desc("options");
   add_model_options(desc);
-  desc.add_options()(
-      "tasks", po::value<std::string>()->default_value(
-                   "niah,passkey,niah_single,niah_single:haystack=essay,niah_single:haystack=essay:value=uuid,"
-                   "niah_multikey,niah_multivalue,niah_multiquery,vt,qa,qa:hops=2,ppl"),
-      "comma-separated tasks (task:key=value:... for options)")(
+  desc.add_options()("tasks",
+                     po::value<std::string>()->default_value(
+                         "niah,passkey,niah_single,niah_single:haystack=essay,niah_single:haystack="
+                         "essay:value=uuid,"
+                         "niah_multikey,niah_multivalue,niah_multiquery,vt,qa,qa:hops=2,ppl"),
+                     "comma-separated tasks (task:key=value:... for options)")(
       "lengths", po::value<std::string>()->default_value("1k,2k,4k,8k"), "context lengths")(
-      "samples", po::value<int>()->default_value(20), "instances per cell (depths spread over [0, 1])")(
+      "samples", po::value<int>()->default_value(20),
+      "instances per cell (depths spread over [0, 1])")(
       "ppl-samples", po::value<int>(), "instances per length for ppl (default: --samples)")(
       "seed", po::value<uint64_t>()->default_value(0), "random seed")(
       "chunk", po::value<int>()->default_value(512), "prefill chunk size")(
       "question-first", po::bool_switch(), "put the question before the context")(
       "records", po::value<std::string>(),
-      "append one JSON record per instance to this file; instances already in it are not run again")(
-      "only-samples", po::value<std::string>(), "run only these sample indices of each cell, e.g. 1,4 (probing)")(
+      "append one JSON record per instance to this file; instances already in it are not run "
+      "again")("only-samples", po::value<std::string>(),
+               "run only these sample indices of each cell, e.g. 1,4 (probing)")(
       "verbose,v", po::bool_switch(), "print every answer");
   po::variables_map vm;
-  if (!parse(args, desc, vm, "kvbench dataset calibrate [--tasks T,...] [--lengths L,...] [--samples N]")) return 0;
+  if (!parse(args, desc, vm,
+             "kvbench dataset calibrate [--tasks T,...] [--lengths L,...] [--samples N]"))
+    return 0;
   const auto lengths = parse_lengths(vm["lengths"].as<std::string>());
   const int samples = vm["samples"].as<int>();
   const int ppl_samples = vm.count("ppl-samples") ? vm["ppl-samples"].as<int>() : samples;
   if (samples < 1 || ppl_samples < 1) throw InputError("--samples and --ppl-samples must be >= 1");
   std::vector<TaskWithOptions> tasks;
-  for (const auto& one : split(vm["tasks"].as<std::string>(), ',')) tasks.push_back(parse_task(one, "--tasks"));
+  for (const auto& one : split(vm["tasks"].as<std::string>(), ','))
+    tasks.push_back(parse_task(one, "--tasks"));
   const int chunk = vm["chunk"].as<int>();
   if (chunk < 1) throw InputError("--chunk must be >= 1");
   std::vector<int> only;
   if (vm.count("only-samples"))
-    for (int64_t v : parse_lengths(vm["only-samples"].as<std::string>())) only.push_back(static_cast<int>(v));
+    for (int64_t v : parse_lengths(vm["only-samples"].as<std::string>()))
+      only.push_back(static_cast<int>(v));
   const int threads = thread_count(vm);
   auto model = LlamaModel::load(model_path(vm));
   check_fits(*model, lengths);
@@ -318,8 +341,8 @@ int calibrate(const Args& args) {
         }
         done[j.at("task").get<std::string>() + "|" + j.at("id").get<std::string>()] = j;
       } catch (const std::exception& e) {
-        throw InputError(vm["records"].as<std::string>() + ":" + std::to_string(n) + ": malformed record (" +
-                         e.what() + ")");
+        throw InputError(vm["records"].as<std::string>() + ":" + std::to_string(n) +
+                         ": malformed record (" + e.what() + ")");
       }
     }
   }
@@ -358,7 +381,10 @@ int calibrate(const Args& args) {
           continue;
         }
         const Prompt p = build_prompt(*model, in, question_first);
-        nlohmann::json rec = {{"id", in.id}, {"task", t.label}, {"length", L}, {"depth", in.depth.actual},
+        nlohmann::json rec = {{"id", in.id},
+                              {"task", t.label},
+                              {"length", L},
+                              {"depth", in.depth.actual},
                               {"prompt_tokens", p.tokens.size()}};
         if (in.grader == "perplexity") {
           PerplexityOptions po_;
@@ -366,7 +392,8 @@ int calibrate(const Args& args) {
           po_.chunk = chunk;
           const auto t0 = std::chrono::steady_clock::now();
           const PerplexityResult pr = perplexity(eval, p.tokens, po_);
-          cell.prefill_s += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+          cell.prefill_s +=
+              std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
           cell.nll_sum += pr.nll * static_cast<double>(pr.scored);
           cell.scored_tokens += pr.scored;
           rec["ppl"] = pr.ppl;
@@ -385,22 +412,30 @@ int calibrate(const Args& args) {
           rec["prefill_s"] = a.prefill_seconds;
           rec["decode_s"] = a.decode_seconds;
           if (verbose)
-            std::cerr << in.id << "  score " << score << "  want " << nlohmann::json(in.answers).dump() << "  got "
-                      << nlohmann::json(a.text).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
+            std::cerr << in.id << "  score " << score << "  want "
+                      << nlohmann::json(in.answers).dump() << "  got "
+                      << nlohmann::json(a.text).dump(-1, ' ', false,
+                                                     nlohmann::json::error_handler_t::replace)
+                      << "\n";
         }
         cell.prompt_tokens += static_cast<double>(p.tokens.size());
         ++cell.n;
-        // Model output can be invalid UTF-8 (a token may end inside a character): replaced, not thrown.
+        // Model output can be invalid UTF-8 (a token may end inside a character): replaced, not
+        // thrown.
         if (records.is_open())
-          records << rec.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << "\n" << std::flush;
+          records << rec.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << "\n"
+                  << std::flush;
       }
       const double elapsed =
           std::chrono::duration<double>(std::chrono::steady_clock::now() - t_start).count();
       std::cerr << t.label << " @" << L << ": "
-                << (t.task == "ppl" ? "ppl " + std::to_string(std::exp(cell.nll_sum / std::max<int64_t>(1, cell.scored_tokens)))
-                                    : "accuracy " + std::to_string(cell.score_sum / cell.n))
+                << (t.task == "ppl"
+                        ? "ppl " + std::to_string(std::exp(
+                                       cell.nll_sum / std::max<int64_t>(1, cell.scored_tokens)))
+                        : "accuracy " + std::to_string(cell.score_sum / cell.n))
                 << " (" << cell.n << " instances, prefill " << std::fixed << std::setprecision(0)
-                << cell.prompt_tokens / std::max(1e-9, cell.prefill_s) << " tok/s, " << elapsed << " s so far)\n"
+                << cell.prompt_tokens / std::max(1e-9, cell.prefill_s) << " tok/s, " << elapsed
+                << " s so far)\n"
                 << std::defaultfloat;
     }
   }
@@ -411,12 +446,14 @@ int calibrate(const Args& args) {
   for (size_t i = 0; i < lengths.size(); ++i) std::cout << "---:|";
   std::cout << "\n";
   for (size_t ti = 0; ti < tasks.size(); ++ti) {
-    std::cout << "| " << tasks[ti].label << (tasks[ti].task == "ppl" ? " (perplexity)" : "") << " |";
+    std::cout << "| " << tasks[ti].label << (tasks[ti].task == "ppl" ? " (perplexity)" : "")
+              << " |";
     for (int64_t L : lengths) {
       const Cell& c = cells[{ti, L}];
       char buf[64];
       if (tasks[ti].task == "ppl")
-        std::snprintf(buf, sizeof buf, " %.2f |", std::exp(c.nll_sum / std::max<int64_t>(1, c.scored_tokens)));
+        std::snprintf(buf, sizeof buf, " %.2f |",
+                      std::exp(c.nll_sum / std::max<int64_t>(1, c.scored_tokens)));
       else
         std::snprintf(buf, sizeof buf, " %.0f%% |", 100.0 * c.score_sum / std::max(1, c.n));
       std::cout << buf;
@@ -438,8 +475,10 @@ int cmd_dataset(const Args& args) {
   if (sub == "show") return show(rest);
   if (sub == "calibrate") return calibrate(rest);
   if (sub == "--help" || sub == "-h") {
-    std::cout << usage << "\n\n  generate   task instances as JSONL\n  show       a readable view of a JSONL file\n"
-                          "  calibrate  full-cache accuracy per task and length\n";
+    std::cout << usage
+              << "\n\n  generate   task instances as JSONL\n  show       a readable view of a "
+                 "JSONL file\n"
+                 "  calibrate  full-cache accuracy per task and length\n";
     return 0;
   }
   throw InputError("dataset: unknown subcommand '" + sub + "' (generate, show, calibrate)");

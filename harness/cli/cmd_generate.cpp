@@ -2,8 +2,8 @@
 // temperature is given), with prefill and decode speed on stderr.
 #include <algorithm>
 #include <chrono>
-#include <numeric>
 #include <iostream>
+#include <numeric>
 
 #include "harness/cli/cli.h"
 #include "harness/inference.h"
@@ -26,10 +26,11 @@ int cmd_generate(const Args& args) {
       "top-p", po::value<float>()->default_value(1.0f), "nucleus mass in (0, 1]")(
       "seed", po::value<uint64_t>()->default_value(0), "sampling seed")(
       "chunk", po::value<int>()->default_value(512), "prefill chunk size in tokens")(
-      "policy", po::value<std::string>()->default_value("full"), "cache policy spec (kvbench policies)")(
-      "fast", po::bool_switch(),
-      "multiply with activations quantized to 8 bits, as llama.cpp and `kvbench run` do (default here: f32 "
-      "activations, the exact reference path)");
+      "policy", po::value<std::string>()->default_value("full"),
+      "cache policy spec (kvbench policies)")("fast", po::bool_switch(),
+                                              "multiply with activations quantized to 8 bits, as "
+                                              "llama.cpp and `kvbench run` do (default here: f32 "
+                                              "activations, the exact reference path)");
   po::variables_map vm;
   if (!parse(args, desc, vm, "kvbench generate --prompt TEXT [--chat] [--max-tokens N] [options]"))
     return 0;
@@ -56,7 +57,8 @@ int cmd_generate(const Args& args) {
   auto model = LlamaModel::load(model_path(vm));
   const auto ids = prompt_tokens(*model, vm["prompt"].as<std::string>(), vm["chat"].as<bool>());
   const LlamaConfig& c = model->config();
-  Evaluator eval(*model, threads, vm["fast"].as<bool>() ? MatmulMode::Quantized : MatmulMode::Exact);
+  Evaluator eval(*model, threads,
+                 vm["fast"].as<bool>() ? MatmulMode::Quantized : MatmulMode::Exact);
   CacheContext cc;
   cc.shape = model->kv_shape();
   cc.rope = c.rope;
@@ -113,8 +115,9 @@ int cmd_generate(const Args& args) {
             << " threads" << (hit_context ? "; stopped at the model's context length" : "") << "\n";
   const MemoryReport mem = cache.memory();
   std::cerr << "policy " << to_string(policy) << ": hot KV " << mem.hot.total() << " bytes ("
-            << mem.hot.entries << " entries), cold " << mem.cold.total() << " bytes; time in policy "
-            << 100.0 * policy_prefill_s / std::max(prefill_s, 1e-9) << "% of prefill, "
+            << mem.hot.entries << " entries), cold " << mem.cold.total()
+            << " bytes; time in policy " << 100.0 * policy_prefill_s / std::max(prefill_s, 1e-9)
+            << "% of prefill, "
             << 100.0 * (cache.policy_seconds() - policy_prefill_s) / std::max(decode_s, 1e-9)
             << "% of decode\n";
   return 0;

@@ -25,19 +25,22 @@ int cmd_info(const Args& args) {
 
   std::ostringstream out;
   out << "file: " << path << "\n"
-      << "gguf version: " << f.version() << ", alignment " << f.alignment() << ", "
-      << f.file_size() << " bytes, " << f.metadata().size() << " metadata keys, "
-      << f.tensors().size() << " tensors\n\nmetadata:\n";
-  for (const auto& [key, value] : f.metadata()) out << "  " << key << " = " << value.to_display() << "\n";
+      << "gguf version: " << f.version() << ", alignment " << f.alignment() << ", " << f.file_size()
+      << " bytes, " << f.metadata().size() << " metadata keys, " << f.tensors().size()
+      << " tensors\n\nmetadata:\n";
+  for (const auto& [key, value] : f.metadata())
+    out << "  " << key << " = " << value.to_display() << "\n";
   out << "\nmodel: " << c.name << "\n"
       << "  layers " << c.n_layers << ", dim " << c.dim << ", ffn " << c.ffn_dim << ", heads "
       << c.n_heads << " (kv " << c.n_kv_heads << ", head_dim " << c.head_dim << "), vocab "
       << c.n_vocab << ", context " << c.n_ctx_train << "\n"
       << "  rope: dims " << c.rope.n_dims << ", base " << c.rope.freq_base << ", scale "
       << c.rope.freq_scale << (c.rope.freq_factors.empty() ? "" : ", llama3 freq factors") << "\n"
-      << "  rms eps " << c.rms_eps << ", output " << (model->weights().tied_output ? "tied to token_embd" : "output.weight") << "\n"
-      << "  tokenizer: " << model->tokenizer().model_name() << " / " << model->tokenizer().pre_name()
-      << ", chat template " << model->chat_template().name() << "\n"
+      << "  rms eps " << c.rms_eps << ", output "
+      << (model->weights().tied_output ? "tied to token_embd" : "output.weight") << "\n"
+      << "  tokenizer: " << model->tokenizer().model_name() << " / "
+      << model->tokenizer().pre_name() << ", chat template " << model->chat_template().name()
+      << "\n"
       << "  full-cache KV bytes per token (f32): "
       << uint64_t{2} * c.n_layers * c.n_kv_heads * c.head_dim * 4 << "\n";
 

@@ -23,11 +23,13 @@ int cmd_logits(const Args& args) {
   desc.add_options()("prompt,p", po::value<std::string>()->required(), "prompt text")(
       "chat", po::bool_switch(), "wrap the prompt in the model's chat template")(
       "top", po::value<int>()->default_value(10), "how many tokens to list")(
-      "json", po::bool_switch(), "JSON output (ids, top list, and the full logit vector with --all)")(
+      "json", po::bool_switch(),
+      "JSON output (ids, top list, and the full logit vector with --all)")(
       "all", po::bool_switch(), "with --json: include every logit")(
       "chunk", po::value<int>()->default_value(512), "prefill chunk size in tokens")(
       "fast", po::bool_switch(),
-      "multiply with activations quantized to 8 bits, as llama.cpp and `kvbench run` do (default here: f32 "
+      "multiply with activations quantized to 8 bits, as llama.cpp and `kvbench run` do (default "
+      "here: f32 "
       "activations, the exact reference path)");
   po::variables_map vm;
   if (!parse(args, desc, vm, "kvbench logits --prompt TEXT [--top K] [--json]")) return 0;
@@ -38,7 +40,8 @@ int cmd_logits(const Args& args) {
   auto model = LlamaModel::load(model_path(vm));
   const auto ids = prompt_tokens(*model, vm["prompt"].as<std::string>(), vm["chat"].as<bool>());
   const int n_vocab = model->config().n_vocab;
-  Evaluator eval(*model, threads, vm["fast"].as<bool>() ? MatmulMode::Quantized : MatmulMode::Exact);
+  Evaluator eval(*model, threads,
+                 vm["fast"].as<bool>() ? MatmulMode::Quantized : MatmulMode::Exact);
   FullCache cache(model->kv_shape());
   std::vector<float> logits(n_vocab);
   prefill(eval, cache, ids, 0, vm["chunk"].as<int>(), logits.data());

@@ -17,15 +17,17 @@ namespace kvbench::cli {
 
 int cmd_merge(const Args& args) {
   po::options_description desc("options");
-  desc.add_options()("dirs", po::value<std::vector<std::string>>()->required()->multitoken(), "shard run folders")(
-      "output,o", po::value<std::string>()->required(), "merged run folder (must not exist)");
+  desc.add_options()("dirs", po::value<std::vector<std::string>>()->required()->multitoken(),
+                     "shard run folders")("output,o", po::value<std::string>()->required(),
+                                          "merged run folder (must not exist)");
   po::positional_options_description pos;
   pos.add("dirs", -1);
   po::variables_map vm;
   if (!parse(args, desc, vm, "kvbench merge DIR... -o DIR", &pos)) return 0;
   const auto dirs = vm["dirs"].as<std::vector<std::string>>();
   const std::string out = vm["output"].as<std::string>();
-  if (std::filesystem::exists(out)) throw InputError(out + ": already exists (merge writes a new folder)");
+  if (std::filesystem::exists(out))
+    throw InputError(out + ": already exists (merge writes a new folder)");
 
   // Validate everything before writing anything.
   std::vector<RunFolder> shards;
@@ -48,7 +50,8 @@ int cmd_merge(const Args& args) {
       nlohmann::json a = it->second, b = c;
       a.erase("timing");
       b.erase("timing");
-      if (a != b) throw InputError(s.dir() + ": cell " + id + " differs from the same cell in another shard");
+      if (a != b)
+        throw InputError(s.dir() + ": cell " + id + " differs from the same cell in another shard");
     }
   }
   nlohmann::json meta = shards.front().meta();
@@ -68,7 +71,8 @@ int cmd_merge(const Args& args) {
   std::error_code ec;
   if (!parent.empty()) std::filesystem::create_directories(parent, ec);
   if (!std::filesystem::create_directory(out, ec) || ec)
-    throw InputError(out + ": cannot create the merged run folder" + (ec ? " (" + ec.message() + ")" : ""));
+    throw InputError(out + ": cannot create the merged run folder" +
+                     (ec ? " (" + ec.message() + ")" : ""));
   try {
     std::filesystem::create_directory(out + "/cells");
     write_json_atomic(out + "/config.json", config);
@@ -76,8 +80,8 @@ int cmd_merge(const Args& args) {
     const RunFolder merged = RunFolder::open(out, RunFolder::Access::Write);
     for (const auto& [id, c] : cells) merged.write_cell(id, c);
     const ReportSummary s = write_report(merged);
-    std::cout << s.table_markdown << "\nmerged " << dirs.size() << " shards, " << s.cells << " cells into " << out
-              << "\n";
+    std::cout << s.table_markdown << "\nmerged " << dirs.size() << " shards, " << s.cells
+              << " cells into " << out << "\n";
   } catch (...) {
     std::filesystem::remove_all(out, ec);
     throw;

@@ -30,13 +30,15 @@ int cmd_perplexity(const Args& args) {
       "skip", po::value<int>()->default_value(0),
       "unscored predictions at the start of each window (ctx/2 = llama-perplexity's convention)")(
       "chunk", po::value<int>()->default_value(512), "prefill chunk size in tokens")(
-      "max-tokens", po::value<int64_t>()->default_value(0), "use only the first N tokens (0 = all)")(
-      "json", po::bool_switch(), "print the result as JSON")(
+      "max-tokens", po::value<int64_t>()->default_value(0),
+      "use only the first N tokens (0 = all)")("json", po::bool_switch(),
+                                               "print the result as JSON")(
       "policy", po::value<std::string>()->default_value("full"),
       "cache policy spec (kvbench policies); the window streams through it chunk by chunk")(
       "seed", po::value<uint64_t>()->default_value(0), "cache seed (random policy)")(
       "fast", po::bool_switch(),
-      "multiply with activations quantized to 8 bits, as llama.cpp and `kvbench run` do (default here: f32 "
+      "multiply with activations quantized to 8 bits, as llama.cpp and `kvbench run` do (default "
+      "here: f32 "
       "activations, the exact reference path)");
   po::variables_map vm;
   if (!parse(args, desc, vm, "kvbench perplexity --file TEXT [--ctx N] [--skip N]")) return 0;
@@ -69,30 +71,42 @@ int cmd_perplexity(const Args& args) {
                      " tokens, fewer than one window of --ctx " + std::to_string(o.ctx));
   o.bos_per_window = model->file().get_bool_or("tokenizer.ggml.add_bos_token", false);
 
-  Evaluator eval(*model, threads, vm["fast"].as<bool>() ? MatmulMode::Quantized : MatmulMode::Exact);
+  Evaluator eval(*model, threads,
+                 vm["fast"].as<bool>() ? MatmulMode::Quantized : MatmulMode::Exact);
   const bool tty = isatty(STDERR_FILENO);
   const auto t0 = std::chrono::steady_clock::now();
-  const PerplexityResult r = perplexity(eval, tokens, o, [&](int64_t done, int64_t total, double ppl) {
-    if (vm["json"].as<bool>()) return;
-    std::cerr << (tty ? "\r" : "") << "window " << done << "/" << total << ", running ppl "
-              << std::fixed << std::setprecision(4) << ppl << (tty ? "   " : "\n") << std::flush;
-  });
+  const PerplexityResult r =
+      perplexity(eval, tokens, o, [&](int64_t done, int64_t total, double ppl) {
+        if (vm["json"].as<bool>()) return;
+        std::cerr << (tty ? "\r" : "") << "window " << done << "/" << total << ", running ppl "
+                  << std::fixed << std::setprecision(4) << ppl << (tty ? "   " : "\n")
+                  << std::flush;
+      });
   if (tty && !vm["json"].as<bool>()) std::cerr << "\n";
-  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   if (vm["json"].as<bool>()) {
-    nlohmann::json j = {{"file", file},          {"tokens", tokens.size()}, {"ctx", o.ctx},
-                        {"skip", o.skip},        {"windows", r.windows},    {"scored", r.scored},
-                        {"nll", r.nll},          {"ppl", r.ppl},            {"running_ppl", r.running_ppl},
-                        {"seconds", seconds},    {"threads", threads},
+    nlohmann::json j = {{"file", file},
+                        {"tokens", tokens.size()},
+                        {"ctx", o.ctx},
+                        {"skip", o.skip},
+                        {"windows", r.windows},
+                        {"scored", r.scored},
+                        {"nll", r.nll},
+                        {"ppl", r.ppl},
+                        {"running_ppl", r.running_ppl},
+                        {"seconds", seconds},
+                        {"threads", threads},
                         {"policy", to_string(o.policy)},
                         {"policy_seconds", r.policy_seconds},
                         {"peak_hot_bytes", r.peak_hot_bytes},
                         {"memory", to_json(r.memory)}};
     std::cout << j.dump(2) << "\n";
   } else {
-    std::cout << "perplexity " << std::fixed << std::setprecision(4) << r.ppl << " over " << r.scored
-              << " predictions (" << r.windows << " windows of " << o.ctx << " tokens, skip " << o.skip
-              << "), " << std::setprecision(1) << (r.windows * o.ctx) / seconds << " tok/s\n"
+    std::cout << "perplexity " << std::fixed << std::setprecision(4) << r.ppl << " over "
+              << r.scored << " predictions (" << r.windows << " windows of " << o.ctx
+              << " tokens, skip " << o.skip << "), " << std::setprecision(1)
+              << (r.windows * o.ctx) / seconds << " tok/s\n"
               << "policy " << to_string(o.policy) << ": peak hot KV " << r.peak_hot_bytes
               << " bytes, policy time " << std::setprecision(2) << r.policy_seconds << " s\n";
   }

@@ -16,10 +16,14 @@ namespace {
 
 std::string param_type(const ParamInfo& p) {
   switch (p.type) {
-    case ParamType::Budget: return "budget";
-    case ParamType::Int: return "int";
-    case ParamType::Number: return "number";
-    case ParamType::Text: return "text";
+    case ParamType::Budget:
+      return "budget";
+    case ParamType::Int:
+      return "int";
+    case ParamType::Number:
+      return "number";
+    case ParamType::Text:
+      return "text";
     case ParamType::Choice: {
       std::string s;
       for (auto c : p.choices) s += (s.empty() ? "" : "|") + std::string(c);
@@ -34,12 +38,16 @@ nlohmann::json registry_json() {
   for (const auto& c : registry()) {
     nlohmann::json params = nlohmann::json::array();
     for (const auto& p : c.params) {
-      nlohmann::json j = {{"name", p.name}, {"type", param_type(p)}, {"default", p.default_value},
+      nlohmann::json j = {{"name", p.name},
+                          {"type", param_type(p)},
+                          {"default", p.default_value},
                           {"description", p.description}};
       if (p.type == ParamType::Int || p.type == ParamType::Number) j["range"] = {p.min, p.max};
       params.push_back(std::move(j));
     }
-    out.push_back({{"name", c.name}, {"kind", kind_name(c.kind)}, {"summary", c.summary},
+    out.push_back({{"name", c.name},
+                   {"kind", kind_name(c.kind)},
+                   {"summary", c.summary},
                    {"params", params}});
   }
   return out;
@@ -51,7 +59,8 @@ void print_text(std::ostream& os) {
         "Budgets are tokens per KV head (512) or a ratio of the context (0.2).\n";
   for (ComponentKind k : {ComponentKind::Scorer, ComponentKind::Allocator, ComponentKind::Storage,
                           ComponentKind::Extra}) {
-    os << "\n" << kind_name(k) << (k == ComponentKind::Storage ? "" : "s")
+    os << "\n"
+       << kind_name(k) << (k == ComponentKind::Storage ? "" : "s")
        << (k == ComponentKind::Scorer ? "  (default full)" : "")
        << (k == ComponentKind::Allocator ? "  (default uniform)" : "")
        << (k == ComponentKind::Storage ? "  (default f32)" : "") << "\n";
@@ -86,8 +95,10 @@ int cmd_policies(const Args& args) {
     }
     return 0;
   }
-  if (vm["json"].as<bool>()) std::cout << registry_json().dump(2) << "\n";
-  else print_text(std::cout);
+  if (vm["json"].as<bool>())
+    std::cout << registry_json().dump(2) << "\n";
+  else
+    print_text(std::cout);
   return 0;
 }
 

@@ -4,16 +4,16 @@
 // created, so a bad config leaves nothing behind; every finished cell is
 // written atomically, so `--resume DIR` after Ctrl-C or kill -9 continues
 // with nothing lost and nothing repeated.
+#include <unistd.h>
 #include <csignal>
 #include <cstring>
 #include <filesystem>
 #include <iomanip>
 #include <iostream>
-#include <unistd.h>
 
 #include "harness/cli/cli.h"
-#include "harness/run/plan.h"
 #include "harness/report/report.h"
+#include "harness/run/plan.h"
 #include "harness/run/run_meta.h"
 #include "harness/run/runner.h"
 #include "model/common/error.h"
@@ -27,7 +27,8 @@ char g_interrupt_message[4096];
 
 void on_interrupt(int) {
   // Only async-signal-safe calls here.
-  const ssize_t ignored = write(STDERR_FILENO, g_interrupt_message, std::strlen(g_interrupt_message));
+  const ssize_t ignored =
+      write(STDERR_FILENO, g_interrupt_message, std::strlen(g_interrupt_message));
   (void)ignored;
   _exit(130);
 }
@@ -44,34 +45,47 @@ std::pair<int, int> parse_shard(const std::string& s) {
 
 int cmd_run(const Args& args) {
   po::options_description desc("options");
-  desc.add_options()("experiment", po::value<std::string>(), "experiment JSON (default: experiments/default.json)")(
-      "set", po::value<std::vector<std::string>>()->composing(), "override a field: --set decoding.chunk=256 (repeatable)")(
-      "out", po::value<std::string>(), "parent folder of the run folder (default: the config's \"output\")")(
+  desc.add_options()("experiment", po::value<std::string>(),
+                     "experiment JSON (default: experiments/default.json)")(
+      "set", po::value<std::vector<std::string>>()->composing(),
+      "override a field: --set decoding.chunk=256 (repeatable)")(
+      "out", po::value<std::string>(),
+      "parent folder of the run folder (default: the config's \"output\")")(
       "resume", po::value<std::string>(), "continue an interrupted run folder")(
-      "shard", po::value<std::string>(), "run slice I of N of the instances (merge the slices with kvbench merge)")(
-      "no-share", po::bool_switch(), "prefill every cell from scratch (for checking that sharing changes nothing)")(
+      "shard", po::value<std::string>(),
+      "run slice I of N of the instances (merge the slices with kvbench merge)")(
+      "no-share", po::bool_switch(),
+      "prefill every cell from scratch (for checking that sharing changes nothing)")(
       "dry-run", po::bool_switch(), "print the grid and its prefill work, run nothing")(
       "quiet,q", po::bool_switch(), "no progress output");
   po::positional_options_description pos;
   pos.add("experiment", 1);
   po::variables_map vm;
-  if (!parse(args, desc, vm, "kvbench run [EXPERIMENT.json] [--set key=value ...] [--out DIR] [--resume DIR] [--shard I/N]", &pos))
+  if (!parse(args, desc, vm,
+             "kvbench run [EXPERIMENT.json] [--set key=value ...] [--out DIR] [--resume DIR] "
+             "[--shard I/N]",
+             &pos))
     return 0;
   RunOptions options;
   options.share_prefill = !vm["no-share"].as<bool>();
   options.quiet = vm["quiet"].as<bool>();
-  if (vm.count("shard")) std::tie(options.shard, options.shard_count) = parse_shard(vm["shard"].as<std::string>());
-  const std::vector<std::string> sets = vm.count("set") ? vm["set"].as<std::vector<std::string>>() : std::vector<std::string>{};
+  if (vm.count("shard"))
+    std::tie(options.shard, options.shard_count) = parse_shard(vm["shard"].as<std::string>());
+  const std::vector<std::string> sets =
+      vm.count("set") ? vm["set"].as<std::vector<std::string>>() : std::vector<std::string>{};
 
   ExperimentConfig config;
   std::unique_ptr<RunFolder> folder;
   if (vm.count("resume")) {
     if (vm.count("experiment") || !sets.empty() || vm.count("out"))
-      throw InputError("--resume takes the run folder's own config: give no experiment, --set or --out");
-    folder = std::make_unique<RunFolder>(RunFolder::open(vm["resume"].as<std::string>(), RunFolder::Access::Write));
+      throw InputError(
+          "--resume takes the run folder's own config: give no experiment, --set or --out");
+    folder = std::make_unique<RunFolder>(
+        RunFolder::open(vm["resume"].as<std::string>(), RunFolder::Access::Write));
     config = parse_experiment(folder->config(), folder->path("config.json"));
   } else {
-    const std::string path = vm.count("experiment") ? vm["experiment"].as<std::string>() : "experiments/default.json";
+    const std::string path =
+        vm.count("experiment") ? vm["experiment"].as<std::string>() : "experiments/default.json";
     config = load_experiment(path, sets);
     if (vm.count("out")) config.output = vm["out"].as<std::string>();
   }
@@ -81,14 +95,18 @@ int cmd_run(const Args& args) {
   const Plan plan = make_plan(config, *model);
   if (vm["dry-run"].as<bool>()) {
     const RunSummary w = plan_work(config, plan, *model, options);
-    std::cout << config.name << ": " << plan.instances.size() << " instances x " << plan.policies.size()
-              << " policies = " << plan.cells() << " cells";
-    if (options.shard_count > 1) std::cout << " (shard " << options.shard << "/" << options.shard_count << ": " << w.cells_total << ")";
+    std::cout << config.name << ": " << plan.instances.size() << " instances x "
+              << plan.policies.size() << " policies = " << plan.cells() << " cells";
+    if (options.shard_count > 1)
+      std::cout << " (shard " << options.shard << "/" << options.shard_count << ": "
+                << w.cells_total << ")";
     std::cout << "\npolicies:";
-    for (const auto& p : plan.policies) std::cout << "\n  " << p.label << "  [" << p.canonical << "]";
+    for (const auto& p : plan.policies)
+      std::cout << "\n  " << p.label << "  [" << p.canonical << "]";
     std::cout << "\nprefill tokens: " << w.prefill_tokens_computed << " computed with sharing, "
               << w.prefill_tokens_naive << " naive (" << std::fixed << std::setprecision(1)
-              << 100.0 * w.prefill_tokens_computed / std::max<int64_t>(1, w.prefill_tokens_naive) << "%)\n";
+              << 100.0 * w.prefill_tokens_computed / std::max<int64_t>(1, w.prefill_tokens_naive)
+              << "%)\n";
     return 0;
   }
   nlohmann::json meta = collect_run_meta(config.model, config.threads);
@@ -96,14 +114,19 @@ int cmd_run(const Args& args) {
     const nlohmann::json old = folder->meta();
     if (old.contains("model_sha256") && old["model_sha256"] != meta["model_sha256"])
       throw InputError(config.model + ": its sha256 differs from the one this run started with (" +
-                       old["model_sha256"].get<std::string>().substr(0, 16) + "...): resume with the same model");
+                       old["model_sha256"].get<std::string>().substr(0, 16) +
+                       "...): resume with the same model");
     meta = old;
   }
-  meta["plan"] = {{"instances", plan.instances.size()}, {"policies", plan.policies.size()}, {"cells", plan.cells()}};
-  if (options.shard_count > 1) meta["shard"] = {{"index", options.shard}, {"count", options.shard_count}};
+  meta["plan"] = {{"instances", plan.instances.size()},
+                  {"policies", plan.policies.size()},
+                  {"cells", plan.cells()}};
+  if (options.shard_count > 1)
+    meta["shard"] = {{"index", options.shard}, {"count", options.shard_count}};
   const bool created = !folder;
   if (!folder)
-    folder = std::make_unique<RunFolder>(RunFolder::create(config.output, config.name, to_json(config), meta));
+    folder = std::make_unique<RunFolder>(
+        RunFolder::create(config.output, config.name, to_json(config), meta));
   std::snprintf(g_interrupt_message, sizeof g_interrupt_message,
                 "\ninterrupted: finished cells are saved; continue with: kvbench run --resume %s\n",
                 folder->dir().c_str());
@@ -111,7 +134,8 @@ int cmd_run(const Args& args) {
   std::signal(SIGTERM, on_interrupt);
   std::cerr << "run folder: " << folder->dir() << " (" << plan.instances.size() << " instances x "
             << plan.policies.size() << " policies";
-  if (options.shard_count > 1) std::cerr << ", shard " << options.shard << "/" << options.shard_count;
+  if (options.shard_count > 1)
+    std::cerr << ", shard " << options.shard << "/" << options.shard_count;
   std::cerr << ")\n";
 
   RunSummary sum;
@@ -124,21 +148,26 @@ int cmd_run(const Args& args) {
   }
   // Work counters add up over resumed invocations.
   nlohmann::json work = meta.value("work", nlohmann::json::object());
-  work["prefill_tokens_computed"] = work.value("prefill_tokens_computed", int64_t{0}) + sum.prefill_tokens_computed;
-  work["prefill_tokens_naive"] = work.value("prefill_tokens_naive", int64_t{0}) + sum.prefill_tokens_naive;
-  if (sum.prefills_loaded > 0) work["prefills_loaded"] = work.value("prefills_loaded", int64_t{0}) + sum.prefills_loaded;
+  work["prefill_tokens_computed"] =
+      work.value("prefill_tokens_computed", int64_t{0}) + sum.prefill_tokens_computed;
+  work["prefill_tokens_naive"] =
+      work.value("prefill_tokens_naive", int64_t{0}) + sum.prefill_tokens_naive;
+  if (sum.prefills_loaded > 0)
+    work["prefills_loaded"] = work.value("prefills_loaded", int64_t{0}) + sum.prefills_loaded;
   meta["work"] = work;
   write_json_atomic(folder->path("meta.json"), meta);
 
   const ReportSummary report = write_report(*folder);
   std::cout << report.table_markdown << "\n"
-            << report.cells << " of " << plan.cells() << " cells in " << folder->dir() << " (this invocation ran "
-            << sum.cells_run << ", " << sum.cells_skipped << " were already done)\n"
+            << report.cells << " of " << plan.cells() << " cells in " << folder->dir()
+            << " (this invocation ran " << sum.cells_run << ", " << sum.cells_skipped
+            << " were already done)\n"
             << "prefill tokens computed: " << sum.prefill_tokens_computed << " of a naive "
             << sum.prefill_tokens_naive
-            << (sum.prefills_loaded > 0 ? " (" + std::to_string(sum.prefills_loaded) + " kept prefill" +
-                                              (sum.prefills_loaded > 1 ? "s" : "") + " loaded from the run folder)"
-                                        : std::string())
+            << (sum.prefills_loaded > 0
+                    ? " (" + std::to_string(sum.prefills_loaded) + " kept prefill" +
+                          (sum.prefills_loaded > 1 ? "s" : "") + " loaded from the run folder)"
+                    : std::string())
             << "\nreport: " << folder->path("report.md") << "\n";
   if (!report.plot_warning.empty()) std::cerr << "warning: " << report.plot_warning << "\n";
   return 0;

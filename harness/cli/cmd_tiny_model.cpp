@@ -22,7 +22,8 @@ std::string real_shape_names() {
 
 std::string type_names() {
   std::string names;
-  for (std::string_view t : shaped_weight_type_names()) names += (names.empty() ? "" : ", ") + std::string(t);
+  for (std::string_view t : shaped_weight_type_names())
+    names += (names.empty() ? "" : ", ") + std::string(t);
   return names;
 }
 
@@ -35,36 +36,45 @@ int cmd_tiny_model(const Args& args) {
       "tiny (the tests' 3-layer model, a different tensor type in most tensors), llama3.2-1b or "
       "llama3-8b (every tensor of the real model, at its real size: GBs, streamed to disk)")(
       "type", po::value<std::string>(),
-      "weight type of a real shape: q4_0 (default), q8_0 or q4_k; every matrix and token_embd in it, "
-      "norms f32")(
-      "vocab", po::value<std::string>(), "tiny only: bpe (gpt2/smollm, default) or spm (llama)")(
+      "weight type of a real shape: q4_0 (default), q8_0 or q4_k; every matrix and token_embd in "
+      "it, "
+      "norms f32")("vocab", po::value<std::string>(),
+                   "tiny only: bpe (gpt2/smollm, default) or spm (llama)")(
       "untied", po::bool_switch(),
       "tiny only: write a separate output.weight instead of tying it to token_embd")(
       "seed", po::value<uint64_t>()->default_value(1), "weight seed");
   po::variables_map vm;
-  if (!parse(args, desc, vm,
-             "kvbench tiny-model -o FILE [--vocab bpe|spm] [--untied] [--seed N]\n"
-             "       kvbench tiny-model -o FILE --shape llama3.2-1b|llama3-8b [--type q4_0|q8_0|q4_k]\n"
-             "                          [--seed N]\n\n"
-             "Writes a random-weight LLaMA GGUF. A real shape has the real model's tensors, sizes and\n"
-             "hyper-parameters (random weights change no timing): bench it with kvbench bench and\n"
-             "llama-bench side by side (docs/PERFORMANCE.md). Its weights are random quantized blocks\n"
-             "(a function of --seed), written to disk as they are made; its vocabulary is\n"
-             "SentencePiece-style ('llama') of the real size (128256): <unk> <s> </s>, the 256 byte\n"
-             "tokens, the tiny vocabulary's pieces, then filler pieces."))
+  if (!parse(
+          args, desc, vm,
+          "kvbench tiny-model -o FILE [--vocab bpe|spm] [--untied] [--seed N]\n"
+          "       kvbench tiny-model -o FILE --shape llama3.2-1b|llama3-8b [--type "
+          "q4_0|q8_0|q4_k]\n"
+          "                          [--seed N]\n\n"
+          "Writes a random-weight LLaMA GGUF. A real shape has the real model's tensors, sizes "
+          "and\n"
+          "hyper-parameters (random weights change no timing): bench it with kvbench bench and\n"
+          "llama-bench side by side (docs/PERFORMANCE.md). Its weights are random quantized "
+          "blocks\n"
+          "(a function of --seed), written to disk as they are made; its vocabulary is\n"
+          "SentencePiece-style ('llama') of the real size (128256): <unk> <s> </s>, the 256 byte\n"
+          "tokens, the tiny vocabulary's pieces, then filler pieces."))
     return 0;
   const std::string out = vm["output"].as<std::string>();
   const uint64_t seed = vm["seed"].as<uint64_t>();
   const std::string shape_name = vm["shape"].as<std::string>();
 
   if (shape_name == "tiny") {
-    if (vm.count("type")) throw InputError("--type applies to the real shapes (" + real_shape_names() +
-                                           "); the tiny model mixes types by design");
+    if (vm.count("type"))
+      throw InputError("--type applies to the real shapes (" + real_shape_names() +
+                       "); the tiny model mixes types by design");
     TinyModelOptions o;
     const std::string vocab = vm.count("vocab") ? vm["vocab"].as<std::string>() : "bpe";
-    if (vocab == "bpe") o.vocab = TinyVocabKind::Bpe;
-    else if (vocab == "spm") o.vocab = TinyVocabKind::Spm;
-    else throw InputError("--vocab must be bpe or spm, got '" + vocab + "'");
+    if (vocab == "bpe")
+      o.vocab = TinyVocabKind::Bpe;
+    else if (vocab == "spm")
+      o.vocab = TinyVocabKind::Spm;
+    else
+      throw InputError("--vocab must be bpe or spm, got '" + vocab + "'");
     o.tied_output = !vm["untied"].as<bool>();
     o.seed = seed;
     write_tiny_model(out, o);
@@ -74,7 +84,8 @@ int cmd_tiny_model(const Args& args) {
 
   const ModelShape* shape = find_model_shape(shape_name);
   if (!shape)
-    throw InputError("unknown --shape '" + shape_name + "' (known: tiny, " + real_shape_names() + ")");
+    throw InputError("unknown --shape '" + shape_name + "' (known: tiny, " + real_shape_names() +
+                     ")");
   if (vm.count("vocab") || vm["untied"].as<bool>())
     throw InputError("--vocab and --untied apply to --shape tiny only; " + shape_name +
                      " has its own vocabulary size and output tying");
@@ -90,8 +101,9 @@ int cmd_tiny_model(const Args& args) {
   }
   write_shaped_model(out, *shape, *type, seed);
   char line[160];
-  std::snprintf(line, sizeof line, " (%s %s: %lld parameters, %.2f GB of tensors)", shape->name.c_str(),
-                std::string(type_name(*type)).c_str(), static_cast<long long>(params), bytes / 1e9);
+  std::snprintf(line, sizeof line, " (%s %s: %lld parameters, %.2f GB of tensors)",
+                shape->name.c_str(), std::string(type_name(*type)).c_str(),
+                static_cast<long long>(params), bytes / 1e9);
   std::cout << "wrote " << out << line << "\n";
   return 0;
 }

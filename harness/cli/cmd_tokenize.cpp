@@ -13,15 +13,18 @@ namespace kvbench::cli {
 
 int cmd_tokenize(const Args& args) {
   po::options_description desc("options");
-  desc.add_options()("model,m", po::value<std::string>(), "GGUF model file (only its vocabulary is read)")(
-      "text", po::value<std::string>(), "text to tokenize")(
-      "file", po::value<std::string>(), "read the text from a file instead")(
+  desc.add_options()("model,m", po::value<std::string>(),
+                     "GGUF model file (only its vocabulary is read)")(
+      "text", po::value<std::string>(), "text to tokenize")("file", po::value<std::string>(),
+                                                            "read the text from a file instead")(
       "no-special", po::bool_switch(), "treat special-token spellings as plain text")(
       "bos", po::bool_switch(), "prepend BOS when the vocabulary asks for it")(
       "pieces", po::bool_switch(), "print id:'piece' pairs instead of bare ids");
   po::variables_map vm;
-  if (!parse(args, desc, vm, "kvbench tokenize [--model PATH] (--text TEXT | --file PATH)")) return 0;
-  if (vm.count("text") == vm.count("file")) throw InputError("give exactly one of --text or --file");
+  if (!parse(args, desc, vm, "kvbench tokenize [--model PATH] (--text TEXT | --file PATH)"))
+    return 0;
+  if (vm.count("text") == vm.count("file"))
+    throw InputError("give exactly one of --text or --file");
   const std::string text = vm.count("text") ? vm["text"].as<std::string>()
                                             : read_text_file(vm["file"].as<std::string>());
   auto file = GgufFile::open(model_path(vm));

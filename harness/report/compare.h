@@ -14,6 +14,7 @@ struct CompareResult {
   std::string report;  // the diff tables, markdown
 };
 
-CompareResult compare_runs(const std::string& base_dir, const std::string& new_dir, double tolerance);
+CompareResult compare_runs(const std::string& base_dir, const std::string& new_dir,
+                           double tolerance);
 
 }  // namespace kvbench

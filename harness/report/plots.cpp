@@ -9,8 +9,8 @@
 #include <sstream>
 
 #include "harness/run/plan.h"
-#include "model/common/atomic_file.h"
 #include "harness/subprocess.h"
+#include "model/common/atomic_file.h"
 
 namespace kvbench {
 namespace {
@@ -22,7 +22,9 @@ using json = nlohmann::json;
 std::string label(const std::string& s) {
   std::string escaped;
   for (char c : s) {
-    if (c == '_' || c == '^' || c == '@' || c == '&' || c == '~' || c == '{' || c == '}' || c == '\\') escaped += "\\";
+    if (c == '_' || c == '^' || c == '@' || c == '&' || c == '~' || c == '{' || c == '}' ||
+        c == '\\')
+      escaped += "\\";
     escaped += c;
   }
   return gnuplot_string(escaped);
@@ -32,13 +34,15 @@ std::string label(const std::string& s) {
 // (through gnuplot_string), data blocks hold numbers only.
 std::string label_array(const std::string& name, const std::vector<std::string>& labels) {
   std::string out = "array " + name + "[" + std::to_string(labels.size()) + "]\n";
-  for (size_t i = 0; i < labels.size(); ++i) out += name + "[" + std::to_string(i + 1) + "] = " + label(labels[i]) + "\n";
+  for (size_t i = 0; i < labels.size(); ++i)
+    out += name + "[" + std::to_string(i + 1) + "] = " + label(labels[i]) + "\n";
   return out;
 }
 
 std::string length_label(int64_t n) {
   if (n >= 1024 && n % 1024 == 0) return std::to_string(n / 1024) + "k";
-  if (n >= 1000 && n % 1000 == 0) return std::to_string(n / 1000) + "k";  // 8000 (SmolLM2's 8k less room)
+  if (n >= 1000 && n % 1000 == 0)
+    return std::to_string(n / 1000) + "k";  // 8000 (SmolLM2's 8k less room)
   return std::to_string(n);
 }
 
@@ -50,10 +54,12 @@ struct Script {
             const std::string& size, const std::string& commands) {
     for (const char* ext : {"png", "svg"}) {
       const std::string file = "plots/" + stem + "." + ext;
-      out << (std::string(ext) == "png" ? "set terminal pngcairo enhanced font 'Sans,10' size " + size + "\n"
-                                        : "set terminal svg enhanced font 'Sans,10' size " + size + "\n")
+      out << (std::string(ext) == "png"
+                  ? "set terminal pngcairo enhanced font 'Sans,10' size " + size + "\n"
+                  : "set terminal svg enhanced font 'Sans,10' size " + size + "\n")
           << "set output " << gnuplot_string(dir + "/" + file) << "\n"
-          << "reset\nset grid\n" << commands << "unset output\n";
+          << "reset\nset grid\n"
+          << commands << "unset output\n";
       files.push_back(file);
     }
   }
@@ -69,15 +75,20 @@ std::string gnuplot_string(const std::string& s) {
   std::string q = "'";
   for (char ch : s) {
     const auto c = static_cast<unsigned char>(ch);
-    if (c == '\'') q += "''";
-    else if (c == '\n') q += "\\n";
-    else if (c == '\r') q += "\\r";
-    else if (c == '\t') q += "\\t";
+    if (c == '\'')
+      q += "''";
+    else if (c == '\n')
+      q += "\\n";
+    else if (c == '\r')
+      q += "\\r";
+    else if (c == '\t')
+      q += "\\t";
     else if (c < 0x20 || c == 0x7f) {
       char hex[8];
       std::snprintf(hex, sizeof hex, "\\x%02X", c);
       q += hex;
-    } else q += ch;
+    } else
+      q += ch;
   }
   return q + "'";
 }
@@ -87,7 +98,8 @@ std::string plot_slug(const std::string& label) {
   return s.empty() ? "policy" : s;
 }
 
-PlotResult write_plots(const std::vector<json>& cells, const std::vector<TableRow>& rows, const std::string& dir) {
+PlotResult write_plots(const std::vector<json>& cells, const std::vector<TableRow>& rows,
+                       const std::string& dir) {
   PlotResult result;
   std::error_code ec;
   std::filesystem::create_directories(dir + "/plots", ec);
@@ -110,7 +122,8 @@ PlotResult write_plots(const std::vector<json>& cells, const std::vector<TableRo
   // In the table's row order (full first), then any label without a row.
   std::vector<std::string> order;
   for (const auto& r : rows)
-    if (heat.count(r.label) && std::find(order.begin(), order.end(), r.label) == order.end()) order.push_back(r.label);
+    if (heat.count(r.label) && std::find(order.begin(), order.end(), r.label) == order.end())
+      order.push_back(r.label);
   for (const auto& [name, grid] : heat)
     if (std::find(order.begin(), order.end(), name) == order.end()) order.push_back(name);
   for (const std::string& name : order) {
@@ -118,8 +131,10 @@ PlotResult write_plots(const std::vector<json>& cells, const std::vector<TableRo
     std::vector<double> depths;
     std::vector<int64_t> lengths;
     for (const auto& [k, v] : grid) {
-      if (std::find(depths.begin(), depths.end(), k.first) == depths.end()) depths.push_back(k.first);
-      if (std::find(lengths.begin(), lengths.end(), k.second) == lengths.end()) lengths.push_back(k.second);
+      if (std::find(depths.begin(), depths.end(), k.first) == depths.end())
+        depths.push_back(k.first);
+      if (std::find(lengths.begin(), lengths.end(), k.second) == lengths.end())
+        lengths.push_back(k.second);
     }
     std::sort(depths.begin(), depths.end());
     std::sort(lengths.begin(), lengths.end());
@@ -129,14 +144,17 @@ PlotResult write_plots(const std::vector<json>& cells, const std::vector<TableRo
       for (size_t li = 0; li < lengths.size(); ++li) {
         const auto it = grid.find({depths[di], lengths[li]});
         const double v = it == grid.end() ? NAN : it->second.first / it->second.second;
-        cmd << li << " " << di << " " << (std::isnan(v) ? std::string("NaN") : std::to_string(v)) << "\n";
+        cmd << li << " " << di << " " << (std::isnan(v) ? std::string("NaN") : std::to_string(v))
+            << "\n";
       }
     cmd << "EOD\nunset grid\nset title " << label("Needle retrieval: " + name) << "\n"
         << "set xlabel 'context length (tokens)'\nset ylabel 'needle depth (%)'\n"
         << "set palette defined (0 '#d7191c', 0.5 '#fdae61', 0.75 '#ffffbf', 1 '#1a9641')\n"
-        << "set cbrange [0:1]\nset cblabel 'score'\nset xrange [-0.5:" << lengths.size() - 0.5 << "]\n"
+        << "set cbrange [0:1]\nset cblabel 'score'\nset xrange [-0.5:" << lengths.size() - 0.5
+        << "]\n"
         << "set yrange [-0.5:" << depths.size() - 0.5 << "]\nset xtics (";
-    for (size_t i = 0; i < lengths.size(); ++i) cmd << (i ? ", " : "") << gnuplot_string(length_label(lengths[i])) << " " << i;
+    for (size_t i = 0; i < lengths.size(); ++i)
+      cmd << (i ? ", " : "") << gnuplot_string(length_label(lengths[i])) << " " << i;
     cmd << ")\nset ytics (";
     for (size_t i = 0; i < depths.size(); ++i) {
       char d[16];
@@ -165,7 +183,8 @@ PlotResult write_plots(const std::vector<json>& cells, const std::vector<TableRo
       for (const auto& [pm, ps] : pts) k += std::abs(pm - m) < 3 && std::abs(ps - r.score) < 0.02;
       pts.push_back({m, r.score});
       names.push_back(r.label);
-      cmd << m << " " << r.score << " " << names.size() << " " << r.score + 0.035 + 0.04 * k << "\n";
+      cmd << m << " " << r.score << " " << names.size() << " " << r.score + 0.035 + 0.04 * k
+          << "\n";
     }
     cmd << "EOD\n$front << EOD\n";
     // The front: by memory, and at equal memory the best score only.
@@ -183,7 +202,9 @@ PlotResult write_plots(const std::vector<json>& cells, const std::vector<TableRo
     // The last step runs on to the largest memory plotted (steps need two
     // points, and nothing to the right beats the best score).
     if (!pts.empty()) cmd << max_memory << " " << best << "\n";
-    cmd << "EOD\n" << label_array("point_label", names) << "set title 'Score vs KV memory'\nset xlabel 'KV bytes (% of the full cache)'\n"
+    cmd << "EOD\n"
+        << label_array("point_label", names)
+        << "set title 'Score vs KV memory'\nset xlabel 'KV bytes (% of the full cache)'\n"
         << "set ylabel 'score'\nset yrange [0:1.05]\nset xrange [0:*]\nset key bottom right\n"
         << "plot $front using 1:2 with steps lw 2 lc rgb '#888888' title 'Pareto front', "
            "$pts using 1:2 with points pt 7 ps 1.5 lc rgb '#2b83ba' title 'configurations', "
@@ -212,14 +233,16 @@ PlotResult write_plots(const std::vector<json>& cells, const std::vector<TableRo
       cmd << "$b" << block << " << EOD\n";
       for (const auto& [budget, v] : pts) cmd << budget << " " << v.first / v.second << "\n";
       cmd << "EOD\n";
-      plot += std::string(block ? ", " : "") + "$b" + std::to_string(block) + " using 1:2 with linespoints lw 2 pt 7 title " + label(base);
+      plot += std::string(block ? ", " : "") + "$b" + std::to_string(block) +
+              " using 1:2 with linespoints lw 2 pt 7 title " + label(base);
       ++block;
     }
-    cmd << "set title 'Score vs budget'\nset xlabel 'budget (tokens, or ratio of the context when <= 1)'\n"
+    cmd << "set title 'Score vs budget'\nset xlabel 'budget (tokens, or ratio of the context when "
+           "<= 1)'\n"
         << "set ylabel 'score'\nset yrange [0:1.05]\nset key bottom right\n"
         // Token budgets spread over powers of two read best on a log axis.
-        << (lo > 1 && hi / lo >= 4 ? "set logscale x 2\nset xrange [" + std::to_string(lo / 1.5) + ":" +
-                                         std::to_string(hi * 1.5) + "]\n"
+        << (lo > 1 && hi / lo >= 4 ? "set logscale x 2\nset xrange [" + std::to_string(lo / 1.5) +
+                                         ":" + std::to_string(hi * 1.5) + "]\n"
                                    : std::string("set xrange [0:*]\n"))
         << plot << "\n";
     if (block) s.emit(script, dir, "score-vs-budget", "900,600", cmd.str());
@@ -233,13 +256,19 @@ PlotResult write_plots(const std::vector<json>& cells, const std::vector<TableRo
     std::vector<std::string> names;
     for (const auto& r : rows) {
       if (std::isnan(r.decode_tok_s)) continue;
-      cmd << n++ << " " << r.decode_tok_s << " " << (std::isnan(r.prefill_tok_s) ? 0.0 : r.prefill_tok_s) << "\n";
+      cmd << n++ << " " << r.decode_tok_s << " "
+          << (std::isnan(r.prefill_tok_s) ? 0.0 : r.prefill_tok_s) << "\n";
       names.push_back(r.label);
     }
-    cmd << "EOD\n" << label_array("speed_label", names) << "set title 'Speed (median over cells)'\nset ylabel 'tokens/s'\nset style fill solid 0.8\n"
-        << "set boxwidth 0.4\nset xtics rotate by -30 font ',8'\nset key outside top center horizontal\n"
+    cmd << "EOD\n"
+        << label_array("speed_label", names)
+        << "set title 'Speed (median over cells)'\nset ylabel 'tokens/s'\nset style fill solid "
+           "0.8\n"
+        << "set boxwidth 0.4\nset xtics rotate by -30 font ',8'\nset key outside top center "
+           "horizontal\n"
         << "set yrange [0:*]\nset offsets 0.5, 0.5, 0, 0\nset logscale y 10\nset yrange [1:*]\n"
-        << "plot $speed using ($1-0.2):2:xtic(speed_label[int($1)+1]) with boxes lc rgb '#2b83ba' title 'decode', "
+        << "plot $speed using ($1-0.2):2:xtic(speed_label[int($1)+1]) with boxes lc rgb '#2b83ba' "
+           "title 'decode', "
            "$speed using ($1+0.2):3 with boxes lc rgb '#abdda4' title 'prefill'\n";
     if (n) s.emit(script, dir, "speed", "900,600", cmd.str());
   }
@@ -251,11 +280,15 @@ PlotResult write_plots(const std::vector<json>& cells, const std::vector<TableRo
   // No shell: gnuplot itself, the script on its stdin.
   const int status = run_with_input({"gnuplot"}, script.str());
   if (status == 127) {
-    result.warning = "gnuplot could not be started (is gnuplot installed? scripts/setup.sh installs gnuplot-nox); no plots written";
+    result.warning =
+        "gnuplot could not be started (is gnuplot installed? scripts/setup.sh installs "
+        "gnuplot-nox); no plots written";
     return result;
   }
   if (status != 0)
-    result.warning = "gnuplot failed (is gnuplot installed? scripts/setup.sh installs gnuplot-nox); plots may be missing";
+    result.warning =
+        "gnuplot failed (is gnuplot installed? scripts/setup.sh installs gnuplot-nox); plots may "
+        "be missing";
   for (const auto& f : s.files)
     if (std::filesystem::exists(dir + "/" + f)) result.files.push_back(f);
   return result;

@@ -5,9 +5,9 @@
 #include <map>
 #include <sstream>
 
-#include "model/common/atomic_file.h"
 #include "harness/report/plots.h"
 #include "harness/report/table.h"
+#include "model/common/atomic_file.h"
 
 namespace kvbench {
 namespace {
@@ -20,12 +20,23 @@ std::string html_escape(const std::string& s) {
   std::string o;
   for (char c : s) {
     switch (c) {
-      case '&': o += "&amp;"; break;
-      case '<': o += "&lt;"; break;
-      case '>': o += "&gt;"; break;
-      case '"': o += "&quot;"; break;
-      case '\'': o += "&#39;"; break;
-      default: o += c;
+      case '&':
+        o += "&amp;";
+        break;
+      case '<':
+        o += "&lt;";
+        break;
+      case '>':
+        o += "&gt;";
+        break;
+      case '"':
+        o += "&quot;";
+        break;
+      case '\'':
+        o += "&#39;";
+        break;
+      default:
+        o += c;
     }
   }
   return o;
@@ -66,7 +77,8 @@ std::string per_task_markdown(const std::vector<json>& cells) {
   std::map<std::string, std::map<std::pair<int, std::string>, std::pair<double, int>>> acc;
   std::map<std::pair<int, std::string>, bool> configs;
   for (const auto& c : cells) {
-    const std::pair<int, std::string> key{c["policy"].value("index", 0), c["policy"]["label"].get<std::string>()};
+    const std::pair<int, std::string> key{c["policy"].value("index", 0),
+                                          c["policy"]["label"].get<std::string>()};
     auto& e = acc[c["instance"]["task"].get<std::string>()][key];
     e.first += c["score"].get<double>();
     e.second += 1;
@@ -82,7 +94,8 @@ std::string per_task_markdown(const std::vector<json>& cells) {
     o << "| " << task << " |";
     for (const auto& [k, _] : configs) {
       const auto it = by.find(k);
-      if (it == by.end()) o << " – |";
+      if (it == by.end())
+        o << " – |";
       else {
         char buf[32];
         std::snprintf(buf, sizeof buf, " %.3f |", it->second.first / it->second.second);
@@ -112,10 +125,14 @@ ReportSummary write_report(const RunFolder& run) {
   // predictions.jsonl: one line per cell, sorted by cell id (deterministic).
   std::string predictions;
   for (const auto& c : cells) {
-    predictions += dump_json(json{{"cell", c["id"]}, {"instance", c["instance"]["id"]}, {"policy", c["policy"]["label"]},
-                        {"prediction", c.value("prediction", "")}, {"answers", c.value("answers", json::array())},
-                        {"score", c["score"]}},
-                   -1) + "\n";
+    predictions += dump_json(json{{"cell", c["id"]},
+                                  {"instance", c["instance"]["id"]},
+                                  {"policy", c["policy"]["label"]},
+                                  {"prediction", c.value("prediction", "")},
+                                  {"answers", c.value("answers", json::array())},
+                                  {"score", c["score"]}},
+                             -1) +
+                   "\n";
   }
   write_file_atomic(run.path("predictions.jsonl"), predictions);
   json metrics = {{"experiment", config.value("name", "")},
@@ -130,26 +147,36 @@ ReportSummary write_report(const RunFolder& run) {
 
   std::ostringstream md;
   md << "# kvbench report: " << config.value("name", "") << "\n\n";
-  if (!config.value("description", "").empty()) md << config["description"].get<std::string>() << "\n\n";
+  if (!config.value("description", "").empty())
+    md << config["description"].get<std::string>() << "\n\n";
   md << "- cells: " << summary.cells;
   if (summary.expected_cells) md << " of " << summary.expected_cells;
   md << "\n- model: `" << config.value("model", "") << "`";
-  if (meta.contains("model_sha256")) md << " (sha256 " << meta["model_sha256"].get<std::string>().substr(0, 16) << "…)";
+  if (meta.contains("model_sha256"))
+    md << " (sha256 " << meta["model_sha256"].get<std::string>().substr(0, 16) << "…)";
   md << "\n- threads: " << config.value("threads", 0);
   if (meta.contains("cpu")) md << ", CPU: " << meta["cpu"].get<std::string>();
-  if (meta.contains("git_commit")) md << "\n- kvbench commit: " << meta["git_commit"].get<std::string>();
+  if (meta.contains("git_commit"))
+    md << "\n- kvbench commit: " << meta["git_commit"].get<std::string>();
   if (meta.contains("work")) {
     const json& w = meta["work"];
-    md << "\n- prefill tokens computed: " << w.value("prefill_tokens_computed", int64_t{0}) << " (a naive run: "
-       << w.value("prefill_tokens_naive", int64_t{0}) << ")";
+    md << "\n- prefill tokens computed: " << w.value("prefill_tokens_computed", int64_t{0})
+       << " (a naive run: " << w.value("prefill_tokens_naive", int64_t{0}) << ")";
   }
-  md << "\n\nMemory Usage and Inference Speed are relative to the full cache (hot KV bytes at question time, restored "
-        "pages included; median decode tokens/s); Context Retention is the task score relative to the full cache on "
-        "the same instances. Needle held: share of the needle's K/V in any tier (hot or cold); Needle attended: in "
-        "the hot set attention reads at question time. Peak KV (prefill): the most hot KV bytes held at once while "
-        "the prompt went in. Policy time: the policy's own work (scoring, eviction, restore, observation) as a share "
-        "of the cell's wall time; observation in decode runs on the attention threads, whose times add up.\n\n"
-     << summary.table_markdown << "\n## Score per task\n\n" << per_task << "\n";
+  md << "\n\nMemory Usage and Inference Speed are relative to the full cache (hot KV bytes at "
+        "question time, restored "
+        "pages included; median decode tokens/s); Context Retention is the task score relative to "
+        "the full cache on "
+        "the same instances. Needle held: share of the needle's K/V in any tier (hot or cold); "
+        "Needle attended: in "
+        "the hot set attention reads at question time. Peak KV (prefill): the most hot KV bytes "
+        "held at once while "
+        "the prompt went in. Policy time: the policy's own work (scoring, eviction, restore, "
+        "observation) as a share "
+        "of the cell's wall time; observation in decode runs on the attention threads, whose times "
+        "add up.\n\n"
+     << summary.table_markdown << "\n## Score per task\n\n"
+     << per_task << "\n";
   if (!plots.files.empty()) {
     md << "## Plots\n\n";
     for (const auto& f : plots.files)
@@ -160,15 +187,19 @@ ReportSummary write_report(const RunFolder& run) {
 
   std::ostringstream html;
   html << "<!doctype html>\n<html><head><meta charset=\"utf-8\"><title>kvbench: "
-       << html_escape(config.value("name", "")) << "</title>\n<style>body{font-family:sans-serif;margin:2em;}"
-       << "table{border-collapse:collapse;font-size:0.9em}td,th{border:1px solid #ccc;padding:4px 8px;text-align:right}"
-       << "td:first-child,th:first-child{text-align:left}svg{max-width:100%;height:auto}</style></head><body>\n"
+       << html_escape(config.value("name", ""))
+       << "</title>\n<style>body{font-family:sans-serif;margin:2em;}"
+       << "table{border-collapse:collapse;font-size:0.9em}td,th{border:1px solid #ccc;padding:4px "
+          "8px;text-align:right}"
+       << "td:first-child,th:first-child{text-align:left}svg{max-width:100%;height:auto}</style></"
+          "head><body>\n"
        << "<h1>kvbench report: " << html_escape(config.value("name", "")) << "</h1>\n<p>"
        << html_escape(config.value("description", "")) << "</p>\n<p>cells: " << summary.cells;
   if (summary.expected_cells) html << " of " << summary.expected_cells;
-  html << "; model: <code>" << html_escape(config.value("model", "")) << "</code>; threads: "
-       << config.value("threads", 0) << "</p>\n" << markdown_table_to_html(summary.table_markdown)
-       << "<h2>Score per task</h2>\n" << markdown_table_to_html(per_task) << "<h2>Plots</h2>\n";
+  html << "; model: <code>" << html_escape(config.value("model", ""))
+       << "</code>; threads: " << config.value("threads", 0) << "</p>\n"
+       << markdown_table_to_html(summary.table_markdown) << "<h2>Score per task</h2>\n"
+       << markdown_table_to_html(per_task) << "<h2>Plots</h2>\n";
   for (const auto& f : plots.files)
     if (f.size() > 4 && f.substr(f.size() - 4) == ".svg") {
       // Inline the <svg> element itself (without the XML prolog).

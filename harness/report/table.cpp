@@ -32,7 +32,9 @@ double median(std::vector<double> v) {
   return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
-std::optional<double> opt(double x) { return std::isnan(x) ? std::nullopt : std::optional<double>(x); }
+std::optional<double> opt(double x) {
+  return std::isnan(x) ? std::nullopt : std::optional<double>(x);
+}
 
 std::string fmt(std::optional<double> v, const char* f) {
   if (!v) return "–";
@@ -45,10 +47,14 @@ std::string fmt(std::optional<double> v, const char* f) {
 
 std::string format_bytes(double b) {
   char buf[64];
-  if (b >= 1024.0 * 1024 * 1024) std::snprintf(buf, sizeof buf, "%.2f GiB", b / (1024.0 * 1024 * 1024));
-  else if (b >= 1024.0 * 1024) std::snprintf(buf, sizeof buf, "%.2f MiB", b / (1024.0 * 1024));
-  else if (b >= 1024.0) std::snprintf(buf, sizeof buf, "%.1f KiB", b / 1024.0);
-  else std::snprintf(buf, sizeof buf, "%.0f B", b);
+  if (b >= 1024.0 * 1024 * 1024)
+    std::snprintf(buf, sizeof buf, "%.2f GiB", b / (1024.0 * 1024 * 1024));
+  else if (b >= 1024.0 * 1024)
+    std::snprintf(buf, sizeof buf, "%.2f MiB", b / (1024.0 * 1024));
+  else if (b >= 1024.0)
+    std::snprintf(buf, sizeof buf, "%.1f KiB", b / 1024.0);
+  else
+    std::snprintf(buf, sizeof buf, "%.0f B", b);
   return buf;
 }
 
@@ -59,7 +65,8 @@ std::vector<TableRow> build_table(const std::vector<json>& cells) {
   for (const auto& c : cells) {
     const json& p = c["policy"];
     groups[{p.value("index", 0), p.value("label", std::string())}].push_back(&c);
-    if (p.value("is_reference", false)) full_by_instance[c["instance"]["id"].get<std::string>()] = &c;
+    if (p.value("is_reference", false))
+      full_by_instance[c["instance"]["id"].get<std::string>()] = &c;
   }
   std::vector<TableRow> rows;
   for (const auto& [key, members] : groups) {
@@ -67,7 +74,8 @@ std::vector<TableRow> build_table(const std::vector<json>& cells) {
     r.label = key.second;
     r.spec = (*members.front())["policy"].value("spec", std::string());
     r.cells = static_cast<int>(members.size());
-    std::vector<double> score, hot, cold, peak, dec, pre, ttft, share, nll_d, kl, top1, needle, attended;
+    std::vector<double> score, hot, cold, peak, dec, pre, ttft, share, nll_d, kl, top1, needle,
+        attended;
     double score_sum = 0, full_score_sum = 0, hot_sum = 0, full_bytes_sum = 0;
     std::vector<double> full_dec;
     bool all_have_full = true;
@@ -124,30 +132,39 @@ std::vector<TableRow> build_table(const std::vector<json>& cells) {
 
 std::string table_markdown(const std::vector<TableRow>& rows) {
   std::ostringstream o;
-  o << "| Configuration | Memory Usage | Inference Speed | Context Retention | KV bytes (hot) | KV bytes (cold) "
-       "| Peak KV (prefill) | Decode tok/s | Prefill tok/s | TTFT s | Score | ΔNLL | KL(full‖policy) | Top-1 agree "
+  o << "| Configuration | Memory Usage | Inference Speed | Context Retention | KV bytes (hot) | KV "
+       "bytes (cold) "
+       "| Peak KV (prefill) | Decode tok/s | Prefill tok/s | TTFT s | Score | ΔNLL | "
+       "KL(full‖policy) | Top-1 agree "
        "| Needle held | Needle attended | Policy time | Cells |\n"
-       "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n";
+       "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+       "\n";
   for (const auto& r : rows) {
-    o << "| " << r.label << " | " << fmt(r.memory_rel ? std::optional(*r.memory_rel * 100) : std::nullopt, "%.1f%%")
-      << " | " << fmt(r.speed_rel, "%.2fx") << " | "
+    o << "| " << r.label << " | "
+      << fmt(r.memory_rel ? std::optional(*r.memory_rel * 100) : std::nullopt, "%.1f%%") << " | "
+      << fmt(r.speed_rel, "%.2fx") << " | "
       << fmt(r.score_rel ? std::optional(*r.score_rel * 100) : std::nullopt, "%.1f%%") << " | "
-      << format_bytes(r.kv_bytes_hot) << " | " << (r.kv_bytes_cold > 0 ? format_bytes(r.kv_bytes_cold) : "–")
-      << " | " << (std::isnan(r.kv_bytes_peak_prefill) ? "–" : format_bytes(r.kv_bytes_peak_prefill))
-      << " | " << fmt(opt(r.decode_tok_s), "%.1f") << " | " << fmt(opt(r.prefill_tok_s), "%.1f") << " | "
-      << fmt(opt(r.ttft_seconds), "%.3f") << " | " << fmt(opt(r.score), "%.3f") << " | "
-      << fmt(r.nll_delta, "%+.3f") << " | " << fmt(r.kl_full, "%.4f") << " | " << fmt(r.top1_agreement, "%.3f")
-      << " | " << fmt(r.needle_survival, "%.3f") << " | " << fmt(r.needle_attended, "%.3f") << " | "
-      << fmt(std::isnan(r.policy_share) ? std::nullopt : std::optional(r.policy_share * 100), "%.1f%%") << " | "
-      << r.cells << " |\n";
+      << format_bytes(r.kv_bytes_hot) << " | "
+      << (r.kv_bytes_cold > 0 ? format_bytes(r.kv_bytes_cold) : "–") << " | "
+      << (std::isnan(r.kv_bytes_peak_prefill) ? "–" : format_bytes(r.kv_bytes_peak_prefill))
+      << " | " << fmt(opt(r.decode_tok_s), "%.1f") << " | " << fmt(opt(r.prefill_tok_s), "%.1f")
+      << " | " << fmt(opt(r.ttft_seconds), "%.3f") << " | " << fmt(opt(r.score), "%.3f") << " | "
+      << fmt(r.nll_delta, "%+.3f") << " | " << fmt(r.kl_full, "%.4f") << " | "
+      << fmt(r.top1_agreement, "%.3f") << " | " << fmt(r.needle_survival, "%.3f") << " | "
+      << fmt(r.needle_attended, "%.3f") << " | "
+      << fmt(std::isnan(r.policy_share) ? std::nullopt : std::optional(r.policy_share * 100),
+             "%.1f%%")
+      << " | " << r.cells << " |\n";
   }
   return o.str();
 }
 
 std::string table_csv(const std::vector<TableRow>& rows) {
   std::ostringstream o;
-  o << "configuration,spec,cells,memory_rel,speed_rel,score_rel,kv_bytes_hot,kv_bytes_cold,decode_tok_s,"
-       "prefill_tok_s,ttft_seconds,score,nll_delta,kl_full,top1_agreement,needle_survival,needle_attended,"
+  o << "configuration,spec,cells,memory_rel,speed_rel,score_rel,kv_bytes_hot,kv_bytes_cold,decode_"
+       "tok_s,"
+       "prefill_tok_s,ttft_seconds,score,nll_delta,kl_full,top1_agreement,needle_survival,needle_"
+       "attended,"
        "policy_share,kv_bytes_peak_prefill\n";
   auto v = [](std::optional<double> x) { return x ? fmt(x, "%.6g") : std::string(); };
   auto quote = [](const std::string& s) {
@@ -157,10 +174,11 @@ std::string table_csv(const std::vector<TableRow>& rows) {
   };
   for (const auto& r : rows) {
     o << quote(r.label) << "," << quote(r.spec) << "," << r.cells << "," << v(r.memory_rel) << ","
-      << v(r.speed_rel) << "," << v(r.score_rel) << "," << v(opt(r.kv_bytes_hot)) << "," << v(opt(r.kv_bytes_cold))
-      << "," << v(opt(r.decode_tok_s)) << "," << v(opt(r.prefill_tok_s)) << "," << v(opt(r.ttft_seconds)) << ","
-      << v(opt(r.score)) << "," << v(r.nll_delta) << "," << v(r.kl_full) << "," << v(r.top1_agreement) << ","
-      << v(r.needle_survival) << "," << v(r.needle_attended) << "," << v(opt(r.policy_share)) << ","
+      << v(r.speed_rel) << "," << v(r.score_rel) << "," << v(opt(r.kv_bytes_hot)) << ","
+      << v(opt(r.kv_bytes_cold)) << "," << v(opt(r.decode_tok_s)) << "," << v(opt(r.prefill_tok_s))
+      << "," << v(opt(r.ttft_seconds)) << "," << v(opt(r.score)) << "," << v(r.nll_delta) << ","
+      << v(r.kl_full) << "," << v(r.top1_agreement) << "," << v(r.needle_survival) << ","
+      << v(r.needle_attended) << "," << v(opt(r.policy_share)) << ","
       << v(opt(r.kv_bytes_peak_prefill)) << "\n";
   }
   return o.str();
@@ -170,15 +188,26 @@ nlohmann::json table_json(const std::vector<TableRow>& rows) {
   json out = json::array();
   auto v = [](std::optional<double> x) { return x ? json(*x) : json(nullptr); };
   for (const auto& r : rows) {
-    out.push_back({{"configuration", r.label}, {"spec", r.spec}, {"cells", r.cells},
-                   {"memory_rel", v(r.memory_rel)}, {"speed_rel", v(r.speed_rel)},
-                   {"score_rel", v(r.score_rel)}, {"kv_bytes_hot", r.kv_bytes_hot},
-                   {"kv_bytes_cold", r.kv_bytes_cold}, {"score", r.score}, {"nll_delta", v(r.nll_delta)},
-                   {"kl_full", v(r.kl_full)}, {"top1_agreement", v(r.top1_agreement)},
-                   {"needle_survival", v(r.needle_survival)}, {"needle_attended", v(r.needle_attended)},
+    out.push_back({{"configuration", r.label},
+                   {"spec", r.spec},
+                   {"cells", r.cells},
+                   {"memory_rel", v(r.memory_rel)},
+                   {"speed_rel", v(r.speed_rel)},
+                   {"score_rel", v(r.score_rel)},
+                   {"kv_bytes_hot", r.kv_bytes_hot},
+                   {"kv_bytes_cold", r.kv_bytes_cold},
+                   {"score", r.score},
+                   {"nll_delta", v(r.nll_delta)},
+                   {"kl_full", v(r.kl_full)},
+                   {"top1_agreement", v(r.top1_agreement)},
+                   {"needle_survival", v(r.needle_survival)},
+                   {"needle_attended", v(r.needle_attended)},
                    {"kv_bytes_peak_prefill", v(opt(r.kv_bytes_peak_prefill))},
-                   {"timing", {{"decode_tok_s", v(opt(r.decode_tok_s))}, {"prefill_tok_s", v(opt(r.prefill_tok_s))},
-                               {"ttft_seconds", v(opt(r.ttft_seconds))}, {"policy_share", v(opt(r.policy_share))}}}});
+                   {"timing",
+                    {{"decode_tok_s", v(opt(r.decode_tok_s))},
+                     {"prefill_tok_s", v(opt(r.prefill_tok_s))},
+                     {"ttft_seconds", v(opt(r.ttft_seconds))},
+                     {"policy_share", v(opt(r.policy_share))}}}});
   }
   return out;
 }

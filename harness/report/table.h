@@ -24,19 +24,19 @@ struct TableRow {
   std::string label;
   std::string spec;
   int cells = 0;
-  double score = 0.0;            // mean task score
-  std::optional<double> score_rel;   // mean score / full's mean score on the same instances
-  double kv_bytes_hot = 0.0;     // mean
+  double score = 0.0;               // mean task score
+  std::optional<double> score_rel;  // mean score / full's mean score on the same instances
+  double kv_bytes_hot = 0.0;        // mean
   double kv_bytes_cold = 0.0;
   double kv_bytes_peak_prefill = 0.0;  // mean of the cells' peaks (NaN for old records)
-  std::optional<double> memory_rel;  // hot bytes / full's bytes on the same instances
-  double decode_tok_s = 0.0;     // median
-  double prefill_tok_s = 0.0;    // median
-  std::optional<double> speed_rel;   // decode tok/s / full's, medians
-  double ttft_seconds = 0.0;     // median
-  double policy_share = 0.0;     // median share of time inside the policy
-  std::optional<double> nll_delta;   // mean teacher-forced answer NLL minus full's
-  std::optional<double> kl_full;     // mean KL(full || policy) at answer positions
+  std::optional<double> memory_rel;    // hot bytes / full's bytes on the same instances
+  double decode_tok_s = 0.0;           // median
+  double prefill_tok_s = 0.0;          // median
+  std::optional<double> speed_rel;     // decode tok/s / full's, medians
+  double ttft_seconds = 0.0;           // median
+  double policy_share = 0.0;           // median share of time inside the policy
+  std::optional<double> nll_delta;     // mean teacher-forced answer NLL minus full's
+  std::optional<double> kl_full;       // mean KL(full || policy) at answer positions
   std::optional<double> top1_agreement;
   std::optional<double> needle_survival;  // held in any tier
   std::optional<double> needle_attended;  // in the set attention read at question time

@@ -10,14 +10,17 @@ namespace kvbench {
 namespace {
 
 int32_t argmax(const std::vector<float>& v) {
-  return static_cast<int32_t>(std::max_element(v.begin(), v.end()) - v.begin());  // first maximum on ties
+  return static_cast<int32_t>(std::max_element(v.begin(), v.end()) -
+                              v.begin());  // first maximum on ties
 }
 
 }  // namespace
 
 std::vector<Span> prefill_chunks(const Prompt& prompt, int chunk) {
   const int64_t n = static_cast<int64_t>(prompt.tokens.size());
-  const int64_t split = prompt.context_tokens.end > 0 && prompt.context_tokens.end < n ? prompt.context_tokens.end : n;
+  const int64_t split = prompt.context_tokens.end > 0 && prompt.context_tokens.end < n
+                            ? prompt.context_tokens.end
+                            : n;
   std::vector<Span> out;
   for (int64_t b = 0; b < n;) {
     const int64_t e = std::min<int64_t>(b < split ? split : n, b + chunk);
@@ -27,7 +30,8 @@ std::vector<Span> prefill_chunks(const Prompt& prompt, int chunk) {
   return out;
 }
 
-Answer answer_greedy(Evaluator& eval, KvCache& cache, const Prompt& prompt, const AnswerOptions& o) {
+Answer answer_greedy(Evaluator& eval, KvCache& cache, const Prompt& prompt,
+                     const AnswerOptions& o) {
   using clock = std::chrono::steady_clock;
   const LlamaModel& model = eval.model();
   const Tokenizer& tok = model.tokenizer();
@@ -37,7 +41,8 @@ Answer answer_greedy(Evaluator& eval, KvCache& cache, const Prompt& prompt, cons
   if (o.max_new_tokens < 0) throw InputError("answer: max_new_tokens must be >= 0");
   const int64_t n_ctx = model.config().n_ctx_train;
   if (n_ctx > 0 && n + o.max_new_tokens > n_ctx)
-    throw InputError("answer: prompt of " + std::to_string(n) + " tokens + " + std::to_string(o.max_new_tokens) +
+    throw InputError("answer: prompt of " + std::to_string(n) + " tokens + " +
+                     std::to_string(o.max_new_tokens) +
                      " new ones exceeds the model's context of " + std::to_string(n_ctx));
   Answer a;
   a.prompt_tokens = n;
@@ -49,8 +54,9 @@ Answer answer_greedy(Evaluator& eval, KvCache& cache, const Prompt& prompt, cons
     pos.resize(c.size());
     std::iota(pos.begin(), pos.end(), static_cast<int32_t>(c.begin));
     const bool last = c.end == n;
-    eval.step(std::span<const int32_t>(prompt.tokens.data() + c.begin, c.size()), pos, o.seq, StepPhase::Prefill,
-              cache, last ? Logits::Last : Logits::None, last ? logits.data() : nullptr);
+    eval.step(std::span<const int32_t>(prompt.tokens.data() + c.begin, c.size()), pos, o.seq,
+              StepPhase::Prefill, cache, last ? Logits::Last : Logits::None,
+              last ? logits.data() : nullptr);
   }
   const auto t1 = clock::now();
   a.prefill_seconds = std::chrono::duration<double>(t1 - t0).count();

@@ -42,6 +42,7 @@ std::vector<Span> prefill_chunks(const Prompt& prompt, int chunk);
 // Positions are 0..n-1 for the prompt, then continue. The cache must be empty
 // for `seq`. InputError when the prompt is empty or prompt + max_new_tokens
 // exceeds the model's context.
-Answer answer_greedy(Evaluator& eval, KvCache& cache, const Prompt& prompt, const AnswerOptions& options);
+Answer answer_greedy(Evaluator& eval, KvCache& cache, const Prompt& prompt,
+                     const AnswerOptions& options);
 
 }  // namespace kvbench

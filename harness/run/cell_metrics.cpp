@@ -14,7 +14,8 @@ std::vector<int32_t> gold_answer_tokens(const Instance& inst, const Tokenizer& t
   }
   // The answer continues the assistant's answer prefix ("... is"): a space
   // separates them unless the prefix already ends with one.
-  if (!inst.answer_prefix.empty() && !std::isspace(static_cast<unsigned char>(inst.answer_prefix.back())))
+  if (!inst.answer_prefix.empty() &&
+      !std::isspace(static_cast<unsigned char>(inst.answer_prefix.back())))
     text = " " + text;
   return tok.encode(text, /*add_bos=*/false, /*parse_special=*/false);
 }
@@ -32,7 +33,8 @@ void log_softmax(const float* logits, int n, float* out) {
 }  // namespace
 
 Forced teacher_force(Evaluator& eval, KvCache& cache, const std::vector<float>& last_logits,
-                     const std::vector<int32_t>& answer, int32_t first_position, const PolicyCache* positions) {
+                     const std::vector<int32_t>& answer, int32_t first_position,
+                     const PolicyCache* positions) {
   const int nv = eval.model().config().n_vocab;
   Forced f;
   f.log_probs.resize(answer.size() * nv);
@@ -41,7 +43,8 @@ Forced teacher_force(Evaluator& eval, KvCache& cache, const std::vector<float>& 
   for (size_t i = 0; i < answer.size(); ++i) {
     if (i > 0) {
       const int32_t stream_pos = first_position + static_cast<int32_t>(i) - 1;
-      const int32_t tok[1] = {answer[i - 1]}, pos[1] = {positions ? positions->position_for(0, stream_pos) : stream_pos};
+      const int32_t tok[1] = {answer[i - 1]},
+                    pos[1] = {positions ? positions->position_for(0, stream_pos) : stream_pos};
       eval.step(tok, pos, 0, StepPhase::Decode, cache, Logits::Last, logits.data());
     }
     float* lp = f.log_probs.data() + i * nv;
@@ -110,9 +113,10 @@ nlohmann::json needle_survival(const PolicyCache& cache, const Prompt& prompt) {
   return {{"overall", held.total / heads},
           {"per_layer", held.per_layer},
           {"per_head", held.per_head},
-          {"attended", {{"overall", attended.total / heads},
-                        {"per_layer", attended.per_layer},
-                        {"per_head", attended.per_head}}}};
+          {"attended",
+           {{"overall", attended.total / heads},
+            {"per_layer", attended.per_layer},
+            {"per_head", attended.per_head}}}};
 }
 
 uint64_t kv_bytes_hot(const PolicyCache& cache) {

@@ -50,7 +50,8 @@ class Node {
   std::string name(size_t max_size) const {
     const std::string s = string();
     for (const char c : s)
-      if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) fail("must not contain control characters (a newline, a NUL, ...)");
+      if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f)
+        fail("must not contain control characters (a newline, a NUL, ...)");
     if (s.size() > max_size) fail("longer than " + std::to_string(max_size) + " bytes");
     return s;
   }
@@ -61,8 +62,11 @@ class Node {
   int64_t integer(int64_t lo, int64_t hi) const {
     if (!j_.is_number_integer()) fail("expected an integer, got " + describe());
     const int64_t v = j_.get<int64_t>();
-    if (j_.is_number_unsigned() && j_.get<uint64_t>() > static_cast<uint64_t>(INT64_MAX)) fail("is too large");
-    if (v < lo || v > hi) fail("must be in [" + std::to_string(lo) + ", " + std::to_string(hi) + "], got " + std::to_string(v));
+    if (j_.is_number_unsigned() && j_.get<uint64_t>() > static_cast<uint64_t>(INT64_MAX))
+      fail("is too large");
+    if (v < lo || v > hi)
+      fail("must be in [" + std::to_string(lo) + ", " + std::to_string(hi) + "], got " +
+           std::to_string(v));
     return v;
   }
   double number(double lo, double hi) const {
@@ -98,15 +102,18 @@ TaskGrid parse_task(const Node& n) {
     t.jsonl = n.at("jsonl").string();
     if (t.jsonl.empty()) n.at("jsonl").fail("must not be empty");
   } else {
-    n.expect_object({"task", "lengths", "depths", "samples", "options", "question_first", "policies"});
+    n.expect_object(
+        {"task", "lengths", "depths", "samples", "options", "question_first", "policies"});
     if (!n.has("task")) n.fail("missing field 'task' (or give 'jsonl')");
     t.task = n.at("task").string();
     if (!n.has("lengths")) n.fail("missing field 'lengths'");
     const Node lengths = n.at("lengths");
-    for (size_t i = 0, e = lengths.array(1); i < e; ++i) t.lengths.push_back(lengths.at(i).integer(16, 1 << 20));
+    for (size_t i = 0, e = lengths.array(1); i < e; ++i)
+      t.lengths.push_back(lengths.at(i).integer(16, 1 << 20));
     if (n.has("depths")) {
       const Node depths = n.at("depths");
-      for (size_t i = 0, e = depths.array(1); i < e; ++i) t.depths.push_back(depths.at(i).number(0.0, 1.0));
+      for (size_t i = 0, e = depths.array(1); i < e; ++i)
+        t.depths.push_back(depths.at(i).number(0.0, 1.0));
     } else {
       t.depths = {0.5};
     }
@@ -153,7 +160,8 @@ PolicyGrid parse_policy(const Node& n) {
 void apply_override(json& doc, const std::string& assignment) {
   const size_t eq = assignment.find('=');
   if (eq == std::string::npos || eq == 0)
-    throw InputError("--set '" + assignment + "': expected key=value (e.g. decoding.max_new_tokens=32)");
+    throw InputError("--set '" + assignment +
+                     "': expected key=value (e.g. decoding.max_new_tokens=32)");
   const std::string key = assignment.substr(0, eq), text = assignment.substr(eq + 1);
   json value;
   check_json_depth(text, "--set '" + key + "'");
@@ -190,16 +198,21 @@ void apply_override(json& doc, const std::string& assignment) {
         idx = std::stoul(p, &used);
         if (used != p.size()) throw std::invalid_argument(p);
       } catch (const std::exception&) {
-        throw InputError("--set '" + assignment + "': " + walked + " is an array index, expected a number");
+        throw InputError("--set '" + assignment + "': " + walked +
+                         " is an array index, expected a number");
       }
       if (idx >= node->size())
-        throw InputError("--set '" + assignment + "': " + walked + " is past the end of the array (size " +
-                         std::to_string(node->size()) + ")");
+        throw InputError("--set '" + assignment + "': " + walked +
+                         " is past the end of the array (size " + std::to_string(node->size()) +
+                         ")");
       node = &(*node)[idx];
     } else {
       if (!node->is_object()) {
-        if (node->is_null()) *node = json::object();
-        else throw InputError("--set '" + assignment + "': " + walked + " is inside a non-object value");
+        if (node->is_null())
+          *node = json::object();
+        else
+          throw InputError("--set '" + assignment + "': " + walked +
+                           " is inside a non-object value");
       }
       node = &(*node)[p];
     }
@@ -209,12 +222,12 @@ void apply_override(json& doc, const std::string& assignment) {
 
 ExperimentConfig parse_experiment(const json& doc, const std::string& source) {
   const Node root(doc, source, "");
-  root.expect_object({"name", "description", "model", "threads", "seed", "tasks", "policies", "decoding",
-                      "metrics", "output", "keep_prefills"});
+  root.expect_object({"name", "description", "model", "threads", "seed", "tasks", "policies",
+                      "decoding", "metrics", "output", "keep_prefills"});
   ExperimentConfig c;
   c.source = source;
-  c.name = root.has("name") ? root.at("name").name(100)
-                            : std::filesystem::path(source).stem().string();
+  c.name =
+      root.has("name") ? root.at("name").name(100) : std::filesystem::path(source).stem().string();
   // It names the run folder: one path component, printable.
   const bool control = std::any_of(c.name.begin(), c.name.end(), [](char ch) {
     return static_cast<unsigned char>(ch) < 0x20 || ch == 0x7f;
@@ -222,8 +235,10 @@ ExperimentConfig parse_experiment(const json& doc, const std::string& source) {
   if (c.name.empty() || c.name == "." || c.name == ".." || control || c.name.size() > 100 ||
       c.name.find_first_of("/\\ ") != std::string::npos)
     (root.has("name") ? root.at("name") : root)
-        .fail("the experiment name must be non-empty, at most 100 bytes, without '/', '\\', spaces or control "
-              "characters");
+        .fail(
+            "the experiment name must be non-empty, at most 100 bytes, without '/', '\\', spaces "
+            "or control "
+            "characters");
   if (root.has("description")) c.description = root.at("description").string();
   c.model = root.has("model") ? root.at("model").string() : default_model_path();
   c.threads = root.has("threads")
@@ -235,11 +250,13 @@ ExperimentConfig parse_experiment(const json& doc, const std::string& source) {
   for (size_t i = 0, e = tasks.array(1); i < e; ++i) c.tasks.push_back(parse_task(tasks.at(i)));
   if (!root.has("policies")) root.fail("missing field 'policies'");
   const Node policies = root.at("policies");
-  for (size_t i = 0, e = policies.array(1); i < e; ++i) c.policies.push_back(parse_policy(policies.at(i)));
+  for (size_t i = 0, e = policies.array(1); i < e; ++i)
+    c.policies.push_back(parse_policy(policies.at(i)));
   if (root.has("decoding")) {
     const Node d = root.at("decoding");
     d.expect_object({"max_new_tokens", "chunk", "question_first", "exact"});
-    if (d.has("max_new_tokens")) c.decoding.max_new_tokens = static_cast<int>(d.at("max_new_tokens").integer(0, 4096));
+    if (d.has("max_new_tokens"))
+      c.decoding.max_new_tokens = static_cast<int>(d.at("max_new_tokens").integer(0, 4096));
     if (d.has("chunk")) c.decoding.chunk = static_cast<int>(d.at("chunk").integer(1, 1 << 16));
     if (d.has("question_first")) c.decoding.question_first = d.at("question_first").boolean();
     if (d.has("exact")) c.decoding.exact = d.at("exact").boolean();
@@ -258,7 +275,8 @@ ExperimentConfig parse_experiment(const json& doc, const std::string& source) {
   return c;
 }
 
-ExperimentConfig load_experiment(const std::string& path, const std::vector<std::string>& overrides) {
+ExperimentConfig load_experiment(const std::string& path,
+                                 const std::vector<std::string>& overrides) {
   // "parse error at line L, column C: ..." on bad syntax.
   json doc = parse_json_text(read_regular_file(path, kMaxConfigBytes, "an experiment file"), path);
   for (const auto& o : overrides) apply_override(doc, o);
@@ -269,9 +287,14 @@ json to_json(const ExperimentConfig& c) {
   json tasks = json::array();
   for (const auto& t : c.tasks) {
     json e;
-    if (!t.jsonl.empty()) e = {{"jsonl", t.jsonl}};
-    else e = {{"task", t.task}, {"lengths", t.lengths}, {"depths", t.depths}, {"samples", t.samples},
-              {"options", t.options}};
+    if (!t.jsonl.empty())
+      e = {{"jsonl", t.jsonl}};
+    else
+      e = {{"task", t.task},
+           {"lengths", t.lengths},
+           {"depths", t.depths},
+           {"samples", t.samples},
+           {"options", t.options}};
     if (t.question_first) e["question_first"] = *t.question_first;
     if (!t.policies.empty()) e["policies"] = t.policies;
     tasks.push_back(e);
@@ -290,10 +313,14 @@ json to_json(const ExperimentConfig& c) {
           {"seed", c.seed},
           {"tasks", tasks},
           {"policies", policies},
-          {"decoding", {{"max_new_tokens", c.decoding.max_new_tokens}, {"chunk", c.decoding.chunk},
-                        {"question_first", c.decoding.question_first}, {"exact", c.decoding.exact}}},
-          {"metrics", {{"teacher_forced", c.metrics.teacher_forced},
-                       {"needle_survival", c.metrics.needle_survival}}},
+          {"decoding",
+           {{"max_new_tokens", c.decoding.max_new_tokens},
+            {"chunk", c.decoding.chunk},
+            {"question_first", c.decoding.question_first},
+            {"exact", c.decoding.exact}}},
+          {"metrics",
+           {{"teacher_forced", c.metrics.teacher_forced},
+            {"needle_survival", c.metrics.needle_survival}}},
           {"output", c.output},
           {"keep_prefills", c.keep_prefills}};
 }

@@ -32,20 +32,21 @@
 namespace kvbench {
 
 struct TaskGrid {
-  std::string task;                 // generator name, or empty with jsonl
-  std::string jsonl;                // instances from a file instead of a generator
-  std::vector<int64_t> lengths;     // context tokens
-  std::vector<double> depths;       // needle depth in [0, 1]
+  std::string task;              // generator name, or empty with jsonl
+  std::string jsonl;             // instances from a file instead of a generator
+  std::vector<int64_t> lengths;  // context tokens
+  std::vector<double> depths;    // needle depth in [0, 1]
   int samples = 1;
   nlohmann::json options = nlohmann::json::object();
   std::optional<bool> question_first;  // overrides decoding.question_first for these instances
-  std::vector<std::string> policies;   // labels or specs of the experiment's policies to run here (empty: all)
+  std::vector<std::string>
+      policies;  // labels or specs of the experiment's policies to run here (empty: all)
 };
 
 struct PolicyGrid {
-  std::string spec;                  // e.g. "h2o" or "snapkv:window=32+int8"
-  std::string label;                 // display name in the table (default: the spec)
-  std::vector<double> budgets;       // empty: the spec as written; > 1 tokens, <= 1 ratio
+  std::string spec;             // e.g. "h2o" or "snapkv:window=32+int8"
+  std::string label;            // display name in the table (default: the spec)
+  std::vector<double> budgets;  // empty: the spec as written; > 1 tokens, <= 1 ratio
 };
 
 struct DecodingConfig {
@@ -58,7 +59,7 @@ struct DecodingConfig {
 };
 
 struct MetricsConfig {
-  bool teacher_forced = true;   // answer NLL, KL(full || policy), top-1 agreement
+  bool teacher_forced = true;  // answer NLL, KL(full || policy), top-1 agreement
   bool needle_survival = true;
 };
 
@@ -91,7 +92,8 @@ ExperimentConfig parse_experiment(const nlohmann::json& doc, const std::string& 
 
 // Reads a file (InputError for unreadable or malformed JSON, with line and
 // column), applies overrides, parses.
-ExperimentConfig load_experiment(const std::string& path, const std::vector<std::string>& overrides);
+ExperimentConfig load_experiment(const std::string& path,
+                                 const std::vector<std::string>& overrides);
 
 // The resolved config, defaults included (written to the run folder).
 nlohmann::json to_json(const ExperimentConfig& config);

@@ -6,9 +6,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "model/common/atomic_file.h"
 #include "harness/run/plan.h"
 #include "harness/run/run_folder.h"
+#include "model/common/atomic_file.h"
 #include "model/common/error.h"
 
 namespace kvbench {
@@ -25,8 +25,9 @@ std::string PrefillStore::base(const std::string& instance_id) const {
   return dir_ + "/" + file_name_safe(instance_id);
 }
 
-std::optional<KeptPrefill> PrefillStore::load(const std::string& instance_id, const std::vector<int32_t>& tokens,
-                                              int32_t chunk, const std::vector<Span>& chunks,
+std::optional<KeptPrefill> PrefillStore::load(const std::string& instance_id,
+                                              const std::vector<int32_t>& tokens, int32_t chunk,
+                                              const std::vector<Span>& chunks,
                                               const CacheContext& needs,
                                               const std::vector<size_t>& chunks_needed) const {
   const std::string b = base(instance_id);
@@ -37,18 +38,21 @@ std::optional<KeptPrefill> PrefillStore::load(const std::string& instance_id, co
     KeptPrefill kept;
     kept.seconds = marker.at("seconds").get<double>();
     SnapshotDocument doc = load_cache_snapshot(b + ".kvc", expect_, kept.full);
-    if (doc.tokens != tokens || doc.chunk != chunk) why = "it holds another prompt";
-    else if (doc.logits.empty()) why = "it has no next-token logits";
+    if (doc.tokens != tokens || doc.chunk != chunk)
+      why = "it holds another prompt";
+    else if (doc.logits.empty())
+      why = "it has no next-token logits";
     // What a cache must be to stand in for the full cache here: collected
     // for these policies, holding exactly the first `end` prompt tokens.
     const auto unfit = [&](const PolicyCache& cache, int64_t end) -> std::string {
       const CacheContext& have = cache.context();
       if (have.context_tokens != needs.context_tokens || have.seed != needs.seed ||
-          (needs.collect_attention && !have.collect_attention) || have.keep_queries < needs.keep_queries)
+          (needs.collect_attention && !have.collect_attention) ||
+          have.keep_queries < needs.keep_queries)
         return "it was collected for other policies";
       if (static_cast<int64_t>(cache.pos_max(0)) + 1 != end)
-        return "it holds " + std::to_string(static_cast<int64_t>(cache.pos_max(0)) + 1) + " prompt tokens, not " +
-               std::to_string(end);
+        return "it holds " + std::to_string(static_cast<int64_t>(cache.pos_max(0)) + 1) +
+               " prompt tokens, not " + std::to_string(end);
       return "";
     };
     if (why.empty()) why = unfit(*kept.full, static_cast<int64_t>(tokens.size()));
@@ -59,9 +63,12 @@ std::optional<KeptPrefill> PrefillStore::load(const std::string& instance_id, co
       const SnapshotDocument after = load_cache_snapshot(file, expect_, c);
       // A snapshot of another chunk, prompt or chunk size is never used in
       // this one's place (a swapped file would change results silently).
-      if (i >= chunks.size()) why = file + " is for a chunk this prompt does not have";
-      else if (after.tokens != tokens || after.chunk != chunk) why = file + " holds another prompt";
-      else if (const std::string w = unfit(*c, chunks[i].end); !w.empty()) why = file + ": " + w + " (chunk " + std::to_string(i) + ")";
+      if (i >= chunks.size())
+        why = file + " is for a chunk this prompt does not have";
+      else if (after.tokens != tokens || after.chunk != chunk)
+        why = file + " holds another prompt";
+      else if (const std::string w = unfit(*c, chunks[i].end); !w.empty())
+        why = file + ": " + w + " (chunk " + std::to_string(i) + ")";
       kept.after_chunk[i] = std::move(c);
     }
     kept.logits = std::move(doc.logits);
@@ -69,13 +76,14 @@ std::optional<KeptPrefill> PrefillStore::load(const std::string& instance_id, co
   } catch (const std::exception& e) {
     why = e.what();
   }
-  std::cerr << "note: not using the kept prefill " << b << ".kvc (" << why << "); computing it again\n";
+  std::cerr << "note: not using the kept prefill " << b << ".kvc (" << why
+            << "); computing it again\n";
   remove(instance_id);
   return std::nullopt;
 }
 
-void PrefillStore::save(const std::string& instance_id, const std::vector<int32_t>& tokens, int32_t chunk,
-                        const KeptPrefill& prefill) const {
+void PrefillStore::save(const std::string& instance_id, const std::vector<int32_t>& tokens,
+                        int32_t chunk, const KeptPrefill& prefill) const {
   std::error_code ec;
   fs::create_directories(dir_, ec);
   if (ec) throw InputError(dir_ + ": cannot create (" + ec.message() + ")");
@@ -87,12 +95,15 @@ void PrefillStore::save(const std::string& instance_id, const std::vector<int32_
   // Fastest zstd level: these files live minutes and are read once at most.
   const SnapshotOptions fast{SnapshotCompression::Zstd, 1};
   for (const auto& [i, cache] : prefill.after_chunk)
-    save_cache_snapshot(b + ".after" + std::to_string(i) + ".kvc", *cache, doc, expect_.model, fast);
+    save_cache_snapshot(b + ".after" + std::to_string(i) + ".kvc", *cache, doc, expect_.model,
+                        fast);
   doc.logits = prefill.logits;
   save_cache_snapshot(b + ".kvc", *prefill.full, doc, expect_.model, fast);
   nlohmann::json chunks = nlohmann::json::array();
   for (const auto& [i, cache] : prefill.after_chunk) chunks.push_back(i);
-  write_file_atomic(b + ".json", nlohmann::json{{"seconds", prefill.seconds}, {"after_chunks", chunks}}.dump() + "\n");
+  write_file_atomic(
+      b + ".json",
+      nlohmann::json{{"seconds", prefill.seconds}, {"after_chunks", chunks}}.dump() + "\n");
 }
 
 void PrefillStore::remove(const std::string& instance_id) const {

@@ -24,10 +24,10 @@
 namespace kvbench {
 
 struct KeptPrefill {
-  std::unique_ptr<PolicyCache> full;                          // after end_prefill
+  std::unique_ptr<PolicyCache> full;                           // after end_prefill
   std::map<size_t, std::unique_ptr<PolicyCache>> after_chunk;  // chunk index -> state
-  std::vector<float> logits;                                  // [n_vocab] after the prompt
-  double seconds = 0;                                         // as measured when computed
+  std::vector<float> logits;                                   // [n_vocab] after the prompt
+  double seconds = 0;                                          // as measured when computed
 };
 
 class PrefillStore {
@@ -44,7 +44,8 @@ class PrefillStore {
   // the state after chunk i). Anything else — absent, incomplete, from
   // another prompt or chunk, unreadable — gives nullopt; a set that exists
   // but cannot be used is removed and named on stderr.
-  std::optional<KeptPrefill> load(const std::string& instance_id, const std::vector<int32_t>& tokens, int32_t chunk,
+  std::optional<KeptPrefill> load(const std::string& instance_id,
+                                  const std::vector<int32_t>& tokens, int32_t chunk,
                                   const std::vector<Span>& chunks, const CacheContext& needs,
                                   const std::vector<size_t>& chunks_needed) const;
 

@@ -15,11 +15,13 @@ namespace kvbench {
 
 std::string file_name_safe(const std::string& s) {
   std::string out;
-  for (char c : s) out += (std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '-') ? c : '_';
+  for (char c : s)
+    out += (std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '-') ? c : '_';
   if (!out.empty() && out[0] == '.') out[0] = '_';  // never ".", ".." or a hidden file
   // Long names keep a readable prefix and a digest of the whole name (a file
   // name holds at most 255 bytes; a cell file joins two of these).
-  if (out.size() > kMaxFileNameStem) out = out.substr(0, kMaxFileNameStem - 17) + "~" + sha256_hex(s.data(), s.size()).substr(0, 16);
+  if (out.size() > kMaxFileNameStem)
+    out = out.substr(0, kMaxFileNameStem - 17) + "~" + sha256_hex(s.data(), s.size()).substr(0, 16);
   return out;
 }
 
@@ -29,12 +31,16 @@ std::string budget_text(double b) {
   char buf[32];
   // A token count is an integer; a ratio keeps its point (the spec grammar
   // tells them apart by it).
-  if (b > 1.0) std::snprintf(buf, sizeof buf, "%lld", static_cast<long long>(b));
-  else std::snprintf(buf, sizeof buf, "%.6g%s", b, b == 1.0 ? ".0" : "");
+  if (b > 1.0)
+    std::snprintf(buf, sizeof buf, "%lld", static_cast<long long>(b));
+  else
+    std::snprintf(buf, sizeof buf, "%.6g%s", b, b == 1.0 ? ".0" : "");
   return buf;
 }
 
-std::string field(const ExperimentConfig& c, const std::string& path) { return c.source + ": " + path + ": "; }
+std::string field(const ExperimentConfig& c, const std::string& path) {
+  return c.source + ": " + path + ": ";
+}
 
 }  // namespace
 
@@ -75,14 +81,18 @@ Plan make_plan(const ExperimentConfig& c, const LlamaModel& model) {
       p.budget = b;
       if (b) {
         if (!base.scorer.has("budget"))
-          throw InputError(field(c, where + "/budgets") + "the scorer '" + base.scorer.name + "' takes no budget");
+          throw InputError(field(c, where + "/budgets") + "the scorer '" + base.scorer.name +
+                           "' takes no budget");
         // The grid budget replaces the scorer's budget parameter; parsing the
         // result validates it and normalises the canonical form.
         PolicySpec s = base;
         auto& params = s.scorer.params;
-        auto it = std::find_if(params.begin(), params.end(), [](const auto& kv) { return kv.first == "budget"; });
-        if (it != params.end()) it->second = budget_text(*b);
-        else params.emplace_back("budget", budget_text(*b));
+        auto it = std::find_if(params.begin(), params.end(),
+                               [](const auto& kv) { return kv.first == "budget"; });
+        if (it != params.end())
+          it->second = budget_text(*b);
+        else
+          params.emplace_back("budget", budget_text(*b));
         try {
           p.spec = parse_policy_spec(to_string(s));
         } catch (const InputError& e) {
@@ -91,8 +101,10 @@ Plan make_plan(const ExperimentConfig& c, const LlamaModel& model) {
       }
       p.canonical = to_string(p.spec);
       p.is_reference = p.canonical == "full";
-      if (!g.label.empty()) p.label = budgets.size() > 1 ? g.label + " (budget " + budget_text(*b) + ")" : g.label;
-      else p.label = p.canonical;
+      if (!g.label.empty())
+        p.label = budgets.size() > 1 ? g.label + " (budget " + budget_text(*b) + ")" : g.label;
+      else
+        p.label = p.canonical;
       p.slug = file_name_safe(p.canonical);
       listed.push_back(p);
     }
@@ -114,11 +126,13 @@ Plan make_plan(const ExperimentConfig& c, const LlamaModel& model) {
       throw InputError(c.source + ": /policies: the policy '" + p.canonical + "' is listed twice");
     const auto [it, fresh] = slugs.emplace(p.slug, p.canonical);
     if (!fresh)
-      throw InputError(c.source + ": /policies: the policies '" + it->second + "' and '" + p.canonical +
-                       "' map to the same file name '" + p.slug + "'");
+      throw InputError(c.source + ": /policies: the policies '" + it->second + "' and '" +
+                       p.canonical + "' map to the same file name '" + p.slug + "'");
     // The full cache always comes first: it is every relative column's reference.
-    if (p.is_reference) plan.policies.insert(plan.policies.begin(), p);
-    else plan.policies.push_back(p);
+    if (p.is_reference)
+      plan.policies.insert(plan.policies.begin(), p);
+    else
+      plan.policies.push_back(p);
   }
   for (size_t i = 0; i < plan.policies.size(); ++i) plan.policies[i].index = static_cast<int>(i);
   // Which policies a task runs: every one, or those named by label, spec as
@@ -128,16 +142,19 @@ Plan make_plan(const ExperimentConfig& c, const LlamaModel& model) {
     for (size_t i = 0; i < plan.policies.size(); ++i) {
       const PlannedPolicy& p = plan.policies[i];
       bool keep = g.policies.empty() || p.is_reference;
-      for (const auto& name : g.policies) keep = keep || name == p.label || name == p.base || name == p.canonical;
+      for (const auto& name : g.policies)
+        keep = keep || name == p.label || name == p.base || name == p.canonical;
       if (keep) out.push_back(i);
     }
     for (size_t j = 0; j < g.policies.size(); ++j) {
       bool found = false;
       for (const auto& p : plan.policies)
-        found = found || g.policies[j] == p.label || g.policies[j] == p.base || g.policies[j] == p.canonical;
+        found = found || g.policies[j] == p.label || g.policies[j] == p.base ||
+                g.policies[j] == p.canonical;
       if (!found)
-        throw InputError(field(c, where + "/policies/" + std::to_string(j)) + "no policy '" + g.policies[j] +
-                         "' in this experiment's \"policies\" (give a label or a spec listed there)");
+        throw InputError(
+            field(c, where + "/policies/" + std::to_string(j)) + "no policy '" + g.policies[j] +
+            "' in this experiment's \"policies\" (give a label or a spec listed there)");
     }
     return out;
   };
@@ -173,7 +190,8 @@ Plan make_plan(const ExperimentConfig& c, const LlamaModel& model) {
     const std::vector<size_t> policies = select(g, where);
     for (auto& inst : made) {
       // The same instance asked with the question first is another cell.
-      if (question_first != c.decoding.question_first) inst.id += question_first ? "-qfirst" : "-qlast";
+      if (question_first != c.decoding.question_first)
+        inst.id += question_first ? "-qfirst" : "-qlast";
       if (!ids.insert(inst.id).second)
         throw InputError(field(c, where) + "instance id '" + inst.id + "' appears twice");
       // Cells and kept prefills are files named after the id: two ids with
@@ -181,7 +199,8 @@ Plan make_plan(const ExperimentConfig& c, const LlamaModel& model) {
       const auto [named, fresh] = file_names.emplace(file_name_safe(inst.id), inst.id);
       if (!fresh)
         throw InputError(field(c, where) + "instance ids '" + named->second + "' and '" + inst.id +
-                         "' map to the same file name '" + named->first + "' (make them differ in letters, digits, '.' or '-')");
+                         "' map to the same file name '" + named->first +
+                         "' (make them differ in letters, digits, '.' or '-')");
       // Fails early (InputError naming the instance) when the prompt plus its
       // answer does not fit the model.
       try {

@@ -24,14 +24,14 @@ constexpr size_t kMaxFileNameStem = 100;
 std::string file_name_safe(const std::string& s);
 
 struct PlannedPolicy {
-  int index = 0;              // order in the table
-  std::string label;          // table row name
-  std::string canonical;      // to_string(spec)
-  std::string slug;           // file-name-safe canonical, used in cell ids
+  int index = 0;          // order in the table
+  std::string label;      // table row name
+  std::string canonical;  // to_string(spec)
+  std::string slug;       // file-name-safe canonical, used in cell ids
   PolicySpec spec;
-  std::string base;           // the spec as written in the config, without the grid budget
+  std::string base;              // the spec as written in the config, without the grid budget
   std::optional<double> budget;  // the grid budget, when the config gave budgets
-  bool is_reference = false;  // the full cache
+  bool is_reference = false;     // the full cache
 };
 
 struct Plan {

@@ -4,8 +4,8 @@
 
 namespace kvbench {
 
-StartPlan plan_start(const PolicySpec& spec, const CacheContext& ctx, const std::vector<Span>& chunks,
-                     bool share) {
+StartPlan plan_start(const PolicySpec& spec, const CacheContext& ctx,
+                     const std::vector<Span>& chunks, bool share) {
   StartPlan r;
   if (!share) return r;
   // Sharing is exact only when the policy stores what the full cache stores
@@ -30,7 +30,8 @@ StartPlan plan_start(const PolicySpec& spec, const CacheContext& ctx, const std:
   return r;
 }
 
-CacheContext shared_full_context(const CacheContext& ctx, std::span<const PolicySpec* const> specs) {
+CacheContext shared_full_context(const CacheContext& ctx,
+                                 std::span<const PolicySpec* const> specs) {
   CacheContext full = ctx;
   for (const PolicySpec* s : specs) {
     const auto needs = PolicyCache::create(*s, ctx)->import_needs();
@@ -45,13 +46,15 @@ void prefill_steps(Evaluator& eval, PolicyCache& cache, std::span<const int32_t>
   prefill_steps(eval, cache, tokens, chunks, first, last_logits, [](size_t) {});
 }
 
-SharedPrefill run_shared_prefill(Evaluator& eval, const CacheContext& full_ctx, std::span<const int32_t> tokens,
-                                 const std::vector<Span>& chunks, const std::vector<size_t>& kept_chunks) {
+SharedPrefill run_shared_prefill(Evaluator& eval, const CacheContext& full_ctx,
+                                 std::span<const int32_t> tokens, const std::vector<Span>& chunks,
+                                 const std::vector<size_t>& kept_chunks) {
   SharedPrefill s;
   s.full = PolicyCache::create(parse_policy_spec("full"), full_ctx);
   s.logits.resize(eval.model().config().n_vocab);
   prefill_steps(eval, *s.full, tokens, chunks, 0, s.logits.data(), [&](size_t i) {
-    if (i + 1 < chunks.size() && std::find(kept_chunks.begin(), kept_chunks.end(), i) != kept_chunks.end())
+    if (i + 1 < chunks.size() &&
+        std::find(kept_chunks.begin(), kept_chunks.end(), i) != kept_chunks.end())
       s.after_chunk[i] = s.full->clone();
   });
   s.full->end_prefill();
@@ -59,8 +62,8 @@ SharedPrefill run_shared_prefill(Evaluator& eval, const CacheContext& full_ctx, 
 }
 
 StartedCache start_policy(const PolicySpec& spec, const CacheContext& ctx, const StartPlan& plan,
-                          const SharedPrefill& shared, Evaluator& eval, std::span<const int32_t> tokens,
-                          const std::vector<Span>& chunks,
+                          const SharedPrefill& shared, Evaluator& eval,
+                          std::span<const int32_t> tokens, const std::vector<Span>& chunks,
                           const std::function<void(PolicyCache&)>& prepare) {
   StartedCache r;
   r.cache = PolicyCache::create(spec, ctx);

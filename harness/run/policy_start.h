@@ -36,8 +36,8 @@ struct StartPlan {
 };
 
 // chunks: the prompt's prefill steps, in order, covering [0, n).
-StartPlan plan_start(const PolicySpec& spec, const CacheContext& ctx, const std::vector<Span>& chunks,
-                     bool share);
+StartPlan plan_start(const PolicySpec& spec, const CacheContext& ctx,
+                     const std::vector<Span>& chunks, bool share);
 
 // The full cache's context for sharing with `specs`: ctx plus the attention
 // statistics and queries their caches need to import from it.
@@ -57,14 +57,16 @@ struct SharedPrefill {
 // called after each chunk i.
 template <typename AfterChunk>
 void prefill_steps(Evaluator& eval, PolicyCache& cache, std::span<const int32_t> tokens,
-                   const std::vector<Span>& chunks, size_t first, float* last_logits, AfterChunk after_chunk);
+                   const std::vector<Span>& chunks, size_t first, float* last_logits,
+                   AfterChunk after_chunk);
 void prefill_steps(Evaluator& eval, PolicyCache& cache, std::span<const int32_t> tokens,
                    const std::vector<Span>& chunks, size_t first, float* last_logits);
 
 // The full prefill with copies after `kept_chunks` (none needed after the
 // last chunk: that is the full cache itself).
-SharedPrefill run_shared_prefill(Evaluator& eval, const CacheContext& full_ctx, std::span<const int32_t> tokens,
-                                 const std::vector<Span>& chunks, const std::vector<size_t>& kept_chunks);
+SharedPrefill run_shared_prefill(Evaluator& eval, const CacheContext& full_ctx,
+                                 std::span<const int32_t> tokens, const std::vector<Span>& chunks,
+                                 const std::vector<size_t>& kept_chunks);
 
 // The policy's cache with the prompt in (end_prefill() done) by `plan`, and
 // the logits of the prompt's last token, and the prefill tokens it computed
@@ -76,15 +78,16 @@ struct StartedCache {
   int64_t computed = 0;
 };
 StartedCache start_policy(const PolicySpec& spec, const CacheContext& ctx, const StartPlan& plan,
-                          const SharedPrefill& shared, Evaluator& eval, std::span<const int32_t> tokens,
-                          const std::vector<Span>& chunks,
+                          const SharedPrefill& shared, Evaluator& eval,
+                          std::span<const int32_t> tokens, const std::vector<Span>& chunks,
                           const std::function<void(PolicyCache&)>& prepare = {});
 
 // ---
 
 template <typename AfterChunk>
 void prefill_steps(Evaluator& eval, PolicyCache& cache, std::span<const int32_t> tokens,
-                   const std::vector<Span>& chunks, size_t first, float* last_logits, AfterChunk after_chunk) {
+                   const std::vector<Span>& chunks, size_t first, float* last_logits,
+                   AfterChunk after_chunk) {
   std::vector<int32_t> pos;
   for (size_t i = first; i < chunks.size(); ++i) {
     const Span s = chunks[i];

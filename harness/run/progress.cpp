@@ -8,7 +8,10 @@
 namespace kvbench {
 
 Progress::Progress(int total, int already, bool quiet)
-    : total_(total), already_(already), tty_(isatty(STDERR_FILENO)), quiet_(quiet),
+    : total_(total),
+      already_(already),
+      tty_(isatty(STDERR_FILENO)),
+      quiet_(quiet),
       t0_(std::chrono::steady_clock::now()) {
   if (!quiet_ && already_ > 0)
     std::cerr << "resuming: " << already_ << " cell(s) already done, " << total_ << " to run\n";
@@ -17,13 +20,16 @@ Progress::Progress(int total, int already, bool quiet)
 std::string Progress::clock(double s) {
   char buf[32];
   const int t = static_cast<int>(s + 0.5);
-  if (t >= 3600) std::snprintf(buf, sizeof buf, "%dh%02dm", t / 3600, t / 60 % 60);
-  else std::snprintf(buf, sizeof buf, "%dm%02ds", t / 60, t % 60);
+  if (t >= 3600)
+    std::snprintf(buf, sizeof buf, "%dh%02dm", t / 3600, t / 60 % 60);
+  else
+    std::snprintf(buf, sizeof buf, "%dm%02ds", t / 60, t % 60);
   return buf;
 }
 
 void Progress::draw(const std::string& current) {
-  const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0_).count();
+  const double elapsed =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0_).count();
   std::string eta = "?";
   if (finished_ > 0) eta = clock(elapsed / finished_ * (total_ - finished_));
   char head[96];
@@ -45,11 +51,13 @@ void Progress::finish(const std::string& cell, double score) {
     draw(cell);
     return;
   }
-  const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0_).count();
+  const double elapsed =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0_).count();
   char buf[64];
   std::snprintf(buf, sizeof buf, "score %.3f", score);
   std::cerr << "[" << finished_ << "/" << total_ << "] " << cell << " " << buf << " (elapsed "
-            << clock(elapsed) << ", ETA " << clock(elapsed / finished_ * (total_ - finished_)) << ")\n";
+            << clock(elapsed) << ", ETA " << clock(elapsed / finished_ * (total_ - finished_))
+            << ")\n";
 }
 
 void Progress::done() {

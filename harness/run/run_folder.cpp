@@ -7,14 +7,14 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <cstring>
 #include <chrono>
+#include <cstring>
 #include <ctime>
 #include <filesystem>
 #include <fstream>
 
-#include "model/common/atomic_file.h"
 #include "datasets/json_text.h"
+#include "model/common/atomic_file.h"
 #include "model/common/error.h"
 
 namespace fs = std::filesystem;
@@ -71,12 +71,14 @@ RunFolder RunFolder::create(const std::string& output, const std::string& name,
 
 void RunFolder::lock() {
   const int fd = ::open(dir_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (fd < 0) throw InputError(dir_ + ": cannot open the run folder (" + std::strerror(errno) + ")");
+  if (fd < 0)
+    throw InputError(dir_ + ": cannot open the run folder (" + std::strerror(errno) + ")");
   if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
     const int err = errno;
     ::close(fd);
     if (err == EWOULDBLOCK)
-      throw InputError(dir_ + ": another kvbench process is writing this run folder (wait for it to finish)");
+      throw InputError(
+          dir_ + ": another kvbench process is writing this run folder (wait for it to finish)");
     throw InputError(dir_ + ": cannot lock the run folder (" + std::strerror(err) + ")");
   }
   lock_fd_ = std::shared_ptr<const int>(new int(fd), [](const int* p) {
@@ -101,14 +103,17 @@ void remove_temporaries(const std::string& dir) {
   for (const char* sub : {"", "/cells", "/prefills"}) {
     if (!fs::is_directory(dir + sub, ec)) continue;
     for (const auto& e : fs::directory_iterator(dir + sub, ec))
-      if (e.is_regular_file(ec) && is_temporary(e.path().filename().string())) fs::remove(e.path(), ec);
+      if (e.is_regular_file(ec) && is_temporary(e.path().filename().string()))
+        fs::remove(e.path(), ec);
   }
 }
 
 bool safe_cell_id(const std::string& id) {
   if (id.empty() || id.size() > 240 || id[0] == '.') return false;
   for (char c : id)
-    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '-' || c == '_' || c == '~')) return false;
+    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '-' || c == '_' ||
+          c == '~'))
+      return false;
   return true;
 }
 
@@ -126,7 +131,8 @@ RunFolder RunFolder::open(const std::string& dir, Access access) {
     for (const char* sub : {"cells", "prefills", "plots"}) {
       struct stat st {};
       if (::lstat((dir + "/" + sub).c_str(), &st) == 0 && !S_ISDIR(st.st_mode))
-        throw InputError(dir + "/" + sub + ": not a directory (a symbolic link or a file; kvbench writes there)");
+        throw InputError(dir + "/" + sub +
+                         ": not a directory (a symbolic link or a file; kvbench writes there)");
     }
     // gnuplot opens plot files itself (following links): refused up front,
     // before report writes anything.
@@ -134,12 +140,15 @@ RunFolder RunFolder::open(const std::string& dir, Access access) {
     if (fs::is_directory(dir + "/plots", ec))
       for (const auto& e : fs::directory_iterator(dir + "/plots", ec))
         if (e.is_symlink(ec) || !e.is_regular_file(ec))
-          throw InputError(e.path().string() + ": exists and is not a regular file (kvbench writes plots there)");
+          throw InputError(e.path().string() +
+                           ": exists and is not a regular file (kvbench writes plots there)");
     remove_temporaries(dir);
   }
   if (!fs::exists(dir + "/config.json"))
-    throw InputError(dir + ": not a run folder (no config.json: a run interrupted while its folder was being "
-                           "created has nothing to resume; start it again)");
+    throw InputError(
+        dir +
+        ": not a run folder (no config.json: a run interrupted while its folder was being "
+        "created has nothing to resume; start it again)");
   f.config_ = read_json_file(dir + "/config.json");
   // What report and merge read of it (--resume validates it whole).
   const auto bad = [&](const std::string& field, const char* what) {
@@ -148,7 +157,8 @@ RunFolder RunFolder::open(const std::string& dir, Access access) {
   if (!f.config_.is_object()) bad("/", "an object");
   for (const char* k : {"name", "description", "model", "output"})
     if (f.config_.contains(k) && !f.config_[k].is_string()) bad(std::string("/") + k, "a string");
-  if (f.config_.contains("threads") && !f.config_["threads"].is_number_integer()) bad("/threads", "an integer");
+  if (f.config_.contains("threads") && !f.config_["threads"].is_number_integer())
+    bad("/threads", "an integer");
   std::error_code ec;
   if (access == Access::Write) fs::create_directories(dir + "/cells", ec);
   return f;
@@ -177,8 +187,8 @@ void check_cell(const nlohmann::json& c, const std::string& path, const std::str
   const auto fail = [&](const std::string& field, const std::string& what) {
     throw InputError(path + ": " + field + ": " + what);
   };
-  const auto need = [&](const nlohmann::json& obj, const std::string& where, const char* key, auto is_type,
-                        const char* type, bool required) {
+  const auto need = [&](const nlohmann::json& obj, const std::string& where, const char* key,
+                        auto is_type, const char* type, bool required) {
     if (!obj.contains(key)) {
       if (required) fail(where + "/" + key, "missing");
       return;
@@ -195,7 +205,8 @@ void check_cell(const nlohmann::json& c, const std::string& path, const std::str
   if (!c.is_object()) fail("/", "expected an object");
   need(c, "", "id", is_string, "a string", true);
   const std::string id = c["id"].get<std::string>();
-  if (id != expected_id) fail("/id", "'" + id.substr(0, 80) + "' is not the file's name (a cell is named after its id)");
+  if (id != expected_id)
+    fail("/id", "'" + id.substr(0, 80) + "' is not the file's name (a cell is named after its id)");
   if (!safe_cell_id(id)) fail("/id", "not a safe file name");
   need(c, "", "instance", is_object, "an object", true);
   need(c, "", "policy", is_object, "an object", true);
@@ -218,12 +229,16 @@ void check_cell(const nlohmann::json& c, const std::string& path, const std::str
   need(p, "/policy", "budget", number_or_null, "a number or null", false);
 }
 
-bool RunFolder::has_cell(const std::string& id) const { return fs::exists(dir_ + "/cells/" + id + ".json"); }
+bool RunFolder::has_cell(const std::string& id) const {
+  return fs::exists(dir_ + "/cells/" + id + ".json");
+}
 
 void RunFolder::write_cell(const std::string& id, const nlohmann::json& cell) const {
   // Never a path outside cells/: ids come from the plan (file_name_safe),
   // and merge takes them from checked cells.
-  if (!safe_cell_id(id)) throw InputError(dir_ + "/cells: the cell id '" + id.substr(0, 80) + "' is not a safe file name");
+  if (!safe_cell_id(id))
+    throw InputError(dir_ + "/cells: the cell id '" + id.substr(0, 80) +
+                     "' is not a safe file name");
   write_file_atomic(dir_ + "/cells/" + id + ".json", dump_json(cell, 1) + "\n");
 }
 

@@ -60,7 +60,8 @@ class RunFolder {
 // The fields of a cell that report, compare, merge, the table and the plots
 // read, checked for presence and type; `id` must equal the file's stem
 // `expected_id` and be a safe file name. InputError "<path>: <field>: ..."
-void check_cell(const nlohmann::json& cell, const std::string& path, const std::string& expected_id);
+void check_cell(const nlohmann::json& cell, const std::string& path,
+                const std::string& expected_id);
 
 // Reads a JSON file (a regular file of at most max_bytes, nested at most
 // kMaxJsonDepth deep); InputError with the path (and parse position) on failure.

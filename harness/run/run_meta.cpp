@@ -32,7 +32,8 @@ namespace {
 
 std::string git_commit() {
   // The source tree this binary was built from.
-  const std::string cmd = std::string("git -C '") + KVBENCH_SOURCE_DIR + "' rev-parse HEAD 2>/dev/null";
+  const std::string cmd =
+      std::string("git -C '") + KVBENCH_SOURCE_DIR + "' rev-parse HEAD 2>/dev/null";
   FILE* p = popen(cmd.c_str(), "r");
   if (!p) return "unknown";
   char buf[128] = {0};

@@ -15,8 +15,8 @@
 #include "harness/run/cell_metrics.h"
 #include "harness/run/kept_prefill.h"
 #include "harness/run/policy_start.h"
-#include "harness/snapshot/snapshot_model.h"
 #include "harness/run/progress.h"
+#include "harness/snapshot/snapshot_model.h"
 #include "model/common/error.h"
 #include "model/sampler.h"
 #include "policies/policy_cache.h"
@@ -27,7 +27,9 @@ namespace {
 using json = nlohmann::json;
 using Clock = std::chrono::steady_clock;
 
-double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+double seconds_since(Clock::time_point t) {
+  return std::chrono::duration<double>(Clock::now() - t).count();
+}
 
 int64_t peak_rss_bytes() {
   rusage u{};
@@ -82,14 +84,15 @@ struct PolicyRun {
 
 class InstanceRunner {
  public:
-  InstanceRunner(const ExperimentConfig& c, const LlamaModel& m, Evaluator& eval, const Instance& inst,
-                 bool question_first)
+  InstanceRunner(const ExperimentConfig& c, const LlamaModel& m, Evaluator& eval,
+                 const Instance& inst, bool question_first)
       : c_(c), model_(m), eval_(eval), inst_(inst), n_vocab_(m.config().n_vocab) {
     prompt_ = build_prompt(m, inst, question_first);
     const int64_t n = static_cast<int64_t>(prompt_.tokens.size());
     // The question arrives as a step of its own (SnapKV's window covers it).
     chunks_ = prefill_chunks(prompt_, c.decoding.chunk);
-    max_new_ = c.decoding.max_new_tokens > 0 ? c.decoding.max_new_tokens : std::max(1, inst.max_new_tokens);
+    max_new_ = c.decoding.max_new_tokens > 0 ? c.decoding.max_new_tokens
+                                             : std::max(1, inst.max_new_tokens);
     answer_ = gold_answer_tokens(inst, m.tokenizer());
     ctx_.shape = m.kv_shape();
     ctx_.rope = m.config().rope;
@@ -104,14 +107,14 @@ class InstanceRunner {
   // Perplexity instances (task ppl): the text streams through each policy's
   // cache in prefill chunks and every next-token prediction is scored, as in
   // StreamingLLM's evaluation. Score = exp(NLL_full - NLL_policy), capped at 1.
-  void run_perplexity(const std::vector<PolicyRun>& pending, const RunFolder& folder, Progress& progress,
-                      RunSummary& sum);
+  void run_perplexity(const std::vector<PolicyRun>& pending, const RunFolder& folder,
+                      Progress& progress, RunSummary& sum);
 
   // Runs every pending cell of this instance, writing each as it finishes.
   // With a store, the shared full prefill is loaded from it when kept there,
   // else computed and kept until the cells are done.
-  void run(const std::vector<PolicyRun>& pending, const RunFolder& folder, Progress& progress, RunSummary& sum,
-           const PrefillStore* store);
+  void run(const std::vector<PolicyRun>& pending, const RunFolder& folder, Progress& progress,
+           RunSummary& sum, const PrefillStore* store);
 
  private:
   // Greedy generation from the prompt's last logits.
@@ -160,25 +163,34 @@ class InstanceRunner {
   std::vector<std::vector<float>> oracle_importance_;  // [layer * kv_heads][source]
 };
 
-json InstanceRunner::cell_record(const PolicyRun& r, PolicyCache& cache, const std::vector<float>& last_logits,
-                                 double prefill_seconds, int64_t prefill_computed) {
+json InstanceRunner::cell_record(const PolicyRun& r, PolicyCache& cache,
+                                 const std::vector<float>& last_logits, double prefill_seconds,
+                                 int64_t prefill_computed) {
   const PlannedPolicy& p = *r.policy;
   json rec;
   rec["id"] = r.id;
-  rec["instance"] = {{"id", inst_.id},
-                     {"task", inst_.task},
-                     {"length", inst_.length.requested},
-                     {"length_actual", inst_.length.actual},
-                     {"prompt_tokens", prompt_.tokens.size()},
-                     {"depth", inst_.needles.empty() ? json(nullptr) : json(inst_.depth.requested)},
-                     {"depth_actual", inst_.needles.empty() ? json(nullptr) : json(inst_.depth.actual)},
-                     {"sample", inst_.sample}};
-  rec["policy"] = {{"index", p.index}, {"label", p.label}, {"spec", p.canonical}, {"base", p.base},
-                   {"budget", p.budget ? json(*p.budget) : json(nullptr)}, {"is_reference", p.is_reference}};
+  rec["instance"] = {
+      {"id", inst_.id},
+      {"task", inst_.task},
+      {"length", inst_.length.requested},
+      {"length_actual", inst_.length.actual},
+      {"prompt_tokens", prompt_.tokens.size()},
+      {"depth", inst_.needles.empty() ? json(nullptr) : json(inst_.depth.requested)},
+      {"depth_actual", inst_.needles.empty() ? json(nullptr) : json(inst_.depth.actual)},
+      {"sample", inst_.sample}};
+  rec["policy"] = {{"index", p.index},
+                   {"label", p.label},
+                   {"spec", p.canonical},
+                   {"base", p.base},
+                   {"budget", p.budget ? json(*p.budget) : json(nullptr)},
+                   {"is_reference", p.is_reference}};
   // Question time: the prompt is in and the policy has compressed.
   rec["memory"] = memory_json(cache);
   rec["memory"]["kv_bytes_full"] = full_kv_bytes_;
-  rec["retention"] = {{"needle_survival", nullptr}, {"needle_attended", nullptr}, {"answer_nll", nullptr}, {"kl_full", nullptr},
+  rec["retention"] = {{"needle_survival", nullptr},
+                      {"needle_attended", nullptr},
+                      {"answer_nll", nullptr},
+                      {"kl_full", nullptr},
                       {"top1_agreement", nullptr}};
   if (c_.metrics.needle_survival) {
     const json ns = needle_survival(cache, prompt_);
@@ -191,8 +203,8 @@ json InstanceRunner::cell_record(const PolicyRun& r, PolicyCache& cache, const s
   if (c_.metrics.teacher_forced && !answer_.empty()) {
     // On a copy: the answer must not stay in the cache that generates.
     auto copy = cache.clone();
-    const Forced f =
-        teacher_force(eval_, *copy, last_logits, answer_, static_cast<int32_t>(prompt_.tokens.size()), copy.get());
+    const Forced f = teacher_force(eval_, *copy, last_logits, answer_,
+                                   static_cast<int32_t>(prompt_.tokens.size()), copy.get());
     rec["retention"]["answer_nll"] = f.nll;
     rec["retention"]["kl_full"] = p.is_reference ? 0.0 : mean_kl(full_forced_, f, n_vocab_);
     rec["retention"]["top1_agreement"] = p.is_reference ? 1.0 : top1_agreement(full_forced_, f);
@@ -204,16 +216,19 @@ json InstanceRunner::cell_record(const PolicyRun& r, PolicyCache& cache, const s
   const double policy_s = cache.policy_seconds();
   const double total = prefill_seconds + g.seconds + g.first_token_seconds;
   rec["work"] = {{"prefill_tokens_computed", prefill_computed},
-                 {"start", r.plan.start == Start::Branch ? "branch" : r.plan.start == Start::Resume ? "resume" : "scratch"}};
-  rec["timing"] = {{"prefill_seconds", prefill_seconds},
-                   {"prefill_tok_s", prefill_seconds > 0 ? prompt_.tokens.size() / prefill_seconds : 0.0},
-                   {"decode_seconds", g.seconds},
-                   {"decode_steps", g.steps},
-                   {"decode_tok_s", g.steps > 0 && g.seconds > 0 ? json(g.steps / g.seconds) : json(nullptr)},
-                   {"ttft_seconds", prefill_seconds + g.first_token_seconds},
-                   {"policy_seconds", policy_s},
-                   {"policy_share", total > 0 ? policy_s / total : 0.0},
-                   {"peak_rss_bytes", peak_rss_bytes()}};
+                 {"start", r.plan.start == Start::Branch   ? "branch"
+                           : r.plan.start == Start::Resume ? "resume"
+                                                           : "scratch"}};
+  rec["timing"] = {
+      {"prefill_seconds", prefill_seconds},
+      {"prefill_tok_s", prefill_seconds > 0 ? prompt_.tokens.size() / prefill_seconds : 0.0},
+      {"decode_seconds", g.seconds},
+      {"decode_steps", g.steps},
+      {"decode_tok_s", g.steps > 0 && g.seconds > 0 ? json(g.steps / g.seconds) : json(nullptr)},
+      {"ttft_seconds", prefill_seconds + g.first_token_seconds},
+      {"policy_seconds", policy_s},
+      {"policy_share", total > 0 ? policy_s / total : 0.0},
+      {"peak_rss_bytes", peak_rss_bytes()}};
   return rec;
 }
 
@@ -229,8 +244,8 @@ void InstanceRunner::run_perplexity(const std::vector<PolicyRun>& pending, const
       pos.resize(s.size());
       std::iota(pos.begin(), pos.end(), cache.position_for(0, static_cast<int32_t>(s.begin)));
       logits.resize(static_cast<size_t>(s.size()) * n_vocab_);
-      eval_.step(std::span<const int32_t>(prompt_.tokens.data() + s.begin, s.size()), pos, 0, StepPhase::Prefill,
-                 cache, Logits::All, logits.data());
+      eval_.step(std::span<const int32_t>(prompt_.tokens.data() + s.begin, s.size()), pos, 0,
+                 StepPhase::Prefill, cache, Logits::All, logits.data());
       for (int64_t i = s.begin; i < s.end && i + 1 < n; ++i) {
         const float* row = logits.data() + (i - s.begin) * n_vocab_;
         const float max = *std::max_element(row, row + n_vocab_);
@@ -248,7 +263,8 @@ void InstanceRunner::run_perplexity(const std::vector<PolicyRun>& pending, const
   // statistics, queries).
   std::vector<const PolicySpec*> importers;
   for (const auto& r : pending)
-    if (!r.policy->is_reference && r.plan.start == Start::Branch) importers.push_back(&r.policy->spec);
+    if (!r.policy->is_reference && r.plan.start == Start::Branch)
+      importers.push_back(&r.policy->spec);
   auto full = PolicyCache::create(parse_policy_spec("full"), shared_full_context(ctx_, importers));
   double full_seconds = 0;
   const double full_nll = stream(*full, full_seconds);
@@ -273,22 +289,36 @@ void InstanceRunner::run_perplexity(const std::vector<PolicyRun>& pending, const
     }
     json rec;
     rec["id"] = r.id;
-    rec["instance"] = {{"id", inst_.id}, {"task", inst_.task}, {"length", inst_.length.requested},
-                       {"length_actual", inst_.length.actual}, {"prompt_tokens", n}, {"depth", nullptr},
+    rec["instance"] = {{"id", inst_.id},
+                       {"task", inst_.task},
+                       {"length", inst_.length.requested},
+                       {"length_actual", inst_.length.actual},
+                       {"prompt_tokens", n},
+                       {"depth", nullptr},
                        {"sample", inst_.sample}};
-    rec["policy"] = {{"index", p.index}, {"label", p.label}, {"spec", p.canonical}, {"base", p.base},
-                     {"budget", p.budget ? json(*p.budget) : json(nullptr)}, {"is_reference", p.is_reference}};
+    rec["policy"] = {{"index", p.index},
+                     {"label", p.label},
+                     {"spec", p.canonical},
+                     {"base", p.base},
+                     {"budget", p.budget ? json(*p.budget) : json(nullptr)},
+                     {"is_reference", p.is_reference}};
     rec["memory"] = memory_json(*cache);
     rec["memory"]["kv_bytes_full"] = kv_bytes_hot(*full);
-    rec["retention"] = {{"needle_survival", nullptr}, {"answer_nll", nll}, {"kl_full", nullptr},
-                        {"top1_agreement", nullptr}, {"ppl", std::exp(nll)}, {"ppl_full", std::exp(full_nll)}};
+    rec["retention"] = {{"needle_survival", nullptr}, {"answer_nll", nll},
+                        {"kl_full", nullptr},         {"top1_agreement", nullptr},
+                        {"ppl", std::exp(nll)},       {"ppl_full", std::exp(full_nll)}};
     rec["prediction"] = "";
     rec["answers"] = json::array();
     rec["score"] = std::min(1.0, std::exp(full_nll - nll));
-    rec["work"] = {{"prefill_tokens_computed", computed}, {"start", computed ? "scratch" : "branch"}};
-    rec["timing"] = {{"prefill_seconds", seconds}, {"prefill_tok_s", seconds > 0 ? n / seconds : 0.0},
-                     {"decode_seconds", 0.0}, {"decode_steps", 0}, {"decode_tok_s", nullptr},
-                     {"ttft_seconds", nullptr}, {"policy_seconds", cache->policy_seconds()},
+    rec["work"] = {{"prefill_tokens_computed", computed},
+                   {"start", computed ? "scratch" : "branch"}};
+    rec["timing"] = {{"prefill_seconds", seconds},
+                     {"prefill_tok_s", seconds > 0 ? n / seconds : 0.0},
+                     {"decode_seconds", 0.0},
+                     {"decode_steps", 0},
+                     {"decode_tok_s", nullptr},
+                     {"ttft_seconds", nullptr},
+                     {"policy_seconds", cache->policy_seconds()},
                      {"policy_share", seconds > 0 ? cache->policy_seconds() / seconds : 0.0},
                      {"peak_rss_bytes", peak_rss_bytes()}};
     folder.write_cell(r.id, rec);
@@ -297,8 +327,8 @@ void InstanceRunner::run_perplexity(const std::vector<PolicyRun>& pending, const
   }
 }
 
-void InstanceRunner::run(const std::vector<PolicyRun>& pending, const RunFolder& folder, Progress& progress,
-                         RunSummary& sum, const PrefillStore* store) {
+void InstanceRunner::run(const std::vector<PolicyRun>& pending, const RunFolder& folder,
+                         Progress& progress, RunSummary& sum, const PrefillStore* store) {
   if (inst_.grader == "perplexity") return run_perplexity(pending, folder, progress, sum);
   // What the shared full prefill must collect for the policies that import it.
   std::vector<const PolicySpec*> importers;
@@ -316,11 +346,13 @@ void InstanceRunner::run(const std::vector<PolicyRun>& pending, const RunFolder&
   // (none after the last chunk: that is the full cache itself).
   std::vector<size_t> kept_chunks;
   for (size_t i : snapshot_after)
-    if (i + 1 < chunks_.size() && std::find(kept_chunks.begin(), kept_chunks.end(), i) == kept_chunks.end())
+    if (i + 1 < chunks_.size() &&
+        std::find(kept_chunks.begin(), kept_chunks.end(), i) == kept_chunks.end())
       kept_chunks.push_back(i);
   SharedPrefill shared;
   std::optional<KeptPrefill> kept;
-  if (store) kept = store->load(inst_.id, prompt_.tokens, c_.decoding.chunk, chunks_, full_ctx, kept_chunks);
+  if (store)
+    kept = store->load(inst_.id, prompt_.tokens, c_.decoding.chunk, chunks_, full_ctx, kept_chunks);
   if (kept) {
     ++sum.prefills_loaded;
     shared.full = std::move(kept->full);
@@ -354,7 +386,8 @@ void InstanceRunner::run(const std::vector<PolicyRun>& pending, const RunFolder&
     AttentionRecorder recorder(*copy);
     KvCache& target = need_oracle ? static_cast<KvCache&>(recorder) : static_cast<KvCache&>(*copy);
     if (!answer_.empty())
-      full_forced_ = teacher_force(eval_, target, full_logits, answer_, static_cast<int32_t>(prompt_.tokens.size()));
+      full_forced_ = teacher_force(eval_, target, full_logits, answer_,
+                                   static_cast<int32_t>(prompt_.tokens.size()));
     if (need_oracle) {
       const KvShape& s = ctx_.shape;
       oracle_importance_.resize(s.n_layers * s.n_kv_heads);
@@ -387,10 +420,12 @@ void InstanceRunner::run(const std::vector<PolicyRun>& pending, const RunFolder&
         if (p.spec.scorer.name != "oracle") return;
         const KvShape& s = ctx_.shape;
         for (int l = 0; l < s.n_layers; ++l)
-          for (int h = 0; h < s.n_kv_heads; ++h) c.set_importance(l, h, oracle_importance_[l * s.n_kv_heads + h]);
+          for (int h = 0; h < s.n_kv_heads; ++h)
+            c.set_importance(l, h, oracle_importance_[l * s.n_kv_heads + h]);
       };
       const auto t1 = Clock::now();
-      StartedCache started = start_policy(p.spec, ctx_, r.plan, shared, eval_, prompt_.tokens, chunks_, set_oracle);
+      StartedCache started =
+          start_policy(p.spec, ctx_, r.plan, shared, eval_, prompt_.tokens, chunks_, set_oracle);
       cache = std::move(started.cache);
       logits = std::move(started.logits);
       computed = started.computed;
@@ -398,7 +433,8 @@ void InstanceRunner::run(const std::vector<PolicyRun>& pending, const RunFolder&
       // Time to first token as if prefilled alone: the shared part at the
       // full cache's measured rate plus this policy's own part.
       const int64_t n = static_cast<int64_t>(prompt_.tokens.size());
-      prefill_seconds += full_prefill_seconds_ * static_cast<double>(n - computed) / static_cast<double>(n);
+      prefill_seconds +=
+          full_prefill_seconds_ * static_cast<double>(n - computed) / static_cast<double>(n);
       sum.prefill_tokens_computed += computed;
     }
     json rec = cell_record(r, *cache, logits, prefill_seconds, computed);
@@ -420,7 +456,8 @@ PolicyRun plan_run(const PlannedPolicy& p, const std::string& id, const CacheCon
 }
 
 // Prefill tokens a cell computes itself, given how it starts.
-int64_t own_prefill(const PolicyRun& r, const std::vector<Span>& chunks, int64_t n, bool perplexity) {
+int64_t own_prefill(const PolicyRun& r, const std::vector<Span>& chunks, int64_t n,
+                    bool perplexity) {
   if (r.policy->is_reference || r.plan.start == Start::Branch) return 0;
   if (perplexity || r.plan.start == Start::Scratch) return n;
   int64_t t = 0;
@@ -443,8 +480,8 @@ RunSummary plan_work(const ExperimentConfig& config, const Plan& plan, const Lla
     for (size_t p : plan.instance_policies[i]) {
       ++sum.cells_total;
       sum.prefill_tokens_naive += ir.prompt_tokens();
-      const PolicyRun r = plan_run(plan.policies[p], plan.cell_id(i, p), ir.cache_context(), ir.chunks(),
-                                     options.share_prefill);
+      const PolicyRun r = plan_run(plan.policies[p], plan.cell_id(i, p), ir.cache_context(),
+                                   ir.chunks(), options.share_prefill);
       sum.prefill_tokens_computed += own_prefill(r, ir.chunks(), ir.prompt_tokens(), ppl);
     }
   }
@@ -461,14 +498,17 @@ RunSummary run_cells(const ExperimentConfig& config, const Plan& plan, const Lla
   for (size_t i : mine)
     for (size_t p : plan.instance_policies[i]) {
       ++sum.cells_total;
-      if (run.has_cell(plan.cell_id(i, p))) ++sum.cells_skipped;
-      else ++todo;
+      if (run.has_cell(plan.cell_id(i, p)))
+        ++sum.cells_skipped;
+      else
+        ++todo;
     }
   Progress progress(static_cast<int>(todo), static_cast<int>(sum.cells_skipped), options.quiet);
   const MatmulMode mode = config.decoding.exact ? MatmulMode::Exact : MatmulMode::Quantized;
   Evaluator eval(model, config.threads, mode);
   std::optional<PrefillStore> store;
-  if (config.keep_prefills && todo > 0) store.emplace(run.dir(), model_identity(model), activations_name(mode));
+  if (config.keep_prefills && todo > 0)
+    store.emplace(run.dir(), model_identity(model), activations_name(mode));
   for (size_t i : mine) {
     std::vector<size_t> pending;
     for (size_t p : plan.instance_policies[i])
@@ -481,7 +521,7 @@ RunSummary run_cells(const ExperimentConfig& config, const Plan& plan, const Lla
     std::vector<PolicyRun> runs;
     for (size_t p : pending)
       runs.push_back(plan_run(plan.policies[p], plan.cell_id(i, p), ir.cache_context(), ir.chunks(),
-                                options.share_prefill));
+                              options.share_prefill));
     ir.run(runs, run, progress, sum, store ? &*store : nullptr);
   }
   progress.done();

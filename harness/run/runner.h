@@ -35,9 +35,9 @@ struct RunOptions {
 };
 
 struct RunSummary {
-  int64_t cells_total = 0;        // in this shard
-  int64_t cells_run = 0;          // by this invocation
-  int64_t cells_skipped = 0;      // already present (resume)
+  int64_t cells_total = 0;    // in this shard
+  int64_t cells_run = 0;      // by this invocation
+  int64_t cells_skipped = 0;  // already present (resume)
   int64_t prefill_tokens_computed = 0;
   int64_t prefill_tokens_naive = 0;  // every cell prefilling its whole prompt
   int64_t prefills_loaded = 0;       // shared prefills loaded from the run folder (keep_prefills)

@@ -13,10 +13,12 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-double since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+double since(Clock::time_point t0) {
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
 
-Instance layout(const std::string& preamble, const std::string& document, const std::string& question,
-                const std::string& answer_prefix) {
+Instance layout(const std::string& preamble, const std::string& document,
+                const std::string& question, const std::string& answer_prefix) {
   Instance in;
   in.id = "document";
   in.task = "qa";
@@ -31,22 +33,23 @@ Instance layout(const std::string& preamble, const std::string& document, const 
 
 // Feeds tokens to `seq` at positions from `start`, in chunks; returns the
 // last token's logits when `logits` is non-null.
-void feed(Evaluator& eval, PolicyCache& cache, const std::vector<int32_t>& tokens, int64_t begin, int64_t end,
-          int32_t start, int seq, int chunk, float* logits) {
+void feed(Evaluator& eval, PolicyCache& cache, const std::vector<int32_t>& tokens, int64_t begin,
+          int64_t end, int32_t start, int seq, int chunk, float* logits) {
   std::vector<int32_t> pos;
   for (int64_t b = begin; b < end; b += chunk) {
     const int64_t e = std::min<int64_t>(end, b + chunk);
     pos.resize(e - b);
     std::iota(pos.begin(), pos.end(), static_cast<int32_t>(start + (b - begin)));
     const bool last = e == end && logits;
-    eval.step(std::span<const int32_t>(tokens.data() + b, e - b), pos, seq, StepPhase::Prefill, cache,
-              last ? Logits::Last : Logits::None, last ? logits : nullptr);
+    eval.step(std::span<const int32_t>(tokens.data() + b, e - b), pos, seq, StepPhase::Prefill,
+              cache, last ? Logits::Last : Logits::None, last ? logits : nullptr);
   }
 }
 
 }  // namespace
 
-SnapshotDocument document_prefix(const LlamaModel& model, const std::string& preamble, const std::string& document) {
+SnapshotDocument document_prefix(const LlamaModel& model, const std::string& preamble,
+                                 const std::string& document) {
   if (document.empty()) throw InputError("the document is empty");
   // A placeholder question: the prefix does not depend on it.
   const Prompt p = build_prompt(model, layout(preamble, document, "?", ""));
@@ -81,17 +84,20 @@ std::unique_ptr<PolicyCache> document_cache(const LlamaModel& model, const Polic
 
 double prefill_document(Evaluator& eval, PolicyCache& cache, SnapshotDocument& doc) {
   if (doc.chunk < 1) throw InputError("chunk must be >= 1");
-  if (cache.store().known_sequences() != 0) throw InputError("prefill_document: the cache is not empty");
+  if (cache.store().known_sequences() != 0)
+    throw InputError("prefill_document: the cache is not empty");
   const auto t0 = Clock::now();
   doc.logits.assign(eval.model().config().n_vocab, 0.0f);
-  feed(eval, cache, doc.tokens, 0, static_cast<int64_t>(doc.tokens.size()), 0, 0, doc.chunk, doc.logits.data());
+  feed(eval, cache, doc.tokens, 0, static_cast<int64_t>(doc.tokens.size()), 0, 0, doc.chunk,
+       doc.logits.data());
   cache.end_prefill();
   return since(t0);
 }
 
-DocumentAnswer answer_from_document(Evaluator& eval, PolicyCache& cache, const PolicyCache::Checkpoint& checkpoint,
-                                    const SnapshotDocument& doc, const std::vector<int32_t>& suffix, int seq,
-                                    int max_new_tokens, QuestionBudget budget) {
+DocumentAnswer answer_from_document(Evaluator& eval, PolicyCache& cache,
+                                    const PolicyCache::Checkpoint& checkpoint,
+                                    const SnapshotDocument& doc, const std::vector<int32_t>& suffix,
+                                    int seq, int max_new_tokens, QuestionBudget budget) {
   const LlamaModel& model = eval.model();
   const int64_t n_ctx = model.config().n_ctx_train;
   const int64_t need = static_cast<int64_t>(doc.tokens.size() + suffix.size()) + max_new_tokens;
@@ -99,11 +105,13 @@ DocumentAnswer answer_from_document(Evaluator& eval, PolicyCache& cache, const P
     throw InputError("document (" + std::to_string(doc.tokens.size()) + " tokens) + question (" +
                      std::to_string(suffix.size()) + ") + " + std::to_string(max_new_tokens) +
                      " new tokens exceed the model's context of " + std::to_string(n_ctx));
-  if (seq < 1 || seq >= CacheStore::kMaxSeqs) throw InputError("answer_from_document: sequence " + std::to_string(seq));
+  if (seq < 1 || seq >= CacheStore::kMaxSeqs)
+    throw InputError("answer_from_document: sequence " + std::to_string(seq));
   if (suffix.empty()) throw InputError("answer_from_document: empty question");
   if (cache.scorer().contiguous_positions())
-    throw InputError("policy '" + to_string(cache.spec()) +
-                     "': contiguous positions renumber each sequence, so questions cannot share the document");
+    throw InputError(
+        "policy '" + to_string(cache.spec()) +
+        "': contiguous positions renumber each sequence, so questions cannot share the document");
   DocumentAnswer a;
   const Tokenizer& tok = model.tokenizer();
   std::vector<float> logits(model.config().n_vocab);
@@ -113,7 +121,8 @@ DocumentAnswer answer_from_document(Evaluator& eval, PolicyCache& cache, const P
     cache.seq_cp(0, seq, -1, -1);
     const auto t0 = Clock::now();
     int32_t pos = cache.next_position(seq);
-    feed(eval, cache, suffix, 0, static_cast<int64_t>(suffix.size()), pos, seq, doc.chunk, logits.data());
+    feed(eval, cache, suffix, 0, static_cast<int64_t>(suffix.size()), pos, seq, doc.chunk,
+         logits.data());
     cache.end_prefill();
     pos += static_cast<int32_t>(suffix.size());
     a.prefill_seconds = since(t0);
@@ -121,7 +130,8 @@ DocumentAnswer answer_from_document(Evaluator& eval, PolicyCache& cache, const P
     a.first_logits_sha256 = sha256_hex(logits.data(), logits.size() * sizeof(float));
     const auto t1 = Clock::now();
     for (int i = 0; i < max_new_tokens; ++i) {
-      const int32_t next = static_cast<int32_t>(std::max_element(logits.begin(), logits.end()) - logits.begin());
+      const int32_t next =
+          static_cast<int32_t>(std::max_element(logits.begin(), logits.end()) - logits.begin());
       if (tok.is_end_of_generation(next)) {
         a.stopped_at_eog = true;
         break;

@@ -28,7 +28,8 @@ namespace kvbench {
 
 // BOS, template head, preamble and the document: the tokens a snapshot
 // caches (chunk, activations and logits are left for prefill_document).
-SnapshotDocument document_prefix(const LlamaModel& model, const std::string& preamble, const std::string& document);
+SnapshotDocument document_prefix(const LlamaModel& model, const std::string& preamble,
+                                 const std::string& document);
 
 // What follows the document for one question.
 std::vector<int32_t> question_suffix(const LlamaModel& model, const std::string& question,
@@ -68,8 +69,10 @@ enum class QuestionBudget {
 // cache.rollback(checkpoint). InputError when the document, suffix and
 // max_new_tokens exceed the model's context, or the policy renumbers
 // positions per sequence (streaming:pos=contiguous cannot share a prefix).
-DocumentAnswer answer_from_document(Evaluator& eval, PolicyCache& cache, const PolicyCache::Checkpoint& checkpoint,
-                                    const SnapshotDocument& doc, const std::vector<int32_t>& suffix, int seq,
-                                    int max_new_tokens, QuestionBudget budget = QuestionBudget::Added);
+DocumentAnswer answer_from_document(Evaluator& eval, PolicyCache& cache,
+                                    const PolicyCache::Checkpoint& checkpoint,
+                                    const SnapshotDocument& doc, const std::vector<int32_t>& suffix,
+                                    int seq, int max_new_tokens,
+                                    QuestionBudget budget = QuestionBudget::Added);
 
 }  // namespace kvbench

@@ -17,9 +17,9 @@
 #include <thread>
 
 #include "datasets/json_text.h"
+#include "harness/sha256.h"
 #include "model/common/atomic_file.h"
 #include "model/common/input_file.h"
-#include "harness/sha256.h"
 
 namespace io = boost::iostreams;
 using nlohmann::json;
@@ -63,7 +63,8 @@ SnapshotDocument read_document(StateReader& in) {
   d.chunk = in.i32("chunk");
   if (d.chunk < 1) in.fail("chunk " + std::to_string(d.chunk));
   d.activations = in.str("activations", 16);
-  if (d.activations != "f32" && d.activations != "q8") in.fail("activation precision '" + d.activations + "'");
+  if (d.activations != "f32" && d.activations != "q8")
+    in.fail("activation precision '" + d.activations + "'");
   in.array_upto(d.logits, 1 << 24, "logits");
   in.expect_tag(state_tag("DEND"), "end of document");
   return d;
@@ -85,7 +86,8 @@ std::string show(const json& v) {
 
 // Every leaf of `want` must be in `have` with the same value; the fields
 // that differ, "name (snapshot X, this run Y)", are appended to `diffs`.
-void diff_fields(const json& have, const json& want, std::vector<std::string>& diffs, std::set<std::string>& known) {
+void diff_fields(const json& have, const json& want, std::vector<std::string>& diffs,
+                 std::set<std::string>& known) {
   const json flat = want.flatten();
   for (const auto& [pointer, value] : flat.items()) {
     known.insert(pointer);
@@ -96,7 +98,8 @@ void diff_fields(const json& have, const json& want, std::vector<std::string>& d
     }
     const json& h = have.at(p);
     if (h != value)
-      diffs.push_back(field_name(pointer) + " (snapshot " + show(h) + ", " + "expected " + show(value) + ")");
+      diffs.push_back(field_name(pointer) + " (snapshot " + show(h) + ", " + "expected " +
+                      show(value) + ")");
   }
 }
 
@@ -151,13 +154,14 @@ Container open_container(std::span<const uint8_t> f, const std::string& name) {
   if (f.size() >= 8 && std::memcmp(f.data(), kMagic, 8) != 0)
     throw SnapshotError(name + ": not a kvbench cache snapshot (bad magic)");
   if (f.size() < kPrefix + kTrailer)
-    throw SnapshotError(name + ": truncated: " + std::to_string(f.size()) + " bytes, a snapshot has at least " +
-                        std::to_string(kPrefix + kTrailer));
+    throw SnapshotError(name + ": truncated: " + std::to_string(f.size()) +
+                        " bytes, a snapshot has at least " + std::to_string(kPrefix + kTrailer));
   const uint32_t version = read_u32(f.data() + 8);
   if (version != kSnapshotFormatVersion)
     throw SnapshotError(name + ": format_version: the file is format " + std::to_string(version) +
                         ", this kvbench reads format " + std::to_string(kSnapshotFormatVersion));
-  if (read_u32(f.data() + 12) != 0) throw SnapshotError(name + ": corrupt: reserved bytes are not zero");
+  if (read_u32(f.data() + 12) != 0)
+    throw SnapshotError(name + ": corrupt: reserved bytes are not zero");
   const uint8_t* end = f.data() + f.size();
   if (std::memcmp(end - 8, kEndMagic, 8) != 0)
     throw SnapshotError(name + ": truncated or corrupt: the end marker is missing");
@@ -178,7 +182,8 @@ Container open_container(std::span<const uint8_t> f, const std::string& name) {
   try {
     check_json_depth(std::string_view(reinterpret_cast<const char*>(header), h), "depth");
   } catch (const InputError&) {
-    throw SnapshotError(name + ": header: nested deeper than " + std::to_string(kMaxJsonDepth) + " levels");
+    throw SnapshotError(name + ": header: nested deeper than " + std::to_string(kMaxJsonDepth) +
+                        " levels");
   }
   try {
     c.header = ordered_json::parse(header, header + h);
@@ -262,7 +267,9 @@ void push_decompressor(io::filtering_istream& in, SnapshotCompression c) {
 
 }  // namespace
 
-std::string_view compression_name(SnapshotCompression c) { return c == SnapshotCompression::Zstd ? "zstd" : "gzip"; }
+std::string_view compression_name(SnapshotCompression c) {
+  return c == SnapshotCompression::Zstd ? "zstd" : "gzip";
+}
 
 SnapshotCompression parse_compression(std::string_view name) {
   if (name == "zstd") return SnapshotCompression::Zstd;
@@ -270,7 +277,8 @@ SnapshotCompression parse_compression(std::string_view name) {
   throw InputError("compression '" + std::string(name) + "' (valid: zstd, gzip)");
 }
 
-void write_snapshot_payload(StateWriter& out, const PolicyCache& cache, const SnapshotDocument& doc) {
+void write_snapshot_payload(StateWriter& out, const PolicyCache& cache,
+                            const SnapshotDocument& doc) {
   write_document(out, doc);
   cache.save_state(out);
 }
@@ -286,7 +294,8 @@ ordered_json describe_payload(const SnapshotDocument& doc, const PolicyCache& ca
   const CacheContext& c = cache.context();
   const MemoryReport m = cache.memory();
   auto tier = [](const MemoryBytes& b) {
-    return ordered_json{{"kv", b.kv}, {"scales", b.scales}, {"meta", b.meta}, {"entries", b.entries}};
+    return ordered_json{
+        {"kv", b.kv}, {"scales", b.scales}, {"meta", b.meta}, {"entries", b.entries}};
   };
   return {{"document",
            {{"tokens", doc.tokens.size()},
@@ -302,7 +311,10 @@ ordered_json describe_payload(const SnapshotDocument& doc, const PolicyCache& ca
             {"collect_attention", c.collect_attention},
             {"keep_queries", c.keep_queries}}},
           {"memory",
-           {{"hot", tier(m.hot)}, {"cold", tier(m.cold)}, {"policy_state", m.policy_state}, {"total", m.total()}}}};
+           {{"hot", tier(m.hot)},
+            {"cold", tier(m.cold)},
+            {"policy_state", m.policy_state},
+            {"total", m.total()}}}};
 }
 
 void decompress_payload(std::span<const uint8_t> bytes, SnapshotCompression c, uint64_t max_bytes,
@@ -317,24 +329,27 @@ void decompress_payload(std::span<const uint8_t> bytes, SnapshotCompression c, u
     while (in) {
       in.read(buf.data(), static_cast<std::streamsize>(buf.size()));
       const auto n = static_cast<size_t>(in.gcount());
-      if (out.size() + n > max_bytes) throw SnapshotError("payload: more than " + std::to_string(max_bytes) + " bytes");
+      if (out.size() + n > max_bytes)
+        throw SnapshotError("payload: more than " + std::to_string(max_bytes) + " bytes");
       out.insert(out.end(), buf.data(), buf.data() + n);
     }
   } catch (const std::ios_base::failure& e) {
-    throw SnapshotError(std::string("payload: cannot decompress (") + std::string(compression_name(c)) +
-                        "): " + e.what());
+    throw SnapshotError(std::string("payload: cannot decompress (") +
+                        std::string(compression_name(c)) + "): " + e.what());
   }
 }
 
 // --- saving ---
 
-void save_cache_snapshot(const std::string& path, const PolicyCache& cache, const SnapshotDocument& doc,
-                         const ModelIdentity& model, const SnapshotOptions& options) {
+void save_cache_snapshot(const std::string& path, const PolicyCache& cache,
+                         const SnapshotDocument& doc, const ModelIdentity& model,
+                         const SnapshotOptions& options) {
   if (cache.store().in_step()) throw InputError(path + ": a cache cannot be saved inside a step");
   const int max_level = options.compression == SnapshotCompression::Zstd ? 19 : 9;
   if (options.level < 1 || options.level > max_level)
-    throw InputError(path + ": compression level " + std::to_string(options.level) + " (valid: 1.." +
-                     std::to_string(max_level) + " for " + std::string(compression_name(options.compression)) + ")");
+    throw InputError(path + ": compression level " + std::to_string(options.level) +
+                     " (valid: 1.." + std::to_string(max_level) + " for " +
+                     std::string(compression_name(options.compression)) + ")");
   AtomicFile file(path);  // removed unless committed below
   const int fd = file.fd();
   {
@@ -350,7 +365,9 @@ void save_cache_snapshot(const std::string& path, const PolicyCache& cache, cons
     {
       io::filtering_ostream out;
       if (options.compression == SnapshotCompression::Zstd)
-        out.push(io::zstd_compressor(io::zstd_params(static_cast<uint32_t>(options.level)), kBuffer), kBuffer);
+        out.push(
+            io::zstd_compressor(io::zstd_params(static_cast<uint32_t>(options.level)), kBuffer),
+            kBuffer);
       else
         out.push(io::gzip_compressor(io::gzip_params(options.level), kBuffer), kBuffer);
       out.push(HashingFdSink(fd, &payload_hash, &payload_bytes, &path), kBuffer);
@@ -378,7 +395,8 @@ void save_cache_snapshot(const std::string& path, const PolicyCache& cache, cons
     std::string trailer(kTrailer, '\0');
     const uint32_t h = static_cast<uint32_t>(text.size());
     std::memcpy(trailer.data(), &h, 4);
-    for (int i = 0; i < 32; ++i) trailer[4 + i] = static_cast<char>(std::stoi(hex.substr(2 * i, 2), nullptr, 16));
+    for (int i = 0; i < 32; ++i)
+      trailer[4 + i] = static_cast<char>(std::stoi(hex.substr(2 * i, 2), nullptr, 16));
     std::memcpy(trailer.data() + 36, kEndMagic, 8);
     plain.write_all(text.data(), text.size());
     plain.write_all(trailer.data(), trailer.size());
@@ -403,7 +421,8 @@ SnapshotDocument load_cache_snapshot(const std::string& path, const SnapshotExpe
 }
 
 SnapshotDocument load_cache_snapshot_bytes(std::span<const uint8_t> file, const std::string& name,
-                                           const SnapshotExpect& expect, std::unique_ptr<PolicyCache>& cache) {
+                                           const SnapshotExpect& expect,
+                                           std::unique_ptr<PolicyCache>& cache) {
   const Container c = open_container(file, name);
   const ordered_json& header = c.header;
   // Header fields are compared as plain JSON (ordered_json and json differ in type only).
@@ -413,15 +432,18 @@ SnapshotDocument load_cache_snapshot_bytes(std::span<const uint8_t> file, const 
   std::vector<std::string> diffs;
   std::set<std::string> known;
   diff_fields(have, json::parse(external_fields(expect).dump()), diffs, known);
-  if (!diffs.empty()) throw SnapshotError(name + ": does not match this model / run: " + join(diffs));
+  if (!diffs.empty())
+    throw SnapshotError(name + ": does not match this model / run: " + join(diffs));
 
   // 2. The payload: recorded size, compression, checksum.
-  for (const char* p : {"/payload/compression", "/payload/bytes", "/payload/raw_bytes", "/payload/sha256"})
+  for (const char* p :
+       {"/payload/compression", "/payload/bytes", "/payload/raw_bytes", "/payload/sha256"})
     known.insert(p);
   const auto bytes = field<uint64_t>(have, "/payload/bytes", name);
   if (bytes != c.payload.size())
-    throw SnapshotError(name + ": payload.bytes: the header says " + std::to_string(bytes) + ", the file holds " +
-                        std::to_string(c.payload.size()) + " (truncated or corrupt)");
+    throw SnapshotError(name + ": payload.bytes: the header says " + std::to_string(bytes) +
+                        ", the file holds " + std::to_string(c.payload.size()) +
+                        " (truncated or corrupt)");
   const std::string comp_name = field<std::string>(have, "/payload/compression", name);
   SnapshotCompression comp;
   try {
@@ -431,8 +453,10 @@ SnapshotDocument load_cache_snapshot_bytes(std::span<const uint8_t> file, const 
   }
   const bool is_zstd = c.payload.size() >= 4 && std::memcmp(c.payload.data(), kZstdMagic, 4) == 0;
   const bool is_gzip = c.payload.size() >= 2 && std::memcmp(c.payload.data(), kGzipMagic, 2) == 0;
-  if ((comp == SnapshotCompression::Zstd && !is_zstd) || (comp == SnapshotCompression::Gzip && !is_gzip))
-    throw SnapshotError(name + ": payload.compression: the header says " + comp_name + ", the payload is " +
+  if ((comp == SnapshotCompression::Zstd && !is_zstd) ||
+      (comp == SnapshotCompression::Gzip && !is_gzip))
+    throw SnapshotError(name + ": payload.compression: the header says " + comp_name +
+                        ", the payload is " +
                         (is_zstd   ? "zstd"
                          : is_gzip ? "gzip"
                                    : "neither zstd nor gzip"));
@@ -462,7 +486,8 @@ SnapshotDocument load_cache_snapshot_bytes(std::span<const uint8_t> file, const 
   } joiner{hasher};
   auto check_sum = [&] {
     if (hasher.joinable()) hasher.join();
-    if (digest != sha) throw SnapshotError(name + ": payload.sha256 does not match the payload (corrupted file)");
+    if (digest != sha)
+      throw SnapshotError(name + ": payload.sha256 does not match the payload (corrupted file)");
   };
   io::filtering_istream in;
   push_decompressor(in, comp);
@@ -481,8 +506,8 @@ SnapshotDocument load_cache_snapshot_bytes(std::span<const uint8_t> file, const 
     payload = read_snapshot_payload(reader);
     if (reader.consumed() != raw_bytes || in.peek() != std::char_traits<char>::eof()) {
       const uint64_t n = actual_size();
-      throw SnapshotError("payload.raw_bytes: the header says " + std::to_string(raw_bytes) + ", the payload holds " +
-                          std::to_string(n));
+      throw SnapshotError("payload.raw_bytes: the header says " + std::to_string(raw_bytes) +
+                          ", the payload holds " + std::to_string(n));
     }
   } catch (const SnapshotError& e) {
     check_sum();
@@ -492,8 +517,8 @@ SnapshotDocument load_cache_snapshot_bytes(std::span<const uint8_t> file, const 
       try {
         const uint64_t n = actual_size();
         if (n != raw_bytes)
-          what = "payload.raw_bytes: the header says " + std::to_string(raw_bytes) + ", the payload holds " +
-                 std::to_string(n);
+          what = "payload.raw_bytes: the header says " + std::to_string(raw_bytes) +
+                 ", the payload holds " + std::to_string(n);
       } catch (const std::ios_base::failure&) {
       }
     }
@@ -505,18 +530,22 @@ SnapshotDocument load_cache_snapshot_bytes(std::span<const uint8_t> file, const 
   check_sum();
 
   // 4. What the header says about the payload must be what was read.
-  diff_fields(have, json::parse(describe_payload(payload.doc, *payload.cache).dump()), diffs, known);
-  if (!diffs.empty()) throw SnapshotError(name + ": the header does not match the payload: " + join(diffs));
+  diff_fields(have, json::parse(describe_payload(payload.doc, *payload.cache).dump()), diffs,
+              known);
+  if (!diffs.empty())
+    throw SnapshotError(name + ": the header does not match the payload: " + join(diffs));
   const int64_t n_vocab = expect.model.hparams.value("n_vocab", int64_t{0});
   if (!payload.doc.logits.empty() && static_cast<int64_t>(payload.doc.logits.size()) != n_vocab)
     throw SnapshotError(name + ": document.logits: " + std::to_string(payload.doc.logits.size()) +
                         " logits for a vocabulary of " + std::to_string(n_vocab));
   for (int32_t t : payload.doc.tokens)
     if (n_vocab > 0 && t >= n_vocab)
-      throw SnapshotError(name + ": document: token id " + std::to_string(t) + " beyond the vocabulary");
+      throw SnapshotError(name + ": document: token id " + std::to_string(t) +
+                          " beyond the vocabulary");
   const json all = have.flatten();  // (a named object: items() of a temporary would dangle)
   for (const auto& [pointer, value] : all.items())
-    if (!known.count(pointer)) throw SnapshotError(name + ": header: unknown field " + field_name(pointer));
+    if (!known.count(pointer))
+      throw SnapshotError(name + ": header: unknown field " + field_name(pointer));
 
   cache = std::move(payload.cache);
   return std::move(payload.doc);

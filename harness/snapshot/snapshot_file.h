@@ -64,7 +64,7 @@ struct SnapshotDocument {
   int64_t context_begin = 0;        // index of the context's first token in `tokens`
   int32_t chunk = 512;              // prefill chunk size (the question continues with it)
   std::string activations = "f32";  // "f32" (exact) or "q8" (8-bit activations)
-  std::vector<float> logits;        // [n_vocab] next-token logits after the last token (may be empty)
+  std::vector<float> logits;  // [n_vocab] next-token logits after the last token (may be empty)
 };
 
 struct SnapshotOptions {
@@ -80,8 +80,9 @@ struct SnapshotExpect {
 // Writes the snapshot atomically (temporary file in the same directory,
 // fsync, rename). InputError when the cache is inside a step or the file
 // cannot be written; no partial file is left behind.
-void save_cache_snapshot(const std::string& path, const PolicyCache& cache, const SnapshotDocument& doc,
-                         const ModelIdentity& model, const SnapshotOptions& options = {});
+void save_cache_snapshot(const std::string& path, const PolicyCache& cache,
+                         const SnapshotDocument& doc, const ModelIdentity& model,
+                         const SnapshotOptions& options = {});
 
 // Validates everything, then replaces `cache` with the loaded one and
 // returns the document. On any error throws SnapshotError ("<path>: <what>")
@@ -101,14 +102,16 @@ SnapshotInfo read_snapshot_info(const std::string& path);
 
 // load_cache_snapshot over a file's bytes in memory; `name` is the path in messages.
 SnapshotDocument load_cache_snapshot_bytes(std::span<const uint8_t> file, const std::string& name,
-                                           const SnapshotExpect& expect, std::unique_ptr<PolicyCache>& cache);
+                                           const SnapshotExpect& expect,
+                                           std::unique_ptr<PolicyCache>& cache);
 
 // The uncompressed payload: the document section and the cache state.
 struct SnapshotPayload {
   SnapshotDocument doc;
   std::unique_ptr<PolicyCache> cache;
 };
-void write_snapshot_payload(StateWriter& out, const PolicyCache& cache, const SnapshotDocument& doc);
+void write_snapshot_payload(StateWriter& out, const PolicyCache& cache,
+                            const SnapshotDocument& doc);
 SnapshotPayload read_snapshot_payload(StateReader& in);
 
 // What the header states about a payload: document, precision.kv, policy, memory.

@@ -26,7 +26,8 @@ ModelIdentity model_identity(const LlamaModel& model) {
       {"rope_base", c.rope.freq_base},
       {"rope_scale", c.rope.freq_scale},
       // llama3-style divisors, by content (none for most models)
-      {"rope_factors", f.empty() ? std::string("none") : "sha256:" + sha256_hex(f.data(), f.size() * sizeof(float))}};
+      {"rope_factors", f.empty() ? std::string("none")
+                                 : "sha256:" + sha256_hex(f.data(), f.size() * sizeof(float))}};
   id.tokenizer = model.tokenizer().fingerprint();
   return id;
 }

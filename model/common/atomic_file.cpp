@@ -16,13 +16,16 @@ void refuse_non_regular_target(const std::string& path) {
   if (::lstat(path.c_str(), &st) != 0) return;  // absent: fine (other errors show when creating)
   if (!S_ISREG(st.st_mode))
     throw InputError(path + ": exists and is not a regular file (" +
-                     (S_ISLNK(st.st_mode) ? "a symbolic link" : S_ISDIR(st.st_mode) ? "a directory"
-                      : S_ISFIFO(st.st_mode) ? "a FIFO" : S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode) ? "a device"
-                      : "a special file") +
+                     (S_ISLNK(st.st_mode)                          ? "a symbolic link"
+                      : S_ISDIR(st.st_mode)                        ? "a directory"
+                      : S_ISFIFO(st.st_mode)                       ? "a FIFO"
+                      : S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode) ? "a device"
+                                                                   : "a special file") +
                      "); refusing to replace it");
 }
 
-AtomicFile::AtomicFile(std::string path) : path_(std::move(path)), tmp_(path_ + ".tmp." + std::to_string(::getpid())) {
+AtomicFile::AtomicFile(std::string path)
+    : path_(std::move(path)), tmp_(path_ + ".tmp." + std::to_string(::getpid())) {
   refuse_non_regular_target(path_);
   // A leftover of an earlier process with this pid (or anything planted
   // there) is removed, never written through.

@@ -32,7 +32,8 @@ std::string read_regular_file(const std::string& path, size_t max_bytes, const s
   const int fd = open_regular_file(path, &st);
   const auto too_large = [&] {
     ::close(fd);
-    throw InputError(path + ": larger than " + std::to_string(max_bytes) + " bytes (the limit for " + what + ")");
+    throw InputError(path + ": larger than " + std::to_string(max_bytes) +
+                     " bytes (the limit for " + what + ")");
   };
   if (static_cast<uint64_t>(st.st_size) > max_bytes) too_large();
   std::string out;
@@ -55,7 +56,9 @@ std::string read_regular_file(const std::string& path, size_t max_bytes, const s
     done += static_cast<size_t>(n);
   }
   ::close(fd);
-  if (done > max_bytes) throw InputError(path + ": larger than " + std::to_string(max_bytes) + " bytes (the limit for " + what + ")");
+  if (done > max_bytes)
+    throw InputError(path + ": larger than " + std::to_string(max_bytes) +
+                     " bytes (the limit for " + what + ")");
   out.resize(done);
   return out;
 }

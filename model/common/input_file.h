@@ -21,9 +21,9 @@ int open_regular_file(const std::string& path, struct stat* st = nullptr);
 std::string read_regular_file(const std::string& path, size_t max_bytes, const std::string& what);
 
 // Size limits of the text inputs kvbench reads whole.
-constexpr size_t kMaxConfigBytes = size_t{16} << 20;   // experiment configs, config.json, meta.json
-constexpr size_t kMaxCellBytes = size_t{64} << 20;     // one cells/<id>.json
-constexpr size_t kMaxJsonlBytes = size_t{1} << 30;     // a JSONL instance file
-constexpr size_t kMaxTextBytes = size_t{1} << 30;      // --context, --file texts
+constexpr size_t kMaxConfigBytes = size_t{16} << 20;  // experiment configs, config.json, meta.json
+constexpr size_t kMaxCellBytes = size_t{64} << 20;    // one cells/<id>.json
+constexpr size_t kMaxJsonlBytes = size_t{1} << 30;    // a JSONL instance file
+constexpr size_t kMaxTextBytes = size_t{1} << 30;     // --context, --file texts
 
 }  // namespace kvbench

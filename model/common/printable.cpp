@@ -26,10 +26,14 @@ size_t utf8_sequence(std::string_view s, size_t i) {
   if (c < 0x80) return 1;
   size_t len = 0;
   uint32_t cp = 0;
-  if (c >= 0xC2 && c <= 0xDF) len = 2, cp = c & 0x1F;
-  else if (c >= 0xE0 && c <= 0xEF) len = 3, cp = c & 0x0F;
-  else if (c >= 0xF0 && c <= 0xF4) len = 4, cp = c & 0x07;
-  else return 0;
+  if (c >= 0xC2 && c <= 0xDF)
+    len = 2, cp = c & 0x1F;
+  else if (c >= 0xE0 && c <= 0xEF)
+    len = 3, cp = c & 0x0F;
+  else if (c >= 0xF0 && c <= 0xF4)
+    len = 4, cp = c & 0x07;
+  else
+    return 0;
   if (i + len > s.size()) return 0;
   for (size_t k = 1; k < len; ++k) {
     if ((b(i + k) & 0xC0) != 0x80) return 0;
@@ -46,13 +50,20 @@ std::string escaped_text(std::string_view s, size_t max_bytes, bool escape_backs
   while (i < s.size() && i < max_bytes) {
     const auto c = static_cast<uint8_t>(s[i]);
     const size_t n = utf8_sequence(s, i);
-    if (c == '\n') out += "\\n";
-    else if (c == '\t') out += "\\t";
-    else if (c == '\r') out += "\\r";
-    else if (c == '\\' && escape_backslash) out += "\\\\";
-    else if (n == 0 || c < 0x20 || c == 0x7F) append_hex_escape(out, c);
-    else if (!c1_control(s, i, n)) out.append(s.substr(i, n));
-    else for (size_t k = 0; k < n; ++k) append_hex_escape(out, static_cast<uint8_t>(s[i + k]));
+    if (c == '\n')
+      out += "\\n";
+    else if (c == '\t')
+      out += "\\t";
+    else if (c == '\r')
+      out += "\\r";
+    else if (c == '\\' && escape_backslash)
+      out += "\\\\";
+    else if (n == 0 || c < 0x20 || c == 0x7F)
+      append_hex_escape(out, c);
+    else if (!c1_control(s, i, n))
+      out.append(s.substr(i, n));
+    else
+      for (size_t k = 0; k < n; ++k) append_hex_escape(out, static_cast<uint8_t>(s[i + k]));
     i += std::max<size_t>(n, 1);
   }
   if (i < s.size()) out += "...";

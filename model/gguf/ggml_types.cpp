@@ -40,40 +40,23 @@ struct Entry {
 // types marked true. The integer types are not: they hold indices and counts,
 // not weights, and I32/I64 do not fit a float exactly.
 constexpr Entry kTable[] = {
-    {0, {"F32", 1, 4, true}},
-    {1, {"F16", 1, 2, true}},
-    {2, {"Q4_0", 32, 18, true}},
-    {3, {"Q4_1", 32, 20, true}},
-    {6, {"Q5_0", 32, 22, true}},
-    {7, {"Q5_1", 32, 24, true}},
-    {8, {"Q8_0", 32, 34, true}},
-    {9, {"Q8_1", 32, 36, true}},
-    {10, {"Q2_K", 256, 84, true}},
-    {11, {"Q3_K", 256, 110, true}},
-    {12, {"Q4_K", 256, 144, true}},
-    {13, {"Q5_K", 256, 176, true}},
-    {14, {"Q6_K", 256, 210, true}},
-    {15, {"Q8_K", 256, 292, true}},
-    {16, {"IQ2_XXS", 256, 66, false}},
-    {17, {"IQ2_XS", 256, 74, false}},
-    {18, {"IQ3_XXS", 256, 98, false}},
-    {19, {"IQ1_S", 256, 50, false}},
-    {20, {"IQ4_NL", 32, 18, false}},
-    {21, {"IQ3_S", 256, 110, false}},
-    {22, {"IQ2_S", 256, 82, false}},
-    {23, {"IQ4_XS", 256, 136, false}},
-    {24, {"I8", 1, 1, false}},
-    {25, {"I16", 1, 2, false}},
-    {26, {"I32", 1, 4, false}},
-    {27, {"I64", 1, 8, false}},
-    {28, {"F64", 1, 8, true}},
-    {29, {"IQ1_M", 256, 56, false}},
-    {30, {"BF16", 1, 2, true}},
-    {34, {"TQ1_0", 256, 54, false}},
-    {35, {"TQ2_0", 256, 66, false}},
-    {39, {"MXFP4", 32, 17, false}},
-    {40, {"NVFP4", 64, 36, false}},
-    {41, {"Q1_0", 128, 18, false}},
+    {0, {"F32", 1, 4, true}},          {1, {"F16", 1, 2, true}},
+    {2, {"Q4_0", 32, 18, true}},       {3, {"Q4_1", 32, 20, true}},
+    {6, {"Q5_0", 32, 22, true}},       {7, {"Q5_1", 32, 24, true}},
+    {8, {"Q8_0", 32, 34, true}},       {9, {"Q8_1", 32, 36, true}},
+    {10, {"Q2_K", 256, 84, true}},     {11, {"Q3_K", 256, 110, true}},
+    {12, {"Q4_K", 256, 144, true}},    {13, {"Q5_K", 256, 176, true}},
+    {14, {"Q6_K", 256, 210, true}},    {15, {"Q8_K", 256, 292, true}},
+    {16, {"IQ2_XXS", 256, 66, false}}, {17, {"IQ2_XS", 256, 74, false}},
+    {18, {"IQ3_XXS", 256, 98, false}}, {19, {"IQ1_S", 256, 50, false}},
+    {20, {"IQ4_NL", 32, 18, false}},   {21, {"IQ3_S", 256, 110, false}},
+    {22, {"IQ2_S", 256, 82, false}},   {23, {"IQ4_XS", 256, 136, false}},
+    {24, {"I8", 1, 1, false}},         {25, {"I16", 1, 2, false}},
+    {26, {"I32", 1, 4, false}},        {27, {"I64", 1, 8, false}},
+    {28, {"F64", 1, 8, true}},         {29, {"IQ1_M", 256, 56, false}},
+    {30, {"BF16", 1, 2, true}},        {34, {"TQ1_0", 256, 54, false}},
+    {35, {"TQ2_0", 256, 66, false}},   {39, {"MXFP4", 32, 17, false}},
+    {40, {"NVFP4", 64, 36, false}},    {41, {"Q1_0", 128, 18, false}},
 };
 
 constexpr uint32_t kIdLimit = 42;  // one past the largest id in kTable
@@ -99,7 +82,9 @@ uint16_t load_u16(const uint8_t* p) { return static_cast<uint16_t>(p[0] | (p[1] 
 uint32_t load_u32(const uint8_t* p) {
   return uint32_t{p[0]} | (uint32_t{p[1]} << 8) | (uint32_t{p[2]} << 16) | (uint32_t{p[3]} << 24);
 }
-uint64_t load_u64(const uint8_t* p) { return uint64_t{load_u32(p)} | (uint64_t{load_u32(p + 4)} << 32); }
+uint64_t load_u64(const uint8_t* p) {
+  return uint64_t{load_u32(p)} | (uint64_t{load_u32(p + 4)} << 32);
+}
 void store_u16(uint8_t* p, uint16_t v) {
   p[0] = static_cast<uint8_t>(v);
   p[1] = static_cast<uint8_t>(v >> 8);
@@ -492,7 +477,8 @@ void dequant_q2_k(const uint8_t* b, float* y) {
         const uint8_t sc = scales[is++];
         const float dl = d * static_cast<float>(sc & 0x0F);
         const float ml = min * static_cast<float>(sc >> 4);
-        for (int l = 0; l < 16; ++l) *y++ = dl * static_cast<float>((q[l + 16 * half] >> shift) & 3) - ml;
+        for (int l = 0; l < 16; ++l)
+          *y++ = dl * static_cast<float>((q[l + 16 * half] >> shift) & 3) - ml;
       }
     }
     q += 32;
@@ -733,25 +719,40 @@ struct Codec {
 // Block codecs by type; plain types are handled in the row functions.
 Codec block_codec(GgmlType type) {
   switch (type) {
-    case GgmlType::Q4_0: return {dequant_q4_0, quant_q4_0};
-    case GgmlType::Q4_1: return {dequant_q4_1, quant_q4_1};
-    case GgmlType::Q5_0: return {dequant_q5_0, quant_q5_0};
-    case GgmlType::Q5_1: return {dequant_q5_1, quant_q5_1};
-    case GgmlType::Q8_0: return {dequant_q8_0, quant_q8_0};
-    case GgmlType::Q8_1: return {dequant_q8_1, quant_q8_1};
-    case GgmlType::Q2_K: return {dequant_q2_k, quant_q2_k};
-    case GgmlType::Q3_K: return {dequant_q3_k, quant_q3_k};
-    case GgmlType::Q4_K: return {dequant_q4_k, quant_q4_k};
-    case GgmlType::Q5_K: return {dequant_q5_k, quant_q5_k};
-    case GgmlType::Q6_K: return {dequant_q6_k, quant_q6_k};
-    case GgmlType::Q8_K: return {dequant_q8_k, quant_q8_k};
-    default: return {nullptr, nullptr};
+    case GgmlType::Q4_0:
+      return {dequant_q4_0, quant_q4_0};
+    case GgmlType::Q4_1:
+      return {dequant_q4_1, quant_q4_1};
+    case GgmlType::Q5_0:
+      return {dequant_q5_0, quant_q5_0};
+    case GgmlType::Q5_1:
+      return {dequant_q5_1, quant_q5_1};
+    case GgmlType::Q8_0:
+      return {dequant_q8_0, quant_q8_0};
+    case GgmlType::Q8_1:
+      return {dequant_q8_1, quant_q8_1};
+    case GgmlType::Q2_K:
+      return {dequant_q2_k, quant_q2_k};
+    case GgmlType::Q3_K:
+      return {dequant_q3_k, quant_q3_k};
+    case GgmlType::Q4_K:
+      return {dequant_q4_k, quant_q4_k};
+    case GgmlType::Q5_K:
+      return {dequant_q5_k, quant_q5_k};
+    case GgmlType::Q6_K:
+      return {dequant_q6_k, quant_q6_k};
+    case GgmlType::Q8_K:
+      return {dequant_q8_k, quant_q8_k};
+    default:
+      return {nullptr, nullptr};
   }
 }
 
 }  // namespace
 
-void k4_scale_min(int j, const uint8_t* scales, int* sc, int* m) { get_scale_min_k4(j, scales, sc, m); }
+void k4_scale_min(int j, const uint8_t* scales, int* sc, int* m) {
+  get_scale_min_k4(j, scales, sc, m);
+}
 
 // ---------------------------------------------------------------------------
 // Public API
@@ -799,7 +800,8 @@ void dequantize_row(GgmlType type, const void* src, float* dst, int64_t n) {
       for (int64_t i = 0; i < n; ++i) dst[i] = bf16_to_fp32(load_u16(s + 2 * i));
       return;
     case GgmlType::F64:
-      for (int64_t i = 0; i < n; ++i) dst[i] = static_cast<float>(std::bit_cast<double>(load_u64(s + 8 * i)));
+      for (int64_t i = 0; i < n; ++i)
+        dst[i] = static_cast<float>(std::bit_cast<double>(load_u64(s + 8 * i)));
       return;
     default:
       break;
@@ -810,7 +812,8 @@ void dequantize_row(GgmlType type, const void* src, float* dst, int64_t n) {
     return;
   }
   const int64_t nb = n / t.block_size;
-  for (int64_t i = 0; i < nb; ++i) fn(s + i * static_cast<int64_t>(t.block_bytes), dst + i * t.block_size);
+  for (int64_t i = 0; i < nb; ++i)
+    fn(s + i * static_cast<int64_t>(t.block_bytes), dst + i * t.block_size);
 }
 
 void quantize_row(GgmlType type, const float* src, void* dst, int64_t n) {
@@ -829,7 +832,8 @@ void quantize_row(GgmlType type, const float* src, void* dst, int64_t n) {
       for (int64_t i = 0; i < n; ++i) store_u16(d + 2 * i, fp32_to_bf16(src[i]));
       return;
     case GgmlType::F64:
-      for (int64_t i = 0; i < n; ++i) store_u64(d + 8 * i, std::bit_cast<uint64_t>(static_cast<double>(src[i])));
+      for (int64_t i = 0; i < n; ++i)
+        store_u64(d + 8 * i, std::bit_cast<uint64_t>(static_cast<double>(src[i])));
       return;
     default:
       break;
@@ -840,7 +844,8 @@ void quantize_row(GgmlType type, const float* src, void* dst, int64_t n) {
     return;
   }
   const int64_t nb = n / t.block_size;
-  for (int64_t i = 0; i < nb; ++i) fn(src + i * t.block_size, d + i * static_cast<int64_t>(t.block_bytes));
+  for (int64_t i = 0; i < nb; ++i)
+    fn(src + i * t.block_size, d + i * static_cast<int64_t>(t.block_bytes));
 }
 
 // ---------------------------------------------------------------------------
@@ -881,7 +886,7 @@ uint16_t fp32_to_fp16(float f) {
   if (a >= 0x477ff000u) return static_cast<uint16_t>(sign | 0x7c00u);
   if (a >= 0x38800000u) {  // >= 2^-14: normal half
     uint32_t h = (((a >> 23) - (127 - 15)) << 10) | ((a >> 13) & 0x3ffu);
-    const uint32_t rest = a & 0x1fffu;  // the 13 dropped bits
+    const uint32_t rest = a & 0x1fffu;                         // the 13 dropped bits
     if (rest > 0x1000u || (rest == 0x1000u && (h & 1u))) ++h;  // may carry into the exponent: fine
     return static_cast<uint16_t>(sign | h);
   }

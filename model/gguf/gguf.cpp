@@ -71,12 +71,25 @@ bool valid_value_type(uint32_t raw) { return raw <= static_cast<uint32_t>(GgufTy
 // Minimum bytes one value of `type` occupies on disk; bounds array counts.
 uint64_t min_value_bytes(GgufType type) {
   switch (type) {
-    case GgufType::U8: case GgufType::I8: case GgufType::BOOL: return 1;
-    case GgufType::U16: case GgufType::I16: return 2;
-    case GgufType::U32: case GgufType::I32: case GgufType::F32: return 4;
-    case GgufType::U64: case GgufType::I64: case GgufType::F64: return 8;
-    case GgufType::STRING: return 8;      // length prefix
-    case GgufType::ARRAY: return 4 + 8;   // element type + count
+    case GgufType::U8:
+    case GgufType::I8:
+    case GgufType::BOOL:
+      return 1;
+    case GgufType::U16:
+    case GgufType::I16:
+      return 2;
+    case GgufType::U32:
+    case GgufType::I32:
+    case GgufType::F32:
+      return 4;
+    case GgufType::U64:
+    case GgufType::I64:
+    case GgufType::F64:
+      return 8;
+    case GgufType::STRING:
+      return 8;  // length prefix
+    case GgufType::ARRAY:
+      return 4 + 8;  // element type + count
   }
   return 1;
 }
@@ -116,8 +129,7 @@ class Cursor {
     const uint64_t len = u64();
     if (len > left()) {
       fail(std::string(what) + " length " + std::to_string(len) + " at offset " +
-           std::to_string(at) + " exceeds the " + std::to_string(left()) +
-           " bytes left" + where());
+           std::to_string(at) + " exceeds the " + std::to_string(left()) + " bytes left" + where());
     }
     std::string_view s(reinterpret_cast<const char*>(data_ + pos_), static_cast<size_t>(len));
     pos_ += static_cast<size_t>(len);
@@ -179,16 +191,36 @@ GgufValue ValueReader::value(GgufType type, int depth) {
   GgufValue v;
   v.type = type;
   switch (type) {
-    case GgufType::U8: v.data = uint64_t{in.u8()}; break;
-    case GgufType::I8: v.data = int64_t{static_cast<int8_t>(in.u8())}; break;
-    case GgufType::U16: v.data = uint64_t{in.u16()}; break;
-    case GgufType::I16: v.data = int64_t{static_cast<int16_t>(in.u16())}; break;
-    case GgufType::U32: v.data = uint64_t{in.u32()}; break;
-    case GgufType::I32: v.data = int64_t{static_cast<int32_t>(in.u32())}; break;
-    case GgufType::U64: v.data = in.u64(); break;
-    case GgufType::I64: v.data = static_cast<int64_t>(in.u64()); break;
-    case GgufType::F32: v.data = double{std::bit_cast<float>(in.u32())}; break;
-    case GgufType::F64: v.data = std::bit_cast<double>(in.u64()); break;
+    case GgufType::U8:
+      v.data = uint64_t{in.u8()};
+      break;
+    case GgufType::I8:
+      v.data = int64_t{static_cast<int8_t>(in.u8())};
+      break;
+    case GgufType::U16:
+      v.data = uint64_t{in.u16()};
+      break;
+    case GgufType::I16:
+      v.data = int64_t{static_cast<int16_t>(in.u16())};
+      break;
+    case GgufType::U32:
+      v.data = uint64_t{in.u32()};
+      break;
+    case GgufType::I32:
+      v.data = int64_t{static_cast<int32_t>(in.u32())};
+      break;
+    case GgufType::U64:
+      v.data = in.u64();
+      break;
+    case GgufType::I64:
+      v.data = static_cast<int64_t>(in.u64());
+      break;
+    case GgufType::F32:
+      v.data = double{std::bit_cast<float>(in.u32())};
+      break;
+    case GgufType::F64:
+      v.data = std::bit_cast<double>(in.u64());
+      break;
     case GgufType::BOOL: {
       const size_t at = in.pos();
       const uint8_t b = in.u8();
@@ -199,7 +231,9 @@ GgufValue ValueReader::value(GgufType type, int depth) {
       v.data = b == 1;
       break;
     }
-    case GgufType::STRING: v.data = std::string(in.string("string")); break;
+    case GgufType::STRING:
+      v.data = std::string(in.string("string"));
+      break;
     case GgufType::ARRAY: {
       GgufValue a = array(depth + 1);
       a.type = GgufType::ARRAY;
@@ -311,7 +345,8 @@ uint64_t data_bytes(const Cursor& in, const GgufTensor& t, const TensorLayout& l
   return bytes;
 }
 
-void read_tensor_infos(Cursor& in, uint64_t count, size_t file_size, std::vector<GgufTensor>& tensors,
+void read_tensor_infos(Cursor& in, uint64_t count, size_t file_size,
+                       std::vector<GgufTensor>& tensors,
                        std::map<std::string, size_t, std::less<>>& index) {
   in.set_context("tensor infos");
   in.check_count(count, kMinTensorInfoBytes, "tensor count");
@@ -453,19 +488,32 @@ constexpr size_t kMaxDisplayBytes = 60;  // of a string value in to_display
 
 std::string_view gguf_type_name(GgufType type) {
   switch (type) {
-    case GgufType::U8: return "u8";
-    case GgufType::I8: return "i8";
-    case GgufType::U16: return "u16";
-    case GgufType::I16: return "i16";
-    case GgufType::U32: return "u32";
-    case GgufType::I32: return "i32";
-    case GgufType::F32: return "f32";
-    case GgufType::BOOL: return "bool";
-    case GgufType::STRING: return "string";
-    case GgufType::ARRAY: return "array";
-    case GgufType::U64: return "u64";
-    case GgufType::I64: return "i64";
-    case GgufType::F64: return "f64";
+    case GgufType::U8:
+      return "u8";
+    case GgufType::I8:
+      return "i8";
+    case GgufType::U16:
+      return "u16";
+    case GgufType::I16:
+      return "i16";
+    case GgufType::U32:
+      return "u32";
+    case GgufType::I32:
+      return "i32";
+    case GgufType::F32:
+      return "f32";
+    case GgufType::BOOL:
+      return "bool";
+    case GgufType::STRING:
+      return "string";
+    case GgufType::ARRAY:
+      return "array";
+    case GgufType::U64:
+      return "u64";
+    case GgufType::I64:
+      return "i64";
+    case GgufType::F64:
+      return "f64";
   }
   return "invalid";
 }
@@ -624,15 +672,15 @@ uint32_t to_u32(const GgufValue& v, std::string_view key) {
 float to_f32(const GgufValue& v, std::string_view key) {
   const double x = v.as_f64(key);
   if (std::isfinite(x) && std::fabs(x) > double(std::numeric_limits<float>::max())) {
-    throw InputError("key '" + escaped_text(key, kMaxShownBytes) + "' value " + display_number(x, GgufType::F64) +
-                     " does not fit in f32");
+    throw InputError("key '" + escaped_text(key, kMaxShownBytes) + "' value " +
+                     display_number(x, GgufType::F64) + " does not fit in f32");
   }
   return static_cast<float>(x);
 }
 
 // Checks the element type of an array, e.g. tokens must be strings.
-const std::vector<GgufValue>& typed_array(const GgufValue& v, std::string_view key, bool (*ok)(GgufType),
-                                          const char* expected) {
+const std::vector<GgufValue>& typed_array(const GgufValue& v, std::string_view key,
+                                          bool (*ok)(GgufType), const char* expected) {
   const auto& items = v.as_array(key);
   if (!ok(v.elem_type)) type_error(key, v, expected);
   return items;
@@ -642,9 +690,17 @@ bool is_float_type(GgufType t) { return t == GgufType::F32 || t == GgufType::F64
 bool is_string_type(GgufType t) { return t == GgufType::STRING; }
 bool is_int_type(GgufType t) {
   switch (t) {
-    case GgufType::U8: case GgufType::I8: case GgufType::U16: case GgufType::I16:
-    case GgufType::U32: case GgufType::I32: case GgufType::U64: case GgufType::I64: return true;
-    default: return false;
+    case GgufType::U8:
+    case GgufType::I8:
+    case GgufType::U16:
+    case GgufType::I16:
+    case GgufType::U32:
+    case GgufType::I32:
+    case GgufType::U64:
+    case GgufType::I64:
+      return true;
+    default:
+      return false;
   }
 }
 
@@ -686,7 +742,8 @@ bool GgufFile::get_bool(std::string_view key) const {
 }
 
 const std::string& GgufFile::get_string(std::string_view key) const {
-  return with_path(path_, [&]() -> const std::string& { return require(*this, key).as_string(key); });
+  return with_path(path_,
+                   [&]() -> const std::string& { return require(*this, key).as_string(key); });
 }
 
 uint32_t GgufFile::get_u32_or(std::string_view key, uint32_t fallback) const {

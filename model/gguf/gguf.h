@@ -19,8 +19,19 @@ namespace kvbench {
 
 // The 13 metadata value types, numbered as on disk.
 enum class GgufType : uint32_t {
-  U8 = 0, I8 = 1, U16 = 2, I16 = 3, U32 = 4, I32 = 5, F32 = 6, BOOL = 7,
-  STRING = 8, ARRAY = 9, U64 = 10, I64 = 11, F64 = 12,
+  U8 = 0,
+  I8 = 1,
+  U16 = 2,
+  I16 = 3,
+  U32 = 4,
+  I32 = 5,
+  F32 = 6,
+  BOOL = 7,
+  STRING = 8,
+  ARRAY = 9,
+  U64 = 10,
+  I64 = 11,
+  F64 = 12,
 };
 std::string_view gguf_type_name(GgufType type);
 
@@ -30,9 +41,7 @@ std::string_view gguf_type_name(GgufType type);
 struct GgufValue {
   GgufType type = GgufType::U8;
   GgufType elem_type = GgufType::U8;  // meaningful for ARRAY only
-  std::variant<uint64_t, int64_t, double, bool, std::string,
-               std::vector<GgufValue>>
-      data;
+  std::variant<uint64_t, int64_t, double, bool, std::string, std::vector<GgufValue>> data;
 
   // Typed accessors: throw InputError naming `key` when the stored type does
   // not fit (e.g. a negative value read as unsigned, a string read as number).
@@ -49,9 +58,9 @@ struct GgufTensor {
   std::string name;
   GgmlType type = GgmlType::F32;
   int n_dims = 0;
-  int64_t ne[4] = {1, 1, 1, 1};  // ne[0] is the contiguous (row) dimension
-  uint64_t offset = 0;          // relative to the data section
-  uint64_t bytes = 0;           // row_bytes(type, ne[0]) * ne[1] * ne[2] * ne[3]
+  int64_t ne[4] = {1, 1, 1, 1};   // ne[0] is the contiguous (row) dimension
+  uint64_t offset = 0;            // relative to the data section
+  uint64_t bytes = 0;             // row_bytes(type, ne[0]) * ne[1] * ne[2] * ne[3]
   const uint8_t* data = nullptr;  // into the mapping
   int64_t n_elements() const { return ne[0] * ne[1] * ne[2] * ne[3]; }
 };

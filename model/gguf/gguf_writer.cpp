@@ -38,7 +38,9 @@ class ByteSink {
     u64(s.size());
     bytes(s.data(), s.size());
   }
-  void pad_to(uint64_t alignment) { out_.resize((out_.size() + alignment - 1) / alignment * alignment, 0); }
+  void pad_to(uint64_t alignment) {
+    out_.resize((out_.size() + alignment - 1) / alignment * alignment, 0);
+  }
 
  private:
   void le(uint64_t v, int n) {
@@ -92,19 +94,45 @@ void encode_array(ByteSink& out, const std::string& key, const GgufValue& v) {
 void encode_payload(ByteSink& out, const std::string& key, const GgufValue& v) {
   constexpr int64_t kNone = 0;  // lower bound for unsigned types
   switch (v.type) {
-    case GgufType::U8: out.u8(static_cast<uint8_t>(integer_bits(key, v, kNone, UINT8_MAX))); return;
-    case GgufType::I8: out.u8(static_cast<uint8_t>(integer_bits(key, v, INT8_MIN, INT8_MAX))); return;
-    case GgufType::U16: out.u16(static_cast<uint16_t>(integer_bits(key, v, kNone, UINT16_MAX))); return;
-    case GgufType::I16: out.u16(static_cast<uint16_t>(integer_bits(key, v, INT16_MIN, INT16_MAX))); return;
-    case GgufType::U32: out.u32(static_cast<uint32_t>(integer_bits(key, v, kNone, UINT32_MAX))); return;
-    case GgufType::I32: out.u32(static_cast<uint32_t>(integer_bits(key, v, INT32_MIN, INT32_MAX))); return;
-    case GgufType::U64: out.u64(integer_bits(key, v, kNone, UINT64_MAX)); return;
-    case GgufType::I64: out.u64(integer_bits(key, v, INT64_MIN, INT64_MAX)); return;
-    case GgufType::F32: out.u32(std::bit_cast<uint32_t>(static_cast<float>(payload<double>(key, v)))); return;
-    case GgufType::F64: out.u64(std::bit_cast<uint64_t>(payload<double>(key, v))); return;
-    case GgufType::BOOL: out.u8(payload<bool>(key, v) ? 1 : 0); return;
-    case GgufType::STRING: out.string(payload<std::string>(key, v)); return;
-    case GgufType::ARRAY: encode_array(out, key, v); return;
+    case GgufType::U8:
+      out.u8(static_cast<uint8_t>(integer_bits(key, v, kNone, UINT8_MAX)));
+      return;
+    case GgufType::I8:
+      out.u8(static_cast<uint8_t>(integer_bits(key, v, INT8_MIN, INT8_MAX)));
+      return;
+    case GgufType::U16:
+      out.u16(static_cast<uint16_t>(integer_bits(key, v, kNone, UINT16_MAX)));
+      return;
+    case GgufType::I16:
+      out.u16(static_cast<uint16_t>(integer_bits(key, v, INT16_MIN, INT16_MAX)));
+      return;
+    case GgufType::U32:
+      out.u32(static_cast<uint32_t>(integer_bits(key, v, kNone, UINT32_MAX)));
+      return;
+    case GgufType::I32:
+      out.u32(static_cast<uint32_t>(integer_bits(key, v, INT32_MIN, INT32_MAX)));
+      return;
+    case GgufType::U64:
+      out.u64(integer_bits(key, v, kNone, UINT64_MAX));
+      return;
+    case GgufType::I64:
+      out.u64(integer_bits(key, v, INT64_MIN, INT64_MAX));
+      return;
+    case GgufType::F32:
+      out.u32(std::bit_cast<uint32_t>(static_cast<float>(payload<double>(key, v))));
+      return;
+    case GgufType::F64:
+      out.u64(std::bit_cast<uint64_t>(payload<double>(key, v)));
+      return;
+    case GgufType::BOOL:
+      out.u8(payload<bool>(key, v) ? 1 : 0);
+      return;
+    case GgufType::STRING:
+      out.string(payload<std::string>(key, v));
+      return;
+    case GgufType::ARRAY:
+      encode_array(out, key, v);
+      return;
   }
   misuse(key, "invalid value type " + std::to_string(static_cast<uint32_t>(v.type)));
 }
@@ -124,9 +152,12 @@ GgufValue array_of(GgufType elem_type, const std::vector<T>& items) {
   std::vector<GgufValue> values;
   values.reserve(items.size());
   for (const T& x : items) {
-    if constexpr (std::is_same_v<T, std::string>) values.push_back(scalar(elem_type, x));
-    else if constexpr (std::is_floating_point_v<T>) values.push_back(scalar(elem_type, double{x}));
-    else values.push_back(scalar(elem_type, int64_t{x}));
+    if constexpr (std::is_same_v<T, std::string>)
+      values.push_back(scalar(elem_type, x));
+    else if constexpr (std::is_floating_point_v<T>)
+      values.push_back(scalar(elem_type, double{x}));
+    else
+      values.push_back(scalar(elem_type, int64_t{x}));
   }
   v.data = std::move(values);
   return v;
@@ -146,7 +177,8 @@ size_t tensor_bytes(const std::string& name, GgmlType type, const std::vector<in
   if (ne[0] % tt->block_size != 0) fail("row is not a whole number of blocks");
   uint64_t bytes = uint64_t(ne[0] / tt->block_size);
   bool overflow = __builtin_mul_overflow(bytes, uint64_t(tt->block_bytes), &bytes);
-  for (size_t d = 1; d < ne.size(); ++d) overflow |= __builtin_mul_overflow(bytes, uint64_t(ne[d]), &bytes);
+  for (size_t d = 1; d < ne.size(); ++d)
+    overflow |= __builtin_mul_overflow(bytes, uint64_t(ne[d]), &bytes);
   if (overflow || bytes > std::numeric_limits<size_t>::max() / 2) fail("too large");
   return static_cast<size_t>(bytes);
 }
@@ -165,16 +197,29 @@ void GgufWriter::set(std::string key, GgufValue value) {
     const uint64_t a = u ? *u : (i && *i > 0 ? static_cast<uint64_t>(*i) : 0);
     if (usable_alignment(a)) alignment_ = static_cast<uint32_t>(a);
   }
-  const auto it = std::find_if(kv_.begin(), kv_.end(), [&](const auto& kv) { return kv.first == key; });
-  if (it != kv_.end()) it->second = std::move(value);
-  else kv_.emplace_back(std::move(key), std::move(value));
+  const auto it =
+      std::find_if(kv_.begin(), kv_.end(), [&](const auto& kv) { return kv.first == key; });
+  if (it != kv_.end())
+    it->second = std::move(value);
+  else
+    kv_.emplace_back(std::move(key), std::move(value));
 }
 
-void GgufWriter::set_u32(std::string key, uint32_t v) { set(std::move(key), scalar(GgufType::U32, uint64_t{v})); }
-void GgufWriter::set_i32(std::string key, int32_t v) { set(std::move(key), scalar(GgufType::I32, int64_t{v})); }
-void GgufWriter::set_u64(std::string key, uint64_t v) { set(std::move(key), scalar(GgufType::U64, v)); }
-void GgufWriter::set_f32(std::string key, float v) { set(std::move(key), scalar(GgufType::F32, double{v})); }
-void GgufWriter::set_bool(std::string key, bool v) { set(std::move(key), scalar(GgufType::BOOL, v)); }
+void GgufWriter::set_u32(std::string key, uint32_t v) {
+  set(std::move(key), scalar(GgufType::U32, uint64_t{v}));
+}
+void GgufWriter::set_i32(std::string key, int32_t v) {
+  set(std::move(key), scalar(GgufType::I32, int64_t{v}));
+}
+void GgufWriter::set_u64(std::string key, uint64_t v) {
+  set(std::move(key), scalar(GgufType::U64, v));
+}
+void GgufWriter::set_f32(std::string key, float v) {
+  set(std::move(key), scalar(GgufType::F32, double{v}));
+}
+void GgufWriter::set_bool(std::string key, bool v) {
+  set(std::move(key), scalar(GgufType::BOOL, v));
+}
 void GgufWriter::set_string(std::string key, std::string v) {
   set(std::move(key), scalar(GgufType::STRING, std::move(v)));
 }
@@ -194,8 +239,8 @@ void GgufWriter::check_new_tensor(const std::string& name) const {
   }
 }
 
-void GgufWriter::add_tensor(std::string name, GgmlType type, std::vector<int64_t> ne, const void* data,
-                            size_t bytes) {
+void GgufWriter::add_tensor(std::string name, GgmlType type, std::vector<int64_t> ne,
+                            const void* data, size_t bytes) {
   const size_t expected = tensor_bytes(name, type, ne);
   if (bytes != expected) {
     throw std::invalid_argument("GgufWriter: tensor '" + name + "': got " + std::to_string(bytes) +
@@ -207,7 +252,8 @@ void GgufWriter::add_tensor(std::string name, GgmlType type, std::vector<int64_t
       Tensor{std::move(name), type, std::move(ne), bytes, std::vector<uint8_t>(p, p + bytes), {}});
 }
 
-void GgufWriter::add_tensor_rows(std::string name, GgmlType type, std::vector<int64_t> ne, RowFill fill) {
+void GgufWriter::add_tensor_rows(std::string name, GgmlType type, std::vector<int64_t> ne,
+                                 RowFill fill) {
   const size_t bytes = tensor_bytes(name, type, ne);
   if (!fill) throw std::invalid_argument("GgufWriter: tensor '" + name + "': no fill function");
   check_new_tensor(name);
@@ -220,14 +266,16 @@ void GgufWriter::add_tensor_f32(std::string name, GgmlType type, std::vector<int
   int64_t n = 1;
   for (int64_t d : ne) n *= d;  // cannot overflow: tensor_bytes bounded the product
   if (values.size() != static_cast<size_t>(n)) {
-    throw std::invalid_argument("GgufWriter: tensor '" + name + "': got " + std::to_string(values.size()) +
-                                " values, shape needs " + std::to_string(n));
+    throw std::invalid_argument("GgufWriter: tensor '" + name + "': got " +
+                                std::to_string(values.size()) + " values, shape needs " +
+                                std::to_string(n));
   }
   const int64_t rows = n / ne[0];
   const size_t row = bytes / static_cast<size_t>(rows);
   std::vector<uint8_t> data(bytes);
   for (int64_t r = 0; r < rows; ++r) {
-    quantize_row(type, values.data() + r * ne[0], data.data() + static_cast<size_t>(r) * row, ne[0]);
+    quantize_row(type, values.data() + r * ne[0], data.data() + static_cast<size_t>(r) * row,
+                 ne[0]);
   }
   add_tensor(std::move(name), type, std::move(ne), data.data(), data.size());
 }

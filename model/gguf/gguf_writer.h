@@ -30,8 +30,8 @@ class GgufWriter {
   void set_i32_array(std::string key, const std::vector<int32_t>& v);
 
   // `data` holds row_bytes(type, ne[0]) * ne[1] * ... bytes (copied).
-  void add_tensor(std::string name, GgmlType type, std::vector<int64_t> ne,
-                  const void* data, size_t bytes);
+  void add_tensor(std::string name, GgmlType type, std::vector<int64_t> ne, const void* data,
+                  size_t bytes);
   // Quantizes f32 values (ne[0] contiguous) with the scalar reference quantizer.
   void add_tensor_f32(std::string name, GgmlType type, std::vector<int64_t> ne,
                       const std::vector<float>& values);

@@ -31,9 +31,12 @@ constexpr int64_t kProbBatchFloats = int64_t{1} << 22;
 
 const attn::Kernels* kernels_of(CpuPath path) {
   switch (path) {
-    case CpuPath::Avx512: return attn::avx512_kernels();
-    case CpuPath::Avx2: return attn::avx2_kernels();
-    case CpuPath::Scalar: return attn::scalar_kernels();
+    case CpuPath::Avx512:
+      return attn::avx512_kernels();
+    case CpuPath::Avx2:
+      return attn::avx2_kernels();
+    case CpuPath::Scalar:
+      return attn::scalar_kernels();
   }
   return nullptr;
 }
@@ -109,7 +112,8 @@ float exp_row(const attn::Kernels& K, float* row, int32_t n) {
 // Keys [b, e) of a head's G exponentiated rows (probs [G][n]): each row
 // multiplied by its factor (the same numbers softmax_row gives), and sum[j]
 // = their sum over the G rows in row order.
-void normalise_and_sum(float* probs, int G, int32_t n, const float* scale, int32_t b, int32_t e, float* sum) {
+void normalise_and_sum(float* probs, int G, int32_t n, const float* scale, int32_t b, int32_t e,
+                       float* sum) {
   for (int g = 0; g < G; ++g) {
     float* row = probs + int64_t{g} * n;
     const float f = scale[g];
@@ -122,9 +126,9 @@ void normalise_and_sum(float* probs, int G, int32_t n, const float* scale, int32
   }
 }
 
-void report(KvCache& cache, int layer, int kv_head, int32_t query_index, int32_t query_pos, int group,
-            int32_t n, const float* probs, const float* group_sum = nullptr, int32_t begin = 0,
-            int32_t end = -1) {
+void report(KvCache& cache, int layer, int kv_head, int32_t query_index, int32_t query_pos,
+            int group, int32_t n, const float* probs, const float* group_sum = nullptr,
+            int32_t begin = 0, int32_t end = -1) {
   AttentionRows rows;
   rows.layer = layer;
   rows.kv_head = kv_head;
@@ -140,8 +144,9 @@ void report(KvCache& cache, int layer, int kv_head, int32_t query_index, int32_t
   cache.observe(rows);
 }
 
-void decode(const attn::Kernels& K, const AttentionShape& s, int layer, const float* q, int32_t qpos,
-            KvCache& cache, bool observe, float* out, ThreadPool& pool, AttentionScratch& sc) {
+void decode(const attn::Kernels& K, const AttentionShape& s, int layer, const float* q,
+            int32_t qpos, KvCache& cache, bool observe, float* out, ThreadPool& pool,
+            AttentionScratch& sc) {
   const int G = s.n_heads / s.n_kv_heads, hd = s.head_dim;
   const float scale = kLog2e / std::sqrt(static_cast<float>(hd));
   // Units (KV head, piece, block), head by head and piece by piece.
@@ -231,7 +236,8 @@ void decode(const attn::Kernels& K, const AttentionShape& s, int layer, const fl
   // Scores were stored by the kernels: exponentiate each row (parallel over
   // rows), then normalise and sum each head's group (parallel over chunks of
   // keys), so that the observer's serial pass reads one number per key.
-  if (sc.row_scale.size() < static_cast<size_t>(s.n_kv_heads) * G) sc.row_scale.resize(int64_t{s.n_kv_heads} * G);
+  if (sc.row_scale.size() < static_cast<size_t>(s.n_kv_heads) * G)
+    sc.row_scale.resize(int64_t{s.n_kv_heads} * G);
   int64_t sum_floats = 0;
   for (int h = 0; h < s.n_kv_heads; ++h) sum_floats += sc.heads[h].n;
   if (sc.group_sums.size() < static_cast<size_t>(sum_floats)) sc.group_sums.resize(sum_floats);
@@ -268,7 +274,8 @@ void decode(const attn::Kernels& K, const AttentionShape& s, int layer, const fl
 }
 
 void prefill(const attn::Kernels& K, const AttentionShape& s, const float* q,
-             std::span<const int32_t> positions, float* out, ThreadPool& pool, AttentionScratch& sc) {
+             std::span<const int32_t> positions, float* out, ThreadPool& pool,
+             AttentionScratch& sc) {
   const int G = s.n_heads / s.n_kv_heads, hd = s.head_dim;
   const int64_t n_tokens = static_cast<int64_t>(positions.size());
   const int64_t q_stride = int64_t{s.n_heads} * hd;
@@ -306,7 +313,8 @@ void prefill(const attn::Kernels& K, const AttentionShape& s, const float* q,
     sc.packed_keys.resize(n_tiles * tile_floats);
   run_units(pool, n_tiles, [&](int64_t tile, int) {
     const attn::KeyTile& t = sc.tiles[tile];
-    K.pack_keys(sc.piece_k[sc.tile_piece[tile]], hd, t.j0, t.count, sc.packed_keys.data() + tile * tile_floats);
+    K.pack_keys(sc.piece_k[sc.tile_piece[tile]], hd, t.j0, t.count,
+                sc.packed_keys.data() + tile * tile_floats);
   });
 
   // 2. Units (KV head, query tile), heaviest first: the cost of a unit is the
@@ -321,7 +329,8 @@ void prefill(const attn::Kernels& K, const AttentionShape& s, const float* q,
     const int64_t t1 = std::min(n_tokens, t0 + kQueryTile);
     const int32_t qmax = *std::max_element(positions.begin() + t0, positions.begin() + t1);
     int64_t cost = 0;
-    for (int64_t t = sc.head_tile0[h]; t < sc.head_tile0[h + 1]; ++t) cost += sc.tiles[t].pos_min <= qmax;
+    for (int64_t t = sc.head_tile0[h]; t < sc.head_tile0[h + 1]; ++t)
+      cost += sc.tiles[t].pos_min <= qmax;
     sc.unit_cost[u] = cost;
     sc.order[u] = static_cast<int32_t>(u);
   }

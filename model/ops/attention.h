@@ -52,11 +52,11 @@ struct AttentionScratch {
     int32_t n = 0;
     int32_t piece0 = 0, n_pieces = 0;  // its pieces: pieces[piece0, piece0 + n_pieces)
   };
-  std::vector<Head> heads;                      // [n_kv_heads]
-  std::vector<attn::Rows> piece_k, piece_v;     // every head's pieces, head by head
-  std::vector<int32_t> piece_offset;            // first view index of each piece
-  std::vector<const int32_t*> piece_pos;        // [rows] positions of each piece's rows
-  std::vector<std::vector<float>> k_decoded;    // per KV head: [n][head_dim] when read via keys()
+  std::vector<Head> heads;                    // [n_kv_heads]
+  std::vector<attn::Rows> piece_k, piece_v;   // every head's pieces, head by head
+  std::vector<int32_t> piece_offset;          // first view index of each piece
+  std::vector<const int32_t*> piece_pos;      // [rows] positions of each piece's rows
+  std::vector<std::vector<float>> k_decoded;  // per KV head: [n][head_dim] when read via keys()
   std::vector<std::vector<float>> v_decoded;
   std::vector<std::vector<float>> work;         // per thread: kernel work buffers
   std::vector<float> partials;                  // decode: [unit][group][head_dim + 2]
@@ -77,8 +77,8 @@ struct AttentionScratch {
 // out: [n_tokens][n_heads][head_dim]
 // positions: [n_tokens] of the queries.
 void attend(const AttentionShape& shape, int layer, const float* q,
-            std::span<const int32_t> positions, KvCache& cache, float* out,
-            ThreadPool& pool, AttentionScratch& scratch);
+            std::span<const int32_t> positions, KvCache& cache, float* out, ThreadPool& pool,
+            AttentionScratch& scratch);
 
 // The naive reference: every score row materialized, softmax and weighted
 // sum in double, K/V read through the generic keys()/values() accessors, one

@@ -44,7 +44,8 @@ struct Avx2 {
     return _mm256_castsi256_ps(_mm256_slli_epi32(w, 16));
   }
   static V load_i8(const int8_t* p) {
-    return _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p))));
+    return _mm256_cvtepi32_ps(
+        _mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p))));
   }
   // 4 bytes: low nibbles are the even elements, high nibbles the odd ones;
   // interleaving the two puts the 8 codes in element order.
@@ -53,7 +54,8 @@ struct Avx2 {
     std::memcpy(&w, codes + d / 2, 4);
     const __m128i b = _mm_cvtsi32_si128(w);
     const __m128i m = _mm_set1_epi8(15);
-    const __m128i c = _mm_unpacklo_epi8(_mm_and_si128(b, m), _mm_and_si128(_mm_srli_epi16(b, 4), m));
+    const __m128i c =
+        _mm_unpacklo_epi8(_mm_and_si128(b, m), _mm_and_si128(_mm_srli_epi16(b, 4), m));
     return _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(c));
   }
   // 8 bytes: their low nibbles (elements d, d + 2, ...) and high nibbles.
@@ -68,7 +70,8 @@ struct Avx2 {
     uint16_t w;
     std::memcpy(&w, codes + d / 4, 2);
     const __m256i shifts = _mm256_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14);
-    const __m256i c = _mm256_and_si256(_mm256_srlv_epi32(_mm256_set1_epi32(w), shifts), _mm256_set1_epi32(3));
+    const __m256i c =
+        _mm256_and_si256(_mm256_srlv_epi32(_mm256_set1_epi32(w), shifts), _mm256_set1_epi32(3));
     return _mm256_cvtepi32_ps(c);
   }
   static void halves(const uint16_t* h, int n, float* out) { f16c_halves(h, n, out); }
@@ -110,7 +113,8 @@ struct Avx2 {
     p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(2.4022651e-1f));
     p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(6.9314718e-1f));
     p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(1.0f));
-    const __m256i e = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
+    const __m256i e =
+        _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
     const V r = _mm256_mul_ps(p, _mm256_castsi256_ps(e));
     return _mm256_and_ps(r, _mm256_cmp_ps(x, _mm256_set1_ps(-126.0f), _CMP_GE_OQ));
   }

@@ -18,7 +18,8 @@
 
 #define KVBENCH_ATTN_AVX512_TARGET "avx512f,avx512bw,avx512dq,avx512vl,avx2,fma,f16c"
 #if defined(__clang__)
-#pragma clang attribute push(__attribute__((target(KVBENCH_ATTN_AVX512_TARGET))), apply_to = function)
+#pragma clang attribute push(__attribute__((target(KVBENCH_ATTN_AVX512_TARGET))), \
+                             apply_to = function)
 #elif defined(__GNUC__)
 #pragma GCC push_options
 #pragma GCC target(KVBENCH_ATTN_AVX512_TARGET)
@@ -42,18 +43,21 @@ struct Avx512 {
     return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
   }
   static V load_bf16(const uint16_t* p) {
-    const __m512i w = _mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+    const __m512i w =
+        _mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
     return _mm512_castsi512_ps(_mm512_slli_epi32(w, 16));
   }
   static V load_i8(const int8_t* p) {
-    return _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))));
+    return _mm512_cvtepi32_ps(
+        _mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))));
   }
   // 8 bytes: low nibbles are the even elements, high nibbles the odd ones;
   // interleaving the two puts the 16 codes in element order.
   static V load_u4(const uint8_t* codes, int d) {
     const __m128i b = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(codes + d / 2));
     const __m128i m = _mm_set1_epi8(15);
-    const __m128i c = _mm_unpacklo_epi8(_mm_and_si128(b, m), _mm_and_si128(_mm_srli_epi16(b, 4), m));
+    const __m128i c =
+        _mm_unpacklo_epi8(_mm_and_si128(b, m), _mm_and_si128(_mm_srli_epi16(b, 4), m));
     return _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(c));
   }
   // 16 bytes: their low nibbles (elements d, d + 2, ...) and high nibbles.
@@ -67,8 +71,10 @@ struct Avx512 {
   static V load_u2(const uint8_t* codes, int d) {
     int32_t w;
     std::memcpy(&w, codes + d / 4, 4);
-    const __m512i shifts = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
-    const __m512i c = _mm512_and_si512(_mm512_srlv_epi32(_mm512_set1_epi32(w), shifts), _mm512_set1_epi32(3));
+    const __m512i shifts =
+        _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+    const __m512i c =
+        _mm512_and_si512(_mm512_srlv_epi32(_mm512_set1_epi32(w), shifts), _mm512_set1_epi32(3));
     return _mm512_cvtepi32_ps(c);
   }
   static void halves(const uint16_t* h, int n, float* out) { f16c_halves(h, n, out); }

@@ -134,9 +134,12 @@ inline void reorder_pairs(float* x, int rows, int hd) {
 template <KvElement E>
 inline void prefetch_row(const Rows& r, int64_t j, int64_t ahead, int hd) {
   const uint8_t* p;
-  if (r.contiguous()) p = r.data + (j + ahead) * r.stride;
-  else if (j + ahead < r.n) p = r.row(j + ahead);
-  else return;
+  if (r.contiguous())
+    p = r.data + (j + ahead) * r.stride;
+  else if (j + ahead < r.n)
+    p = r.row(j + ahead);
+  else
+    return;
   const int64_t bytes = kv_row_bytes(E, hd, r.group > 0 ? r.group : hd);
   for (int64_t off = 0; off < bytes; off += 64) __builtin_prefetch(p + off, 0, kPrefetchLocality);
 }
@@ -146,19 +149,34 @@ inline void prefetch_row(const Rows& r, int64_t j, int64_t ahead, int hd) {
 template <class F>
 inline void with_value_element(KvElement e, F&& f) {
   switch (e) {
-    case KvElement::F32: f.template operator()<KvElement::F32>(); return;
-    case KvElement::F16: f.template operator()<KvElement::F16>(); return;
-    case KvElement::BF16: f.template operator()<KvElement::BF16>(); return;
-    case KvElement::Q8: f.template operator()<KvElement::Q8>(); return;
-    case KvElement::Q4: f.template operator()<KvElement::Q4>(); return;
-    case KvElement::Q2: f.template operator()<KvElement::Q2>(); return;
-    case KvElement::K2: return;  // never a value type (kernels_read)
+    case KvElement::F32:
+      f.template operator()<KvElement::F32>();
+      return;
+    case KvElement::F16:
+      f.template operator()<KvElement::F16>();
+      return;
+    case KvElement::BF16:
+      f.template operator()<KvElement::BF16>();
+      return;
+    case KvElement::Q8:
+      f.template operator()<KvElement::Q8>();
+      return;
+    case KvElement::Q4:
+      f.template operator()<KvElement::Q4>();
+      return;
+    case KvElement::Q2:
+      f.template operator()<KvElement::Q2>();
+      return;
+    case KvElement::K2:
+      return;  // never a value type (kernels_read)
   }
 }
 template <class F>
 inline void with_element(KvElement e, F&& f) {
-  if (e == KvElement::K2) f.template operator()<KvElement::K2>();
-  else with_value_element(e, f);
+  if (e == KvElement::K2)
+    f.template operator()<KvElement::K2>();
+  else
+    with_value_element(e, f);
 }
 
 // Row j's K2 block parameters (null for other types), addressed like its row.
@@ -178,15 +196,18 @@ constexpr int keys_per_pass() {
 // out[g * stride + kb] = qs[g] . k_{j + kb} for g < GC, kb < KB. kPairs:
 // int4 keys read in pair order against a query in pair order.
 template <class I, KvElement KE, int GC, int KB, bool kPairs = false>
-inline void dot_keys(const float* qs, int hd, const Rows& k, int32_t j, float* out, int64_t stride) {
+inline void dot_keys(const float* qs, int hd, const Rows& k, int32_t j, float* out,
+                     int64_t stride) {
   using V = typename I::V;
   V acc[GC][KB];
   for (int g = 0; g < GC; ++g)
     for (int kb = 0; kb < KB; ++kb) acc[g][kb] = I::zero();
   RowRef rows[KB];
-  float prm[KE == KvElement::Q8 || KE == KvElement::Q4 || KE == KvElement::Q2 ? KB : 1][kMaxRowParams];
+  float prm[KE == KvElement::Q8 || KE == KvElement::Q4 || KE == KvElement::Q2 ? KB : 1]
+           [kMaxRowParams];
   for (int kb = 0; kb < KB; ++kb)
-    rows[kb] = prepare_row<I, KE>(k.row(j + kb), hd, k.group, params_of(k, j + kb), prm[std::min(kb, int(std::size(prm)) - 1)]);
+    rows[kb] = prepare_row<I, KE>(k.row(j + kb), hd, k.group, params_of(k, j + kb),
+                                  prm[std::min(kb, int(std::size(prm)) - 1)]);
   // Rows one key tile ahead are on their way while these are computed.
   for (int kb = 0; kb < KB; ++kb) prefetch_row<KE>(k, j + kb, kKeyTile, hd);
   if constexpr (kPairs) {
@@ -195,7 +216,8 @@ inline void dot_keys(const float* qs, int hd, const Rows& k, int32_t j, float* o
       for (int kb = 0; kb < KB; ++kb) load_q4_pair<I>(rows[kb], d, k.group, lo[kb], hi[kb]);
       for (int g = 0; g < GC; ++g) {
         const V ql = I::load(qs + g * hd + d), qh = I::load(qs + g * hd + d + I::W);
-        for (int kb = 0; kb < KB; ++kb) acc[g][kb] = I::fmadd(qh, hi[kb], I::fmadd(ql, lo[kb], acc[g][kb]));
+        for (int kb = 0; kb < KB; ++kb)
+          acc[g][kb] = I::fmadd(qh, hi[kb], I::fmadd(ql, lo[kb], acc[g][kb]));
       }
     }
   } else {
@@ -228,7 +250,8 @@ void dot_range(const float* qs, int hd, const Rows& k, int32_t begin, int32_t en
                int64_t stride) {
   constexpr int KB = keys_per_pass<I, GC>();
   int32_t j = begin;
-  for (; j + KB <= end; j += KB) dot_keys<I, KE, GC, KB, kPairs>(qs, hd, k, j, out + (j - begin), stride);
+  for (; j + KB <= end; j += KB)
+    dot_keys<I, KE, GC, KB, kPairs>(qs, hd, k, j, out + (j - begin), stride);
   for (; j < end; ++j) dot_keys<I, KE, GC, 1, kPairs>(qs, hd, k, j, out + (j - begin), stride);
 }
 
@@ -242,10 +265,18 @@ void dot_heads(const float* qs, int group, int hd, const Rows& k, int32_t begin,
     const float* q = qs + g0 * hd;
     float* o = out + g0 * stride;
     switch (std::min(4, group - g0)) {
-      case 1: dot_range<I, KE, 1, kPairs>(q, hd, k, begin, end, o, stride); break;
-      case 2: dot_range<I, KE, 2, kPairs>(q, hd, k, begin, end, o, stride); break;
-      case 3: dot_range<I, KE, 3, kPairs>(q, hd, k, begin, end, o, stride); break;
-      default: dot_range<I, KE, 4, kPairs>(q, hd, k, begin, end, o, stride); break;
+      case 1:
+        dot_range<I, KE, 1, kPairs>(q, hd, k, begin, end, o, stride);
+        break;
+      case 2:
+        dot_range<I, KE, 2, kPairs>(q, hd, k, begin, end, o, stride);
+        break;
+      case 3:
+        dot_range<I, KE, 3, kPairs>(q, hd, k, begin, end, o, stride);
+        break;
+      default:
+        dot_range<I, KE, 4, kPairs>(q, hd, k, begin, end, o, stride);
+        break;
     }
   }
 }
@@ -255,7 +286,8 @@ void dot_heads(const float* qs, int group, int hd, const Rows& k, int32_t begin,
 // multiplied by its steps once (qk [group][hd], qmin [group]); each key then
 // costs one dot product with its codes.
 template <class I>
-void k2_block_query(const float* qs, int group, int hd, const uint16_t* kp, float* qk, float* qmin) {
+void k2_block_query(const float* qs, int group, int hd, const uint16_t* kp, float* qk,
+                    float* qmin) {
   using V = typename I::V;
   for (int g = 0; g < group; ++g) {
     V m = I::zero();
@@ -270,8 +302,8 @@ void k2_block_query(const float* qs, int group, int hd, const uint16_t* kp, floa
 
 // out[g * stride + kb] = qk[g] . codes_{j + kb} + qmin[g] for g < GC, kb < KB.
 template <class I, int GC, int KB>
-inline void dot_k2_keys(const float* qk, const float* qmin, int hd, const Rows& k, int32_t j, float* out,
-                        int64_t stride) {
+inline void dot_k2_keys(const float* qk, const float* qmin, int hd, const Rows& k, int32_t j,
+                        float* out, int64_t stride) {
   using V = typename I::V;
   V acc[GC][KB];
   for (int g = 0; g < GC; ++g)
@@ -297,11 +329,12 @@ inline void dot_k2_keys(const float* qk, const float* qmin, int hd, const Rows& 
 }
 
 template <class I, int GC>
-void dot_k2_range(const float* qk, const float* qmin, int hd, const Rows& k, int32_t begin, int32_t end,
-                  float* out, int64_t stride) {
+void dot_k2_range(const float* qk, const float* qmin, int hd, const Rows& k, int32_t begin,
+                  int32_t end, float* out, int64_t stride) {
   constexpr int KB = keys_per_pass<I, GC>();
   int32_t j = begin;
-  for (; j + KB <= end; j += KB) dot_k2_keys<I, GC, KB>(qk, qmin, hd, k, j, out + (j - begin), stride);
+  for (; j + KB <= end; j += KB)
+    dot_k2_keys<I, GC, KB>(qk, qmin, hd, k, j, out + (j - begin), stride);
   for (; j < end; ++j) dot_k2_keys<I, GC, 1>(qk, qmin, hd, k, j, out + (j - begin), stride);
 }
 
@@ -309,8 +342,8 @@ void dot_k2_range(const float* qk, const float* qmin, int hd, const Rows& k, int
 // a block (one params pointer) each use that block's query; *cached is the
 // block qk / qmin hold (kept across calls of one decode block).
 template <class I>
-void dot_k2_heads(const float* qs, int group, int hd, const Rows& k, int32_t begin, int32_t end, float* out,
-                  int64_t stride, float* qk, float* qmin, const uint16_t** cached) {
+void dot_k2_heads(const float* qs, int group, int hd, const Rows& k, int32_t begin, int32_t end,
+                  float* out, int64_t stride, float* qk, float* qmin, const uint16_t** cached) {
   for (int32_t j = begin; j < end;) {
     const uint16_t* kp = params_of(k, j);
     int32_t e = j + 1;
@@ -324,10 +357,18 @@ void dot_k2_heads(const float* qs, int group, int hd, const Rows& k, int32_t beg
       const float* qm = qmin + g0;
       float* o = out + g0 * stride + (j - begin);
       switch (std::min(4, group - g0)) {
-        case 1: dot_k2_range<I, 1>(q, qm, hd, k, j, e, o, stride); break;
-        case 2: dot_k2_range<I, 2>(q, qm, hd, k, j, e, o, stride); break;
-        case 3: dot_k2_range<I, 3>(q, qm, hd, k, j, e, o, stride); break;
-        default: dot_k2_range<I, 4>(q, qm, hd, k, j, e, o, stride); break;
+        case 1:
+          dot_k2_range<I, 1>(q, qm, hd, k, j, e, o, stride);
+          break;
+        case 2:
+          dot_k2_range<I, 2>(q, qm, hd, k, j, e, o, stride);
+          break;
+        case 3:
+          dot_k2_range<I, 3>(q, qm, hd, k, j, e, o, stride);
+          break;
+        default:
+          dot_k2_range<I, 4>(q, qm, hd, k, j, e, o, stride);
+          break;
       }
     }
     j = e;
@@ -337,7 +378,8 @@ void dot_k2_heads(const float* qs, int group, int hd, const Rows& k, int32_t beg
 template <class I>
 void scores_kernel(const float* qs, int group, int hd, const Rows& k, int32_t begin, int32_t end,
                    float* out, int64_t stride) {
-  with_element(k.type, [&]<KvElement E>() { dot_heads<I, E>(qs, group, hd, k, begin, end, out, stride); });
+  with_element(k.type,
+               [&]<KvElement E>() { dot_heads<I, E>(qs, group, hd, k, begin, end, out, stride); });
 }
 
 // Weighted V sum for RB rows: acc[r][d] += sum_{j < nk} p[r * kKeyTile + j] * v_{begin + j}[d].
@@ -384,12 +426,15 @@ void pv_rows_fixed(const float* p, const Rows& v, int32_t begin, int32_t nk, int
     constexpr int DC = d_vectors_per_pass<I, RB>() & ~1;
     static_assert(DC >= 2);
     int d = 0;
-    for (; d + DC * I::W <= hd; d += DC * I::W) pv_block<I, VE, RB, DC, kPrefetch, true>(p, v, begin, nk, hd, d, acc);
-    for (; d < hd; d += 2 * I::W) pv_block<I, VE, RB, 2, kPrefetch, true>(p, v, begin, nk, hd, d, acc);
+    for (; d + DC * I::W <= hd; d += DC * I::W)
+      pv_block<I, VE, RB, DC, kPrefetch, true>(p, v, begin, nk, hd, d, acc);
+    for (; d < hd; d += 2 * I::W)
+      pv_block<I, VE, RB, 2, kPrefetch, true>(p, v, begin, nk, hd, d, acc);
   } else {
     constexpr int DC = d_vectors_per_pass<I, RB>();
     int d = 0;
-    for (; d + DC * I::W <= hd; d += DC * I::W) pv_block<I, VE, RB, DC, kPrefetch>(p, v, begin, nk, hd, d, acc);
+    for (; d + DC * I::W <= hd; d += DC * I::W)
+      pv_block<I, VE, RB, DC, kPrefetch>(p, v, begin, nk, hd, d, acc);
     for (; d < hd; d += I::W) pv_block<I, VE, RB, 1, kPrefetch>(p, v, begin, nk, hd, d, acc);
   }
 }
@@ -399,15 +444,24 @@ void pv_rows_fixed(const float* p, const Rows& v, int32_t begin, int32_t nk, int
 // rows in (decode, where V comes from memory once). kPairs: int4 rows and acc
 // in pair order.
 template <class I, KvElement VE, bool kPrefetch = false, bool kPairs = false>
-void pv_rows(const float* p, int rows, const Rows& v, int32_t begin, int32_t nk, int hd, float* acc) {
+void pv_rows(const float* p, int rows, const Rows& v, int32_t begin, int32_t nk, int hd,
+             float* acc) {
   for (int r0 = 0; r0 < rows; r0 += 4) {
     const float* pr = p + r0 * kKeyTile;
     float* ar = acc + r0 * hd;
     switch (std::min(4, rows - r0)) {
-      case 1: pv_rows_fixed<I, VE, 1, kPrefetch, kPairs>(pr, v, begin, nk, hd, ar); break;
-      case 2: pv_rows_fixed<I, VE, 2, kPrefetch, kPairs>(pr, v, begin, nk, hd, ar); break;
-      case 3: pv_rows_fixed<I, VE, 3, kPrefetch, kPairs>(pr, v, begin, nk, hd, ar); break;
-      default: pv_rows_fixed<I, VE, 4, kPrefetch, kPairs>(pr, v, begin, nk, hd, ar); break;
+      case 1:
+        pv_rows_fixed<I, VE, 1, kPrefetch, kPairs>(pr, v, begin, nk, hd, ar);
+        break;
+      case 2:
+        pv_rows_fixed<I, VE, 2, kPrefetch, kPairs>(pr, v, begin, nk, hd, ar);
+        break;
+      case 3:
+        pv_rows_fixed<I, VE, 3, kPrefetch, kPairs>(pr, v, begin, nk, hd, ar);
+        break;
+      default:
+        pv_rows_fixed<I, VE, 4, kPrefetch, kPairs>(pr, v, begin, nk, hd, ar);
+        break;
     }
   }
 }
@@ -473,7 +527,8 @@ void decode_block_t(const DecodeBlock& a, const DecodeWork& w, float* m, float* 
         for (int g = 0; g < G; ++g) w.s[g * kKeyTile + j] = kNegInf;
     for (int g = 0; g < G; ++g) {
       std::fill(w.s + g * kKeyTile + nk, w.s + (g + 1) * kKeyTile, kNegInf);
-      if (a.scores) std::memcpy(a.scores + g * a.scores_stride + j0, w.s + g * kKeyTile, nk * sizeof(float));
+      if (a.scores)
+        std::memcpy(a.scores + g * a.scores_stride + j0, w.s + g * kKeyTile, nk * sizeof(float));
     }
     softmax_step<I>(w.s, G, m, l, acc, hd);
     pv_rows<I, VE, true, kValuePairs>(w.s, G, a.v, j0, nk, hd, acc);
@@ -495,11 +550,14 @@ void decode_block_t(const DecodeBlock& a, const DecodeWork& w, float* m, float* 
 // K and V of a piece share one element type (one codec holds both), except
 // KIVI's pieces (kernels_read).
 template <class I>
-void decode_block_kernel(const DecodeBlock& a, const DecodeWork& w, float* m, float* l, float* acc) {
+void decode_block_kernel(const DecodeBlock& a, const DecodeWork& w, float* m, float* l,
+                         float* acc) {
   constexpr KvElement F32 = KvElement::F32, Q2 = KvElement::Q2, K2 = KvElement::K2;
   if (a.k.type == K2) {
-    if (a.v.type == Q2) decode_block_t<I, K2, Q2>(a, w, m, l, acc);
-    else decode_block_t<I, K2, F32>(a, w, m, l, acc);
+    if (a.v.type == Q2)
+      decode_block_t<I, K2, Q2>(a, w, m, l, acc);
+    else
+      decode_block_t<I, K2, F32>(a, w, m, l, acc);
   } else if (a.k.type == F32 && a.v.type == Q2) {
     decode_block_t<I, F32, Q2>(a, w, m, l, acc);
   } else {
@@ -513,7 +571,8 @@ void pack_keys_t(const Rows& k, int hd, int32_t begin, int32_t count, float* kt)
   static_assert(I::W <= 64);
   for (int32_t j = 0; j < count; ++j) {
     float prm[kMaxRowParams];
-    const RowRef row = prepare_row<I, KE>(k.row(begin + j), hd, k.group, params_of(k, begin + j), prm);
+    const RowRef row =
+        prepare_row<I, KE>(k.row(begin + j), hd, k.group, params_of(k, begin + j), prm);
     for (int d = 0; d < hd; d += I::W) {
       I::store(tmp, load_row<I, KE>(row, d, hd, k.group));
       for (int i = 0; i < I::W; ++i) kt[(d + i) * kKeyTile + j] = tmp[i];
@@ -533,7 +592,8 @@ void convert_rows_t(const Rows& r, int hd, int32_t j0, int32_t count, float* out
   float prm[kMaxRowParams];
   for (int32_t j = 0; j < count; ++j) {
     const RowRef row = prepare_row<I, E>(r.row(j0 + j), hd, r.group, nullptr, prm);
-    for (int d = 0; d < hd; d += I::W) I::store(out + int64_t{j} * hd + d, load_row<I, E>(row, d, hd, r.group));
+    for (int d = 0; d < hd; d += I::W)
+      I::store(out + int64_t{j} * hd + d, load_row<I, E>(row, d, hd, r.group));
   }
 }
 
@@ -566,7 +626,8 @@ void prefill_tile_kernel(const PrefillTile& a, const PrefillWork& w) {
   const int G = a.group, hd = a.head_dim;
   const int nq = a.n_queries;
   const int rows = nq * G;  // row r = t * G + g
-  for (int t = 0; t < nq; ++t) scale_rows<I>(a.q + t * a.q_stride, G, hd, a.scale, w.qs + t * G * hd);
+  for (int t = 0; t < nq; ++t)
+    scale_rows<I>(a.q + t * a.q_stride, G, hd, a.scale, w.qs + t * G * hd);
   std::fill(w.m, w.m + rows, kNegInf);
   std::fill(w.l, w.l + rows, 0.0f);
   std::fill(w.acc, w.acc + rows * hd, 0.0f);
@@ -593,7 +654,8 @@ void prefill_tile_kernel(const PrefillTile& a, const PrefillWork& w) {
       pv_rows<I, KvElement::F32>(w.s, rows, tile.v, tile.j0, nk, hd, w.acc);
     } else {
       // Convert the tile's V rows once here rather than once per row pass.
-      with_value_element(tile.v.type, [&]<KvElement E>() { convert_rows_t<I, E>(tile.v, hd, tile.j0, nk, w.vt); });
+      with_value_element(
+          tile.v.type, [&]<KvElement E>() { convert_rows_t<I, E>(tile.v, hd, tile.j0, nk, w.vt); });
       const Rows vt{KvElement::F32, reinterpret_cast<const uint8_t*>(w.vt), int64_t{hd} * 4};
       pv_rows<I, KvElement::F32>(w.s, rows, vt, 0, nk, hd, w.acc);
     }

@@ -22,7 +22,7 @@
 
 namespace kvbench::attn {
 
-constexpr int kKeyTile = 64;    // keys per online-softmax step
+constexpr int kKeyTile = 64;  // keys per online-softmax step
 // Most per-group parameters one Q8 / Q4 / Q2 row may carry (2 x head_dim /
 // group): the kernels convert a row's parameters into a buffer this long.
 constexpr int kMaxRowParams = 512;
@@ -37,7 +37,7 @@ struct Rows {
   const int32_t* index = nullptr;
   const uint8_t* const* ptrs = nullptr;
   const uint16_t* const* params = nullptr;  // K2: per-row block parameters
-  int32_t n = 0;  // rows in the piece (prefetches stay inside)
+  int32_t n = 0;                            // rows in the piece (prefetches stay inside)
   const uint8_t* row(int64_t j) const {
     const int64_t i = index ? index[j] : j;  // the index addresses pointers too
     return ptrs ? ptrs[i] : data + i * stride;
@@ -74,7 +74,7 @@ struct DecodeWork {
 // One key tile of a KV head for prefill: rows [j0, j0 + count) of one piece,
 // count <= kKeyTile, with their positions and range.
 struct KeyTile {
-  Rows v;                        // the piece's V rows
+  Rows v;  // the piece's V rows
   int32_t j0 = 0, count = 0;
   const int32_t* pos = nullptr;  // [count] positions of the tile's keys
   int32_t pos_min = 0, pos_max = 0;
@@ -86,15 +86,15 @@ struct KeyTile {
 struct PrefillTile {
   const float* q = nullptr;  // query t, head g at q + t * q_stride + g * head_dim (unscaled)
   int64_t q_stride = 0;
-  float* out = nullptr;      // same layout as q
+  float* out = nullptr;  // same layout as q
   int64_t out_stride = 0;
-  float scale = 0.0f;        // log2(e) / sqrt(head_dim)
+  float scale = 0.0f;  // log2(e) / sqrt(head_dim)
   int group = 0;
   int head_dim = 0;
-  int32_t n_queries = 0;     // <= kQueryTile
-  const int32_t* qpos = nullptr;  // [n_queries]
-  const float* kt = nullptr;      // [n_tiles][head_dim][kKeyTile] from pack_keys
-  const KeyTile* tiles = nullptr; // [n_tiles]
+  int32_t n_queries = 0;           // <= kQueryTile
+  const int32_t* qpos = nullptr;   // [n_queries]
+  const float* kt = nullptr;       // [n_tiles][head_dim][kKeyTile] from pack_keys
+  const KeyTile* tiles = nullptr;  // [n_tiles]
   int32_t n_tiles = 0;
 };
 

@@ -16,9 +16,8 @@ void attend_naive(const AttentionShape& s, int layer, const float* q,
   const int G = s.n_heads / s.n_kv_heads;
   const int64_t q_stride = int64_t{s.n_heads} * hd;
   const AttentionRequest request = cache.attention_request(layer);
-  const int64_t first = request.last_queries < 0
-                            ? 0
-                            : std::max<int64_t>(0, n_tokens - request.last_queries);
+  const int64_t first =
+      request.last_queries < 0 ? 0 : std::max<int64_t>(0, n_tokens - request.last_queries);
   for (int h = 0; h < s.n_kv_heads; ++h) {
     const KvHeadView& view = cache.view(layer, h);
     const int32_t n = view.size();

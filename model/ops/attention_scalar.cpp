@@ -7,8 +7,8 @@
 #include <cstring>
 #include <limits>
 
-#include "model/ops/attention_kernels.h"
 #include "model/gguf/ggml_types.h"
+#include "model/ops/attention_kernels.h"
 
 namespace kvbench::attn {
 namespace {
@@ -30,12 +30,16 @@ struct Scalar {
     return x;
   }
   static V load_i8(const int8_t* p) { return static_cast<float>(*p); }
-  static V load_u4(const uint8_t* codes, int d) { return static_cast<float>((codes[d / 2] >> (4 * (d & 1))) & 15); }
+  static V load_u4(const uint8_t* codes, int d) {
+    return static_cast<float>((codes[d / 2] >> (4 * (d & 1))) & 15);
+  }
   static void load_u4_pair(const uint8_t* codes, int d, V& lo, V& hi) {
     lo = static_cast<float>(codes[d / 2] & 15);
     hi = static_cast<float>(codes[d / 2] >> 4);
   }
-  static V load_u2(const uint8_t* codes, int d) { return static_cast<float>((codes[d / 4] >> (2 * (d & 3))) & 3); }
+  static V load_u2(const uint8_t* codes, int d) {
+    return static_cast<float>((codes[d / 4] >> (2 * (d & 3))) & 3);
+  }
   static void halves(const uint16_t* h, int n, float* out) {
     for (int i = 0; i < n; ++i) out[i] = fp16_to_fp32(h[i]);
   }

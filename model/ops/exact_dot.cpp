@@ -22,9 +22,12 @@ namespace {
 
 const exact::Kernels* kernels_of(CpuPath path) {
   switch (path) {
-    case CpuPath::Scalar: return nullptr;
-    case CpuPath::Avx2: return exact::avx2_kernels();
-    case CpuPath::Avx512: return exact::avx512_kernels();
+    case CpuPath::Scalar:
+      return nullptr;
+    case CpuPath::Avx2:
+      return exact::avx2_kernels();
+    case CpuPath::Avx512:
+      return exact::avx512_kernels();
   }
   return nullptr;
 }
@@ -41,12 +44,14 @@ void exact_dot_tile(GgmlType type, const void* w, size_t w_stride, int64_t n_row
                     int64_t ldx, int64_t n_x, int64_t n, float* out, int64_t ldo, CpuPath path) {
   const auto* rows = static_cast<const uint8_t*>(w);
   const exact::Kernels* k = kernels_of(path);
-  if (k != nullptr && k->tile != nullptr) return k->tile(type, rows, w_stride, n_rows, x, ldx, n_x, n, out, ldo);
+  if (k != nullptr && k->tile != nullptr)
+    return k->tile(type, rows, w_stride, n_rows, x, ldx, n_x, n, out, ldo);
   exact::tile_by_rows(type, rows, w_stride, n_rows, x, ldx, n_x, n, out, ldo, exact_dot_reference);
 }
 
-void exact::tile_by_rows(GgmlType type, const uint8_t* w, size_t w_stride, int64_t n_rows, const float* x,
-                         int64_t ldx, int64_t n_x, int64_t n, float* out, int64_t ldo, DotFn dot) {
+void exact::tile_by_rows(GgmlType type, const uint8_t* w, size_t w_stride, int64_t n_rows,
+                         const float* x, int64_t ldx, int64_t n_x, int64_t n, float* out,
+                         int64_t ldo, DotFn dot) {
   thread_local std::vector<float> row;
   row.resize(static_cast<size_t>(n));
   for (int64_t r = 0; r < n_rows; ++r) {
@@ -60,8 +65,9 @@ bool has_exact_planar_kernel(GgmlType type, CpuPath path) {
   return has_planar_layout(type) && k != nullptr && k->planar_tile != nullptr;
 }
 
-void exact_dot_tile_planar(GgmlType type, const void* w, size_t w_stride, int64_t n_rows, const float* x,
-                           int64_t ldx, int64_t n_x, int64_t n, float* out, int64_t ldo, CpuPath path) {
+void exact_dot_tile_planar(GgmlType type, const void* w, size_t w_stride, int64_t n_rows,
+                           const float* x, int64_t ldx, int64_t n_x, int64_t n, float* out,
+                           int64_t ldo, CpuPath path) {
   assert(has_planar_layout(type));
   const auto* rows = static_cast<const uint8_t*>(w);
   const exact::Kernels* k = kernels_of(path);

@@ -38,8 +38,9 @@ bool has_exact_planar_kernel(GgmlType type, CpuPath path);
 
 // exact_dot_tile on planar rows (model/ops/planar.h) of a type with a planar
 // layout: the same bits as on the GGUF rows.
-void exact_dot_tile_planar(GgmlType type, const void* w, size_t w_stride, int64_t n_rows, const float* x,
-                           int64_t ldx, int64_t n_x, int64_t n, float* out, int64_t ldo, CpuPath path);
+void exact_dot_tile_planar(GgmlType type, const void* w, size_t w_stride, int64_t n_rows,
+                           const float* x, int64_t ldx, int64_t n_x, int64_t n, float* out,
+                           int64_t ldo, CpuPath path);
 
 namespace exact {
 // Internal to exact_dot*.cpp: each instruction-set path's entry points
@@ -57,8 +58,8 @@ const Kernels* avx512_kernels();
 // scalar dequantize_row() into a per-thread buffer, then `dot` with each
 // token (exact_dot_reference, or a SIMD version with its order).
 using DotFn = float (*)(const float* w, const float* x, int64_t n);
-void tile_by_rows(GgmlType type, const uint8_t* w, size_t w_stride, int64_t n_rows, const float* x, int64_t ldx,
-                  int64_t n_x, int64_t n, float* out, int64_t ldo, DotFn dot);
+void tile_by_rows(GgmlType type, const uint8_t* w, size_t w_stride, int64_t n_rows, const float* x,
+                  int64_t ldx, int64_t n_x, int64_t n, float* out, int64_t ldo, DotFn dot);
 }  // namespace exact
 
 }  // namespace kvbench

@@ -27,7 +27,8 @@ namespace {
 // 8-lane mask of the first `count` lanes (count may be <= 0 or >= 8).
 __m256i first_lanes(int64_t count) {
   const __m256i index = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
-  return _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(std::min<int64_t>(count, 8))), index);
+  return _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(std::min<int64_t>(count, 8))),
+                            index);
 }
 
 float dot(const float* w, const float* x, int64_t n) {
@@ -39,8 +40,10 @@ float dot(const float* w, const float* x, int64_t n) {
   }
   if (i < n) {  // lanes past the row keep their sums: blend instead of adding 0 * 0
     const __m256i m0 = first_lanes(n - i), m1 = first_lanes(n - i - 8);
-    const __m256 fa = _mm256_fmadd_ps(_mm256_maskload_ps(w + i, m0), _mm256_maskload_ps(x + i, m0), a);
-    const __m256 fb = _mm256_fmadd_ps(_mm256_maskload_ps(w + i + 8, m1), _mm256_maskload_ps(x + i + 8, m1), b);
+    const __m256 fa =
+        _mm256_fmadd_ps(_mm256_maskload_ps(w + i, m0), _mm256_maskload_ps(x + i, m0), a);
+    const __m256 fb =
+        _mm256_fmadd_ps(_mm256_maskload_ps(w + i + 8, m1), _mm256_maskload_ps(x + i + 8, m1), b);
     a = _mm256_blendv_ps(a, fa, _mm256_castsi256_ps(m0));
     b = _mm256_blendv_ps(b, fb, _mm256_castsi256_ps(m1));
   }
@@ -50,8 +53,8 @@ float dot(const float* w, const float* x, int64_t n) {
   return _mm_cvtss_f32(_mm_add_ss(h2, _mm_shuffle_ps(h2, h2, 1)));
 }
 
-void tile(GgmlType type, const uint8_t* w, size_t w_stride, int64_t n_rows, const float* x, int64_t ldx,
-          int64_t n_x, int64_t n, float* out, int64_t ldo) {
+void tile(GgmlType type, const uint8_t* w, size_t w_stride, int64_t n_rows, const float* x,
+          int64_t ldx, int64_t n_x, int64_t n, float* out, int64_t ldo) {
   tile_by_rows(type, w, w_stride, n_rows, x, ldx, n_x, n, out, ldo, dot);
 }
 

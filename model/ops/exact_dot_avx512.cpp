@@ -25,8 +25,9 @@
 
 #if defined(__clang__)
 #define KVBENCH_UNROLL _Pragma("unroll")
-#pragma clang attribute push(__attribute__((target("avx512f,avx512bw,avx512dq,avx512vl,avx2,fma,f16c"))), \
-                             apply_to = function)
+#pragma clang attribute push(                                                    \
+    __attribute__((target("avx512f,avx512bw,avx512dq,avx512vl,avx2,fma,f16c"))), \
+    apply_to = function)
 #elif defined(__GNUC__)
 #define KVBENCH_UNROLL _Pragma("GCC unroll 16")
 #pragma GCC push_options
@@ -76,12 +77,14 @@ struct DScales {
   alignas(64) float d[16];
   alignas(64) float m[kMin ? 16 : 1];
   KVBENCH_INLINE void prepare(const uint8_t* row, int64_t, int64_t u0, int count) {
-    const __m512i offsets = _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
-                                               _mm512_set1_epi32(static_cast<int>(kBlock)));
-    const __m512i g =
-        _mm512_mask_i32gather_epi32(_mm512_setzero_si512(), first_blocks(count), offsets, row + kBlock * u0, 1);
+    const __m512i offsets =
+        _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
+                           _mm512_set1_epi32(static_cast<int>(kBlock)));
+    const __m512i g = _mm512_mask_i32gather_epi32(_mm512_setzero_si512(), first_blocks(count),
+                                                  offsets, row + kBlock * u0, 1);
     _mm512_store_ps(d, _mm512_cvtph_ps(_mm512_cvtepi32_epi16(g)));
-    if constexpr (kMin) _mm512_store_ps(m, _mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_srli_epi32(g, 16))));
+    if constexpr (kMin)
+      _mm512_store_ps(m, _mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_srli_epi32(g, 16))));
   }
 };
 
@@ -93,7 +96,8 @@ KVBENCH_INLINE __m512 iota(int first) {
 // Q4_0 (18 B): (q - 8) * d; low nibbles are elements 0..15.
 struct Q4_0D {
   using Scales = DScales<18, false>;
-  static KVBENCH_INLINE void load(const uint8_t* row, int64_t u, const Scales& s, int j, __m512& lo, __m512& hi) {
+  static KVBENCH_INLINE void load(const uint8_t* row, int64_t u, const Scales& s, int j, __m512& lo,
+                                  __m512& hi) {
     const __m512 table = _mm512_mul_ps(iota(-8), _mm512_set1_ps(s.d[j]));  // (q - 8) * d, q = 0..15
     const __m512i q = bytes16(row + 18 * u + 2);
     lo = _mm512_permutexvar_ps(q, table);  // vpermps reads the low 4 bits of each index
@@ -104,8 +108,10 @@ struct Q4_0D {
 // Q4_1 (20 B): q * d + m.
 struct Q4_1D {
   using Scales = DScales<20, true>;
-  static KVBENCH_INLINE void load(const uint8_t* row, int64_t u, const Scales& s, int j, __m512& lo, __m512& hi) {
-    const __m512 table = _mm512_add_ps(_mm512_mul_ps(iota(0), _mm512_set1_ps(s.d[j])), _mm512_set1_ps(s.m[j]));
+  static KVBENCH_INLINE void load(const uint8_t* row, int64_t u, const Scales& s, int j, __m512& lo,
+                                  __m512& hi) {
+    const __m512 table =
+        _mm512_add_ps(_mm512_mul_ps(iota(0), _mm512_set1_ps(s.d[j])), _mm512_set1_ps(s.m[j]));
     const __m512i q = bytes16(row + 20 * u + 4);
     lo = _mm512_permutexvar_ps(q, table);
     hi = _mm512_permutexvar_ps(_mm512_srli_epi32(q, 4), table);
@@ -124,7 +130,8 @@ KVBENCH_INLINE void five_bit(const uint8_t* qs, uint32_t qh, __m512i& l, __m512i
 // Q5_0 (22 B): (q - 16) * d, q = 0..31 from two 16-entry tables.
 struct Q5_0D {
   using Scales = DScales<22, false>;
-  static KVBENCH_INLINE void load(const uint8_t* row, int64_t u, const Scales& s, int j, __m512& lo, __m512& hi) {
+  static KVBENCH_INLINE void load(const uint8_t* row, int64_t u, const Scales& s, int j, __m512& lo,
+                                  __m512& hi) {
     const uint8_t* b = row + 22 * u;
     const __m512 d = _mm512_set1_ps(s.d[j]);
     const __m512 t0 = _mm512_mul_ps(iota(-16), d), t1 = _mm512_mul_ps(iota(0), d);
@@ -138,7 +145,8 @@ struct Q5_0D {
 // Q5_1 (24 B): q * d + m.
 struct Q5_1D {
   using Scales = DScales<24, true>;
-  static KVBENCH_INLINE void load(const uint8_t* row, int64_t u, const Scales& s, int j, __m512& lo, __m512& hi) {
+  static KVBENCH_INLINE void load(const uint8_t* row, int64_t u, const Scales& s, int j, __m512& lo,
+                                  __m512& hi) {
     const uint8_t* b = row + 24 * u;
     const __m512 d = _mm512_set1_ps(s.d[j]), m = _mm512_set1_ps(s.m[j]);
     const __m512 t0 = _mm512_add_ps(_mm512_mul_ps(iota(0), d), m);
@@ -153,11 +161,14 @@ struct Q5_1D {
 // Q8_0 (34 B): q * d.
 struct Q8_0D {
   using Scales = DScales<34, false>;
-  static KVBENCH_INLINE void load(const uint8_t* row, int64_t u, const Scales& s, int j, __m512& lo, __m512& hi) {
+  static KVBENCH_INLINE void load(const uint8_t* row, int64_t u, const Scales& s, int j, __m512& lo,
+                                  __m512& hi) {
     const uint8_t* b = row + 34 * u;
     const __m512 d = _mm512_set1_ps(s.d[j]);
-    lo = _mm512_mul_ps(to_f32(_mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b + 2)))), d);
-    hi = _mm512_mul_ps(to_f32(_mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b + 18)))), d);
+    lo = _mm512_mul_ps(
+        to_f32(_mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b + 2)))), d);
+    hi = _mm512_mul_ps(
+        to_f32(_mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b + 18)))), d);
   }
 };
 
@@ -165,7 +176,8 @@ struct Q8_0D {
 // the scales of 16 blocks one load from their plane.
 KVBENCH_INLINE void convert_plane(const uint8_t* plane, int64_t u0, int count, float* out) {
   if (count == 16) {
-    _mm512_store_ps(out, _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(plane + 2 * u0))));
+    _mm512_store_ps(
+        out, _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(plane + 2 * u0))));
     return;
   }
   const __m256i h = _mm256_maskz_loadu_epi16(first_blocks(count), plane + 2 * u0);
@@ -183,7 +195,8 @@ struct PlanarQ4D {
       if constexpr (kMin) convert_plane(row + 18 * nb, u0, count, m);
     }
   };
-  static KVBENCH_INLINE void load(const uint8_t* row, int64_t u, const Scales& s, int j, __m512& lo, __m512& hi) {
+  static KVBENCH_INLINE void load(const uint8_t* row, int64_t u, const Scales& s, int j, __m512& lo,
+                                  __m512& hi) {
     __m512 table;
     if constexpr (kMin) {
       table = _mm512_add_ps(_mm512_mul_ps(iota(0), _mm512_set1_ps(s.d[j])), _mm512_set1_ps(s.m[j]));
@@ -208,10 +221,12 @@ struct PlanarQ8_0D {
     }
   };
   static KVBENCH_INLINE __m512 codes(const uint8_t* p, __m512 d) {
-    const __m128i q = _mm_xor_si128(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)), _mm_set1_epi8(-128));
+    const __m128i q =
+        _mm_xor_si128(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)), _mm_set1_epi8(-128));
     return _mm512_mul_ps(to_f32(_mm512_cvtepi8_epi32(q)), d);
   }
-  static KVBENCH_INLINE void load(const uint8_t* row, int64_t u, const Scales& s, int j, __m512& lo, __m512& hi) {
+  static KVBENCH_INLINE void load(const uint8_t* row, int64_t u, const Scales& s, int j, __m512& lo,
+                                  __m512& hi) {
     const int64_t first = u & ~int64_t{3};
     const int64_t count = std::min<int64_t>(4, s.nb - first);
     const uint8_t* p = row + 32 * first + 16 * (u - first);
@@ -228,7 +243,8 @@ template <bool kFive>
 struct QK45D {
   static constexpr size_t kBytes = kFive ? 176 : 144;
   using Scales = NoScales;
-  static KVBENCH_INLINE void load(const uint8_t* row, int64_t u, const Scales&, int, __m512& lo, __m512& hi) {
+  static KVBENCH_INLINE void load(const uint8_t* row, int64_t u, const Scales&, int, __m512& lo,
+                                  __m512& hi) {
     const uint8_t* b = row + kBytes * (u / 8);
     const int k = static_cast<int>(u % 8), c = k / 2;
     int sc, m;
@@ -253,7 +269,8 @@ struct QK45D {
 // x = (d * scale) * (6-bit q - 32), one int8 scale per 16 elements.
 struct Q6KD {
   using Scales = NoScales;
-  static KVBENCH_INLINE void load(const uint8_t* row, int64_t u, const Scales&, int, __m512& lo, __m512& hi) {
+  static KVBENCH_INLINE void load(const uint8_t* row, int64_t u, const Scales&, int, __m512& lo,
+                                  __m512& hi) {
     const uint8_t* b = row + 210 * (u / 8);
     const int k = static_cast<int>(u % 8), half = k / 4, quarter = k % 4;
     const uint8_t* ql = b + 64 * half + (quarter & 1) * 32;
@@ -261,7 +278,8 @@ struct Q6KD {
     const int8_t* sc = reinterpret_cast<const int8_t*>(b + 192 + 8 * half + 2 * quarter);
     const float d = f16(b + 208);
     const int nib = (quarter >> 1) * 4, hib = 2 * quarter;
-    const __m512i fifteen = _mm512_set1_epi32(15), three = _mm512_set1_epi32(3), bias = _mm512_set1_epi32(32);
+    const __m512i fifteen = _mm512_set1_epi32(15), three = _mm512_set1_epi32(3),
+                  bias = _mm512_set1_epi32(32);
     auto decode = [&](int o) {
       const __m512i low = _mm512_and_si512(_mm512_srli_epi32(bytes16(ql + o), nib), fifteen);
       const __m512i high = _mm512_and_si512(_mm512_srli_epi32(bytes16(qh + o), hib), three);
@@ -275,7 +293,9 @@ struct Q6KD {
 // Plain rows: any n, the last unit masked.
 struct F32D {
   static KVBENCH_INLINE __m512 load16(const uint8_t* p) { return _mm512_loadu_ps(p); }
-  static KVBENCH_INLINE __m512 mload16(const uint8_t* p, __mmask16 k) { return _mm512_maskz_loadu_ps(k, p); }
+  static KVBENCH_INLINE __m512 mload16(const uint8_t* p, __mmask16 k) {
+    return _mm512_maskz_loadu_ps(k, p);
+  }
   static constexpr int kSize = 4;
 };
 struct F16D {
@@ -294,19 +314,23 @@ struct BF16D {
   static KVBENCH_INLINE __m512 load16(const uint8_t* p) {
     return widen(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
   }
-  static KVBENCH_INLINE __m512 mload16(const uint8_t* p, __mmask16 k) { return widen(_mm256_maskz_loadu_epi16(k, p)); }
+  static KVBENCH_INLINE __m512 mload16(const uint8_t* p, __mmask16 k) {
+    return widen(_mm256_maskz_loadu_epi16(k, p));
+  }
   static constexpr int kSize = 2;
 };
 template <class P>
 struct PlainD {
   static constexpr bool kPlain = true;
   using Scales = NoScales;
-  static KVBENCH_INLINE void load(const uint8_t* row, int64_t u, const Scales&, int, __m512& lo, __m512& hi) {
+  static KVBENCH_INLINE void load(const uint8_t* row, int64_t u, const Scales&, int, __m512& lo,
+                                  __m512& hi) {
     lo = P::load16(row + P::kSize * 32 * u);
     hi = P::load16(row + P::kSize * (32 * u + 16));
   }
   // Elements [32u, 32u + count) with count < 32; the rest 0.
-  static KVBENCH_INLINE void load_tail(const uint8_t* row, int64_t u, int count, __m512& lo, __m512& hi) {
+  static KVBENCH_INLINE void load_tail(const uint8_t* row, int64_t u, int count, __m512& lo,
+                                       __m512& hi) {
     lo = P::mload16(row + P::kSize * 32 * u, mask(count));
     hi = P::mload16(row + P::kSize * (32 * u + 16), mask(count - 16));
   }
@@ -331,7 +355,8 @@ KVBENCH_INLINE float fold(__m512 acc) {
 
 // NR rows x NT tokens: acc[r][t] += w_r * x_t over the row, 32 elements a step.
 template <class D, int NR, int NT>
-void micro(const uint8_t* w, size_t w_stride, const float* x, int64_t ldx, int64_t n, float* out, int64_t ldo) {
+void micro(const uint8_t* w, size_t w_stride, const float* x, int64_t ldx, int64_t n, float* out,
+           int64_t ldo) {
   __m512 acc[NR][NT];
   KVBENCH_UNROLL for (int r = 0; r < NR; ++r) {
     KVBENCH_UNROLL for (int t = 0; t < NT; ++t) acc[r][t] = _mm512_setzero_ps();
@@ -340,11 +365,13 @@ void micro(const uint8_t* w, size_t w_stride, const float* x, int64_t ldx, int64
   typename D::Scales scales[NR];
   for (int64_t u0 = 0; u0 < units; u0 += 16) {
     const int count = static_cast<int>(std::min<int64_t>(16, units - u0));
-    KVBENCH_UNROLL for (int r = 0; r < NR; ++r) scales[r].prepare(w + r * w_stride, units, u0, count);
+    KVBENCH_UNROLL for (int r = 0; r < NR; ++r) scales[r].prepare(w + r * w_stride, units, u0,
+                                                                  count);
     for (int j = 0; j < count; ++j) {
       const int64_t u = u0 + j;
       __m512 lo[NR], hi[NR];
-      KVBENCH_UNROLL for (int r = 0; r < NR; ++r) D::load(w + r * w_stride, u, scales[r], j, lo[r], hi[r]);
+      KVBENCH_UNROLL for (int r = 0; r < NR; ++r)
+          D::load(w + r * w_stride, u, scales[r], j, lo[r], hi[r]);
       KVBENCH_UNROLL for (int t = 0; t < NT; ++t) {
         const __m512 x0 = _mm512_loadu_ps(x + t * ldx + 32 * u);
         const __m512 x1 = _mm512_loadu_ps(x + t * ldx + 32 * u + 16);
@@ -360,7 +387,8 @@ void micro(const uint8_t* w, size_t w_stride, const float* x, int64_t ldx, int64
     if (count > 0) {
       const __mmask16 k0 = D::mask(count), k1 = D::mask(count - 16);
       __m512 lo[NR], hi[NR];
-      KVBENCH_UNROLL for (int r = 0; r < NR; ++r) D::load_tail(w + r * w_stride, units, count, lo[r], hi[r]);
+      KVBENCH_UNROLL for (int r = 0; r < NR; ++r)
+          D::load_tail(w + r * w_stride, units, count, lo[r], hi[r]);
       KVBENCH_UNROLL for (int t = 0; t < NT; ++t) {
         const __m512 x0 = _mm512_maskz_loadu_ps(k0, x + t * ldx + 32 * units);
         const __m512 x1 = _mm512_maskz_loadu_ps(k1, x + t * ldx + 32 * units + 16);
@@ -382,16 +410,18 @@ void micro(const uint8_t* w, size_t w_stride, const float* x, int64_t ldx, int64
 constexpr int64_t kPrefetchRows = 8;
 
 template <class D, int NT>
-void rows_nt(const uint8_t* w, size_t w_stride, int64_t n_rows, const float* x, int64_t ldx, int64_t n,
-             float* out, int64_t ldo) {
+void rows_nt(const uint8_t* w, size_t w_stride, int64_t n_rows, const float* x, int64_t ldx,
+             int64_t n, float* out, int64_t ldo) {
   int64_t r = 0;
   for (; r + 4 <= n_rows; r += 4) {
     // Weights stream from L3 or memory once per token: touching the next
     // eight rows now hides their latency (measured on SmolLM2: 1.3x decode).
     if (r + kPrefetchRows < n_rows) {
-      const int64_t bytes = std::min<int64_t>(n_rows - r - kPrefetchRows, 4) * static_cast<int64_t>(w_stride);
+      const int64_t bytes =
+          std::min<int64_t>(n_rows - r - kPrefetchRows, 4) * static_cast<int64_t>(w_stride);
       const uint8_t* next = w + (r + kPrefetchRows) * w_stride;
-      for (int64_t b = 0; b < bytes; b += 64) _mm_prefetch(reinterpret_cast<const char*>(next + b), _MM_HINT_T0);
+      for (int64_t b = 0; b < bytes; b += 64)
+        _mm_prefetch(reinterpret_cast<const char*>(next + b), _MM_HINT_T0);
     }
     micro<D, 4, NT>(w + r * w_stride, w_stride, x, ldx, n, out + r, ldo);
   }
@@ -400,57 +430,83 @@ void rows_nt(const uint8_t* w, size_t w_stride, int64_t n_rows, const float* x, 
 
 // Tokens four at a time: up to 16 accumulators and 8 decoded registers.
 template <class D>
-void rows(const uint8_t* w, size_t w_stride, int64_t n_rows, const float* x, int64_t ldx, int64_t n_x, int64_t n,
-          float* out, int64_t ldo) {
+void rows(const uint8_t* w, size_t w_stride, int64_t n_rows, const float* x, int64_t ldx,
+          int64_t n_x, int64_t n, float* out, int64_t ldo) {
   for (int64_t t = 0; t < n_x; t += 4) {
     const float* xt = x + t * ldx;
     float* ot = out + t * ldo;
     switch (std::min<int64_t>(4, n_x - t)) {
-      case 1: rows_nt<D, 1>(w, w_stride, n_rows, xt, ldx, n, ot, ldo); break;
-      case 2: rows_nt<D, 2>(w, w_stride, n_rows, xt, ldx, n, ot, ldo); break;
-      case 3: rows_nt<D, 3>(w, w_stride, n_rows, xt, ldx, n, ot, ldo); break;
-      default: rows_nt<D, 4>(w, w_stride, n_rows, xt, ldx, n, ot, ldo); break;
+      case 1:
+        rows_nt<D, 1>(w, w_stride, n_rows, xt, ldx, n, ot, ldo);
+        break;
+      case 2:
+        rows_nt<D, 2>(w, w_stride, n_rows, xt, ldx, n, ot, ldo);
+        break;
+      case 3:
+        rows_nt<D, 3>(w, w_stride, n_rows, xt, ldx, n, ot, ldo);
+        break;
+      default:
+        rows_nt<D, 4>(w, w_stride, n_rows, xt, ldx, n, ot, ldo);
+        break;
     }
   }
 }
 
 // Types without a decoder here (Q2_K, Q3_K, F64, Q8_1, Q8_K): the scalar
 // dequantize_row(), then the f32 kernel on the decoded row.
-void generic_rows(GgmlType type, const uint8_t* w, size_t w_stride, int64_t n_rows, const float* x, int64_t ldx,
-                  int64_t n_x, int64_t n, float* out, int64_t ldo) {
+void generic_rows(GgmlType type, const uint8_t* w, size_t w_stride, int64_t n_rows, const float* x,
+                  int64_t ldx, int64_t n_x, int64_t n, float* out, int64_t ldo) {
   thread_local std::vector<float> row;
   row.resize(static_cast<size_t>(n));
   for (int64_t r = 0; r < n_rows; ++r) {
     dequantize_row(type, w + r * w_stride, row.data(), n);
-    rows<PlainD<F32D>>(reinterpret_cast<const uint8_t*>(row.data()), 0, 1, x, ldx, n_x, n, out + r, ldo);
+    rows<PlainD<F32D>>(reinterpret_cast<const uint8_t*>(row.data()), 0, 1, x, ldx, n_x, n, out + r,
+                       ldo);
   }
 }
 
-void tile(GgmlType type, const uint8_t* w, size_t w_stride, int64_t n_rows, const float* x, int64_t ldx,
-          int64_t n_x, int64_t n, float* out, int64_t ldo) {
+void tile(GgmlType type, const uint8_t* w, size_t w_stride, int64_t n_rows, const float* x,
+          int64_t ldx, int64_t n_x, int64_t n, float* out, int64_t ldo) {
   switch (type) {
-    case GgmlType::Q4_0: return rows<Q4_0D>(w, w_stride, n_rows, x, ldx, n_x, n, out, ldo);
-    case GgmlType::Q4_1: return rows<Q4_1D>(w, w_stride, n_rows, x, ldx, n_x, n, out, ldo);
-    case GgmlType::Q5_0: return rows<Q5_0D>(w, w_stride, n_rows, x, ldx, n_x, n, out, ldo);
-    case GgmlType::Q5_1: return rows<Q5_1D>(w, w_stride, n_rows, x, ldx, n_x, n, out, ldo);
-    case GgmlType::Q8_0: return rows<Q8_0D>(w, w_stride, n_rows, x, ldx, n_x, n, out, ldo);
-    case GgmlType::Q4_K: return rows<QK45D<false>>(w, w_stride, n_rows, x, ldx, n_x, n, out, ldo);
-    case GgmlType::Q5_K: return rows<QK45D<true>>(w, w_stride, n_rows, x, ldx, n_x, n, out, ldo);
-    case GgmlType::Q6_K: return rows<Q6KD>(w, w_stride, n_rows, x, ldx, n_x, n, out, ldo);
-    case GgmlType::F32: return rows<PlainD<F32D>>(w, w_stride, n_rows, x, ldx, n_x, n, out, ldo);
-    case GgmlType::F16: return rows<PlainD<F16D>>(w, w_stride, n_rows, x, ldx, n_x, n, out, ldo);
-    case GgmlType::BF16: return rows<PlainD<BF16D>>(w, w_stride, n_rows, x, ldx, n_x, n, out, ldo);
-    default: return generic_rows(type, w, w_stride, n_rows, x, ldx, n_x, n, out, ldo);
+    case GgmlType::Q4_0:
+      return rows<Q4_0D>(w, w_stride, n_rows, x, ldx, n_x, n, out, ldo);
+    case GgmlType::Q4_1:
+      return rows<Q4_1D>(w, w_stride, n_rows, x, ldx, n_x, n, out, ldo);
+    case GgmlType::Q5_0:
+      return rows<Q5_0D>(w, w_stride, n_rows, x, ldx, n_x, n, out, ldo);
+    case GgmlType::Q5_1:
+      return rows<Q5_1D>(w, w_stride, n_rows, x, ldx, n_x, n, out, ldo);
+    case GgmlType::Q8_0:
+      return rows<Q8_0D>(w, w_stride, n_rows, x, ldx, n_x, n, out, ldo);
+    case GgmlType::Q4_K:
+      return rows<QK45D<false>>(w, w_stride, n_rows, x, ldx, n_x, n, out, ldo);
+    case GgmlType::Q5_K:
+      return rows<QK45D<true>>(w, w_stride, n_rows, x, ldx, n_x, n, out, ldo);
+    case GgmlType::Q6_K:
+      return rows<Q6KD>(w, w_stride, n_rows, x, ldx, n_x, n, out, ldo);
+    case GgmlType::F32:
+      return rows<PlainD<F32D>>(w, w_stride, n_rows, x, ldx, n_x, n, out, ldo);
+    case GgmlType::F16:
+      return rows<PlainD<F16D>>(w, w_stride, n_rows, x, ldx, n_x, n, out, ldo);
+    case GgmlType::BF16:
+      return rows<PlainD<BF16D>>(w, w_stride, n_rows, x, ldx, n_x, n, out, ldo);
+    default:
+      return generic_rows(type, w, w_stride, n_rows, x, ldx, n_x, n, out, ldo);
   }
 }
 
-void planar_tile(GgmlType type, const uint8_t* w, size_t w_stride, int64_t n_rows, const float* x, int64_t ldx,
-                 int64_t n_x, int64_t n, float* out, int64_t ldo) {
+void planar_tile(GgmlType type, const uint8_t* w, size_t w_stride, int64_t n_rows, const float* x,
+                 int64_t ldx, int64_t n_x, int64_t n, float* out, int64_t ldo) {
   switch (type) {
-    case GgmlType::Q4_0: return rows<PlanarQ4D<false>>(w, w_stride, n_rows, x, ldx, n_x, n, out, ldo);
-    case GgmlType::Q4_1: return rows<PlanarQ4D<true>>(w, w_stride, n_rows, x, ldx, n_x, n, out, ldo);
-    case GgmlType::Q8_0: return rows<PlanarQ8_0D>(w, w_stride, n_rows, x, ldx, n_x, n, out, ldo);
-    default: assert(false && "planar_tile: no planar layout"); return;
+    case GgmlType::Q4_0:
+      return rows<PlanarQ4D<false>>(w, w_stride, n_rows, x, ldx, n_x, n, out, ldo);
+    case GgmlType::Q4_1:
+      return rows<PlanarQ4D<true>>(w, w_stride, n_rows, x, ldx, n_x, n, out, ldo);
+    case GgmlType::Q8_0:
+      return rows<PlanarQ8_0D>(w, w_stride, n_rows, x, ldx, n_x, n, out, ldo);
+    default:
+      assert(false && "planar_tile: no planar layout");
+      return;
   }
 }
 
@@ -481,17 +537,28 @@ void decode_row(const uint8_t* src, float* dst, int64_t n) {
 
 void dequantize(GgmlType type, const uint8_t* src, float* dst, int64_t n) {
   switch (type) {
-    case GgmlType::Q4_0: return decode_row<Q4_0D>(src, dst, n);
-    case GgmlType::Q4_1: return decode_row<Q4_1D>(src, dst, n);
-    case GgmlType::Q5_0: return decode_row<Q5_0D>(src, dst, n);
-    case GgmlType::Q5_1: return decode_row<Q5_1D>(src, dst, n);
-    case GgmlType::Q8_0: return decode_row<Q8_0D>(src, dst, n);
-    case GgmlType::Q4_K: return decode_row<QK45D<false>>(src, dst, n);
-    case GgmlType::Q5_K: return decode_row<QK45D<true>>(src, dst, n);
-    case GgmlType::Q6_K: return decode_row<Q6KD>(src, dst, n);
-    case GgmlType::F16: return decode_row<PlainD<F16D>>(src, dst, n);
-    case GgmlType::BF16: return decode_row<PlainD<BF16D>>(src, dst, n);
-    default: return dequantize_row(type, src, dst, n);
+    case GgmlType::Q4_0:
+      return decode_row<Q4_0D>(src, dst, n);
+    case GgmlType::Q4_1:
+      return decode_row<Q4_1D>(src, dst, n);
+    case GgmlType::Q5_0:
+      return decode_row<Q5_0D>(src, dst, n);
+    case GgmlType::Q5_1:
+      return decode_row<Q5_1D>(src, dst, n);
+    case GgmlType::Q8_0:
+      return decode_row<Q8_0D>(src, dst, n);
+    case GgmlType::Q4_K:
+      return decode_row<QK45D<false>>(src, dst, n);
+    case GgmlType::Q5_K:
+      return decode_row<QK45D<true>>(src, dst, n);
+    case GgmlType::Q6_K:
+      return decode_row<Q6KD>(src, dst, n);
+    case GgmlType::F16:
+      return decode_row<PlainD<F16D>>(src, dst, n);
+    case GgmlType::BF16:
+      return decode_row<PlainD<BF16D>>(src, dst, n);
+    default:
+      return dequantize_row(type, src, dst, n);
   }
 }
 

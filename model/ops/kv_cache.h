@@ -31,10 +31,10 @@ struct KvShape {
 enum class StepPhase { Prefill, Decode };
 
 struct StepInfo {
-  int seq = 0;                          // sequence the tokens belong to
+  int seq = 0;  // sequence the tokens belong to
   StepPhase phase = StepPhase::Prefill;
-  std::span<const int32_t> positions;   // [n_tokens] rotary positions of the new tokens
-  std::span<const int32_t> tokens;      // [n_tokens] token ids (policies may use them)
+  std::span<const int32_t> positions;  // [n_tokens] rotary positions of the new tokens
+  std::span<const int32_t> tokens;     // [n_tokens] token ids (policies may use them)
 };
 
 // Element type of K/V rows a cache exposes in its own storage (see pieces()).
@@ -67,13 +67,19 @@ enum class KvElement : uint8_t {
 // Bytes of one row's codes and parameters.
 constexpr int64_t kv_row_bytes(KvElement e, int head_dim, int group) {
   switch (e) {
-    case KvElement::F32: return int64_t{head_dim} * 4;
+    case KvElement::F32:
+      return int64_t{head_dim} * 4;
     case KvElement::F16:
-    case KvElement::BF16: return int64_t{head_dim} * 2;
-    case KvElement::Q8: return head_dim + int64_t{head_dim / group} * 2;
-    case KvElement::Q4: return head_dim / 2 + int64_t{head_dim / group} * 4;
-    case KvElement::Q2: return head_dim / 4 + int64_t{head_dim / group} * 4;
-    case KvElement::K2: return head_dim / 4;
+    case KvElement::BF16:
+      return int64_t{head_dim} * 2;
+    case KvElement::Q8:
+      return head_dim + int64_t{head_dim / group} * 2;
+    case KvElement::Q4:
+      return head_dim / 2 + int64_t{head_dim / group} * 4;
+    case KvElement::Q2:
+      return head_dim / 4 + int64_t{head_dim / group} * 4;
+    case KvElement::K2:
+      return head_dim / 4;
   }
   return 0;
 }
@@ -86,11 +92,12 @@ constexpr int64_t kv_row_bytes(KvElement e, int head_dim, int group) {
 struct KvRawRows {
   KvElement type = KvElement::F32;
   const void* data = nullptr;
-  int64_t row_stride = 0;             // bytes between consecutive rows
-  int group = 0;                      // Q8 / Q4 / Q2: elements per parameter group
+  int64_t row_stride = 0;  // bytes between consecutive rows
+  int group = 0;           // Q8 / Q4 / Q2: elements per parameter group
   const int32_t* index = nullptr;
   const uint8_t* const* ptrs = nullptr;
-  const uint16_t* const* params = nullptr;  // K2: row j's block parameters, at params[j] or params[index[j]]
+  const uint16_t* const* params =
+      nullptr;  // K2: row j's block parameters, at params[j] or params[index[j]]
 };
 
 // A run of a head's view held in place: view entries [offset, offset + count)

@@ -11,25 +11,26 @@
 namespace kvbench {
 namespace {
 
-constexpr int64_t kTileRows = 96;        // rows per sgemm tile (measured: 64 0.92x, 128 0.97x of 96)
-constexpr int64_t kGemmMinTokens = 8;    // below this, row-wise dot products win
+constexpr int64_t kTileRows = 96;      // rows per sgemm tile (measured: 64 0.92x, 128 0.97x of 96)
+constexpr int64_t kGemmMinTokens = 8;  // below this, row-wise dot products win
 // Quantizing activations is ~1 ns per element: below this many elements a
 // parallel region costs more than it saves.
 constexpr int64_t kParallelQuantizeMin = 8192;
-constexpr size_t kMaxGroup = 8;          // matrices per matmul_group call
+constexpr size_t kMaxGroup = 8;  // matrices per matmul_group call
 
 // Many tokens: one tile of rows [r0, r0 + nr) dequantized into `tile`
 // ([nr][cols]) and multiplied with all tokens through sgemm. Tiles are fixed
 // per matrix (kTileRows), not per thread: sgemm's rounding depends on the
 // tile's shape, so the thread count must not change it.
-void exact_gemm_tile(const WeightMatrix& w, int64_t r0, int64_t nr, const float* x, int64_t n_tokens, float* y,
-                     int64_t ldy, float* tile, CpuPath path) {
+void exact_gemm_tile(const WeightMatrix& w, int64_t r0, int64_t nr, const float* x,
+                     int64_t n_tokens, float* y, int64_t ldy, float* tile, CpuPath path) {
   const int64_t cols = w.cols;
-  for (int64_t r = 0; r < nr; ++r) dequantize_row_fast(w.type, w.row(r0 + r), tile + r * cols, cols, path);
+  for (int64_t r = 0; r < nr; ++r)
+    dequantize_row_fast(w.type, w.row(r0 + r), tile + r * cols, cols, path);
   // y[:, r0:r0+nr] = x[n_tokens][cols] * tile[nr][cols]^T
-  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, static_cast<int>(n_tokens), static_cast<int>(nr),
-              static_cast<int>(cols), 1.0f, x, static_cast<int>(cols), tile, static_cast<int>(cols), 0.0f, y + r0,
-              static_cast<int>(ldy));
+  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, static_cast<int>(n_tokens),
+              static_cast<int>(nr), static_cast<int>(cols), 1.0f, x, static_cast<int>(cols), tile,
+              static_cast<int>(cols), 0.0f, y + r0, static_cast<int>(ldy));
 }
 
 // One matrix of a Quantized group: its rows occupy [first, first + w->rows)
@@ -55,14 +56,16 @@ struct ExactSegment {
 };
 int64_t tiles_of(const WeightMatrix& w) { return (w.rows + kTileRows - 1) / kTileRows; }
 
-void exact_rows(const ExactSegment& s, int64_t r0, int64_t r1, const float* x, int64_t n_tokens, CpuPath path) {
+void exact_rows(const ExactSegment& s, int64_t r0, int64_t r1, const float* x, int64_t n_tokens,
+                CpuPath path) {
   const WeightMatrix& w = *s.w;
   // A planar copy, where there is one, has each 16 blocks' scales in one load.
   if (w.planar != nullptr && has_exact_planar_kernel(w.type, path)) {
-    exact_dot_tile_planar(w.type, w.planar + r0 * w.row_bytes, w.row_bytes, r1 - r0, x, w.cols, n_tokens, w.cols,
-                          s.y + r0, s.ldy, path);
+    exact_dot_tile_planar(w.type, w.planar + r0 * w.row_bytes, w.row_bytes, r1 - r0, x, w.cols,
+                          n_tokens, w.cols, s.y + r0, s.ldy, path);
   } else {
-    exact_dot_tile(w.type, w.row(r0), w.row_bytes, r1 - r0, x, w.cols, n_tokens, w.cols, s.y + r0, s.ldy, path);
+    exact_dot_tile(w.type, w.row(r0), w.row_bytes, r1 - r0, x, w.cols, n_tokens, w.cols, s.y + r0,
+                   s.ldy, path);
   }
 }
 
@@ -76,7 +79,9 @@ float* MatmulScratch::get(int thread, size_t floats) {
 }
 
 uint8_t* MatmulScratch::activations(GgmlType type, size_t bytes) {
-  std::vector<uint8_t>& b = type == GgmlType::Q8_0 ? act_q8_0_ : type == GgmlType::Q8_1 ? act_q8_1_ : act_q8_k_;
+  std::vector<uint8_t>& b = type == GgmlType::Q8_0   ? act_q8_0_
+                            : type == GgmlType::Q8_1 ? act_q8_1_
+                                                     : act_q8_k_;
   assert(type == GgmlType::Q8_0 || type == GgmlType::Q8_1 || type == GgmlType::Q8_K);
   if (b.size() < bytes) b.resize(bytes);
   return b.data();
@@ -131,10 +136,12 @@ void matmul_group(std::span<const MatmulOutput> outputs, const float* x, int64_t
     const GgmlType at = *act_type;
     if (n_tokens * cols >= kParallelQuantizeMin) {
       pool.parallel_for(n_tokens, [&](int64_t t0, int64_t t1, int) {
-        for (int64_t t = t0; t < t1; ++t) quantize_activations(at, x + t * cols, q + t * stride, cols, path);
+        for (int64_t t = t0; t < t1; ++t)
+          quantize_activations(at, x + t * cols, q + t * stride, cols, path);
       });
     } else {
-      for (int64_t t = 0; t < n_tokens; ++t) quantize_activations(at, x + t * cols, q + t * stride, cols, path);
+      for (int64_t t = 0; t < n_tokens; ++t)
+        quantize_activations(at, x + t * cols, q + t * stride, cols, path);
     }
   }
   if (n_exact > 0 && n_tokens >= kGemmMinTokens) {
@@ -145,7 +152,8 @@ void matmul_group(std::span<const MatmulOutput> outputs, const float* x, int64_t
         const ExactSegment& s = exact[i];
         for (int64_t t = std::max(t0, s.first); t < std::min(t1, s.first + tiles_of(*s.w)); ++t) {
           const int64_t r0 = (t - s.first) * kTileRows;
-          exact_gemm_tile(*s.w, r0, std::min(kTileRows, s.w->rows - r0), x, n_tokens, s.y, s.ldy, tile, options.path);
+          exact_gemm_tile(*s.w, r0, std::min(kTileRows, s.w->rows - r0), x, n_tokens, s.y, s.ldy,
+                          tile, options.path);
         }
       }
     });
@@ -167,11 +175,11 @@ void matmul_group(std::span<const MatmulOutput> outputs, const float* x, int64_t
       if (b >= e) continue;
       const int64_t r = b - s.first;
       if (s.w->planar != nullptr && has_planar_kernel(s.w->type, options.path)) {
-        quant_dot_tile_planar(s.w->type, s.w->planar + r * s.w->row_bytes, s.w->row_bytes, e - b, s.act,
-                              s.act_stride, n_tokens, cols, s.y + r, s.ldy, options.path);
+        quant_dot_tile_planar(s.w->type, s.w->planar + r * s.w->row_bytes, s.w->row_bytes, e - b,
+                              s.act, s.act_stride, n_tokens, cols, s.y + r, s.ldy, options.path);
       } else {
-        quant_dot_tile(s.w->type, s.w->row(r), s.w->row_bytes, e - b, s.act, s.act_stride, n_tokens, cols,
-                       s.y + r, s.ldy, options.path);
+        quant_dot_tile(s.w->type, s.w->row(r), s.w->row_bytes, e - b, s.act, s.act_stride, n_tokens,
+                       cols, s.y + r, s.ldy, options.path);
       }
     }
   });

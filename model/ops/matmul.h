@@ -25,9 +25,9 @@
 #include <span>
 #include <vector>
 
-#include "model/ops/weight_matrix.h"
 #include "model/ops/quant_dot.h"
 #include "model/ops/thread_pool.h"
+#include "model/ops/weight_matrix.h"
 
 namespace kvbench {
 
@@ -66,6 +66,5 @@ struct MatmulOutput {
 // split over the threads in one parallel region. Every W.cols must be equal.
 void matmul_group(std::span<const MatmulOutput> outputs, const float* x, int64_t n_tokens,
                   ThreadPool& pool, MatmulScratch& scratch, const MatmulOptions& options);
-
 
 }  // namespace kvbench

@@ -67,10 +67,17 @@ void convert(GgmlType type, const uint8_t* src, uint8_t* dst, int64_t n) {
   assert(has_planar_layout(type) && n % kBlock == 0);
   const int64_t nb = n / kBlock;
   switch (type) {
-    case GgmlType::Q4_0: nibble_rows<kForward>(false, src, dst, nb); return;
-    case GgmlType::Q4_1: nibble_rows<kForward>(true, src, dst, nb); return;
-    case GgmlType::Q8_0: q8_0_rows<kForward>(src, dst, nb); return;
-    default: return;
+    case GgmlType::Q4_0:
+      nibble_rows<kForward>(false, src, dst, nb);
+      return;
+    case GgmlType::Q4_1:
+      nibble_rows<kForward>(true, src, dst, nb);
+      return;
+    case GgmlType::Q8_0:
+      q8_0_rows<kForward>(src, dst, nb);
+      return;
+    default:
+      return;
   }
 }
 

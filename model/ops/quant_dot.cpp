@@ -18,20 +18,34 @@ namespace qdot {
 
 int weight_kind(GgmlType type) {
   switch (type) {
-    case GgmlType::Q4_0: return kQ4_0;
-    case GgmlType::Q4_1: return kQ4_1;
-    case GgmlType::Q5_0: return kQ5_0;
-    case GgmlType::Q5_1: return kQ5_1;
-    case GgmlType::Q8_0: return kQ8_0;
-    case GgmlType::Q2_K: return kQ2_K;
-    case GgmlType::Q3_K: return kQ3_K;
-    case GgmlType::Q4_K: return kQ4_K;
-    case GgmlType::Q5_K: return kQ5_K;
-    case GgmlType::Q6_K: return kQ6_K;
-    case GgmlType::F32: return kF32;
-    case GgmlType::F16: return kF16;
-    case GgmlType::BF16: return kBF16;
-    default: return -1;
+    case GgmlType::Q4_0:
+      return kQ4_0;
+    case GgmlType::Q4_1:
+      return kQ4_1;
+    case GgmlType::Q5_0:
+      return kQ5_0;
+    case GgmlType::Q5_1:
+      return kQ5_1;
+    case GgmlType::Q8_0:
+      return kQ8_0;
+    case GgmlType::Q2_K:
+      return kQ2_K;
+    case GgmlType::Q3_K:
+      return kQ3_K;
+    case GgmlType::Q4_K:
+      return kQ4_K;
+    case GgmlType::Q5_K:
+      return kQ5_K;
+    case GgmlType::Q6_K:
+      return kQ6_K;
+    case GgmlType::F32:
+      return kF32;
+    case GgmlType::F16:
+      return kF16;
+    case GgmlType::BF16:
+      return kBF16;
+    default:
+      return -1;
   }
 }
 
@@ -52,10 +66,13 @@ bool cpu_has_f16c() {
 bool cpu_runs(CpuPath path) {
 #if defined(__x86_64__) || defined(__i386__)
   __builtin_cpu_init();
-  const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && cpu_has_f16c();
+  const bool avx2 =
+      __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && cpu_has_f16c();
   switch (path) {
-    case CpuPath::Scalar: return true;
-    case CpuPath::Avx2: return avx2;
+    case CpuPath::Scalar:
+      return true;
+    case CpuPath::Avx2:
+      return avx2;
     case CpuPath::Avx512:
       return avx2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
              __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl") &&
@@ -69,9 +86,12 @@ bool cpu_runs(CpuPath path) {
 
 const qdot::Kernels* kernels_of(CpuPath path) {
   switch (path) {
-    case CpuPath::Scalar: return qdot::scalar_kernels();
-    case CpuPath::Avx2: return qdot::avx2_kernels();
-    case CpuPath::Avx512: return qdot::avx512_kernels();
+    case CpuPath::Scalar:
+      return qdot::scalar_kernels();
+    case CpuPath::Avx2:
+      return qdot::avx2_kernels();
+    case CpuPath::Avx512:
+      return qdot::avx512_kernels();
   }
   return nullptr;
 }
@@ -94,9 +114,12 @@ const qdot::Kernels& kernels(CpuPath path) {
 
 std::string_view cpu_path_name(CpuPath path) {
   switch (path) {
-    case CpuPath::Scalar: return "scalar";
-    case CpuPath::Avx2: return "avx2";
-    case CpuPath::Avx512: return "avx512";
+    case CpuPath::Scalar:
+      return "scalar";
+    case CpuPath::Avx2:
+      return "avx2";
+    case CpuPath::Avx512:
+      return "avx512";
   }
   return "?";
 }
@@ -118,7 +141,8 @@ CpuPath default_cpu_path() {
   for (CpuPath p : {CpuPath::Scalar, CpuPath::Avx2, CpuPath::Avx512}) {
     if (cpu_path_name(p) != env) continue;
     if (!cpu_path_supported(p))
-      throw InputError("KVBENCH_CPU=" + std::string(env) + ": this CPU (or build) does not support it");
+      throw InputError("KVBENCH_CPU=" + std::string(env) +
+                       ": this CPU (or build) does not support it");
     return p;
   }
   throw InputError("KVBENCH_CPU: unknown value '" + std::string(env) + "' (scalar, avx2, avx512)");
@@ -128,18 +152,23 @@ std::optional<GgmlType> dot_activation_type(GgmlType weight) {
   switch (weight) {
     case GgmlType::Q4_0:
     case GgmlType::Q5_0:
-    case GgmlType::Q8_0: return GgmlType::Q8_0;
+    case GgmlType::Q8_0:
+      return GgmlType::Q8_0;
     case GgmlType::Q4_1:
-    case GgmlType::Q5_1: return GgmlType::Q8_1;
+    case GgmlType::Q5_1:
+      return GgmlType::Q8_1;
     case GgmlType::Q2_K:
     case GgmlType::Q3_K:
     case GgmlType::Q4_K:
     case GgmlType::Q5_K:
-    case GgmlType::Q6_K: return GgmlType::Q8_K;
+    case GgmlType::Q6_K:
+      return GgmlType::Q8_K;
     case GgmlType::F32:
     case GgmlType::F16:
-    case GgmlType::BF16: return GgmlType::F32;
-    default: return std::nullopt;
+    case GgmlType::BF16:
+      return GgmlType::F32;
+    default:
+      return std::nullopt;
   }
 }
 
@@ -147,11 +176,20 @@ void quantize_activations(GgmlType act, const float* x, void* dst, int64_t n, Cp
   const qdot::Kernels& k = kernels(path);
   auto* d = static_cast<uint8_t*>(dst);
   switch (act) {
-    case GgmlType::Q8_0: k.quantize_q8_0(x, d, n); return;
-    case GgmlType::Q8_1: k.quantize_q8_1(x, d, n); return;
-    case GgmlType::Q8_K: k.quantize_q8_k(x, d, n); return;
-    case GgmlType::F32: std::memcpy(d, x, static_cast<size_t>(n) * sizeof(float)); return;
-    default: assert(false && "quantize_activations(): not an activation type");
+    case GgmlType::Q8_0:
+      k.quantize_q8_0(x, d, n);
+      return;
+    case GgmlType::Q8_1:
+      k.quantize_q8_1(x, d, n);
+      return;
+    case GgmlType::Q8_K:
+      k.quantize_q8_k(x, d, n);
+      return;
+    case GgmlType::F32:
+      std::memcpy(d, x, static_cast<size_t>(n) * sizeof(float));
+      return;
+    default:
+      assert(false && "quantize_activations(): not an activation type");
   }
 }
 
@@ -181,9 +219,9 @@ void quant_dot_tile_planar(GgmlType weight, const void* w, size_t w_stride, int6
                            int64_t ldo, CpuPath path) {
   assert(has_planar_kernel(weight, path));
   assert(row_is_whole(weight, n));
-  kernels(path).planar_tile[qdot::weight_kind(weight)](static_cast<const uint8_t*>(w), w_stride, n_rows,
-                                                         static_cast<const uint8_t*>(act), act_stride, n_act,
-                                                         n, out, ldo);
+  kernels(path).planar_tile[qdot::weight_kind(weight)](static_cast<const uint8_t*>(w), w_stride,
+                                                       n_rows, static_cast<const uint8_t*>(act),
+                                                       act_stride, n_act, n, out, ldo);
 }
 
 }  // namespace kvbench

@@ -47,7 +47,9 @@ uint32_t u32(const uint8_t* p) {
   return v;
 }
 __m128i load128(const uint8_t* p) { return _mm_loadu_si128(reinterpret_cast<const __m128i*>(p)); }
-__m256i load256(const uint8_t* p) { return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)); }
+__m256i load256(const uint8_t* p) {
+  return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
+}
 
 // hsum16 of quant_dot_scalar.cpp over lanes 0-7 (lo) and 8-15 (hi).
 float hsum16(__m256 lo, __m256 hi) {
@@ -65,8 +67,8 @@ int32_t hsum_i32(__m256i v) {
 
 // Byte i = 0xFF where bit i of `bits` is set.
 __m256i bits_to_bytes(uint32_t bits) {
-  const __m256i shuf = _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 2, 2, 2,
-                                        2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3);
+  const __m256i shuf = _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 2, 2,
+                                        2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3);
   const __m256i v = _mm256_shuffle_epi8(_mm256_set1_epi32(static_cast<int>(bits)), shuf);
   const __m256i bit = _mm256_set1_epi64x(0x8040201008040201);
   return _mm256_cmpeq_epi8(_mm256_and_si256(v, bit), bit);
@@ -99,7 +101,8 @@ struct Q5_0W {
   static constexpr int kOffset = 16;
   static constexpr bool kMin = false;
   static __m256i codes(const uint8_t* b) {
-    return _mm256_or_si256(nibbles(b + 6), _mm256_and_si256(bits_to_bytes(u32(b + 2)), _mm256_set1_epi8(16)));
+    return _mm256_or_si256(nibbles(b + 6),
+                           _mm256_and_si256(bits_to_bytes(u32(b + 2)), _mm256_set1_epi8(16)));
   }
 };
 struct Q5_1W {
@@ -107,7 +110,8 @@ struct Q5_1W {
   static constexpr int kOffset = 0;
   static constexpr bool kMin = true;
   static __m256i codes(const uint8_t* b) {
-    return _mm256_or_si256(nibbles(b + 8), _mm256_and_si256(bits_to_bytes(u32(b + 4)), _mm256_set1_epi8(16)));
+    return _mm256_or_si256(nibbles(b + 8),
+                           _mm256_and_si256(bits_to_bytes(u32(b + 4)), _mm256_set1_epi8(16)));
   }
 };
 struct Q8_0W {
@@ -149,17 +153,16 @@ void load_scales(const uint8_t* p, int count, float* out) {
 // R weight rows x T activation rows over all blocks; see the order in
 // quant_dot_scalar.cpp. Activations are Q8_1 for the min types, else Q8_0.
 template <class W, int R, int T>
-void legacy_micro(const uint8_t* w, size_t w_stride, const uint8_t* act, size_t act_stride, int64_t nb,
-                  float* out, int64_t ldo) {
+void legacy_micro(const uint8_t* w, size_t w_stride, const uint8_t* act, size_t act_stride,
+                  int64_t nb, float* out, int64_t ldo) {
   constexpr size_t kAB = W::kMin ? kQ8_1Bytes : kQ8_0Bytes;
   constexpr size_t kAQs = W::kMin ? 4 : 2;
   __m256 acc[R][T][2];
   __m256 macc[R][T][2];
   KVBENCH_UNROLL
-  for (int r = 0; r < R; ++r)
-    KVBENCH_UNROLL
-    for (int t = 0; t < T; ++t)
-      acc[r][t][0] = acc[r][t][1] = macc[r][t][0] = macc[r][t][1] = _mm256_setzero_ps();
+  for (int r = 0; r < R; ++r) KVBENCH_UNROLL
+  for (int t = 0; t < T; ++t)
+    acc[r][t][0] = acc[r][t][1] = macc[r][t][0] = macc[r][t][1] = _mm256_setzero_ps();
   const __m256i ones16 = _mm256_set1_epi16(1);
   alignas(32) float dw[R][16], mw[R][16], da[T][16], sa[T][16];
   alignas(32) float dd[R][T][16];
@@ -183,9 +186,11 @@ void legacy_micro(const uint8_t* w, size_t w_stride, const uint8_t* act, size_t 
       for (int t = 0; t < T; ++t) {
         KVBENCH_UNROLL
         for (int h = 0; h < 2; ++h) {
-          _mm256_store_ps(dd[r][t] + 8 * h, _mm256_mul_ps(_mm256_load_ps(dw[r] + 8 * h), _mm256_load_ps(da[t] + 8 * h)));
+          _mm256_store_ps(dd[r][t] + 8 * h, _mm256_mul_ps(_mm256_load_ps(dw[r] + 8 * h),
+                                                          _mm256_load_ps(da[t] + 8 * h)));
           if constexpr (W::kMin)
-            macc[r][t][h] = _mm256_fmadd_ps(_mm256_load_ps(mw[r] + 8 * h), _mm256_load_ps(sa[t] + 8 * h), macc[r][t][h]);
+            macc[r][t][h] = _mm256_fmadd_ps(_mm256_load_ps(mw[r] + 8 * h),
+                                            _mm256_load_ps(sa[t] + 8 * h), macc[r][t][h]);
         }
       }
     }
@@ -202,7 +207,8 @@ void legacy_micro(const uint8_t* w, size_t w_stride, const uint8_t* act, size_t 
       for (int r = 0; r < R; ++r) {
         KVBENCH_UNROLL
         for (int k = 0; k < 2; ++k) {
-          wraw[r][k] = k == 0 || two ? W::codes(w + r * w_stride + (b + k) * W::kBytes) : _mm256_setzero_si256();
+          wraw[r][k] = k == 0 || two ? W::codes(w + r * w_stride + (b + k) * W::kBytes)
+                                     : _mm256_setzero_si256();
           wq[r][k] = W::kOffset < 0 ? _mm256_abs_epi8(wraw[r][k]) : wraw[r][k];
         }
       }
@@ -211,8 +217,10 @@ void legacy_micro(const uint8_t* w, size_t w_stride, const uint8_t* act, size_t 
         __m256i aq[2], corr[2];
         KVBENCH_UNROLL
         for (int k = 0; k < 2; ++k) {
-          aq[k] = k == 0 || two ? load256(act + t * act_stride + (b + k) * kAB + kAQs) : _mm256_setzero_si256();
-          corr[k] = W::kOffset > 0 ? _mm256_maddubs_epi16(_mm256_set1_epi8(W::kOffset > 0 ? W::kOffset : 0), aq[k])
+          aq[k] = k == 0 || two ? load256(act + t * act_stride + (b + k) * kAB + kAQs)
+                                : _mm256_setzero_si256();
+          corr[k] = W::kOffset > 0 ? _mm256_maddubs_epi16(
+                                         _mm256_set1_epi8(W::kOffset > 0 ? W::kOffset : 0), aq[k])
                                    : _mm256_setzero_si256();
         }
         KVBENCH_UNROLL
@@ -233,7 +241,9 @@ void legacy_micro(const uint8_t* w, size_t w_stride, const uint8_t* act, size_t 
           const __m256i sum = _mm256_add_epi32(_mm256_permute2x128_si256(i32[0], i32[1], 0x20),
                                                _mm256_permute2x128_si256(i32[0], i32[1], 0x31));
           const __m256 d = _mm256_permutevar8x32_ps(
-              _mm256_castps128_ps256(_mm_castpd_ps(_mm_load_sd(reinterpret_cast<const double*>(dd[r][t] + i)))), pair_index);
+              _mm256_castps128_ps256(
+                  _mm_castpd_ps(_mm_load_sd(reinterpret_cast<const double*>(dd[r][t] + i)))),
+              pair_index);
           acc[r][t][h] = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(sum), acc[r][t][h]);
         }
       }
@@ -254,23 +264,27 @@ void legacy_micro(const uint8_t* w, size_t w_stride, const uint8_t* act, size_t 
 }
 
 template <class W>
-void legacy_tile(const uint8_t* w, size_t w_stride, int64_t n_rows, const uint8_t* act, size_t act_stride,
-                 int64_t n_act, int64_t n, float* out, int64_t ldo) {
+void legacy_tile(const uint8_t* w, size_t w_stride, int64_t n_rows, const uint8_t* act,
+                 size_t act_stride, int64_t n_act, int64_t n, float* out, int64_t ldo) {
   const int64_t nb = n / kQK;
   int64_t r = 0;
   for (; r + 2 <= n_rows; r += 2) {
     int64_t t = 0;
     for (; t + 2 <= n_act; t += 2)
-      legacy_micro<W, 2, 2>(w + r * w_stride, w_stride, act + t * act_stride, act_stride, nb, out + t * ldo + r, ldo);
+      legacy_micro<W, 2, 2>(w + r * w_stride, w_stride, act + t * act_stride, act_stride, nb,
+                            out + t * ldo + r, ldo);
     for (; t < n_act; ++t)
-      legacy_micro<W, 2, 1>(w + r * w_stride, w_stride, act + t * act_stride, act_stride, nb, out + t * ldo + r, ldo);
+      legacy_micro<W, 2, 1>(w + r * w_stride, w_stride, act + t * act_stride, act_stride, nb,
+                            out + t * ldo + r, ldo);
   }
   for (; r < n_rows; ++r) {
     int64_t t = 0;
     for (; t + 2 <= n_act; t += 2)
-      legacy_micro<W, 1, 2>(w + r * w_stride, w_stride, act + t * act_stride, act_stride, nb, out + t * ldo + r, ldo);
+      legacy_micro<W, 1, 2>(w + r * w_stride, w_stride, act + t * act_stride, act_stride, nb,
+                            out + t * ldo + r, ldo);
     for (; t < n_act; ++t)
-      legacy_micro<W, 1, 1>(w + r * w_stride, w_stride, act + t * act_stride, act_stride, nb, out + t * ldo + r, ldo);
+      legacy_micro<W, 1, 1>(w + r * w_stride, w_stride, act + t * act_stride, act_stride, nb,
+                            out + t * ldo + r, ldo);
   }
 }
 
@@ -282,14 +296,16 @@ void legacy_tile(const uint8_t* w, size_t w_stride, int64_t n_rows, const uint8_
 // Scales of the two 16-element halves of a 32-element group, as int16 lanes
 // matching pmaddubsw's output (lanes 0-7: elements 0-15).
 __m256i half_scales(int s0, int s1) {
-  return _mm256_set_m128i(_mm_set1_epi16(static_cast<int16_t>(s1)), _mm_set1_epi16(static_cast<int16_t>(s0)));
+  return _mm256_set_m128i(_mm_set1_epi16(static_cast<int16_t>(s1)),
+                          _mm_set1_epi16(static_cast<int16_t>(s0)));
 }
 
 // Sum over a 32-element group: (codes - offset) * a, scaled per half.
 template <int kOffset>
 __m256i group_dot(__m256i codes, __m256i a, __m256i scales) {
   __m256i p16 = _mm256_maddubs_epi16(codes, a);
-  if constexpr (kOffset > 0) p16 = _mm256_sub_epi16(p16, _mm256_maddubs_epi16(_mm256_set1_epi8(kOffset), a));
+  if constexpr (kOffset > 0)
+    p16 = _mm256_sub_epi16(p16, _mm256_maddubs_epi16(_mm256_set1_epi8(kOffset), a));
   return _mm256_madd_epi16(p16, scales);
 }
 
@@ -322,7 +338,8 @@ SuperSums q2_k_sums(const uint8_t* b, const uint8_t* a) {
   for (int g = 0; g < 8; ++g) {
     const __m256i q = load256(b + 16 + 32 * (g / 4));
     const __m256i codes = _mm256_and_si256(_mm256_srli_epi16(q, 2 * (g % 4)), _mm256_set1_epi8(3));
-    acc = _mm256_add_epi32(acc, group_dot<0>(codes, load256(aq + 32 * g), half_scales(b[2 * g] & 15, b[2 * g + 1] & 15)));
+    acc = _mm256_add_epi32(acc, group_dot<0>(codes, load256(aq + 32 * g),
+                                             half_scales(b[2 * g] & 15, b[2 * g + 1] & 15)));
   }
   return {hsum_i32(acc), min_sum(mins, a)};
 }
@@ -343,7 +360,8 @@ SuperSums q3_k_sums(const uint8_t* b, const uint8_t* a) {
     const __m256i low2 = _mm256_and_si256(_mm256_srli_epi16(q, 2 * (g % 4)), _mm256_set1_epi8(3));
     const __m256i high = _mm256_and_si256(_mm256_srli_epi16(hm, g), _mm256_set1_epi8(1));
     const __m256i codes = _mm256_or_si256(low2, _mm256_slli_epi16(high, 2));
-    acc = _mm256_add_epi32(acc, group_dot<4>(codes, load256(aq + 32 * g), half_scales(sc[2 * g], sc[2 * g + 1])));
+    acc = _mm256_add_epi32(
+        acc, group_dot<4>(codes, load256(aq + 32 * g), half_scales(sc[2 * g], sc[2 * g + 1])));
   }
   return {hsum_i32(acc), 0};
 }
@@ -365,11 +383,15 @@ SuperSums q45_k_sums(const uint8_t* b, const uint8_t* a) {
     __m256i hi = _mm256_and_si256(_mm256_srli_epi16(q, 4), _mm256_set1_epi8(0x0F));
     if constexpr (kFive) {
       const __m256i one = _mm256_set1_epi8(1);
-      lo = _mm256_or_si256(lo, _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 2 * c), one), 4));
-      hi = _mm256_or_si256(hi, _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 2 * c + 1), one), 4));
+      lo = _mm256_or_si256(
+          lo, _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 2 * c), one), 4));
+      hi = _mm256_or_si256(
+          hi, _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 2 * c + 1), one), 4));
     }
-    acc = _mm256_add_epi32(acc, group_dot<0>(lo, load256(aq + 64 * c), half_scales(sc[2 * c], sc[2 * c])));
-    acc = _mm256_add_epi32(acc, group_dot<0>(hi, load256(aq + 64 * c + 32), half_scales(sc[2 * c + 1], sc[2 * c + 1])));
+    acc = _mm256_add_epi32(
+        acc, group_dot<0>(lo, load256(aq + 64 * c), half_scales(sc[2 * c], sc[2 * c])));
+    acc = _mm256_add_epi32(acc, group_dot<0>(hi, load256(aq + 64 * c + 32),
+                                             half_scales(sc[2 * c + 1], sc[2 * c + 1])));
   }
   return {hsum_i32(acc), min_sum(mins16, a)};
 }
@@ -382,11 +404,13 @@ SuperSums q6_k_sums(const uint8_t* b, const uint8_t* a) {
     const __m256i qh = load256(b + 128 + 32 * h);
     for (int i = 0; i < 4; ++i) {
       const __m256i lq = load256(b + 64 * h + 32 * (i % 2));
-      const __m256i low = _mm256_and_si256(i / 2 ? _mm256_srli_epi16(lq, 4) : lq, _mm256_set1_epi8(0x0F));
+      const __m256i low =
+          _mm256_and_si256(i / 2 ? _mm256_srli_epi16(lq, 4) : lq, _mm256_set1_epi8(0x0F));
       const __m256i high = _mm256_and_si256(_mm256_srli_epi16(qh, 2 * i), _mm256_set1_epi8(3));
       const __m256i codes = _mm256_or_si256(low, _mm256_slli_epi16(high, 4));
       const int g = 4 * h + i;
-      acc = _mm256_add_epi32(acc, group_dot<32>(codes, load256(aq + 32 * g), half_scales(sc[2 * g], sc[2 * g + 1])));
+      acc = _mm256_add_epi32(
+          acc, group_dot<32>(codes, load256(aq + 32 * g), half_scales(sc[2 * g], sc[2 * g + 1])));
     }
   }
   return {hsum_i32(acc), 0};
@@ -395,7 +419,8 @@ SuperSums q6_k_sums(const uint8_t* b, const uint8_t* a) {
 float f16_at(const uint8_t* p) { return _cvtsh_ss(u16(p)); }
 
 // Per-format constants: bytes, and where d / dmin sit.
-template <SuperSums (*Sums)(const uint8_t*, const uint8_t*), size_t kBytes, size_t kD, size_t kDmin, bool kMin>
+template <SuperSums (*Sums)(const uint8_t*, const uint8_t*), size_t kBytes, size_t kD, size_t kDmin,
+          bool kMin>
 float kquant_dot(const uint8_t* w, const uint8_t* a, int64_t n) {
   float acc = 0.0f, macc = 0.0f;
   const int64_t nb = n / kQKK;
@@ -416,7 +441,9 @@ float kquant_dot(const uint8_t* w, const uint8_t* a, int64_t n) {
 
 __m256 load8_f32(const uint8_t* p) { return _mm256_loadu_ps(reinterpret_cast<const float*>(p)); }
 __m256 load8_f16(const uint8_t* p) { return _mm256_cvtph_ps(load128(p)); }
-__m256 load8_bf16(const uint8_t* p) { return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(load128(p)), 16)); }
+__m256 load8_bf16(const uint8_t* p) {
+  return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(load128(p)), 16));
+}
 float load1_f32(const uint8_t* p) { return std::bit_cast<float>(u32(p)); }
 float load1_f16(const uint8_t* p) { return _cvtsh_ss(u16(p)); }
 float load1_bf16(const uint8_t* p) { return std::bit_cast<float>(uint32_t{u16(p)} << 16); }
@@ -441,10 +468,11 @@ float plain_dot(const uint8_t* w, const uint8_t* a, int64_t n) {
 using DotFn = float (*)(const uint8_t*, const uint8_t*, int64_t);
 
 template <DotFn Dot>
-void row_tile(const uint8_t* w, size_t w_stride, int64_t n_rows, const uint8_t* act, size_t act_stride,
-              int64_t n_act, int64_t n, float* out, int64_t ldo) {
+void row_tile(const uint8_t* w, size_t w_stride, int64_t n_rows, const uint8_t* act,
+              size_t act_stride, int64_t n_act, int64_t n, float* out, int64_t ldo) {
   for (int64_t t = 0; t < n_act; ++t)
-    for (int64_t r = 0; r < n_rows; ++r) out[t * ldo + r] = Dot(w + r * w_stride, act + t * act_stride, n);
+    for (int64_t r = 0; r < n_rows; ++r)
+      out[t * ldo + r] = Dot(w + r * w_stride, act + t * act_stride, n);
 }
 
 // ---------------------------------------------------------------------------
@@ -453,13 +481,15 @@ void row_tile(const uint8_t* w, size_t w_stride, int64_t n_rows, const uint8_t* 
 // roundf(v): half away from zero. Adding the largest float below 0.5 with v's
 // sign and truncating is exact for every float (checked exhaustively).
 __m256 round_away(__m256 v) {
-  const __m256 half = _mm256_or_ps(_mm256_and_ps(v, _mm256_set1_ps(-0.0f)), _mm256_set1_ps(0.49999997f));
+  const __m256 half =
+      _mm256_or_ps(_mm256_and_ps(v, _mm256_set1_ps(-0.0f)), _mm256_set1_ps(0.49999997f));
   return _mm256_round_ps(_mm256_add_ps(v, half), _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC);
 }
 // clamp_int(v, lo, hi) for integral v: NaN -> lo (max_ps returns its second
 // operand when the first is NaN).
 __m256i clamp_to_int(__m256 v, float lo, float hi) {
-  return _mm256_cvttps_epi32(_mm256_min_ps(_mm256_max_ps(v, _mm256_set1_ps(lo)), _mm256_set1_ps(hi)));
+  return _mm256_cvttps_epi32(
+      _mm256_min_ps(_mm256_max_ps(v, _mm256_set1_ps(lo)), _mm256_set1_ps(hi)));
 }
 // 32 int32 in four registers -> 32 int8 in element order.
 __m256i pack_i8(__m256i a, __m256i b, __m256i c, __m256i d) {
@@ -472,7 +502,8 @@ __m256i pack_i8(__m256i a, __m256i b, __m256i c, __m256i d) {
 float amax32(const float* x) {
   const __m256 sign = _mm256_set1_ps(-0.0f);
   __m256 m = _mm256_setzero_ps();
-  for (int i = 0; i < 4; ++i) m = _mm256_max_ps(_mm256_andnot_ps(sign, _mm256_loadu_ps(x + 8 * i)), m);
+  for (int i = 0; i < 4; ++i)
+    m = _mm256_max_ps(_mm256_andnot_ps(sign, _mm256_loadu_ps(x + 8 * i)), m);
   __m128 s = _mm_max_ps(_mm256_castps256_ps128(m), _mm256_extractf128_ps(m, 1));
   s = _mm_max_ps(s, _mm_movehl_ps(s, s));
   s = _mm_max_ss(s, _mm_movehdup_ps(s));
@@ -487,7 +518,9 @@ int quant_q8_block(const float* x, uint8_t* qs, float* d_out) {
   const float id = d != 0.0f ? 1.0f / d : 0.0f;
   const __m256 vid = _mm256_set1_ps(id);
   __m256i q[4];
-  for (int i = 0; i < 4; ++i) q[i] = clamp_to_int(round_away(_mm256_mul_ps(_mm256_loadu_ps(x + 8 * i), vid)), -127.0f, 127.0f);
+  for (int i = 0; i < 4; ++i)
+    q[i] =
+        clamp_to_int(round_away(_mm256_mul_ps(_mm256_loadu_ps(x + 8 * i), vid)), -127.0f, 127.0f);
   _mm256_storeu_si256(reinterpret_cast<__m256i*>(qs), pack_i8(q[0], q[1], q[2], q[3]));
   *d_out = d;
   return hsum_i32(_mm256_add_epi32(_mm256_add_epi32(q[0], q[1]), _mm256_add_epi32(q[2], q[3])));
@@ -538,7 +571,8 @@ void quantize_q8_k(const float* x, uint8_t* dst, int64_t n) {
       __m256i q[4];
       for (int k = 0; k < 4; ++k) {
         const __m256 v = _mm256_mul_ps(vs, _mm256_loadu_ps(x + i + 8 * k));
-        q[k] = clamp_to_int(_mm256_round_ps(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC), -128.0f, 127.0f);
+        q[k] = clamp_to_int(_mm256_round_ps(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC),
+                            -128.0f, 127.0f);
       }
       _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + 4 + i), pack_i8(q[0], q[1], q[2], q[3]));
       for (int h = 0; h < 2; ++h) {

@@ -27,9 +27,9 @@
 #include <algorithm>
 #include <array>
 #include <bit>
-#include <type_traits>
 #include <cmath>
 #include <cstring>
+#include <type_traits>
 #include <vector>
 
 // Loops over the rows and activations of a micro-kernel must be fully
@@ -41,8 +41,9 @@
 #endif
 
 #if defined(__clang__)
-#pragma clang attribute push(__attribute__((target("avx512f,avx512bw,avx512dq,avx512vl,avx512vnni,avx2,fma,f16c"))), \
-                             apply_to = function)
+#pragma clang attribute push(                                                               \
+    __attribute__((target("avx512f,avx512bw,avx512dq,avx512vl,avx512vnni,avx2,fma,f16c"))), \
+    apply_to = function)
 #elif defined(__GNUC__)
 #pragma GCC push_options
 #pragma GCC target("avx512f,avx512bw,avx512dq,avx512vl,avx512vnni,avx2,fma,f16c")
@@ -61,7 +62,9 @@ uint16_t u16(const uint8_t* p) {
   std::memcpy(&v, p, 2);
   return v;
 }
-__m256i load256(const uint8_t* p) { return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)); }
+__m256i load256(const uint8_t* p) {
+  return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
+}
 
 // hsum16 of quant_dot_scalar.cpp.
 float hsum16(__m512 v) {
@@ -85,7 +88,8 @@ __m128 hsum16x4(__m512 a, __m512 b, __m512 c, __m512 d) {
   // s2 = [s4[0] + s4[2], s4[1] + s4[3]], then s2[0] + s2[1], per 128-bit lane.
   const __m512 s2 = _mm512_add_ps(s4, _mm512_permute_ps(s4, _MM_SHUFFLE(1, 0, 3, 2)));
   const __m512 s1 = _mm512_add_ps(s2, _mm512_permute_ps(s2, _MM_SHUFFLE(2, 3, 0, 1)));
-  return _mm512_castps512_ps128(_mm512_permutexvar_ps(_mm512_setr_epi32(0, 4, 8, 12, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0), s1));
+  return _mm512_castps512_ps128(_mm512_permutexvar_ps(
+      _mm512_setr_epi32(0, 4, 8, 12, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0), s1));
 }
 
 // ---------------------------------------------------------------------------
@@ -139,7 +143,8 @@ Words load_words(const uint8_t* p, int words) {
   const auto mask = [](int n) {
     return static_cast<__mmask32>(n >= 32 ? ~0u : n <= 0 ? 0u : (1u << n) - 1);
   };
-  return {_mm512_maskz_loadu_epi16(mask(words), p), _mm512_maskz_loadu_epi16(mask(words - 32), p + 64)};
+  return {_mm512_maskz_loadu_epi16(mask(words), p),
+          _mm512_maskz_loadu_epi16(mask(words - 32), p + 64)};
 }
 __m512i permute_words(const Words& x, const WordIndex& index) {
   return _mm512_permutex2var_epi16(x.lo, index_of(index), x.hi);
@@ -199,7 +204,8 @@ using Q5_1W = NibbleFormat<24, 0, true, 0, 1, 4, 4>;
 // The 128-bit halves of four 32-byte rows -> [r0.lo, r1.lo, r2.lo, r3.lo]
 // and [r0.hi, ..., r3.hi].
 void split_halves(__m256i r0, __m256i r1, __m256i r2, __m256i r3, __m512i& lo, __m512i& hi) {
-  const __m512i a = _mm512_inserti64x4(_mm512_castsi256_si512(r0), r1, 1);  // r0.lo r0.hi r1.lo r1.hi
+  const __m512i a =
+      _mm512_inserti64x4(_mm512_castsi256_si512(r0), r1, 1);  // r0.lo r0.hi r1.lo r1.hi
   const __m512i b = _mm512_inserti64x4(_mm512_castsi256_si512(r2), r3, 1);
   lo = _mm512_shuffle_i64x2(a, b, _MM_SHUFFLE(2, 0, 2, 0));
   hi = _mm512_shuffle_i64x2(a, b, _MM_SHUFFLE(3, 1, 3, 1));
@@ -214,14 +220,16 @@ struct Q8_0W {
   static constexpr WordIndex kD = scales_index(0, 17);
   static QuadCodes decode(const uint8_t* b, int count) {
     __m256i q[4];
-    for (int g = 0; g < 4; ++g) q[g] = g < count ? load256(b + g * kBytes + 2) : _mm256_setzero_si256();
+    for (int g = 0; g < 4; ++g)
+      q[g] = g < count ? load256(b + g * kBytes + 2) : _mm256_setzero_si256();
     QuadCodes c;
     split_halves(q[0], q[1], q[2], q[3], c.lo, c.hi);
     const __m512i flip = _mm512_set1_epi8(static_cast<char>(0x80));
     c.lo = _mm512_xor_si512(c.lo, flip);
     c.hi = _mm512_xor_si512(c.hi, flip);
     // Only the d words: 17 * (count - 1) + 1.
-    c.d = _mm512_cvtph_ps(_mm512_castsi512_si256(permute_words(load_words(b, 17 * (count - 1) + 1), kD)));
+    c.d = _mm512_cvtph_ps(
+        _mm512_castsi512_si256(permute_words(load_words(b, 17 * (count - 1) + 1), kD)));
     return c;
   }
 };
@@ -259,11 +267,12 @@ void pack_activations(const uint8_t* a, int64_t nb, uint8_t* out) {
     split_halves(q[0], q[1], q[2], q[3], lo, hi);
     _mm512_store_si512(out, lo);
     _mm512_store_si512(out + 64, hi);
-    _mm512_store_ps(out + 128, _mm512_setr_ps(d[0], d[0], d[0], d[0], d[1], d[1], d[1], d[1], d[2], d[2], d[2], d[2],
-                                              d[3], d[3], d[3], d[3]));
+    _mm512_store_ps(out + 128, _mm512_setr_ps(d[0], d[0], d[0], d[0], d[1], d[1], d[1], d[1], d[2],
+                                              d[2], d[2], d[2], d[3], d[3], d[3], d[3]));
     if constexpr (W::kOffset > 0) {
       const __m512i off = _mm512_set1_epi8(static_cast<char>(W::kOffset));
-      const __m512i sum = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), off, lo), off, hi);
+      const __m512i sum =
+          _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), off, lo), off, hi);
       _mm512_store_si512(out + 192, _mm512_sub_epi32(_mm512_setzero_si512(), sum));
     }
     out += Packed<W>::kQuadBytes;
@@ -284,7 +293,8 @@ void pack_activations(const uint8_t* a, int64_t nb, uint8_t* out) {
 // (the float steps of quant_dot_scalar.cpp). pq: the quad in the first packed
 // activation row.
 template <class W, int R, int T>
-KVBENCH_INLINE void quad_fma(const QuadCodes (&wc)[R], const uint8_t* pq, size_t packed_stride, __m512 (&acc)[R][T]) {
+KVBENCH_INLINE void quad_fma(const QuadCodes (&wc)[R], const uint8_t* pq, size_t packed_stride,
+                             __m512 (&acc)[R][T]) {
   KVBENCH_UNROLL
   for (int t = 0; t < T; ++t) {
     const uint8_t* pa = pq + t * packed_stride;
@@ -294,7 +304,8 @@ KVBENCH_INLINE void quad_fma(const QuadCodes (&wc)[R], const uint8_t* pq, size_t
     const __m512i base = W::kOffset > 0 ? _mm512_load_si512(pa + 192) : _mm512_setzero_si512();
     KVBENCH_UNROLL
     for (int r = 0; r < R; ++r) {
-      const __m512i isum = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(base, wc[r].lo, alo), wc[r].hi, ahi);
+      const __m512i isum =
+          _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(base, wc[r].lo, alo), wc[r].hi, ahi);
       acc[r][t] = _mm512_fmadd_ps(_mm512_mul_ps(wc[r].d, da), _mm512_cvtepi32_ps(isum), acc[r][t]);
     }
   }
@@ -303,7 +314,8 @@ KVBENCH_INLINE void quad_fma(const QuadCodes (&wc)[R], const uint8_t* pq, size_t
 // out[t * ldo + r] = hsum16(acc[r][t] (+ macc[r][t] for min types)), the
 // R * T accumulators reduced four at a time.
 template <class W, int R, int T>
-KVBENCH_INLINE void store_tile(__m512 (&acc)[R][T], const float (&macc)[W::kMin ? R : 1][W::kMin ? T : 1][16],
+KVBENCH_INLINE void store_tile(__m512 (&acc)[R][T],
+                               const float (&macc)[W::kMin ? R : 1][W::kMin ? T : 1][16],
                                float* out, int64_t ldo) {
   constexpr int kN = R * T;
   __m512 all[(kN + 3) / 4 * 4];
@@ -328,14 +340,13 @@ KVBENCH_INLINE void store_tile(__m512 (&acc)[R][T], const float (&macc)[W::kMin 
 
 // R weight rows x T packed activation rows over all blocks.
 template <class W, int R, int T>
-void legacy_micro(const uint8_t* w, size_t w_stride, const uint8_t* packed, size_t packed_stride, int64_t nb,
-                  float* out, int64_t ldo) {
+void legacy_micro(const uint8_t* w, size_t w_stride, const uint8_t* packed, size_t packed_stride,
+                  int64_t nb, float* out, int64_t ldo) {
   using P = Packed<W>;
   __m512 acc[R][T];
   KVBENCH_UNROLL
-  for (int r = 0; r < R; ++r)
-    KVBENCH_UNROLL
-    for (int t = 0; t < T; ++t) acc[r][t] = _mm512_setzero_ps();
+  for (int r = 0; r < R; ++r) KVBENCH_UNROLL
+  for (int t = 0; t < T; ++t) acc[r][t] = _mm512_setzero_ps();
   // The min term sum_b m_b * s_b: lanes b % 16, one FMA per chunk of 16.
   alignas(64) float mrow[R][16];
   alignas(64) float macc[W::kMin ? R : 1][W::kMin ? T : 1][16] = {};
@@ -368,7 +379,8 @@ void legacy_micro(const uint8_t* w, size_t w_stride, const uint8_t* packed, size
         const __m512 sa = _mm512_loadu_ps(P::s(packed + t * packed_stride, nb) + c0);
         KVBENCH_UNROLL
         for (int r = 0; r < R; ++r)
-          _mm512_store_ps(macc[r][t], _mm512_fmadd_ps(_mm512_load_ps(mrow[r]), sa, _mm512_load_ps(macc[r][t])));
+          _mm512_store_ps(macc[r][t],
+                          _mm512_fmadd_ps(_mm512_load_ps(mrow[r]), sa, _mm512_load_ps(macc[r][t])));
       }
     }
   }
@@ -396,7 +408,8 @@ __mmask64 bytes_mask(int bytes) { return bytes >= 64 ? ~0ull : (1ull << bytes) -
 struct PlanarNibbles {
   static constexpr size_t kQs = 16;
   static void codes(const uint8_t* q4, int count, __m512i& lo, __m512i& hi) {
-    const __m512i q = count == 4 ? _mm512_loadu_si512(q4) : _mm512_maskz_loadu_epi8(bytes_mask(16 * count), q4);
+    const __m512i q =
+        count == 4 ? _mm512_loadu_si512(q4) : _mm512_maskz_loadu_epi8(bytes_mask(16 * count), q4);
     const __m512i nib = _mm512_set1_epi8(0x0F);
     lo = _mm512_and_si512(q, nib);
     hi = _mm512_and_si512(_mm512_srli_epi16(q, 4), nib);
@@ -427,22 +440,22 @@ constexpr int kPrefetchRows = 16;
 
 // Lanes 4g..4g+3 = g: the scale lanes of a quad, offset by its first block.
 __m512i quad_lanes(int first) {
-  return _mm512_add_epi32(_mm512_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3), _mm512_set1_epi32(first));
+  return _mm512_add_epi32(_mm512_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3),
+                          _mm512_set1_epi32(first));
 }
 
 // R planar weight rows x T packed activation rows over all blocks; the
 // output bits of legacy_micro<W, R, T> on the GGUF rows.
 template <class W, class PW, int R, int T>
-void planar_micro(const uint8_t* w, size_t w_stride, const uint8_t* packed, size_t packed_stride, int64_t nb,
-                  float* out, int64_t ldo) {
+void planar_micro(const uint8_t* w, size_t w_stride, const uint8_t* packed, size_t packed_stride,
+                  int64_t nb, float* out, int64_t ldo) {
   using P = Packed<W>;
   const size_t d_plane = static_cast<size_t>(nb) * PW::kQs;
   const size_t m_plane = d_plane + static_cast<size_t>(nb) * 2;
   __m512 acc[R][T];
   KVBENCH_UNROLL
-  for (int r = 0; r < R; ++r)
-    KVBENCH_UNROLL
-    for (int t = 0; t < T; ++t) acc[r][t] = _mm512_setzero_ps();
+  for (int r = 0; r < R; ++r) KVBENCH_UNROLL
+  for (int t = 0; t < T; ++t) acc[r][t] = _mm512_setzero_ps();
   alignas(64) float macc[W::kMin ? R : 1][W::kMin ? T : 1][16] = {};
   for (int64_t c0 = 0; c0 < nb; c0 += 16) {
     const int cnt = static_cast<int>(std::min<int64_t>(16, nb - c0));
@@ -454,7 +467,9 @@ void planar_micro(const uint8_t* w, size_t w_stride, const uint8_t* packed, size
       d16[r] = _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(scale_mask, ds));
       if (T == 1) {  // see kPrefetchRows
         _mm_prefetch(reinterpret_cast<const char*>(ds + kPrefetchRows * w_stride), _MM_HINT_T1);
-        if constexpr (W::kMin) _mm_prefetch(reinterpret_cast<const char*>(ds + kPrefetchRows * w_stride + 2 * nb), _MM_HINT_T1);
+        if constexpr (W::kMin)
+          _mm_prefetch(reinterpret_cast<const char*>(ds + kPrefetchRows * w_stride + 2 * nb),
+                       _MM_HINT_T1);
       }
     }
     for (int i = 0; i < cnt; i += 4) {
@@ -468,7 +483,8 @@ void planar_micro(const uint8_t* w, size_t w_stride, const uint8_t* packed, size
         if (T == 1) {
           KVBENCH_UNROLL
           for (size_t off = 0; off < 4 * PW::kQs; off += 64)
-            _mm_prefetch(reinterpret_cast<const char*>(wb + kPrefetchRows * w_stride + off), _MM_HINT_T1);
+            _mm_prefetch(reinterpret_cast<const char*>(wb + kPrefetchRows * w_stride + off),
+                         _MM_HINT_T1);
         }
         PW::codes(wb, count, wc[r].lo, wc[r].hi);
         wc[r].d = _mm512_permutexvar_ps(lanes, d16[r]);
@@ -478,7 +494,8 @@ void planar_micro(const uint8_t* w, size_t w_stride, const uint8_t* packed, size
     if constexpr (W::kMin) {
       KVBENCH_UNROLL
       for (int r = 0; r < R; ++r) {
-        const __m512 m16 = _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(scale_mask, w + r * w_stride + m_plane + 2 * c0));
+        const __m512 m16 = _mm512_cvtph_ps(
+            _mm256_maskz_loadu_epi16(scale_mask, w + r * w_stride + m_plane + 2 * c0));
         KVBENCH_UNROLL
         for (int t = 0; t < T; ++t) {
           const __m512 sa = _mm512_loadu_ps(P::s(packed + t * packed_stride, nb) + c0);
@@ -492,7 +509,8 @@ void planar_micro(const uint8_t* w, size_t w_stride, const uint8_t* packed, size
 
 // PW = void: GGUF rows (legacy_micro); otherwise planar rows read by PW.
 template <class W, class PW, int R, int T>
-void micro(const uint8_t* w, size_t w_stride, const uint8_t* pt, size_t prow, int64_t nb, float* o, int64_t ldo) {
+void micro(const uint8_t* w, size_t w_stride, const uint8_t* pt, size_t prow, int64_t nb, float* o,
+           int64_t ldo) {
   if constexpr (std::is_void_v<PW>) {
     legacy_micro<W, R, T>(w, w_stride, pt, prow, nb, o, ldo);
   } else {
@@ -501,17 +519,33 @@ void micro(const uint8_t* w, size_t w_stride, const uint8_t* pt, size_t prow, in
 }
 
 template <class W, class PW, int R>
-void legacy_rows(const uint8_t* w, size_t w_stride, const uint8_t* pt, size_t prow, int64_t nt, int64_t nb,
-                 float* o, int64_t ldo) {
+void legacy_rows(const uint8_t* w, size_t w_stride, const uint8_t* pt, size_t prow, int64_t nt,
+                 int64_t nb, float* o, int64_t ldo) {
   switch (nt) {
-    case 1: micro<W, PW, R, 1>(w, w_stride, pt, prow, nb, o, ldo); break;
-    case 2: micro<W, PW, R, 2>(w, w_stride, pt, prow, nb, o, ldo); break;
-    case 3: micro<W, PW, R, 3>(w, w_stride, pt, prow, nb, o, ldo); break;
-    case 4: micro<W, PW, R, 4>(w, w_stride, pt, prow, nb, o, ldo); break;
-    case 5: micro<W, PW, R, 5>(w, w_stride, pt, prow, nb, o, ldo); break;
-    case 6: micro<W, PW, R, 6>(w, w_stride, pt, prow, nb, o, ldo); break;
-    case 7: micro<W, PW, R, 7>(w, w_stride, pt, prow, nb, o, ldo); break;
-    default: micro<W, PW, R, 8>(w, w_stride, pt, prow, nb, o, ldo); break;
+    case 1:
+      micro<W, PW, R, 1>(w, w_stride, pt, prow, nb, o, ldo);
+      break;
+    case 2:
+      micro<W, PW, R, 2>(w, w_stride, pt, prow, nb, o, ldo);
+      break;
+    case 3:
+      micro<W, PW, R, 3>(w, w_stride, pt, prow, nb, o, ldo);
+      break;
+    case 4:
+      micro<W, PW, R, 4>(w, w_stride, pt, prow, nb, o, ldo);
+      break;
+    case 5:
+      micro<W, PW, R, 5>(w, w_stride, pt, prow, nb, o, ldo);
+      break;
+    case 6:
+      micro<W, PW, R, 6>(w, w_stride, pt, prow, nb, o, ldo);
+      break;
+    case 7:
+      micro<W, PW, R, 7>(w, w_stride, pt, prow, nb, o, ldo);
+      break;
+    default:
+      micro<W, PW, R, 8>(w, w_stride, pt, prow, nb, o, ldo);
+      break;
   }
 }
 
@@ -525,8 +559,8 @@ void legacy_rows(const uint8_t* w, size_t w_stride, const uint8_t* pt, size_t pr
 // group, and the accumulators and codes fit the registers. GGUF rows keep
 // 4 x 3 (measured on Zen 4: 4 x 4 spilled; 2 x 6, 3 x 4, 3 x 5 the same there).
 template <class W, class PW, int kR, int kT>
-void legacy_tile(const uint8_t* w, size_t w_stride, int64_t n_rows, const uint8_t* act, size_t act_stride,
-                 int64_t n_act, int64_t n, float* out, int64_t ldo) {
+void legacy_tile(const uint8_t* w, size_t w_stride, int64_t n_rows, const uint8_t* act,
+                 size_t act_stride, int64_t n_act, int64_t n, float* out, int64_t ldo) {
   static_assert(kR >= 1 && kR <= 4 && kT >= 1 && kT <= 8);
   const int64_t nb = n / kQK;
   if (nb == 0 || n_rows == 0 || n_act == 0) return;
@@ -535,14 +569,16 @@ void legacy_tile(const uint8_t* w, size_t w_stride, int64_t n_rows, const uint8_
   const size_t need = (prow * n_act + 63) / 64;
   if (buffer.size() < need) buffer.resize(need);
   auto* packed = reinterpret_cast<uint8_t*>(buffer.data());
-  for (int64_t t = 0; t < n_act; ++t) pack_activations<W>(act + t * act_stride, nb, packed + t * prow);
+  for (int64_t t = 0; t < n_act; ++t)
+    pack_activations<W>(act + t * act_stride, nb, packed + t * prow);
   for (int64_t t = 0; t < n_act; t += kT) {
     const int64_t nt = std::min<int64_t>(kT, n_act - t);
     const uint8_t* pt = packed + t * prow;
     int64_t r = 0;
     for (; r + kR <= n_rows; r += kR)
       legacy_rows<W, PW, kR>(w + r * w_stride, w_stride, pt, prow, nt, nb, out + t * ldo + r, ldo);
-    for (; r < n_rows; ++r) legacy_rows<W, PW, 1>(w + r * w_stride, w_stride, pt, prow, nt, nb, out + t * ldo + r, ldo);
+    for (; r < n_rows; ++r)
+      legacy_rows<W, PW, 1>(w + r * w_stride, w_stride, pt, prow, nt, nb, out + t * ldo + r, ldo);
   }
 }
 
@@ -556,18 +592,24 @@ void legacy_tile(const uint8_t* w, size_t w_stride, int64_t n_rows, const uint8_
 // of group 0 (scale s0), 8-15 elements 16-31 (s1), then group 1 (s2, s3).
 __m512i quarter_scales(int s0, int s1, int s2, int s3) {
   return _mm512_inserti64x4(
-      _mm512_castsi256_si512(_mm256_set_m128i(_mm_set1_epi16(static_cast<int16_t>(s1)), _mm_set1_epi16(static_cast<int16_t>(s0)))),
-      _mm256_set_m128i(_mm_set1_epi16(static_cast<int16_t>(s3)), _mm_set1_epi16(static_cast<int16_t>(s2))), 1);
+      _mm512_castsi256_si512(_mm256_set_m128i(_mm_set1_epi16(static_cast<int16_t>(s1)),
+                                              _mm_set1_epi16(static_cast<int16_t>(s0)))),
+      _mm256_set_m128i(_mm_set1_epi16(static_cast<int16_t>(s3)),
+                       _mm_set1_epi16(static_cast<int16_t>(s2))),
+      1);
 }
 
 template <int kOffset>
 __m512i groups_dot(__m512i codes, __m512i a, __m512i scales) {
   __m512i p16 = _mm512_maddubs_epi16(codes, a);
-  if constexpr (kOffset > 0) p16 = _mm512_sub_epi16(p16, _mm512_maddubs_epi16(_mm512_set1_epi8(kOffset), a));
+  if constexpr (kOffset > 0)
+    p16 = _mm512_sub_epi16(p16, _mm512_maddubs_epi16(_mm512_set1_epi8(kOffset), a));
   return _mm512_madd_epi16(p16, scales);
 }
 
-__m512i join(__m256i lo, __m256i hi) { return _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1); }
+__m512i join(__m256i lo, __m256i hi) {
+  return _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1);
+}
 __m512i load512(const uint8_t* p) { return _mm512_loadu_si512(p); }
 
 int32_t min_sum(const int* mins16, const uint8_t* a) {
@@ -600,9 +642,12 @@ SuperSums q2_k_sums(const uint8_t* b, const uint8_t* a) {
   for (int g = 0; g < 8; g += 2) {
     const __m256i q = load256(b + 16 + 32 * (g / 4));
     const int s0 = 2 * (g % 4);
-    const __m512i codes = _mm512_and_si512(join(_mm256_srli_epi16(q, s0), _mm256_srli_epi16(q, s0 + 2)), _mm512_set1_epi8(3));
-    acc = _mm512_add_epi32(acc, groups_dot<0>(codes, load512(a + 4 + 32 * g),
-                                             quarter_scales(b[2 * g] & 15, b[2 * g + 1] & 15, b[2 * g + 2] & 15, b[2 * g + 3] & 15)));
+    const __m512i codes = _mm512_and_si512(
+        join(_mm256_srli_epi16(q, s0), _mm256_srli_epi16(q, s0 + 2)), _mm512_set1_epi8(3));
+    acc =
+        _mm512_add_epi32(acc, groups_dot<0>(codes, load512(a + 4 + 32 * g),
+                                            quarter_scales(b[2 * g] & 15, b[2 * g + 1] & 15,
+                                                           b[2 * g + 2] & 15, b[2 * g + 3] & 15)));
   }
   return {_mm512_reduce_add_epi32(acc), min_sum(mins, a)};
 }
@@ -625,11 +670,14 @@ SuperSums q45_k_sums(const uint8_t* b, const uint8_t* a) {
     const __m256i q = load256(ql + 32 * c);
     __m512i codes = _mm512_and_si512(join(q, _mm256_srli_epi16(q, 4)), _mm512_set1_epi8(0x0F));
     if constexpr (kFive) {
-      const __m512i high = _mm512_and_si512(join(_mm256_srli_epi16(qh, 2 * c), _mm256_srli_epi16(qh, 2 * c + 1)), _mm512_set1_epi8(1));
+      const __m512i high =
+          _mm512_and_si512(join(_mm256_srli_epi16(qh, 2 * c), _mm256_srli_epi16(qh, 2 * c + 1)),
+                           _mm512_set1_epi8(1));
       codes = _mm512_or_si512(codes, _mm512_slli_epi16(high, 4));
     }
-    acc = _mm512_add_epi32(acc, groups_dot<0>(codes, load512(a + 4 + 64 * c),
-                                             quarter_scales(sc[2 * c], sc[2 * c], sc[2 * c + 1], sc[2 * c + 1])));
+    acc = _mm512_add_epi32(
+        acc, groups_dot<0>(codes, load512(a + 4 + 64 * c),
+                           quarter_scales(sc[2 * c], sc[2 * c], sc[2 * c + 1], sc[2 * c + 1])));
   }
   return {_mm512_reduce_add_epi32(acc), min_sum(mins16, a)};
 }
@@ -643,18 +691,23 @@ SuperSums q6_k_sums(const uint8_t* b, const uint8_t* a) {
     const __m512i lq = load512(b + 64 * h);  // [ql 0..31 | ql 32..63]
     const __m256i qh = load256(b + 128 + 32 * h);
     for (int i = 0; i < 4; i += 2) {
-      const __m512i low = _mm512_and_si512(i == 0 ? lq : _mm512_srli_epi16(lq, 4), _mm512_set1_epi8(0x0F));
-      const __m512i high = _mm512_and_si512(join(_mm256_srli_epi16(qh, 2 * i), _mm256_srli_epi16(qh, 2 * i + 2)), _mm512_set1_epi8(3));
+      const __m512i low =
+          _mm512_and_si512(i == 0 ? lq : _mm512_srli_epi16(lq, 4), _mm512_set1_epi8(0x0F));
+      const __m512i high =
+          _mm512_and_si512(join(_mm256_srli_epi16(qh, 2 * i), _mm256_srli_epi16(qh, 2 * i + 2)),
+                           _mm512_set1_epi8(3));
       const __m512i codes = _mm512_or_si512(low, _mm512_slli_epi16(high, 4));
       const int g = 4 * h + i;
       acc = _mm512_add_epi32(acc, groups_dot<32>(codes, load512(a + 4 + 32 * g),
-                                                quarter_scales(sc[2 * g], sc[2 * g + 1], sc[2 * g + 2], sc[2 * g + 3])));
+                                                 quarter_scales(sc[2 * g], sc[2 * g + 1],
+                                                                sc[2 * g + 2], sc[2 * g + 3])));
     }
   }
   return {_mm512_reduce_add_epi32(acc), 0};
 }
 
-template <SuperSums (*Sums)(const uint8_t*, const uint8_t*), size_t kBytes, size_t kD, size_t kDmin, bool kMin>
+template <SuperSums (*Sums)(const uint8_t*, const uint8_t*), size_t kBytes, size_t kD, size_t kDmin,
+          bool kMin>
 float kquant_dot(const uint8_t* w, const uint8_t* a, int64_t n) {
   float acc = 0.0f, macc = 0.0f;
   const int64_t nb = n / kQKK;
@@ -676,11 +729,16 @@ float kquant_dot(const uint8_t* w, const uint8_t* a, int64_t n) {
 
 __m512 load16_f32(const uint8_t* p) { return _mm512_loadu_ps(p); }
 __m512 load16_f16(const uint8_t* p) { return _mm512_cvtph_ps(load256(p)); }
-__m512 load16_bf16(const uint8_t* p) { return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(load256(p)), 16)); }
+__m512 load16_bf16(const uint8_t* p) {
+  return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(load256(p)), 16));
+}
 __m512 mload16_f32(const uint8_t* p, __mmask16 m) { return _mm512_maskz_loadu_ps(m, p); }
-__m512 mload16_f16(const uint8_t* p, __mmask16 m) { return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, p)); }
+__m512 mload16_f16(const uint8_t* p, __mmask16 m) {
+  return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, p));
+}
 __m512 mload16_bf16(const uint8_t* p, __mmask16 m) {
-  return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(m, p)), 16));
+  return _mm512_castsi512_ps(
+      _mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(m, p)), 16));
 }
 
 template <__m512 (*Load)(const uint8_t*), __m512 (*MLoad)(const uint8_t*, __mmask16), size_t kSize>
@@ -688,7 +746,8 @@ float plain_dot(const uint8_t* w, const uint8_t* a, int64_t n) {
   const auto* x = reinterpret_cast<const float*>(a);
   __m512 acc = _mm512_setzero_ps();
   int64_t k = 0;
-  for (; k + 16 <= n; k += 16) acc = _mm512_fmadd_ps(Load(w + k * kSize), _mm512_loadu_ps(x + k), acc);
+  for (; k + 16 <= n; k += 16)
+    acc = _mm512_fmadd_ps(Load(w + k * kSize), _mm512_loadu_ps(x + k), acc);
   if (k < n) {
     const __mmask16 m = static_cast<__mmask16>((1u << (n - k)) - 1);
     acc = _mm512_mask3_fmadd_ps(MLoad(w + k * kSize, m), _mm512_maskz_loadu_ps(m, x + k), acc, m);
@@ -699,10 +758,11 @@ float plain_dot(const uint8_t* w, const uint8_t* a, int64_t n) {
 using DotFn = float (*)(const uint8_t*, const uint8_t*, int64_t);
 
 template <DotFn Dot>
-void row_tile(const uint8_t* w, size_t w_stride, int64_t n_rows, const uint8_t* act, size_t act_stride,
-              int64_t n_act, int64_t n, float* out, int64_t ldo) {
+void row_tile(const uint8_t* w, size_t w_stride, int64_t n_rows, const uint8_t* act,
+              size_t act_stride, int64_t n_act, int64_t n, float* out, int64_t ldo) {
   for (int64_t t = 0; t < n_act; ++t)
-    for (int64_t r = 0; r < n_rows; ++r) out[t * ldo + r] = Dot(w + r * w_stride, act + t * act_stride, n);
+    for (int64_t r = 0; r < n_rows; ++r)
+      out[t * ldo + r] = Dot(w + r * w_stride, act + t * act_stride, n);
 }
 
 }  // namespace
@@ -723,8 +783,8 @@ namespace {
 // 200k x 576 rows, one thread); with more activation rows the quad kernel is
 // faster. Both compute the same bits, so the choice is free.
 TileFn g_q8_0_quad = nullptr;
-void q8_0_tile(const uint8_t* w, size_t w_stride, int64_t n_rows, const uint8_t* act, size_t act_stride,
-               int64_t n_act, int64_t n, float* out, int64_t ldo) {
+void q8_0_tile(const uint8_t* w, size_t w_stride, int64_t n_rows, const uint8_t* act,
+               size_t act_stride, int64_t n_act, int64_t n, float* out, int64_t ldo) {
   const TileFn f = n_act <= 2 ? avx2_kernels()->tile[kQ8_0] : g_q8_0_quad;
   f(w, w_stride, n_rows, act, act_stride, n_act, n, out, ldo);
 }

@@ -10,7 +10,22 @@
 namespace kvbench::qdot {
 
 // Weight types with a quantized kernel, as table indices.
-enum WeightKind : int { kQ4_0, kQ4_1, kQ5_0, kQ5_1, kQ8_0, kQ2_K, kQ3_K, kQ4_K, kQ5_K, kQ6_K, kF32, kF16, kBF16, kKinds };
+enum WeightKind : int {
+  kQ4_0,
+  kQ4_1,
+  kQ5_0,
+  kQ5_1,
+  kQ8_0,
+  kQ2_K,
+  kQ3_K,
+  kQ4_K,
+  kQ5_K,
+  kQ6_K,
+  kF32,
+  kF16,
+  kBF16,
+  kKinds
+};
 
 // -1 for types without a kernel.
 int weight_kind(GgmlType type);

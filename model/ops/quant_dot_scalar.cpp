@@ -167,7 +167,8 @@ void decode_q2_k(const uint8_t* b, KQuant& o) {
     o.scale[s] = b[s] & 0x0F;
     o.min[s] = b[s] >> 4;
   }
-  for (int e = 0; e < kQKK; ++e) o.w[e] = (b[16 + 32 * (e / 128) + e % 32] >> (2 * ((e % 128) / 32))) & 3;
+  for (int e = 0; e < kQKK; ++e)
+    o.w[e] = (b[16 + 32 * (e / 128) + e % 32] >> (2 * ((e % 128) / 32))) & 3;
   o.d = f16(b + 80);
   o.dmin = f16(b + 82);
 }
@@ -249,7 +250,8 @@ float dot_kquant(const uint8_t* w, const uint8_t* a, int64_t n) {
     const uint8_t* ab = a + b * kQ8_KBytes;
     const float da = std::bit_cast<float>(u32(ab));
     int32_t isum = 0;
-    for (int k = 0; k < kQKK; ++k) isum += blk.scale[k / 16] * blk.w[k] * static_cast<int8_t>(ab[4 + k]);
+    for (int k = 0; k < kQKK; ++k)
+      isum += blk.scale[k / 16] * blk.w[k] * static_cast<int8_t>(ab[4 + k]);
     acc = std::fma(blk.d * da, static_cast<float>(isum), acc);
     if constexpr (kMin) {
       int32_t msum = 0;
@@ -283,7 +285,8 @@ template <DotFn Dot>
 void tile(const uint8_t* w, size_t w_stride, int64_t n_rows, const uint8_t* act, size_t act_stride,
           int64_t n_act, int64_t n, float* out, int64_t ldo) {
   for (int64_t t = 0; t < n_act; ++t)
-    for (int64_t r = 0; r < n_rows; ++r) out[t * ldo + r] = Dot(w + r * w_stride, act + t * act_stride, n);
+    for (int64_t r = 0; r < n_rows; ++r)
+      out[t * ldo + r] = Dot(w + r * w_stride, act + t * act_stride, n);
 }
 
 template <GgmlType kType>

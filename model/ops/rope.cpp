@@ -12,8 +12,8 @@ std::vector<float> rope_inv_freq(const RopeConfig& rope) {
   for (int i = 0; i < half; ++i) {
     // Computed in double and rounded once, like ggml's theta_scale powers,
     // so that angles at large positions stay accurate.
-    double theta = std::pow(static_cast<double>(rope.freq_base),
-                            -2.0 * i / static_cast<double>(rope.n_dims));
+    double theta =
+        std::pow(static_cast<double>(rope.freq_base), -2.0 * i / static_cast<double>(rope.n_dims));
     theta *= rope.freq_scale;
     if (!rope.freq_factors.empty()) theta /= rope.freq_factors[i];
     inv[i] = static_cast<float>(theta);

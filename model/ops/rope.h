@@ -11,9 +11,9 @@
 namespace kvbench {
 
 struct RopeConfig {
-  int n_dims = 0;            // rotated dimensions (<= head_dim; the rest pass through)
+  int n_dims = 0;  // rotated dimensions (<= head_dim; the rest pass through)
   float freq_base = 10000.0f;
-  float freq_scale = 1.0f;   // linear scaling: 1 / factor
+  float freq_scale = 1.0f;          // linear scaling: 1 / factor
   std::vector<float> freq_factors;  // [n_dims / 2] llama3-style divisors; empty = none
 };
 

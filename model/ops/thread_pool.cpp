@@ -32,7 +32,8 @@ constexpr uint64_t kRangeMask = 0xffffffffu;
 }  // namespace
 
 ThreadPool::ThreadPool(int n_threads) {
-  if (n_threads <= 0) n_threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  if (n_threads <= 0)
+    n_threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   n_threads_ = n_threads;
   openblas_set_num_threads(1);
   for (int i = 1; i < n_threads_; ++i) threads_.emplace_back([this] { worker(); });

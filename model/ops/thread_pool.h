@@ -65,9 +65,9 @@ class ThreadPool {
   uint32_t last_job_ = 0;
   // (job << 32) | next range to claim.
   alignas(64) std::atomic<uint64_t> claim_{0};
-  alignas(64) std::atomic<int> done_{0};        // ranges finished in the current job
-  alignas(64) std::atomic<uint32_t> job_{0};    // workers wait for this to change
-  alignas(64) std::atomic<int> sleepers_{0};    // workers blocked in job_.wait
+  alignas(64) std::atomic<int> done_{0};      // ranges finished in the current job
+  alignas(64) std::atomic<uint32_t> job_{0};  // workers wait for this to change
+  alignas(64) std::atomic<int> sleepers_{0};  // workers blocked in job_.wait
   std::atomic<bool> stop_{false};
 };
 

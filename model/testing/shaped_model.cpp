@@ -49,10 +49,14 @@ std::vector<ModelShape> make_shapes() {
 // llama.cpp's LLAMA_FTYPE_* for a file whose matrices are all `type`.
 uint32_t file_type(GgmlType type) {
   switch (type) {
-    case GgmlType::Q4_0: return 2;   // MOSTLY_Q4_0
-    case GgmlType::Q8_0: return 7;   // MOSTLY_Q8_0
-    case GgmlType::Q4_K: return 14;  // MOSTLY_Q4_K_S (every matrix Q4_K)
-    default: throw std::invalid_argument("shaped model: unsupported type");
+    case GgmlType::Q4_0:
+      return 2;  // MOSTLY_Q4_0
+    case GgmlType::Q8_0:
+      return 7;  // MOSTLY_Q8_0
+    case GgmlType::Q4_K:
+      return 14;  // MOSTLY_Q4_K_S (every matrix Q4_K)
+    default:
+      throw std::invalid_argument("shaped model: unsupported type");
   }
 }
 
@@ -140,7 +144,8 @@ std::optional<GgmlType> shaped_weight_type(std::string_view name) {
 
 std::vector<std::string_view> shaped_weight_type_names() { return {"q4_0", "q8_0", "q4_k"}; }
 
-void random_quant_blocks(GgmlType type, float rms, uint64_t stream, uint8_t* dst, int64_t n_blocks) {
+void random_quant_blocks(GgmlType type, float rms, uint64_t stream, uint8_t* dst,
+                         int64_t n_blocks) {
   Bits bits(stream);
   switch (type) {
     case GgmlType::Q4_0: {  // d (f16), qs[16]
@@ -172,7 +177,8 @@ void random_quant_blocks(GgmlType type, float rms, uint64_t stream, uint8_t* dst
         store_u16(dst + 2, dmin16);
         const uint64_t r = bits.next();
         int sc[8];
-        for (int j = 0; j < 8; ++j) sc[j] = kQ4KScaleLo + static_cast<int>((r >> (5 * j)) % kQ4KScaleCount);
+        for (int j = 0; j < 8; ++j)
+          sc[j] = kQ4KScaleLo + static_cast<int>((r >> (5 * j)) % kQ4KScaleCount);
         // Packing of get_scale_min_k4 (ggml_types.cpp), with min = scale.
         uint8_t* s = dst + 4;
         for (int j = 0; j < 4; ++j) {
@@ -184,7 +190,8 @@ void random_quant_blocks(GgmlType type, float rms, uint64_t stream, uint8_t* dst
       }
       return;
     }
-    default: throw std::invalid_argument("random_quant_blocks: unsupported type");
+    default:
+      throw std::invalid_argument("random_quant_blocks: unsupported type");
   }
 }
 
@@ -222,11 +229,13 @@ std::vector<PlannedTensor> plan_shaped_model(const ModelShape& s, GgmlType type)
   return plan;
 }
 
-void write_shaped_model(const std::string& path, const ModelShape& s, GgmlType type, uint64_t seed) {
+void write_shaped_model(const std::string& path, const ModelShape& s, GgmlType type,
+                        uint64_t seed) {
   const std::vector<PlannedTensor> plan = plan_shaped_model(s, type);
   GgufWriter w;
   w.set_string("general.architecture", "llama");
-  w.set_string("general.name", "kvbench random-weight " + s.name + " " + std::string(type_name(type)));
+  w.set_string("general.name",
+               "kvbench random-weight " + s.name + " " + std::string(type_name(type)));
   w.set_u32("general.file_type", file_type(type));
   w.set_u32("llama.block_count", s.n_layers);
   w.set_u32("llama.context_length", s.n_ctx);
@@ -245,9 +254,9 @@ void write_shaped_model(const std::string& path, const ModelShape& s, GgmlType t
     const PlannedTensor& p = plan[t];
     if (p.type == GgmlType::F32) {
       // Norms are ones (as a freshly initialised model); rope_freqs as computed.
-      const std::vector<float> values = p.name == "rope_freqs.weight"
-                                            ? llama3_rope_factors(s)
-                                            : std::vector<float>(static_cast<size_t>(p.elements), 1.0f);
+      const std::vector<float> values =
+          p.name == "rope_freqs.weight" ? llama3_rope_factors(s)
+                                        : std::vector<float>(static_cast<size_t>(p.elements), 1.0f);
       w.add_tensor_f32(p.name, p.type, p.ne, values);
       continue;
     }
@@ -257,7 +266,8 @@ void write_shaped_model(const std::string& path, const ModelShape& s, GgmlType t
     const float rms = static_cast<float>(1.0 / std::sqrt(static_cast<double>(p.ne[0])));
     const size_t row = row_bytes(p.type, p.ne[0]);
     const int64_t blocks_per_row = p.ne[0] / traits(p.type).block_size;
-    const uint64_t tensor_stream = mix64(seed_stream ^ (static_cast<uint64_t>(t) * 0xD1B54A32D192ED03ull));
+    const uint64_t tensor_stream =
+        mix64(seed_stream ^ (static_cast<uint64_t>(t) * 0xD1B54A32D192ED03ull));
     const GgmlType qt = p.type;
     w.add_tensor_rows(p.name, p.type, p.ne, [=](uint8_t* dst, int64_t first_row, int64_t n_rows) {
       for (int64_t r = 0; r < n_rows; ++r) {

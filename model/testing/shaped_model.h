@@ -18,14 +18,14 @@ namespace kvbench {
 
 // Hyper-parameters as in the model's config.json.
 struct ModelShape {
-  std::string name;   // "llama3.2-1b", "llama3-8b"
-  int n_layers = 0;   // num_hidden_layers
-  int dim = 0;        // hidden_size
-  int n_heads = 0;    // num_attention_heads
-  int n_kv_heads = 0; // num_key_value_heads
-  int ffn_dim = 0;    // intermediate_size
-  int n_vocab = 0;    // vocab_size
-  int n_ctx = 0;      // max_position_embeddings
+  std::string name;                 // "llama3.2-1b", "llama3-8b"
+  int n_layers = 0;                 // num_hidden_layers
+  int dim = 0;                      // hidden_size
+  int n_heads = 0;                  // num_attention_heads
+  int n_kv_heads = 0;               // num_key_value_heads
+  int ffn_dim = 0;                  // intermediate_size
+  int n_vocab = 0;                  // vocab_size
+  int n_ctx = 0;                    // max_position_embeddings
   float rope_freq_base = 10000.0f;  // rope_theta
   float rms_eps = 1e-5f;            // rms_norm_eps
   bool tied_output = false;         // tie_word_embeddings: no output.weight

@@ -175,7 +175,8 @@ const SpmVocab& spm_vocab() {
     add("<s>", 3, 0.0f);
     add("</s>", 3, 0.0f);
     static const char* hex = "0123456789ABCDEF";
-    for (int b = 0; b < 256; ++b) add(std::string("<0x") + hex[b >> 4] + hex[b & 15] + ">", 6, 0.0f);
+    for (int b = 0; b < 256; ++b)
+      add(std::string("<0x") + hex[b >> 4] + hex[b & 15] + ">", 6, 0.0f);
 
     // Words as SentencePiece sees them: "▁word". Newlines and tabs are left
     // out on purpose so that they exercise the byte fallback.
@@ -238,9 +239,11 @@ constexpr const char* kChatMlTemplate =
 constexpr const char* kZephyrTemplate =
     "{% for message in messages %}\n{% if message['role'] == 'user' %}\n"
     "{{ '<|user|>\\n' + message['content'] + eos_token }}\n{% elif message['role'] == 'system' %}\n"
-    "{{ '<|system|>\\n' + message['content'] + eos_token }}\n{% elif message['role'] == 'assistant' %}\n"
+    "{{ '<|system|>\\n' + message['content'] + eos_token }}\n{% elif message['role'] == "
+    "'assistant' %}\n"
     "{{ '<|assistant|>\\n'  + message['content'] + eos_token }}\n{% endif %}\n"
-    "{% if loop.last and add_generation_prompt %}\n{{ '<|assistant|>' }}\n{% endif %}\n{% endfor %}";
+    "{% if loop.last and add_generation_prompt %}\n{{ '<|assistant|>' }}\n{% endif %}\n{% endfor "
+    "%}";
 
 void write_spm_keys(GgufWriter& w, const SpmVocab& v) {
   w.set_string("tokenizer.ggml.model", "llama");
@@ -280,7 +283,8 @@ void write_tiny_vocab(GgufWriter& w, TinyVocabKind kind) {
 }
 
 int32_t tiny_vocab_size(TinyVocabKind kind) {
-  return static_cast<int32_t>(kind == TinyVocabKind::Bpe ? bpe_vocab().tokens.size() : spm_vocab().tokens.size());
+  return static_cast<int32_t>(kind == TinyVocabKind::Bpe ? bpe_vocab().tokens.size()
+                                                         : spm_vocab().tokens.size());
 }
 
 void write_padded_spm_vocab(GgufWriter& w, int32_t n_vocab) {

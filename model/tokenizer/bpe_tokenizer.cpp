@@ -57,7 +57,8 @@ void bpe_encode_fragment(const Vocab& vocab, const PreTokenizer& pre, std::strin
 
     syms.clear();
     for (uint32_t off = 0; off < word.size();) {
-      const uint32_t len = static_cast<uint32_t>(unicode::utf8_len_from_lead(static_cast<unsigned char>(word[off])));
+      const uint32_t len =
+          static_cast<uint32_t>(unicode::utf8_len_from_lead(static_cast<unsigned char>(word[off])));
       const int idx = static_cast<int>(syms.size());
       syms.push_back({idx - 1, -1, off, len});
       if (idx > 0) syms[idx - 1].next = idx;

@@ -9,7 +9,9 @@
 namespace kvbench {
 namespace {
 
-bool contains(std::string_view s, std::string_view what) { return s.find(what) != std::string_view::npos; }
+bool contains(std::string_view s, std::string_view what) {
+  return s.find(what) != std::string_view::npos;
+}
 
 // Jinja's `| trim` / Python's str.strip() on the ASCII whitespace that
 // matters for chat text.
@@ -101,7 +103,8 @@ ChatTemplate ChatTemplate::from_gguf(const GgufFile& file) {
     for (char& c : head) {
       if (c == '\n') c = ' ';
     }
-    throw InputError(file.path() + ": unrecognised chat template (not ChatML, Llama-2, Llama-3, Zephyr, Gemma " +
+    throw InputError(file.path() +
+                     ": unrecognised chat template (not ChatML, Llama-2, Llama-3, Zephyr, Gemma " +
                      "or Phi-3): \"" + head + (tmpl.size() > 60 ? "...\"" : "\""));
   }
   t.bos_text_ = token_text(file, "tokenizer.ggml.bos_token_id", t.bos_text_);
@@ -113,17 +116,24 @@ ChatTemplate ChatTemplate::from_gguf(const GgufFile& file) {
 
 std::string_view ChatTemplate::name() const {
   switch (kind_) {
-    case Kind::ChatML: return "chatml";
-    case Kind::Llama2: return "llama2";
-    case Kind::Llama3: return "llama3";
-    case Kind::Zephyr: return "zephyr";
-    case Kind::Gemma: return "gemma";
-    case Kind::Phi3: return "phi3";
+    case Kind::ChatML:
+      return "chatml";
+    case Kind::Llama2:
+      return "llama2";
+    case Kind::Llama3:
+      return "llama3";
+    case Kind::Zephyr:
+      return "zephyr";
+    case Kind::Gemma:
+      return "gemma";
+    case Kind::Phi3:
+      return "phi3";
   }
   return "chatml";
 }
 
-std::string ChatTemplate::apply(const std::vector<ChatMessage>& messages, bool add_generation_prompt) const {
+std::string ChatTemplate::apply(const std::vector<ChatMessage>& messages,
+                                bool add_generation_prompt) const {
   std::string out;
   switch (kind_) {
     case Kind::ChatML: {
@@ -131,13 +141,15 @@ std::string ChatTemplate::apply(const std::vector<ChatMessage>& messages, bool a
       if (!default_system_.empty() && !messages.empty() && messages.front().role != "system") {
         out += "<|im_start|>system\n" + default_system_ + "<|im_end|>\n";
       }
-      for (const auto& m : messages) out += "<|im_start|>" + m.role + "\n" + m.content + "<|im_end|>\n";
+      for (const auto& m : messages)
+        out += "<|im_start|>" + m.role + "\n" + m.content + "<|im_end|>\n";
       if (add_generation_prompt) out += "<|im_start|>assistant\n";
       break;
     }
     case Kind::Llama3: {
       for (const auto& m : messages) {
-        out += "<|start_header_id|>" + m.role + "<|end_header_id|>\n\n" + trim(m.content) + "<|eot_id|>";
+        out += "<|start_header_id|>" + m.role + "<|end_header_id|>\n\n" + trim(m.content) +
+               "<|eot_id|>";
       }
       if (add_generation_prompt) out += "<|start_header_id|>assistant<|end_header_id|>\n\n";
       break;

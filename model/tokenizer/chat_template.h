@@ -30,8 +30,7 @@ class ChatTemplate {
   // opened. Text contains special-token spellings: encode with parse_special.
   // A bos_token the template writes at the very start is left out: encode's
   // add_bos supplies it (later ones, as in Llama-2 histories, are kept).
-  std::string apply(const std::vector<ChatMessage>& messages,
-                    bool add_generation_prompt) const;
+  std::string apply(const std::vector<ChatMessage>& messages, bool add_generation_prompt) const;
 
  private:
   Kind kind_ = Kind::ChatML;

@@ -53,8 +53,7 @@ struct Family {
 const std::vector<Family>& families() {
   static const std::vector<Family> table = {
       // "" is what llama.cpp falls back to when tokenizer.ggml.pre is absent.
-      {{"default", ""},
-       {R"([\p{P}\$\+<=>\^~\|]+)", kGpt2, R"(\p{N}+)", "[0-9][0-9][0-9]"}},
+      {{"default", ""}, {R"([\p{P}\$\+<=>\^~\|]+)", kGpt2, R"(\p{N}+)", "[0-9][0-9][0-9]"}},
       // "gpt2" is not a llama.cpp name (it says "gpt-2"); accepted as an alias
       // because it is the obvious spelling and maps to the same regex.
       {{"gpt-2", "gpt2", "phi-2", "jina-es", "jina-de", "gigachat", "jina-v2-es", "jina-v2-de",
@@ -62,7 +61,8 @@ const std::vector<Family>& families() {
         "exaone4"},
        {kGpt2}},
       // SmolLM & co.: every digit is its own chunk, then GPT-2's regex.
-      {{"smollm", "starcoder", "refact", "command-r", "codeshell", "exaone", "minerva-7b", "mellum2"},
+      {{"smollm", "starcoder", "refact", "command-r", "codeshell", "exaone", "minerva-7b",
+        "mellum2"},
        {R"(\p{N})", kGpt2}},
       {{"llama3", "llama-v3", "llama-bpe", "falcon3", "falcon-h1", "pixtral", "midm-2.0", "lfm2",
         "jina-v5-nano"},
@@ -79,8 +79,7 @@ const std::vector<Family>& families() {
       {{"minicpm5"}, {R"(\p{N}{1,3})", kMiniCpm5}, /*ignore_merges=*/true},
       {{"tekken"}, {kTekken}, /*ignore_merges=*/true, /*add_bos=*/true},
       {{"gpt-4o", "llama4", "kanana2", "talkie", "minimax-m2"}, {kGpt4o}},
-      {{"falcon"},
-       {R"([\p{P}\$\+<=>\^~\|`]+)", kGpt2, "[0-9][0-9][0-9]"}},
+      {{"falcon"}, {R"([\p{P}\$\+<=>\^~\|`]+)", kGpt2, "[0-9][0-9][0-9]"}},
       {{"bloom", "poro-chat", "gpt3-finnish"}, {kBloom}},
       {{"viking"}, {kBloom, R"(\p{N})"}},
   };
@@ -202,8 +201,9 @@ std::unique_ptr<PreTokenizer> PreTokenizer::create(std::string_view pre_name) {
       auto re = std::make_unique<Regex>();
       // DOLLAR_ENDONLY: none of these patterns wants Perl's "$ before a final
       // newline"; llama.cpp's std::regex has ECMAScript semantics.
-      re->code = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(pattern.data()), pattern.size(),
-                               PCRE2_UTF | PCRE2_UCP | PCRE2_DOLLAR_ENDONLY, &err, &err_off, nullptr);
+      re->code =
+          pcre2_compile(reinterpret_cast<PCRE2_SPTR>(pattern.data()), pattern.size(),
+                        PCRE2_UTF | PCRE2_UCP | PCRE2_DOLLAR_ENDONLY, &err, &err_off, nullptr);
       if (!re->code) {
         PCRE2_UCHAR msg[256];
         pcre2_get_error_message(err, msg, sizeof msg);
@@ -261,10 +261,12 @@ std::vector<std::string> PreTokenizer::split(std::string_view text) const {
       while (pos < len) {
         int rc = pcre2_match(re->code, subj, len, pos, PCRE2_NO_UTF_CHECK, md, nullptr);
         if (rc == PCRE2_ERROR_JIT_STACKLIMIT) {
-          rc = pcre2_match(re->code, subj, len, pos, PCRE2_NO_UTF_CHECK | PCRE2_NO_JIT, md, nullptr);
+          rc =
+              pcre2_match(re->code, subj, len, pos, PCRE2_NO_UTF_CHECK | PCRE2_NO_JIT, md, nullptr);
         }
         if (rc == PCRE2_ERROR_NOMATCH) break;
-        if (rc < 0) throw std::runtime_error("pretokenizer: PCRE2 match failed (" + std::to_string(rc) + ")");
+        if (rc < 0)
+          throw std::runtime_error("pretokenizer: PCRE2 match failed (" + std::to_string(rc) + ")");
         const PCRE2_SIZE* ov = pcre2_get_ovector_pointer(md);
         const size_t ms = ov[0], me = ov[1];
         if (me == ms) {

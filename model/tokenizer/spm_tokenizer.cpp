@@ -41,7 +41,8 @@ void spm_encode_fragment(const Vocab& vocab, std::string_view text, std::vector<
   for (size_t off = 0; off < text.size();) {
     // Split by the lead byte's announced length, without validation: invalid
     // UTF-8 still ends up as byte tokens.
-    const size_t len = std::min(unicode::utf8_len_from_lead(static_cast<unsigned char>(text[off])), text.size() - off);
+    const size_t len = std::min(unicode::utf8_len_from_lead(static_cast<unsigned char>(text[off])),
+                                text.size() - off);
     const int idx = static_cast<int>(syms.size());
     syms.push_back({idx - 1, -1, off, len});
     if (idx > 0) syms[idx - 1].next = idx;

@@ -23,7 +23,8 @@ class VocabTokenizer final : public Tokenizer {
  public:
   explicit VocabTokenizer(Vocab v) : v_(std::move(v)) {}
 
-  std::vector<int32_t> encode(std::string_view text, bool add_bos, bool parse_special) const override {
+  std::vector<int32_t> encode(std::string_view text, bool add_bos,
+                              bool parse_special) const override {
     std::vector<int32_t> out;
     out.reserve(text.size() / 3 + 2);
     if (add_bos && v_.add_bos) out.push_back(v_.bos);

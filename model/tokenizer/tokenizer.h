@@ -15,8 +15,13 @@ class GgufFile;
 
 // GGUF token types (tokenizer.ggml.token_type).
 enum class TokenAttr : int32_t {
-  Undefined = 0, Normal = 1, Unknown = 2, Control = 3, UserDefined = 4,
-  Unused = 5, Byte = 6,
+  Undefined = 0,
+  Normal = 1,
+  Unknown = 2,
+  Control = 3,
+  UserDefined = 4,
+  Unused = 5,
+  Byte = 6,
 };
 
 class Tokenizer {
@@ -39,11 +44,11 @@ class Tokenizer {
   virtual std::string token_to_piece(int32_t id, bool render_special = false) const = 0;
 
   virtual int32_t n_vocab() const = 0;
-  virtual int32_t bos() const = 0;  // -1 when none
-  virtual int32_t eos() const = 0;  // -1 when none
+  virtual int32_t bos() const = 0;                          // -1 when none
+  virtual int32_t eos() const = 0;                          // -1 when none
   virtual bool is_end_of_generation(int32_t id) const = 0;  // eos, eot, <|im_end|>, ...
-  virtual std::string_view model_name() const = 0;  // "gpt2" / "llama"
-  virtual std::string_view pre_name() const = 0;    // "smollm", "default", ...
+  virtual std::string_view model_name() const = 0;          // "gpt2" / "llama"
+  virtual std::string_view pre_name() const = 0;            // "smollm", "default", ...
   // Stable hash of everything that determines encoding (vocab, merges, scores,
   // types, pre-tokenizer, flags); hex string. Used by cache snapshots.
   virtual std::string fingerprint() const = 0;

@@ -69,13 +69,20 @@ int parse_byte_token(std::string_view t) {
 
 uint32_t attr_of_type(int32_t type) {
   switch (type) {
-    case 1: return kAttrNormal;
-    case 2: return kAttrUnknown;
-    case 3: return kAttrControl;
-    case 4: return kAttrUserDefined;
-    case 5: return kAttrUnused;
-    case 6: return kAttrByte;
-    default: return 0;  // undefined
+    case 1:
+      return kAttrNormal;
+    case 2:
+      return kAttrUnknown;
+    case 3:
+      return kAttrControl;
+    case 4:
+      return kAttrUserDefined;
+    case 5:
+      return kAttrUnused;
+    case 6:
+      return kAttrByte;
+    default:
+      return 0;  // undefined
   }
 }
 
@@ -146,8 +153,10 @@ Vocab Vocab::load(const GgufFile& f) {
     auto p = PreTokenizer::create(pre);
     if (!p) {
       std::string names;
-      for (const auto& n : PreTokenizer::supported_names()) names += (names.empty() ? "" : ", ") + n;
-      fail(f, "unsupported pre-tokenizer '" + pre + "' in tokenizer.ggml.pre (supported: " + names + ")");
+      for (const auto& n : PreTokenizer::supported_names())
+        names += (names.empty() ? "" : ", ") + n;
+      fail(f, "unsupported pre-tokenizer '" + pre + "' in tokenizer.ggml.pre (supported: " + names +
+                  ")");
     }
     v.pre = p->name();
     v.add_bos = p->default_add_bos();
@@ -158,7 +167,8 @@ Vocab Vocab::load(const GgufFile& f) {
     v.add_bos = true;
     v.add_space_prefix = true;
   } else {
-    fail(f, "unsupported tokenizer model '" + v.model + "' in tokenizer.ggml.model (supported: gpt2, llama)");
+    fail(f, "unsupported tokenizer model '" + v.model +
+                "' in tokenizer.ggml.model (supported: gpt2, llama)");
   }
   fp.str(v.model);
   fp.str(v.pre);
@@ -239,35 +249,32 @@ Vocab Vocab::load(const GgufFile& f) {
   }
   int32_t fim_pre = -1, fim_suf = -1, fim_mid = -1, fim_pad = -1, fim_rep = -1, fim_sep = -1;
   const std::pair<const char*, int32_t*> id_keys[] = {
-      {"tokenizer.ggml.bos_token_id", &v.bos},
-      {"tokenizer.ggml.eos_token_id", &v.eos},
-      {"tokenizer.ggml.eot_token_id", &v.eot},
-      {"tokenizer.ggml.eom_token_id", &v.eom},
-      {"tokenizer.ggml.unknown_token_id", &v.unk},
-      {"tokenizer.ggml.padding_token_id", &v.pad},
-      {"tokenizer.ggml.fim_pre_token_id", &fim_pre},
-      {"tokenizer.ggml.fim_suf_token_id", &fim_suf},
-      {"tokenizer.ggml.fim_mid_token_id", &fim_mid},
-      {"tokenizer.ggml.fim_pad_token_id", &fim_pad},
-      {"tokenizer.ggml.fim_rep_token_id", &fim_rep},
-      {"tokenizer.ggml.fim_sep_token_id", &fim_sep},
+      {"tokenizer.ggml.bos_token_id", &v.bos},       {"tokenizer.ggml.eos_token_id", &v.eos},
+      {"tokenizer.ggml.eot_token_id", &v.eot},       {"tokenizer.ggml.eom_token_id", &v.eom},
+      {"tokenizer.ggml.unknown_token_id", &v.unk},   {"tokenizer.ggml.padding_token_id", &v.pad},
+      {"tokenizer.ggml.fim_pre_token_id", &fim_pre}, {"tokenizer.ggml.fim_suf_token_id", &fim_suf},
+      {"tokenizer.ggml.fim_mid_token_id", &fim_mid}, {"tokenizer.ggml.fim_pad_token_id", &fim_pad},
+      {"tokenizer.ggml.fim_rep_token_id", &fim_rep}, {"tokenizer.ggml.fim_sep_token_id", &fim_sep},
       {"tokenizer.ggml.prefix_token_id", &fim_pre},  // deprecated spellings
-      {"tokenizer.ggml.suffix_token_id", &fim_suf},
-      {"tokenizer.ggml.middle_token_id", &fim_mid},
+      {"tokenizer.ggml.suffix_token_id", &fim_suf},  {"tokenizer.ggml.middle_token_id", &fim_mid},
   };
   for (const auto& [key, id] : id_keys) {
     if (!f.has(key)) continue;
     const uint32_t x = f.get_u32(key);
     // llama.cpp warns and keeps its default; a wrong id in a file we feed to
     // a benchmark is better reported than silently replaced.
-    if (x >= n) fail(f, std::string(key) + " = " + std::to_string(x) + " is outside the vocabulary of " + std::to_string(n));
+    if (x >= n)
+      fail(f, std::string(key) + " = " + std::to_string(x) + " is outside the vocabulary of " +
+                  std::to_string(n));
     *id = static_cast<int32_t>(x);
   }
   v.add_bos = f.get_bool_or("tokenizer.ggml.add_bos_token", v.add_bos);
   v.add_eos = f.get_bool_or("tokenizer.ggml.add_eos_token", v.add_eos);
   v.add_space_prefix = f.get_bool_or("tokenizer.ggml.add_space_prefix", v.add_space_prefix);
-  if (v.add_bos && v.bos < 0) fail(f, "tokenizer.ggml.add_bos_token is true but there is no BOS token");
-  if (v.add_eos && v.eos < 0) fail(f, "tokenizer.ggml.add_eos_token is true but there is no EOS token");
+  if (v.add_bos && v.bos < 0)
+    fail(f, "tokenizer.ggml.add_bos_token is true but there is no BOS token");
+  if (v.add_eos && v.eos < 0)
+    fail(f, "tokenizer.ggml.add_eos_token is true but there is no EOS token");
 
   // --- llama.cpp's text-based detection ----------------------------------
   // Converters do not always mark end-of-turn / FIM tokens; llama.cpp finds
@@ -285,15 +292,25 @@ Vocab Vocab::load(const GgufFile& f) {
       }
     }
   };
-  detect(v.eot, {"<|eot_id|>", "<|im_end|>", "<|end|>", "<end_of_turn>", "<|endoftext|>", "<|end_of_text|>",
-                 "<EOT>", "_<EOT>", "[EOT]", "<\xEF\xBD\x9C" "end\xE2\x96\x81of\xE2\x96\x81sentence\xEF\xBD\x9C>",
+  detect(v.eot, {"<|eot_id|>", "<|im_end|>", "<|end|>", "<end_of_turn>", "<|endoftext|>",
+                 "<|end_of_text|>", "<EOT>", "_<EOT>", "[EOT]",
+                 "<\xEF\xBD\x9C"
+                 "end\xE2\x96\x81of\xE2\x96\x81sentence\xEF\xBD\x9C>",
                  "<end_of_utterance>"});
   detect(v.eom, {"<|eom_id|>"});
-  detect(fim_pre, {"<|fim_prefix|>", "<fim-prefix>", "<fim_prefix>", "<\xEF\xBD\x9C" "fim\xE2\x96\x81" "begin\xEF\xBD\x9C>",
+  detect(fim_pre, {"<|fim_prefix|>", "<fim-prefix>", "<fim_prefix>",
+                   "<\xEF\xBD\x9C"
+                   "fim\xE2\x96\x81"
+                   "begin\xEF\xBD\x9C>",
                    "<PRE>", "\xE2\x96\x81<PRE>", "<|code_prefix|>", "<|prefix|>"});
-  detect(fim_suf, {"<|fim_suffix|>", "<fim-suffix>", "<fim_suffix>", "<\xEF\xBD\x9C" "fim\xE2\x96\x81hole\xEF\xBD\x9C>",
+  detect(fim_suf, {"<|fim_suffix|>", "<fim-suffix>", "<fim_suffix>",
+                   "<\xEF\xBD\x9C"
+                   "fim\xE2\x96\x81hole\xEF\xBD\x9C>",
                    "<SUF>", "\xE2\x96\x81<SUF>", "<|code_suffix|>", "<|suffix|>"});
-  detect(fim_mid, {"<|fim_middle|>", "<fim-middle>", "<fim_middle>", "<\xEF\xBD\x9C" "fim\xE2\x96\x81" "end\xEF\xBD\x9C>",
+  detect(fim_mid, {"<|fim_middle|>", "<fim-middle>", "<fim_middle>",
+                   "<\xEF\xBD\x9C"
+                   "fim\xE2\x96\x81"
+                   "end\xEF\xBD\x9C>",
                    "<MID>", "\xE2\x96\x81<MID>", "<|code_middle|>", "<|middle|>"});
   detect(fim_pad, {"<|fim_pad|>", "<fim-pad>", "<fim_pad>", "<PAD>", "[PAD]"});
   detect(fim_rep, {"<|fim_repo|>", "<|repo_name|>", "<fim-repo>", "<REPO>", "<reponame>"});
@@ -304,11 +321,29 @@ Vocab Vocab::load(const GgufFile& f) {
     if (id >= 0) v.end_of_generation[id] = true;
   }
   for (int32_t id = 0; id < v.n(); ++id) {
-    if (is_one_of(v.text[id], {"<|eot_id|>", "<|im_end|>", "<|end|>", "<|return|>", "<|call|>", "<|flush|>",
-                               "<|calls|>", "<end_of_turn>", "<|endoftext|>", "</s>", "<|eom_id|>", "<EOT>",
-                               "_<EOT>", "[EOT]", "[EOS]", "<|end_of_text|>", "<end_of_utterance>", "<eos>",
-                               "<turn|>", "<|tool_response>",
-                               "<\xEF\xBD\x9C" "end\xE2\x96\x81of\xE2\x96\x81sentence\xEF\xBD\x9C>", "[e~["})) {
+    if (is_one_of(v.text[id], {"<|eot_id|>",
+                               "<|im_end|>",
+                               "<|end|>",
+                               "<|return|>",
+                               "<|call|>",
+                               "<|flush|>",
+                               "<|calls|>",
+                               "<end_of_turn>",
+                               "<|endoftext|>",
+                               "</s>",
+                               "<|eom_id|>",
+                               "<EOT>",
+                               "_<EOT>",
+                               "[EOT]",
+                               "[EOS]",
+                               "<|end_of_text|>",
+                               "<end_of_utterance>",
+                               "<eos>",
+                               "<turn|>",
+                               "<|tool_response>",
+                               "<\xEF\xBD\x9C"
+                               "end\xE2\x96\x81of\xE2\x96\x81sentence\xEF\xBD\x9C>",
+                               "[e~["})) {
       v.end_of_generation[id] = true;
       force_control(id);
     }
@@ -346,10 +381,12 @@ Vocab Vocab::load(const GgufFile& f) {
   // Phi-3 files: whitespace after special tokens is dropped when encoding.
   {
     std::string name = f.get_string_or("general.name", "");
-    std::transform(name.begin(), name.end(), name.begin(), [](unsigned char c) { return std::tolower(c); });
+    std::transform(name.begin(), name.end(), name.begin(),
+                   [](unsigned char c) { return std::tolower(c); });
     if (name.find("phi-3") != std::string::npos || name.find("phi3") != std::string::npos) {
       for (int32_t id = 0; id < v.n(); ++id) {
-        if (v.attr[id] & (kAttrControl | kAttrUserDefined | kAttrUnknown)) v.attr[id] |= kAttrRstrip;
+        if (v.attr[id] & (kAttrControl | kAttrUserDefined | kAttrUnknown))
+          v.attr[id] |= kAttrRstrip;
       }
       for (std::string_view t : {"</s>"}) {
         if (const int32_t id = v.find(t); id >= 0) v.attr[id] |= kAttrRstrip;
@@ -362,7 +399,8 @@ Vocab Vocab::load(const GgufFile& f) {
 
   // --- derived tables -------------------------------------------------------
   for (int32_t id = 0; id < v.n(); ++id) {
-    if (v.attr[id] & (kAttrControl | kAttrUserDefined | kAttrUnknown)) v.special_order.push_back(id);
+    if (v.attr[id] & (kAttrControl | kAttrUserDefined | kAttrUnknown))
+      v.special_order.push_back(id);
   }
   std::stable_sort(v.special_order.begin(), v.special_order.end(),
                    [&](int32_t a, int32_t b) { return v.text[a].size() > v.text[b].size(); });
@@ -388,7 +426,8 @@ Vocab Vocab::load(const GgufFile& f) {
     std::memcpy(&bits, &v.score[i], sizeof bits);
     fp.u64(bits);
   }
-  for (int32_t id : {v.bos, v.eos, v.eot, v.eom, v.unk, v.pad}) fp.u64(static_cast<uint64_t>(int64_t{id}));
+  for (int32_t id : {v.bos, v.eos, v.eot, v.eom, v.unk, v.pad})
+    fp.u64(static_cast<uint64_t>(int64_t{id}));
   fp.u64((v.add_bos ? 1u : 0u) | (v.add_eos ? 2u : 0u) | (v.add_space_prefix ? 4u : 0u));
   v.fingerprint = fp.hex();
   return v;

@@ -41,13 +41,13 @@ struct Vocab {
   enum class Kind { Bpe, Spm };
 
   Kind kind = Kind::Bpe;
-  std::string model;  // tokenizer.ggml.model
-  std::string pre;    // pre-tokenizer name ("default" for SPM)
+  std::string model;                                 // tokenizer.ggml.model
+  std::string pre;                                   // pre-tokenizer name ("default" for SPM)
   std::shared_ptr<const PreTokenizer> pretokenizer;  // BPE only
 
   std::vector<std::string> text;  // per token; empty entries become "[EMPTY_<id>]"
   std::vector<float> score;
-  std::vector<uint32_t> attr;     // TokenAttrBits
+  std::vector<uint32_t> attr;  // TokenAttrBits
   StringMap<int32_t> token_to_id;
   // Merge "left right" (the merge string itself) -> rank. Lookups are made
   // with left/right symbols of byte-encoded text, which never contain a

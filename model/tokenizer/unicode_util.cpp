@@ -33,7 +33,8 @@ uint32_t decode_one(std::string_view text, size_t& offset) {
     }
   } else if ((b0 & 0x40) && !(b0 & 0x10)) {
     if (left >= 3 && is_cont(at(1)) && is_cont(at(2))) {
-      const uint32_t cpt = (uint32_t(b0 & 0x0F) << 12) | (uint32_t(at(1) & 0x3F) << 6) | (at(2) & 0x3F);
+      const uint32_t cpt =
+          (uint32_t(b0 & 0x0F) << 12) | (uint32_t(at(1) & 0x3F) << 6) | (at(2) & 0x3F);
       offset += 3;
       return cpt;
     }

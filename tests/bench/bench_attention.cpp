@@ -65,7 +65,8 @@ void BM_DecodeAttention(benchmark::State& state) {
   state.SetItemsProcessed(state.iterations() * int64_t{n_keys});
   state.SetBytesProcessed(state.iterations() * int64_t{n_keys} * kKvHeads * kHeadDim * 2 *
                           (e == KvElement::F16 ? 2 : 4));
-  state.SetLabel(std::string(cpu_path_name(scratch.path)) + (e == KvElement::F16 ? " f16" : " f32"));
+  state.SetLabel(std::string(cpu_path_name(scratch.path)) +
+                 (e == KvElement::F16 ? " f16" : " f32"));
 }
 BENCHMARK(BM_DecodeAttention)
     ->ArgNames({"keys", "f16", "threads"})
@@ -98,13 +99,15 @@ void BM_DecodeAttention30Layers(benchmark::State& state) {
   const int32_t qpos = n_keys - 1;
   for (auto _ : state) {
     for (int l = 0; l < kLayers; ++l)
-      attend({kHeads, kKvHeads, kHeadDim}, l, q.data(), std::span(&qpos, 1), cache, out.data(), pool, scratch);
+      attend({kHeads, kKvHeads, kHeadDim}, l, q.data(), std::span(&qpos, 1), cache, out.data(),
+             pool, scratch);
     benchmark::DoNotOptimize(out.data());
   }
   state.SetItemsProcessed(state.iterations() * int64_t{n_keys} * kLayers);
   state.SetBytesProcessed(state.iterations() * int64_t{n_keys} * kLayers * kKvHeads * kHeadDim * 2 *
                           (e == KvElement::F16 ? 2 : 4));
-  state.SetLabel(std::string(cpu_path_name(scratch.path)) + (e == KvElement::F16 ? " f16" : " f32"));
+  state.SetLabel(std::string(cpu_path_name(scratch.path)) +
+                 (e == KvElement::F16 ? " f16" : " f32"));
 }
 BENCHMARK(BM_DecodeAttention30Layers)
     ->ArgNames({"keys", "f16", "threads"})
@@ -144,7 +147,8 @@ void BM_DecodeAttentionStorage30Layers(benchmark::State& state) {
   const int32_t qpos = kKeys;
   for (auto _ : state) {
     for (int l = 0; l < kLayers; ++l)
-      attend({kHeads, kKvHeads, kHeadDim}, l, q.data(), std::span(&qpos, 1), *cache, out.data(), pool, scratch);
+      attend({kHeads, kKvHeads, kHeadDim}, l, q.data(), std::span(&qpos, 1), *cache, out.data(),
+             pool, scratch);
     benchmark::DoNotOptimize(out.data());
   }
   state.SetItemsProcessed(state.iterations() * int64_t{kKeys} * kLayers);
@@ -168,12 +172,17 @@ void BM_DecodeAttentionScalar(benchmark::State& state) {
   scratch.path = CpuPath::Scalar;
   const int32_t pos = n_keys - 1;
   for (auto _ : state) {
-    attend({kHeads, kKvHeads, kHeadDim}, 0, q.data(), std::span(&pos, 1), cache, out.data(), pool, scratch);
+    attend({kHeads, kKvHeads, kHeadDim}, 0, q.data(), std::span(&pos, 1), cache, out.data(), pool,
+           scratch);
     benchmark::DoNotOptimize(out.data());
   }
   state.SetItemsProcessed(state.iterations() * int64_t{n_keys});
 }
-BENCHMARK(BM_DecodeAttentionScalar)->ArgNames({"keys"})->Arg(2048)->UseRealTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_DecodeAttentionScalar)
+    ->ArgNames({"keys"})
+    ->Arg(2048)
+    ->UseRealTime()
+    ->Unit(benchmark::kMicrosecond);
 
 // Args: depth, f16 (0/1), threads; 512 new tokens.
 void BM_PrefillAttention(benchmark::State& state) {
@@ -194,7 +203,8 @@ void BM_PrefillAttention(benchmark::State& state) {
   // Causal query-key pairs per query head.
   const int64_t pairs = int64_t{n_tokens} * depth + int64_t{n_tokens} * (n_tokens + 1) / 2;
   state.SetItemsProcessed(state.iterations() * pairs);
-  state.SetLabel(std::string(cpu_path_name(scratch.path)) + (e == KvElement::F16 ? " f16" : " f32"));
+  state.SetLabel(std::string(cpu_path_name(scratch.path)) +
+                 (e == KvElement::F16 ? " f16" : " f32"));
 }
 BENCHMARK(BM_PrefillAttention)
     ->ArgNames({"depth", "f16", "threads"})

@@ -30,7 +30,12 @@ void BM_ReadBandwidth(benchmark::State& state) {
   state.counters["best_GBps"] = m.best_bytes_per_s / 1e9;
   state.SetBytesProcessed(state.iterations() * m.buffer_bytes * m.passes);
 }
-BENCHMARK(BM_ReadBandwidth)->ArgName("threads")->Arg(1)->Arg(2)->UseManualTime()->Iterations(3)
+BENCHMARK(BM_ReadBandwidth)
+    ->ArgName("threads")
+    ->Arg(1)
+    ->Arg(2)
+    ->UseManualTime()
+    ->Iterations(3)
     ->Unit(benchmark::kMillisecond);
 
 void BM_PeakFma(benchmark::State& state) {

@@ -39,7 +39,8 @@ Matrix make_matrix(GgmlType t, int64_t rows, int64_t cols) {
   const size_t rb = row_bytes(t, cols);
   m.bytes.resize(rows * rb);
   const auto x = gaussian(64 * cols, 0.05f, 1);  // 64 distinct rows, repeated
-  for (int64_t r = 0; r < rows; ++r) quantize_row(t, x.data() + (r % 64) * cols, m.bytes.data() + r * rb, cols);
+  for (int64_t r = 0; r < rows; ++r)
+    quantize_row(t, x.data() + (r % 64) * cols, m.bytes.data() + r * rb, cols);
   m.w = WeightMatrix{t, rows, cols, rb, m.bytes.data()};
   return m;
 }
@@ -53,7 +54,8 @@ PlanarMatrix make_planar(GgmlType t, int64_t rows, int64_t cols) {
   PlanarMatrix m;
   static_cast<Matrix&>(m) = make_matrix(t, rows, cols);
   m.planar.resize(m.bytes.size());
-  for (int64_t r = 0; r < rows; ++r) to_planar_row(t, m.w.row(r), m.planar.data() + r * m.w.row_bytes, cols);
+  for (int64_t r = 0; r < rows; ++r)
+    to_planar_row(t, m.w.row(r), m.planar.data() + r * m.w.row_bytes, cols);
   m.w.planar = m.planar.data();
   return m;
 }
@@ -75,9 +77,10 @@ bool skip_unsupported(benchmark::State& state, CpuPath p) {
 
 // --- kernels ----------------------------------------------------------------
 
-const GgmlType kDotTypes[] = {GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q5_1, GgmlType::Q8_0,
-                              GgmlType::Q2_K, GgmlType::Q3_K, GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K,
-                              GgmlType::F32,  GgmlType::F16,  GgmlType::BF16};
+const GgmlType kDotTypes[] = {GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q5_1,
+                              GgmlType::Q8_0, GgmlType::Q2_K, GgmlType::Q3_K, GgmlType::Q4_K,
+                              GgmlType::Q5_K, GgmlType::Q6_K, GgmlType::F32,  GgmlType::F16,
+                              GgmlType::BF16};
 
 // 64 weight rows of n elements (768 or 1536: K-quant super-blocks fit both)
 // times one activation row: the weights stay in L1/L2, so this is kernel
@@ -127,10 +130,8 @@ struct Shape {
   GgmlType type;
 };
 const Shape kShapes[] = {
-    {"wq/wo 576x576", 576, 576, GgmlType::Q4_1},
-    {"wk/wv 192x576", 192, 576, GgmlType::Q4_1},
-    {"gate/up 1536x576", 1536, 576, GgmlType::Q4_1},
-    {"down 576x1536", 576, 1536, GgmlType::Q4_1},
+    {"wq/wo 576x576", 576, 576, GgmlType::Q4_1},      {"wk/wv 192x576", 192, 576, GgmlType::Q4_1},
+    {"gate/up 1536x576", 1536, 576, GgmlType::Q4_1},  {"down 576x1536", 576, 1536, GgmlType::Q4_1},
     {"output 49152x576", 49152, 576, GgmlType::Q8_0},
 };
 
@@ -152,11 +153,14 @@ void BM_MatmulDecode(benchmark::State& state) {
     matmul(w, x.data(), 1, y.data(), s.rows, pool, scratch, o);
     benchmark::DoNotOptimize(y.data());
   }
-  state.SetLabel(std::string(s.name) + " " + path_label(state.range(1), "exact") + " t" + std::to_string(state.range(2)));
+  state.SetLabel(std::string(s.name) + " " + path_label(state.range(1), "exact") + " t" +
+                 std::to_string(state.range(2)));
   state.SetItemsProcessed(state.iterations() * s.rows * s.cols);
   state.SetBytesProcessed(state.iterations() * s.rows * w.row_bytes);
 }
-BENCHMARK(BM_MatmulDecode)->ArgsProduct({{0, 1, 2, 3, 4}, {-2, -1, 0, 1, 2, 3}, {1, 2}})->UseRealTime();
+BENCHMARK(BM_MatmulDecode)
+    ->ArgsProduct({{0, 1, 2, 3, 4}, {-2, -1, 0, 1, 2, 3}, {1, 2}})
+    ->UseRealTime();
 
 // Prefill: 512 tokens. Exact = OpenBLAS sgemm on dequantized tiles,
 // otherwise the quantized GEMM of the path.
@@ -181,10 +185,14 @@ void BM_MatmulPrefill(benchmark::State& state) {
   state.SetLabel(std::string(s.name) + " " + path_label(state.range(1), "exact(sgemm)") + " t" +
                  std::to_string(state.range(2)));
   state.SetItemsProcessed(state.iterations() * n);
-  state.counters["GFLOP/s"] = benchmark::Counter(static_cast<double>(state.iterations()) * 2.0 * n * s.rows * s.cols * 1e-9,
-                                                 benchmark::Counter::kIsRate);
+  state.counters["GFLOP/s"] =
+      benchmark::Counter(static_cast<double>(state.iterations()) * 2.0 * n * s.rows * s.cols * 1e-9,
+                         benchmark::Counter::kIsRate);
 }
-BENCHMARK(BM_MatmulPrefill)->ArgsProduct({{0, 1, 2, 3}, {-1, 0, 1, 2, 3}, {1, 2}})->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_MatmulPrefill)
+    ->ArgsProduct({{0, 1, 2, 3}, {-1, 0, 1, 2, 3}, {1, 2}})
+    ->UseRealTime()
+    ->Unit(benchmark::kMillisecond);
 
 }  // namespace
 }  // namespace kvbench

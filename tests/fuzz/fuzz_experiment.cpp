@@ -22,7 +22,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::vector<std::string> overrides;
   if (nul != std::string::npos) {
     std::istringstream lines(input.substr(nul + 1));
-    for (std::string line; std::getline(lines, line) && overrides.size() < 16;) overrides.push_back(line);
+    for (std::string line; std::getline(lines, line) && overrides.size() < 16;)
+      overrides.push_back(line);
   }
   try {
     nlohmann::json doc = parse_json_text(text, "fuzz.json");

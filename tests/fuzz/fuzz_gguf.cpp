@@ -71,14 +71,16 @@ void exercise_round_trip(const GgufFile& f) {
   }
   const std::vector<uint8_t> bytes = w.to_bytes();
   const auto g = GgufFile::from_memory(bytes.data(), bytes.size(), "rewritten.gguf");
-  if (g->metadata().size() != f.metadata().size() || g->tensors().size() != f.tensors().size()) std::abort();
+  if (g->metadata().size() != f.metadata().size() || g->tensors().size() != f.tensors().size())
+    std::abort();
   for (size_t i = 0; i < f.metadata().size(); ++i) {
     if (g->metadata()[i].second.to_display() != f.metadata()[i].second.to_display()) std::abort();
   }
   for (size_t i = 0; i < f.tensors().size(); ++i) {
     const GgufTensor& a = f.tensors()[i];
     const GgufTensor& b = g->tensors()[i];
-    if (a.bytes != b.bytes || a.n_dims != b.n_dims || std::memcmp(a.data, b.data, a.bytes) != 0) std::abort();
+    if (a.bytes != b.bytes || a.n_dims != b.n_dims || std::memcmp(a.data, b.data, a.bytes) != 0)
+      std::abort();
   }
 }
 

@@ -14,8 +14,8 @@
 #include <vector>
 
 #include "harness/report/compare.h"
-#include "harness/run/run_folder.h"
 #include "harness/report/table.h"
+#include "harness/run/run_folder.h"
 #include "model/common/error.h"
 #include "tests/fuzz/fuzz_files.h"
 
@@ -47,7 +47,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }
   write_file(dir + "/config.json", parts[0]);
   if (parts.size() > 1) write_file(dir + "/meta.json", parts[1]);
-  for (size_t i = 2; i < parts.size(); ++i) write_file(dir + "/cells/c" + std::to_string(i - 2) + ".json", parts[i]);
+  for (size_t i = 2; i < parts.size(); ++i)
+    write_file(dir + "/cells/c" + std::to_string(i - 2) + ".json", parts[i]);
   try {
     const RunFolder run = RunFolder::open(dir);
     const nlohmann::json meta = run.meta();
@@ -56,7 +57,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     (void)table_markdown(rows);
     (void)table_csv(rows);
     (void)dump_json(table_json(rows));
-    if (compare_runs(dir, dir, 0.0).regressed) std::abort();  // a folder never regresses against itself
+    if (compare_runs(dir, dir, 0.0).regressed)
+      std::abort();  // a folder never regresses against itself
   } catch (const InputError&) {
   }
   return 0;

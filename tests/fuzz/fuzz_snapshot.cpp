@@ -40,7 +40,8 @@ ModelIdentity fuzz_identity() {
   ModelIdentity id;
   id.sha256 = std::string(64, 'a');
   id.file_bytes = 1234;
-  id.hparams = {{"n_layers", 2}, {"n_kv_heads", 1}, {"n_heads", 2}, {"head_dim", 8}, {"n_vocab", 16}};
+  id.hparams = {
+      {"n_layers", 2}, {"n_kv_heads", 1}, {"n_heads", 2}, {"head_dim", 8}, {"n_vocab", 16}};
   id.tokenizer = "0123456789abcdef";
   return id;
 }
@@ -147,7 +148,8 @@ void exercise(PolicyCache& c) {
       c.end_prefill();
       step(c, fresh, 1, true, 2);
       c.rollback(cp);
-      if (state_of(c) != before) std::abort();  // the rollback must restore the loaded state exactly
+      if (state_of(c) != before)
+        std::abort();  // the rollback must restore the loaded state exactly
     }
     step(c, seq, 3, false, 3);
     c.end_prefill();
@@ -192,7 +194,8 @@ std::vector<uint8_t> seal(const std::string& header, const std::vector<uint8_t>&
   const uint32_t h = static_cast<uint32_t>(header.size());
   f.insert(f.end(), reinterpret_cast<const uint8_t*>(&h), reinterpret_cast<const uint8_t*>(&h) + 4);
   const std::string hex = sha256_hex(header.data(), header.size());
-  for (int i = 0; i < 32; ++i) f.push_back(static_cast<uint8_t>(std::stoi(hex.substr(2 * i, 2), nullptr, 16)));
+  for (int i = 0; i < 32; ++i)
+    f.push_back(static_cast<uint8_t>(std::stoi(hex.substr(2 * i, 2), nullptr, 16)));
   for (char ch : std::string("KVBC-END")) f.push_back(static_cast<uint8_t>(ch));
   return f;
 }
@@ -208,12 +211,15 @@ void split(const std::vector<uint8_t>& f, std::string& header, std::vector<uint8
 void write_seeds(const std::string& dir) {
   int n = 0;
   auto put = [&](uint8_t mode, const std::vector<uint8_t>& body) {
-    std::ofstream out(dir + "/seed-" + std::to_string(mode) + "-" + std::to_string(n++), std::ios::binary);
+    std::ofstream out(dir + "/seed-" + std::to_string(mode) + "-" + std::to_string(n++),
+                      std::ios::binary);
     out.put(static_cast<char>(mode));
-    out.write(reinterpret_cast<const char*>(body.data()), static_cast<std::streamsize>(body.size()));
+    out.write(reinterpret_cast<const char*>(body.data()),
+              static_cast<std::streamsize>(body.size()));
   };
-  for (const char* spec : {"full", "h2o:budget=12+int8+offload:page=4", "kivi2:group=8,residual=8",
-                           "snapkv:budget=10,window=4+merge", "mixed:full=0.5", "tova:budget=8+int4+pyramid"}) {
+  for (const char* spec :
+       {"full", "h2o:budget=12+int8+offload:page=4", "kivi2:group=8,residual=8",
+        "snapkv:budget=10,window=4+merge", "mixed:full=0.5", "tova:budget=8+int4+pyramid"}) {
     const auto f = make_file(spec, SnapshotCompression::Zstd);
     std::string header;
     std::vector<uint8_t> payload;
@@ -236,7 +242,8 @@ void write_seeds(const std::string& dir) {
 }  // namespace
 
 extern "C" int LLVMFuzzerInitialize(int*, char***) {
-  split(make_file("h2o:budget=12+offload:page=4", SnapshotCompression::Zstd), seed_header, compressed_payload_seed);
+  split(make_file("h2o:budget=12+offload:page=4", SnapshotCompression::Zstd), seed_header,
+        compressed_payload_seed);
   if (const char* dir = std::getenv("KVBENCH_SNAPSHOT_SEEDS")) {
     write_seeds(dir);
     std::exit(0);
@@ -255,9 +262,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       case 0:
       case 4: {
         std::unique_ptr<PolicyCache> cache;
-        const std::vector<uint8_t> file = mode == 0
-                                              ? std::vector<uint8_t>(body.begin(), body.end())
-                                              : seal(std::string(body.begin(), body.end()), compressed_payload_seed);
+        const std::vector<uint8_t> file =
+            mode == 0 ? std::vector<uint8_t>(body.begin(), body.end())
+                      : seal(std::string(body.begin(), body.end()), compressed_payload_seed);
         load_cache_snapshot_bytes(file, "fuzz.kvc", expect, cache);
         if (!cache) std::abort();
         exercise(*cache);
@@ -269,14 +276,17 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         SnapshotPayload p = read_snapshot_payload(r);
         // Accepted: written back it is exactly what was read.
         const std::string again = payload_bytes(*p.cache, p.doc);
-        if (again.size() != r.consumed() || std::memcmp(again.data(), body.data(), again.size()) != 0) std::abort();
+        if (again.size() != r.consumed() ||
+            std::memcmp(again.data(), body.data(), again.size()) != 0)
+          std::abort();
         exercise(*p.cache);
         break;
       }
       case 2:
       case 3: {
         std::vector<char> out;
-        decompress_payload(body, mode == 2 ? SnapshotCompression::Zstd : SnapshotCompression::Gzip, 1 << 22, out);
+        decompress_payload(body, mode == 2 ? SnapshotCompression::Zstd : SnapshotCompression::Gzip,
+                           1 << 22, out);
         break;
       }
     }

@@ -13,7 +13,8 @@
 namespace kvbench::test {
 
 CliResult run_kvbench(const std::string& args) {
-  const std::string err_path = testing::TempDir() + "kvbench-cli-stderr-" + std::to_string(::getpid()) + ".txt";
+  const std::string err_path =
+      testing::TempDir() + "kvbench-cli-stderr-" + std::to_string(::getpid()) + ".txt";
   CliResult r;
   r.args = args;
   FILE* p = popen((std::string(KVBENCH_BINARY) + " " + args + " 2>" + err_path).c_str(), "r");

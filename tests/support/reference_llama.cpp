@@ -26,7 +26,8 @@ std::vector<double> matvec(const std::vector<float>& w, int64_t rows, int64_t co
   return y;
 }
 
-std::vector<double> rms_norm(const std::vector<double>& x, const std::vector<float>& w, double eps) {
+std::vector<double> rms_norm(const std::vector<double>& x, const std::vector<float>& w,
+                             double eps) {
   double ss = 0.0;
   for (double v : x) ss += v * v;
   const double scale = 1.0 / std::sqrt(ss / x.size() + eps);
@@ -54,7 +55,8 @@ ReferenceLlama::Matrix ReferenceLlama::dequantize(const WeightMatrix& m) {
   out.rows = m.rows;
   out.cols = m.cols;
   out.w.resize(m.rows * m.cols);
-  for (int64_t r = 0; r < m.rows; ++r) dequantize_row(m.type, m.row(r), out.w.data() + r * m.cols, m.cols);
+  for (int64_t r = 0; r < m.rows; ++r)
+    dequantize_row(m.type, m.row(r), out.w.data() + r * m.cols, m.cols);
   return out;
 }
 
@@ -64,8 +66,9 @@ ReferenceLlama::ReferenceLlama(const LlamaModel& model) : c_(model.config()) {
   output_ = dequantize(w.output);
   output_norm_ = w.output_norm;
   for (const auto& L : w.layers) {
-    layers_.push_back({L.attn_norm, L.ffn_norm, dequantize(L.wq), dequantize(L.wk), dequantize(L.wv),
-                       dequantize(L.wo), dequantize(L.w_gate), dequantize(L.w_up), dequantize(L.w_down)});
+    layers_.push_back({L.attn_norm, L.ffn_norm, dequantize(L.wq), dequantize(L.wk),
+                       dequantize(L.wv), dequantize(L.wo), dequantize(L.w_gate), dequantize(L.w_up),
+                       dequantize(L.w_down)});
   }
 }
 
@@ -86,7 +89,8 @@ std::vector<float> ReferenceLlama::logits(const std::vector<int32_t>& tokens,
       k[t] = matvec(L.wk.w, L.wk.rows, L.wk.cols, xn);
       v[t] = matvec(L.wv.w, L.wv.rows, L.wv.cols, xn);
       for (int h = 0; h < c_.n_heads; ++h) rope(q[t].data() + h * hd, c_.rope.n_dims, t, c_.rope);
-      for (int h = 0; h < c_.n_kv_heads; ++h) rope(k[t].data() + h * hd, c_.rope.n_dims, t, c_.rope);
+      for (int h = 0; h < c_.n_kv_heads; ++h)
+        rope(k[t].data() + h * hd, c_.rope.n_dims, t, c_.rope);
     }
     for (int64_t t = 0; t < n; ++t) {
       std::vector<double> attn(c_.q_dim(), 0.0);
@@ -129,8 +133,8 @@ std::string tiny_model_path(bool spm, bool tied) {
   static std::map<std::pair<bool, bool>, std::string> paths;
   auto& p = paths[{spm, tied}];
   if (p.empty()) {
-    p = testing::TempDir() + "kvbench-tiny-" + (spm ? "spm" : "bpe") + (tied ? "" : "-untied") + "-" +
-        std::to_string(::getpid()) + ".gguf";
+    p = testing::TempDir() + "kvbench-tiny-" + (spm ? "spm" : "bpe") + (tied ? "" : "-untied") +
+        "-" + std::to_string(::getpid()) + ".gguf";
     TinyModelOptions o;
     o.vocab = spm ? TinyVocabKind::Spm : TinyVocabKind::Bpe;
     o.tied_output = tied;

@@ -42,7 +42,8 @@ class TempCleanup final : public ::testing::Environment {
   }
 };
 
-[[maybe_unused]] ::testing::Environment* const kCleanup = ::testing::AddGlobalTestEnvironment(new TempCleanup);
+[[maybe_unused]] ::testing::Environment* const kCleanup =
+    ::testing::AddGlobalTestEnvironment(new TempCleanup);
 
 }  // namespace
 }  // namespace kvbench::test

@@ -14,10 +14,10 @@
 
 namespace kvbench::test {
 
-inline const GgmlType kWeightTypes[] = {GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q5_1,
-                                 GgmlType::Q8_0, GgmlType::Q2_K, GgmlType::Q3_K, GgmlType::Q4_K,
-                                 GgmlType::Q5_K, GgmlType::Q6_K, GgmlType::F32,  GgmlType::F16,
-                                 GgmlType::BF16};
+inline const GgmlType kWeightTypes[] = {
+    GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q5_1, GgmlType::Q8_0,
+    GgmlType::Q2_K, GgmlType::Q3_K, GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K,
+    GgmlType::F32,  GgmlType::F16,  GgmlType::BF16};
 
 inline std::vector<CpuPath> simd_paths() {
   std::vector<CpuPath> p;
@@ -27,7 +27,9 @@ inline std::vector<CpuPath> simd_paths() {
 }
 
 inline bool is_kquant(GgmlType t) { return traits(t).block_size == 256; }
-inline bool is_plain(GgmlType t) { return t == GgmlType::F32 || t == GgmlType::F16 || t == GgmlType::BF16; }
+inline bool is_plain(GgmlType t) {
+  return t == GgmlType::F32 || t == GgmlType::F16 || t == GgmlType::BF16;
+}
 
 // Row lengths that cover: one block, an odd number of blocks (a half-filled
 // last pair), more than one chunk of 16 blocks with a remainder, the model's
@@ -50,15 +52,21 @@ inline std::vector<std::pair<int, int>> scale_fields(GgmlType t) {
   switch (t) {
     case GgmlType::Q4_0:
     case GgmlType::Q5_0:
-    case GgmlType::Q8_0: return {{0, 2}};
+    case GgmlType::Q8_0:
+      return {{0, 2}};
     case GgmlType::Q4_1:
     case GgmlType::Q5_1:
     case GgmlType::Q4_K:
-    case GgmlType::Q5_K: return {{0, 2}, {2, 4}};
-    case GgmlType::Q2_K: return {{80, 82}, {82, 84}};
-    case GgmlType::Q3_K: return {{108, 110}};
-    case GgmlType::Q6_K: return {{208, 210}};
-    default: return {};
+    case GgmlType::Q5_K:
+      return {{0, 2}, {2, 4}};
+    case GgmlType::Q2_K:
+      return {{80, 82}, {82, 84}};
+    case GgmlType::Q3_K:
+      return {{108, 110}};
+    case GgmlType::Q6_K:
+      return {{208, 210}};
+    default:
+      return {};
   }
 }
 
