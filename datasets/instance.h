@@ -10,15 +10,9 @@
 
 #include <nlohmann/json.hpp>
 
-namespace kvbench {
+#include "model/common/span.h"
 
-// A half-open range [begin, end) of characters (bytes) or tokens.
-struct Span {
-  int64_t begin = 0;
-  int64_t end = 0;
-  int64_t size() const { return end - begin; }
-  friend bool operator==(const Span&, const Span&) = default;
-};
+namespace kvbench {
 
 struct Instance {
   std::string id;    // unique in a dataset: task, variant, length, depth, sample, seed

@@ -1,5 +1,6 @@
-// Shared pieces of the model-running subcommands: turning a prompt into
-// tokens (optionally through the chat template) and chunked prefill.
+// Shared piece of the model-running subcommands: turning a prompt into
+// tokens (optionally through the chat template). The loops over the model
+// are model/steps.h.
 #pragma once
 
 #include <cstdint>
@@ -17,10 +18,5 @@ namespace kvbench {
 // spellings in the rendered template become special tokens; in a plain
 // prompt they are parsed too (as llama.cpp does).
 std::vector<int32_t> prompt_tokens(const LlamaModel& model, const std::string& prompt, bool chat);
-
-// Feeds tokens at positions [start, start + n) in chunks of at most `chunk`;
-// writes the last token's logits ([n_vocab]) when `last_logits` is non-null.
-void prefill(Evaluator& eval, KvCache& cache, const std::vector<int32_t>& tokens, int32_t start,
-             int chunk, float* last_logits);
 
 }  // namespace kvbench

@@ -114,7 +114,7 @@ class PolicyCache final : public KvCache {
   // The rotary position of `seq`'s next token, whose position in the stream
   // is stream_pos: stream_pos itself, or next_position() for a policy that
   // renumbers its cache contiguously (StreamingLLM's position shift).
-  int32_t position_for(int seq, int32_t stream_pos) const {
+  int32_t position_for(int seq, int32_t stream_pos) const override {
     return scorer_->contiguous_positions() ? next_position(seq) : stream_pos;
   }
   void compact();

@@ -38,6 +38,7 @@
 #include "model/gguf/ggml_types.h"
 #include "model/llama_model.h"
 #include "model/ops/quant_dot.h"
+#include "model/steps.h"
 #include "policies/full_cache.h"
 #include "policies/policy_cache.h"
 #include "policies/policy_spec.h"
@@ -144,17 +145,11 @@ std::vector<int32_t> bench_tokens(const Tokenizer& tok, int64_t n, uint64_t seed
 // Prefills tokens into a policy cache at [start, start + n) in chunks (a
 // contiguous-position policy at its own positions); the last logits into
 // last_logits when given.
-void policy_prefill(Evaluator& eval, PolicyCache& cache, const std::vector<int32_t>& tokens,
-                    int32_t start, float* last_logits = nullptr) {
-  std::vector<int32_t> pos;
-  for (size_t b = 0; b < tokens.size(); b += kChunk) {
-    const size_t e = std::min(tokens.size(), b + kChunk);
-    pos.resize(e - b);
-    std::iota(pos.begin(), pos.end(), cache.position_for(0, start + static_cast<int32_t>(b)));
-    const bool last = e == tokens.size() && last_logits;
-    eval.step(std::span<const int32_t>(tokens.data() + b, e - b), pos, 0, StepPhase::Prefill, cache,
-              last ? Logits::Last : Logits::None, last ? last_logits : nullptr);
-  }
+// The bench tokens at stream positions [start, start + n) in kChunk chunks.
+void bench_prefill(Evaluator& eval, KvCache& cache, const std::vector<int32_t>& tokens,
+                   int32_t start, float* last_logits = nullptr) {
+  prefill(eval, cache, tokens, fixed_chunks(static_cast<int64_t>(tokens.size()), kChunk),
+          {.start = start, .last_logits = last_logits});
 }
 
 struct Stats {
@@ -498,9 +493,9 @@ int cmd_bench(const Args& args) {
           if (tty)
             std::cerr << "bench: prefilling a context of " << depth << " tokens...\r" << std::flush;
           if (full) {
-            prefill(eval, *full, context, 0, kChunk, nullptr);
+            bench_prefill(eval, *full, context, 0);
           } else {
-            policy_prefill(eval, *base, context, 0);
+            bench_prefill(eval, *base, context, 0);
             base->end_prefill();
           }
         }
@@ -542,9 +537,9 @@ int cmd_bench(const Args& args) {
             const auto t0 = std::chrono::steady_clock::now();
             if (t.n_prompt > 0) {
               if (full)
-                prefill(eval, cache, ids, depth, kChunk, logits.data());
+                bench_prefill(eval, cache, ids, depth, logits.data());
               else {
-                policy_prefill(eval, *work, ids, depth, logits.data());
+                bench_prefill(eval, *work, ids, depth, logits.data());
                 work->end_prefill();
               }
             } else {

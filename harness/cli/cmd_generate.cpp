@@ -3,12 +3,12 @@
 #include <algorithm>
 #include <chrono>
 #include <iostream>
-#include <numeric>
 
 #include "harness/cli/cli.h"
 #include "harness/inference.h"
 #include "model/common/error.h"
 #include "model/sampler.h"
+#include "model/steps.h"
 #include "policies/policy_cache.h"
 
 namespace po = boost::program_options;
@@ -71,40 +71,22 @@ int cmd_generate(const Args& args) {
 
   using clock = std::chrono::steady_clock;
   const auto t0 = clock::now();
-  // Chunked prefill at the cache's positions (contiguous-position policies
-  // renumber after each chunk; others are at the stream position, found
-  // without scanning the cache).
-  std::vector<int32_t> chunk_pos;
-  for (size_t b = 0; b < ids.size(); b += chunk) {
-    const size_t e = std::min(ids.size(), b + chunk);
-    chunk_pos.resize(e - b);
-    std::iota(chunk_pos.begin(), chunk_pos.end(), cache.position_for(0, static_cast<int32_t>(b)));
-    const bool last = e == ids.size();
-    eval.step(std::span<const int32_t>(ids.data() + b, e - b), chunk_pos, 0, StepPhase::Prefill,
-              cache, last ? Logits::Last : Logits::None, last ? logits.data() : nullptr);
-  }
+  prefill(eval, cache, ids, fixed_chunks(static_cast<int64_t>(ids.size()), chunk),
+          {.last_logits = logits.data()});
   cache.end_prefill();
   const auto t1 = clock::now();
   const double policy_prefill_s = cache.policy_seconds();
-  int generated = 0, decode_steps = 0;
-  int32_t pos = static_cast<int32_t>(ids.size());
-  bool hit_context = false;
-  while (generated < max_tokens) {
-    const int32_t next = sampler.sample(logits.data(), c.n_vocab);
-    if (model->tokenizer().is_end_of_generation(next)) break;
-    std::cout << model->tokenizer().token_to_piece(next) << std::flush;
-    ++generated;
-    if (generated == max_tokens) break;
-    if (pos >= c.n_ctx_train) {
-      hit_context = true;
-      break;
-    }
-    // The cache's position for this token (contiguous-position policies renumber).
-    const int32_t tok[1] = {next}, p[1] = {cache.position_for(0, pos)};
-    ++pos;
-    eval.step(tok, p, 0, StepPhase::Decode, cache, Logits::Last, logits.data());
-    ++decode_steps;
-  }
+  const Decoded d = decode(
+      eval, cache, logits,
+      {.start = static_cast<int32_t>(ids.size()),
+       .max_new_tokens = max_tokens,
+       .n_ctx = c.n_ctx_train,
+       .pick = [&](const float* l) { return sampler.sample(l, c.n_vocab); },
+       .on_token = [&](int32_t t) {
+         std::cout << model->tokenizer().token_to_piece(t) << std::flush;
+       }});
+  const int generated = static_cast<int>(d.tokens.size()), decode_steps = d.steps;
+  const bool hit_context = d.hit_context;
   const auto t2 = clock::now();
   std::cout << "\n";
   const double prefill_s = std::chrono::duration<double>(t1 - t0).count();

@@ -11,6 +11,7 @@
 #include "harness/cli/cli.h"
 #include "harness/inference.h"
 #include "model/common/error.h"
+#include "model/steps.h"
 #include "policies/full_cache.h"
 
 namespace po = boost::program_options;
@@ -44,7 +45,8 @@ int cmd_logits(const Args& args) {
                  vm["fast"].as<bool>() ? MatmulMode::Quantized : MatmulMode::Exact);
   FullCache cache(model->kv_shape());
   std::vector<float> logits(n_vocab);
-  prefill(eval, cache, ids, 0, vm["chunk"].as<int>(), logits.data());
+  prefill(eval, cache, ids, fixed_chunks(static_cast<int64_t>(ids.size()), vm["chunk"].as<int>()),
+          {.last_logits = logits.data()});
 
   // log-softmax in double for the probabilities.
   const float max = *std::max_element(logits.begin(), logits.end());

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "model/steps.h"
+
 namespace kvbench {
 
 std::vector<int32_t> gold_answer_tokens(const Instance& inst, const Tokenizer& tok) {
@@ -20,21 +22,8 @@ std::vector<int32_t> gold_answer_tokens(const Instance& inst, const Tokenizer& t
   return tok.encode(text, /*add_bos=*/false, /*parse_special=*/false);
 }
 
-namespace {
-
-void log_softmax(const float* logits, int n, float* out) {
-  const float max = *std::max_element(logits, logits + n);
-  double sum = 0.0;
-  for (int i = 0; i < n; ++i) sum += std::exp(static_cast<double>(logits[i]) - max);
-  const double log_z = max + std::log(sum);
-  for (int i = 0; i < n; ++i) out[i] = static_cast<float>(logits[i] - log_z);
-}
-
-}  // namespace
-
 Forced teacher_force(Evaluator& eval, KvCache& cache, const std::vector<float>& last_logits,
-                     const std::vector<int32_t>& answer, int32_t first_position,
-                     const PolicyCache* positions) {
+                     const std::vector<int32_t>& answer, int32_t first_position) {
   const int nv = eval.model().config().n_vocab;
   Forced f;
   f.log_probs.resize(answer.size() * nv);
@@ -43,8 +32,7 @@ Forced teacher_force(Evaluator& eval, KvCache& cache, const std::vector<float>& 
   for (size_t i = 0; i < answer.size(); ++i) {
     if (i > 0) {
       const int32_t stream_pos = first_position + static_cast<int32_t>(i) - 1;
-      const int32_t tok[1] = {answer[i - 1]},
-                    pos[1] = {positions ? positions->position_for(0, stream_pos) : stream_pos};
+      const int32_t tok[1] = {answer[i - 1]}, pos[1] = {cache.position_for(0, stream_pos)};
       eval.step(tok, pos, 0, StepPhase::Decode, cache, Logits::Last, logits.data());
     }
     float* lp = f.log_probs.data() + i * nv;

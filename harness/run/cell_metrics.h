@@ -28,11 +28,10 @@ struct Forced {
   std::vector<int32_t> top1;     // [n_answer]
   double nll = 0.0;              // mean -log p(answer token)
 };
-// Positions continue from first_position, or come from `positions` (the
-// policy's cache, for policies that renumber positions) when given.
+// The answer's stream positions continue from first_position (the cache maps
+// them: KvCache::position_for).
 Forced teacher_force(Evaluator& eval, KvCache& cache, const std::vector<float>& last_logits,
-                     const std::vector<int32_t>& answer, int32_t first_position,
-                     const PolicyCache* positions = nullptr);
+                     const std::vector<int32_t>& answer, int32_t first_position);
 
 // KL(full || policy) averaged over answer positions, and top-1 agreement.
 double mean_kl(const Forced& full, const Forced& policy, int n_vocab);

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "model/steps.h"
+
 namespace kvbench {
 
 StartPlan plan_start(const PolicySpec& spec, const CacheContext& ctx,
@@ -41,22 +43,18 @@ CacheContext shared_full_context(const CacheContext& ctx,
   return full;
 }
 
-void prefill_steps(Evaluator& eval, PolicyCache& cache, std::span<const int32_t> tokens,
-                   const std::vector<Span>& chunks, size_t first, float* last_logits) {
-  prefill_steps(eval, cache, tokens, chunks, first, last_logits, [](size_t) {});
-}
-
 SharedPrefill run_shared_prefill(Evaluator& eval, const CacheContext& full_ctx,
                                  std::span<const int32_t> tokens, const std::vector<Span>& chunks,
                                  const std::vector<size_t>& kept_chunks) {
   SharedPrefill s;
   s.full = PolicyCache::create(parse_policy_spec("full"), full_ctx);
   s.logits.resize(eval.model().config().n_vocab);
-  prefill_steps(eval, *s.full, tokens, chunks, 0, s.logits.data(), [&](size_t i) {
-    if (i + 1 < chunks.size() &&
-        std::find(kept_chunks.begin(), kept_chunks.end(), i) != kept_chunks.end())
-      s.after_chunk[i] = s.full->clone();
-  });
+  prefill(eval, *s.full, tokens, chunks,
+          {.last_logits = s.logits.data(), .after_chunk = [&](size_t i, const float*) {
+             if (i + 1 < chunks.size() &&
+                 std::find(kept_chunks.begin(), kept_chunks.end(), i) != kept_chunks.end())
+               s.after_chunk[i] = s.full->clone();
+           }});
   s.full->end_prefill();
   return s;
 }
@@ -80,7 +78,7 @@ StartedCache start_policy(const PolicySpec& spec, const CacheContext& ctx, const
       first = plan.resume_after_chunk + 1;
     }
     r.logits.resize(eval.model().config().n_vocab);
-    prefill_steps(eval, *r.cache, tokens, chunks, first, r.logits.data());
+    prefill(eval, *r.cache, tokens, chunks, {.first = first, .last_logits = r.logits.data()});
     for (size_t i = first; i < chunks.size(); ++i) r.computed += chunks[i].size();
   }
   r.cache->end_prefill();

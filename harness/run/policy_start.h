@@ -51,17 +51,6 @@ struct SharedPrefill {
   std::vector<float> logits;  // [n_vocab]
 };
 
-// Runs chunks [first, chunks.size()) of `tokens` through `cache` as prefill
-// steps of sequence 0 (at the cache's positions: PolicyCache::position_for);
-// the last chunk's logits into last_logits (if given). after_chunk(i) is
-// called after each chunk i.
-template <typename AfterChunk>
-void prefill_steps(Evaluator& eval, PolicyCache& cache, std::span<const int32_t> tokens,
-                   const std::vector<Span>& chunks, size_t first, float* last_logits,
-                   AfterChunk after_chunk);
-void prefill_steps(Evaluator& eval, PolicyCache& cache, std::span<const int32_t> tokens,
-                   const std::vector<Span>& chunks, size_t first, float* last_logits);
-
 // The full prefill with copies after `kept_chunks` (none needed after the
 // last chunk: that is the full cache itself).
 SharedPrefill run_shared_prefill(Evaluator& eval, const CacheContext& full_ctx,
@@ -81,24 +70,5 @@ StartedCache start_policy(const PolicySpec& spec, const CacheContext& ctx, const
                           const SharedPrefill& shared, Evaluator& eval,
                           std::span<const int32_t> tokens, const std::vector<Span>& chunks,
                           const std::function<void(PolicyCache&)>& prepare = {});
-
-// ---
-
-template <typename AfterChunk>
-void prefill_steps(Evaluator& eval, PolicyCache& cache, std::span<const int32_t> tokens,
-                   const std::vector<Span>& chunks, size_t first, float* last_logits,
-                   AfterChunk after_chunk) {
-  std::vector<int32_t> pos;
-  for (size_t i = first; i < chunks.size(); ++i) {
-    const Span s = chunks[i];
-    pos.resize(s.size());
-    const int32_t p0 = cache.position_for(0, static_cast<int32_t>(s.begin));
-    for (int64_t t = 0; t < s.size(); ++t) pos[t] = p0 + static_cast<int32_t>(t);
-    const bool last = i + 1 == chunks.size();
-    eval.step(tokens.subspan(s.begin, s.size()), pos, 0, StepPhase::Prefill, cache,
-              last && last_logits ? Logits::Last : Logits::None, last ? last_logits : nullptr);
-    after_chunk(i);
-  }
-}
 
 }  // namespace kvbench

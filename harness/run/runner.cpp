@@ -6,7 +6,6 @@
 #include <chrono>
 #include <cmath>
 #include <map>
-#include <numeric>
 #include <optional>
 
 #include "datasets/grader.h"
@@ -18,7 +17,7 @@
 #include "harness/run/progress.h"
 #include "harness/snapshot/snapshot_model.h"
 #include "model/common/error.h"
-#include "model/sampler.h"
+#include "model/steps.h"
 #include "policies/policy_cache.h"
 
 namespace kvbench {
@@ -67,6 +66,9 @@ class AttentionRecorder final : public KvCache {
     inner_.observe_queries(layer, q, positions);
   }
   void end_step() override { inner_.end_step(); }
+  int32_t position_for(int seq, int32_t stream_pos) const override {
+    return inner_.position_for(seq, stream_pos);
+  }
   const std::vector<float>& importance(int layer, int kv_head) const {
     return importance_[layer * inner_.shape().n_kv_heads + kv_head];
   }
@@ -124,23 +126,15 @@ class InstanceRunner {
     double seconds = 0, first_token_seconds = 0;
   };
   Generated generate(PolicyCache& cache, std::vector<float> logits) {
+    const Decoded d = decode(eval_, cache, logits,
+                             {.start = static_cast<int32_t>(prompt_.tokens.size()),
+                              .max_new_tokens = max_new_,
+                              .n_ctx = model_.config().n_ctx_train});
     Generated g;
-    const auto t0 = Clock::now();
-    std::vector<int32_t> out;
-    int32_t pos = static_cast<int32_t>(prompt_.tokens.size());
-    int32_t next = argmax(logits.data(), n_vocab_);
-    g.first_token_seconds = seconds_since(t0);
-    const auto t1 = Clock::now();
-    while (!model_.tokenizer().is_end_of_generation(next)) {
-      out.push_back(next);
-      if (static_cast<int>(out.size()) >= max_new_ || pos >= model_.config().n_ctx_train) break;
-      const int32_t tok[1] = {next}, p[1] = {cache.position_for(0, pos++)};
-      eval_.step(tok, p, 0, StepPhase::Decode, cache, Logits::Last, logits.data());
-      ++g.steps;
-      next = argmax(logits.data(), n_vocab_);
-    }
-    g.seconds = seconds_since(t1);
-    g.text = model_.tokenizer().decode(out);
+    g.steps = d.steps;
+    g.seconds = d.seconds;
+    g.first_token_seconds = d.first_token_seconds;
+    g.text = model_.tokenizer().decode(d.tokens);
     return g;
   }
 
@@ -204,7 +198,7 @@ json InstanceRunner::cell_record(const PolicyRun& r, PolicyCache& cache,
     // On a copy: the answer must not stay in the cache that generates.
     auto copy = cache.clone();
     const Forced f = teacher_force(eval_, *copy, last_logits, answer_,
-                                   static_cast<int32_t>(prompt_.tokens.size()), copy.get());
+                                   static_cast<int32_t>(prompt_.tokens.size()));
     rec["retention"]["answer_nll"] = f.nll;
     rec["retention"]["kl_full"] = p.is_reference ? 0.0 : mean_kl(full_forced_, f, n_vocab_);
     rec["retention"]["top1_agreement"] = p.is_reference ? 1.0 : top1_agreement(full_forced_, f);
@@ -235,28 +229,13 @@ json InstanceRunner::cell_record(const PolicyRun& r, PolicyCache& cache,
 void InstanceRunner::run_perplexity(const std::vector<PolicyRun>& pending, const RunFolder& folder,
                                     Progress& progress, RunSummary& sum) {
   const int64_t n = static_cast<int64_t>(prompt_.tokens.size());
-  std::vector<float> logits;
   auto stream = [&](PolicyCache& cache, double& seconds) {
-    double nll = 0.0;
-    std::vector<int32_t> pos;
+    NllSum nll;
     const auto t0 = Clock::now();
-    for (const Span& s : chunks_) {
-      pos.resize(s.size());
-      std::iota(pos.begin(), pos.end(), cache.position_for(0, static_cast<int32_t>(s.begin)));
-      logits.resize(static_cast<size_t>(s.size()) * n_vocab_);
-      eval_.step(std::span<const int32_t>(prompt_.tokens.data() + s.begin, s.size()), pos, 0,
-                 StepPhase::Prefill, cache, Logits::All, logits.data());
-      for (int64_t i = s.begin; i < s.end && i + 1 < n; ++i) {
-        const float* row = logits.data() + (i - s.begin) * n_vocab_;
-        const float max = *std::max_element(row, row + n_vocab_);
-        double z = 0.0;
-        for (int v = 0; v < n_vocab_; ++v) z += std::exp(static_cast<double>(row[v]) - max);
-        nll += (max + std::log(z)) - row[prompt_.tokens[i + 1]];
-      }
-    }
+    prefill_nll(eval_, cache, prompt_.tokens, chunks_, 0, nll);
     cache.end_prefill();
     seconds = seconds_since(t0);
-    return nll / std::max<int64_t>(1, n - 1);
+    return nll.sum / std::max<int64_t>(1, n - 1);
   };
   // The full cache's NLL is every cell's reference.
   // It collects what the policies that branch from it need (attention

@@ -2,11 +2,11 @@
 
 #include <algorithm>
 #include <chrono>
-#include <numeric>
 
 #include "datasets/prompt.h"
 #include "harness/sha256.h"
 #include "model/common/error.h"
+#include "model/steps.h"
 
 namespace kvbench {
 namespace {
@@ -29,21 +29,6 @@ Instance layout(const std::string& preamble, const std::string& document,
   in.answer_prefix = answer_prefix;
   in.max_new_tokens = 0;  // the callers check the context themselves
   return in;
-}
-
-// Feeds tokens to `seq` at positions from `start`, in chunks; returns the
-// last token's logits when `logits` is non-null.
-void feed(Evaluator& eval, PolicyCache& cache, const std::vector<int32_t>& tokens, int64_t begin,
-          int64_t end, int32_t start, int seq, int chunk, float* logits) {
-  std::vector<int32_t> pos;
-  for (int64_t b = begin; b < end; b += chunk) {
-    const int64_t e = std::min<int64_t>(end, b + chunk);
-    pos.resize(e - b);
-    std::iota(pos.begin(), pos.end(), static_cast<int32_t>(start + (b - begin)));
-    const bool last = e == end && logits;
-    eval.step(std::span<const int32_t>(tokens.data() + b, e - b), pos, seq, StepPhase::Prefill,
-              cache, last ? Logits::Last : Logits::None, last ? logits : nullptr);
-  }
 }
 
 }  // namespace
@@ -88,8 +73,8 @@ double prefill_document(Evaluator& eval, PolicyCache& cache, SnapshotDocument& d
     throw InputError("prefill_document: the cache is not empty");
   const auto t0 = Clock::now();
   doc.logits.assign(eval.model().config().n_vocab, 0.0f);
-  feed(eval, cache, doc.tokens, 0, static_cast<int64_t>(doc.tokens.size()), 0, 0, doc.chunk,
-       doc.logits.data());
+  prefill(eval, cache, doc.tokens, fixed_chunks(static_cast<int64_t>(doc.tokens.size()), doc.chunk),
+          {.last_logits = doc.logits.data()});
   cache.end_prefill();
   return since(t0);
 }
@@ -120,28 +105,22 @@ DocumentAnswer answer_from_document(Evaluator& eval, PolicyCache& cache,
     cache.pause_eviction(budget == QuestionBudget::Added);
     cache.seq_cp(0, seq, -1, -1);
     const auto t0 = Clock::now();
-    int32_t pos = cache.next_position(seq);
-    feed(eval, cache, suffix, 0, static_cast<int64_t>(suffix.size()), pos, seq, doc.chunk,
-         logits.data());
+    const int32_t pos = cache.next_position(seq);
+    const int64_t n = static_cast<int64_t>(suffix.size());
+    prefill(eval, cache, suffix, fixed_chunks(n, doc.chunk),
+            {.seq = seq, .start = pos, .last_logits = logits.data()});
     cache.end_prefill();
-    pos += static_cast<int32_t>(suffix.size());
     a.prefill_seconds = since(t0);
     a.first_logits = logits;
     a.first_logits_sha256 = sha256_hex(logits.data(), logits.size() * sizeof(float));
-    const auto t1 = Clock::now();
-    for (int i = 0; i < max_new_tokens; ++i) {
-      const int32_t next =
-          static_cast<int32_t>(std::max_element(logits.begin(), logits.end()) - logits.begin());
-      if (tok.is_end_of_generation(next)) {
-        a.stopped_at_eog = true;
-        break;
-      }
-      a.tokens.push_back(next);
-      if (static_cast<int>(a.tokens.size()) == max_new_tokens) break;
-      const int32_t t[1] = {next}, p[1] = {pos++};
-      eval.step(t, p, seq, StepPhase::Decode, cache, Logits::Last, logits.data());
-    }
-    a.decode_seconds = since(t1);
+    const Decoded d = decode(eval, cache, logits,
+                             {.seq = seq,
+                              .start = pos + static_cast<int32_t>(n),
+                              .max_new_tokens = max_new_tokens,
+                              .n_ctx = n_ctx});
+    a.tokens = d.tokens;
+    a.stopped_at_eog = d.stopped_at_eog;
+    a.decode_seconds = d.first_token_seconds + d.seconds;
   } catch (...) {
     cache.pause_eviction(false);
     try {

@@ -195,6 +195,10 @@ class KvCache {
   // (rotated at `positions`), called after append() and before view() of the layer.
   virtual void observe_queries(int layer, const float* q, std::span<const int32_t> positions) {}
   virtual void end_step() = 0;
+  // The rotary position for `seq`'s next token, whose position in the stream
+  // is stream_pos: stream_pos itself, unless the cache renumbers its entries
+  // contiguously (StreamingLLM's position shift). model/steps.h asks it.
+  virtual int32_t position_for(int seq, int32_t stream_pos) const { return stream_pos; }
 };
 
 }  // namespace kvbench
