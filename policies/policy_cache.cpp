@@ -139,8 +139,7 @@ std::unique_ptr<PolicyCache> PolicyCache::create(const PolicySpec& spec, const C
     r.q.assign(static_cast<size_t>(c->ring_capacity_) * sh.n_q_heads * hd, 0.0f);
     r.pos.assign(c->ring_capacity_, 0);
   }
-  if (spec.scorer.name == "oracle")
-    c->importance_.resize(static_cast<size_t>(sh.n_layers) * sh.n_kv_heads);
+  if (c->needs_.hindsight) c->importance_.resize(static_cast<size_t>(sh.n_layers) * sh.n_kv_heads);
   return c;
 }
 
@@ -625,14 +624,27 @@ int PolicyCache::query_ring_capacity(const Scorer& scorer, const PolicySpec& spe
   return std::max({scorer.needs().window_queries, pages ? 1 : 0, keep_queries});
 }
 
+ScorerNeeds PolicyCache::scorer_needs(const PolicySpec& spec) {
+  return spec.scorer.info().make_scorer(spec.scorer)->needs();
+}
+
+bool PolicyCache::prefill_matches_full(const PolicySpec& spec) {
+  // Lossless storage, and extras that act only when maintenance evicts
+  // (offload moves evicted entries to the cold tier, merge folds them).
+  if (spec.storage.name != "f32") return false;
+  for (const auto& e : spec.extras)
+    if (e.name != "offload" && e.name != "merge") return false;
+  return true;
+}
+
 PolicyCache::ImportNeeds PolicyCache::import_needs() const {
   return {needs_.attention, query_ring_capacity(*scorer_, spec_, 0)};
 }
 
 void PolicyCache::set_importance(int layer, int kv_head, std::span<const float> by_source) {
   if (importance_.empty())
-    throw InputError("set_importance: the policy's scorer is '" + spec_.scorer.name +
-                     "', not oracle");
+    throw InputError("set_importance: the policy's scorer '" + spec_.scorer.name +
+                     "' takes no supplied importance");
   if (layer < 0 || layer >= ctx_.shape.n_layers || kv_head < 0 || kv_head >= ctx_.shape.n_kv_heads)
     throw InputError("set_importance: layer / KV head out of range");
   importance_[layer * ctx_.shape.n_kv_heads + kv_head].assign(by_source.begin(), by_source.end());

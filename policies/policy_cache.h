@@ -127,9 +127,11 @@ class PolicyCache final : public KvCache {
   // the source is not `full`, or lacks what the policy needs (attention
   // statistics or queries: see CacheContext).
   void import_from(const PolicyCache& full);
-  // oracle: importance of stream tokens [0, n) for one layer and KV head
-  // (e.g. the attention the answer paid in a full-cache run).
+  // Scorers that need().hindsight (the oracle): importance of stream tokens
+  // [0, n) for one layer and KV head (e.g. the attention the answer paid in
+  // a full-cache run: policies/attention_recorder.h).
   void set_importance(int layer, int kv_head, std::span<const float> by_source);
+  bool needs_hindsight() const { return needs_.hindsight; }
 
   // --- snapshots (policies/cache_state.cpp; the file format around them is
   // harness/snapshot/snapshot_file.h). The complete state: spec, context, every
@@ -175,6 +177,13 @@ class PolicyCache final : public KvCache {
     int queries = 0;         // CacheContext.keep_queries
   };
   ImportNeeds import_needs() const;
+  // What the spec's scorer asks the cache (and its caller) for, without
+  // making a cache.
+  static ScorerNeeds scorer_needs(const PolicySpec& spec);
+  // True when a cache of this spec holds exactly what a full f32 cache holds
+  // until its maintenance first evicts (lossless storage, no extra that acts
+  // earlier): the condition for starting it from the full cache's prefill.
+  static bool prefill_matches_full(const PolicySpec& spec);
   // Queries kept per layer: the scorer's window, one for restoring pages at
   // end_prefill (offload, paging scorers), or CacheContext.keep_queries.
   static int query_ring_capacity(const Scorer& scorer, const PolicySpec& spec, int keep_queries);

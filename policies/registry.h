@@ -58,6 +58,10 @@ struct ComponentInfo {
   std::string param_names() const;  // "budget, sinks, pos"
 };
 
+// The policy every other is measured against: every entry, f32, no
+// eviction. The harness names it only through this constant.
+inline constexpr std::string_view kReferencePolicy = "full";
+
 // Every component, in the order `kvbench policies` lists them.
 const std::vector<ComponentInfo>& registry();
 // nullptr when unknown.

@@ -40,6 +40,10 @@ struct ScorerNeeds {
   bool last_query_only = false;  // observe only each step's last query (TOVA)
   bool key_norm = false;
   int window_queries = 0;  // keep the last N queries per layer (SnapKV's window)
+  // Importance supplied by the caller (PolicyCache::set_importance): the
+  // attention the answer pays in a full-cache run (the oracle's hindsight;
+  // policies/attention_recorder.h records it).
+  bool hindsight = false;
 };
 
 struct ScoreInput {
@@ -51,7 +55,7 @@ struct ScoreInput {
   const float* stats = nullptr;  // [n][layout.n]
   StatLayout layout;
   const float* window_votes = nullptr;  // [n] SnapKV: summed attention of the window queries
-  const float* importance = nullptr;    // [n] oracle: supplied importance (0 when none)
+  const float* importance = nullptr;    // [n] needs().hindsight: supplied importance (0 when none)
   int64_t now = 0;                      // stream index of the next token
   int32_t keep = 0;                     // how many entries this head keeps
   uint64_t seed = 0;

@@ -226,6 +226,7 @@ class OracleScorer final : public BudgetScorer {
  public:
   using BudgetScorer::BudgetScorer;
   std::string_view name() const override { return "oracle"; }
+  ScorerNeeds needs() const override { return {.hindsight = true}; }
   void priorities(const ScoreInput& in, float* out) const override {
     std::copy(in.importance, in.importance + in.n, out);
   }

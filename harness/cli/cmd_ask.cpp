@@ -12,6 +12,7 @@
 #include "harness/snapshot/snapshot_file.h"
 #include "harness/snapshot/snapshot_model.h"
 #include "model/common/error.h"
+#include "policies/registry.h"
 
 namespace po = boost::program_options;
 using nlohmann::ordered_json;
@@ -71,7 +72,8 @@ int cmd_ask(const Args& args) {
   const MatmulMode mode = vm["fast"].as<bool>() ? MatmulMode::Quantized : MatmulMode::Exact;
   PolicySpec policy;
   try {
-    policy = parse_policy_spec(vm.count("policy") ? vm["policy"].as<std::string>() : "full");
+    policy = parse_policy_spec(vm.count("policy") ? vm["policy"].as<std::string>()
+                                                  : std::string(kReferencePolicy));
   } catch (const InputError& e) {
     throw InputError(std::string("--policy: ") + e.what());
   }

@@ -42,6 +42,7 @@
 #include "policies/full_cache.h"
 #include "policies/policy_cache.h"
 #include "policies/policy_spec.h"
+#include "policies/registry.h"
 
 namespace po = boost::program_options;
 
@@ -316,7 +317,7 @@ nlohmann::json result_json(const ModelInfo& info, const std::string& path, const
           {"backend", info.backend},
           {"threads", r.threads},
           {"kv", r.policy ? "" : r.kv},
-          {"policy", r.policy ? r.kv : "full"},
+          {"policy", r.policy ? r.kv : std::string(kReferencePolicy)},
           {"n_prompt", r.n_prompt},
           {"n_gen", r.n_gen},
           {"n_depth", r.depth},

@@ -10,6 +10,7 @@
 #include "harness/snapshot/snapshot_file.h"
 #include "harness/snapshot/snapshot_model.h"
 #include "model/common/error.h"
+#include "policies/registry.h"
 
 namespace po = boost::program_options;
 using nlohmann::ordered_json;
@@ -34,7 +35,7 @@ int cache_save(const Args& args) {
   desc.add_options()("context,c", po::value<std::string>()->required(),
                      "the document: a UTF-8 text file")(
       "output,o", po::value<std::string>()->required(), "snapshot file to write (atomically)")(
-      "policy", po::value<std::string>()->default_value("full"),
+      "policy", po::value<std::string>()->default_value(std::string(kReferencePolicy)),
       "cache policy spec (kvbench policies); after-prefill policies compress at the end of the "
       "document")("chunk", po::value<int>()->default_value(512),
                   "prefill chunk size in tokens (questions continue with it)")(

@@ -10,6 +10,7 @@
 #include "model/sampler.h"
 #include "model/steps.h"
 #include "policies/policy_cache.h"
+#include "policies/registry.h"
 
 namespace po = boost::program_options;
 
@@ -26,7 +27,7 @@ int cmd_generate(const Args& args) {
       "top-p", po::value<float>()->default_value(1.0f), "nucleus mass in (0, 1]")(
       "seed", po::value<uint64_t>()->default_value(0), "sampling seed")(
       "chunk", po::value<int>()->default_value(512), "prefill chunk size in tokens")(
-      "policy", po::value<std::string>()->default_value("full"),
+      "policy", po::value<std::string>()->default_value(std::string(kReferencePolicy)),
       "cache policy spec (kvbench policies)")("fast", po::bool_switch(),
                                               "multiply with activations quantized to 8 bits, as "
                                               "llama.cpp and `kvbench run` do (default here: f32 "
@@ -82,9 +83,8 @@ int cmd_generate(const Args& args) {
        .max_new_tokens = max_tokens,
        .n_ctx = c.n_ctx_train,
        .pick = [&](const float* l) { return sampler.sample(l, c.n_vocab); },
-       .on_token = [&](int32_t t) {
-         std::cout << model->tokenizer().token_to_piece(t) << std::flush;
-       }});
+       .on_token =
+           [&](int32_t t) { std::cout << model->tokenizer().token_to_piece(t) << std::flush; }});
   const int generated = static_cast<int>(d.tokens.size()), decode_steps = d.steps;
   const bool hit_context = d.hit_context;
   const auto t2 = clock::now();

@@ -17,6 +17,7 @@
 #include "model/evaluator.h"
 #include "model/llama_model.h"
 #include "policies/policy_spec.h"
+#include "policies/registry.h"
 
 namespace po = boost::program_options;
 
@@ -33,7 +34,7 @@ int cmd_perplexity(const Args& args) {
       "max-tokens", po::value<int64_t>()->default_value(0),
       "use only the first N tokens (0 = all)")("json", po::bool_switch(),
                                                "print the result as JSON")(
-      "policy", po::value<std::string>()->default_value("full"),
+      "policy", po::value<std::string>()->default_value(std::string(kReferencePolicy)),
       "cache policy spec (kvbench policies); the window streams through it chunk by chunk")(
       "seed", po::value<uint64_t>()->default_value(0), "cache seed (random policy)")(
       "fast", po::bool_switch(),

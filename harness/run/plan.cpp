@@ -10,6 +10,7 @@
 #include "datasets/tasks.h"
 #include "harness/sha256.h"
 #include "model/common/error.h"
+#include "policies/registry.h"
 
 namespace kvbench {
 
@@ -100,7 +101,7 @@ Plan make_plan(const ExperimentConfig& c, const LlamaModel& model) {
         }
       }
       p.canonical = to_string(p.spec);
-      p.is_reference = p.canonical == "full";
+      p.is_reference = p.canonical == kReferencePolicy;
       if (!g.label.empty())
         p.label = budgets.size() > 1 ? g.label + " (budget " + budget_text(*b) + ")" : g.label;
       else
@@ -113,9 +114,8 @@ Plan make_plan(const ExperimentConfig& c, const LlamaModel& model) {
   for (const auto& p : listed) has_full = has_full || p.is_reference;
   if (!has_full) {
     PlannedPolicy full;
-    full.spec = parse_policy_spec("full");
-    full.canonical = full.label = full.base = "full";
-    full.slug = "full";
+    full.spec = parse_policy_spec(kReferencePolicy);
+    full.canonical = full.label = full.base = full.slug = kReferencePolicy;
     full.is_reference = true;
     plan.policies.push_back(full);
   }

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "model/steps.h"
+#include "policies/registry.h"
 
 namespace kvbench {
 
@@ -11,10 +12,8 @@ StartPlan plan_start(const PolicySpec& spec, const CacheContext& ctx,
   StartPlan r;
   if (!share) return r;
   // Sharing is exact only when the policy stores what the full cache stores
-  // until its first maintenance: f32 rows and no extra that acts earlier.
-  if (spec.storage.name != "f32") return r;
-  for (const auto& e : spec.extras)
-    if (e.name != "offload" && e.name != "merge") return r;
+  // until its first maintenance.
+  if (!PolicyCache::prefill_matches_full(spec)) return r;
   const auto probe = PolicyCache::create(spec, ctx);
   r.start = Start::Branch;
   if (!probe->streaming()) return r;
@@ -47,7 +46,7 @@ SharedPrefill run_shared_prefill(Evaluator& eval, const CacheContext& full_ctx,
                                  std::span<const int32_t> tokens, const std::vector<Span>& chunks,
                                  const std::vector<size_t>& kept_chunks) {
   SharedPrefill s;
-  s.full = PolicyCache::create(parse_policy_spec("full"), full_ctx);
+  s.full = PolicyCache::create(parse_policy_spec(kReferencePolicy), full_ctx);
   s.logits.resize(eval.model().config().n_vocab);
   prefill(eval, *s.full, tokens, chunks,
           {.last_logits = s.logits.data(), .after_chunk = [&](size_t i, const float*) {

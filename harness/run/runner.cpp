@@ -18,7 +18,9 @@
 #include "harness/snapshot/snapshot_model.h"
 #include "model/common/error.h"
 #include "model/steps.h"
+#include "policies/attention_recorder.h"
 #include "policies/policy_cache.h"
+#include "policies/registry.h"
 
 namespace kvbench {
 namespace {
@@ -35,48 +37,6 @@ int64_t peak_rss_bytes() {
   getrusage(RUSAGE_SELF, &u);
   return static_cast<int64_t>(u.ru_maxrss) * 1024;
 }
-
-// Records, per layer and KV head, the attention that the steps run through
-// it pay to each entry (summed over the group's query heads and the steps'
-// queries): the oracle policy's hindsight importance. Wraps the cache it
-// forwards to; entries are indexed by view position, which for the full
-// cache is the stream index.
-class AttentionRecorder final : public KvCache {
- public:
-  explicit AttentionRecorder(PolicyCache& inner)
-      : inner_(inner), importance_(inner.shape().n_layers * inner.shape().n_kv_heads) {}
-  const KvShape& shape() const override { return inner_.shape(); }
-  void begin_step(const StepInfo& info) override { inner_.begin_step(info); }
-  void append(int layer, const float* k, const float* v) override { inner_.append(layer, k, v); }
-  const KvHeadView& view(int layer, int kv_head) override { return inner_.view(layer, kv_head); }
-  AttentionRequest attention_request(int layer) const override {
-    AttentionRequest r = inner_.attention_request(layer);
-    r.wanted = true;
-    r.last_queries = -1;
-    return r;
-  }
-  void observe(const AttentionRows& rows) override {
-    auto& imp = importance_[rows.layer * inner_.shape().n_kv_heads + rows.kv_head];
-    if (imp.size() < static_cast<size_t>(rows.n)) imp.resize(rows.n, 0.0f);
-    for (int g = 0; g < rows.group; ++g)
-      for (int32_t j = 0; j < rows.n; ++j) imp[j] += rows.probs[g * rows.head_stride + j];
-    if (inner_.attention_request(rows.layer).wanted) inner_.observe(rows);
-  }
-  void observe_queries(int layer, const float* q, std::span<const int32_t> positions) override {
-    inner_.observe_queries(layer, q, positions);
-  }
-  void end_step() override { inner_.end_step(); }
-  int32_t position_for(int seq, int32_t stream_pos) const override {
-    return inner_.position_for(seq, stream_pos);
-  }
-  const std::vector<float>& importance(int layer, int kv_head) const {
-    return importance_[layer * inner_.shape().n_kv_heads + kv_head];
-  }
-
- private:
-  PolicyCache& inner_;
-  std::vector<std::vector<float>> importance_;
-};
 
 struct PolicyRun {
   const PlannedPolicy* policy = nullptr;
@@ -244,7 +204,8 @@ void InstanceRunner::run_perplexity(const std::vector<PolicyRun>& pending, const
   for (const auto& r : pending)
     if (!r.policy->is_reference && r.plan.start == Start::Branch)
       importers.push_back(&r.policy->spec);
-  auto full = PolicyCache::create(parse_policy_spec("full"), shared_full_context(ctx_, importers));
+  auto full = PolicyCache::create(parse_policy_spec(kReferencePolicy),
+                                  shared_full_context(ctx_, importers));
   double full_seconds = 0;
   const double full_nll = stream(*full, full_seconds);
   sum.prefill_tokens_computed += n;
@@ -314,7 +275,7 @@ void InstanceRunner::run(const std::vector<PolicyRun>& pending, const RunFolder&
   std::vector<size_t> snapshot_after;  // chunk indices whose state Resume policies need
   bool need_oracle = false;
   for (const auto& r : pending) {
-    if (r.policy->spec.scorer.name == "oracle") need_oracle = true;
+    if (PolicyCache::scorer_needs(r.policy->spec).hindsight) need_oracle = true;
     if (r.plan.start == Start::Scratch || r.policy->is_reference) continue;
     importers.push_back(&r.policy->spec);
     if (r.plan.start == Start::Resume) snapshot_after.push_back(r.plan.resume_after_chunk);
@@ -367,16 +328,7 @@ void InstanceRunner::run(const std::vector<PolicyRun>& pending, const RunFolder&
     if (!answer_.empty())
       full_forced_ = teacher_force(eval_, target, full_logits, answer_,
                                    static_cast<int32_t>(prompt_.tokens.size()));
-    if (need_oracle) {
-      const KvShape& s = ctx_.shape;
-      oracle_importance_.resize(s.n_layers * s.n_kv_heads);
-      for (int l = 0; l < s.n_layers; ++l)
-        for (int h = 0; h < s.n_kv_heads; ++h) {
-          auto imp = recorder.importance(l, h);
-          imp.resize(prompt_.tokens.size(), 0.0f);  // prompt tokens only
-          oracle_importance_[l * s.n_kv_heads + h] = std::move(imp);
-        }
-    }
+    if (need_oracle) oracle_importance_ = recorder.tables(prompt_tokens());
   }
 
   for (const auto& r : pending) {
@@ -395,13 +347,7 @@ void InstanceRunner::run(const std::vector<PolicyRun>& pending, const RunFolder&
       prefill_seconds = full_prefill_seconds_;
       computed = static_cast<int64_t>(prompt_.tokens.size());
     } else {
-      auto set_oracle = [&](PolicyCache& c) {
-        if (p.spec.scorer.name != "oracle") return;
-        const KvShape& s = ctx_.shape;
-        for (int l = 0; l < s.n_layers; ++l)
-          for (int h = 0; h < s.n_kv_heads; ++h)
-            c.set_importance(l, h, oracle_importance_[l * s.n_kv_heads + h]);
-      };
+      auto set_oracle = [&](PolicyCache& c) { apply_hindsight(c, oracle_importance_); };
       const auto t1 = Clock::now();
       StartedCache started =
           start_policy(p.spec, ctx_, r.plan, shared, eval_, prompt_.tokens, chunks_, set_oracle);
