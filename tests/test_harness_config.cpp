@@ -6,6 +6,7 @@
 
 #include "harness/run/experiment.h"
 #include "model/common/error.h"
+#include "policies/policy_spec.h"
 
 namespace kvbench {
 namespace {
@@ -107,6 +108,53 @@ TEST(ExperimentConfig, MalformedFileGivesLineAndColumn) {
         << e.what();
   }
   EXPECT_THROW(load_experiment(testing::TempDir() + "missing.json", {}), InputError);
+}
+
+TEST(ExperimentConfig, PolicyAsAnObject) {
+  json d = minimal();
+  d["policies"] = json::parse(R"([
+    "full",
+    {"policy": "snapkv", "budget": 256, "window": 8},
+    {"policy": "streaming+int8", "sinks": 2, "budget": 0.25, "label": "Sinks"},
+    {"policy": "h2o+offload", "page": 32, "budgets": [64, 128]}
+  ])");
+  const ExperimentConfig c = parse_experiment(d, "x.json");
+  ASSERT_EQ(c.policies.size(), 4u);
+  // The canonical spec, exactly what the string form gives.
+  EXPECT_EQ(c.policies[1].spec, to_string(parse_policy_spec("snapkv:budget=256,window=8")));
+  EXPECT_EQ(c.policies[2].spec, to_string(parse_policy_spec("streaming:budget=0.25,sinks=2+int8")));
+  EXPECT_EQ(c.policies[2].label, "Sinks");
+  // A parameter only a later component declares goes to it.
+  EXPECT_EQ(c.policies[3].spec, to_string(parse_policy_spec("h2o+offload:page=32")));
+  EXPECT_EQ(c.policies[3].budgets, (std::vector<double>{64, 128}));
+  // The resolved config parses back to the same.
+  EXPECT_EQ(to_json(parse_experiment(to_json(c), "resolved")), to_json(c));
+}
+
+TEST(ExperimentConfig, PolicyObjectErrorsNameTheField) {
+  auto error_with = [](const char* policy) {
+    json d = minimal();
+    d["policies"] = json::array({"full", json::parse(policy)});
+    return error_of(d);
+  };
+  std::string e = error_with(R"({"policy": "snapkv", "windw": 8})");
+  EXPECT_NE(e.find("experiments/x.json: /policies/1/windw: unknown field: not a parameter of "
+                   "'snapkv"),
+            std::string::npos)
+      << e;
+  EXPECT_NE(e.find("window"), std::string::npos) << e;  // the valid ones are listed
+  e = error_with(R"({"policy": "snapkv", "window": 0})");
+  EXPECT_NE(e.find("/policies/1/window: "), std::string::npos) << e;
+  e = error_with(R"({"policy": "snapkv", "window": "8,budget=1"})");
+  EXPECT_NE(e.find("/policies/1/window: a parameter value must be non-empty, without"),
+            std::string::npos)
+      << e;
+  e = error_with(R"({"policy": "snapkv", "window": [8]})");
+  EXPECT_NE(e.find("/policies/1/window: expected a number or a string"), std::string::npos) << e;
+  e = error_with(R"({"policy": "nosuch"})");
+  EXPECT_NE(e.find("/policies/1/policy: "), std::string::npos) << e;
+  e = error_with(R"({"policy": 3})");
+  EXPECT_NE(e.find("/policies/1/policy: expected a string"), std::string::npos) << e;
 }
 
 }  // namespace

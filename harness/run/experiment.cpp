@@ -11,6 +11,8 @@
 #include "model/common/error.h"
 #include "model/common/input_file.h"
 #include "model/llama_model.h"
+#include "policies/policy_spec.h"
+#include "policies/registry.h"
 
 namespace kvbench {
 namespace {
@@ -131,14 +133,72 @@ TaskGrid parse_task(const Node& n) {
   return t;
 }
 
+// The object form of a policy, {"policy": "snapkv", "budget": 256,
+// "window": 8}: "policy" is a spec (a scorer's name or any spec string);
+// every other field but label and budgets is a parameter, given to the
+// first of the spec's components that declares it (scorer, allocator,
+// storage, then extras; a parameter of a later component that an earlier
+// one also declares goes in the spec string). Returns the canonical spec;
+// errors name the field.
+std::string policy_object_spec(const Node& n) {
+  const Node base = n.at("policy");
+  PolicySpec spec;
+  try {
+    spec = parse_policy_spec(base.name(400));
+  } catch (const InputError& e) {
+    base.fail(e.what());
+  }
+  for (const auto& [key, value] : n.raw().items()) {
+    if (key == "policy" || key == "label" || key == "budgets") continue;
+    const Node v = n.at(key);
+    std::vector<ComponentSpec*> parts = {&spec.scorer, &spec.allocator, &spec.storage};
+    for (auto& e : spec.extras) parts.push_back(&e);
+    ComponentSpec* owner = nullptr;
+    std::string valid;
+    for (ComponentSpec* c : parts) {
+      if (!owner && c->info().param(key)) owner = c;
+      const std::string names = c->info().param_names();
+      if (!names.empty() && names != "none") valid += (valid.empty() ? "" : "; ") + c->name + ": " + names;
+    }
+    if (!owner)
+      v.fail("unknown field: not a parameter of '" + to_string(spec) + "' (" +
+             (valid.empty() ? "it has none" : valid) + "; besides policy, label, budgets)");
+    std::string text;
+    if (value.is_string()) {
+      text = v.name(200);
+      if (text.empty() || text.find_first_of(",+:=") != std::string::npos)
+        v.fail("a parameter value must be non-empty, without ',', '+', ':' or '='");
+    } else if (value.is_number()) {
+      text = value.dump();
+    } else {
+      v.fail("expected a number or a string");
+    }
+    bool set = false;
+    for (auto& [k, val] : owner->params)
+      if (k == key) val = text, set = true;
+    if (!set) owner->params.emplace_back(key, text);
+    try {
+      spec = parse_policy_spec(to_string(spec));
+    } catch (const InputError& e) {
+      v.fail(e.what());
+    }
+  }
+  return to_string(spec);
+}
+
 PolicyGrid parse_policy(const Node& n) {
   PolicyGrid p;
   if (n.raw().is_string()) {
     p.spec = n.string();
+  } else if (n.raw().is_object() && n.has("policy")) {
+    // {"policy": "snapkv", "budget": 256, "window": 8, "label": ..., "budgets": [...]}
+    p.spec = policy_object_spec(n);
   } else {
     n.expect_object({"spec", "budgets", "label"});
-    if (!n.has("spec")) n.fail("missing field 'spec'");
+    if (!n.has("spec")) n.fail("missing field 'spec' (or 'policy')");
     p.spec = n.at("spec").string();
+  }
+  if (n.raw().is_object()) {
     if (n.has("label")) p.label = n.at("label").name(200);
     if (n.has("budgets")) {
       const Node b = n.at("budgets");

@@ -14,7 +14,8 @@
 //               "policies": ["full", "h2o"]},     // optional: a subset, by label or spec
 //              {"jsonl": "my-instances.jsonl"} ],
 //   "policies": [ "full", "snapkv:window=32+int8",
-//                 {"spec": "h2o", "budgets": [128, 256, 0.2], "label": "Attention-based"} ],
+//                 {"spec": "h2o", "budgets": [128, 256, 0.2], "label": "Attention-based"},
+//                 {"policy": "snapkv", "budget": 256, "window": 8} ],  // parameters as fields
 //   "decoding": {"max_new_tokens": 0, "chunk": 512, "question_first": false, "exact": false},
 //                                           // max_new_tokens 0 = the task's own
 //   "metrics": {"teacher_forced": true, "needle_survival": true},
