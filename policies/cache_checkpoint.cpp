@@ -202,8 +202,7 @@ PolicyCache::Checkpoint PolicyCache::checkpoint() const {
   Checkpoint cp;
   cp.owner = this;
   cp.store = store_->checkpoint();
-  cp.rings = rings_;
-  cp.ring_seq = ring_seq_;
+  cp.window = window_;
   cp.step_decode = step_decode_;
   cp.decode_steps = decode_steps_;
   return cp;
@@ -212,8 +211,7 @@ PolicyCache::Checkpoint PolicyCache::checkpoint() const {
 void PolicyCache::rollback(const Checkpoint& cp) {
   if (cp.owner != this) throw InputError("rollback: the checkpoint was taken of another cache");
   store_->rollback(cp.store);
-  rings_ = cp.rings;
-  ring_seq_ = cp.ring_seq;
+  window_ = cp.window;
   step_decode_ = cp.step_decode;
   decode_steps_ = cp.decode_steps;
 }

@@ -354,15 +354,7 @@ void PolicyCache::save_state(StateWriter& out) const {
   out.i32(ctx_.keep_queries);
   out.boolean(step_decode_);
   out.i64(decode_steps_);
-  out.i32(ring_seq_);
-  out.i32(ring_capacity_);
-  out.u64(rings_.size());
-  for (const QueryRing& r : rings_) {
-    out.i32(r.count);
-    out.i32(r.next);
-    out.array(r.q);
-    out.array(r.pos);
-  }
+  window_.save(out);
   out.u64(importance_.size());
   for (const auto& t : importance_) out.array(t);
   store_->save_state(out);
@@ -432,22 +424,7 @@ std::unique_ptr<PolicyCache> PolicyCache::load_state(StateReader& in) {
   }
   c->step_decode_ = in.boolean("last step's phase");
   c->decode_steps_ = in.count("decode steps", 0, std::numeric_limits<int64_t>::max());
-  c->ring_seq_ = in.i32("query ring sequence");
-  if (c->ring_seq_ < -1 || c->ring_seq_ >= CacheStore::kMaxSeqs)
-    in.fail("query ring sequence " + std::to_string(c->ring_seq_));
-  const int32_t cap = in.i32("query ring capacity");
-  if (cap != c->ring_capacity_)
-    in.fail("query rings of " + std::to_string(cap) + " where the policy keeps " +
-            std::to_string(c->ring_capacity_));
-  if (in.u64("query rings") != c->rings_.size()) in.fail("one query ring per layer expected");
-  for (QueryRing& r : c->rings_) {
-    r.count = in.i32("query ring fill");
-    r.next = in.i32("query ring cursor");
-    if (r.count < 0 || r.count > cap || r.next < 0 || r.next >= std::max(cap, 1))
-      in.fail("query ring out of range");
-    in.array(r.q, r.q.size(), "ring queries");
-    in.array(r.pos, r.pos.size(), "ring positions");
-  }
+  c->window_.load(in, CacheStore::kMaxSeqs);
   if (in.u64("importance tables") != c->importance_.size())
     in.fail("importance tables do not match the policy");
   for (auto& t : c->importance_) in.array_upto(t, kInt32Max, "importance");

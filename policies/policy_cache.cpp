@@ -133,12 +133,8 @@ std::unique_ptr<PolicyCache> PolicyCache::create(const PolicySpec& spec, const C
   c->reserved_ = c->scorer_->reserved(c->main_budget_);
   c->store_ = std::make_unique<CacheStore>(sc);
 
-  c->ring_capacity_ = query_ring_capacity(*c->scorer_, spec, ctx.keep_queries);
-  c->rings_.resize(sh.n_layers);
-  for (auto& r : c->rings_) {
-    r.q.assign(static_cast<size_t>(c->ring_capacity_) * sh.n_q_heads * hd, 0.0f);
-    r.pos.assign(c->ring_capacity_, 0);
-  }
+  c->window_ = QueryWindow(sh.n_layers, query_ring_capacity(*c->scorer_, spec, ctx.keep_queries),
+                           int64_t{sh.n_q_heads} * hd);
   if (c->needs_.hindsight) c->importance_.resize(static_cast<size_t>(sh.n_layers) * sh.n_kv_heads);
   return c;
 }
@@ -146,10 +142,7 @@ std::unique_ptr<PolicyCache> PolicyCache::create(const PolicySpec& spec, const C
 // --- the step protocol ---
 
 void PolicyCache::begin_step(const StepInfo& info) {
-  if (info.seq != ring_seq_) {
-    for (auto& r : rings_) r.count = r.next = 0;
-    ring_seq_ = info.seq;
-  }
+  window_.begin(info.seq);
   step_decode_ = info.phase == StepPhase::Decode;
   store_->begin_step(info.seq, info.positions, step_decode_);
 }
@@ -169,7 +162,7 @@ AttentionRequest PolicyCache::attention_request(int layer) const {
   const bool acc_used =
       ctx_.collect_attention || (store_->config().merge && store_->config().merge_by_attention);
   r.last_queries = needs_.last_query_only && !acc_used ? 1 : -1;
-  r.queries = ring_capacity_ > 0;
+  r.queries = window_.capacity() > 0;
   return r;
 }
 
@@ -180,15 +173,8 @@ void PolicyCache::observe(const AttentionRows& rows) {
 
 void PolicyCache::observe_queries(int layer, const float* q, std::span<const int32_t> positions) {
   ScopeTimer t(policy_ns_);
-  const int64_t qd = int64_t{ctx_.shape.n_q_heads} * ctx_.shape.head_dim;
   const int64_t n = static_cast<int64_t>(positions.size());
-  QueryRing& r = rings_[layer];
-  for (int64_t i = std::max<int64_t>(0, n - ring_capacity_); i < n; ++i) {
-    std::copy(q + i * qd, q + (i + 1) * qd, r.q.begin() + r.next * qd);
-    r.pos[r.next] = positions[i];
-    r.next = (r.next + 1) % ring_capacity_;
-    r.count = std::min(r.count + 1, ring_capacity_);
-  }
+  window_.push(layer, q, positions);
   // Restore: this step's queries bound the cold pages and the best ones are
   // attended in this same step (prefill chunks too, so the question's own
   // queries restore before the first answer token).
@@ -230,15 +216,8 @@ void PolicyCache::end_prefill() {
   // question time. (Streaming restored during the question's own step.)
   if (restore_pages_ > 0 && scorer_->evicts() && scorer_->timing() != Timing::Stream)
     for (int l = dense_; l < ctx_.shape.n_layers; ++l)
-      if (const float* q = last_query(l)) restore_layer(seq, l, q, 1);
+      if (const float* q = window_.last(l)) restore_layer(seq, l, q, 1);
   decode_steps_ = 0;
-}
-
-const float* PolicyCache::last_query(int layer) const {
-  const QueryRing& r = rings_[layer];
-  if (r.count == 0) return nullptr;
-  const int last = (r.next + ring_capacity_ - 1) % ring_capacity_;
-  return r.q.data() + int64_t{last} * ctx_.shape.n_q_heads * ctx_.shape.head_dim;
 }
 
 void PolicyCache::restore_layer(int seq, int layer, const float* q, int64_t n_queries) {
@@ -446,8 +425,8 @@ void PolicyCache::maintain_layer(int seq, int layer, bool use_scorer) {
 
 void PolicyCache::compute_window_votes(int seq, int layer, int kv_head, int32_t n_candidates,
                                        float* votes) {
-  const QueryRing& r = rings_[layer];
-  if (r.count == 0) return;
+  const int count = window_.count(layer);
+  if (count == 0) return;
   const KvHeadView& v = store_->view_for(seq, layer, kv_head);
   const int32_t n = v.size();
   const int hd = ctx_.shape.head_dim;
@@ -455,19 +434,17 @@ void PolicyCache::compute_window_votes(int seq, int layer, int kv_head, int32_t 
   keys_.resize(static_cast<size_t>(n) * hd);
   const float* K = v.keys(0, n, keys_.data());
   const int32_t* P = v.positions();
-  const int m = r.count * group;
+  const int m = count * group;
   // Q: [count * group][hd], the window's queries of this KV head's group,
   // oldest first.
   gathered_.resize(static_cast<size_t>(m) * hd);
   std::vector<int32_t>& qpos = qpos_;
   qpos.resize(m);
-  const int64_t qd = int64_t{ctx_.shape.n_q_heads} * hd;
-  for (int i = 0; i < r.count; ++i) {
-    const int slot = (r.next - r.count + i + ring_capacity_) % ring_capacity_;
+  for (int i = 0; i < count; ++i) {
     for (int g = 0; g < group; ++g) {
-      const float* src = r.q.data() + slot * qd + int64_t{kv_head * group + g} * hd;
+      const float* src = window_.query(layer, i) + int64_t{kv_head * group + g} * hd;
       std::copy(src, src + hd, gathered_.begin() + int64_t{i * group + g} * hd);
-      qpos[i * group + g] = r.pos[slot];
+      qpos[i * group + g] = window_.position(layer, i);
     }
   }
   scores_.resize(static_cast<size_t>(m) * n);
@@ -495,8 +472,7 @@ void PolicyCache::compute_window_votes(int seq, int layer, int kv_head, int32_t 
 
 MemoryReport PolicyCache::memory() const {
   MemoryReport r = store_->memory();
-  for (const auto& ring : rings_)
-    r.policy_state += ring.q.size() * sizeof(float) + ring.pos.size() * 4;
+  r.policy_state += window_.bytes();
   for (const auto& t : importance_) r.policy_state += t.size() * sizeof(float);
   return r;
 }
@@ -521,7 +497,7 @@ std::vector<int64_t> PolicyCache::held_sources(int layer, int kv_head) const {
 
 void PolicyCache::clear() {
   store_->clear();
-  for (auto& r : rings_) r.count = r.next = 0;
+  window_.clear();
 }
 void PolicyCache::seq_rm(int seq, int64_t p0, int64_t p1) { store_->seq_rm(seq, p0, p1); }
 void PolicyCache::seq_cp(int src, int dst, int64_t p0, int64_t p1) {
@@ -560,9 +536,7 @@ std::unique_ptr<PolicyCache> PolicyCache::clone() const {
   c->mixed_full_ = mixed_full_;
   c->step_decode_ = step_decode_;
   c->decode_steps_ = decode_steps_;
-  c->ring_capacity_ = ring_capacity_;
-  c->ring_seq_ = ring_seq_;
-  c->rings_ = rings_;
+  c->window_ = window_;
   c->importance_ = importance_;
   c->policy_ns_ = policy_ns_.load();
   c->peak_prefill_ = peak_prefill_;
@@ -587,7 +561,7 @@ void PolicyCache::import_from(const PolicyCache& full) {
                      " needs attention statistics; create the full cache with "
                      "CacheContext.collect_attention");
   const ImportNeeds in = import_needs();
-  if (in.queries > full.ring_capacity_)
+  if (in.queries > full.window_.capacity())
     throw InputError("import_from: '" + to_string(spec_) + "' needs the last " +
                      std::to_string(in.queries) +
                      " queries; create the full cache with CacheContext.keep_queries >= that");
@@ -596,21 +570,7 @@ void PolicyCache::import_from(const PolicyCache& full) {
   peak_prefill_ = std::max(peak_prefill_, full.peak_prefill_);
   note_peak();
   // The kept queries, newest last.
-  for (size_t l = 0; l < rings_.size() && ring_capacity_ > 0; ++l) {
-    const QueryRing& s = full.rings_[l];
-    QueryRing& d = rings_[l];
-    d.count = d.next = 0;
-    const int64_t qd = int64_t{b.n_q_heads} * b.head_dim;
-    const int take = std::min(s.count, ring_capacity_);
-    for (int i = s.count - take; i < s.count; ++i) {
-      const int slot = (s.next - s.count + i + full.ring_capacity_) % full.ring_capacity_;
-      std::copy(s.q.begin() + slot * qd, s.q.begin() + (slot + 1) * qd, d.q.begin() + d.next * qd);
-      d.pos[d.next] = s.pos[slot];
-      d.next = (d.next + 1) % ring_capacity_;
-      ++d.count;
-    }
-  }
-  ring_seq_ = full.ring_seq_;
+  window_.take_newest(full.window_);
   step_decode_ = full.step_decode_;
   decode_steps_ = full.decode_steps_;
   if (streaming())

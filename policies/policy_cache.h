@@ -31,6 +31,7 @@
 #include "policies/cache_store.h"
 #include "policies/memory_report.h"
 #include "policies/policy_spec.h"
+#include "policies/query_window.h"
 #include "policies/scorer.h"
 #include "policies/state_io.h"
 
@@ -192,16 +193,10 @@ class PolicyCache final : public KvCache {
 
  private:
   PolicyCache() = default;
-  struct QueryRing {
-    std::vector<float> q;      // [capacity][n_q_heads * head_dim]
-    std::vector<int32_t> pos;  // [capacity]
-    int count = 0, next = 0;
-  };
   void maintain_layer(int seq, int layer, bool evict);
   void compute_window_votes(int seq, int layer, int kv_head, int32_t n_candidates, float* votes);
   // q: [n_queries][n_q_heads * head_dim], the queries that bound the pages.
   void restore_layer(int seq, int layer, const float* q, int64_t n_queries);
-  const float* last_query(int layer) const;  // [n_q_heads * head_dim] or null
 
   PolicySpec spec_;
   CacheContext ctx_;
@@ -221,9 +216,7 @@ class PolicyCache final : public KvCache {
   double mixed_full_ = 0.0;
   bool step_decode_ = false;
   int64_t decode_steps_ = 0;
-  int ring_capacity_ = 0;
-  int ring_seq_ = -1;
-  std::vector<QueryRing> rings_;                // [n_layers]
+  QueryWindow window_;  // recent queries: SnapKV's window, restore's query, kept queries
   std::vector<std::vector<float>> importance_;  // [n_layers * n_kv_heads][source]
   // Atomic: observe() may run on several threads at once (their times add up).
   std::atomic<int64_t> policy_ns_ = 0;
@@ -251,8 +244,7 @@ class PolicyCache::Checkpoint {
   Checkpoint() = default;
   const PolicyCache* owner = nullptr;
   StoreCheckpoint store;
-  std::vector<QueryRing> rings;
-  int ring_seq = -1;
+  QueryWindow window;
   bool step_decode = false;
   int64_t decode_steps = 0;
 };
