@@ -4,6 +4,21 @@
 #include "policies/scorer.h"
 
 namespace kvbench {
+
+// The scorers' factories, one per file in policies/scorers/: a new scorer is
+// its file, the declaration here and its row below.
+std::shared_ptr<const Scorer> make_full_scorer(const ComponentSpec& spec);
+std::shared_ptr<const Scorer> make_window_scorer(const ComponentSpec& spec);
+std::shared_ptr<const Scorer> make_streaming_scorer(const ComponentSpec& spec);
+std::shared_ptr<const Scorer> make_h2o_scorer(const ComponentSpec& spec);
+std::shared_ptr<const Scorer> make_hybrid_scorer(const ComponentSpec& spec);
+std::shared_ptr<const Scorer> make_snapkv_scorer(const ComponentSpec& spec);
+std::shared_ptr<const Scorer> make_tova_scorer(const ComponentSpec& spec);
+std::shared_ptr<const Scorer> make_knorm_scorer(const ComponentSpec& spec);
+std::shared_ptr<const Scorer> make_random_scorer(const ComponentSpec& spec);
+std::shared_ptr<const Scorer> make_oracle_scorer(const ComponentSpec& spec);
+std::shared_ptr<const Scorer> make_quest_scorer(const ComponentSpec& spec);
+
 namespace {
 
 // Parameters most scorers share.

@@ -8,7 +8,8 @@
 //   storage    precision of the hot entries (f32, f16, bf16, int8, int4, kivi2, mixed)
 //   extra      what happens to evicted entries (offload to a cold tier, merge into a summary)
 //
-// Adding a scorer: write its class (policies/scorers*.cpp), add one row here.
+// Adding a scorer: its class and factory in one file of policies/scorers/,
+// the factory's declaration and one row in registry.cpp.
 #pragma once
 
 #include <memory>

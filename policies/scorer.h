@@ -96,19 +96,6 @@ class Scorer {
   virtual void priorities(const ScoreInput& in, float* out) const = 0;
 };
 
-// Factories, one per registered scorer (policies/scorers_*.cpp).
-std::shared_ptr<const Scorer> make_full_scorer(const ComponentSpec& spec);
-std::shared_ptr<const Scorer> make_window_scorer(const ComponentSpec& spec);
-std::shared_ptr<const Scorer> make_streaming_scorer(const ComponentSpec& spec);
-std::shared_ptr<const Scorer> make_h2o_scorer(const ComponentSpec& spec);
-std::shared_ptr<const Scorer> make_hybrid_scorer(const ComponentSpec& spec);
-std::shared_ptr<const Scorer> make_snapkv_scorer(const ComponentSpec& spec);
-std::shared_ptr<const Scorer> make_tova_scorer(const ComponentSpec& spec);
-std::shared_ptr<const Scorer> make_knorm_scorer(const ComponentSpec& spec);
-std::shared_ptr<const Scorer> make_random_scorer(const ComponentSpec& spec);
-std::shared_ptr<const Scorer> make_oracle_scorer(const ComponentSpec& spec);
-std::shared_ptr<const Scorer> make_quest_scorer(const ComponentSpec& spec);
-
 // Helpers shared by scorers.
 // Marks the `count` newest entries (largest src) with +inf.
 void protect_newest(const ScoreInput& in, int32_t count, float* out);
