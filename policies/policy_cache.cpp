@@ -1,7 +1,5 @@
 #include "policies/policy_cache.h"
 
-#include <cblas.h>
-
 #include <algorithm>
 #include <cassert>
 #include <chrono>
@@ -13,6 +11,50 @@
 #include "policies/cache_errors.h"
 
 namespace kvbench {
+
+namespace {
+
+// The scorer's lazy view of one head (policies/scorer.h): K/V decoded only
+// when asked, once.
+class HeadContext final : public ScoreContext {
+ public:
+  HeadContext(CacheStore& store, const QueryWindow& window, int seq, int layer, int kv_head)
+      : store_(store), window_(window), seq_(seq), layer_(layer), kv_head_(kv_head) {}
+  int32_t view_size() override { return view().size(); }
+  const int32_t* view_positions() override { return view().positions(); }
+  const float* keys() override {
+    if (!keys_) keys_ = view().keys(0, view().size(), rows(k_scratch_));
+    return keys_;
+  }
+  const float* values() override {
+    if (!values_) values_ = view().values(0, view().size(), rows(v_scratch_));
+    return values_;
+  }
+  const QueryWindow& queries() const override { return window_; }
+  int group() const override {
+    return store_.config().shape.n_q_heads / store_.config().shape.n_kv_heads;
+  }
+  int head_dim() const override { return store_.config().shape.head_dim; }
+
+ private:
+  const KvHeadView& view() {
+    if (!view_) view_ = &store_.view_for(seq_, layer_, kv_head_);
+    return *view_;
+  }
+  float* rows(std::vector<float>& scratch) {
+    scratch.resize(static_cast<size_t>(view().size()) * head_dim());
+    return scratch.data();
+  }
+  CacheStore& store_;
+  const QueryWindow& window_;
+  int seq_, layer_, kv_head_;
+  const KvHeadView* view_ = nullptr;
+  const float* keys_ = nullptr;
+  const float* values_ = nullptr;
+  std::vector<float> k_scratch_, v_scratch_;
+};
+
+}  // namespace
 namespace {
 
 // Adds the wall time of a scope to a counter (the policy's time share).
@@ -308,11 +350,8 @@ void PolicyCache::maintain_layer(int seq, int layer, bool use_scorer) {
     in.now = store_->tokens_seen();
     in.keep = std::min(lb, c.size());
     in.seed = ctx_.seed;
-    if (needs_.window_queries > 0) {
-      votes_.assign(c.size(), 0.0f);
-      compute_window_votes(seq, layer, h, c.size(), votes_.data());
-      in.window_votes = votes_.data();
-    }
+    HeadContext context(*store_, window_, seq, layer, h);
+    in.context = &context;
     if (!importance_.empty()) {
       const auto& table = importance_[layer * H + h];
       gathered_.resize(c.size());
@@ -420,51 +459,6 @@ void PolicyCache::maintain_layer(int seq, int layer, bool use_scorer) {
       for (int32_t i = 0; i < full - target; ++i) refs_.push_back(c.refs[order_[i]]);
       store_->demote(layer, h, refs_);
     }
-  }
-}
-
-void PolicyCache::compute_window_votes(int seq, int layer, int kv_head, int32_t n_candidates,
-                                       float* votes) {
-  const int count = window_.count(layer);
-  if (count == 0) return;
-  const KvHeadView& v = store_->view_for(seq, layer, kv_head);
-  const int32_t n = v.size();
-  const int hd = ctx_.shape.head_dim;
-  const int group = ctx_.shape.n_q_heads / ctx_.shape.n_kv_heads;
-  keys_.resize(static_cast<size_t>(n) * hd);
-  const float* K = v.keys(0, n, keys_.data());
-  const int32_t* P = v.positions();
-  const int m = count * group;
-  // Q: [count * group][hd], the window's queries of this KV head's group,
-  // oldest first.
-  gathered_.resize(static_cast<size_t>(m) * hd);
-  std::vector<int32_t>& qpos = qpos_;
-  qpos.resize(m);
-  for (int i = 0; i < count; ++i) {
-    for (int g = 0; g < group; ++g) {
-      const float* src = window_.query(layer, i) + int64_t{kv_head * group + g} * hd;
-      std::copy(src, src + hd, gathered_.begin() + int64_t{i * group + g} * hd);
-      qpos[i * group + g] = window_.position(layer, i);
-    }
-  }
-  scores_.resize(static_cast<size_t>(m) * n);
-  const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
-  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, m, n, hd, scale, gathered_.data(), hd, K, hd,
-              0.0f, scores_.data(), n);
-  // Causal softmax of each row, summed into the votes.
-  for (int row = 0; row < m; ++row) {
-    float* s = scores_.data() + int64_t{row} * n;
-    float mx = -std::numeric_limits<float>::infinity();
-    for (int32_t j = 0; j < n; ++j)
-      if (P[j] <= qpos[row]) mx = std::max(mx, s[j]);
-    if (!std::isfinite(mx)) continue;
-    double sum = 0.0;
-    for (int32_t j = 0; j < n; ++j) {
-      s[j] = P[j] <= qpos[row] ? std::exp(s[j] - mx) : 0.0f;
-      sum += s[j];
-    }
-    const float inv = static_cast<float>(1.0 / sum);
-    for (int32_t j = 0; j < n_candidates; ++j) votes[j] += s[j] * inv;
   }
 }
 

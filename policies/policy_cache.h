@@ -194,7 +194,6 @@ class PolicyCache final : public KvCache {
  private:
   PolicyCache() = default;
   void maintain_layer(int seq, int layer, bool evict);
-  void compute_window_votes(int seq, int layer, int kv_head, int32_t n_candidates, float* votes);
   // q: [n_queries][n_q_heads * head_dim], the queries that bound the pages.
   void restore_layer(int seq, int layer, const float* q, int64_t n_queries);
 
@@ -225,8 +224,8 @@ class PolicyCache final : public KvCache {
   // Scratch for maintenance, reused.
   std::vector<Candidates> cand_;
   std::vector<std::vector<float>> prio_;
-  std::vector<float> gathered_, votes_, keys_, scores_;
-  std::vector<int32_t> order_, keep_, qpos_;
+  std::vector<float> gathered_;
+  std::vector<int32_t> order_, keep_;
   std::vector<std::span<const float>> spans_;
   std::vector<EntryRef> refs_;
   std::vector<std::pair<int32_t, float>> by_src_;

@@ -11,6 +11,8 @@
 #include <memory>
 #include <string_view>
 
+#include "policies/query_window.h"
+
 namespace kvbench {
 
 struct ComponentSpec;
@@ -46,6 +48,26 @@ struct ScorerNeeds {
   bool hindsight = false;
 };
 
+// What a scorer may read beyond ScoreInput's arrays, fetched only when it
+// asks (the cache decodes keys and values on demand, once per call).
+class ScoreContext {
+ public:
+  virtual ~ScoreContext() = default;
+  // Every entry the sequence sees in this head, the candidates first (entry
+  // i < ScoreInput::n is candidate i): how many, their rotary positions, and
+  // K/V rows [view_size()][head_dim()] (keys rotated at their positions).
+  virtual int32_t view_size() = 0;
+  virtual const int32_t* view_positions() = 0;
+  virtual const float* keys() = 0;
+  virtual const float* values() = 0;
+  // The layer's recent queries (at least needs().window_queries of them
+  // when available), every query head: this head's group is query heads
+  // [kv_head * group(), (kv_head + 1) * group()).
+  virtual const QueryWindow& queries() const = 0;
+  virtual int group() const = 0;  // query heads per KV head
+  virtual int head_dim() const = 0;
+};
+
 struct ScoreInput {
   int layer = 0;
   int kv_head = 0;
@@ -54,11 +76,11 @@ struct ScoreInput {
   const int32_t* pos = nullptr;  // [n] rotary positions
   const float* stats = nullptr;  // [n][layout.n]
   StatLayout layout;
-  const float* window_votes = nullptr;  // [n] SnapKV: summed attention of the window queries
-  const float* importance = nullptr;    // [n] needs().hindsight: supplied importance (0 when none)
-  int64_t now = 0;                      // stream index of the next token
-  int32_t keep = 0;                     // how many entries this head keeps
+  const float* importance = nullptr;  // [n] needs().hindsight: supplied importance (0 when none)
+  int64_t now = 0;                    // stream index of the next token
+  int32_t keep = 0;                   // how many entries this head keeps
   uint64_t seed = 0;
+  ScoreContext* context = nullptr;  // K/V rows, recent queries (set by PolicyCache)
 };
 
 class Scorer {

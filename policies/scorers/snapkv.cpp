@@ -1,5 +1,8 @@
 // The `snapkv` scorer (policies/registry.cpp has its row and parameters).
+#include <cblas.h>
+
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <limits>
 #include <memory>
@@ -10,12 +13,60 @@
 namespace kvbench {
 namespace {
 
-// SnapKV: once after prefill. The cache computes, for every entry, the
-// attention of the last `window` prompt queries summed over those queries
-// and the KV head's query heads (`window_votes`). Votes are pooled over
-// neighbouring positions (kernel k, zero padding; avg divides by k as
-// avg_pool1d does), the window's own entries are kept, the rest of the
-// budget goes to the highest pooled votes.
+// The window's attention to each candidate: a causal softmax of
+// q.k / sqrt(head_dim) over every entry the sequence sees, for each of the
+// layer's last window queries of the KV head's query heads, summed.
+// votes: [in.n], zeroed by the caller.
+void window_votes(const ScoreInput& in, float* votes) {
+  ScoreContext& cx = *in.context;
+  const QueryWindow& w = cx.queries();
+  const int count = w.count(in.layer);
+  if (count == 0) return;
+  const int32_t n = cx.view_size();
+  const int hd = cx.head_dim();
+  const int group = cx.group();
+  const float* K = cx.keys();
+  const int32_t* P = cx.view_positions();
+  const int m = count * group;
+  // Q: [count * group][hd], the window's queries of this KV head's group,
+  // oldest first.
+  static thread_local std::vector<float> q, scores;
+  static thread_local std::vector<int32_t> qpos;
+  q.resize(static_cast<size_t>(m) * hd);
+  qpos.resize(m);
+  for (int i = 0; i < count; ++i) {
+    for (int g = 0; g < group; ++g) {
+      const float* src = w.query(in.layer, i) + int64_t{in.kv_head * group + g} * hd;
+      std::copy(src, src + hd, q.begin() + int64_t{i * group + g} * hd);
+      qpos[i * group + g] = w.position(in.layer, i);
+    }
+  }
+  scores.resize(static_cast<size_t>(m) * n);
+  const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
+  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, m, n, hd, scale, q.data(), hd, K, hd, 0.0f,
+              scores.data(), n);
+  // Causal softmax of each row, summed into the votes.
+  for (int row = 0; row < m; ++row) {
+    float* s = scores.data() + int64_t{row} * n;
+    float mx = -std::numeric_limits<float>::infinity();
+    for (int32_t j = 0; j < n; ++j)
+      if (P[j] <= qpos[row]) mx = std::max(mx, s[j]);
+    if (!std::isfinite(mx)) continue;
+    double sum = 0.0;
+    for (int32_t j = 0; j < n; ++j) {
+      s[j] = P[j] <= qpos[row] ? std::exp(s[j] - mx) : 0.0f;
+      sum += s[j];
+    }
+    const float inv = static_cast<float>(1.0 / sum);
+    for (int32_t j = 0; j < in.n; ++j) votes[j] += s[j] * inv;
+  }
+}
+
+// SnapKV: once after prefill. Every entry's votes from the last `window`
+// prompt queries (window_votes) are pooled over neighbouring positions
+// (kernel k, zero padding; avg divides by k as avg_pool1d does), the
+// window's own entries are kept, the rest of the budget goes to the highest
+// pooled votes.
 class SnapKvScorer final : public BudgetScorer {
  public:
   explicit SnapKvScorer(const ComponentSpec& spec)
@@ -31,7 +82,9 @@ class SnapKvScorer final : public BudgetScorer {
   void priorities(const ScoreInput& in, float* out) const override {
     // The window: the `window_` newest entries. The rest, in position order.
     static thread_local std::vector<int32_t> order;
-    static thread_local std::vector<float> pooled;
+    static thread_local std::vector<float> pooled, votes;
+    votes.assign(in.n, 0.0f);
+    window_votes(in, votes.data());
     std::fill(out, out + in.n, 0.0f);
     protect_newest(in, window_, out);
     order.clear();
@@ -46,7 +99,7 @@ class SnapKvScorer final : public BudgetScorer {
     for (int32_t j = 0; j < m; ++j) {
       float acc = avg_ ? 0.0f : -std::numeric_limits<float>::infinity();
       for (int32_t t = std::max(0, j - half); t <= std::min(m - 1, j + half); ++t) {
-        const float v = in.window_votes[order[t]];
+        const float v = votes[order[t]];
         acc = avg_ ? acc + v : std::max(acc, v);
       }
       pooled[j] = avg_ ? acc / static_cast<float>(kernel_) : acc;
