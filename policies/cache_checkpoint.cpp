@@ -203,6 +203,7 @@ PolicyCache::Checkpoint PolicyCache::checkpoint() const {
   cp.owner = this;
   cp.store = store_->checkpoint();
   cp.window = window_;
+  cp.qstats = qstats_;
   cp.step_decode = step_decode_;
   cp.decode_steps = decode_steps_;
   return cp;
@@ -212,6 +213,7 @@ void PolicyCache::rollback(const Checkpoint& cp) {
   if (cp.owner != this) throw InputError("rollback: the checkpoint was taken of another cache");
   store_->rollback(cp.store);
   window_ = cp.window;
+  qstats_ = cp.qstats;
   step_decode_ = cp.step_decode;
   decode_steps_ = cp.decode_steps;
 }

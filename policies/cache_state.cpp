@@ -357,6 +357,9 @@ void PolicyCache::save_state(StateWriter& out) const {
   window_.save(out);
   out.u64(importance_.size());
   for (const auto& t : importance_) out.array(t);
+  // Only policies that keep query statistics write them (older snapshots
+  // have no policy that does).
+  if (qstats_.enabled()) qstats_.save(out);
   store_->save_state(out);
   out.tag(state_tag("PEND"));
 }
@@ -413,7 +416,19 @@ std::unique_ptr<PolicyCache> PolicyCache::load_state(StateReader& in) {
   const uint64_t need =
       checked_product({ring, static_cast<uint64_t>(sh.n_q_heads),
                        static_cast<uint64_t>(sh.head_dim), 4, static_cast<uint64_t>(sh.n_layers)});
-  if (need > in.remaining() || heads * kSlots > in.remaining())
+  // Query statistics (expected attention) are written in full too.
+  bool stats = false;
+  try {
+    stats = scorer_needs(spec).query_stats;
+  } catch (const InputError& e) {
+    in.fail(std::string("policy: ") + e.what());
+  }
+  const uint64_t stats_bytes =
+      stats ? checked_product({static_cast<uint64_t>(sh.n_layers),
+                               static_cast<uint64_t>(sh.n_q_heads),
+                               static_cast<uint64_t>(sh.head_dim) * (sh.head_dim + 1), 8})
+            : 0;
+  if (need > in.remaining() || heads * kSlots > in.remaining() || stats_bytes > in.remaining())
     in.fail("the payload is too short for a cache of " + std::to_string(heads) + " heads");
 
   std::unique_ptr<PolicyCache> c;
@@ -428,6 +443,7 @@ std::unique_ptr<PolicyCache> PolicyCache::load_state(StateReader& in) {
   if (in.u64("importance tables") != c->importance_.size())
     in.fail("importance tables do not match the policy");
   for (auto& t : c->importance_) in.array_upto(t, kInt32Max, "importance");
+  if (c->qstats_.enabled()) c->qstats_.load(in, CacheStore::kMaxSeqs);
   c->store_->load_state(in);
   in.set_context("cache");
   in.expect_tag(state_tag("PEND"), "end of cache");

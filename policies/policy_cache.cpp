@@ -18,8 +18,14 @@ namespace {
 // when asked, once.
 class HeadContext final : public ScoreContext {
  public:
-  HeadContext(CacheStore& store, const QueryWindow& window, int seq, int layer, int kv_head)
-      : store_(store), window_(window), seq_(seq), layer_(layer), kv_head_(kv_head) {}
+  HeadContext(CacheStore& store, const QueryWindow& window, const QueryStats& stats, int seq,
+              int layer, int kv_head)
+      : store_(store),
+        window_(window),
+        stats_(stats),
+        seq_(seq),
+        layer_(layer),
+        kv_head_(kv_head) {}
   int32_t view_size() override { return view().size(); }
   const int32_t* view_positions() override { return view().positions(); }
   const float* keys() override {
@@ -31,6 +37,8 @@ class HeadContext final : public ScoreContext {
     return values_;
   }
   const QueryWindow& queries() const override { return window_; }
+  const QueryStats* query_stats() const override { return stats_.enabled() ? &stats_ : nullptr; }
+  const RopeConfig& rope() const override { return store_.config().rope; }
   int group() const override {
     return store_.config().shape.n_q_heads / store_.config().shape.n_kv_heads;
   }
@@ -47,6 +55,7 @@ class HeadContext final : public ScoreContext {
   }
   CacheStore& store_;
   const QueryWindow& window_;
+  const QueryStats& stats_;
   int seq_, layer_, kv_head_;
   const KvHeadView* view_ = nullptr;
   const float* keys_ = nullptr;
@@ -177,6 +186,8 @@ std::unique_ptr<PolicyCache> PolicyCache::create(const PolicySpec& spec, const C
 
   c->window_ = QueryWindow(sh.n_layers, query_ring_capacity(*c->scorer_, spec, ctx.keep_queries),
                            int64_t{sh.n_q_heads} * hd);
+  if (c->needs_.query_stats)
+    c->qstats_ = QueryStats(sh.n_layers, sh.n_q_heads, hd, c->needs_.query_stats_skip, ctx.rope);
   if (c->needs_.hindsight) c->importance_.resize(static_cast<size_t>(sh.n_layers) * sh.n_kv_heads);
   return c;
 }
@@ -185,6 +196,7 @@ std::unique_ptr<PolicyCache> PolicyCache::create(const PolicySpec& spec, const C
 
 void PolicyCache::begin_step(const StepInfo& info) {
   window_.begin(info.seq);
+  if (qstats_.enabled()) qstats_.begin(info.seq);
   step_decode_ = info.phase == StepPhase::Decode;
   store_->begin_step(info.seq, info.positions, step_decode_);
 }
@@ -204,7 +216,7 @@ AttentionRequest PolicyCache::attention_request(int layer) const {
   const bool acc_used =
       ctx_.collect_attention || (store_->config().merge && store_->config().merge_by_attention);
   r.last_queries = needs_.last_query_only && !acc_used ? 1 : -1;
-  r.queries = window_.capacity() > 0;
+  r.queries = window_.capacity() > 0 || qstats_.enabled();
   return r;
 }
 
@@ -217,6 +229,7 @@ void PolicyCache::observe_queries(int layer, const float* q, std::span<const int
   ScopeTimer t(policy_ns_);
   const int64_t n = static_cast<int64_t>(positions.size());
   window_.push(layer, q, positions);
+  if (qstats_.enabled()) qstats_.add(layer, q, positions);
   // Restore: this step's queries bound the cold pages and the best ones are
   // attended in this same step (prefill chunks too, so the question's own
   // queries restore before the first answer token).
@@ -350,7 +363,7 @@ void PolicyCache::maintain_layer(int seq, int layer, bool use_scorer) {
     in.now = store_->tokens_seen();
     in.keep = std::min(lb, c.size());
     in.seed = ctx_.seed;
-    HeadContext context(*store_, window_, seq, layer, h);
+    HeadContext context(*store_, window_, qstats_, seq, layer, h);
     in.context = &context;
     if (!importance_.empty()) {
       const auto& table = importance_[layer * H + h];
@@ -466,7 +479,7 @@ void PolicyCache::maintain_layer(int seq, int layer, bool use_scorer) {
 
 MemoryReport PolicyCache::memory() const {
   MemoryReport r = store_->memory();
-  r.policy_state += window_.bytes();
+  r.policy_state += window_.bytes() + qstats_.bytes();
   for (const auto& t : importance_) r.policy_state += t.size() * sizeof(float);
   return r;
 }
@@ -492,6 +505,7 @@ std::vector<int64_t> PolicyCache::held_sources(int layer, int kv_head) const {
 void PolicyCache::clear() {
   store_->clear();
   window_.clear();
+  qstats_.clear();
 }
 void PolicyCache::seq_rm(int seq, int64_t p0, int64_t p1) { store_->seq_rm(seq, p0, p1); }
 void PolicyCache::seq_cp(int src, int dst, int64_t p0, int64_t p1) {
@@ -531,6 +545,7 @@ std::unique_ptr<PolicyCache> PolicyCache::clone() const {
   c->step_decode_ = step_decode_;
   c->decode_steps_ = decode_steps_;
   c->window_ = window_;
+  c->qstats_ = qstats_;
   c->importance_ = importance_;
   c->policy_ns_ = policy_ns_.load();
   c->peak_prefill_ = peak_prefill_;
@@ -546,6 +561,10 @@ void PolicyCache::import_from(const PolicyCache& full) {
   if (a.n_layers != b.n_layers || a.n_kv_heads != b.n_kv_heads || a.n_q_heads != b.n_q_heads ||
       a.head_dim != b.head_dim)
     throw InputError("import_from: the caches have different shapes");
+  if (needs_.query_stats)
+    throw InputError("import_from: '" + to_string(spec_) +
+                     "' needs query statistics of the whole prompt, which a full cache does not "
+                     "keep; prefill it from scratch");
   if (store_->known_sequences() != 0 || store_->hot_total() != 0)
     throw InputError("import_from: the target cache must be empty");
   if (store_->in_step() || full.store_->in_step())
@@ -583,6 +602,8 @@ ScorerNeeds PolicyCache::scorer_needs(const PolicySpec& spec) {
 }
 
 bool PolicyCache::prefill_matches_full(const PolicySpec& spec) {
+  // A full cache keeps no query statistics to hand over.
+  if (scorer_needs(spec).query_stats) return false;
   // Lossless storage, and extras that act only when maintenance evicts
   // (offload moves evicted entries to the cold tier, merge folds them).
   if (spec.storage.name != "f32") return false;

@@ -31,6 +31,7 @@
 #include "policies/cache_store.h"
 #include "policies/memory_report.h"
 #include "policies/policy_spec.h"
+#include "policies/query_stats.h"
 #include "policies/query_window.h"
 #include "policies/scorer.h"
 #include "policies/state_io.h"
@@ -215,7 +216,9 @@ class PolicyCache final : public KvCache {
   double mixed_full_ = 0.0;
   bool step_decode_ = false;
   int64_t decode_steps_ = 0;
-  QueryWindow window_;  // recent queries: SnapKV's window, restore's query, kept queries
+  QueryWindow window_;
+  QueryStats qstats_;  // needs().query_stats: per-head query mean and covariance  // recent
+                       // queries: SnapKV's window, restore's query, kept queries
   std::vector<std::vector<float>> importance_;  // [n_layers * n_kv_heads][source]
   // Atomic: observe() may run on several threads at once (their times add up).
   std::atomic<int64_t> policy_ns_ = 0;
@@ -244,6 +247,7 @@ class PolicyCache::Checkpoint {
   const PolicyCache* owner = nullptr;
   StoreCheckpoint store;
   QueryWindow window;
+  QueryStats qstats;
   bool step_decode = false;
   int64_t decode_steps = 0;
 };

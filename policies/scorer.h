@@ -11,6 +11,8 @@
 #include <memory>
 #include <string_view>
 
+#include "model/ops/rope.h"
+#include "policies/query_stats.h"
 #include "policies/query_window.h"
 
 namespace kvbench {
@@ -46,6 +48,10 @@ struct ScorerNeeds {
   // attention the answer pays in a full-cache run (the oracle's hindsight;
   // policies/attention_recorder.h records it).
   bool hindsight = false;
+  // Running mean and covariance of each query head's queries before RoPE
+  // (policies/query_stats.h), leaving out positions < query_stats_skip.
+  bool query_stats = false;
+  int query_stats_skip = 0;
 };
 
 // What a scorer may read beyond ScoreInput's arrays, fetched only when it
@@ -64,6 +70,10 @@ class ScoreContext {
   // when available), every query head: this head's group is query heads
   // [kv_head * group(), (kv_head + 1) * group()).
   virtual const QueryWindow& queries() const = 0;
+  // The layer's query statistics when needs().query_stats (else null).
+  virtual const QueryStats* query_stats() const = 0;
+  // The model's RoPE (how keys were rotated; where future queries will be).
+  virtual const RopeConfig& rope() const = 0;
   virtual int group() const = 0;  // query heads per KV head
   virtual int head_dim() const = 0;
 };
