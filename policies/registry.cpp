@@ -18,6 +18,7 @@ std::shared_ptr<const Scorer> make_knorm_scorer(const ComponentSpec& spec);
 std::shared_ptr<const Scorer> make_random_scorer(const ComponentSpec& spec);
 std::shared_ptr<const Scorer> make_oracle_scorer(const ComponentSpec& spec);
 std::shared_ptr<const Scorer> make_quest_scorer(const ComponentSpec& spec);
+std::shared_ptr<const Scorer> make_expected_scorer(const ComponentSpec& spec);
 
 namespace {
 
@@ -104,6 +105,31 @@ std::vector<ComponentInfo> build() {
     c.make_scorer = make_snapkv_scorer;
     r.push_back(std::move(c));
   }
+  scorer(
+      "expected",
+      "expected attention (kvpress): the attention future queries, a Gaussian fitted to the "
+      "prompt's queries and rotated to the next positions, are expected to pay, times the "
+      "value norm; sinks kept",
+      scorer_params("once",
+                    {{"future", ParamType::Int, "512",
+                      "future positions the query rotation is averaged over", 1, 1e6},
+                     {"sinks", ParamType::Int, "4",
+                      "first tokens always kept, their queries left out of the statistics", 0, 1e6},
+                     {"covariance",
+                      ParamType::Choice,
+                      "on",
+                      "the queries' covariance term k^T S k / 2d",
+                      0,
+                      0,
+                      {"on", "off"}},
+                     {"vnorm",
+                      ParamType::Choice,
+                      "on",
+                      "scores times the value's L2 norm",
+                      0,
+                      0,
+                      {"on", "off"}}}),
+      make_expected_scorer);
   scorer("tova",
          "TOVA: the current query's attention averaged over all heads; one token set per layer",
          scorer_params("stream"), make_tova_scorer);

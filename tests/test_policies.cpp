@@ -679,12 +679,13 @@ INSTANTIATE_TEST_SUITE_P(
                       "window:budget=12+kivi2:group=4,residual=8",
                       "h2o:budget=16+mixed:group=4,full=0.5", "h2o:budget=16+offload:page=4",
                       "window:budget=16+bf16+offload:page=4,tier=file", "h2o:budget=12+merge",
-                      "h2o:budget=12,timing=every,every=3", "full+offload"),
+                      "h2o:budget=12,timing=every,every=3", "full+offload",
+                      "expected:budget=12,sinks=2,timing=stream"),
     [](const auto& info) { return "spec" + std::to_string(info.index); });
 
 // ctest runs each test in its own process, so the total is printed when the
-// binary runs these tests together: 13 stream cases (15,000 steps) + 21 specs
-// x 5,000 random operations = 120,000 operations.
+// binary runs these tests together: 13 stream cases (15,000 steps) + 22 specs
+// x 5,000 random operations = 125,000 operations.
 class OperationCount : public ::testing::Environment {
  public:
   void TearDown() override {

@@ -119,11 +119,7 @@ TEST(PolicySpec, BadSpecsAreClearErrors) {
   };
   const std::vector<Case> cases = {
       {"", "empty policy spec"},
-      {"nope",
-       "unknown policy component 'nope' (scorers: full, window, streaming, h2o, hybrid, snapkv, "
-       "tova, knorm, random, oracle, quest; allocators: uniform, pyramid, adakv; storage: f32, "
-       "f16, "
-       "bf16, int8, int4, kivi2, mixed; extras: offload, merge)"},
+      {"nope", "unknown policy component 'nope' (" + registry_names() + ")"},
       {"h2o:budget=0",
        "policy 'h2o': budget must be a token count >= 1 (512) or a ratio of the context in (0, 1] "
        "(0.2); got '0'"},

@@ -37,6 +37,7 @@ const std::vector<std::string> kSpecs = {
     "h2o:budget=48",
     "hybrid:budget=40+pyramid",
     "snapkv:budget=40,window=8",
+    "expected:budget=40,sinks=2,future=64",
     "tova:budget=32+merge",
     "knorm:budget=40+adakv",
     "random:budget=40",

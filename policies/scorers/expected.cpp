@@ -1,0 +1,138 @@
+// The `expected` scorer (policies/registry.cpp has its row and parameters):
+// expected attention, as NVIDIA kvpress's ExpectedAttentionPress (Devoto et
+// al. 2025, arXiv 2510.00636). Every entry is scored by the attention the
+// queries still to come are expected to pay it. Each query head's future
+// queries are modelled as a Gaussian: the mean mu and covariance S of the
+// prompt's queries before RoPE (the first `sinks` positions left out, their
+// queries are outliers), moved by R, the RoPE rotation averaged over the
+// next `future` positions. For a key k (rotated at its position):
+//
+//   z(k) = (R mu).k / sqrt(d) + k^T (R S R^T) k / (2 d)      (covariance=on)
+//
+// softmax over the head's candidates, averaged over the KV head's query
+// heads, times the value's L2 norm (vnorm=on). The first `sinks` tokens are
+// kept. Computed as u = R^T k: (R mu).k = mu.u and k^T R S R^T k = u^T S u.
+#include <cblas.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "policies/scorers/budget_scorer.h"
+
+namespace kvbench {
+namespace {
+
+class ExpectedScorer final : public BudgetScorer {
+ public:
+  explicit ExpectedScorer(const ComponentSpec& spec)
+      : BudgetScorer(spec),
+        future_(static_cast<int>(spec.get_int("future"))),
+        sinks_(static_cast<int32_t>(spec.get_int("sinks"))),
+        covariance_(spec.get("covariance") == "on"),
+        vnorm_(spec.get("vnorm") == "on") {}
+  std::string_view name() const override { return "expected"; }
+  ScorerNeeds needs() const override { return {.query_stats = true, .query_stats_skip = sinks_}; }
+  int32_t reserved(int32_t budget) const override { return std::min(sinks_, budget); }
+
+  void priorities(const ScoreInput& in, float* out) const override {
+    ScoreContext& cx = *in.context;
+    const QueryStats* stats = cx.query_stats();
+    if (!stats || stats->count(in.layer) == 0) {
+      // No query seen past the sinks yet: nothing to model, keep the newest.
+      for (int32_t i = 0; i < in.n; ++i) out[i] = static_cast<float>(in.src[i]);
+      protect_oldest(in, sinks_, out);
+      return;
+    }
+    const int d = cx.head_dim(), group = cx.group();
+    const int32_t n = in.n;
+    const RopeConfig& rope = cx.rope();
+    const std::vector<float> inv_freq = rope_inv_freq(rope);
+    // R averaged over positions [now, now + future): per rotated pair a
+    // mean cosine and sine.
+    const int pairs = static_cast<int>(inv_freq.size());
+    std::vector<double> cbar(pairs, 0.0), sbar(pairs, 0.0);
+    for (int i = 0; i < pairs; ++i) {
+      for (int f = 0; f < future_; ++f) {
+        const double angle = static_cast<double>(in.now + f) * inv_freq[i];
+        cbar[i] += std::cos(angle);
+        sbar[i] += std::sin(angle);
+      }
+      cbar[i] /= future_;
+      sbar[i] /= future_;
+    }
+    // u = R^T k for every candidate: [n][d].
+    const float* keys = cx.keys();
+    static thread_local std::vector<double> u, su, mu, cov, z, acc;
+    u.resize(static_cast<size_t>(n) * d);
+    for (int32_t j = 0; j < n; ++j) {
+      const float* k = keys + int64_t{j} * d;
+      double* uj = u.data() + int64_t{j} * d;
+      for (int c = 2 * pairs; c < d; ++c) uj[c] = k[c];
+      for (int i = 0; i < pairs; ++i) {
+        const double kx = k[2 * i], ky = k[2 * i + 1];
+        uj[2 * i] = cbar[i] * kx + sbar[i] * ky;
+        uj[2 * i + 1] = -sbar[i] * kx + cbar[i] * ky;
+      }
+    }
+    acc.assign(n, 0.0);
+    mu.resize(d);
+    cov.resize(static_cast<size_t>(d) * d);
+    z.resize(n);
+    const double inv_sqrt_d = 1.0 / std::sqrt(static_cast<double>(d));
+    for (int g = 0; g < group; ++g) {
+      const int head = in.kv_head * group + g;
+      stats->mean(in.layer, head, mu.data());
+      for (int32_t j = 0; j < n; ++j) {
+        const double* uj = u.data() + int64_t{j} * d;
+        double dot = 0.0;
+        for (int c = 0; c < d; ++c) dot += mu[c] * uj[c];
+        z[j] = dot * inv_sqrt_d;
+      }
+      if (covariance_) {
+        stats->covariance(in.layer, head, cov.data());
+        // su = u S: [n][d]; z += (su_j . u_j) / (2d).
+        su.resize(static_cast<size_t>(n) * d);
+        cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, d, d, 1.0, u.data(), d,
+                    cov.data(), d, 0.0, su.data(), d);
+        for (int32_t j = 0; j < n; ++j) {
+          double q = 0.0;
+          for (int c = 0; c < d; ++c) q += su[int64_t{j} * d + c] * u[int64_t{j} * d + c];
+          z[j] += q / (2.0 * d);
+        }
+      }
+      // Softmax over the candidates, averaged over the group.
+      const double mx = *std::max_element(z.begin(), z.end());
+      double sum = 0.0;
+      for (int32_t j = 0; j < n; ++j) sum += (z[j] = std::exp(z[j] - mx));
+      for (int32_t j = 0; j < n; ++j) acc[j] += z[j] / sum / group;
+    }
+    const float* values = vnorm_ ? cx.values() : nullptr;
+    for (int32_t j = 0; j < n; ++j) {
+      double score = acc[j];
+      if (values) {
+        double norm = 0.0;
+        for (int c = 0; c < d; ++c)
+          norm += double{values[int64_t{j} * d + c]} * values[int64_t{j} * d + c];
+        score *= std::sqrt(norm);
+      }
+      out[j] = static_cast<float>(score);
+    }
+    protect_oldest(in, sinks_, out);
+  }
+
+ private:
+  int future_;
+  int32_t sinks_;
+  bool covariance_, vnorm_;
+};
+
+}  // namespace
+
+std::shared_ptr<const Scorer> make_expected_scorer(const ComponentSpec& s) {
+  return std::make_shared<ExpectedScorer>(s);
+}
+
+}  // namespace kvbench
