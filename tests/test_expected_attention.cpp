@@ -160,9 +160,10 @@ TEST(ExpectedScorer, ScoresAreTheExpectedAttentionFormula) {
             for (int r = 0; r < kD; ++r)
               for (int c = 0; c < kD; ++c) z[j] += k[r] * S2[r * kD + c] * k[c] / (2.0 * kD);
         }
-        double mx = z[0], sum = 0.0;
-        for (double v : z) mx = std::max(mx, v);
-        for (double& v : z) sum += (v = std::exp(v - mx));
+        // The softmax leaves the sinks out.
+        double mx = z[sinks], sum = 0.0;
+        for (int j = sinks; j < n; ++j) mx = std::max(mx, z[j]);
+        for (int j = 0; j < n; ++j) sum += (z[j] = j < sinks ? 0.0 : std::exp(z[j] - mx));
         for (int j = 0; j < n; ++j) score[j] += z[j] / sum / kGroup;
       }
       for (int j = 0; j < n; ++j) {

@@ -9,14 +9,15 @@
 //
 //   z(k) = (R mu).k / sqrt(d) + k^T (R S R^T) k / (2 d)      (covariance=on)
 //
-// softmax over the head's candidates, averaged over the KV head's query
-// heads, times the value's L2 norm (vnorm=on). The first `sinks` tokens are
-// kept. Computed as u = R^T k: (R mu).k = mu.u and k^T R S R^T k = u^T S u.
+// softmax over the head's candidates other than the first `sinks` tokens
+// (which are kept), averaged over the KV head's query heads, times the
+// value's L2 norm (vnorm=on). Computed as u = R^T k: (R mu).k = mu.u and k^T R S R^T k = u^T S u.
 #include <cblas.h>
 
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <limits>
 #include <memory>
 #include <vector>
 
@@ -103,10 +104,15 @@ class ExpectedScorer final : public BudgetScorer {
           z[j] += q / (2.0 * d);
         }
       }
-      // Softmax over the candidates, averaged over the group.
-      const double mx = *std::max_element(z.begin(), z.end());
+      // Softmax over the candidates but the sinks (kvpress drops them before
+      // its softmax), averaged over the group.
+      double mx = -std::numeric_limits<double>::infinity();
+      for (int32_t j = 0; j < n; ++j)
+        if (in.src[j] >= sinks_) mx = std::max(mx, z[j]);
+      if (!std::isfinite(mx)) continue;  // only sinks: they are kept anyway
       double sum = 0.0;
-      for (int32_t j = 0; j < n; ++j) sum += (z[j] = std::exp(z[j] - mx));
+      for (int32_t j = 0; j < n; ++j)
+        sum += (z[j] = in.src[j] >= sinks_ ? std::exp(z[j] - mx) : 0.0);
       for (int32_t j = 0; j < n; ++j) acc[j] += z[j] / sum / group;
     }
     const float* values = vnorm_ ? cx.values() : nullptr;
