@@ -115,6 +115,10 @@ std::vector<ComponentInfo> build() {
                       "future positions the query rotation is averaged over", 1, 1e6},
                      {"sinks", ParamType::Int, "4",
                       "first tokens always kept, their queries left out of the statistics", 0, 1e6},
+                     {"window", ParamType::Int, "0",
+                      "last prompt tokens always kept (kvpress compresses the context before the "
+                      "question arrives; here the question is the prompt's tail)",
+                      0, 1e6},
                      {"covariance",
                       ParamType::Choice,
                       "on",

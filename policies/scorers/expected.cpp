@@ -32,11 +32,12 @@ class ExpectedScorer final : public BudgetScorer {
       : BudgetScorer(spec),
         future_(static_cast<int>(spec.get_int("future"))),
         sinks_(static_cast<int32_t>(spec.get_int("sinks"))),
+        window_(static_cast<int32_t>(spec.get_int("window"))),
         covariance_(spec.get("covariance") == "on"),
         vnorm_(spec.get("vnorm") == "on") {}
   std::string_view name() const override { return "expected"; }
   ScorerNeeds needs() const override { return {.query_stats = true, .query_stats_skip = sinks_}; }
-  int32_t reserved(int32_t budget) const override { return std::min(sinks_, budget); }
+  int32_t reserved(int32_t budget) const override { return std::min(sinks_ + window_, budget); }
 
   void priorities(const ScoreInput& in, float* out) const override {
     ScoreContext& cx = *in.context;
@@ -45,6 +46,7 @@ class ExpectedScorer final : public BudgetScorer {
       // No query seen past the sinks yet: nothing to model, keep the newest.
       for (int32_t i = 0; i < in.n; ++i) out[i] = static_cast<float>(in.src[i]);
       protect_oldest(in, sinks_, out);
+      protect_newest(in, window_, out);
       return;
     }
     const int d = cx.head_dim(), group = cx.group();
@@ -127,11 +129,12 @@ class ExpectedScorer final : public BudgetScorer {
       out[j] = static_cast<float>(score);
     }
     protect_oldest(in, sinks_, out);
+    protect_newest(in, window_, out);
   }
 
  private:
   int future_;
-  int32_t sinks_;
+  int32_t sinks_, window_;
   bool covariance_, vnorm_;
 };
 
