@@ -1,6 +1,5 @@
 #include "harness/inference.h"
 
-
 #include "model/common/error.h"
 
 namespace kvbench {
@@ -15,6 +14,15 @@ std::vector<int32_t> prompt_tokens(const LlamaModel& model, const std::string& p
                      " tokens, more than the model's context of " +
                      std::to_string(model.config().n_ctx_train));
   return ids;
+}
+
+CacheContext cache_context(const LlamaModel& model, int64_t context_tokens, uint64_t seed) {
+  CacheContext cc;
+  cc.shape = model.kv_shape();
+  cc.rope = model.config().rope;
+  cc.context_tokens = context_tokens;
+  cc.seed = seed;
+  return cc;
 }
 
 }  // namespace kvbench

@@ -4,6 +4,7 @@
 #include <cassert>
 #include <cmath>
 
+#include "harness/inference.h"
 #include "model/steps.h"
 #include "policies/policy_cache.h"
 
@@ -16,11 +17,7 @@ PerplexityResult perplexity(Evaluator& eval, const std::vector<int32_t>& tokens,
   const LlamaModel& model = eval.model();
   PerplexityResult r;
   r.windows = static_cast<int64_t>(tokens.size()) / o.ctx;
-  CacheContext cc;
-  cc.shape = model.kv_shape();
-  cc.rope = model.config().rope;
-  cc.context_tokens = o.ctx;
-  cc.seed = o.seed;
+  const CacheContext cc = cache_context(model, o.ctx, o.seed);
   std::vector<int32_t> window;
   const std::vector<Span> chunks = fixed_chunks(o.ctx, o.chunk);
   NllSum nll;

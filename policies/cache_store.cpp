@@ -834,43 +834,25 @@ void CacheStore::seq_div(int seq, int64_t p0, int64_t p1, int64_t d) {
       seq, lo, hi, [d](int32_t p) { return int64_t{p} / d; }, "seq_div");
 }
 
-int32_t CacheStore::pos_min(int seq) const {
-  check_seq(seq, false, "pos_min");
+std::pair<int32_t, int32_t> CacheStore::pos_range(int seq, const char* what) const {
+  check_seq(seq, false, what);
   const uint64_t bit = bit_of(seq);
-  int32_t best = std::numeric_limits<int32_t>::max();
+  int32_t lo = std::numeric_limits<int32_t>::max(), hi = -1;
+  auto scan = [&](const EntryMeta& meta, int32_t n) {
+    for (int32_t i = 0; i < n; ++i)
+      if (meta.seqs[i] & bit) lo = std::min(lo, meta.pos[i]), hi = std::max(hi, meta.pos[i]);
+  };
   for (const auto& hs : heads_)
-    for (int slot : {kMain, kIncoming, kSummary}) {
-      const Segment* seg = hs.segs[slot].get();
-      if (!seg) continue;
-      for (int32_t i = 0; i < seg->size(); ++i)
-        if (seg->meta.seqs[i] & bit) best = std::min(best, seg->meta.pos[i]);
-    }
+    for (int slot : {kMain, kIncoming, kSummary})
+      if (const Segment* seg = hs.segs[slot].get()) scan(seg->meta, seg->size());
   if (cold_)
     for (int h = 0; h < n_heads(); ++h)
-      for (const auto& p : cold_->head(h).pages)
-        for (int32_t i = 0; i < p.meta.size(); ++i)
-          if (p.meta.seqs[i] & bit) best = std::min(best, p.meta.pos[i]);
-  return best == std::numeric_limits<int32_t>::max() ? -1 : best;
+      for (const auto& p : cold_->head(h).pages) scan(p.meta, p.meta.size());
+  return {hi < 0 ? -1 : lo, hi};
 }
 
-int32_t CacheStore::pos_max(int seq) const {
-  check_seq(seq, false, "pos_max");
-  const uint64_t bit = bit_of(seq);
-  int32_t best = -1;
-  for (const auto& hs : heads_)
-    for (int slot : {kMain, kIncoming, kSummary}) {
-      const Segment* seg = hs.segs[slot].get();
-      if (!seg) continue;
-      for (int32_t i = 0; i < seg->size(); ++i)
-        if (seg->meta.seqs[i] & bit) best = std::max(best, seg->meta.pos[i]);
-    }
-  if (cold_)
-    for (int h = 0; h < n_heads(); ++h)
-      for (const auto& p : cold_->head(h).pages)
-        for (int32_t i = 0; i < p.meta.size(); ++i)
-          if (p.meta.seqs[i] & bit) best = std::max(best, p.meta.pos[i]);
-  return best;
-}
+int32_t CacheStore::pos_min(int seq) const { return pos_range(seq, "pos_min").first; }
+int32_t CacheStore::pos_max(int seq) const { return pos_range(seq, "pos_max").second; }
 
 int32_t CacheStore::next_position(int seq) const {
   return std::max(pos_max(seq), evicted_max_[seq]) + 1;

@@ -25,6 +25,7 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "model/ops/kv_cache.h"
@@ -192,8 +193,11 @@ class CacheStore {
   void seq_keep(int seq);
   void seq_add(int seq, int64_t p0, int64_t p1, int64_t delta);
   void seq_div(int seq, int64_t p0, int64_t p1, int64_t d);
+  // The smallest / largest position `seq` holds, hot or cold (-1: none).
+  // Both scan every entry (one pass: pos_range); callers ask rarely.
   int32_t pos_min(int seq) const;
   int32_t pos_max(int seq) const;
+  std::pair<int32_t, int32_t> pos_range(int seq, const char* what = "pos_range") const;
   int32_t next_position(int seq) const;
   void compact();
   uint64_t known_sequences() const { return known_; }

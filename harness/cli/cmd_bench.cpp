@@ -484,10 +484,7 @@ int cmd_bench(const Args& args) {
           full = std::make_unique<FullCache>(model->kv_shape(), cfg.kv);
           full->reserve(depth + max_test);
         } else {
-          CacheContext cc;
-          cc.shape = model->kv_shape();
-          cc.rope = model->config().rope;
-          cc.context_tokens = depth + max_test;
+          const CacheContext cc = cache_context(*model, depth + max_test);
           base = PolicyCache::create(cfg.spec, cc);
         }
         if (depth > 0) {

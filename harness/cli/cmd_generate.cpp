@@ -60,11 +60,8 @@ int cmd_generate(const Args& args) {
   const LlamaConfig& c = model->config();
   Evaluator eval(*model, threads,
                  vm["fast"].as<bool>() ? MatmulMode::Quantized : MatmulMode::Exact);
-  CacheContext cc;
-  cc.shape = model->kv_shape();
-  cc.rope = c.rope;
-  cc.context_tokens = static_cast<int64_t>(ids.size()) + max_tokens;
-  cc.seed = sc.seed;
+  const CacheContext cc =
+      cache_context(*model, static_cast<int64_t>(ids.size()) + max_tokens, sc.seed);
   auto cache_ptr = PolicyCache::create(policy, cc);
   PolicyCache& cache = *cache_ptr;
   Sampler sampler(sc);

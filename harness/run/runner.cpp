@@ -10,6 +10,7 @@
 
 #include "datasets/grader.h"
 #include "datasets/prompt.h"
+#include "harness/inference.h"
 #include "harness/run/answer.h"
 #include "harness/run/cell_metrics.h"
 #include "harness/run/kept_prefill.h"
@@ -56,10 +57,7 @@ class InstanceRunner {
     max_new_ = c.decoding.max_new_tokens > 0 ? c.decoding.max_new_tokens
                                              : std::max(1, inst.max_new_tokens);
     answer_ = gold_answer_tokens(inst, m.tokenizer());
-    ctx_.shape = m.kv_shape();
-    ctx_.rope = m.config().rope;
-    ctx_.context_tokens = n;
-    ctx_.seed = inst.seed;
+    ctx_ = ::kvbench::cache_context(m, n, inst.seed);
   }
 
   const std::vector<Span>& chunks() const { return chunks_; }
@@ -98,6 +96,8 @@ class InstanceRunner {
     return g;
   }
 
+  // What every cell record starts with: id, instance, policy, memory.
+  json record_head(const PolicyRun& r, const PolicyCache& cache, uint64_t kv_bytes_full) const;
   json cell_record(const PolicyRun& r, PolicyCache& cache, const std::vector<float>& last_logits,
                    double prefill_seconds, int64_t prefill_computed);
 
@@ -117,9 +117,8 @@ class InstanceRunner {
   std::vector<std::vector<float>> oracle_importance_;  // [layer * kv_heads][source]
 };
 
-json InstanceRunner::cell_record(const PolicyRun& r, PolicyCache& cache,
-                                 const std::vector<float>& last_logits, double prefill_seconds,
-                                 int64_t prefill_computed) {
+json InstanceRunner::record_head(const PolicyRun& r, const PolicyCache& cache,
+                                 uint64_t kv_bytes_full) const {
   const PlannedPolicy& p = *r.policy;
   json rec;
   rec["id"] = r.id;
@@ -138,9 +137,17 @@ json InstanceRunner::cell_record(const PolicyRun& r, PolicyCache& cache,
                    {"base", p.base},
                    {"budget", p.budget ? json(*p.budget) : json(nullptr)},
                    {"is_reference", p.is_reference}};
-  // Question time: the prompt is in and the policy has compressed.
   rec["memory"] = memory_json(cache);
-  rec["memory"]["kv_bytes_full"] = full_kv_bytes_;
+  rec["memory"]["kv_bytes_full"] = kv_bytes_full;
+  return rec;
+}
+
+json InstanceRunner::cell_record(const PolicyRun& r, PolicyCache& cache,
+                                 const std::vector<float>& last_logits, double prefill_seconds,
+                                 int64_t prefill_computed) {
+  const PlannedPolicy& p = *r.policy;
+  // Question time: the prompt is in and the policy has compressed.
+  json rec = record_head(r, cache, full_kv_bytes_);
   rec["retention"] = {{"needle_survival", nullptr},
                       {"needle_attended", nullptr},
                       {"answer_nll", nullptr},
@@ -227,23 +234,7 @@ void InstanceRunner::run_perplexity(const std::vector<PolicyRun>& pending, const
       computed = n;
       sum.prefill_tokens_computed += n;
     }
-    json rec;
-    rec["id"] = r.id;
-    rec["instance"] = {{"id", inst_.id},
-                       {"task", inst_.task},
-                       {"length", inst_.length.requested},
-                       {"length_actual", inst_.length.actual},
-                       {"prompt_tokens", n},
-                       {"depth", nullptr},
-                       {"sample", inst_.sample}};
-    rec["policy"] = {{"index", p.index},
-                     {"label", p.label},
-                     {"spec", p.canonical},
-                     {"base", p.base},
-                     {"budget", p.budget ? json(*p.budget) : json(nullptr)},
-                     {"is_reference", p.is_reference}};
-    rec["memory"] = memory_json(*cache);
-    rec["memory"]["kv_bytes_full"] = kv_bytes_hot(*full);
+    json rec = record_head(r, *cache, kv_bytes_hot(*full));
     rec["retention"] = {{"needle_survival", nullptr}, {"answer_nll", nll},
                         {"kl_full", nullptr},         {"top1_agreement", nullptr},
                         {"ppl", std::exp(nll)},       {"ppl_full", std::exp(full_nll)}};

@@ -4,6 +4,7 @@
 #include <chrono>
 
 #include "datasets/prompt.h"
+#include "harness/inference.h"
 #include "harness/sha256.h"
 #include "model/common/error.h"
 #include "model/steps.h"
@@ -59,11 +60,7 @@ std::vector<int32_t> question_suffix(const LlamaModel& model, const std::string&
 
 std::unique_ptr<PolicyCache> document_cache(const LlamaModel& model, const PolicySpec& policy,
                                             const SnapshotDocument& doc, uint64_t seed) {
-  CacheContext cc;
-  cc.shape = model.kv_shape();
-  cc.rope = model.config().rope;
-  cc.context_tokens = static_cast<int64_t>(doc.tokens.size());
-  cc.seed = seed;
+  const CacheContext cc = cache_context(model, static_cast<int64_t>(doc.tokens.size()), seed);
   return PolicyCache::create(policy, cc);
 }
 
