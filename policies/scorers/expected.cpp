@@ -11,7 +11,9 @@
 //
 // softmax over the head's candidates other than the first `sinks` tokens
 // (which are kept), averaged over the KV head's query heads, times the
-// value's L2 norm (vnorm=on). Computed as u = R^T k: (R mu).k = mu.u and k^T R S R^T k = u^T S u.
+// value's L2 norm (vnorm=on). The priority is the logarithm of that score
+// (same order; no float underflow when the expected attention is peaked). Computed as u = R^T k: (R
+// mu).k = mu.u and k^T R S R^T k = u^T S u.
 #include <cblas.h>
 
 #include <algorithm>
@@ -68,7 +70,7 @@ class ExpectedScorer final : public BudgetScorer {
     }
     // u = R^T k for every candidate: [n][d].
     const float* keys = cx.keys();
-    static thread_local std::vector<double> u, su, mu, cov, z, acc;
+    static thread_local std::vector<double> u, su, mu, cov, z, lp;
     u.resize(static_cast<size_t>(n) * d);
     for (int32_t j = 0; j < n; ++j) {
       const float* k = keys + int64_t{j} * d;
@@ -80,7 +82,10 @@ class ExpectedScorer final : public BudgetScorer {
         uj[2 * i + 1] = -sbar[i] * kx + cbar[i] * ky;
       }
     }
-    acc.assign(n, 0.0);
+    // Log-probabilities per query head of the group: lp[g][j]. Priorities
+    // are logarithms (the same order as the probabilities): attention this
+    // peaked underflows a float, and ties among zeros would decide.
+    lp.assign(static_cast<size_t>(group) * n, -std::numeric_limits<double>::infinity());
     mu.resize(d);
     cov.resize(static_cast<size_t>(d) * d);
     z.resize(n);
@@ -114,17 +119,27 @@ class ExpectedScorer final : public BudgetScorer {
       if (!std::isfinite(mx)) continue;  // only sinks: they are kept anyway
       double sum = 0.0;
       for (int32_t j = 0; j < n; ++j)
-        sum += (z[j] = in.src[j] >= sinks_ ? std::exp(z[j] - mx) : 0.0);
-      for (int32_t j = 0; j < n; ++j) acc[j] += z[j] / sum / group;
+        if (in.src[j] >= sinks_) sum += std::exp(z[j] - mx);
+      const double lse = mx + std::log(sum);
+      for (int32_t j = 0; j < n; ++j)
+        if (in.src[j] >= sinks_) lp[int64_t{g} * n + j] = z[j] - lse;
     }
     const float* values = vnorm_ ? cx.values() : nullptr;
     for (int32_t j = 0; j < n; ++j) {
-      double score = acc[j];
+      // log of the group's mean probability, then + log |v|.
+      double m = -std::numeric_limits<double>::infinity();
+      for (int g = 0; g < group; ++g) m = std::max(m, lp[int64_t{g} * n + j]);
+      double score = m;
+      if (std::isfinite(m)) {
+        double s = 0.0;
+        for (int g = 0; g < group; ++g) s += std::exp(lp[int64_t{g} * n + j] - m);
+        score = m + std::log(s / group);
+      }
       if (values) {
         double norm = 0.0;
         for (int c = 0; c < d; ++c)
           norm += double{values[int64_t{j} * d + c]} * values[int64_t{j} * d + c];
-        score *= std::sqrt(norm);
+        score += 0.5 * std::log(norm);
       }
       out[j] = static_cast<float>(score);
     }
