@@ -102,6 +102,11 @@ std::unique_ptr<PolicyCache> PolicyCache::create(const PolicySpec& spec, const C
   c->scorer_ = spec.scorer.info().make_scorer(spec.scorer);
   c->allocator_ = spec.allocator.info().make_allocator(spec.allocator);
   c->needs_ = c->scorer_->needs();
+  c->scorer_->check_shape(sh);
+  if (c->scorer_->has_full_heads() && c->allocator_->needs_priorities())
+    throw InputError("policy '" + to_string(spec) + "': '" + spec.scorer.name +
+                     "' decides per head which keep everything; use an allocator that does not "
+                     "move budget between heads (uniform, pyramid)");
   c->observe_attention_ = c->needs_.attention || ctx.collect_attention;
 
   StoreConfig sc;
@@ -329,7 +334,7 @@ void PolicyCache::maintain_layer(int seq, int layer, bool use_scorer) {
         const int32_t n = pass == 0 ? store_->candidates_at_most(layer, h)
                                     : store_->count_candidates(seq, layer, h);
         n_total += n;
-        any_over = any_over || n > lb;
+        any_over = any_over || (n > lb && !scorer_->full_head(layer, h));
       }
       if (allocator_->needs_priorities() ? n_total <= int64_t{main_budget_} * H : !any_over) return;
     }
@@ -337,7 +342,7 @@ void PolicyCache::maintain_layer(int seq, int layer, bool use_scorer) {
   for (int h = 0; h < H; ++h) {
     store_->gather(seq, layer, h, cand_[h]);
     total += cand_[h].size();
-    over = over || cand_[h].size() > lb;
+    over = over || (cand_[h].size() > lb && !scorer_->full_head(layer, h));
   }
   if (allocator_->needs_priorities()) over = total > int64_t{main_budget_} * H;
   const bool evict = use_scorer && scorer_->evicts() && over && !eviction_paused_;
@@ -422,6 +427,8 @@ void PolicyCache::maintain_layer(int seq, int layer, bool use_scorer) {
     ai.reserved = reserved_;
     ai.priorities = spans_;
     allocator_->keep_counts(ai, keep_);
+    for (int h = 0; h < H; ++h)
+      if (scorer_->full_head(layer, h)) keep_[h] = cand_[h].size();
     for (int h = 0; h < H; ++h) {
       const Candidates& c = cand_[h];
       const int32_t n = c.size(), drop = n - keep_[h];

@@ -11,6 +11,7 @@
 #include <memory>
 #include <string_view>
 
+#include "model/ops/kv_cache.h"
 #include "model/ops/rope.h"
 #include "policies/query_stats.h"
 #include "policies/query_window.h"
@@ -123,6 +124,14 @@ class Scorer {
   // Layers [0, dense_layers()) are never compressed (Quest keeps the first
   // layers dense).
   virtual int dense_layers() const { return 0; }
+  // Heads that keep every entry while the others evict to the budget
+  // (DuoAttention's retrieval heads). A scorer with such heads works with
+  // the uniform allocator only.
+  virtual bool has_full_heads() const { return false; }
+  virtual bool full_head(int layer, int kv_head) const { return false; }
+  // Called once by PolicyCache::create: InputError when the scorer's own
+  // configuration (e.g. a heads file) does not fit the model's shape.
+  virtual void check_shape(const KvShape& shape) const {}
 
   // out: [in.n] keep-priorities.
   virtual void priorities(const ScoreInput& in, float* out) const = 0;
