@@ -19,6 +19,7 @@ std::shared_ptr<const Scorer> make_random_scorer(const ComponentSpec& spec);
 std::shared_ptr<const Scorer> make_oracle_scorer(const ComponentSpec& spec);
 std::shared_ptr<const Scorer> make_quest_scorer(const ComponentSpec& spec);
 std::shared_ptr<const Scorer> make_expected_scorer(const ComponentSpec& spec);
+std::shared_ptr<const Scorer> make_duo_scorer(const ComponentSpec& spec);
 
 namespace {
 
@@ -134,6 +135,23 @@ std::vector<ComponentInfo> build() {
                       0,
                       {"on", "off"}}}),
       make_expected_scorer);
+  {
+    // DuoAttention's streaming heads keep 64 sinks + 256 recent tokens.
+    std::vector<ParamInfo> p = scorer_params(
+        "stream",
+        {{"sinks", ParamType::Int, "64", "attention-sink tokens a streaming head keeps", 0, 1e6},
+         {"heads", ParamType::Text, "none",
+          "calibration file of \"layer kv_head score\" lines (kvbench heads writes one); none: "
+          "every head streams"},
+         {"retrieval", ParamType::Number, "0.5",
+          "share of the file's heads, highest scores first, that keep everything", 0, 1}});
+    p[0].default_value = "320";
+    scorer("duo",
+           "DuoAttention head types: retrieval heads keep every entry, streaming heads keep "
+           "`sinks` + the most recent tokens (`budget` in all); which heads from a calibration "
+           "file",
+           std::move(p), make_duo_scorer);
+  }
   scorer("tova",
          "TOVA: the current query's attention averaged over all heads; one token set per layer",
          scorer_params("stream"), make_tova_scorer);

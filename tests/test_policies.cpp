@@ -12,9 +12,11 @@
 //   - the accounted bytes equal the sum over the entries.
 // More than 100,000 operations in total (the count is recorded).
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
+#include <fstream>
 #include <map>
 #include <random>
 #include <set>
@@ -611,6 +613,15 @@ INSTANTIATE_TEST_SUITE_P(
 
 class RandomOps : public ::testing::TestWithParam<std::string> {};
 
+// duo with a heads file: (0, 1) and (1, 0) keep everything, the others
+// stream. The file is this process's (tests/support/temp_cleanup removes it).
+std::string duo_with_heads() {
+  static_assert(kLayers == 2 && kKvHeads == 2);
+  const std::string path = "/tmp/kvbench-duo-ops-" + std::to_string(getpid()) + ".txt";
+  std::ofstream(path) << "0 0 0.1\n0 1 0.9\n1 0 0.8\n1 1 0.2\n";
+  return "duo:budget=12,sinks=2,retrieval=0.5,heads=" + path;
+}
+
 TEST_P(RandomOps, ShadowModelHoldsAfterEveryOperation) {
   Driver d(GetParam(), std::hash<std::string>()(GetParam()));
   const bool renumbers = param_or(d.spec().scorer, "pos") == "contiguous";
@@ -680,12 +691,13 @@ INSTANTIATE_TEST_SUITE_P(
                       "h2o:budget=16+mixed:group=4,full=0.5", "h2o:budget=16+offload:page=4",
                       "window:budget=16+bf16+offload:page=4,tier=file", "h2o:budget=12+merge",
                       "h2o:budget=12,timing=every,every=3", "full+offload",
-                      "expected:budget=12,sinks=2,timing=stream"),
+                      "expected:budget=12,sinks=2,timing=stream", "duo:budget=12,sinks=2",
+                      duo_with_heads()),
     [](const auto& info) { return "spec" + std::to_string(info.index); });
 
 // ctest runs each test in its own process, so the total is printed when the
-// binary runs these tests together: 13 stream cases (15,000 steps) + 22 specs
-// x 5,000 random operations = 125,000 operations.
+// binary runs these tests together: 13 stream cases (15,000 steps) + 24 specs
+// x 5,000 random operations = 135,000 operations.
 class OperationCount : public ::testing::Environment {
  public:
   void TearDown() override {
