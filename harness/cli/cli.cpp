@@ -33,6 +33,8 @@ const std::vector<Command>& commands() {
       {"merge", "merge the shards of an experiment into one run folder", cmd_merge},
       {"cache", "cache snapshots: save a prefilled (compressed) document; info", cmd_cache},
       {"ask", "answer questions from a cache snapshot without recomputing it", cmd_ask},
+      {"heads", "per-head retrieval scores, a calibration file for head-type policies (duo)",
+       cmd_heads},
   };
   return table;
 }

@@ -52,5 +52,6 @@ int cmd_compare(const Args& args);
 int cmd_merge(const Args& args);
 int cmd_cache(const Args& args);
 int cmd_ask(const Args& args);
+int cmd_heads(const Args& args);
 
 }  // namespace kvbench::cli
