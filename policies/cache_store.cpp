@@ -446,6 +446,36 @@ void CacheStore::evict(int seq, int layer, int kv_head, std::span<const EntryRef
   }
 }
 
+int32_t CacheStore::merge_values(int seq, int layer, int kv_head, std::span<const EntryRef> refs,
+                                 std::span<const ValueMerge> merges) {
+  HeadState& hs = head(layer, kv_head);
+  const uint64_t bit = bit_of(seq);
+  auto alone = [&](int32_t cand) {
+    const EntryRef& r = refs[cand];
+    return hs.segs[r.seg]->meta.seqs[r.idx] == bit;
+  };
+  int32_t applied = 0;
+  for (size_t g = 0; g < merges.size();) {
+    size_t end = g;
+    bool ok = alone(merges[g].from);
+    for (; end < merges.size() && merges[end].from == merges[g].from; ++end)
+      ok = ok && alone(merges[end].to);
+    if (ok) {
+      const EntryRef& f = refs[merges[g].from];
+      hs.segs[f.seg]->decode_values(f.idx, 1, row_v_.data());
+      for (size_t m = g; m < end; ++m) {
+        const EntryRef& t = refs[merges[m].to];
+        // Main and incoming are row segments for every layout but KIVI,
+        // which PolicyCache::create refuses for merging scorers.
+        static_cast<RowSegment&>(*hs.segs[t.seg]).add_to_value(t.idx, row_v_.data(), merges[m].weight);
+      }
+      ++applied;
+    }
+    g = end;
+  }
+  return applied;
+}
+
 void CacheStore::demote(int layer, int kv_head, std::span<const EntryRef> refs) {
   if (refs.empty()) return;
   HeadState& hs = head(layer, kv_head);

@@ -173,6 +173,11 @@ class CacheStore {
   // Evicts entries for `seq`: an entry only `seq` holds is freed (into the
   // cold tier / summary when configured); a shared one loses the seq's bit.
   void evict(int seq, int layer, int kv_head, std::span<const EntryRef> refs);
+  // CaM: applies merges between the candidates `refs` (ValueMerge indices
+  // into it, grouped by `from`; `from` is evicted, targets are kept). A group is applied only when its evicted entry and every target are
+  // held by `seq` alone. Returns the groups applied.
+  int32_t merge_values(int seq, int layer, int kv_head, std::span<const EntryRef> refs,
+                       std::span<const ValueMerge> merges);
   // mixed: moves incoming (f32) entries into main (quantized).
   void demote(int layer, int kv_head, std::span<const EntryRef> refs);
   // StreamingLLM: positions of `seq`'s entries in this head become

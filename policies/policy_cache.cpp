@@ -146,6 +146,10 @@ std::unique_ptr<PolicyCache> PolicyCache::create(const PolicySpec& spec, const C
   } else {
     assert(false && "storage not handled");
   }
+  if (c->scorer_->merges_values() && sc.layout == StoreConfig::Layout::Kivi)
+    throw InputError("policy '" + to_string(spec) + "': '" + spec.scorer.name +
+                     "' merges values into kept entries in place, which KIVI's blocks cannot "
+                     "hold; use a row storage (f32, f16, bf16, int8, int4, mixed)");
 
   // Budgets per KV head: main_budget_ is what maintenance evicts down to;
   // restored pages and the merged summary come on top of it (restore has a
@@ -315,6 +319,28 @@ int32_t PolicyCache::first_eviction_tokens() const {
   return t;
 }
 
+// CaM: the scorer plans, over the head's candidates, which evicted values
+// fold into which kept ones (order_[0, drop) are the evicted candidates).
+void PolicyCache::merge_before_eviction(int seq, int layer, int h, int32_t drop) {
+  const Candidates& c = cand_[h];
+  kept_.assign(c.size(), 1);
+  for (int32_t i = 0; i < drop; ++i) kept_[order_[i]] = 0;
+  ScoreInput in;
+  in.layer = layer;
+  in.kv_head = h;
+  in.n = c.size();
+  in.src = c.src.data();
+  in.pos = c.pos.data();
+  in.stats = c.stats.data();
+  in.layout = store_->config().stats;
+  in.now = store_->tokens_seen();
+  in.keep = c.size() - drop;
+  in.seed = ctx_.seed;
+  merges_.clear();
+  scorer_->value_merges(in, kept_.data(), merges_);
+  store_->merge_values(seq, layer, h, c.refs, merges_);
+}
+
 void PolicyCache::maintain_layer(int seq, int layer, bool use_scorer) {
   if (layer < dense_) return;
   const int H = ctx_.shape.n_kv_heads;
@@ -445,6 +471,7 @@ void PolicyCache::maintain_layer(int seq, int layer, bool use_scorer) {
       std::sort(order_.begin(), order_.begin() + drop, [&](int32_t a, int32_t b) {
         return c.pos[a] != c.pos[b] ? c.pos[a] < c.pos[b] : c.src[a] < c.src[b];
       });
+      if (scorer_->merges_values()) merge_before_eviction(seq, layer, h, drop);
       refs_.clear();
       for (int32_t i = 0; i < drop; ++i) refs_.push_back(c.refs[order_[i]]);
       store_->evict(seq, layer, h, refs_);

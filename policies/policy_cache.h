@@ -190,11 +190,14 @@ class PolicyCache final : public KvCache {
   // end_prefill (offload, paging scorers), or CacheContext.keep_queries.
   static int query_ring_capacity(const Scorer& scorer, const PolicySpec& spec, int keep_queries);
   bool streaming() const { return scorer_->evicts() && scorer_->timing() == Timing::Stream; }
+  // Whether maintenance changes kept entries' values (CaM folds evicted ones in).
+  bool merges_values() const { return scorer_->merges_values(); }
   const CacheStore& store() const { return *store_; }
 
  private:
   PolicyCache() = default;
   void maintain_layer(int seq, int layer, bool evict);
+  void merge_before_eviction(int seq, int layer, int kv_head, int32_t drop);
   // q: [n_queries][n_q_heads * head_dim], the queries that bound the pages.
   void restore_layer(int seq, int layer, const float* q, int64_t n_queries);
 
@@ -216,9 +219,8 @@ class PolicyCache final : public KvCache {
   double mixed_full_ = 0.0;
   bool step_decode_ = false;
   int64_t decode_steps_ = 0;
-  QueryWindow window_;
-  QueryStats qstats_;  // needs().query_stats: per-head query mean and covariance  // recent
-                       // queries: SnapKV's window, restore's query, kept queries
+  QueryWindow window_;  // recent queries: SnapKV's window, restore's query, kept queries
+  QueryStats qstats_;  // needs().query_stats: per-head query mean and covariance
   std::vector<std::vector<float>> importance_;  // [n_layers * n_kv_heads][source]
   // Atomic: observe() may run on several threads at once (their times add up).
   std::atomic<int64_t> policy_ns_ = 0;
@@ -231,6 +233,8 @@ class PolicyCache final : public KvCache {
   std::vector<int32_t> order_, keep_;
   std::vector<std::span<const float>> spans_;
   std::vector<EntryRef> refs_;
+  std::vector<uint8_t> kept_;        // merging scorers: candidate i stays
+  std::vector<ValueMerge> merges_;   // merging scorers: the plan
   std::vector<std::pair<int32_t, float>> by_src_;
   std::vector<std::vector<std::pair<int32_t, float>>>
       head_prio_;  // mixed: per head (src, priority)

@@ -10,6 +10,7 @@
 #include <limits>
 #include <memory>
 #include <string_view>
+#include <vector>
 
 #include "model/ops/kv_cache.h"
 #include "model/ops/rope.h"
@@ -94,6 +95,13 @@ struct ScoreInput {
   ScoreContext* context = nullptr;  // K/V rows, recent queries (set by PolicyCache)
 };
 
+// One value merge between a head's candidates: the value row of candidate
+// `to` (kept) gains `weight` x the value row of candidate `from` (evicted).
+struct ValueMerge {
+  int32_t from = 0, to = 0;
+  float weight = 0.0f;
+};
+
 class Scorer {
  public:
   static constexpr float kKeep = std::numeric_limits<float>::infinity();
@@ -135,6 +143,16 @@ class Scorer {
 
   // out: [in.n] keep-priorities.
   virtual void priorities(const ScoreInput& in, float* out) const = 0;
+
+  // Scorers that fold evicted entries' values into kept ones (CaM). Called
+  // once a head's keep set is chosen (kept[i] != 0: candidate i stays, in
+  // ScoreInput order; in.context is null): appends the merges, grouped by
+  // `from`. The cache applies a group only when the evicted entry and all
+  // its targets belong to the maintained sequence alone (an entry another
+  // sequence shares must not change under it).
+  virtual bool merges_values() const { return false; }
+  virtual void value_merges(const ScoreInput& in, const uint8_t* kept,
+                            std::vector<ValueMerge>& out) const {}
 };
 
 // Helpers shared by scorers.

@@ -240,6 +240,21 @@ void RowSegment::rotate_key(int32_t i, const Rotation& r) {
   codec_.encode(tmp.data(), row);
 }
 
+void RowSegment::add_to_value(int32_t i, const float* v, float w) {
+  materialize();
+  uint8_t* row = v_.data() + i * codec_.row_bytes();
+  if (codec_.kind() == CodecKind::F32) {
+    float* x = reinterpret_cast<float*>(row);
+    for (int c = 0; c < dim_; ++c) x[c] += w * v[c];
+    return;
+  }
+  static thread_local std::vector<float> tmp;
+  tmp.resize(dim_);
+  codec_.decode(row, tmp.data());
+  for (int c = 0; c < dim_; ++c) tmp[c] += w * v[c];
+  codec_.encode(tmp.data(), row);
+}
+
 void RowSegment::tally(MemoryTally& t) const {
   MemoryBytes b;
   const uint64_t n = static_cast<uint64_t>(size());

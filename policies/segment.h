@@ -150,6 +150,9 @@ class RowSegment final : public Segment {
     return reinterpret_cast<float*>(v_.data() + i * codec_.row_bytes());
   }
 
+  // Value row i += w * v (v: [dim]), re-encoded in the codec (CaM's merge).
+  void add_to_value(int32_t i, const float* v, float w);
+
   void remove(const std::vector<char>& remove) override;
   void clear() override;
   void shrink() override;
