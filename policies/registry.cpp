@@ -20,6 +20,7 @@ std::shared_ptr<const Scorer> make_oracle_scorer(const ComponentSpec& spec);
 std::shared_ptr<const Scorer> make_quest_scorer(const ComponentSpec& spec);
 std::shared_ptr<const Scorer> make_expected_scorer(const ComponentSpec& spec);
 std::shared_ptr<const Scorer> make_duo_scorer(const ComponentSpec& spec);
+std::shared_ptr<const Scorer> make_cam_scorer(const ComponentSpec& spec);
 
 namespace {
 
@@ -151,6 +152,21 @@ std::vector<ComponentInfo> build() {
            "`sinks` + the most recent tokens (`budget` in all); which heads from a calibration "
            "file",
            std::move(p), make_duo_scorer);
+  }
+  {
+    // CaM's experiments: start and recent 10% of the prompt each.
+    std::vector<ParamInfo> p = scorer_params(
+        "stream",
+        {{"start", ParamType::Number, "0.5",
+          "share of the budget held by the first tokens (the rest: the most recent)", 0, 1},
+         {"span", ParamType::Int, "16",
+          "kept tokens after an evicted one that share its value when it merges", 1, 1e6}});
+    p[0].default_value = "0.2";
+    scorer("cam",
+           "CaM cache merging: StreamingLLM eviction (first + recent tokens); an evicted token's "
+           "value is spread over the next `span` kept values with probability its attention / "
+           "theirs",
+           std::move(p), make_cam_scorer);
   }
   scorer("tova",
          "TOVA: the current query's attention averaged over all heads; one token set per layer",

@@ -1,7 +1,8 @@
 // What each scorer / allocator / storage keeps, on hand-made attention and
 // keys: H2O's heavy hitters, SnapKV against a naive re-computation, TOVA's
 // per-layer set, PyramidKV's schedule, Ada-KV's allocation, key norms, the
-// seeded random control, the oracle, mixed precision; plus branching work:
+// seeded random control, the oracle, mixed precision, CaM's merged values
+// against a by-hand simulation; plus branching work:
 // import_from a full cache equals running the policy from scratch, clones
 // are independent, and observation is requested only when needed.
 #include <gtest/gtest.h>
@@ -9,6 +10,7 @@
 #include <algorithm>
 #include <cmath>
 #include <functional>
+#include <map>
 #include <numeric>
 #include <set>
 
@@ -37,22 +39,28 @@ using AttnFn = std::function<float(int l, int h, int qp, int kp)>;
 float default_key(int l, int h, int t, int c) { return std::sin(0.7f * t + c + h + 3 * l); }
 float default_query(int l, int qh, int t, int c) { return std::cos(0.3f * t + 0.5f * c + qh + l); }
 float uniform_attention(int, int, int, int) { return 1.0f; }
+float default_value(int, int, int, int) { return 0.5f; }
 
 // One step: tokens [src0, src0 + n) at positions = stream indices.
 void step(PolicyCache& cache, int32_t src0, int n, bool decode, const KeyFn& kf = default_key,
-          const AttnFn& af = uniform_attention, const QueryFn& qf = default_query) {
+          const AttnFn& af = uniform_attention, const QueryFn& qf = default_query,
+          const KeyFn& vf = default_value, int seq = 0) {
   std::vector<int32_t> pos(n), tok(n, 0);
   std::iota(pos.begin(), pos.end(), src0);
   StepInfo info;
+  info.seq = seq;
   info.phase = decode ? StepPhase::Decode : StepPhase::Prefill;
   info.positions = pos;
   info.tokens = tok;
   cache.begin_step(info);
-  std::vector<float> k(n * kKv * kDim), v(k.size(), 0.5f), q(n * kQ * kDim);
+  std::vector<float> k(n * kKv * kDim), v(k.size()), q(n * kQ * kDim);
   for (int l = 0; l < kLayers; ++l) {
     for (int t = 0; t < n; ++t) {
       for (int h = 0; h < kKv; ++h)
-        for (int c = 0; c < kDim; ++c) k[(t * kKv + h) * kDim + c] = kf(l, h, src0 + t, c);
+        for (int c = 0; c < kDim; ++c) {
+          k[(t * kKv + h) * kDim + c] = kf(l, h, src0 + t, c);
+          v[(t * kKv + h) * kDim + c] = vf(l, h, src0 + t, c);
+        }
       for (int qh = 0; qh < kQ; ++qh)
         for (int c = 0; c < kDim; ++c) q[(t * kQ + qh) * kDim + c] = qf(l, qh, src0 + t, c);
     }
@@ -366,6 +374,160 @@ TEST(Policies, ClonesAreIndependentDeepCopies) {
     step(*c, t, 1, true, default_key, af);
   }
   EXPECT_EQ(held(*b, 1, 1), held(*c, 1, 1));
+}
+
+}  // namespace
+}  // namespace kvbench
+
+namespace kvbench {
+namespace {
+
+// --- CaM: evicted values folded into the kept ones that follow ---
+
+float distinct_value(int l, int h, int t, int c) { return 0.1f * t + 0.01f * c + h + 10.0f * l; }
+
+// CaM by hand for one head: a prefill of `prefill` tokens (at most the
+// budget), then one token per step; each step over budget evicts the oldest
+// entry after the `start` first ones and, when merges(src), adds its value /
+// m to the m = min(span, left) kept entries after it.
+std::map<int64_t, std::vector<float>> cam_by_hand(int l, int h, int tokens, int budget, int start,
+                                                  int span, const std::function<bool(int)>& merges) {
+  std::vector<std::pair<int64_t, std::vector<float>>> kept;
+  for (int t = 0; t < tokens; ++t) {
+    std::vector<float> v(kDim);
+    for (int c = 0; c < kDim; ++c) v[c] = distinct_value(l, h, t, c);
+    kept.emplace_back(t, v);
+    if (static_cast<int>(kept.size()) <= budget) continue;
+    const auto gone = kept[start];
+    kept.erase(kept.begin() + start);
+    if (!merges(static_cast<int>(gone.first))) continue;
+    const int m = std::min<int>(span, static_cast<int>(kept.size()) - start);
+    for (int j = start; j < start + m; ++j)
+      for (int c = 0; c < kDim; ++c) kept[j].second[c] += gone.second[c] / static_cast<float>(m);
+  }
+  return {kept.begin(), kept.end()};
+}
+
+std::map<int64_t, std::vector<float>> held_values(const PolicyCache& cache, int l, int h) {
+  std::map<int64_t, std::vector<float>> out;
+  std::vector<float> k(kDim), v(kDim);
+  for (int64_t src : cache.held_sources(l, h)) {
+    EXPECT_TRUE(cache.store().find(l, h, static_cast<int32_t>(src), k.data(), v.data()));
+    out[src] = v;
+  }
+  return out;
+}
+
+void expect_values_near(const std::map<int64_t, std::vector<float>>& got,
+                        const std::map<int64_t, std::vector<float>>& want, const char* what) {
+  ASSERT_EQ(got.size(), want.size()) << what;
+  for (const auto& [src, v] : want) {
+    ASSERT_TRUE(got.count(src)) << what << ": src " << src << " not held";
+    for (int c = 0; c < kDim; ++c)
+      EXPECT_NEAR(got.at(src)[c], v[c], 1e-4f) << what << ": src " << src << " channel " << c;
+  }
+}
+
+TEST(Cam, EvictedValuesSpreadOverTheNextKeptOnesInProportionToAttention) {
+  // budget 8 = 2 start tokens + 6 recent; span 3.
+  const std::string spec = "cam:budget=8,start=0.25,span=3";
+  // Uniform attention: an older token has received at least what any later
+  // one has (p = 1), so every evicted token merges.
+  {
+    auto c = PolicyCache::create(parse_policy_spec(spec), ctx());
+    step(*c, 0, 6, false, default_key, uniform_attention, default_query, distinct_value);
+    for (int32_t t = 6; t < 40; ++t)
+      step(*c, t, 1, true, default_key, uniform_attention, default_query, distinct_value);
+    for (int l = 0; l < kLayers; ++l)
+      for (int h = 0; h < kKv; ++h)
+        expect_values_near(held_values(*c, l, h),
+                           cam_by_hand(l, h, 40, 8, 2, 3, [](int) { return true; }), "uniform");
+  }
+  // No attention on odd positions: their p is 0 and they vanish unmerged;
+  // even ones still outweigh the tokens after them.
+  {
+    const AttnFn odd_unseen = [](int, int, int, int kp) { return kp % 2 ? 0.0f : 1.0f; };
+    auto c = PolicyCache::create(parse_policy_spec(spec), ctx());
+    step(*c, 0, 6, false, default_key, odd_unseen, default_query, distinct_value);
+    for (int32_t t = 6; t < 40; ++t)
+      step(*c, t, 1, true, default_key, odd_unseen, default_query, distinct_value);
+    for (int l = 0; l < kLayers; ++l)
+      for (int h = 0; h < kKv; ++h)
+        expect_values_near(held_values(*c, l, h),
+                           cam_by_hand(l, h, 40, 8, 2, 3, [](int s) { return s % 2 == 0; }),
+                           "odd unseen");
+  }
+  // Plain StreamingLLM keeps the same tokens, values untouched.
+  auto s = PolicyCache::create(parse_policy_spec("streaming:budget=8,sinks=2"), ctx());
+  auto c = PolicyCache::create(parse_policy_spec(spec), ctx());
+  for (PolicyCache* p : {s.get(), c.get()}) {
+    step(*p, 0, 6, false, default_key, uniform_attention, default_query, distinct_value);
+    for (int32_t t = 6; t < 40; ++t)
+      step(*p, t, 1, true, default_key, uniform_attention, default_query, distinct_value);
+  }
+  EXPECT_EQ(held(*s, 1, 1), held(*c, 1, 1));
+}
+
+TEST(Cam, TheMergeProbabilityIsTheAttentionRatio) {
+  // Candidates alternate evicted (attention a) / kept (attention 1) with
+  // span 1: each evicted token merges into the next one with p = a.
+  const PolicySpec spec = parse_policy_spec("cam:span=1");
+  const auto scorer = spec.scorer.info().make_scorer(spec.scorer);
+  ASSERT_TRUE(scorer->merges_values());
+  for (const float a : {0.0f, 0.25f, 0.5f, 1.0f, 3.0f}) {
+    constexpr int32_t kPairs = 4000;
+    std::vector<int32_t> src(2 * kPairs), pos(2 * kPairs);
+    std::vector<float> stats(2 * kPairs);
+    std::vector<uint8_t> kept(2 * kPairs);
+    for (int32_t i = 0; i < 2 * kPairs; ++i) {
+      src[i] = pos[i] = i;
+      kept[i] = i % 2;
+      stats[i] = i % 2 ? 1.0f : a;
+    }
+    ScoreInput in;
+    in.n = 2 * kPairs;
+    in.src = src.data();
+    in.pos = pos.data();
+    in.stats = stats.data();
+    in.layout.acc = 0;
+    in.layout.n = 1;
+    in.seed = 7;
+    std::vector<ValueMerge> merges;
+    scorer->value_merges(in, kept.data(), merges);
+    for (const ValueMerge& m : merges) {
+      EXPECT_EQ(m.to, m.from + 1);
+      EXPECT_EQ(m.weight, 1.0f);
+    }
+    const double rate = static_cast<double>(merges.size()) / kPairs;
+    const double p = std::min(1.0f, a);
+    // 4000 Bernoulli draws: 4 standard deviations at most 0.032.
+    EXPECT_NEAR(rate, p, 4 * std::sqrt(p * (1 - p) / kPairs) + 1e-12) << "attention ratio " << a;
+  }
+}
+
+TEST(Cam, EntriesAnotherSequenceSharesNeverChange) {
+  // Sequence 0 holds a context; sequence 1 continues it. Evictions in
+  // sequence 1 drop shared entries from its view but merge into nothing
+  // the context holds: sequence 0's values stay as written.
+  auto c = PolicyCache::create(parse_policy_spec("cam:budget=8,start=0.25,span=3"), ctx());
+  step(*c, 0, 8, false, default_key, uniform_attention, default_query, distinct_value);
+  c->seq_cp(0, 1, -1, -1);
+  for (int32_t t = 8; t < 30; ++t)
+    step(*c, t, 1, true, default_key, uniform_attention, default_query, distinct_value, 1);
+  std::vector<float> k(kDim), v(kDim);
+  for (int l = 0; l < kLayers; ++l)
+    for (int h = 0; h < kKv; ++h)
+      for (int32_t src = 0; src < 8; ++src)
+        if (c->store().find(l, h, src, k.data(), v.data()))
+          for (int ch = 0; ch < kDim; ++ch)
+            ASSERT_EQ(v[ch], distinct_value(l, h, src, ch)) << "src " << src;
+  // KIVI's blocks cannot take merged values: refused when the cache is made.
+  try {
+    PolicyCache::create(parse_policy_spec("cam+kivi2:group=4,residual=8"), ctx());
+    ADD_FAILURE() << "cam+kivi2 accepted";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("KIVI"), std::string::npos) << e.what();
+  }
 }
 
 }  // namespace

@@ -146,7 +146,9 @@ TEST_F(PolicyStart, SharingEqualsPrefillingAloneForEverySpecTheRegistryBuilds) {
   const std::vector<std::string> reasons{
       "contiguous positions renumber the cache, restored pages keep their own",
       "pages what it evicts itself; drop +offload",
-      "keeps one token set per layer, adakv gives heads different budgets"};
+      "keeps one token set per layer, adakv gives heads different budgets",
+      "decides per head which keep everything; use an allocator that does not move budget",
+      "merges values into kept entries in place, which KIVI's blocks cannot hold"};
   std::vector<PolicySpec> specs;
   std::vector<StartPlan> plans;
   std::set<std::string> scorers;
