@@ -23,6 +23,7 @@
 #include "datasets/prompt.h"
 #include "datasets/tasks.h"
 #include "harness/cli/cli.h"
+#include "harness/inference.h"
 #include "harness/perplexity.h"
 #include "harness/run/answer.h"
 #include "model/common/atomic_file.h"
@@ -31,7 +32,8 @@
 #include "model/evaluator.h"
 #include "model/gguf/gguf.h"
 #include "model/llama_model.h"
-#include "policies/full_cache.h"
+#include "policies/policy_cache.h"
+#include "policies/registry.h"
 
 namespace po = boost::program_options;
 
@@ -398,11 +400,13 @@ int calibrate(const Args& args) {
           cell.scored_tokens += pr.scored;
           rec["ppl"] = pr.ppl;
         } else {
-          FullCache cache(model->kv_shape());
+          auto cache = PolicyCache::create(
+              parse_policy_spec(kReferencePolicy),
+              cache_context(*model, static_cast<int64_t>(p.tokens.size()) + in.max_new_tokens));
           AnswerOptions ao;
           ao.max_new_tokens = in.max_new_tokens;
           ao.chunk = chunk;
-          const Answer a = answer_greedy(eval, cache, p, ao);
+          const Answer a = answer_greedy(eval, *cache, p, ao);
           const double score = grade(in, a.text);
           cell.score_sum += score;
           cell.prefill_s += a.prefill_seconds;

@@ -12,7 +12,8 @@
 #include "harness/inference.h"
 #include "model/common/error.h"
 #include "model/steps.h"
-#include "policies/full_cache.h"
+#include "policies/policy_cache.h"
+#include "policies/registry.h"
 
 namespace po = boost::program_options;
 
@@ -43,9 +44,10 @@ int cmd_logits(const Args& args) {
   const int n_vocab = model->config().n_vocab;
   Evaluator eval(*model, threads,
                  vm["fast"].as<bool>() ? MatmulMode::Quantized : MatmulMode::Exact);
-  FullCache cache(model->kv_shape());
+  auto cache = PolicyCache::create(parse_policy_spec(kReferencePolicy),
+                                   cache_context(*model, static_cast<int64_t>(ids.size())));
   std::vector<float> logits(n_vocab);
-  prefill(eval, cache, ids, fixed_chunks(static_cast<int64_t>(ids.size()), vm["chunk"].as<int>()),
+  prefill(eval, *cache, ids, fixed_chunks(static_cast<int64_t>(ids.size()), vm["chunk"].as<int>()),
           {.last_logits = logits.data()});
 
   // log-softmax in double for the probabilities.
