@@ -467,7 +467,8 @@ int32_t CacheStore::merge_values(int seq, int layer, int kv_head, std::span<cons
         const EntryRef& t = refs[merges[m].to];
         // Main and incoming are row segments for every layout but KIVI,
         // which PolicyCache::create refuses for merging scorers.
-        static_cast<RowSegment&>(*hs.segs[t.seg]).add_to_value(t.idx, row_v_.data(), merges[m].weight);
+        static_cast<RowSegment&>(*hs.segs[t.seg])
+            .add_to_value(t.idx, row_v_.data(), merges[m].weight);
       }
       ++applied;
     }

@@ -220,7 +220,7 @@ class PolicyCache final : public KvCache {
   bool step_decode_ = false;
   int64_t decode_steps_ = 0;
   QueryWindow window_;  // recent queries: SnapKV's window, restore's query, kept queries
-  QueryStats qstats_;  // needs().query_stats: per-head query mean and covariance
+  QueryStats qstats_;   // needs().query_stats: per-head query mean and covariance
   std::vector<std::vector<float>> importance_;  // [n_layers * n_kv_heads][source]
   // Atomic: observe() may run on several threads at once (their times add up).
   std::atomic<int64_t> policy_ns_ = 0;
@@ -233,8 +233,8 @@ class PolicyCache final : public KvCache {
   std::vector<int32_t> order_, keep_;
   std::vector<std::span<const float>> spans_;
   std::vector<EntryRef> refs_;
-  std::vector<uint8_t> kept_;        // merging scorers: candidate i stays
-  std::vector<ValueMerge> merges_;   // merging scorers: the plan
+  std::vector<uint8_t> kept_;       // merging scorers: candidate i stays
+  std::vector<ValueMerge> merges_;  // merging scorers: the plan
   std::vector<std::pair<int32_t, float>> by_src_;
   std::vector<std::vector<std::pair<int32_t, float>>>
       head_prio_;  // mixed: per head (src, priority)

@@ -160,7 +160,14 @@ std::vector<ComponentInfo> build() {
         {{"start", ParamType::Number, "0.5",
           "share of the budget held by the first tokens (the rest: the most recent)", 0, 1},
          {"span", ParamType::Int, "16",
-          "kept tokens after an evicted one that share its value when it merges", 1, 1e6}});
+          "kept tokens after an evicted one that share its value when it merges", 1, 1e6},
+         {"merge",
+          ParamType::Choice,
+          "on",
+          "off: the same eviction without merging (the control CaM is measured against)",
+          0,
+          0,
+          {"on", "off"}}});
     p[0].default_value = "0.2";
     scorer("cam",
            "CaM cache merging: StreamingLLM eviction (first + recent tokens); an evicted token's "

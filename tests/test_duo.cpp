@@ -14,10 +14,10 @@
 
 #include "model/common/error.h"
 #include "model/testing/tiny_model.h"
-#include "tests/support/reference_llama.h"
 #include "policies/policy_cache.h"
 #include "policies/registry.h"
 #include "tests/support/cli_run.h"
+#include "tests/support/reference_llama.h"
 
 namespace kvbench {
 namespace {
@@ -87,8 +87,8 @@ TEST(Duo, RetrievalHeadsKeepEverythingStreamingHeadsSinksAndRecent) {
                                     "\n"
                                     "1 0 0.7\n"
                                     "1 1 0.2\n");
-  auto c = PolicyCache::create(
-      parse_policy_spec("duo:budget=10,sinks=3,retrieval=0.5,heads=" + f), ctx());
+  auto c = PolicyCache::create(parse_policy_spec("duo:budget=10,sinks=3,retrieval=0.5,heads=" + f),
+                               ctx());
   prefill(*c, 60);
   std::set<int64_t> all;
   for (int i = 0; i < 60; ++i) all.insert(i);
@@ -97,13 +97,13 @@ TEST(Duo, RetrievalHeadsKeepEverythingStreamingHeadsSinksAndRecent) {
   EXPECT_EQ(held(*c, 0, 0), streaming(60, 10, 3));
   EXPECT_EQ(held(*c, 1, 1), streaming(60, 10, 3));
   // retrieval=1: every listed head keeps everything; 0: none does.
-  auto every = PolicyCache::create(
-      parse_policy_spec("duo:budget=10,sinks=3,retrieval=1,heads=" + f), ctx());
+  auto every =
+      PolicyCache::create(parse_policy_spec("duo:budget=10,sinks=3,retrieval=1,heads=" + f), ctx());
   prefill(*every, 60);
   for (int l = 0; l < kLayers; ++l)
     for (int h = 0; h < kKv; ++h) EXPECT_EQ(held(*every, l, h), all);
-  auto none = PolicyCache::create(
-      parse_policy_spec("duo:budget=10,sinks=3,retrieval=0,heads=" + f), ctx());
+  auto none =
+      PolicyCache::create(parse_policy_spec("duo:budget=10,sinks=3,retrieval=0,heads=" + f), ctx());
   prefill(*none, 60);
   for (int l = 0; l < kLayers; ++l)
     for (int h = 0; h < kKv; ++h) EXPECT_EQ(held(*none, l, h), streaming(60, 10, 3));

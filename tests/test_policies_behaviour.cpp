@@ -391,7 +391,8 @@ float distinct_value(int l, int h, int t, int c) { return 0.1f * t + 0.01f * c +
 // entry after the `start` first ones and, when merges(src), adds its value /
 // m to the m = min(span, left) kept entries after it.
 std::map<int64_t, std::vector<float>> cam_by_hand(int l, int h, int tokens, int budget, int start,
-                                                  int span, const std::function<bool(int)>& merges) {
+                                                  int span,
+                                                  const std::function<bool(int)>& merges) {
   std::vector<std::pair<int64_t, std::vector<float>>> kept;
   for (int t = 0; t < tokens; ++t) {
     std::vector<float> v(kDim);
@@ -466,6 +467,14 @@ TEST(Cam, EvictedValuesSpreadOverTheNextKeptOnesInProportionToAttention) {
       step(*p, t, 1, true, default_key, uniform_attention, default_query, distinct_value);
   }
   EXPECT_EQ(held(*s, 1, 1), held(*c, 1, 1));
+  // merge=off, the control: the same tokens with the values as written.
+  auto off = PolicyCache::create(parse_policy_spec(spec + ",merge=off"), ctx());
+  step(*off, 0, 6, false, default_key, uniform_attention, default_query, distinct_value);
+  for (int32_t t = 6; t < 40; ++t)
+    step(*off, t, 1, true, default_key, uniform_attention, default_query, distinct_value);
+  EXPECT_EQ(held(*off, 1, 1), held(*c, 1, 1));
+  expect_values_near(held_values(*off, 1, 1),
+                     cam_by_hand(1, 1, 40, 8, 2, 3, [](int) { return false; }), "merge=off");
 }
 
 TEST(Cam, TheMergeProbabilityIsTheAttentionRatio) {

@@ -43,7 +43,8 @@ class CamScorer final : public BudgetScorer {
   explicit CamScorer(const ComponentSpec& spec)
       : BudgetScorer(spec),
         start_(spec.get_number("start")),
-        span_(static_cast<int32_t>(spec.get_int("span"))) {}
+        span_(static_cast<int32_t>(spec.get_int("span"))),
+        merge_(spec.get("merge") == "on") {}
   std::string_view name() const override { return "cam"; }
   ScorerNeeds needs() const override {
     ScorerNeeds n;
@@ -56,7 +57,8 @@ class CamScorer final : public BudgetScorer {
     protect_oldest(in, start_tokens(in.keep), out);
   }
 
-  bool merges_values() const override { return true; }
+  // merge=off: the same eviction, nothing merged (the ablation's control).
+  bool merges_values() const override { return merge_; }
   void value_merges(const ScoreInput& in, const uint8_t* kept,
                     std::vector<ValueMerge>& out) const override {
     // Kept candidates in stream order: T_i is the first `span` after src_i.
@@ -71,11 +73,10 @@ class CamScorer final : public BudgetScorer {
       return acc >= 0 ? static_cast<double>(in.stats[int64_t{i} * in.layout.n + acc]) : 0.0;
     };
     for (int32_t i : gone) {
-      const auto first = std::upper_bound(
-          stay.begin(), stay.end(), in.src[i],
-          [&](int32_t s, int32_t cand) { return s < in.src[cand]; });
-      const int32_t m =
-          static_cast<int32_t>(std::min<std::ptrdiff_t>(span_, stay.end() - first));
+      const auto first =
+          std::upper_bound(stay.begin(), stay.end(), in.src[i],
+                           [&](int32_t s, int32_t cand) { return s < in.src[cand]; });
+      const int32_t m = static_cast<int32_t>(std::min<std::ptrdiff_t>(span_, stay.end() - first));
       if (m == 0) continue;
       double mean = 0.0;
       for (int32_t t = 0; t < m; ++t) mean += attention(first[t]) / m;
@@ -92,6 +93,7 @@ class CamScorer final : public BudgetScorer {
   }
   double start_;
   int32_t span_;
+  bool merge_;
 };
 
 }  // namespace
