@@ -276,7 +276,7 @@ void CacheStore::save_state(StateWriter& out) const {
       out.u8(!s ? 0 : dynamic_cast<const KiviSegment*>(s) ? 2 : 1);
       if (s) s->save_state(out);
     }
-  out.boolean(cold_ != nullptr);
+  out.boolean(static_cast<bool>(cold_));
   if (cold_) cold_->save_state(out);
   out.tag(state_tag("SEND"));
 }
@@ -320,7 +320,7 @@ void CacheStore::load_state(StateReader& in) {
     }
   in.set_context("cold tier");
   const bool has_cold = in.boolean("cold tier present");
-  if (has_cold != (cold_ != nullptr))
+  if (has_cold != static_cast<bool>(cold_))
     in.fail(has_cold ? "the payload has a cold tier the policy does not make"
                      : "the cold tier is missing");
   if (cold_) {

@@ -96,22 +96,7 @@ CacheStore::CacheStore(const StoreConfig& c)
 }
 
 std::unique_ptr<CacheStore> CacheStore::clone() const {
-  StoreConfig c = config_;
-  c.offload = false;  // the cold tier is cloned below, not created empty
-  auto out = std::make_unique<CacheStore>(c);
-  out->config_ = config_;
-  for (size_t h = 0; h < heads_.size(); ++h)
-    for (int s = 0; s < kSlots; ++s)
-      out->heads_[h].segs[s] = heads_[h].segs[s] ? heads_[h].segs[s]->clone() : nullptr;
-  if (cold_) out->cold_ = cold_->clone();
-  out->in_step_ = in_step_;
-  out->step_seq_ = step_seq_;
-  out->step_decode_ = step_decode_;
-  out->step_positions_ = step_positions_;
-  out->next_src_ = next_src_;
-  out->known_ = known_;
-  out->evicted_max_ = evicted_max_;
-  return out;
+  return std::unique_ptr<CacheStore>(new CacheStore(*this));
 }
 
 // --- step protocol ---
@@ -936,7 +921,7 @@ MemoryReport CacheStore::memory() const {
 }
 
 namespace {
-bool in_segments(const std::array<std::unique_ptr<Segment>, kSlots>& segs,
+bool in_segments(const std::array<ClonePtr<Segment>, kSlots>& segs,
                  std::initializer_list<int> slots, int32_t src) {
   for (int slot : slots) {
     const Segment* seg = segs[slot].get();

@@ -31,6 +31,7 @@
 #include "model/ops/kv_cache.h"
 #include "model/ops/rope.h"
 #include "policies/cache_checkpoint.h"
+#include "policies/clone_ptr.h"
 #include "policies/cold_tier.h"
 #include "policies/memory_report.h"
 #include "policies/scorer.h"
@@ -174,8 +175,8 @@ class CacheStore {
   // cold tier / summary when configured); a shared one loses the seq's bit.
   void evict(int seq, int layer, int kv_head, std::span<const EntryRef> refs);
   // CaM: applies merges between the candidates `refs` (ValueMerge indices
-  // into it, grouped by `from`; `from` is evicted, targets are kept). A group is applied only when its evicted entry and every target are
-  // held by `seq` alone. Returns the groups applied.
+  // into it, grouped by `from`; `from` is evicted, targets are kept). A group is applied only when
+  // its evicted entry and every target are held by `seq` alone. Returns the groups applied.
   int32_t merge_values(int seq, int layer, int kv_head, std::span<const EntryRef> refs,
                        std::span<const ValueMerge> merges);
   // mixed: moves incoming (f32) entries into main (quantized).
@@ -235,8 +236,11 @@ class CacheStore {
   void rollback(const StoreCheckpoint& cp);
 
  private:
+  // clone(): every member copied (segments and the cold tier through their
+  // own clone()); views are rebuilt by the next view_for().
+  CacheStore(const CacheStore&) = default;
   struct HeadState {
-    std::array<std::unique_ptr<Segment>, kSlots> segs;
+    std::array<ClonePtr<Segment>, kSlots> segs;
     StoreView view;
     std::array<std::vector<int32_t>, kSlots> visible;
     // visible[slot] split by a segment's pieces, relative to each piece's first row
@@ -260,7 +264,7 @@ class CacheStore {
   StoreConfig config_;
   std::vector<float> inv_freq_;
   std::vector<HeadState> heads_;  // [n_layers * n_kv_heads]
-  std::unique_ptr<ColdTier> cold_;
+  ClonePtr<ColdTier> cold_;
   std::vector<float> observe_sum_;  // observe(): group sums when not given
   // The open step.
   bool in_step_ = false;

@@ -108,9 +108,6 @@ ColdTier::ColdTier(const RowCodec& codec, int page, int n_heads, bool file, cons
       heads_(n_heads),
       arena_(std::make_unique<PageArena>(2 * page * codec.row_bytes(), file, dir)) {}
 
-ColdTier::ColdTier(const ColdTier& o)
-    : codec_(o.codec_), page_(o.page_), heads_(o.heads_), arena_(o.arena_->clone()) {}
-
 std::unique_ptr<ColdTier> ColdTier::clone() const {
   return std::unique_ptr<ColdTier>(new ColdTier(*this));
 }

@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "policies/clone_ptr.h"
 #include "policies/codec.h"
 #include "policies/segment.h"
 
@@ -111,11 +112,11 @@ class ColdTier {
   void rollback(const ColdMark& mark);
 
  private:
-  ColdTier(const ColdTier&);
+  ColdTier(const ColdTier&) = default;  // clone(): the arena's slots copied
   RowCodec codec_;
   int page_;
   std::vector<ColdHead> heads_;
-  std::unique_ptr<PageArena> arena_;
+  ClonePtr<PageArena> arena_;
 };
 
 }  // namespace kvbench

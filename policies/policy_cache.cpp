@@ -230,12 +230,12 @@ AttentionRequest PolicyCache::attention_request(int layer) const {
 }
 
 void PolicyCache::observe(const AttentionRows& rows) {
-  ScopeTimer t(policy_ns_);
+  ScopeTimer t(policy_ns_.ns);
   store_->observe(rows);
 }
 
 void PolicyCache::observe_queries(int layer, const float* q, std::span<const int32_t> positions) {
-  ScopeTimer t(policy_ns_);
+  ScopeTimer t(policy_ns_.ns);
   const int64_t n = static_cast<int64_t>(positions.size());
   window_.push(layer, q, positions);
   if (qstats_.enabled()) qstats_.add(layer, q, positions);
@@ -253,7 +253,7 @@ void PolicyCache::note_peak() {
 }
 
 void PolicyCache::end_step() {
-  ScopeTimer t(policy_ns_);
+  ScopeTimer t(policy_ns_.ns);
   const int seq = store_->step_seq();
   if (!step_decode_) note_peak();  // the chunk's own rows are still f32
   store_->end_step();
@@ -271,7 +271,7 @@ void PolicyCache::end_step() {
 }
 
 void PolicyCache::end_prefill() {
-  ScopeTimer t(policy_ns_);
+  ScopeTimer t(policy_ns_.ns);
   if (store_->known_sequences() == 0) return;
   const int seq = store_->step_seq();
   if (scorer_->evicts()) maintain(seq);
@@ -559,31 +559,7 @@ void PolicyCache::seq_div(int seq, int64_t p0, int64_t p1, int64_t d) {
 void PolicyCache::compact() { store_->compact(); }
 
 std::unique_ptr<PolicyCache> PolicyCache::clone() const {
-  auto c = std::unique_ptr<PolicyCache>(new PolicyCache());
-  c->spec_ = spec_;
-  c->ctx_ = ctx_;
-  c->scorer_ = scorer_;
-  c->allocator_ = allocator_;
-  c->store_ = store_->clone();
-  c->needs_ = needs_;
-  c->observe_attention_ = observe_attention_;
-  c->budget_ = budget_;
-  c->main_budget_ = main_budget_;
-  c->reserved_ = reserved_;
-  c->restore_pages_ = restore_pages_;
-  c->restore_every_ = restore_every_;
-  c->dense_ = dense_;
-  c->eviction_paused_ = eviction_paused_;
-  c->mixed_ = mixed_;
-  c->mixed_full_ = mixed_full_;
-  c->step_decode_ = step_decode_;
-  c->decode_steps_ = decode_steps_;
-  c->window_ = window_;
-  c->qstats_ = qstats_;
-  c->importance_ = importance_;
-  c->policy_ns_ = policy_ns_.load();
-  c->peak_prefill_ = peak_prefill_;
-  return c;
+  return std::unique_ptr<PolicyCache>(new PolicyCache(*this));
 }
 
 void PolicyCache::import_from(const PolicyCache& full) {
@@ -612,7 +588,7 @@ void PolicyCache::import_from(const PolicyCache& full) {
     throw InputError("import_from: '" + to_string(spec_) + "' needs the last " +
                      std::to_string(in.queries) +
                      " queries; create the full cache with CacheContext.keep_queries >= that");
-  ScopeTimer t(policy_ns_);
+  ScopeTimer t(policy_ns_.ns);
   store_->import_entries(*full.store_);
   peak_prefill_ = std::max(peak_prefill_, full.peak_prefill_);
   note_peak();

@@ -29,6 +29,7 @@
 #include "model/ops/rope.h"
 #include "policies/allocator.h"
 #include "policies/cache_store.h"
+#include "policies/clone_ptr.h"
 #include "policies/memory_report.h"
 #include "policies/policy_spec.h"
 #include "policies/query_stats.h"
@@ -83,7 +84,7 @@ class PolicyCache final : public KvCache {
   double restore_bytes_per_step() const;
   // Time spent in the policy's calls (observation in decode runs on the
   // attention threads: their times add up).
-  double policy_seconds() const { return policy_ns_ * 1e-9; }
+  double policy_seconds() const { return policy_ns_.ns * 1e-9; }
   // Needle survival: is stream token `source_index` (0 = the first token
   // ever appended) still held, hot or cold, by this KV head?
   bool holds(int layer, int kv_head, int64_t source_index) const;
@@ -196,6 +197,9 @@ class PolicyCache final : public KvCache {
 
  private:
   PolicyCache() = default;
+  // clone(): every member copied (the store through its clone(); the scorer
+  // and allocator are immutable and shared).
+  PolicyCache(const PolicyCache&) = default;
   void maintain_layer(int seq, int layer, bool evict);
   void merge_before_eviction(int seq, int layer, int kv_head, int32_t drop);
   // q: [n_queries][n_q_heads * head_dim], the queries that bound the pages.
@@ -205,7 +209,7 @@ class PolicyCache final : public KvCache {
   CacheContext ctx_;
   std::shared_ptr<const Scorer> scorer_;
   std::shared_ptr<const Allocator> allocator_;
-  std::unique_ptr<CacheStore> store_;
+  ClonePtr<CacheStore> store_;
   ScorerNeeds needs_;
   bool observe_attention_ = false;
   int32_t budget_ = 0;       // per head
@@ -222,8 +226,18 @@ class PolicyCache final : public KvCache {
   QueryWindow window_;  // recent queries: SnapKV's window, restore's query, kept queries
   QueryStats qstats_;   // needs().query_stats: per-head query mean and covariance
   std::vector<std::vector<float>> importance_;  // [n_layers * n_kv_heads][source]
-  // Atomic: observe() may run on several threads at once (their times add up).
-  std::atomic<int64_t> policy_ns_ = 0;
+  // Atomic: observe() may run on several threads at once (their times add
+  // up); copied by value with the rest of the cache.
+  struct Nanoseconds {
+    std::atomic<int64_t> ns = 0;
+    Nanoseconds() = default;
+    Nanoseconds(const Nanoseconds& o) : ns(o.ns.load()) {}
+    Nanoseconds& operator=(const Nanoseconds& o) {
+      ns = o.ns.load();
+      return *this;
+    }
+  };
+  Nanoseconds policy_ns_;
   uint64_t peak_prefill_ = 0;
   void note_peak();
   // Scratch for maintenance, reused.
