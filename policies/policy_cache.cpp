@@ -319,12 +319,10 @@ int32_t PolicyCache::first_eviction_tokens() const {
   return t;
 }
 
-// CaM: the scorer plans, over the head's candidates, which evicted values
-// fold into which kept ones (order_[0, drop) are the evicted candidates).
-void PolicyCache::merge_before_eviction(int seq, int layer, int h, int32_t drop) {
+// The scorer's view of head h's gathered candidates (cand_[h]); the
+// context is set by the caller that needs one.
+ScoreInput PolicyCache::score_input(int layer, int h, int32_t keep) const {
   const Candidates& c = cand_[h];
-  kept_.assign(c.size(), 1);
-  for (int32_t i = 0; i < drop; ++i) kept_[order_[i]] = 0;
   ScoreInput in;
   in.layer = layer;
   in.kv_head = h;
@@ -334,8 +332,18 @@ void PolicyCache::merge_before_eviction(int seq, int layer, int h, int32_t drop)
   in.stats = c.stats.data();
   in.layout = store_->config().stats;
   in.now = store_->tokens_seen();
-  in.keep = c.size() - drop;
+  in.keep = keep;
   in.seed = ctx_.seed;
+  return in;
+}
+
+// CaM: the scorer plans, over the head's candidates, which evicted values
+// fold into which kept ones (order_[0, drop) are the evicted candidates).
+void PolicyCache::merge_before_eviction(int seq, int layer, int h, int32_t drop) {
+  const Candidates& c = cand_[h];
+  kept_.assign(c.size(), 1);
+  for (int32_t i = 0; i < drop; ++i) kept_[order_[i]] = 0;
+  const ScoreInput in = score_input(layer, h, c.size() - drop);
   merges_.clear();
   scorer_->value_merges(in, kept_.data(), merges_);
   store_->merge_values(seq, layer, h, c.refs, merges_);
@@ -383,17 +391,7 @@ void PolicyCache::maintain_layer(int seq, int layer, bool use_scorer) {
       for (int32_t i = 0; i < c.size(); ++i) p[i] = static_cast<float>(c.src[i]);
       continue;
     }
-    ScoreInput in;
-    in.layer = layer;
-    in.kv_head = h;
-    in.n = c.size();
-    in.src = c.src.data();
-    in.pos = c.pos.data();
-    in.stats = c.stats.data();
-    in.layout = store_->config().stats;
-    in.now = store_->tokens_seen();
-    in.keep = std::min(lb, c.size());
-    in.seed = ctx_.seed;
+    ScoreInput in = score_input(layer, h, std::min(lb, c.size()));
     HeadContext context(*store_, window_, qstats_, seq, layer, h);
     in.context = &context;
     if (!importance_.empty()) {

@@ -202,6 +202,7 @@ class PolicyCache final : public KvCache {
   PolicyCache(const PolicyCache&) = default;
   void maintain_layer(int seq, int layer, bool evict);
   void merge_before_eviction(int seq, int layer, int kv_head, int32_t drop);
+  ScoreInput score_input(int layer, int kv_head, int32_t keep) const;
   // q: [n_queries][n_q_heads * head_dim], the queries that bound the pages.
   void restore_layer(int seq, int layer, const float* q, int64_t n_queries);
 
