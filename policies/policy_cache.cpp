@@ -334,6 +334,7 @@ ScoreInput PolicyCache::score_input(int layer, int h, int32_t keep) const {
   in.now = store_->tokens_seen();
   in.keep = keep;
   in.seed = ctx_.seed;
+  in.decode = step_decode_;
   return in;
 }
 

@@ -92,6 +92,7 @@ struct ScoreInput {
   int64_t now = 0;                    // stream index of the next token
   int32_t keep = 0;                   // how many entries this head keeps
   uint64_t seed = 0;
+  bool decode = false;  // the last step was a decode step (false at end_prefill)
   ScoreContext* context = nullptr;  // K/V rows, recent queries (set by PolicyCache)
 };
 
