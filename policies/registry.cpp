@@ -167,7 +167,14 @@ std::vector<ComponentInfo> build() {
           "off: the same eviction without merging (the control CaM is measured against)",
           0,
           0,
-          {"on", "off"}}});
+          {"on", "off"}},
+         {"during",
+          ParamType::Choice,
+          "all",
+          "which evictions merge: all, or only those of decode steps (the prompt's dropped plainly)",
+          0,
+          0,
+          {"all", "decode"}}});
     p[0].default_value = "0.2";
     scorer("cam",
            "CaM cache merging: StreamingLLM eviction (first + recent tokens); an evicted token's "

@@ -467,6 +467,15 @@ TEST(Cam, EvictedValuesSpreadOverTheNextKeptOnesInProportionToAttention) {
       step(*p, t, 1, true, default_key, uniform_attention, default_query, distinct_value);
   }
   EXPECT_EQ(held(*s, 1, 1), held(*c, 1, 1));
+  // during=decode: a 20-token prompt evicts 12 entries unmerged; decode
+  // steps merge (token i leaves when token i + 6 arrives).
+  auto dec = PolicyCache::create(parse_policy_spec(spec + ",during=decode"), ctx());
+  step(*dec, 0, 20, false, default_key, uniform_attention, default_query, distinct_value);
+  for (int32_t t = 20; t < 40; ++t)
+    step(*dec, t, 1, true, default_key, uniform_attention, default_query, distinct_value);
+  expect_values_near(held_values(*dec, 0, 1),
+                     cam_by_hand(0, 1, 40, 8, 2, 3, [](int s) { return s + 6 >= 20; }),
+                     "during=decode");
   // merge=off, the control: the same tokens with the values as written.
   auto off = PolicyCache::create(parse_policy_spec(spec + ",merge=off"), ctx());
   step(*off, 0, 6, false, default_key, uniform_attention, default_query, distinct_value);

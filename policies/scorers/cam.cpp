@@ -14,7 +14,9 @@
 // (seed, layer, head, stream index), so a token's fate does not depend on
 // when maintenance runs; every evicted token merges, the prompt's too (the
 // paper streams token by token, where every token leaving the window merges);
-// |T_i| < span near the end of the cache divides by |T_i|.
+// |T_i| < span near the end of the cache divides by |T_i|. during=decode
+// merges only tokens evicted by decode steps (the official HELM variant:
+// the prompt's evicted middle is dropped unmerged).
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -44,7 +46,8 @@ class CamScorer final : public BudgetScorer {
       : BudgetScorer(spec),
         start_(spec.get_number("start")),
         span_(static_cast<int32_t>(spec.get_int("span"))),
-        merge_(spec.get("merge") == "on") {}
+        merge_(spec.get("merge") == "on"),
+        decode_only_(spec.get("during") == "decode") {}
   std::string_view name() const override { return "cam"; }
   ScorerNeeds needs() const override {
     ScorerNeeds n;
@@ -61,6 +64,7 @@ class CamScorer final : public BudgetScorer {
   bool merges_values() const override { return merge_; }
   void value_merges(const ScoreInput& in, const uint8_t* kept,
                     std::vector<ValueMerge>& out) const override {
+    if (decode_only_ && !in.decode) return;  // the prompt's evictions drop plainly
     // Kept candidates in stream order: T_i is the first `span` after src_i.
     std::vector<int32_t> stay, gone;
     for (int32_t i = 0; i < in.n; ++i) (kept[i] ? stay : gone).push_back(i);
@@ -94,6 +98,7 @@ class CamScorer final : public BudgetScorer {
   double start_;
   int32_t span_;
   bool merge_;
+  bool decode_only_;
 };
 
 }  // namespace
