@@ -615,17 +615,21 @@ INSTANTIATE_TEST_SUITE_P(
 
 class RandomOps : public ::testing::TestWithParam<std::string> {};
 
-// duo with a heads file: (0, 1) and (1, 0) keep everything, the others
-// stream. The file is this process's (tests/support/temp_cleanup removes it).
-std::string duo_with_heads() {
+// "duo ... heads=@HEADS": the test writes the heads file when it runs (not
+// when gtest lists the tests), (0, 1) and (1, 0) keeping everything; the
+// file is this process's (tests/support/temp_cleanup removes it).
+constexpr std::string_view kHeadsMark = "@HEADS";
+std::string with_heads_file(std::string spec) {
+  const size_t at = spec.find(kHeadsMark);
+  if (at == std::string::npos) return spec;
   static_assert(kLayers == 2 && kKvHeads == 2);
   const std::string path = "/tmp/kvbench-duo-ops-" + std::to_string(getpid()) + ".txt";
   std::ofstream(path) << "0 0 0.1\n0 1 0.9\n1 0 0.8\n1 1 0.2\n";
-  return "duo:budget=12,sinks=2,retrieval=0.5,heads=" + path;
+  return spec.replace(at, kHeadsMark.size(), path);
 }
 
 TEST_P(RandomOps, ShadowModelHoldsAfterEveryOperation) {
-  Driver d(GetParam(), std::hash<std::string>()(GetParam()));
+  Driver d(with_heads_file(GetParam()), std::hash<std::string>()(GetParam()));
   const bool renumbers = param_or(d.spec().scorer, "pos") == "contiguous";
   std::uniform_int_distribution<int> pick(0, 999);
   std::vector<int> known;
@@ -694,7 +698,7 @@ INSTANTIATE_TEST_SUITE_P(
                       "window:budget=16+bf16+offload:page=4,tier=file", "h2o:budget=12+merge",
                       "h2o:budget=12,timing=every,every=3", "full+offload",
                       "expected:budget=12,sinks=2,timing=stream", "duo:budget=12,sinks=2",
-                      duo_with_heads(), "cam:budget=12,span=3",
+                      "duo:budget=12,sinks=2,retrieval=0.5,heads=@HEADS", "cam:budget=12,span=3",
                       "cam:budget=12,start=0.25,span=4+int8:group=4"),
     [](const auto& info) { return "spec" + std::to_string(info.index); });
 
