@@ -3,6 +3,7 @@
 // streaming heads keep exactly sinks + the most recent; the heads file is
 // bounded and every bad line is one error naming the file and the line.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cmath>
@@ -144,6 +145,10 @@ TEST(Duo, BadHeadsFilesGiveOneErrorNamingFileAndLine) {
   // Bounded: a file past 1 MiB is refused before it is parsed.
   const std::string big = write_heads("big", std::string((1 << 20) + 1, '#'));
   EXPECT_NE(error_of("duo:heads=" + big).find("larger than"), std::string::npos);
+  // A FIFO is refused at once (reading it would wait for a writer forever).
+  const std::string fifo = "/tmp/kvbench-duo-fifo-" + std::to_string(getpid());
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
+  EXPECT_NE(error_of("duo:heads=" + fifo).find("not a regular file"), std::string::npos);
   // Moving budget between heads would break "retrieval heads keep all".
   EXPECT_NE(error_of("duo+adakv").find("uniform"), std::string::npos);
   EXPECT_EQ(error_of("duo+pyramid"), "(no error)");

@@ -11,7 +11,6 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
-#include <fstream>
 #include <memory>
 #include <set>
 #include <sstream>
@@ -20,12 +19,13 @@
 #include <vector>
 
 #include "model/common/error.h"
+#include "model/common/input_file.h"
 #include "policies/scorers/budget_scorer.h"
 
 namespace kvbench {
 namespace {
 
-constexpr int64_t kMaxFileBytes = 1 << 20;
+constexpr size_t kMaxFileBytes = size_t{1} << 20;
 constexpr int kMaxIndex = 1 << 16;
 
 struct HeadScore {
@@ -33,17 +33,10 @@ struct HeadScore {
   double score;
 };
 
-// The heads file, bounded and checked line by line.
+// The heads file, bounded and checked line by line (a FIFO or a device is
+// refused before anything can block: model/common/input_file.h).
 std::vector<HeadScore> read_heads(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw InputError(path + ": cannot open (the heads file of duo)");
-  // At most kMaxFileBytes, whatever the file is (a device never ends).
-  std::string text(kMaxFileBytes + 1, '\0');
-  in.read(text.data(), static_cast<std::streamsize>(text.size()));
-  if (in.bad()) throw InputError(path + ": read error");
-  if (in.gcount() > kMaxFileBytes)
-    throw InputError(path + ": larger than " + std::to_string(kMaxFileBytes) + " bytes");
-  text.resize(static_cast<size_t>(in.gcount()));
+  const std::string text = read_regular_file(path, kMaxFileBytes, "the heads file of duo");
   std::istringstream lines(text);
   std::vector<HeadScore> out;
   std::set<std::pair<int, int>> seen;
