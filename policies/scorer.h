@@ -92,7 +92,7 @@ struct ScoreInput {
   int64_t now = 0;                    // stream index of the next token
   int32_t keep = 0;                   // how many entries this head keeps
   uint64_t seed = 0;
-  bool decode = false;  // the last step was a decode step (false at end_prefill)
+  bool decode = false;              // the last step was a decode step (false at end_prefill)
   ScoreContext* context = nullptr;  // K/V rows, recent queries (set by PolicyCache)
 };
 
@@ -161,5 +161,8 @@ class Scorer {
 void protect_newest(const ScoreInput& in, int32_t count, float* out);
 // Marks the `count` oldest entries (smallest src) with +inf.
 void protect_oldest(const ScoreInput& in, int32_t count, float* out);
+// StreamingLLM's order: the `sinks` oldest entries protected, the rest by
+// recency (streaming, duo's streaming heads, cam).
+void sinks_then_recent(const ScoreInput& in, int32_t sinks, float* out);
 
 }  // namespace kvbench

@@ -56,8 +56,7 @@ class CamScorer final : public BudgetScorer {
   }
   int32_t reserved(int32_t budget) const override { return start_tokens(budget); }
   void priorities(const ScoreInput& in, float* out) const override {
-    for (int32_t i = 0; i < in.n; ++i) out[i] = static_cast<float>(in.src[i]);
-    protect_oldest(in, start_tokens(in.keep), out);
+    sinks_then_recent(in, start_tokens(in.keep), out);
   }
 
   // merge=off: the same eviction, nothing merged (the ablation's control).

@@ -101,8 +101,7 @@ class DuoScorer final : public BudgetScorer {
   // Streaming heads: sinks + the most recent; a retrieval head is never
   // over its budget (the cache keeps all its entries).
   void priorities(const ScoreInput& in, float* out) const override {
-    for (int32_t i = 0; i < in.n; ++i) out[i] = static_cast<float>(in.src[i]);
-    protect_oldest(in, sinks_, out);
+    sinks_then_recent(in, sinks_, out);
   }
 
  private:

@@ -41,4 +41,9 @@ void protect_oldest(const ScoreInput& in, int32_t count, float* out) {
   protect_by_src(in, count, out, false);
 }
 
+void sinks_then_recent(const ScoreInput& in, int32_t sinks, float* out) {
+  for (int32_t i = 0; i < in.n; ++i) out[i] = static_cast<float>(in.src[i]);
+  protect_oldest(in, sinks, out);
+}
+
 }  // namespace kvbench

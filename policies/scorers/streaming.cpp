@@ -19,8 +19,7 @@ class StreamingScorer final : public BudgetScorer {
   int32_t reserved(int32_t budget) const override { return std::min(sinks_, budget); }
   bool contiguous_positions() const override { return contiguous_; }
   void priorities(const ScoreInput& in, float* out) const override {
-    for (int32_t i = 0; i < in.n; ++i) out[i] = static_cast<float>(in.src[i]);
-    protect_oldest(in, sinks_, out);
+    sinks_then_recent(in, sinks_, out);
   }
 
  private:
