@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <filesystem>
 #include <iomanip>
 #include <iostream>
 #include <sstream>
@@ -53,6 +54,10 @@ int cmd_heads(const Args& args) {
   if (chunk < 1) throw InputError("--chunk must be >= 1");
   const std::string out_path = vm["output"].as<std::string>();
   refuse_non_regular_target(out_path);
+  // Fail before the calibration pass, not after it.
+  const auto dir = std::filesystem::path(out_path).parent_path();
+  if (!dir.empty() && !std::filesystem::is_directory(dir))
+    throw InputError(out_path + ": cannot create (no directory " + dir.string() + ")");
   auto model = LlamaModel::load(model_path(vm));
   Evaluator eval(*model, thread_count(vm),
                  vm["fast"].as<bool>() ? MatmulMode::Quantized : MatmulMode::Exact);
