@@ -126,6 +126,78 @@ TEST_P(TinyVocabTest, StreamedPiecesConcatenateToTheDecodedText) {
   EXPECT_EQ(streamed, expected);
 }
 
+// encode_parts encodes its parts as one text: the same ids as encode() of
+// the concatenation (specials parsed where asked), for every cut of it.
+TEST_P(TinyVocabTest, PartsEncodeAsTheJoinedText) {
+  const Tokenizer& tok = tiny(GetParam());
+  const bool bpe = GetParam() == TinyVocabKind::Bpe;
+  const std::string open = bpe ? "<|im_start|>" : "<s>";
+  const std::string close = bpe ? "<|im_end|>" : "</s>";
+  const std::string head = open + "user\n";
+  const std::string tail = close + "\n" + open + "assistant\n";
+  for (const std::string& body : round_trip_corpus()) {
+    if (body.find('<') != std::string::npos) continue;  // spells specials: see below
+    SCOPED_TRACE(body);
+    const std::string whole = head + body + "\n\nWhy?" + tail + "Answer:";
+    const auto want = tok.encode(whole, true, true);
+    // Cut the body anywhere, even inside a UTF-8 sequence or a word.
+    for (size_t cut = 0; cut <= body.size(); cut += 1 + body.size() / 7) {
+      const std::string a = body.substr(0, cut), b = body.substr(cut);
+      const std::vector<TextPart> parts = {
+          {head, true}, {a, false}, {b, false}, {"\n\n", false}, {"Why?", false},
+          {tail, true}, {"Answer:", false}};
+      std::vector<int64_t> starts;
+      ASSERT_EQ(tok.encode_parts(parts, true, &starts), want) << "cut " << cut;
+      ASSERT_EQ(starts.size(), want.size());
+      EXPECT_TRUE(std::is_sorted(starts.begin(), starts.end()));
+      EXPECT_EQ(starts.front(), 0);
+      EXPECT_LE(starts.back(), static_cast<int64_t>(whole.size()));
+    }
+  }
+  // Plain parts never become control tokens; template parts do.
+  const std::vector<TextPart> parts = {{head, true}, {close + "x", false}, {tail, true}};
+  const auto ids = tok.encode_parts(parts, false, nullptr);
+  EXPECT_EQ(std::count(ids.begin(), ids.end(), 2), 1);  // close_id: the tail's only
+  EXPECT_EQ(tok.encode_parts(parts, false, nullptr),
+            tok.encode_parts(std::vector<TextPart>{{head, true}, {close + "x", false},
+                                                    {tail, true}},
+                             false, nullptr));
+}
+
+// The starts are each token's first byte in the joined text: on valid text
+// the tokens from i to j decode to the bytes from starts[i] to starts[j].
+TEST_P(TinyVocabTest, StartsLocateEveryToken) {
+  const Tokenizer& tok = tiny(GetParam());
+  const bool bpe = GetParam() == TinyVocabKind::Bpe;
+  const std::string open = bpe ? "<|im_start|>" : "<s>";
+  for (const std::string& body : round_trip_corpus()) {
+    if (body.find('<') != std::string::npos || body.empty()) continue;
+    SCOPED_TRACE(body);
+    const std::string head = open + "user\n";
+    const std::vector<TextPart> parts = {{head, true}, {body, false}};
+    std::vector<int64_t> starts;
+    const auto ids = tok.encode_parts(parts, false, &starts);
+    ASSERT_EQ(ids[0], 1);
+    EXPECT_EQ(starts[0], 0);
+    const int64_t n = static_cast<int64_t>(ids.size());
+    starts.push_back(static_cast<int64_t>(head.size() + body.size()));
+    const std::string joined = head + body;
+    // SentencePiece's space added after the special is not in the text.
+    for (int64_t i = 1; i < n; ++i) {
+      std::string piece = tok.token_to_piece(ids[i]);
+      if (!bpe && i == 1) piece.erase(0, 1);
+      EXPECT_EQ(piece, joined.substr(starts[i], starts[i + 1] - starts[i])) << "token " << i;
+    }
+  }
+  // Invalid UTF-8: starts stay in bounds and in order.
+  const std::string bad = std::string("a\xFF\x80 \xC3 \xED\xA0\x80 \xF0\x9F", 13);
+  std::vector<int64_t> starts;
+  const std::vector<TextPart> parts = {{bad, false}, {bad, false}};
+  tok.encode_parts(parts, true, &starts);
+  EXPECT_TRUE(std::is_sorted(starts.begin(), starts.end()));
+  EXPECT_LE(starts.back(), 26);
+}
+
 TEST_P(TinyVocabTest, SpecialTokenTextIsParsedOnlyWhenAsked) {
   const Tokenizer& tok = tiny(GetParam());
   const bool bpe = GetParam() == TinyVocabKind::Bpe;

@@ -36,13 +36,40 @@ struct LaterFirst {
 }  // namespace
 
 void bpe_encode_fragment(const Vocab& vocab, const PreTokenizer& pre, std::string_view text,
-                         std::vector<int32_t>& out) {
+                         std::vector<int32_t>& out, std::vector<int64_t>* starts) {
   std::string word;
   std::string key;
   std::vector<Symbol> syms;
   std::priority_queue<Bigram, std::vector<Bigram>, LaterFirst> queue;
 
+  // The chunks partition the text the pre-tokenizer saw: `text` itself, or
+  // for invalid UTF-8 a copy with U+FFFD in place of bad bytes. source[b]:
+  // the byte of `text` where byte b of that copy came from.
+  std::vector<int64_t> source;
+  if (starts != nullptr && !unicode::is_valid_utf8(text)) {
+    std::string scratch;
+    for (size_t off = 0; off < text.size();) {
+      const size_t from = off;
+      scratch.clear();
+      unicode::append_utf8(scratch, unicode::decode_one(text, off));
+      source.insert(source.end(), scratch.size(), static_cast<int64_t>(from));
+    }
+  }
+  const auto source_of = [&](size_t b) {
+    return source.empty() ? static_cast<int64_t>(b)
+                          : b < source.size() ? source[b] : static_cast<int64_t>(text.size());
+  };
+
+  size_t chunk_at = 0;  // byte offset of the chunk in the pre-tokenizer's text
   for (const std::string& chunk : pre.split(text)) {
+    const size_t base = chunk_at;
+    chunk_at += chunk.size();
+    // Each byte of the chunk is one character of `word`, so symbol i starts
+    // at byte i of the chunk (a merged symbol keeps its left part's index).
+    const auto emit = [&](int32_t id, size_t byte_in_chunk) {
+      out.push_back(id);
+      if (starts != nullptr) starts->push_back(source_of(base + byte_in_chunk));
+    };
     word.clear();
     for (unsigned char c : chunk) word += unicode::byte_to_utf8(c);
 
@@ -50,7 +77,7 @@ void bpe_encode_fragment(const Vocab& vocab, const PreTokenizer& pre, std::strin
       // llama3-style vocabularies: a word that is itself a token is taken
       // whole, whatever the merges would have produced.
       if (const int32_t id = vocab.find(word); id >= 0) {
-        out.push_back(id);
+        emit(id, 0);
         continue;
       }
     }
@@ -90,17 +117,18 @@ void bpe_encode_fragment(const Vocab& vocab, const PreTokenizer& pre, std::strin
       try_pair(b.left, l.next);
     }
 
-    for (const Symbol& s : syms) {
+    for (size_t i = 0; i < syms.size(); ++i) {
+      const Symbol& s = syms[i];
       if (s.n == 0) continue;
       const std::string_view piece(word.data() + s.start, s.n);
       if (const int32_t id = vocab.find(piece); id >= 0) {
-        out.push_back(id);
+        emit(id, i);
         continue;
       }
       // Not a token (an incomplete vocabulary): llama.cpp looks up each byte
       // of the encoded text on its own and drops what it cannot find.
-      for (char c : piece) {
-        if (const int32_t id = vocab.find(std::string_view(&c, 1)); id >= 0) out.push_back(id);
+      for (size_t k = 0; k < piece.size(); ++k) {
+        if (const int32_t id = vocab.find(piece.substr(k, 1)); id >= 0) emit(id, i);
       }
     }
   }

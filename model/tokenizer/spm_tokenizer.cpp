@@ -34,7 +34,8 @@ struct LowerFirst {
 
 }  // namespace
 
-void spm_encode_fragment(const Vocab& vocab, std::string_view text, std::vector<int32_t>& out) {
+void spm_encode_fragment(const Vocab& vocab, std::string_view text, std::vector<int32_t>& out,
+                         std::vector<int64_t>* starts) {
   if (text.empty()) return;
   std::vector<Symbol> syms;
   syms.reserve(text.size());
@@ -79,11 +80,15 @@ void spm_encode_fragment(const Vocab& vocab, std::string_view text, std::vector<
     const std::string_view piece = text.substr(syms[i].start, syms[i].n);
     if (const int32_t id = vocab.find(piece); id >= 0) {
       out.push_back(id);
+      if (starts != nullptr) starts->push_back(static_cast<int64_t>(syms[i].start));
       continue;
     }
-    for (unsigned char c : piece) {
+    for (size_t k = 0; k < piece.size(); ++k) {
+      const unsigned char c = static_cast<unsigned char>(piece[k]);
       const int32_t id = vocab.byte_token[c] >= 0 ? vocab.byte_token[c] : vocab.unk;
-      if (id >= 0) out.push_back(id);
+      if (id < 0) continue;
+      out.push_back(id);
+      if (starts != nullptr) starts->push_back(static_cast<int64_t>(syms[i].start + k));
     }
   }
 }

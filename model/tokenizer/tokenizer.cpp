@@ -25,45 +25,28 @@ class VocabTokenizer final : public Tokenizer {
 
   std::vector<int32_t> encode(std::string_view text, bool add_bos,
                               bool parse_special) const override {
-    std::vector<int32_t> out;
-    out.reserve(text.size() / 3 + 2);
-    if (add_bos && v_.add_bos) out.push_back(v_.bos);
-    const std::vector<Fragment> frags = partition(text, parse_special);
-    if (v_.kind == Vocab::Kind::Spm) {
-      // SentencePiece sees a space before the text at the start and after
-      // every special token (llama.cpp's is_prev_special), and spells spaces
-      // as U+2581.
-      bool prev_special = true;
-      std::string buf;
-      for (const Fragment& f : frags) {
-        if (f.token >= 0) {
-          out.push_back(f.token);
-          prev_special = true;
-          continue;
-        }
-        buf.clear();
-        if (v_.add_space_prefix && prev_special) buf += "\xE2\x96\x81";
-        for (char c : text.substr(f.off, f.len)) {
-          if (c == ' ') {
-            buf += "\xE2\x96\x81";
-          } else {
-            buf += c;
-          }
-        }
-        spm_encode_fragment(v_, buf, out);
-        prev_special = false;
-      }
-    } else {
-      for (const Fragment& f : frags) {
-        if (f.token >= 0) {
-          out.push_back(f.token);
-        } else {
-          bpe_encode_fragment(v_, *v_.pretokenizer, text.substr(f.off, f.len), out);
-        }
+    return encode_fragments(text, partition(text, parse_special), add_bos, nullptr);
+  }
+
+  std::vector<int32_t> encode_parts(std::span<const TextPart> parts, bool add_bos,
+                                    std::vector<int64_t>* starts) const override {
+    std::string joined;
+    std::vector<Fragment> frags;
+    for (const TextPart& part : parts) {
+      const size_t base = joined.size();
+      joined += part.text;
+      for (Fragment f : partition(part.text, part.parse_special)) {
+        f.off += base;
+        // Raw text continuing raw text is one fragment: the pre-tokenizer and
+        // the merges see across the boundary, as in the rendered string.
+        Fragment* last = frags.empty() ? nullptr : &frags.back();
+        if (f.token < 0 && last != nullptr && last->token < 0 && last->off + last->len == f.off)
+          last->len += f.len;
+        else
+          frags.push_back(f);
       }
     }
-    if (add_bos && v_.add_eos) out.push_back(v_.eos);
-    return out;
+    return encode_fragments(joined, frags, add_bos, starts);
   }
 
   std::string decode(const std::vector<int32_t>& ids, bool render_special) const override {
@@ -104,6 +87,68 @@ class VocabTokenizer final : public Tokenizer {
   std::string fingerprint() const override { return v_.fingerprint; }
 
  private:
+  // The ids of `text` cut into `frags` (see encode_parts for `starts`).
+  std::vector<int32_t> encode_fragments(std::string_view text, const std::vector<Fragment>& frags,
+                                        bool add_bos, std::vector<int64_t>* starts) const {
+    std::vector<int32_t> out;
+    out.reserve(text.size() / 3 + 2);
+    if (starts != nullptr) {
+      starts->clear();
+      starts->reserve(out.capacity());
+    }
+    const auto push = [&](int32_t id, size_t at) {
+      out.push_back(id);
+      if (starts != nullptr) starts->push_back(static_cast<int64_t>(at));
+    };
+    if (add_bos && v_.add_bos) push(v_.bos, 0);
+    std::vector<int64_t> local;  // a fragment's token starts, in its own bytes
+    std::vector<int64_t>* local_starts = starts != nullptr ? &local : nullptr;
+    if (v_.kind == Vocab::Kind::Spm) {
+      // SentencePiece sees a space before the text at the start and after
+      // every special token (llama.cpp's is_prev_special), and spells spaces
+      // as U+2581.
+      bool prev_special = true;
+      std::string buf;
+      std::vector<int64_t> source;  // [buf.size()] byte of `text` behind each byte of buf
+      for (const Fragment& f : frags) {
+        if (f.token >= 0) {
+          push(f.token, f.off);
+          prev_special = true;
+          continue;
+        }
+        buf.clear();
+        source.clear();
+        const auto put = [&](std::string_view bytes, size_t from) {
+          buf += bytes;
+          if (starts != nullptr) source.insert(source.end(), bytes.size(), static_cast<int64_t>(from));
+        };
+        if (v_.add_space_prefix && prev_special) put("\xE2\x96\x81", f.off);
+        for (size_t k = 0; k < f.len; ++k) {
+          const char c = text[f.off + k];
+          put(c == ' ' ? std::string_view("\xE2\x96\x81") : std::string_view(&c, 1), f.off + k);
+        }
+        local.clear();
+        spm_encode_fragment(v_, buf, out, local_starts);
+        if (starts != nullptr)
+          for (const int64_t b : local) starts->push_back(source[static_cast<size_t>(b)]);
+        prev_special = false;
+      }
+    } else {
+      for (const Fragment& f : frags) {
+        if (f.token >= 0) {
+          push(f.token, f.off);
+          continue;
+        }
+        local.clear();
+        bpe_encode_fragment(v_, *v_.pretokenizer, text.substr(f.off, f.len), out, local_starts);
+        if (starts != nullptr)
+          for (const int64_t b : local) starts->push_back(static_cast<int64_t>(f.off) + b);
+      }
+    }
+    if (add_bos && v_.add_eos) push(v_.eos, text.size());
+    return out;
+  }
+
   // Tokens the partition step can produce (and after which SPM adds a space).
   bool is_partition_token(int32_t id) const {
     return (v_.attr[id] & (kAttrControl | kAttrUserDefined | kAttrUnknown)) != 0;

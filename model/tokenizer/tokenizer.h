@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -24,6 +25,12 @@ enum class TokenAttr : int32_t {
   Byte = 6,
 };
 
+// One part of a text to encode (see Tokenizer::encode_parts).
+struct TextPart {
+  std::string_view text;
+  bool parse_special = false;  // its spellings of control tokens become those tokens
+};
+
 class Tokenizer {
  public:
   // Throws InputError("<path>: ...") for a missing/invalid vocabulary or an
@@ -36,6 +43,14 @@ class Tokenizer {
   // text spelling a special/control token ("<|im_start|>") becomes that token.
   virtual std::vector<int32_t> encode(std::string_view text, bool add_bos,
                                       bool parse_special) const = 0;
+  // Encodes the concatenation of `parts` as one text: raw text is
+  // pre-tokenized and merged across part boundaries, so a prompt rendered from
+  // a chat template (specials parsed) around content (not parsed) gets the ids
+  // of its rendered string, while the content cannot spell a control token.
+  // starts (optional, [ids]): the byte offset in the concatenation where each
+  // token's text begins (BOS at 0, EOS at the end); non-decreasing.
+  virtual std::vector<int32_t> encode_parts(std::span<const TextPart> parts, bool add_bos,
+                                            std::vector<int64_t>* starts) const = 0;
   // Text of the ids; special tokens are rendered only when render_special.
   virtual std::string decode(const std::vector<int32_t>& ids,
                              bool render_special = false) const = 0;

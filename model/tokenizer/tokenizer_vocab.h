@@ -81,9 +81,14 @@ struct Vocab {
 };
 
 // Byte-level BPE over one fragment of raw text (no special tokens inside).
+// starts (optional): for each token appended to `out`, the byte offset in
+// `text` where its bytes begin (a token of replaced invalid UTF-8 points at
+// the byte it replaces).
 void bpe_encode_fragment(const Vocab& vocab, const PreTokenizer& pre, std::string_view text,
-                         std::vector<int32_t>& out);
+                         std::vector<int32_t>& out, std::vector<int64_t>* starts = nullptr);
 // SentencePiece merge over one fragment whose spaces are already U+2581.
-void spm_encode_fragment(const Vocab& vocab, std::string_view text, std::vector<int32_t>& out);
+// starts (optional): as above, offsets in `text` (the U+2581-spelled text).
+void spm_encode_fragment(const Vocab& vocab, std::string_view text, std::vector<int32_t>& out,
+                         std::vector<int64_t>* starts = nullptr);
 
 }  // namespace kvbench
