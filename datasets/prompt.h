@@ -1,9 +1,11 @@
 // An instance laid out as model tokens through the model's chat template:
 // one user turn (preamble, context, question; or preamble, question,
 // context), the assistant turn opened and started with the answer prefix.
-// Token spans are exact because the context and the question are encoded as
-// separate pieces between template text that ends at a newline; the needles'
-// spans are the context tokens whose bytes overlap the needle's bytes.
+// The ids are the tokenization of the rendered prompt text, as llama.cpp or
+// Hugging Face would feed it; only the template's own text may spell control
+// tokens. The spans are the tokens whose bytes overlap the context, the
+// question and each needle (a whitespace token shared by the context and the
+// question goes to the one that comes first).
 #pragma once
 
 #include <cstdint>
@@ -23,8 +25,13 @@ struct Prompt {
 
 // question_first: the question before the context (the default, after it, is
 // the query-aware order). A "perplexity" instance (task ppl) is BOS + the
-// context, with no template. Throws InputError naming the instance when the
-// prompt plus its max_new_tokens does not fit the model's context.
-Prompt build_prompt(const LlamaModel& model, const Instance& instance, bool question_first = false);
+// context, with no template. cut_after_context: the text up to the context's
+// end and the rest are tokenized as two texts, so the first part's tokens do
+// not depend on the question (what a document snapshot caches; see
+// harness/snapshot/document_qa.h); needs the question after the context.
+// Throws InputError naming the instance when the prompt plus its
+// max_new_tokens does not fit the model's context.
+Prompt build_prompt(const LlamaModel& model, const Instance& instance, bool question_first = false,
+                    bool cut_after_context = false);
 
 }  // namespace kvbench

@@ -37,8 +37,10 @@ Instance layout(const std::string& preamble, const std::string& document,
 SnapshotDocument document_prefix(const LlamaModel& model, const std::string& preamble,
                                  const std::string& document) {
   if (document.empty()) throw InputError("the document is empty");
-  // A placeholder question: the prefix does not depend on it.
-  const Prompt p = build_prompt(model, layout(preamble, document, "?", ""));
+  // A placeholder question: cut after the document, the prefix does not
+  // depend on it.
+  const Prompt p = build_prompt(model, layout(preamble, document, "?", ""),
+                                /*question_first=*/false, /*cut_after_context=*/true);
   SnapshotDocument doc;
   doc.tokens.assign(p.tokens.begin(), p.tokens.begin() + p.context_tokens.end);
   doc.context_begin = p.context_tokens.begin;
@@ -52,9 +54,10 @@ SnapshotDocument document_prefix(const LlamaModel& model, const std::string& pre
 std::vector<int32_t> question_suffix(const LlamaModel& model, const std::string& question,
                                      const std::string& answer_prefix) {
   if (question.empty()) throw InputError("the question is empty");
-  // The document's tokens are encoded on their own, so an empty document
-  // gives the same suffix as any other.
-  const Prompt p = build_prompt(model, layout("", "", question, answer_prefix));
+  // Cut after the document, the suffix is encoded on its own, so an empty
+  // document gives the same suffix as any other.
+  const Prompt p = build_prompt(model, layout("", "", question, answer_prefix),
+                                /*question_first=*/false, /*cut_after_context=*/true);
   return {p.tokens.begin() + p.context_tokens.end, p.tokens.end()};
 }
 

@@ -8,8 +8,12 @@
 // The prompt is laid out as datasets/prompt.h lays out an instance (one user
 // turn: preamble, document, question; the assistant turn opened and started
 // with the answer prefix). The cached prefix ends with the document; the
-// suffix (template text, question, template tail, answer prefix) is encoded
-// separately, so prefix + suffix are exactly the tokens build_prompt makes.
+// suffix (the break, question, template tail, answer prefix) is tokenized as
+// a text of its own (build_prompt's cut_after_context), because the snapshot
+// exists before any question. prefix + suffix equal the tokens of the whole
+// rendered prompt unless the tokenizer would merge across the document's end
+// (a document ending in whitespace; with llama3-style pre-tokenizers, one
+// ending in punctuation, whose token takes the following newlines).
 // The same steps run whether the document was just prefilled or loaded from
 // a snapshot: answers and logits are bit-identical (same threads).
 #pragma once
