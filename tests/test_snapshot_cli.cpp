@@ -89,6 +89,34 @@ TEST_F(SnapshotCli, SaveInfoAskFromTheSnapshotEqualsAFreshPrefill) {
   }
 }
 
+// --kept: the ids that were prefilled and, per layer and KV head, the
+// document positions attention reads after compression; a sliding window of
+// 40 keeps exactly the last 40 positions of every head, the full cache all.
+TEST_F(SnapshotCli, KeptListsTheDocumentPositionsAttentionReads) {
+  for (const char* policy : {"full", "window:budget=40,timing=once"}) {
+    SCOPED_TRACE(policy);
+    const Result r = run("ask" + model_ + " --context " + doc_ + " --policy '" + policy +
+                         "' -q 'Which town?' -n 2 --json --kept");
+    ASSERT_EQ(r.code, 0) << r.err;
+    const json j = json::parse(r.out);
+    const auto ids = j["document"]["token_ids"].get<std::vector<int>>();
+    const int n = j["document"]["tokens"].get<int>();
+    ASSERT_EQ(static_cast<int>(ids.size()), n);
+    const json& kept = j["document"]["kept"];
+    ASSERT_EQ(static_cast<int>(kept.size()), TinyModelShape::n_layers);
+    std::vector<int> want;
+    for (int t = std::string(policy) == "full" ? 0 : n - 40; t < n; ++t) want.push_back(t);
+    for (const json& layer : kept) {
+      ASSERT_GE(layer.size(), 1u);
+      for (const json& head : layer) EXPECT_EQ(head.get<std::vector<int>>(), want);
+    }
+    // The question suffix the answer was decoded after.
+    EXPECT_FALSE(j["answers"][0]["suffix_ids"].empty());
+  }
+  expect_input_error(run("ask" + model_ + " --context " + doc_ + " -q x --kept"),
+                     "--kept: needs --json");
+}
+
 TEST_F(SnapshotCli, BadInputIsOneLineExit2AndLeavesNoFile) {
   const std::string kvc = dir_ + "bad.kvc";
   expect_input_error(run("cache"), "cache: a subcommand is required");

@@ -39,13 +39,16 @@ int cmd_ask(const Args& args) {
       "added: the document keeps its budget and each question is added whole (nothing evicted "
       "after the "
       "document); shared: the policy keeps its budget, so the question displaces document entries")(
-      "json", po::bool_switch(), "print document and answers as one JSON object");
+      "json", po::bool_switch(), "print document and answers as one JSON object")(
+      "kept", po::bool_switch(),
+      "with --json: the document's token ids, and per layer and KV head the document positions "
+      "attention reads after compression (for cross-checks against other tools)");
   po::variables_map vm;
   if (!parse(args, desc, vm,
              "kvbench ask (--cache DOC.kvc | --context FILE [--policy SPEC] [--chunk N] "
              "[--preamble TEXT]) "
              "--question TEXT [--question TEXT ...] [--answer-prefix TEXT ...] [--max-tokens N] "
-             "[--question-budget added|shared] [--fast] [--json]"))
+             "[--question-budget added|shared] [--fast] [--json [--kept]]"))
     return 0;
   const bool from_cache = vm.count("cache") > 0;
   if (from_cache == (vm.count("context") > 0))
@@ -109,6 +112,24 @@ int cmd_ask(const Args& args) {
   for (size_t i = 0; i < questions.size(); ++i)
     suffixes.push_back(question_suffix(*model, questions[i], prefixes[i]));
 
+  if (vm["kept"].as<bool>() && !vm["json"].as<bool>())
+    throw InputError("--kept: needs --json");
+  // What attention reads of the document before any question: [layer][kv head] -> positions.
+  ordered_json kept = ordered_json::array();
+  if (vm["kept"].as<bool>()) {
+    const KvShape& s = cache->shape();
+    for (int l = 0; l < s.n_layers; ++l) {
+      ordered_json heads = ordered_json::array();
+      for (int h = 0; h < s.n_kv_heads; ++h) {
+        std::vector<int64_t> at;
+        for (int64_t t = 0; t < static_cast<int64_t>(doc.tokens.size()); ++t)
+          if (cache->attends(l, h, t)) at.push_back(t);
+        heads.push_back(std::move(at));
+      }
+      kept.push_back(std::move(heads));
+    }
+  }
+
   const PolicyCache::Checkpoint checkpoint = cache->checkpoint();
   ordered_json answers = ordered_json::array();
   for (size_t i = 0; i < questions.size(); ++i) {
@@ -119,6 +140,7 @@ int cmd_ask(const Args& args) {
       answers.push_back({{"question", questions[i]},
                          {"answer", a.text},
                          {"tokens", a.tokens},
+                         {"suffix_ids", suffixes[i]},
                          {"stopped_at_eog", a.stopped_at_eog},
                          {"first_logits_sha256", a.first_logits_sha256},
                          {"prefill_seconds", a.prefill_seconds},
@@ -139,6 +161,10 @@ int cmd_ask(const Args& args) {
         {"seconds", doc_seconds},
         {"memory_bytes", mem.total()},
         {"logits_sha256", sha256_hex(doc.logits.data(), doc.logits.size() * sizeof(float))}};
+    if (vm["kept"].as<bool>()) {
+      d["token_ids"] = doc.tokens;
+      d["kept"] = std::move(kept);
+    }
     // Answers may end inside a multi-byte character: replace broken UTF-8.
     std::cout << ordered_json{{"document", d}, {"answers", answers}}.dump(
                      -1, ' ', false, ordered_json::error_handler_t::replace)
