@@ -2,8 +2,10 @@
 // report files, compare's exit status and merge's checks.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 
 #include <unistd.h>
 
@@ -76,9 +78,38 @@ TEST(Table, RelativeColumnsAgainstFullOnTheSameInstances) {
   const std::string md = table_markdown(rows);
   EXPECT_NE(md.find("| Configuration | Memory Usage | Inference Speed | Context Retention |"),
             std::string::npos);
-  EXPECT_NE(md.find("| h2o | 25.0% | 1.10x | 75.0% |"), std::string::npos) << md;
+  // Retention's interval: full scored 1 everywhere, so it is the score's
+  // Wilson interval (3 of 4: [0.3006, 0.9544]) in percent; full's own row has none.
+  EXPECT_NE(md.find("| h2o | 25.0% | 1.10x | 75.0% [30.1, 95.4] |"), std::string::npos) << md;
+  EXPECT_NE(md.find("| full | 100.0% | 1.00x | 100.0% |"), std::string::npos) << md;
+  // The score with its Wilson interval (3 of 4: [0.3006, 0.9544]) and n.
+  EXPECT_NE(md.find("| 0.750 [0.301, 0.954] | Wilson, n=4 |"), std::string::npos) << md;
+  EXPECT_NE(md.find("| 1.000 [0.510, 1.000] | Wilson, n=4 |"), std::string::npos) << md;
+  EXPECT_EQ(rows[1].score_kind, stats::ScoreKind::PassFail);
+  EXPECT_NEAR(rows[1].score_ci.lo, 0.300642, 1e-6);
   const std::string csv = table_csv(rows);
   EXPECT_NE(csv.find("\"h2o\",\"h2o\",4,0.25,1.1,0.75,"), std::string::npos) << csv;
+  EXPECT_NE(csv.find(",0.300642,0.954413,Wilson,0.300642,0.954413\n"), std::string::npos) << csv;
+  // Every row of the markdown table has as many cells as its header.
+  std::istringstream lines(md);
+  std::string line;
+  std::vector<long> bars;
+  while (std::getline(lines, line)) bars.push_back(std::count(line.begin(), line.end(), '|'));
+  for (long b : bars) EXPECT_EQ(b, bars[0]) << md;
+  // A fractional row takes the bootstrap.
+  auto cells = synthetic();
+  cells[3]["score"] = 0.5;
+  const auto frac = build_table(cells);
+  EXPECT_EQ(frac[1].score_kind, stats::ScoreKind::Fractional);
+  EXPECT_NE(table_markdown(frac).find("| bootstrap, n=4 |"), std::string::npos);
+  // When the full cache's scores differ between instances, retention's
+  // interval is a bootstrap of the ratio of paired sums.
+  cells = synthetic();
+  cells[0]["score"] = 0.0;  // full fails instance 0, which h2o passes
+  const auto varied = build_table(cells);
+  EXPECT_DOUBLE_EQ(*varied[1].score_rel, 1.0);  // 3 / 3
+  EXPECT_LT(varied[1].score_rel_ci.lo, 1.0);
+  EXPECT_GT(varied[1].score_rel_ci.hi, 1.0);
 }
 
 RunFolder make_run(const std::string& name, const std::vector<json>& cells) {
