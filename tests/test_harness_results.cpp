@@ -2,8 +2,10 @@
 // report files, compare's exit status and merge's checks.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 
 #include <unistd.h>
 
@@ -12,6 +14,7 @@
 #include "harness/report/table.h"
 #include "harness/run/run_folder.h"
 #include "model/common/error.h"
+#include "tests/support/cli_run.h"
 
 namespace kvbench {
 namespace {
@@ -76,9 +79,38 @@ TEST(Table, RelativeColumnsAgainstFullOnTheSameInstances) {
   const std::string md = table_markdown(rows);
   EXPECT_NE(md.find("| Configuration | Memory Usage | Inference Speed | Context Retention |"),
             std::string::npos);
-  EXPECT_NE(md.find("| h2o | 25.0% | 1.10x | 75.0% |"), std::string::npos) << md;
+  // Retention's interval: full scored 1 everywhere, so it is the score's
+  // Wilson interval (3 of 4: [0.3006, 0.9544]) in percent; full's own row has none.
+  EXPECT_NE(md.find("| h2o | 25.0% | 1.10x | 75.0% [30.1, 95.4] |"), std::string::npos) << md;
+  EXPECT_NE(md.find("| full | 100.0% | 1.00x | 100.0% |"), std::string::npos) << md;
+  // The score with its Wilson interval (3 of 4: [0.3006, 0.9544]) and n.
+  EXPECT_NE(md.find("| 0.750 [0.301, 0.954] | Wilson, n=4 |"), std::string::npos) << md;
+  EXPECT_NE(md.find("| 1.000 [0.510, 1.000] | Wilson, n=4 |"), std::string::npos) << md;
+  EXPECT_EQ(rows[1].score_kind, stats::ScoreKind::PassFail);
+  EXPECT_NEAR(rows[1].score_ci.lo, 0.300642, 1e-6);
   const std::string csv = table_csv(rows);
   EXPECT_NE(csv.find("\"h2o\",\"h2o\",4,0.25,1.1,0.75,"), std::string::npos) << csv;
+  EXPECT_NE(csv.find(",0.300642,0.954413,Wilson,0.300642,0.954413\n"), std::string::npos) << csv;
+  // Every row of the markdown table has as many cells as its header.
+  std::istringstream lines(md);
+  std::string line;
+  std::vector<long> bars;
+  while (std::getline(lines, line)) bars.push_back(std::count(line.begin(), line.end(), '|'));
+  for (long b : bars) EXPECT_EQ(b, bars[0]) << md;
+  // A fractional row takes the bootstrap.
+  auto cells = synthetic();
+  cells[3]["score"] = 0.5;
+  const auto frac = build_table(cells);
+  EXPECT_EQ(frac[1].score_kind, stats::ScoreKind::Fractional);
+  EXPECT_NE(table_markdown(frac).find("| bootstrap, n=4 |"), std::string::npos);
+  // When the full cache's scores differ between instances, retention's
+  // interval is a bootstrap of the ratio of paired sums.
+  cells = synthetic();
+  cells[0]["score"] = 0.0;  // full fails instance 0, which h2o passes
+  const auto varied = build_table(cells);
+  EXPECT_DOUBLE_EQ(*varied[1].score_rel, 1.0);  // 3 / 3
+  EXPECT_LT(varied[1].score_rel_ci.lo, 1.0);
+  EXPECT_GT(varied[1].score_rel_ci.hi, 1.0);
 }
 
 RunFolder make_run(const std::string& name, const std::vector<json>& cells) {
@@ -106,25 +138,180 @@ TEST(Report, WritesTableReportAndPlots) {
   run.remove();
 }
 
-TEST(Compare, ExitsOnADropBeyondToleranceAndOnMissingCells) {
+// Ten instances of one configuration ("h2o") on passkey with the given
+// scores, and the full cache scoring 1 on each.
+std::vector<json> ten(const std::vector<double>& h2o_scores) {
+  std::vector<json> cells;
+  for (size_t i = 0; i < h2o_scores.size(); ++i) {
+    const std::string inst = "passkey-" + std::to_string(i);
+    cells.push_back(cell(inst, 0, "full", 1.0, 4000, 100, true));
+    cells.push_back(cell(inst, 1, "h2o", h2o_scores[i], 1000, 110));
+  }
+  return cells;
+}
+
+// Ten passing instances, the first `flips` of them failing.
+std::vector<double> passing_but(int flips) {
+  std::vector<double> s(10, 1.0);
+  for (int i = 0; i < flips; ++i) s[i] = 0.0;
+  return s;
+}
+
+// The report's row for h2o (the full cache's row comes first).
+std::string h2o_row(const std::string& report) {
+  const auto at = report.find("| h2o | passkey |");
+  return at == std::string::npos ? "" : report.substr(at, report.find('\n', at) - at);
+}
+
+TEST(Compare, ANoiseSizedDropIsNoRegression) {
+  const RunFolder base = make_run("base", ten(passing_but(0)));
+  const RunFolder same = make_run("same", ten(passing_but(0)));
+  const CompareResult r0 = compare_runs(base.dir(), same.dir(), 0.0);
+  EXPECT_FALSE(r0.regressed);
+  EXPECT_NE(r0.report.find("RESULT: no significant regression"), std::string::npos);
+
+  // One of ten flips: a drop of 0.1 beyond the tolerance 0.05, McNemar p = 1.
+  const RunFolder one = make_run("one", ten(passing_but(1)));
+  const CompareResult r1 = compare_runs(base.dir(), one.dir(), 0.05);
+  EXPECT_FALSE(r1.regressed) << r1.report;
+  EXPECT_EQ(h2o_row(r1.report),
+            "| h2o | passkey | 10 | McNemar | 1.000 [0.722, 1.000] | 0.900 [0.596, 0.982] | -0.100 "
+            "| 1 | 0.600 (6 of 10) | drop not significant |")
+      << r1.report;
+  EXPECT_NE(r1.report.find("RESULT: no significant regression"), std::string::npos);
+  // The run says what it could have detected, and that the tolerance is below it.
+  EXPECT_NE(r1.report.find("h2o / passkey: with 10 paired instances the McNemar test can call no "
+                           "drop below 0.600 significant (6 of 10 instances losing their score): "
+                           "a drop larger than the tolerance (0.050) but smaller than that passes "
+                           "unseen."),
+            std::string::npos)
+      << r1.report;
+
+  // Four of ten flip: still p = 0.125 (2 / 2^4), not significant. Exact
+  // McNemar needs six discordant pairs in one direction (p = 0.031).
+  const RunFolder four = make_run("four", ten(passing_but(4)));
+  const CompareResult r4 = compare_runs(base.dir(), four.dir(), 0.05);
+  EXPECT_FALSE(r4.regressed) << r4.report;
+  EXPECT_NE(h2o_row(r4.report).find("| -0.400 | 0.125 | 0.600 (6 of 10) | drop not significant |"),
+            std::string::npos)
+      << r4.report;
+  for (const auto* f : {&base, &same, &one, &four}) f->remove();
+}
+
+TEST(Compare, ASignificantDropBeyondTheToleranceRegresses) {
+  const RunFolder base = make_run("base", ten(passing_but(0)));
+  const RunFolder six = make_run("six", ten(passing_but(6)));
+  const CompareResult r = compare_runs(base.dir(), six.dir(), 0.05);
+  EXPECT_TRUE(r.regressed);
+  EXPECT_NE(h2o_row(r.report).find("| -0.600 | 0.03125 | 0.600 (6 of 10) | REGRESSED |"),
+            std::string::npos)
+      << r.report;
+  EXPECT_NE(r.report.find("RESULT: regression"), std::string::npos);
+  // Significant, but within a tolerance of 0.7: accepted.
+  const CompareResult within = compare_runs(base.dir(), six.dir(), 0.7);
+  EXPECT_FALSE(within.regressed);
+  EXPECT_NE(h2o_row(within.report).find("significant drop within tolerance"), std::string::npos);
+  // The other way round it is a significant improvement.
+  const CompareResult better = compare_runs(six.dir(), base.dir(), 0.0);
+  EXPECT_FALSE(better.regressed);
+  EXPECT_NE(h2o_row(better.report).find("| improved |"), std::string::npos) << better.report;
+  base.remove();
+  six.remove();
+}
+
+TEST(Compare, FractionalScoresTakeThePairedBootstrap) {
+  const std::vector<double> scores = {0.9, 0.8, 0.7, 0.6, 0.5, 0.9, 0.8, 0.7, 0.6, 0.5};
+  const RunFolder base = make_run("base", ten(scores));
+  auto one_lower = scores;
+  one_lower[0] -= 0.5;  // one instance loses 0.5: mean -0.05, p about 0.7
+  const RunFolder one = make_run("one", ten(one_lower));
+  const CompareResult r1 = compare_runs(base.dir(), one.dir(), 0.01);
+  EXPECT_FALSE(r1.regressed) << r1.report;
+  EXPECT_NE(h2o_row(r1.report).find("| 10 | bootstrap+sign | 0.700 ["), std::string::npos)
+      << r1.report;
+  EXPECT_NE(h2o_row(r1.report).find("| 1 | 0.600 (6 of 10) | drop not significant |"),
+            std::string::npos)
+      << r1.report;
+  // Five instances lose 0.4: mean -0.2; the bootstrap alone says p = 0.002,
+  // the sign test 0.0625 (5 to 0): not significant.
+  auto five_lower = scores, seven_lower = scores;
+  for (int i = 0; i < 5; ++i) five_lower[i] -= 0.4;
+  const RunFolder five = make_run("five", ten(five_lower));
+  const CompareResult r5 = compare_runs(base.dir(), five.dir(), 0.05);
+  EXPECT_FALSE(r5.regressed) << r5.report;
+  EXPECT_NE(h2o_row(r5.report).find("| -0.200 | 0.0625 | 0.600 (6 of 10) | drop not significant |"),
+            std::string::npos)
+      << r5.report;
+  // Seven lose 0.4: sign test p = 2 / 2^7, the bootstrap's smaller.
+  for (int i = 0; i < 7; ++i) seven_lower[i] -= 0.4;
+  const RunFolder seven = make_run("seven", ten(seven_lower));
+  const CompareResult r7 = compare_runs(base.dir(), seven.dir(), 0.05);
+  EXPECT_TRUE(r7.regressed) << r7.report;
+  EXPECT_NE(h2o_row(r7.report).find("| -0.280 | 0.01562 | 0.600 (6 of 10) | REGRESSED |"),
+            std::string::npos)
+      << r7.report;
+  // Bit-identical run to run.
+  EXPECT_EQ(compare_runs(base.dir(), seven.dir(), 0.05).report, r7.report);
+  for (const auto* f : {&base, &one, &five, &seven}) f->remove();
+}
+
+TEST(Compare, MissingInstancesFailAndDuplicatesAreRefused) {
   const auto base_cells = synthetic();
   const RunFolder base = make_run("base", base_cells);
-  const RunFolder same = make_run("same", base_cells);
-  EXPECT_FALSE(compare_runs(base.dir(), same.dir(), 0.0).regressed);
-
-  auto worse = base_cells;
-  worse[1]["score"] = 0.0;  // h2o on instance 0: 1 -> 0, mean 0.75 -> 0.5
-  const RunFolder degraded = make_run("degraded", worse);
-  const CompareResult r = compare_runs(base.dir(), degraded.dir(), 0.1);
-  EXPECT_TRUE(r.regressed);
-  EXPECT_NE(r.report.find("REGRESSED"), std::string::npos) << r.report;
-  EXPECT_FALSE(compare_runs(base.dir(), degraded.dir(), 0.3).regressed);
-
   auto fewer = base_cells;
   fewer.pop_back();
   const RunFolder missing = make_run("missing", fewer);
-  EXPECT_TRUE(compare_runs(base.dir(), missing.dir(), 1.0).regressed);
-  for (const auto* f : {&base, &same, &degraded, &missing}) f->remove();
+  const CompareResult r = compare_runs(base.dir(), missing.dir(), 1.0);
+  EXPECT_TRUE(r.regressed);
+  EXPECT_NE(r.report.find("1 instance(s) missing"), std::string::npos) << r.report;
+  // Two cells of one configuration and task on one instance cannot be paired.
+  auto twice = base_cells;
+  json copy = twice[1];
+  copy["id"] = "passkey-0--h2o-again";
+  twice.push_back(copy);
+  const RunFolder dup = make_run("dup", twice);
+  try {
+    compare_runs(base.dir(), dup.dir(), 0.0);
+    ADD_FAILURE() << "duplicate instance accepted";
+  } catch (const InputError& e) {
+    // cells() reads them sorted by file name: "-again.json" before ".json".
+    EXPECT_NE(std::string(e.what()).find(dup.dir() + "/cells/passkey-0--h2o.json: /instance/id: "
+                                                     "'passkey-0' is also the instance of cell "
+                                                     "'passkey-0--h2o-again'"),
+              std::string::npos)
+        << e.what();
+  }
+  for (const auto* f : {&base, &missing, &dup}) f->remove();
+}
+
+// `kvbench compare` as a user runs it: exit 0 with "no significant
+// regression" and the detectable drop named for one flip of ten, exit 1 for
+// a significant drop beyond the tolerance (six of ten, p = 0.031), exit 2
+// with one error line for bad input.
+TEST(CompareCli, ExitCodes) {
+  const RunFolder base = make_run("base", ten(passing_but(0)));
+  const RunFolder one = make_run("one", ten(passing_but(1)));
+  const RunFolder four = make_run("four", ten(passing_but(4)));
+  const RunFolder six = make_run("six", ten(passing_but(6)));
+  const test::CliResult r1 =
+      test::run_kvbench("compare " + base.dir() + " " + one.dir() + " --tolerance 0.05");
+  EXPECT_EQ(r1.code, 0) << r1.out << r1.err;
+  EXPECT_NE(r1.out.find("RESULT: no significant regression"), std::string::npos) << r1.out;
+  EXPECT_NE(r1.out.find("0.600 (6 of 10)"), std::string::npos) << r1.out;
+  EXPECT_TRUE(r1.err.empty()) << r1.err;
+  const test::CliResult r4 =
+      test::run_kvbench("compare " + base.dir() + " " + four.dir() + " --tolerance 0.05");
+  EXPECT_EQ(r4.code, 0) << r4.out;  // p = 0.125
+  const test::CliResult r6 =
+      test::run_kvbench("compare " + base.dir() + " " + six.dir() + " --tolerance 0.05");
+  EXPECT_EQ(r6.code, 1) << r6.out;
+  EXPECT_NE(r6.out.find("RESULT: regression"), std::string::npos) << r6.out;
+  test::expect_input_error(
+      test::run_kvbench("compare " + base.dir() + " " + six.dir() + " --tolerance 2"),
+      "--tolerance");
+  test::expect_input_error(test::run_kvbench("compare " + base.dir() + " " + base.dir() + "-none"),
+                           base.dir() + "-none");
+  for (const auto* f : {&base, &one, &four, &six}) f->remove();
 }
 
 TEST(RunFolder, CellsAreAtomicFilesAndOpenNeedsAConfig) {

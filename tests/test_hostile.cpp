@@ -288,6 +288,8 @@ TEST(Hostile, DamagedCellsAreErrorsNamingTheFileAndMergeWritesNothing) {
   const std::vector<Damage> damages = {
       {"/score: expected a number", [](json& c) { c["score"] = "high"; }},
       {"/score: missing", [](json& c) { c.erase("score"); }},
+      {"/score: out of [0, 1]", [](json& c) { c["score"] = 1.5; }},
+      {"/score: out of [0, 1]", [](json& c) { c["score"] = -0.25; }},
       {"/policy: expected an object", [](json& c) { c["policy"] = 3; }},
       {"/policy/label: missing", [](json& c) { c["policy"].erase("label"); }},
       {"/policy/index: expected an integer", [](json& c) { c["policy"]["index"] = "0"; }},

@@ -1,6 +1,7 @@
 // kvbench compare BASE NEW [--tolerance X]: the regression gate. Exit 1 when
-// a configuration's mean score on a task drops by more than X, or when cells
-// of BASE are missing from NEW.
+// a configuration's mean score on a task drops by more than X and the paired
+// test calls the drop significant (harness/report/compare.h), or when
+// instances of BASE are missing from NEW; 0 otherwise; 2 on bad input.
 #include <iostream>
 
 #include "harness/cli/cli.h"
@@ -16,7 +17,8 @@ int cmd_compare(const Args& args) {
   desc.add_options()("base", po::value<std::string>()->required(), "baseline run folder")(
       "new", po::value<std::string>()->required(), "run folder to check")(
       "tolerance", po::value<double>()->default_value(0.0),
-      "allowed drop of a mean score (0 to 1) per configuration and task");
+      "allowed drop of a mean score (0 to 1) per configuration and task; a larger drop is a "
+      "regression only when the paired test (McNemar or bootstrap, p < 0.05) calls it significant");
   po::positional_options_description pos;
   pos.add("base", 1).add("new", 1);
   po::variables_map vm;

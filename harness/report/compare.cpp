@@ -4,78 +4,171 @@
 #include <cstdio>
 #include <map>
 #include <sstream>
+#include <vector>
 
+#include "harness/report/stats.h"
 #include "harness/run/run_folder.h"
+#include "model/common/error.h"
 
 namespace kvbench {
+namespace {
 
 using json = nlohmann::json;
+
+// (configuration label, task): one group of the comparison.
+using GroupKey = std::pair<std::string, std::string>;
+
+struct Cell {
+  std::string id;  // the cell's id (its file's stem)
+  double score = 0.0;
+};
+
+// group -> instance id -> that instance's cell. Two cells of one folder in
+// the same group with the same instance cannot be paired: InputError naming
+// the second one's file.
+std::map<GroupKey, std::map<std::string, Cell>> by_group(const RunFolder& run) {
+  std::map<GroupKey, std::map<std::string, Cell>> groups;
+  for (const json& c : run.cells()) {
+    const std::string id = c["id"].get<std::string>();
+    const std::string instance = c["instance"]["id"].get<std::string>();
+    const GroupKey key{c["policy"]["label"].get<std::string>(),
+                       c["instance"]["task"].get<std::string>()};
+    const auto [it, inserted] = groups[key].emplace(instance, Cell{id, c["score"].get<double>()});
+    if (!inserted)
+      throw InputError(run.path("cells/" + id + ".json") + ": /instance/id: '" +
+                       instance.substr(0, 80) + "' is also the instance of cell '" +
+                       it->second.id.substr(0, 80) +
+                       "' of the same configuration and task (cells are paired by instance)");
+  }
+  return groups;
+}
+
+double mean(const std::vector<double>& v) {
+  double s = 0.0;
+  for (double x : v) s += x;
+  return v.empty() ? NAN : s / static_cast<double>(v.size());
+}
+
+std::string fixed(double v, const char* f = "%.3f") {
+  if (std::isnan(v)) return "–";
+  char buf[64];
+  std::snprintf(buf, sizeof buf, f, v);
+  return buf;
+}
+
+// The smallest detectable drop as "0.600 (6 of 10)", or why there is none.
+std::string detectable(stats::ScoreKind kind, int64_t n) {
+  const int64_t k = stats::min_detectable_flips(kind, n);
+  if (!k) return "none at n=" + std::to_string(n);
+  return fixed(static_cast<double>(k) / static_cast<double>(n)) + " (" + std::to_string(k) +
+         " of " + std::to_string(n) + ")";
+}
+
+}  // namespace
 
 CompareResult compare_runs(const std::string& base_dir, const std::string& new_dir,
                            double tolerance) {
   const RunFolder base = RunFolder::open(base_dir), next = RunFolder::open(new_dir);
-  std::map<std::string, json> base_cells, new_cells;
-  for (auto& c : base.cells()) base_cells[c["id"].get<std::string>()] = c;
-  for (auto& c : next.cells()) new_cells[c["id"].get<std::string>()] = c;
+  const auto base_groups = by_group(base), new_groups = by_group(next);
 
   CompareResult r;
+  std::ostringstream table, changed, notes;
+  int n_changed = 0, n_missing = 0, n_base = 0, n_new = 0, n_only_new = 0;
+  for (const auto& [key, instances] : new_groups) {
+    n_new += static_cast<int>(instances.size());
+    const auto b = base_groups.find(key);
+    for (const auto& [instance, cell] : instances)
+      n_only_new += b == base_groups.end() || !b->second.count(instance);
+  }
+  table << "| Configuration | Task | n | Test | Base score | New score | Δ | p | Smallest "
+           "detectable drop | Status |\n|---|---|---:|---|---:|---:|---:|---:|---:|---|\n";
+  for (const auto& [key, instances] : base_groups) {
+    n_base += static_cast<int>(instances.size());
+    const auto g = new_groups.find(key);
+    const std::map<std::string, Cell> none;
+    const std::map<std::string, Cell>& in_new = g == new_groups.end() ? none : g->second;
+    // [n] the scores of the instances both runs have, in instance-id order.
+    std::vector<double> sb, sn;
+    int missing = 0;
+    for (const auto& [instance, cell] : instances) {
+      const auto it = in_new.find(instance);
+      if (it == in_new.end()) {
+        ++missing;
+        continue;
+      }
+      const double score_new = it->second.score;
+      sb.push_back(cell.score);
+      sn.push_back(score_new);
+      if (cell.score != score_new) {
+        ++n_changed;
+        char buf[96];
+        std::snprintf(buf, sizeof buf, " | %.3f | %.3f | %+.3f |\n", cell.score, score_new,
+                      score_new - cell.score);
+        changed << "| " << cell.id << " | " << instance << " | " << key.first << buf;
+      }
+    }
+    n_missing += missing;
+    const int64_t n = static_cast<int64_t>(sb.size());
+    std::vector<double> both = sb;
+    both.insert(both.end(), sn.begin(), sn.end());
+    const stats::ScoreKind kind = stats::score_kind(both);
+    const stats::Estimate eb = stats::estimate_mean(sb), en = stats::estimate_mean(sn);
+    const double p = n ? stats::paired_p(kind, sb, sn) : NAN;
+    const double drop = n ? mean(sb) - mean(sn) : NAN;
+    const bool beyond = n && drop > tolerance + 1e-12;
+    const bool sig = n && stats::significant(p);
+    const bool regressed = beyond && sig;
+    r.regressed = r.regressed || regressed || missing > 0;
+    std::string status = regressed         ? "REGRESSED"
+                         : beyond          ? "drop not significant"
+                         : sig && drop > 0 ? "significant drop within tolerance"
+                         : sig && drop < 0 ? "improved"
+                         : n               ? "ok"
+                                           : "";
+    if (missing)
+      status += (status.empty() ? "" : ", ") + std::to_string(missing) + " instance(s) missing";
+    table << "| " << key.first << " | " << key.second << " | " << n << " | "
+          << (n ? stats::paired_test_name(kind) : "–") << " | "
+          << stats::format_estimate(eb.mean, eb.ci) << " | "
+          << stats::format_estimate(en.mean, en.ci) << " | "
+          << fixed(n ? mean(sn) - mean(sb) : NAN, "%+.3f") << " | " << fixed(p, "%.4g") << " | "
+          << (n ? detectable(kind, n) : "–") << " | " << status << " |\n";
+    // A group that could not have shown a drop of the tolerance's size.
+    const double mdd = stats::min_detectable_drop(kind, n);
+    if (n && !(mdd <= tolerance))
+      notes << "- " << key.first << " / " << key.second << ": with " << n
+            << " paired instances the " << stats::paired_test_name(kind) << " test "
+            << (std::isnan(mdd)
+                    ? std::string("can call no drop significant: no drop, however large, fails "
+                                  "the gate.")
+                    : "can call no drop below " + fixed(mdd) + " significant (" +
+                          std::to_string(stats::min_detectable_flips(kind, n)) + " of " +
+                          std::to_string(n) +
+                          " instances losing their score): a drop larger than the tolerance (" +
+                          fixed(tolerance) + ") but smaller than that passes unseen.")
+            << "\n";
+  }
+
   std::ostringstream o;
-  char buf[512];
-  // Per (configuration, task) means over the cells both runs have.
-  struct Acc {
-    double base = 0, next = 0;
-    int n = 0, missing = 0;
-  };
-  std::map<std::pair<std::string, std::string>, Acc> groups;
-  std::ostringstream changed;
-  int n_changed = 0, n_missing = 0;
-  for (const auto& [id, b] : base_cells) {
-    const std::pair<std::string, std::string> key{b["policy"]["label"].get<std::string>(),
-                                                  b["instance"]["task"].get<std::string>()};
-    Acc& a = groups[key];
-    const auto it = new_cells.find(id);
-    if (it == new_cells.end()) {
-      ++a.missing;
-      ++n_missing;
-      continue;
-    }
-    const double sb = b["score"].get<double>(), sn = it->second["score"].get<double>();
-    a.base += sb;
-    a.next += sn;
-    ++a.n;
-    if (sb != sn) {
-      ++n_changed;
-      std::snprintf(buf, sizeof buf, "| %s | %s | %s | %.3f | %.3f | %+.3f |\n", id.c_str(),
-                    b["instance"]["id"].get<std::string>().c_str(), key.first.c_str(), sb, sn,
-                    sn - sb);
-      changed << buf;
-    }
-  }
   o << "## Per configuration and task (tolerance " << tolerance << ")\n\n"
-    << "| Configuration | Task | Cells | Base score | New score | Δ | Status "
-       "|\n|---|---|---:|---:|---:|---:|---|\n";
-  for (const auto& [key, a] : groups) {
-    const double mb = a.n ? a.base / a.n : NAN, mn = a.n ? a.next / a.n : NAN;
-    const bool drop = a.n && (mb - mn) > tolerance + 1e-12;
-    const bool fail = drop || a.missing > 0;
-    r.regressed = r.regressed || fail;
-    std::string status = drop ? "REGRESSED" : "ok";
-    if (a.missing)
-      status = (drop ? "REGRESSED, " : "") + std::to_string(a.missing) + " cell(s) missing";
-    std::snprintf(buf, sizeof buf, "| %s | %s | %d | %.3f | %.3f | %+.3f | %s |\n",
-                  key.first.c_str(), key.second.c_str(), a.n, mb, mn, mn - mb, status.c_str());
-    o << buf;
-  }
+    << "A drop is a regression when the paired test calls it significant (p < " << stats::kAlpha
+    << ": exact McNemar when every score is 0 or 1; otherwise the larger p of a paired bootstrap "
+       "over instances, "
+    << stats::kBootstrapResamples
+    << " resamples, and the exact sign test) and it is larger than the tolerance. Scores are "
+       "means with their 95% interval (Wilson or bootstrap). Smallest detectable drop: the least "
+       "drop the test could call significant with n instances (k of n losing their whole "
+       "score).\n\n"
+    << table.str();
   o << "\n## Cells whose score changed (" << n_changed << ")\n\n";
   if (n_changed)
     o << "| Cell | Instance | Configuration | Base | New | Δ |\n|---|---|---|---:|---:|---:|\n"
       << changed.str();
-  int n_new = 0;
-  for (const auto& [id, c] : new_cells) n_new += base_cells.count(id) ? 0 : 1;
   o << "\n"
-    << base_cells.size() << " base cells, " << new_cells.size() << " new cells, " << n_missing
-    << " missing from new, " << n_new << " only in new.\n"
-    << (r.regressed ? "RESULT: regression\n" : "RESULT: no regression\n");
+    << n_base << " base cells, " << n_new << " new cells, " << n_missing << " missing from new, "
+    << n_only_new << " only in new.\n";
+  if (!notes.str().empty()) o << "\nUndetectable at this size:\n\n" << notes.str() << "\n";
+  o << (r.regressed ? "RESULT: regression\n" : "RESULT: no significant regression\n");
   r.report = o.str();
   return r;
 }

@@ -1,8 +1,22 @@
-// Regression gate: compares the cells of two run folders by cell id.
-// Per configuration (policy label) and task, the mean score of NEW must not
-// fall below BASE's by more than the tolerance; cells of BASE missing from
-// NEW are a failure too (coverage regressed). Every cell whose score changed
-// is listed.
+// Regression gate: compares two run folders configuration by configuration
+// (policy label) and task, pairing the cells of each group by instance id.
+//
+// A group regressed when the paired test calls its drop significant
+// (p < 0.05: exact McNemar when every paired score is 0 or 1, otherwise the
+// paired bootstrap over instances held in check by the exact sign test;
+// stats::paired_p) AND the drop of
+// the mean score is larger than the tolerance. Either alone is not enough: a
+// large drop on a handful of instances can be noise, and a significant drop
+// within the tolerance is one the caller accepted. Instances of BASE missing
+// from NEW are a failure too (coverage regressed); instances only in NEW are
+// counted, not tested.
+//
+// The report gives per group: n paired instances, the test, both means with
+// their 95% intervals, the difference, p, the smallest drop the test could
+// have called significant with n instances (stats::min_detectable_drop) and
+// the verdict; then every cell whose score changed, a note for each group
+// too small to detect a drop of the tolerance's size, and the result line
+// ("RESULT: regression" or "RESULT: no significant regression").
 #pragma once
 
 #include <string>
@@ -10,10 +24,13 @@
 namespace kvbench {
 
 struct CompareResult {
-  bool regressed = false;
-  std::string report;  // the diff tables, markdown
+  bool regressed = false;  // a significant drop beyond the tolerance, or missing instances
+  std::string report;      // the tables and notes, markdown
 };
 
+// InputError (naming the file and field) for a folder or cell that cannot be
+// read, and for two cells of one folder with the same configuration, task
+// and instance (they could not be paired).
 CompareResult compare_runs(const std::string& base_dir, const std::string& new_dir,
                            double tolerance);
 

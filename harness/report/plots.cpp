@@ -1,4 +1,5 @@
 #include "harness/report/plots.h"
+#include "harness/report/stats.h"
 
 #include <algorithm>
 #include <cmath>
@@ -177,14 +178,19 @@ PlotResult write_plots(const std::vector<json>& cells, const std::vector<TableRo
     for (const auto& r : rows) {
       if (!r.memory_rel) continue;
       const double m = *r.memory_rel * 100;
-      // Labels of (nearly) coinciding points are stacked, not overprinted:
-      // the k-th point within 3% of memory and 0.02 of score goes k lines up.
+      // Labels sit right of their point, clear of its error bar. Labels of
+      // (nearly) coinciding points are stacked, not overprinted: the k-th
+      // point within 3% of memory and 0.02 of score goes k lines up.
       int k = 0;
       for (const auto& [pm, ps] : pts) k += std::abs(pm - m) < 3 && std::abs(ps - r.score) < 0.02;
       pts.push_back({m, r.score});
       names.push_back(r.label);
-      cmd << m << " " << r.score << " " << names.size() << " " << r.score + 0.035 + 0.04 * k
-          << "\n";
+      // Columns: memory %, score, label index, label height, the score's 95%
+      // interval (the point itself when it has none).
+      const double lo = std::isnan(r.score_ci.lo) ? r.score : r.score_ci.lo;
+      const double hi = std::isnan(r.score_ci.hi) ? r.score : r.score_ci.hi;
+      cmd << m << " " << r.score << " " << names.size() << " " << r.score + 0.04 * k << " " << lo
+          << " " << hi << "\n";
     }
     cmd << "EOD\n$front << EOD\n";
     // The front: by memory, and at equal memory the best score only.
@@ -205,16 +211,22 @@ PlotResult write_plots(const std::vector<json>& cells, const std::vector<TableRo
     cmd << "EOD\n"
         << label_array("point_label", names)
         << "set title 'Score vs KV memory'\nset xlabel 'KV bytes (% of the full cache)'\n"
-        << "set ylabel 'score'\nset yrange [0:1.05]\nset xrange [0:*]\nset key bottom right\n"
+        << "set ylabel 'score (bars: 95% interval)'\nset yrange [0:1.05]\n"
+        // Room on the right for the last point's bar and label.
+        << "set xrange [0:" << std::max(1.0, max_memory * 1.15) << "]\n"
+        << "set key bottom right\n"
         << "plot $front using 1:2 with steps lw 2 lc rgb '#888888' title 'Pareto front', "
-           "$pts using 1:2 with points pt 7 ps 1.5 lc rgb '#2b83ba' title 'configurations', "
-           "$pts using 1:4:(point_label[int($3)]) with labels font ',8' notitle\n";
+           "$pts using 1:2:5:6 with yerrorbars pt 7 ps 1.5 lw 1.5 lc rgb '#2b83ba' "
+           "title 'configurations (95% interval)', "
+           "$pts using 1:4:(point_label[int($3)]) with labels left offset 1,0 font ',8' "
+           "notitle\n";
     if (!pts.empty()) s.emit(script, dir, "score-vs-memory", "900,600", cmd.str());
   }
 
   // Score vs budget, one line per base policy (cells carry policy.base and policy.budget).
   {
-    std::map<std::string, std::map<double, std::pair<double, int>>> lines;
+    // base policy -> budget -> [cells] scores
+    std::map<std::string, std::map<double, std::vector<double>>> lines;
     double lo = 1e300, hi = 0;
     for (const auto& c : cells) {
       const json& p = c["policy"];
@@ -222,24 +234,28 @@ PlotResult write_plots(const std::vector<json>& cells, const std::vector<TableRo
       const double budget = p["budget"].get<double>();
       lo = std::min(lo, budget);
       hi = std::max(hi, budget);
-      auto& e = lines[p.value("base", std::string("?"))][budget];
-      e.first += c["score"].get<double>();
-      e.second += 1;
+      lines[p.value("base", std::string("?"))][budget].push_back(c["score"].get<double>());
     }
     std::ostringstream cmd;
     int block = 0;
     std::string plot = "plot ";
     for (const auto& [base, pts] : lines) {
       cmd << "$b" << block << " << EOD\n";
-      for (const auto& [budget, v] : pts) cmd << budget << " " << v.first / v.second << "\n";
+      // Columns: budget, mean score, its 95% interval (the mean itself when
+      // it has none: one fractional score).
+      for (const auto& [budget, scores] : pts) {
+        const stats::Estimate e = stats::estimate_mean(scores);
+        cmd << budget << " " << e.mean << " " << (std::isnan(e.ci.lo) ? e.mean : e.ci.lo) << " "
+            << (std::isnan(e.ci.hi) ? e.mean : e.ci.hi) << "\n";
+      }
       cmd << "EOD\n";
       plot += std::string(block ? ", " : "") + "$b" + std::to_string(block) +
-              " using 1:2 with linespoints lw 2 pt 7 title " + label(base);
+              " using 1:2:3:4 with yerrorlines lw 2 pt 7 title " + label(base);
       ++block;
     }
     cmd << "set title 'Score vs budget'\nset xlabel 'budget (tokens, or ratio of the context when "
            "<= 1)'\n"
-        << "set ylabel 'score'\nset yrange [0:1.05]\nset key bottom right\n"
+        << "set ylabel 'score (bars: 95% interval)'\nset yrange [0:1.05]\nset key bottom right\n"
         // Token budgets spread over powers of two read best on a log axis.
         << (lo > 1 && hi / lo >= 4 ? "set logscale x 2\nset xrange [" + std::to_string(lo / 1.5) +
                                          ":" + std::to_string(hi * 1.5) + "]\n"

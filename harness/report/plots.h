@@ -2,8 +2,10 @@
 //   heatmap-<policy>.png  needle score by depth (rows) x context length
 //                         (columns), the classic needle-test look (0 red, 1 green)
 //   score-vs-memory.png   every configuration's score against its KV bytes (%
-//                         of full), the Pareto front drawn through the best
-//   score-vs-budget.png   score against budget, one line per base policy
+//                         of full), the Pareto front drawn through the best;
+//                         error bars: the score's 95% interval (TableRow)
+//   score-vs-budget.png   score against budget, one line per base policy,
+//                         error bars: the 95% interval (stats::estimate_mean)
 //   speed.png             decode and prefill tokens/s per configuration
 #pragma once
 

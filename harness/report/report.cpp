@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "harness/report/plots.h"
+#include "harness/report/stats.h"
 #include "harness/report/table.h"
 #include "model/common/atomic_file.h"
 
@@ -72,16 +73,17 @@ std::string markdown_table_to_html(const std::string& md) {
   return o.str() + "</table>\n";
 }
 
-// Per task and configuration: mean score (a compact second table).
+// Per task and configuration: mean score with its 95% interval and n (a
+// compact second table; Wilson or bootstrap by the cell's scores, as the
+// main table).
 std::string per_task_markdown(const std::vector<json>& cells) {
-  std::map<std::string, std::map<std::pair<int, std::string>, std::pair<double, int>>> acc;
+  // task -> configuration -> [instances] scores
+  std::map<std::string, std::map<std::pair<int, std::string>, std::vector<double>>> acc;
   std::map<std::pair<int, std::string>, bool> configs;
   for (const auto& c : cells) {
     const std::pair<int, std::string> key{c["policy"].value("index", 0),
                                           c["policy"]["label"].get<std::string>()};
-    auto& e = acc[c["instance"]["task"].get<std::string>()][key];
-    e.first += c["score"].get<double>();
-    e.second += 1;
+    acc[c["instance"]["task"].get<std::string>()][key].push_back(c["score"].get<double>());
     configs[key] = true;
   }
   std::ostringstream o;
@@ -97,14 +99,30 @@ std::string per_task_markdown(const std::vector<json>& cells) {
       if (it == by.end())
         o << " – |";
       else {
-        char buf[32];
-        std::snprintf(buf, sizeof buf, " %.3f |", it->second.first / it->second.second);
-        o << buf;
+        const stats::Estimate e = stats::estimate_mean(it->second);
+        o << " " << stats::format_estimate(e.mean, e.ci) << " "
+          << (e.kind == stats::ScoreKind::PassFail ? "W" : "B") << " n=" << e.n << " |";
       }
     }
     o << "\n";
   }
   return o.str();
+}
+
+// What the intervals are, for report.md and report.html.
+std::string intervals_legend() {
+  char buf[160];
+  std::snprintf(buf, sizeof buf, "%d resamples, fixed seed", stats::kBootstrapResamples);
+  return std::string(
+             "Every score carries its 95% interval over the instances, [low, high]. Interval "
+             "says which and over how many instances (n): Wilson when every score of the row is "
+             "0 or 1 (pass/fail), otherwise a percentile bootstrap over instances (") +
+         buf +
+         "; a single fractional score has none). Context Retention's interval is the score's, "
+         "divided by the full cache's score when that is the same on every instance (typically "
+         "1), otherwise a bootstrap over the instances paired with the full cache; the full "
+         "cache's own row is 100% by definition. With few instances the intervals are wide: read "
+         "differences inside them as noise.";
 }
 
 }  // namespace
@@ -175,7 +193,9 @@ ReportSummary write_report(const RunFolder& run) {
         "observation) as a share "
         "of the cell's wall time; observation in decode runs on the attention threads, whose times "
         "add up.\n\n"
+     << intervals_legend() << "\n\n"
      << summary.table_markdown << "\n## Score per task\n\n"
+     << "Mean score with its 95% interval; W: Wilson, B: bootstrap; n instances.\n\n"
      << per_task << "\n";
   if (!plots.files.empty()) {
     md << "## Plots\n\n";
@@ -198,7 +218,9 @@ ReportSummary write_report(const RunFolder& run) {
   if (summary.expected_cells) html << " of " << summary.expected_cells;
   html << "; model: <code>" << html_escape(config.value("model", ""))
        << "</code>; threads: " << config.value("threads", 0) << "</p>\n"
+       << "<p>" << html_escape(intervals_legend()) << "</p>\n"
        << markdown_table_to_html(summary.table_markdown) << "<h2>Score per task</h2>\n"
+       << "<p>Mean score with its 95% interval; W: Wilson, B: bootstrap; n instances.</p>\n"
        << markdown_table_to_html(per_task) << "<h2>Plots</h2>\n";
   for (const auto& f : plots.files)
     if (f.size() > 4 && f.substr(f.size() - 4) == ".svg") {

@@ -43,6 +43,33 @@ std::string fmt(std::optional<double> v, const char* f) {
   return buf;
 }
 
+// Context Retention's 95% interval; s and f are the row's and the full
+// cache's scores on the same instances ([instances], equal sizes). When the
+// full cache scored the same c > 0 on every one (typically 1: it solved them
+// all), retention is the row's mean / c, and its interval the row's score
+// interval / c (Wilson for pass/fail), so the two columns agree. Otherwise a
+// bootstrap over the instance pairs of the ratio of sums.
+stats::Interval retention_interval(const std::vector<double>& s, const std::vector<double>& f) {
+  if (f.empty()) return {};
+  if (std::all_of(f.begin(), f.end(), [&](double x) { return x == f.front(); })) {
+    if (f.front() <= 0) return {};
+    const stats::Interval ci = stats::estimate_mean(s).ci;
+    return {ci.lo / f.front(), ci.hi / f.front()};
+  }
+  return stats::bootstrap_ratio_interval(s, f);
+}
+
+// "75.0% [30.1, 100.0]": a share in percent with its interval in percent.
+std::string percent_with_interval(std::optional<double> v, stats::Interval ci) {
+  if (!v) return "–";
+  char buf[96];
+  if (std::isnan(ci.lo))
+    std::snprintf(buf, sizeof buf, "%.1f%%", *v * 100);
+  else
+    std::snprintf(buf, sizeof buf, "%.1f%% [%.1f, %.1f]", *v * 100, ci.lo * 100, ci.hi * 100);
+  return buf;
+}
+
 }  // namespace
 
 std::string format_bytes(double b) {
@@ -77,6 +104,7 @@ std::vector<TableRow> build_table(const std::vector<json>& cells) {
     std::vector<double> score, hot, cold, peak, dec, pre, ttft, share, nll_d, kl, top1, needle,
         attended;
     double score_sum = 0, full_score_sum = 0, hot_sum = 0, full_bytes_sum = 0;
+    std::vector<double> paired_score, paired_full_score;  // [instances with a full cell]
     std::vector<double> full_dec;
     bool all_have_full = true;
     for (const json* c : members) {
@@ -101,12 +129,17 @@ std::vector<TableRow> build_table(const std::vector<json>& cells) {
       const json& full = *f->second;
       score_sum += s;
       full_score_sum += full["score"].get<double>();
+      paired_score.push_back(s);
+      paired_full_score.push_back(full["score"].get<double>());
       hot_sum += num(*c, "memory", "kv_bytes_hot");
       full_bytes_sum += num(full, "memory", "kv_bytes_hot");
       full_dec.push_back(num(full, "timing", "decode_tok_s"));
       nll_d.push_back(num(*c, "retention", "answer_nll") - num(full, "retention", "answer_nll"));
     }
     r.score = mean(score);
+    const stats::Estimate e = stats::estimate_mean(score);
+    r.score_ci = e.ci;
+    r.score_kind = e.kind;
     r.kv_bytes_hot = mean(hot);
     r.kv_bytes_cold = mean(cold);
     r.kv_bytes_peak_prefill = mean(peak);
@@ -119,7 +152,12 @@ std::vector<TableRow> build_table(const std::vector<json>& cells) {
     r.needle_survival = opt(mean(needle));
     r.needle_attended = opt(mean(attended));
     if (all_have_full) {
-      if (full_score_sum > 0) r.score_rel = score_sum / full_score_sum;
+      if (full_score_sum > 0) {
+        r.score_rel = score_sum / full_score_sum;
+        // The full cache's own row is 100% by definition: no interval.
+        if (!(*members.front())["policy"].value("is_reference", false))
+          r.score_rel_ci = retention_interval(paired_score, paired_full_score);
+      }
       if (full_bytes_sum > 0) r.memory_rel = hot_sum / full_bytes_sum;
       const double fd = median(full_dec);
       if (fd > 0 && !std::isnan(r.decode_tok_s)) r.speed_rel = r.decode_tok_s / fd;
@@ -134,21 +172,22 @@ std::string table_markdown(const std::vector<TableRow>& rows) {
   std::ostringstream o;
   o << "| Configuration | Memory Usage | Inference Speed | Context Retention | KV bytes (hot) | KV "
        "bytes (cold) "
-       "| Peak KV (prefill) | Decode tok/s | Prefill tok/s | TTFT s | Score | ΔNLL | "
+       "| Peak KV (prefill) | Decode tok/s | Prefill tok/s | TTFT s | Score | Interval | ΔNLL | "
        "KL(full‖policy) | Top-1 agree "
        "| Needle held | Needle attended | Policy time | Cells |\n"
-       "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
-       "\n";
+       "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"
+       "---:|---:|---:|---:|---:|---:|---:|\n";
   for (const auto& r : rows) {
     o << "| " << r.label << " | "
       << fmt(r.memory_rel ? std::optional(*r.memory_rel * 100) : std::nullopt, "%.1f%%") << " | "
-      << fmt(r.speed_rel, "%.2fx") << " | "
-      << fmt(r.score_rel ? std::optional(*r.score_rel * 100) : std::nullopt, "%.1f%%") << " | "
-      << format_bytes(r.kv_bytes_hot) << " | "
+      << fmt(r.speed_rel, "%.2fx") << " | " << percent_with_interval(r.score_rel, r.score_rel_ci)
+      << " | " << format_bytes(r.kv_bytes_hot) << " | "
       << (r.kv_bytes_cold > 0 ? format_bytes(r.kv_bytes_cold) : "–") << " | "
       << (std::isnan(r.kv_bytes_peak_prefill) ? "–" : format_bytes(r.kv_bytes_peak_prefill))
       << " | " << fmt(opt(r.decode_tok_s), "%.1f") << " | " << fmt(opt(r.prefill_tok_s), "%.1f")
-      << " | " << fmt(opt(r.ttft_seconds), "%.3f") << " | " << fmt(opt(r.score), "%.3f") << " | "
+      << " | " << fmt(opt(r.ttft_seconds), "%.3f") << " | "
+      << stats::format_estimate(r.score, r.score_ci) << " | "
+      << stats::interval_method(r.score_kind) << ", n=" << r.cells << " | "
       << fmt(r.nll_delta, "%+.3f") << " | " << fmt(r.kl_full, "%.4f") << " | "
       << fmt(r.top1_agreement, "%.3f") << " | " << fmt(r.needle_survival, "%.3f") << " | "
       << fmt(r.needle_attended, "%.3f") << " | "
@@ -165,7 +204,8 @@ std::string table_csv(const std::vector<TableRow>& rows) {
        "tok_s,"
        "prefill_tok_s,ttft_seconds,score,nll_delta,kl_full,top1_agreement,needle_survival,needle_"
        "attended,"
-       "policy_share,kv_bytes_peak_prefill\n";
+       "policy_share,kv_bytes_peak_prefill,score_lo,score_hi,score_interval,score_rel_lo,score_"
+       "rel_hi\n";
   auto v = [](std::optional<double> x) { return x ? fmt(x, "%.6g") : std::string(); };
   auto quote = [](const std::string& s) {
     std::string q = "\"";
@@ -179,7 +219,9 @@ std::string table_csv(const std::vector<TableRow>& rows) {
       << "," << v(opt(r.ttft_seconds)) << "," << v(opt(r.score)) << "," << v(r.nll_delta) << ","
       << v(r.kl_full) << "," << v(r.top1_agreement) << "," << v(r.needle_survival) << ","
       << v(r.needle_attended) << "," << v(opt(r.policy_share)) << ","
-      << v(opt(r.kv_bytes_peak_prefill)) << "\n";
+      << v(opt(r.kv_bytes_peak_prefill)) << "," << v(opt(r.score_ci.lo)) << ","
+      << v(opt(r.score_ci.hi)) << "," << stats::interval_method(r.score_kind) << ","
+      << v(opt(r.score_rel_ci.lo)) << "," << v(opt(r.score_rel_ci.hi)) << "\n";
   }
   return o.str();
 }
@@ -188,26 +230,32 @@ nlohmann::json table_json(const std::vector<TableRow>& rows) {
   json out = json::array();
   auto v = [](std::optional<double> x) { return x ? json(*x) : json(nullptr); };
   for (const auto& r : rows) {
-    out.push_back({{"configuration", r.label},
-                   {"spec", r.spec},
-                   {"cells", r.cells},
-                   {"memory_rel", v(r.memory_rel)},
-                   {"speed_rel", v(r.speed_rel)},
-                   {"score_rel", v(r.score_rel)},
-                   {"kv_bytes_hot", r.kv_bytes_hot},
-                   {"kv_bytes_cold", r.kv_bytes_cold},
-                   {"score", r.score},
-                   {"nll_delta", v(r.nll_delta)},
-                   {"kl_full", v(r.kl_full)},
-                   {"top1_agreement", v(r.top1_agreement)},
-                   {"needle_survival", v(r.needle_survival)},
-                   {"needle_attended", v(r.needle_attended)},
-                   {"kv_bytes_peak_prefill", v(opt(r.kv_bytes_peak_prefill))},
-                   {"timing",
-                    {{"decode_tok_s", v(opt(r.decode_tok_s))},
-                     {"prefill_tok_s", v(opt(r.prefill_tok_s))},
-                     {"ttft_seconds", v(opt(r.ttft_seconds))},
-                     {"policy_share", v(opt(r.policy_share))}}}});
+    out.push_back(
+        {{"configuration", r.label},
+         {"spec", r.spec},
+         {"cells", r.cells},
+         {"memory_rel", v(r.memory_rel)},
+         {"speed_rel", v(r.speed_rel)},
+         {"score_rel", v(r.score_rel)},
+         {"kv_bytes_hot", r.kv_bytes_hot},
+         {"kv_bytes_cold", r.kv_bytes_cold},
+         {"score", r.score},
+         {"score_ci",
+          {{"lo", v(opt(r.score_ci.lo))},
+           {"hi", v(opt(r.score_ci.hi))},
+           {"method", stats::interval_method(r.score_kind)}}},
+         {"score_rel_ci", {{"lo", v(opt(r.score_rel_ci.lo))}, {"hi", v(opt(r.score_rel_ci.hi))}}},
+         {"nll_delta", v(r.nll_delta)},
+         {"kl_full", v(r.kl_full)},
+         {"top1_agreement", v(r.top1_agreement)},
+         {"needle_survival", v(r.needle_survival)},
+         {"needle_attended", v(r.needle_attended)},
+         {"kv_bytes_peak_prefill", v(opt(r.kv_bytes_peak_prefill))},
+         {"timing",
+          {{"decode_tok_s", v(opt(r.decode_tok_s))},
+           {"prefill_tok_s", v(opt(r.prefill_tok_s))},
+           {"ttft_seconds", v(opt(r.ttft_seconds))},
+           {"policy_share", v(opt(r.policy_share))}}}});
   }
   return out;
 }

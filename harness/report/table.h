@@ -10,6 +10,13 @@
 //   when not measured),
 //   timing.{prefill_tok_s, decode_tok_s, ttft_seconds, policy_share, peak_rss_bytes}
 // Fields under "timing" vary between runs; everything else is deterministic.
+//
+// The score and Context Retention carry their 95% interval over the row's
+// instances (harness/report/stats.h): Wilson when every score of the row is 0
+// or 1, otherwise a percentile bootstrap. Retention, a ratio of paired sums:
+// the score's interval scaled by the full cache's score when that is the same
+// on every instance, otherwise a bootstrap over the instance pairs; none for
+// the full cache's own row (100% by definition).
 #pragma once
 
 #include <optional>
@@ -18,14 +25,20 @@
 
 #include <nlohmann/json.hpp>
 
+#include "harness/report/stats.h"
+
 namespace kvbench {
 
 struct TableRow {
   std::string label;
   std::string spec;
   int cells = 0;
-  double score = 0.0;               // mean task score
+  double score = 0.0;        // mean task score
+  stats::Interval score_ci;  // its 95% interval
+  // Which interval: Wilson (pass/fail) or bootstrap.
+  stats::ScoreKind score_kind = stats::ScoreKind::PassFail;
   std::optional<double> score_rel;  // mean score / full's mean score on the same instances
+  stats::Interval score_rel_ci;     // its 95% interval; NaN without score_rel and for full's row
   double kv_bytes_hot = 0.0;        // mean
   double kv_bytes_cold = 0.0;
   double kv_bytes_peak_prefill = 0.0;  // mean of the cells' peaks (NaN for old records)

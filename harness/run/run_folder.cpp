@@ -211,6 +211,10 @@ void check_cell(const nlohmann::json& c, const std::string& path, const std::str
   need(c, "", "instance", is_object, "an object", true);
   need(c, "", "policy", is_object, "an object", true);
   need(c, "", "score", is_number, "a number", true);
+  // Every grader and the perplexity ratio score in [0, 1]; the intervals and
+  // tests of report and compare assume it.
+  if (const double s = c["score"].get<double>(); !(s >= 0.0 && s <= 1.0))
+    fail("/score", "out of [0, 1]");
   need(c, "", "prediction", is_string, "a string", false);
   need(c, "", "answers", is_array, "an array", false);
   const nlohmann::json& inst = c["instance"];

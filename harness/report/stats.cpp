@@ -1,0 +1,189 @@
+#include "harness/report/stats.h"
+
+#include <algorithm>
+#include <cassert>
+#include <cstdio>
+#include <vector>
+
+#include <boost/math/distributions/binomial.hpp>
+#include <boost/math/distributions/normal.hpp>
+
+#include "datasets/rng.h"
+
+namespace kvbench::stats {
+namespace {
+
+// The normal quantile the 95% intervals use (1.959964...).
+double z_two_sided() {
+  static const double z =
+      boost::math::quantile(boost::math::normal_distribution<double>(0.0, 1.0), 1.0 - kAlpha / 2);
+  return z;
+}
+
+// The ends of a percentile interval from m sorted statistics: the k-th
+// smallest and the k-th largest, k = floor((m + 1) * kAlpha / 2) (250 of 9999).
+Interval percentile_interval(std::vector<double>& v) {
+  if (v.empty()) return {};
+  std::sort(v.begin(), v.end());
+  const size_t m = v.size();
+  const size_t k = std::max<size_t>(1, static_cast<size_t>(std::floor((m + 1) * (kAlpha / 2))));
+  return {v[std::min(k - 1, m - 1)], v[m - std::min(k, m)]};
+}
+
+// The mean of each of kBootstrapResamples resamples of x, drawn with
+// replacement from the one fixed-seed stream, summed in draw order.
+//   x: [n], n > 0  ->  [kBootstrapResamples]
+std::vector<double> resampled_means(std::span<const double> x) {
+  assert(!x.empty());
+  datasets::Rng rng(kBootstrapSeed);
+  const uint64_t n = x.size();
+  std::vector<double> means(kBootstrapResamples);
+  for (double& m : means) {
+    double sum = 0.0;
+    for (uint64_t i = 0; i < n; ++i) sum += x[rng.below(n)];
+    m = sum / static_cast<double>(n);
+  }
+  return means;
+}
+
+}  // namespace
+
+ScoreKind score_kind(std::span<const double> scores) {
+  for (double s : scores)
+    if (s != 0.0 && s != 1.0) return ScoreKind::Fractional;
+  return ScoreKind::PassFail;
+}
+
+const char* interval_method(ScoreKind kind) {
+  return kind == ScoreKind::PassFail ? "Wilson" : "bootstrap";
+}
+
+const char* paired_test_name(ScoreKind kind) {
+  return kind == ScoreKind::PassFail ? "McNemar" : "bootstrap+sign";
+}
+
+Interval wilson_interval(int64_t successes, int64_t n) {
+  assert(n > 0 && successes >= 0 && successes <= n);
+  const double z = z_two_sided(), nn = static_cast<double>(n);
+  const double p = static_cast<double>(successes) / nn;
+  const double denom = 1.0 + z * z / nn;
+  const double centre = (p + z * z / (2 * nn)) / denom;
+  const double half = z / denom * std::sqrt(p * (1 - p) / nn + z * z / (4 * nn * nn));
+  // At 0 of n and n of n the formula's end is 0 or 1 up to rounding: clamp.
+  return {std::max(0.0, centre - half), std::min(1.0, centre + half)};
+}
+
+Interval bootstrap_mean_interval(std::span<const double> x) {
+  if (x.size() < 2) return {};
+  std::vector<double> means = resampled_means(x);
+  return percentile_interval(means);
+}
+
+Interval bootstrap_ratio_interval(std::span<const double> num, std::span<const double> den) {
+  assert(num.size() == den.size());
+  if (num.size() < 2) return {};
+  datasets::Rng rng(kBootstrapSeed);
+  const uint64_t n = num.size();
+  std::vector<double> ratios;
+  ratios.reserve(kBootstrapResamples);
+  for (int r = 0; r < kBootstrapResamples; ++r) {
+    double sn = 0.0, sd = 0.0;
+    for (uint64_t i = 0; i < n; ++i) {
+      const uint64_t j = rng.below(n);  // one draw picks the instance for both sums
+      sn += num[j];
+      sd += den[j];
+    }
+    if (sd != 0.0) ratios.push_back(sn / sd);
+  }
+  if (2 * ratios.size() < static_cast<size_t>(kBootstrapResamples)) return {};
+  return percentile_interval(ratios);
+}
+
+Estimate estimate_mean(std::span<const double> scores) {
+  Estimate e;
+  e.n = static_cast<int64_t>(scores.size());
+  e.kind = score_kind(scores);
+  if (scores.empty()) return e;
+  double sum = 0.0;
+  for (double s : scores) sum += s;
+  e.mean = sum / static_cast<double>(e.n);
+  if (e.kind == ScoreKind::PassFail) {
+    int64_t passed = 0;
+    for (double s : scores) passed += s == 1.0;
+    e.ci = wilson_interval(passed, e.n);
+  } else {
+    e.ci = bootstrap_mean_interval(scores);
+  }
+  return e;
+}
+
+double mcnemar_exact_p(int64_t b, int64_t c) {
+  assert(b >= 0 && c >= 0);
+  if (b + c == 0) return 1.0;
+  const boost::math::binomial_distribution<double> discordant(static_cast<double>(b + c), 0.5);
+  return std::min(1.0, 2.0 * boost::math::cdf(discordant, static_cast<double>(std::min(b, c))));
+}
+
+double paired_bootstrap_p(std::span<const double> base, std::span<const double> next) {
+  assert(base.size() == next.size() && !base.empty());
+  std::vector<double> diff(base.size());  // [n] next - base, per instance
+  for (size_t i = 0; i < diff.size(); ++i) diff[i] = next[i] - base[i];
+  int64_t at_most_zero = 0, at_least_zero = 0;
+  for (double m : resampled_means(diff)) {
+    at_most_zero += m <= 0.0;
+    at_least_zero += m >= 0.0;
+  }
+  const double tail = static_cast<double>(1 + std::min(at_most_zero, at_least_zero));
+  return std::min(1.0, 2.0 * tail / (kBootstrapResamples + 1));
+}
+
+double paired_sign_test_p(std::span<const double> base, std::span<const double> next) {
+  assert(base.size() == next.size());
+  int64_t fell = 0, rose = 0;
+  for (size_t i = 0; i < base.size(); ++i) {
+    fell += next[i] < base[i];
+    rose += next[i] > base[i];
+  }
+  return mcnemar_exact_p(fell, rose);
+}
+
+double paired_p(ScoreKind kind, std::span<const double> base, std::span<const double> next) {
+  assert(base.size() == next.size() && !base.empty());
+  // On 0/1 scores the sign test counts exactly McNemar's discordant pairs.
+  if (kind == ScoreKind::PassFail) return paired_sign_test_p(base, next);
+  return std::max(paired_bootstrap_p(base, next), paired_sign_test_p(base, next));
+}
+
+int64_t min_detectable_flips(ScoreKind kind, int64_t n) {
+  for (int64_t k = 1; k <= n; ++k) {
+    double p = mcnemar_exact_p(k, 0);  // McNemar, or the sign test
+    if (kind == ScoreKind::Fractional) {
+      // The expected p of paired_bootstrap_p on k differences of -1 and n - k
+      // of 0: every resample's mean is <= 0, and it is >= 0 (= 0) only when
+      // none of the k is drawn.
+      const double none_drawn =
+          std::pow(static_cast<double>(n - k) / static_cast<double>(n), static_cast<double>(n));
+      p = std::max(p, std::min(1.0, 2.0 * (1.0 + kBootstrapResamples * none_drawn) /
+                                        (kBootstrapResamples + 1)));
+    }
+    if (significant(p)) return k;
+  }
+  return 0;
+}
+
+double min_detectable_drop(ScoreKind kind, int64_t n) {
+  const int64_t k = min_detectable_flips(kind, n);
+  return k ? static_cast<double>(k) / static_cast<double>(n) : NAN;
+}
+
+std::string format_estimate(double mean, Interval ci) {
+  if (std::isnan(mean)) return "–";
+  char buf[96];
+  if (std::isnan(ci.lo))
+    std::snprintf(buf, sizeof buf, "%.3f", mean);
+  else
+    std::snprintf(buf, sizeof buf, "%.3f [%.3f, %.3f]", mean, ci.lo, ci.hi);
+  return buf;
+}
+
+}  // namespace kvbench::stats

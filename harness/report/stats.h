@@ -1,0 +1,141 @@
+// The statistics behind every score kvbench prints: a 95% interval for a mean
+// score over instances, and the paired tests `compare` uses before it calls a
+// drop a regression. A benchmark cell is one instance, and a run has few of
+// them (the quick experiment: 2 to 4 per task), so a score without its
+// uncertainty invites reading noise as an effect.
+//
+// Two kinds of score, told apart by the data (score_kind):
+//   pass/fail   every score is exactly 0 or 1 (the exact, contains and
+//               numeric graders): Wilson score interval for the mean; exact
+//               McNemar test on the discordant pairs for a paired change
+//   fractional  anything else (all_values, per_query, the perplexity ratio):
+//               percentile bootstrap over instances for the mean; paired
+//               bootstrap over instances, held in check by the exact sign
+//               test, for a paired change (paired_p says why)
+//
+// Everything is deterministic: the bootstrap draws come from one SplitMix64
+// stream (datasets/rng.h, portable, unlike std::uniform_int_distribution)
+// restarted at a fixed seed on every call, and sums run in index order, so the
+// same scores give bit-identical intervals and p-values on every run and
+// machine.
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+#include <span>
+#include <string>
+
+namespace kvbench::stats {
+
+// Two-sided significance level; every interval is the (1 - kAlpha) = 95% one.
+inline constexpr double kAlpha = 0.05;
+// Bootstrap resamples. With B = 9999, (B + 1) * kAlpha / 2 = 250 is a whole
+// number: the interval's ends are the 250th smallest and the 250th largest of
+// the B resampled statistics (Davison & Hinkley's choice of B).
+inline constexpr int kBootstrapResamples = 9999;
+// The seed every bootstrap starts from ("kvbench" in ASCII).
+inline constexpr uint64_t kBootstrapSeed = 0x6b7662656e6368ull;
+
+struct Interval {
+  double lo = NAN, hi = NAN;  // NaN when undefined (no data)
+};
+
+enum class ScoreKind { PassFail, Fractional };
+
+// PassFail when every score is exactly 0 or 1 (and for no scores at all).
+ScoreKind score_kind(std::span<const double> scores);
+// "Wilson" or "bootstrap": the interval method of that kind, for legends.
+const char* interval_method(ScoreKind kind);
+// "McNemar" or "bootstrap+sign": the paired test of that kind (paired_p).
+const char* paired_test_name(ScoreKind kind);
+
+// Wilson score interval at 95% for `successes` of `n` (0 <= successes <= n,
+// n > 0): p~ = (p + z²/2n) / (1 + z²/n) ± z/(1 + z²/n) · sqrt(p(1-p)/n + z²/4n²),
+// z the normal 97.5% quantile. Unlike p ± z·sqrt(p(1-p)/n) it stays inside
+// [0, 1] and is not empty at 0 of n or n of n. 7 of 10: [0.397, 0.892].
+Interval wilson_interval(int64_t successes, int64_t n);
+
+// Percentile bootstrap interval at 95% for the mean of x:
+// kBootstrapResamples resamples of x.size() draws with replacement. NaN for
+// fewer than 2 values (one value would give a zero-width interval, a
+// certainty the data cannot support).
+Interval bootstrap_mean_interval(std::span<const double> x);
+
+// Percentile bootstrap interval at 95% for sum(num) / sum(den) over paired
+// instances (num[i] and den[i] belong to instance i; equal sizes > 0).
+// Resamples whose sum(den) is 0 have no ratio and are left out; NaN when
+// fewer than half of the resamples have one, and for fewer than 2 instances.
+// (Context Retention: a policy's score relative to the full cache's on the
+// same instances.)
+Interval bootstrap_ratio_interval(std::span<const double> num, std::span<const double> den);
+
+// A mean score over n instances with its 95% interval, by the scores' kind.
+struct Estimate {
+  int64_t n = 0;
+  double mean = NAN;
+  Interval ci;
+  ScoreKind kind = ScoreKind::PassFail;
+};
+Estimate estimate_mean(std::span<const double> scores);
+
+// Exact two-sided McNemar test: b instances passed in base only, c in new
+// only. Under "no change" each of the b + c discordant pairs goes either way
+// with probability 1/2, so p = min(1, 2 · P(X <= min(b, c))), X ~ Binomial(b + c,
+// 1/2) (Boost.Math); 1 when b + c = 0. b=4, c=0: 0.125; b=6, c=0: 0.03125.
+double mcnemar_exact_p(int64_t b, int64_t c);
+
+// Paired bootstrap test for scores of the same instances in two runs (equal
+// sizes > 0): the differences d[i] = next[i] - base[i] are resampled
+// kBootstrapResamples times; with L and G the numbers of resampled means <= 0
+// and >= 0, p = min(1, 2 · (1 + min(L, G)) / (B + 1)) (the +1 keeps a Monte
+// Carlo p-value from reading 0). p < kAlpha exactly when the mean difference's
+// 95% percentile interval leaves out 0, give or take one resample. Identical
+// runs: p = 1.
+double paired_bootstrap_p(std::span<const double> base, std::span<const double> next);
+
+// Exact two-sided sign test for paired scores (equal sizes): McNemar's test
+// on the directions of the changes, mcnemar_exact_p(#fell, #rose); instances
+// whose score did not change are left out. On pass/fail scores it is McNemar.
+double paired_sign_test_p(std::span<const double> base, std::span<const double> next);
+
+// The p-value `compare` judges a paired change by (equal sizes > 0):
+//   pass/fail   exact McNemar on the discordant pairs
+//   fractional  max(paired bootstrap p, sign test p): the change is
+//               significant only when both tests call it so (an
+//               intersection-union test, whose p-value is the larger one).
+// Why not the bootstrap alone: it takes the observed differences for the
+// whole population, so it is surest where it knows least. One instance, or
+// instances that all fell by the same amount, give p = 2 / (B + 1) = 0.0002
+// for any drop; 4 of 10 instances losing their score give p = 0.012 where
+// the exact test says 0.125. The sign test is exact and asks how many
+// instances fell rather than by how much; the bootstrap keeps its say on
+// size (nine instances falling by 0.1 while one rises by 0.8 is a sign-test
+// p of 0.02 but a bootstrap p of 0.5).
+double paired_p(ScoreKind kind, std::span<const double> base, std::span<const double> next);
+
+// Is p small enough to call a paired change significant (p < kAlpha)?
+inline bool significant(double p) { return p < kAlpha; }
+
+// The smallest drop a paired comparison of n instances could call
+// significant (paired_p), as a share of n. Both kinds use the same best case
+// for detection: k of the n instances lose their whole score (1 -> 0), the
+// other n - k are unchanged; the figure is k_min / n for the smallest such k
+// the kind's test calls significant:
+//   pass/fail   McNemar on b = k, c = 0: p = 2^(1-k), so k_min = 6 whatever
+//               n (n = 10: 0.6; n = 100: 0.06); below n = 6, no drop can be
+//               significant
+//   fractional  the larger of that same p (the sign test) and the paired
+//               bootstrap's expected p on k differences of -1 and n - k of 0:
+//               a resample's mean is >= 0 only when it draws none of the k,
+//               with probability ((n - k)/n)^n, so p = min(1, 2 · (1 + B ·
+//               ((n - k)/n)^n) / (B + 1)) (k_min 3 or 4 alone). The sign test
+//               binds: k_min = 6 as for pass/fail.
+// Returns k_min (0 when no k <= n is significant).
+int64_t min_detectable_flips(ScoreKind kind, int64_t n);
+// min_detectable_flips / n; NaN when no drop of n instances can be significant.
+double min_detectable_drop(ScoreKind kind, int64_t n);
+
+// "0.700 [0.397, 0.892]" (three decimals; "–" for no data).
+std::string format_estimate(double mean, Interval ci);
+
+}  // namespace kvbench::stats

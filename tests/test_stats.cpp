@@ -1,0 +1,165 @@
+// The statistics module against known values: Wilson intervals, exact
+// McNemar p-values, the bootstrap's determinism and its behaviour on cases
+// whose answer is known, and the smallest detectable drops.
+#include <gtest/gtest.h>
+
+#include <vector>
+
+#include "harness/report/stats.h"
+
+namespace kvbench::stats {
+namespace {
+
+TEST(Stats, WilsonIntervalKnownValues) {
+  // Reference values: Wilson's closed form with z = 1.959964, evaluated
+  // separately in double precision.
+  const Interval a = wilson_interval(7, 10);
+  EXPECT_NEAR(a.lo, 0.396778, 1e-6);
+  EXPECT_NEAR(a.hi, 0.892209, 1e-6);
+  const Interval none = wilson_interval(0, 10);
+  EXPECT_EQ(none.lo, 0.0);
+  EXPECT_NEAR(none.hi, 0.277533, 1e-6);
+  const Interval all = wilson_interval(10, 10);
+  EXPECT_NEAR(all.lo, 0.722467, 1e-6);
+  EXPECT_LE(all.hi, 1.0);
+  EXPECT_NEAR(all.hi, 1.0, 1e-12);
+  const Interval half = wilson_interval(5, 10);
+  EXPECT_NEAR(half.lo, 0.236593, 1e-6);
+  EXPECT_NEAR(half.hi, 0.763407, 1e-6);
+}
+
+TEST(Stats, McNemarExactKnownValues) {
+  EXPECT_DOUBLE_EQ(mcnemar_exact_p(4, 0), 0.125);        // 2 / 2^4
+  EXPECT_DOUBLE_EQ(mcnemar_exact_p(0, 4), 0.125);        // two-sided
+  EXPECT_DOUBLE_EQ(mcnemar_exact_p(5, 0), 0.0625);       // not yet significant
+  EXPECT_DOUBLE_EQ(mcnemar_exact_p(6, 0), 0.03125);      // the first that is
+  EXPECT_DOUBLE_EQ(mcnemar_exact_p(1, 0), 1.0);          // capped at 1
+  EXPECT_DOUBLE_EQ(mcnemar_exact_p(0, 0), 1.0);          // nothing discordant
+  EXPECT_DOUBLE_EQ(mcnemar_exact_p(5, 1), 0.21875);      // 2 (1 + 6) / 64
+  EXPECT_NEAR(mcnemar_exact_p(10, 2), 0.0385742, 1e-7);  // 2 (1 + 12 + 66) / 4096
+  EXPECT_FALSE(significant(mcnemar_exact_p(5, 0)));
+  EXPECT_TRUE(significant(mcnemar_exact_p(6, 0)));
+}
+
+TEST(Stats, ScoreKindFromTheData) {
+  const std::vector<double> binary = {0, 1, 1, 0}, fractional = {0, 0.5, 1};
+  EXPECT_EQ(score_kind(binary), ScoreKind::PassFail);
+  EXPECT_EQ(score_kind(fractional), ScoreKind::Fractional);
+  EXPECT_EQ(score_kind(std::vector<double>{}), ScoreKind::PassFail);
+  const Estimate e = estimate_mean(binary);
+  EXPECT_EQ(e.n, 4);
+  EXPECT_DOUBLE_EQ(e.mean, 0.5);
+  EXPECT_EQ(e.kind, ScoreKind::PassFail);
+  EXPECT_DOUBLE_EQ(e.ci.lo, wilson_interval(2, 4).lo);
+  EXPECT_EQ(format_estimate(0.7, wilson_interval(7, 10)), "0.700 [0.397, 0.892]");
+  EXPECT_EQ(format_estimate(NAN, {}), "–");
+}
+
+TEST(Stats, BootstrapIsDeterministicAndRight) {
+  // 5 of 10: a resample's mean is Binomial(10, 1/2) / 10, whose 2.5% and
+  // 97.5% quantiles are 0.2 and 0.8 (P(X <= 1) = 0.011, P(X <= 2) = 0.055).
+  const std::vector<double> x = {1, 0, 1, 0, 1, 0, 1, 0, 1, 0};
+  const Interval a = bootstrap_mean_interval(x), b = bootstrap_mean_interval(x);
+  EXPECT_DOUBLE_EQ(a.lo, 0.2);
+  EXPECT_DOUBLE_EQ(a.hi, 0.8);
+  EXPECT_EQ(a.lo, b.lo);  // bit-identical run to run
+  EXPECT_EQ(a.hi, b.hi);
+  const std::vector<double> constant(7, 0.25);
+  EXPECT_DOUBLE_EQ(bootstrap_mean_interval(constant).lo, 0.25);
+  EXPECT_DOUBLE_EQ(bootstrap_mean_interval(constant).hi, 0.25);
+  // A fractional sample: the interval holds the mean and is bit-identical.
+  const std::vector<double> f = {0.1, 0.4, 0.35, 0.8, 0.9, 0.5, 0.55, 0.2, 0.7, 0.65};
+  const Interval c = bootstrap_mean_interval(f);
+  EXPECT_LT(c.lo, 0.515);
+  EXPECT_GT(c.hi, 0.515);
+  EXPECT_GT(c.lo, 0.3);
+  EXPECT_LT(c.hi, 0.7);
+  EXPECT_EQ(c.lo, bootstrap_mean_interval(f).lo);
+  // The ratio of paired sums: equal sums give exactly 1 in every resample.
+  EXPECT_DOUBLE_EQ(bootstrap_ratio_interval(f, f).lo, 1.0);
+  EXPECT_DOUBLE_EQ(bootstrap_ratio_interval(f, f).hi, 1.0);
+  // A denominator of zeros: no resample has a ratio.
+  const std::vector<double> den(f.size(), 0.0);
+  EXPECT_TRUE(std::isnan(bootstrap_ratio_interval(f, den).lo));
+  // One value is no basis for an interval (it would have zero width).
+  const std::vector<double> single = {0.4};
+  EXPECT_TRUE(std::isnan(bootstrap_mean_interval(single).lo));
+  EXPECT_TRUE(std::isnan(bootstrap_ratio_interval(single, single).hi));
+  EXPECT_EQ(format_estimate(estimate_mean(single).mean, estimate_mean(single).ci), "0.400");
+  EXPECT_DOUBLE_EQ(estimate_mean(std::vector<double>{1.0}).ci.lo, wilson_interval(1, 1).lo);
+}
+
+TEST(Stats, PairedBootstrapTest) {
+  const std::vector<double> base = {0.9, 0.8, 0.7, 0.6, 0.5, 0.9, 0.8, 0.7, 0.6, 0.5};
+  EXPECT_DOUBLE_EQ(paired_bootstrap_p(base, base), 1.0);  // identical runs
+  // Every instance 0.1 lower: every resampled mean is -0.1, p = 2 / (B + 1).
+  std::vector<double> lower = base;
+  for (double& v : lower) v -= 0.1;
+  EXPECT_DOUBLE_EQ(paired_bootstrap_p(base, lower), 2.0 / (kBootstrapResamples + 1));
+  // k of 10 instances losing 0.5: a resampled mean is >= 0 only when it
+  // draws none of them, with probability ((10 - k) / 10)^10, so p is about
+  // 2 · that: k = 1 -> 0.70, k = 4 -> 0.012.
+  std::vector<double> one = base, four = base;
+  one[0] -= 0.5;
+  for (int i = 0; i < 4; ++i) four[i] -= 0.5;
+  EXPECT_NEAR(paired_bootstrap_p(base, one), 0.697, 0.03);
+  EXPECT_NEAR(paired_bootstrap_p(base, four), 0.0123, 0.004);
+  EXPECT_EQ(paired_bootstrap_p(base, four), paired_bootstrap_p(base, four));
+  EXPECT_NEAR(paired_bootstrap_p(four, base), 0.0123, 0.004);  // two-sided
+}
+
+TEST(Stats, FractionalChangesNeedTheBootstrapAndTheSignTest) {
+  // One instance: the bootstrap alone is certain (every resample is that
+  // instance), the sign test knows one instance says nothing.
+  const std::vector<double> b1 = {0.8}, n1 = {0.3};
+  EXPECT_DOUBLE_EQ(paired_bootstrap_p(b1, n1), 2.0 / (kBootstrapResamples + 1));
+  EXPECT_DOUBLE_EQ(paired_sign_test_p(b1, n1), 1.0);
+  EXPECT_DOUBLE_EQ(paired_p(ScoreKind::Fractional, b1, n1), 1.0);
+  // Nine instances fall by 0.1, one rises by 0.8: the sign test alone would
+  // call it (9 to 1, p = 0.021), the bootstrap sees a mean change of -0.01
+  // carried by one instance.
+  const std::vector<double> base(10, 0.1);
+  std::vector<double> next(10, 0.0);
+  next[9] = 0.9;
+  EXPECT_NEAR(paired_sign_test_p(base, next), 0.0214844, 1e-6);  // 2 (1 + 10) / 1024
+  const double boot = paired_bootstrap_p(base, next);
+  EXPECT_GT(boot, 0.3);
+  EXPECT_DOUBLE_EQ(paired_p(ScoreKind::Fractional, base, next), boot);
+  EXPECT_FALSE(significant(paired_p(ScoreKind::Fractional, base, next)));
+  // On 0/1 scores paired_p is McNemar.
+  const std::vector<double> pass(10, 1.0);
+  std::vector<double> four = pass;
+  for (int i = 0; i < 4; ++i) four[i] = 0.0;
+  EXPECT_DOUBLE_EQ(paired_p(ScoreKind::PassFail, pass, four), 0.125);
+  EXPECT_DOUBLE_EQ(paired_p(ScoreKind::Fractional, pass, four), 0.125);
+}
+
+TEST(Stats, SmallestDetectableDrop) {
+  // McNemar needs 6 discordant pairs in one direction (p = 2^(1-k)).
+  EXPECT_EQ(min_detectable_flips(ScoreKind::PassFail, 10), 6);
+  EXPECT_DOUBLE_EQ(min_detectable_drop(ScoreKind::PassFail, 10), 0.6);
+  EXPECT_DOUBLE_EQ(min_detectable_drop(ScoreKind::PassFail, 100), 0.06);
+  EXPECT_EQ(min_detectable_flips(ScoreKind::PassFail, 6), 6);
+  EXPECT_EQ(min_detectable_flips(ScoreKind::PassFail, 5), 0);  // nothing can be
+  EXPECT_TRUE(std::isnan(min_detectable_drop(ScoreKind::PassFail, 4)));
+  // Fractional scores: the sign test binds (the bootstrap alone would take
+  // 4 of 10, and 1 of 1).
+  EXPECT_EQ(min_detectable_flips(ScoreKind::Fractional, 10), 6);
+  EXPECT_DOUBLE_EQ(min_detectable_drop(ScoreKind::Fractional, 10), 0.6);
+  EXPECT_EQ(min_detectable_flips(ScoreKind::Fractional, 1), 0);
+  EXPECT_EQ(min_detectable_flips(ScoreKind::Fractional, 5), 0);
+  // The figures agree with the tests themselves on that case: the bootstrap
+  // alone at 3 of 10 (p = 2 (1 + B 0.7^10) / (B + 1) = 0.057) and 4 of 10
+  // (0.012), the combined test at 5 and 6 of 10.
+  std::vector<double> base(10, 1.0);
+  std::vector<std::vector<double>> lose(7, base);
+  for (int k = 0; k < 7; ++k)
+    for (int i = 0; i < k; ++i) lose[k][i] = 0.0;
+  EXPECT_FALSE(significant(paired_bootstrap_p(base, lose[3])));
+  EXPECT_TRUE(significant(paired_bootstrap_p(base, lose[4])));
+  EXPECT_FALSE(significant(paired_p(ScoreKind::Fractional, base, lose[5])));
+  EXPECT_TRUE(significant(paired_p(ScoreKind::Fractional, base, lose[6])));
+}
+
+}  // namespace
+}  // namespace kvbench::stats
