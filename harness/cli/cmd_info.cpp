@@ -1,9 +1,12 @@
 // kvbench info: what a GGUF file holds — header, metadata, hyper-parameters
-// and the tensor types (counts, and every tensor with --tensors).
+// and the tensor types (counts, and every tensor with --tensors). Any
+// architecture: the hyper-parameters, tokenizer and KV size only for the ones
+// kvbench runs; for the others the metadata and tensors alone.
 #include <iostream>
 #include <map>
 
 #include "harness/cli/cli.h"
+#include "model/common/printable.h"
 #include "model/gguf/gguf.h"
 #include "model/llama_model.h"
 
@@ -18,10 +21,16 @@ int cmd_info(const Args& args) {
   po::variables_map vm;
   if (!parse(args, desc, vm, "kvbench info [--model PATH] [--tensors]")) return 0;
   const std::string path = model_path(vm);
-  // Load fully first, so a bad file prints nothing but the error line.
-  auto model = LlamaModel::load(path, /*planar_copies=*/false);  // no products
-  const GgufFile& f = model->file();
-  const LlamaConfig& c = model->config();
+  // Read fully first, so a bad file prints nothing but the error line: the
+  // whole model when kvbench runs its architecture, else the GGUF alone.
+  auto file = GgufFile::open(path);
+  const std::string arch = file->get_string_or("general.architecture", "");
+  std::unique_ptr<LlamaModel> model;
+  if (arch == "llama") {
+    file.reset();
+    model = LlamaModel::load(path, /*planar_copies=*/false);  // no products
+  }
+  const GgufFile& f = model ? model->file() : *file;
 
   std::ostringstream out;
   out << "file: " << path << "\n"
@@ -29,20 +38,27 @@ int cmd_info(const Args& args) {
       << " bytes, " << f.metadata().size() << " metadata keys, " << f.tensors().size()
       << " tensors\n\nmetadata:\n";
   for (const auto& [key, value] : f.metadata())
-    out << "  " << key << " = " << value.to_display() << "\n";
-  out << "\nmodel: " << c.name << "\n"
-      << "  layers " << c.n_layers << ", dim " << c.dim << ", ffn " << c.ffn_dim << ", heads "
-      << c.n_heads << " (kv " << c.n_kv_heads << ", head_dim " << c.head_dim << "), vocab "
-      << c.n_vocab << ", context " << c.n_ctx_train << "\n"
-      << "  rope: dims " << c.rope.n_dims << ", base " << c.rope.freq_base << ", scale "
-      << c.rope.freq_scale << (c.rope.freq_factors.empty() ? "" : ", llama3 freq factors") << "\n"
-      << "  rms eps " << c.rms_eps << ", output "
-      << (model->weights().tied_output ? "tied to token_embd" : "output.weight") << "\n"
-      << "  tokenizer: " << model->tokenizer().model_name() << " / "
-      << model->tokenizer().pre_name() << ", chat template " << model->chat_template().name()
-      << "\n"
-      << "  full-cache KV bytes per token (f32): "
-      << uint64_t{2} * c.n_layers * c.n_kv_heads * c.head_dim * 4 << "\n";
+    out << "  " << escaped_text(key, 256) << " = " << value.to_display() << "\n";
+  if (model) {
+    const LlamaConfig& c = model->config();
+    out << "\nmodel: " << c.name << "\n"
+        << "  layers " << c.n_layers << ", dim " << c.dim << ", ffn " << c.ffn_dim << ", heads "
+        << c.n_heads << " (kv " << c.n_kv_heads << ", head_dim " << c.head_dim << "), vocab "
+        << c.n_vocab << ", context " << c.n_ctx_train << "\n"
+        << "  rope: dims " << c.rope.n_dims << ", base " << c.rope.freq_base << ", scale "
+        << c.rope.freq_scale << (c.rope.freq_factors.empty() ? "" : ", llama3 freq factors") << "\n"
+        << "  rms eps " << c.rms_eps << ", output "
+        << (model->weights().tied_output ? "tied to token_embd" : "output.weight") << "\n"
+        << "  tokenizer: " << model->tokenizer().model_name() << " / "
+        << model->tokenizer().pre_name() << ", chat template " << model->chat_template().name()
+        << "\n"
+        << "  full-cache KV bytes per token (f32): "
+        << uint64_t{2} * c.n_layers * c.n_kv_heads * c.head_dim * 4 << "\n";
+  } else {
+    out << "\nmodel: architecture '" << escaped_text(arch, 64)
+        << "', which kvbench does not run (it runs 'llama'): commands that run a model refuse "
+           "this file\n";
+  }
 
   std::map<std::string, std::pair<int, uint64_t>> by_type;
   for (const auto& t : f.tensors()) {
@@ -56,7 +72,7 @@ int cmd_info(const Args& args) {
   if (vm["tensors"].as<bool>()) {
     out << "\ntensors:\n";
     for (const auto& t : f.tensors()) {
-      out << "  " << t.name << "  " << type_name(t.type) << "  [";
+      out << "  " << escaped_text(t.name, 256) << "  " << type_name(t.type) << "  [";
       for (int i = 0; i < t.n_dims; ++i) out << (i ? ", " : "") << t.ne[i];
       out << "]\n";
     }
