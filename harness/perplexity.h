@@ -35,6 +35,10 @@ struct PerplexityResult {
   int64_t scored = 0;
   int64_t windows = 0;
   std::vector<double> running_ppl;  // after each window
+  // [chunks of a window] mean NLL of the predictions made in each chunk, over
+  // all windows: the perplexity's profile along the window (where a policy or
+  // positions past the training context start to hurt).
+  std::vector<double> chunk_nll;
   MemoryReport memory;              // the last window's cache at its end
   int64_t peak_hot_bytes = 0;       // largest hot total after any chunk
   double policy_seconds = 0.0;      // time inside the policy, all windows

@@ -1,7 +1,9 @@
 // The kvbench binary as users meet it: --help everywhere, exit codes, and
 // one-line "error: <file>: <what>" for bad input with nothing on stdout.
 #include <gtest/gtest.h>
+
 #include <unistd.h>
+#include <nlohmann/json.hpp>
 
 #include <sys/wait.h>
 #include <array>
@@ -85,6 +87,32 @@ TEST(Cli, TokenizeAndGenerateOnTheTinyModel) {
   EXPECT_NE(gen.err.find("prompt:"), std::string::npos);
   // Greedy decoding is deterministic: the same text twice.
   EXPECT_EQ(gen.out, run("generate --model " + m + " --prompt 'hello' --max-tokens 8 -t 2").out);
+}
+
+// Streaming past the training context (2048 on the tiny model) is refused
+// unless asked for; the per-chunk NLL profile averages to the whole NLL.
+TEST(Cli, PerplexityBeyondTheContextOnlyWhenAsked) {
+  const std::string m = test::tiny_model_path();
+  const std::string text = testing::TempDir() + "kvbench-long.txt";
+  {
+    std::ofstream out(text);
+    for (int i = 0; i < 700; ++i) out << "the river runs by mill " << i << " and ";
+  }
+  const std::string args = "perplexity --model " + m + " -t 2 --file " + text +
+                           " --ctx 2560 --chunk 512 --policy streaming:budget=256,pos=contiguous";
+  expect_input_error(run(args), "(--beyond-context allows it)");
+  const Result r = run(args + " --beyond-context --json");
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.err.find("past the model's training context of 2048"), std::string::npos) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  const auto chunks = j["chunk_nll"].get<std::vector<double>>();
+  ASSERT_EQ(chunks.size(), 5u);
+  // In each window chunk c scores 512 predictions (the last one 511).
+  const double windows = j["windows"].get<double>();
+  double sum = 0.0;
+  for (size_t c = 0; c < chunks.size(); ++c)
+    sum += chunks[c] * windows * (c + 1 < chunks.size() ? 512 : 511);
+  EXPECT_NEAR(sum / j["scored"].get<double>(), j["nll"].get<double>(), 1e-9);
 }
 
 TEST(Cli, SmolLM2AnswersParis) {

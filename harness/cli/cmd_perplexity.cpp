@@ -37,12 +37,18 @@ int cmd_perplexity(const Args& args) {
       "policy", po::value<std::string>()->default_value(std::string(kReferencePolicy)),
       "cache policy spec (kvbench policies); the window streams through it chunk by chunk")(
       "seed", po::value<uint64_t>()->default_value(0), "cache seed (random policy)")(
+      "beyond-context", po::bool_switch(),
+      "allow --ctx past the model's training context (streaming experiments: a policy with "
+      "contiguous positions keeps them inside it; others run positions the model never saw)")(
       "fast", po::bool_switch(),
       "multiply with activations quantized to 8 bits, as llama.cpp and `kvbench run` do (default "
       "here: f32 "
       "activations, the exact reference path)");
   po::variables_map vm;
-  if (!parse(args, desc, vm, "kvbench perplexity --file TEXT [--ctx N] [--skip N]")) return 0;
+  if (!parse(
+          args, desc, vm,
+          "kvbench perplexity --file TEXT [--ctx N] [--skip N] [--policy SPEC] [--beyond-context]"))
+    return 0;
   PerplexityOptions o;
   o.ctx = vm["ctx"].as<int>();
   o.chunk = vm["chunk"].as<int>();
@@ -61,9 +67,14 @@ int cmd_perplexity(const Args& args) {
   const std::string file = vm["file"].as<std::string>();
   const std::string text = read_text_file(file);
   auto model = LlamaModel::load(model_path(vm));
-  if (o.ctx > model->config().n_ctx_train)
-    throw InputError("--ctx " + std::to_string(o.ctx) + " is larger than the model's context of " +
-                     std::to_string(model->config().n_ctx_train));
+  if (o.ctx > model->config().n_ctx_train) {
+    if (!vm["beyond-context"].as<bool>())
+      throw InputError(
+          "--ctx " + std::to_string(o.ctx) + " is larger than the model's context of " +
+          std::to_string(model->config().n_ctx_train) + " (--beyond-context allows it)");
+    std::cerr << "note: --ctx " << o.ctx << " is past the model's training context of "
+              << model->config().n_ctx_train << " tokens\n";
+  }
   auto tokens = model->tokenizer().encode(text, /*add_bos=*/false, /*parse_special=*/false);
   const int64_t max_tokens = vm["max-tokens"].as<int64_t>();
   if (max_tokens > 0 && static_cast<int64_t>(tokens.size()) > max_tokens) tokens.resize(max_tokens);
@@ -96,6 +107,8 @@ int cmd_perplexity(const Args& args) {
                         {"nll", r.nll},
                         {"ppl", r.ppl},
                         {"running_ppl", r.running_ppl},
+                        {"chunk", o.chunk},
+                        {"chunk_nll", r.chunk_nll},
                         {"seconds", seconds},
                         {"threads", threads},
                         {"policy", to_string(o.policy)},
