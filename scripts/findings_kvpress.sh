@@ -1,0 +1,27 @@
+#!/bin/bash
+# The kvpress cross-check of docs/FINDINGS.md in one command: 24 instances
+# (passkey, niah_single, niah_multikey at 1k tokens, 8 each, seed 7), every
+# policy both tools implement, budgets 25% and 50% of the document, on the
+# default model. kvbench never installs kvpress: pass the python of a venv
+# made outside the repo (pip install kvpress gguf there).
+#
+#   scripts/findings_kvpress.sh /path/to/venv/bin/python [out-dir]
+#
+# Writes OUT/rows.jsonl (one line per instance, policy and budget; a rerun
+# resumes it) and OUT/table.md (scripts/kvpress_table.py). Default OUT:
+# results/findings/kvpress.
+set -euo pipefail
+python=${1:?usage: scripts/findings_kvpress.sh /path/to/venv/bin/python [out-dir]}
+. "$(dirname "$0")/findings_common.sh" kvpress "${2:-}"
+[ -x "$python" ] || { echo "error: $python: not an executable" >&2; exit 2; }
+"$python" -c 'import torch, transformers, gguf, kvpress' 2>/dev/null ||
+  { echo "error: $python: needs kvpress and gguf (pip install kvpress gguf in the venv)" >&2; exit 2; }
+instances=$(mktemp)
+trap 'rm -f "$instances"' EXIT
+"$kvbench" dataset generate --task passkey,niah_single,niah_multikey --lengths 1k --samples 8 \
+  --seed 7 -o "$instances" >&2
+"$python" "$here/scripts/kvpress_crosscheck.py" --instances "$instances" --out "$out/rows.jsonl" \
+  --kvbench "$kvbench" --model "$model"
+python3 "$here/scripts/kvpress_table.py" "$out/rows.jsonl" > "$out/table.md.tmp"
+mv "$out/table.md.tmp" "$out/table.md"
+cat "$out/table.md"
