@@ -164,6 +164,23 @@ TEST_P(TinyVocabTest, PartsEncodeAsTheJoinedText) {
                              false, nullptr));
 }
 
+// A special token that strips the whitespace after it (Phi-3's, by llama.cpp's
+// rule) strips it across a part boundary too, as in the joined text.
+TEST(Tokenizer, PartsHonourRstripAcrossTheBoundary) {
+  for (auto kind : {TinyVocabKind::Bpe, TinyVocabKind::Spm}) {
+    GgufWriter w = tiny_writer(kind);
+    w.set_string("general.name", "phi-3 tiny");
+    const Loaded l = load(w);
+    const std::string open = kind == TinyVocabKind::Bpe ? "<|im_start|>" : "</s>";
+    for (const std::string& rest : {std::string("   hello"), std::string(" \n x"), std::string("  ")}) {
+      SCOPED_TRACE(rest);
+      const std::vector<TextPart> parts = {{open, true}, {rest.substr(0, 1), false},
+                                           {rest.substr(1), false}};
+      EXPECT_EQ(l.tok->encode_parts(parts, false, nullptr), l.tok->encode(open + rest, false, true));
+    }
+  }
+}
+
 // The starts are each token's first byte in the joined text: on valid text
 // the tokens from i to j decode to the bytes from starts[i] to starts[j].
 TEST_P(TinyVocabTest, StartsLocateEveryToken) {

@@ -37,9 +37,22 @@ class VocabTokenizer final : public Tokenizer {
       joined += part.text;
       for (Fragment f : partition(part.text, part.parse_special)) {
         f.off += base;
+        Fragment* last = frags.empty() ? nullptr : &frags.back();
+        // A special token's lstrip / rstrip eat the whitespace next to it
+        // across a part boundary too, as partition() does inside one text.
+        if (f.token >= 0 && (v_.attr[f.token] & kAttrLstrip) && last != nullptr &&
+            last->token < 0) {
+          while (last->len > 0 && is_ascii_space(joined[last->off + last->len - 1])) --last->len;
+          if (last->len == 0) frags.pop_back();
+          last = frags.empty() ? nullptr : &frags.back();
+        }
+        if (f.token < 0 && last != nullptr && last->token >= 0 &&
+            (v_.attr[last->token] & kAttrRstrip)) {
+          while (f.len > 0 && is_ascii_space(joined[f.off])) ++f.off, --f.len;
+          if (f.len == 0) continue;
+        }
         // Raw text continuing raw text is one fragment: the pre-tokenizer and
         // the merges see across the boundary, as in the rendered string.
-        Fragment* last = frags.empty() ? nullptr : &frags.back();
         if (f.token < 0 && last != nullptr && last->token < 0 && last->off + last->len == f.off)
           last->len += f.len;
         else
@@ -120,7 +133,8 @@ class VocabTokenizer final : public Tokenizer {
         source.clear();
         const auto put = [&](std::string_view bytes, size_t from) {
           buf += bytes;
-          if (starts != nullptr) source.insert(source.end(), bytes.size(), static_cast<int64_t>(from));
+          if (starts != nullptr)
+            source.insert(source.end(), bytes.size(), static_cast<int64_t>(from));
         };
         if (v_.add_space_prefix && prev_special) put("\xE2\x96\x81", f.off);
         for (size_t k = 0; k < f.len; ++k) {
