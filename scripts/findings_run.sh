@@ -7,7 +7,7 @@
 # results/findings/NAME/ (or OUT).
 #
 #   scripts/findings_run.sh NAME [out-dir]
-#   NAME: h2o, snapkv, allocation, quantization
+#   NAME: h2o, snapkv, snapkv-window, allocation, allocation-window8, quantization
 set -euo pipefail
 name=${1:?usage: scripts/findings_run.sh NAME [out-dir]}
 [[ $name =~ ^[a-z0-9_-]{1,40}$ ]] || { echo "error: NAME '$name': letters, digits, - and _ only" >&2; exit 2; }
