@@ -50,6 +50,8 @@ int cmd_ask(const Args& args) {
              "--question TEXT [--question TEXT ...] [--answer-prefix TEXT ...] [--max-tokens N] "
              "[--question-budget added|shared] [--fast] [--json [--kept]]"))
     return 0;
+  if (vm["kept"].as<bool>() && !vm["json"].as<bool>())
+    throw InputError("--kept: needs --json");
   const bool from_cache = vm.count("cache") > 0;
   if (from_cache == (vm.count("context") > 0))
     throw InputError("ask: give exactly one of --cache and --context");
@@ -112,8 +114,6 @@ int cmd_ask(const Args& args) {
   for (size_t i = 0; i < questions.size(); ++i)
     suffixes.push_back(question_suffix(*model, questions[i], prefixes[i]));
 
-  if (vm["kept"].as<bool>() && !vm["json"].as<bool>())
-    throw InputError("--kept: needs --json");
   // What attention reads of the document before any question: [layer][kv head] -> positions.
   ordered_json kept = ordered_json::array();
   if (vm["kept"].as<bool>()) {
