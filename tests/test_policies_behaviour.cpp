@@ -429,6 +429,13 @@ void expect_values_near(const std::map<int64_t, std::vector<float>>& got,
   }
 }
 
+// A `prompt`-token prefill, then one decode step per token up to `end`.
+void prompt_then_decode(PolicyCache& c, int32_t prompt, int32_t end, const AttnFn& attention) {
+  step(c, 0, prompt, false, default_key, attention, default_query, distinct_value);
+  for (int32_t t = prompt; t < end; ++t)
+    step(c, t, 1, true, default_key, attention, default_query, distinct_value);
+}
+
 TEST(Cam, EvictedValuesSpreadOverTheNextKeptOnesInProportionToAttention) {
   // budget 8 = 2 start tokens + 6 recent; span 3.
   const std::string spec = "cam:budget=8,start=0.25,span=3";
@@ -436,9 +443,7 @@ TEST(Cam, EvictedValuesSpreadOverTheNextKeptOnesInProportionToAttention) {
   // one has (p = 1), so every evicted token merges.
   {
     auto c = PolicyCache::create(parse_policy_spec(spec), ctx());
-    step(*c, 0, 6, false, default_key, uniform_attention, default_query, distinct_value);
-    for (int32_t t = 6; t < 40; ++t)
-      step(*c, t, 1, true, default_key, uniform_attention, default_query, distinct_value);
+    prompt_then_decode(*c, 6, 40, uniform_attention);
     for (int l = 0; l < kLayers; ++l)
       for (int h = 0; h < kKv; ++h)
         expect_values_near(held_values(*c, l, h),
@@ -449,9 +454,7 @@ TEST(Cam, EvictedValuesSpreadOverTheNextKeptOnesInProportionToAttention) {
   {
     const AttnFn odd_unseen = [](int, int, int, int kp) { return kp % 2 ? 0.0f : 1.0f; };
     auto c = PolicyCache::create(parse_policy_spec(spec), ctx());
-    step(*c, 0, 6, false, default_key, odd_unseen, default_query, distinct_value);
-    for (int32_t t = 6; t < 40; ++t)
-      step(*c, t, 1, true, default_key, odd_unseen, default_query, distinct_value);
+    prompt_then_decode(*c, 6, 40, odd_unseen);
     for (int l = 0; l < kLayers; ++l)
       for (int h = 0; h < kKv; ++h)
         expect_values_near(held_values(*c, l, h),
@@ -461,26 +464,18 @@ TEST(Cam, EvictedValuesSpreadOverTheNextKeptOnesInProportionToAttention) {
   // Plain StreamingLLM keeps the same tokens, values untouched.
   auto s = PolicyCache::create(parse_policy_spec("streaming:budget=8,sinks=2"), ctx());
   auto c = PolicyCache::create(parse_policy_spec(spec), ctx());
-  for (PolicyCache* p : {s.get(), c.get()}) {
-    step(*p, 0, 6, false, default_key, uniform_attention, default_query, distinct_value);
-    for (int32_t t = 6; t < 40; ++t)
-      step(*p, t, 1, true, default_key, uniform_attention, default_query, distinct_value);
-  }
+  for (PolicyCache* p : {s.get(), c.get()}) prompt_then_decode(*p, 6, 40, uniform_attention);
   EXPECT_EQ(held(*s, 1, 1), held(*c, 1, 1));
   // during=decode: a 20-token prompt evicts 12 entries unmerged; decode
   // steps merge (token i leaves when token i + 6 arrives).
   auto dec = PolicyCache::create(parse_policy_spec(spec + ",during=decode"), ctx());
-  step(*dec, 0, 20, false, default_key, uniform_attention, default_query, distinct_value);
-  for (int32_t t = 20; t < 40; ++t)
-    step(*dec, t, 1, true, default_key, uniform_attention, default_query, distinct_value);
+  prompt_then_decode(*dec, 20, 40, uniform_attention);
   expect_values_near(held_values(*dec, 0, 1),
                      cam_by_hand(0, 1, 40, 8, 2, 3, [](int s) { return s + 6 >= 20; }),
                      "during=decode");
   // merge=off, the control: the same tokens with the values as written.
   auto off = PolicyCache::create(parse_policy_spec(spec + ",merge=off"), ctx());
-  step(*off, 0, 6, false, default_key, uniform_attention, default_query, distinct_value);
-  for (int32_t t = 6; t < 40; ++t)
-    step(*off, t, 1, true, default_key, uniform_attention, default_query, distinct_value);
+  prompt_then_decode(*off, 6, 40, uniform_attention);
   EXPECT_EQ(held(*off, 1, 1), held(*c, 1, 1));
   expect_values_near(held_values(*off, 1, 1),
                      cam_by_hand(1, 1, 40, 8, 2, 3, [](int) { return false; }), "merge=off");
