@@ -25,38 +25,11 @@ int64_t count_tokens(const Tokenizer& tok, std::string_view text) {
   return static_cast<int64_t>(tok.encode(text, /*add_bos=*/false, /*parse_special=*/false).size());
 }
 
-std::vector<int64_t> token_offsets(const Tokenizer& tok, std::string_view text,
-                                   const std::vector<int32_t>& ids) {
-  std::vector<int64_t> off(ids.size() + 1, 0);
-  int64_t at = 0;
-  for (size_t i = 0; i < ids.size(); ++i) {
-    off[i] = at;
-    at += static_cast<int64_t>(tok.token_to_piece(ids[i]).size());
-  }
-  off[ids.size()] = at;
-  const int64_t n = static_cast<int64_t>(text.size());
-  if (at == n) return off;
-  // SentencePiece vocabularies add a space before the text: the first piece
-  // has one byte more than the text.
-  if (at == n + 1 && !ids.empty() && tok.token_to_piece(ids[0]).starts_with(" ") &&
-      !text.starts_with(" ")) {
-    for (size_t i = 1; i < off.size(); ++i) off[i] -= 1;
-    return off;
-  }
-  // Any other vocabulary: the count of tokens of each prefix (slow, exact).
-  for (size_t i = 0; i < ids.size(); ++i) {
-    int64_t lo = i == 0 ? 0 : off[i - 1], hi = n;
-    // Smallest byte b such that encode(text[0, b)) has more than i tokens.
-    while (lo < hi) {
-      const int64_t mid = (lo + hi) / 2;
-      if (count_tokens(tok, text.substr(0, mid)) > static_cast<int64_t>(i))
-        hi = mid;
-      else
-        lo = mid + 1;
-    }
-    off[i] = i == 0 ? 0 : lo - 1;
-  }
-  off[ids.size()] = n;
+std::vector<int64_t> token_offsets(const Tokenizer& tok, std::string_view text) {
+  std::vector<int64_t> off;
+  const TextPart part{text, /*parse_special=*/false};
+  tok.encode_parts({&part, 1}, /*add_bos=*/false, &off);
+  off.push_back(static_cast<int64_t>(text.size()));
   return off;
 }
 
@@ -237,8 +210,7 @@ Haystack build_haystack(const Tokenizer& tok, const Filler& filler,
   if (std::abs(h.tokens - target) > std::max<int64_t>(tolerance, target / 50))
     throw InputError("length: cannot build a context of " + std::to_string(target) +
                      " tokens (got " + std::to_string(h.tokens) + ")");
-  const auto ids = tok.encode(h.context, false, false);
-  const auto offsets = token_offsets(tok, h.context, ids);
+  const auto offsets = token_offsets(tok, h.context);
   for (size_t j = 0; j < needles.size(); ++j) {
     const Span t = tokens_covering(offsets, h.needle_chars[j]);
     h.needle_tokens.push_back(t);

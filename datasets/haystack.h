@@ -82,10 +82,9 @@ Haystack build_haystack(const Tokenizer& tok, const Filler& filler,
 
 int64_t count_tokens(const Tokenizer& tok, std::string_view text);
 
-// Byte offset where each token of `ids` (the encoding of `text`, no BOS)
-// starts, plus text.size() at the end: [ids.size() + 1].
-std::vector<int64_t> token_offsets(const Tokenizer& tok, std::string_view text,
-                                   const std::vector<int32_t>& ids);
+// Byte offset where each token of encode(text) (no BOS, no specials) starts,
+// plus text.size() at the end: [tokens + 1] (Tokenizer::encode_parts' starts).
+std::vector<int64_t> token_offsets(const Tokenizer& tok, std::string_view text);
 // The tokens whose bytes overlap `chars` (offsets from token_offsets).
 Span tokens_covering(const std::vector<int64_t>& offsets, Span chars);
 
