@@ -105,6 +105,21 @@ def main():
         fail(f"{a.model}: no such model file")
     if not 1 <= a.threads <= 256:
         fail("--threads: must be in [1, 256]")
+    instances = []
+    try:
+        with open(a.instances) as f:
+            for i, line in enumerate(f, 1):
+                if not line.strip():
+                    continue
+                inst = json.loads(line)
+                if not isinstance(inst, dict) or not all(
+                        isinstance(inst.get(k), str) for k in ("id", "context", "question")):
+                    fail(f"{a.instances}:{i}: not an instance (id, context, question)")
+                instances.append(inst)
+    except OSError as e:
+        fail(f"{a.instances}: {e.strerror}")
+    except ValueError as e:
+        fail(f"{a.instances}: {e}")
 
     import torch
     from transformers import AutoModelForCausalLM, DynamicCache
@@ -153,8 +168,6 @@ def main():
                 gen.append(int(out.logits[0, -1].argmax()))
         return gen, kept_keys
 
-    with open(a.instances) as f:
-        instances = [json.loads(l) for l in f if l.strip()]
     tok = None
     with open(a.out, "a") as out_f, tempfile.TemporaryDirectory() as tmp:
         for inst in instances:
