@@ -81,11 +81,11 @@ void KiviSegment::check_rollback(const SegmentMark& mark) const {
 void KiviSegment::rollback(const SegmentMark& mark) {
   kparams_stale_ = true;
   const auto& m = static_cast<const KiviMark&>(mark);
-  const int64_t code_row = dim_ / 4;
+  const int64_t code_row = key_code_row();
   // Codes of keys and values quantized since are dropped; the residual rows
   // they came from are put back.
   kcodes_.resize(static_cast<size_t>(m.kq) * code_row);
-  kblock_.resize(m.kq);
+  if (keys_ == KiviKeys::Channel) kblock_.resize(m.kq);
   kq_ = m.kq;
   kfull_ = m.kfull;
   vcodes_.resize(static_cast<size_t>(m.vq) * vcodec_.row_bytes());

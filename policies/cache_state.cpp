@@ -131,6 +131,8 @@ void KiviSegment::save_state(StateWriter& out) const {
   out.tag(state_tag("KIVI"));
   out.i32(group_);
   out.i32(residual_);
+  out.u8(static_cast<uint8_t>(keys_));
+  out.u8(static_cast<uint8_t>(values_));
   save_meta(out, meta);
   out.i32(kq_);
   out.i32(vq_);
@@ -156,13 +158,19 @@ void KiviSegment::load_state(StateReader& in) {
   if (group != group_ || residual != residual_)
     in.fail("KIVI group " + std::to_string(group) + " / residual " + std::to_string(residual) +
             " where the policy uses " + std::to_string(group_) + " / " + std::to_string(residual_));
+  const uint8_t keys = in.u8("KIVI keys"), values = in.u8("KIVI values");
+  if (keys != static_cast<uint8_t>(keys_) || values != static_cast<uint8_t>(values_))
+    in.fail("KIVI keys / values mode " + std::to_string(keys) + " / " + std::to_string(values) +
+            " where the policy uses " + std::to_string(static_cast<int>(keys_)) + " / " +
+            std::to_string(static_cast<int>(values_)));
   load_meta(in, meta);
   const int32_t n = size();
-  const int64_t code_row = dim_ / 4;
+  const int64_t code_row = key_code_row();
+  const bool blocks = keys_ == KiviKeys::Channel;
   kq_ = in.count32("quantized keys", 0, n);
   vq_ = in.count32("quantized values", 0, n);
   in.array(kcodes_, static_cast<uint64_t>(kq_) * code_row, "key codes");
-  in.array(kblock_, static_cast<uint64_t>(kq_), "key blocks");
+  in.array(kblock_, blocks ? static_cast<uint64_t>(kq_) : 0, "key blocks");
   const uint64_t n_blocks = in.u64("key block count");
   in.fit(n_blocks, 12, "key block table");  // each block: count (4) + an array count (8)
   blocks_.resize(n_blocks);
@@ -197,6 +205,9 @@ void KiviSegment::load_state(StateReader& in) {
   live_blocks_ = in.i32("live key blocks");
   if (live_blocks_ != live) in.fail("the live key block count is wrong");
   in.array(kfull_, static_cast<uint64_t>(n - kq_) * dim_, "full-precision keys");
+  if (keys_ == KiviKeys::F32 && kq_ != 0) in.fail("quantized keys in a cache that keeps keys in f32");
+  if (values_ == KiviValues::F32 && vq_ != 0)
+    in.fail("quantized values in a cache that keeps values in f32");
   in.array(vcodes_, static_cast<uint64_t>(vq_) * vcodec_.row_bytes(), "value codes");
   in.array(vfull_, static_cast<uint64_t>(n - vq_) * dim_, "full-precision values");
 }

@@ -81,7 +81,8 @@ CacheStore::CacheStore(const StoreConfig& c)
         hs.segs[kIncoming] = std::make_unique<RowSegment>(f32, ns);
         break;
       case StoreConfig::Layout::Kivi:
-        hs.segs[kMain] = std::make_unique<KiviSegment>(hd, c.kivi_group, c.kivi_residual, ns);
+        hs.segs[kMain] = std::make_unique<KiviSegment>(hd, c.kivi_group, c.kivi_residual, ns,
+                                                       c.kivi_keys, c.kivi_values);
         break;
     }
     if (c.offload) hs.segs[kRestored] = std::make_unique<RowSegment>(c.codec, ns);

@@ -48,6 +48,8 @@ struct StoreConfig {
   RowCodec codec;  // Rows: the storage codec; Mixed: the codec of the less important entries
   int kivi_group = 32;
   int kivi_residual = 128;
+  KiviKeys kivi_keys = KiviKeys::Channel;
+  KiviValues kivi_values = KiviValues::Token;
   StatLayout stats;  // per-entry statistics
   bool offload = false;
   int page = 16;

@@ -136,6 +136,10 @@ std::unique_ptr<PolicyCache> PolicyCache::create(const PolicySpec& spec, const C
     sc.layout = StoreConfig::Layout::Kivi;
     sc.kivi_group = static_cast<int>(st.get_int("group"));
     sc.kivi_residual = static_cast<int>(st.get_int("residual"));
+    const std::string keys = st.get("keys"), values = st.get("values");
+    sc.kivi_keys = keys == "token" ? KiviKeys::Token : keys == "f32" ? KiviKeys::F32
+                                                                       : KiviKeys::Channel;
+    sc.kivi_values = values == "f32" ? KiviValues::F32 : KiviValues::Token;
     sc.codec = RowCodec(CodecKind::F32, hd, hd);
   } else if (st.name == "mixed") {
     sc.layout = StoreConfig::Layout::Mixed;

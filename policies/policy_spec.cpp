@@ -183,6 +183,9 @@ void check_combination(const PolicySpec& s) {
   }
   if (s.storage.name == "kivi2" && s.storage.get_int("residual") % s.storage.get_int("group") != 0)
     throw InputError("policy '" + spec + "': kivi2 residual must be a multiple of its group");
+  if (s.storage.name == "kivi2" && s.storage.get("keys") == "f32" && s.storage.get("values") == "f32")
+    throw InputError("policy '" + spec + "': kivi2 with keys=f32 and values=f32 quantizes nothing; " +
+                     "use f32");
 }
 
 void place(PolicySpec& s, ComponentSpec c, bool& has_scorer, bool& has_alloc, bool& has_storage) {

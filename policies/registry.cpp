@@ -246,7 +246,12 @@ std::vector<ComponentInfo> build() {
           "tokens in full precision",
           {group_param(),
            {"residual", ParamType::Int, "128",
-            "full-precision residual window R (a multiple of the group)", 1, 1e6}});
+            "full-precision residual window R (a multiple of the group)", 1, 1e6},
+           {"keys", ParamType::Choice, "channel",
+            "keys: per channel (KIVI), per token (int2 rows, as the values), or f32 (ablations)", 0,
+            0, {"channel", "token", "f32"}},
+           {"values", ParamType::Choice, "token",
+            "values: per token (KIVI) or f32 (an ablation)", 0, 0, {"token", "f32"}}});
   storage("mixed",
           "precision by importance: the highest-priority entries in f32, the rest quantized",
           {{"full", ParamType::Number, "0.25", "share of kept entries held in f32", 0, 1},

@@ -267,11 +267,15 @@ void RowSegment::tally(MemoryTally& t) const {
 
 // --- KiviSegment ---
 
-KiviSegment::KiviSegment(int dim, int group, int residual, int n_stats)
+KiviSegment::KiviSegment(int dim, int group, int residual, int n_stats, KiviKeys keys,
+                         KiviValues values)
     : Segment(dim, n_stats),
       group_(group),
       residual_(residual),
-      vcodec_(CodecKind::Int2, dim, std::min(group, dim)) {
+      keys_(keys),
+      values_(values),
+      vcodec_(CodecKind::Int2, dim, std::min(group, dim)),
+      kcodec_(CodecKind::Int2, dim, std::min(group, dim)) {
   assert(residual % group == 0 && dim % 4 == 0);
 }
 
@@ -282,10 +286,29 @@ void KiviSegment::append(const float* k, const float* v, int32_t pos, int32_t sr
   meta.push(pos, src, seqs, stats);
 }
 
+// Quantizes rows [q, max(q, n - residual)) of `full` per token with `codec`
+// into `codes` and drops them from `full`; returns the new q.
+static int32_t quantize_rows_beyond_residual(const RowCodec& codec, int32_t n, int32_t residual,
+                                             int dim, int32_t q, std::vector<float>& full,
+                                             std::vector<uint8_t>& codes) {
+  const int32_t target = std::max(q, n - residual);
+  if (target == q) return q;
+  const int64_t rb = codec.row_bytes();
+  const size_t at = codes.size();
+  codes.resize(at + (target - q) * rb);
+  for (int32_t i = 0; i < target - q; ++i)
+    codec.encode(full.data() + int64_t{i} * dim, codes.data() + at + i * rb);
+  full.erase(full.begin(), full.begin() + int64_t{target - q} * dim);
+  return target;
+}
+
 void KiviSegment::flush() {
   const int32_t n = size();
   const int64_t code_row = dim_ / 4;
-  while (n - kq_ >= residual_) {
+  if (keys_ == KiviKeys::Token) {
+    kq_ = quantize_rows_beyond_residual(kcodec_, n, residual_, dim_, kq_, kfull_, kcodes_);
+  }
+  while (keys_ == KiviKeys::Channel && n - kq_ >= residual_) {
     kparams_stale_ = true;
     for (int b = 0; b < residual_ / group_; ++b) {
       int32_t id;
@@ -309,22 +332,15 @@ void KiviSegment::flush() {
     kfull_.erase(kfull_.begin(), kfull_.begin() + int64_t{residual_} * dim_);
     kq_ += residual_;
   }
-  const int32_t target = std::max(vq_, n - residual_);
-  if (target > vq_) {
-    const int64_t rb = vcodec_.row_bytes();
-    const size_t at = vcodes_.size();
-    vcodes_.resize(at + (target - vq_) * rb);
-    for (int32_t i = 0; i < target - vq_; ++i)
-      vcodec_.encode(vfull_.data() + int64_t{i} * dim_, vcodes_.data() + at + i * rb);
-    vfull_.erase(vfull_.begin(), vfull_.begin() + int64_t{target - vq_} * dim_);
-    vq_ = target;
-  }
+  if (values_ == KiviValues::Token)
+    vq_ = quantize_rows_beyond_residual(vcodec_, n, residual_, dim_, vq_, vfull_, vcodes_);
 }
 
 void KiviSegment::remove(const std::vector<char>& remove) {
   kparams_stale_ = true;
   const int32_t n = size();
-  const int64_t code_row = dim_ / 4;
+  const int64_t code_row = key_code_row();
+  const bool blocks = keys_ == KiviKeys::Channel;
   const int64_t vrb = vcodec_.row_bytes();
   std::vector<char>& keep = keep_;
   keep.assign(n, 0);
@@ -333,8 +349,8 @@ void KiviSegment::remove(const std::vector<char>& remove) {
     keep[i] = !remove[i];
     if (i < kq_) {
       if (remove[i]) {
-        Block& blk = blocks_[kblock_[i]];
-        if (--blk.count == 0) {
+        if (blocks && --blocks_[kblock_[i]].count == 0) {
+          Block& blk = blocks_[kblock_[i]];
           blk.params.clear();
           blk.params.shrink_to_fit();
           free_blocks_.push_back(kblock_[i]);
@@ -343,7 +359,7 @@ void KiviSegment::remove(const std::vector<char>& remove) {
       } else {
         if (wk != i) {
           std::memmove(kcodes_.data() + wk * code_row, kcodes_.data() + i * code_row, code_row);
-          kblock_[wk] = kblock_[i];
+          if (blocks) kblock_[wk] = kblock_[i];
         }
         ++wk;
         ++new_kq;
@@ -370,7 +386,7 @@ void KiviSegment::remove(const std::vector<char>& remove) {
     }
   }
   kcodes_.resize(wk * code_row);
-  kblock_.resize(wk);
+  if (blocks) kblock_.resize(wk);
   kfull_.resize(int64_t{wkf} * dim_);
   vcodes_.resize(wv * vrb);
   vfull_.resize(int64_t{wvf} * dim_);
@@ -403,11 +419,13 @@ void KiviSegment::shrink() {
 }
 
 void KiviSegment::decode_keys(int32_t begin, int32_t count, float* out) const {
-  const int64_t code_row = dim_ / 4;
+  const int64_t code_row = key_code_row();
   for (int32_t j = 0; j < count; ++j) {
     const int32_t i = begin + j;
     float* o = out + int64_t{j} * dim_;
-    if (i < kq_)
+    if (i < kq_ && keys_ == KiviKeys::Token)
+      kcodec_.decode(kcodes_.data() + i * code_row, o);
+    else if (i < kq_)
       kivi_decode_key(kcodes_.data() + i * code_row, blocks_[kblock_[i]].params.data(), dim_, o);
     else
       std::memcpy(o, kfull_.data() + int64_t{i - kq_} * dim_, sizeof(float) * dim_);
@@ -431,8 +449,9 @@ const float* KiviSegment::f32_values() const { return vq_ == 0 ? vfull_.data() :
 
 int KiviSegment::pieces_in_place(KvPiece* out) const {
   const int32_t n = size();
-  const int64_t code_row = dim_ / 4, f32_row = int64_t{dim_} * 4;
-  if (kparams_stale_ || static_cast<int32_t>(kparams_.size()) != kq_) {
+  const int64_t code_row = key_code_row(), f32_row = int64_t{dim_} * 4;
+  if (keys_ == KiviKeys::Channel &&
+      (kparams_stale_ || static_cast<int32_t>(kparams_.size()) != kq_)) {
     kparams_.resize(kq_);
     for (int32_t i = 0; i < kq_; ++i) kparams_[i] = blocks_[kblock_[i]].params.data();
     kparams_stale_ = false;
@@ -446,7 +465,9 @@ int KiviSegment::pieces_in_place(KvPiece* out) const {
     KvPiece& p = out[count++];
     p.offset = lo;
     p.count = hi - lo;
-    if (lo < kq_) {
+    if (lo < kq_ && keys_ == KiviKeys::Token) {
+      p.k = {KvElement::Q2, kcodes_.data() + lo * code_row, code_row, kcodec_.group()};
+    } else if (lo < kq_) {
       p.k = {KvElement::K2, kcodes_.data() + lo * code_row, code_row, 0};
       p.k.params = kparams_.data() + lo;
     } else {
@@ -475,6 +496,7 @@ int32_t KiviSegment::distinct_blocks() const {
 }
 
 float KiviSegment::key_bound(int32_t i, int c) const {
+  assert(keys_ == KiviKeys::Channel);
   if (i >= kq_) return 0.0f;
   return kivi_key_error_bound(blocks_[kblock_[i]].params.data(), dim_, c);
 }
@@ -482,9 +504,11 @@ float KiviSegment::key_bound(int32_t i, int c) const {
 void KiviSegment::tally(MemoryTally& t) const {
   const uint64_t n = static_cast<uint64_t>(size());
   MemoryBytes q;
-  q.kv =
-      static_cast<uint64_t>(kq_) * (dim_ / 4) + static_cast<uint64_t>(vq_) * vcodec_.data_bytes();
-  q.scales = static_cast<uint64_t>(live_blocks_) * KeyBlockParams::bytes(dim_) +
+  const bool token_keys = keys_ == KiviKeys::Token;
+  q.kv = static_cast<uint64_t>(kq_) * (token_keys ? kcodec_.data_bytes() : dim_ / 4) +
+         static_cast<uint64_t>(vq_) * vcodec_.data_bytes();
+  q.scales = (token_keys ? static_cast<uint64_t>(kq_) * kcodec_.param_bytes()
+                         : static_cast<uint64_t>(live_blocks_) * KeyBlockParams::bytes(dim_)) +
              static_cast<uint64_t>(vq_) * vcodec_.param_bytes();
   q.meta = meta.bytes();
   q.entries = n;

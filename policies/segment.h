@@ -180,18 +180,27 @@ class RowSegment final : public Segment {
   std::vector<const uint8_t*> kref_, vref_;  // [n] rows held elsewhere (append_ref)
 };
 
+// Which side of a KIVI cache is quantized, and along which axis: KIVI itself
+// is keys per channel and values per token; the other settings exist to ablate
+// it (each side alone, keys per token as ordinary int2 rows).
+enum class KiviKeys : uint8_t { Channel = 0, Token = 1, F32 = 2 };
+enum class KiviValues : uint8_t { Token = 0, F32 = 1 };
+
 // KIVI 2-bit (Liu et al. 2024), entries in arrival order:
-//   keys    the oldest kq entries quantized per channel in blocks of `group`
-//           tokens (per block and channel an f16 min and step, 2-bit codes);
-//           newer keys in f32; when R full-precision keys accumulate they are
-//           quantized together (R / group blocks)
-//   values  all but the newest R entries quantized per token (groups of
-//           `group` channels, int2); the newest R in f32
+//   keys    (Channel, KIVI's) the oldest kq entries quantized per channel in
+//           blocks of `group` tokens (per block and channel an f16 min and
+//           step, 2-bit codes); newer keys in f32; when R full-precision keys
+//           accumulate they are quantized together (R / group blocks).
+//           (Token) all but the newest R keys quantized per token like the
+//           values. (F32) never quantized.
+//   values  (Token) all but the newest R entries quantized per token (groups
+//           of `group` channels, int2); the newest R in f32. (F32) never.
 // Evicting an entry from a key block drops its codes; the block's params
 // live until its last entry goes.
 class KiviSegment final : public Segment {
  public:
-  KiviSegment(int dim, int group, int residual, int n_stats);
+  KiviSegment(int dim, int group, int residual, int n_stats, KiviKeys keys = KiviKeys::Channel,
+              KiviValues values = KiviValues::Token);
   std::unique_ptr<Segment> clone() const override {
     auto c = std::make_unique<KiviSegment>(*this);
     c->kparams_stale_ = true;  // the copy's blocks live elsewhere
@@ -211,7 +220,7 @@ class KiviSegment final : public Segment {
   const float* f32_keys() const override;
   const float* f32_values() const override;
   // Up to three pieces, cut where keys and where values stop being
-  // quantized: K2 or F32 keys, Q2 or F32 values.
+  // quantized: K2 (per channel), Q2 (per token) or F32 keys, Q2 or F32 values.
   int pieces_in_place(KvPiece* out) const override;
   bool can_rotate(int32_t i) const override { return i >= kq_; }
   void rotate_key(int32_t i, const Rotation& r) override;
@@ -220,9 +229,13 @@ class KiviSegment final : public Segment {
 
   int32_t quantized_keys() const { return kq_; }
   int32_t quantized_values() const { return vq_; }
-  // Error bound of entry i's key in channel c (0 in the residual), for tests.
+  KiviKeys keys_mode() const { return keys_; }
+  KiviValues values_mode() const { return values_; }
+  // Error bound of entry i's key in channel c (0 in the residual), for tests;
+  // per-channel keys only.
   float key_bound(int32_t i, int c) const;
   const RowCodec& value_codec() const { return vcodec_; }
+  const RowCodec& key_codec() const { return kcodec_; }  // keys per token only
   // Key blocks holding live entries: the counter the accounting uses, and a
   // recount from the entries themselves (the tests compare the two).
   int32_t live_blocks() const { return live_blocks_; }
@@ -239,11 +252,18 @@ class KiviSegment final : public Segment {
     std::vector<uint16_t> params;  // [2][dim]: f16 min, then f16 step, per channel
     int32_t count = 0;             // live entries coded against it
   };
+  // Bytes of one quantized key: dim / 4 codes per channel block, or one
+  // int2 row (codes + per-group params) per token.
+  int64_t key_code_row() const { return keys_ == KiviKeys::Token ? kcodec_.row_bytes() : dim_ / 4; }
+
   int group_, residual_;
+  KiviKeys keys_;
+  KiviValues values_;
   RowCodec vcodec_;              // int2, groups of min(group, dim) channels
+  RowCodec kcodec_;              // the same, for keys per token
   int32_t kq_ = 0, vq_ = 0;      // quantized keys / values (the oldest entries)
-  std::vector<uint8_t> kcodes_;  // [kq][dim / 4]
-  std::vector<int32_t> kblock_;  // [kq] block of each quantized key
+  std::vector<uint8_t> kcodes_;  // [kq][key_code_row()]
+  std::vector<int32_t> kblock_;  // [kq] block of each quantized key (Channel only)
   std::vector<Block> blocks_;
   std::vector<int32_t> free_blocks_;
   int32_t live_blocks_ = 0;

@@ -504,5 +504,45 @@ TEST(CacheStore, KiviQuantizesKeysInBlocksOfRAndValuesBeyondTheNewestR) {
   EXPECT_NO_THROW(cache->seq_add(0, 16, -1, 1));
 }
 
+// The ablation settings: keys per token follow the values' rule (all but the
+// newest R, token by token), an f32 side is never quantized, and the memory
+// accounting counts each side in its own format.
+TEST(CacheStore, KiviSidesQuantizeByTheirOwnRule) {
+  struct Case {
+    const char* spec;
+    std::pair<int32_t, int32_t> after13, after17;  // (quantized keys, quantized values)
+  };
+  for (const Case& c : {Case{"full+kivi2:group=4,residual=8", {8, 5}, {16, 9}},
+                        Case{"full+kivi2:group=4,residual=8,keys=token", {5, 5}, {9, 9}},
+                        Case{"full+kivi2:group=4,residual=8,keys=f32", {0, 5}, {0, 9}},
+                        Case{"full+kivi2:group=4,residual=8,values=f32", {8, 0}, {16, 0}},
+                        Case{"full+kivi2:group=4,residual=8,keys=token,values=f32", {5, 0}, {9, 0}}}) {
+    SCOPED_TRACE(c.spec);
+    auto cache = PolicyCache::create(parse_policy_spec(c.spec), ctx());
+    const auto* seg = dynamic_cast<const KiviSegment*>(cache->store().segment(0, 0, kMain));
+    ASSERT_NE(seg, nullptr);
+    auto state = [&] { return std::pair{seg->quantized_keys(), seg->quantized_values()}; };
+    append(*cache, 0, 0, 0, 13);
+    EXPECT_EQ(state(), c.after13);
+    for (int32_t t = 13; t < 17; ++t) append(*cache, 0, t, t, 1, true);
+    EXPECT_EQ(state(), c.after17);
+    // Bytes of one head: 2-bit codes (dim / 4 bytes) per quantized row; a
+    // per-token row adds its groups' f16 (min, step), a per-channel block of
+    // `group` keys adds an f16 (min, step) per channel; f32 rows 4 bytes each.
+    const int dim = kDim, groups = dim / 4;
+    const auto [kq, vq] = state();
+    const bool token_keys = std::string(c.spec).find("keys=token") != std::string::npos;
+    const uint64_t key_params = token_keys ? uint64_t(kq) * groups * 4 : uint64_t(kq / 4) * dim * 4;
+    MemoryReport r;
+    r.hot_layers.resize(1);
+    MemoryTally t(r, 0, false);
+    seg->tally(t);
+    const uint64_t kv = r.hot.kv, scales = r.hot.scales;
+    EXPECT_EQ(kv, uint64_t(kq + vq) * (dim / 4) + uint64_t(17 - kq + 17 - vq) * dim * 4);
+    EXPECT_EQ(scales, key_params + uint64_t(vq) * groups * 4);
+  }
+  EXPECT_THROW(parse_policy_spec("kivi2:keys=f32,values=f32"), InputError);
+}
+
 }  // namespace
 }  // namespace kvbench

@@ -287,10 +287,12 @@ class Driver {
             hot.scales += 2 * n * rs->codec().param_bytes();
           } else if (auto* ks = dynamic_cast<const KiviSegment*>(seg)) {
             const uint64_t kq = ks->quantized_keys(), vq = ks->quantized_values();
-            hot.kv += kq * (kDim / 4) + vq * ks->value_codec().data_bytes() +
-                      (2 * n - kq - vq) * kDim * 4;
+            const bool token_keys = ks->keys_mode() == KiviKeys::Token;
+            hot.kv += kq * (token_keys ? ks->key_codec().data_bytes() : kDim / 4) +
+                      vq * ks->value_codec().data_bytes() + (2 * n - kq - vq) * kDim * 4;
             ASSERT_EQ(ks->live_blocks(), ks->distinct_blocks());
-            hot.scales += static_cast<uint64_t>(ks->distinct_blocks()) * kDim * 4 +
+            hot.scales += (token_keys ? kq * ks->key_codec().param_bytes()
+                                      : static_cast<uint64_t>(ks->distinct_blocks()) * kDim * 4) +
                           vq * ks->value_codec().param_bytes();
           }
         }
@@ -500,10 +502,18 @@ class Driver {
     }
     ASSERT_EQ(p, "kivi2");
     ASSERT_NE(ks, nullptr);
-    for (int c = 0; c < kDim; ++c)
-      ASSERT_LE(std::fabs(k[c] - s.k[c]), ks->key_bound(i, c) + 1e-5f * (1 + std::fabs(s.k[c])) +
-                                              (s.rotations ? 1e-4f : 0.0f))
-          << "kivi key of src " << src << " channel " << c;
+    const float rot = s.rotations ? 1e-4f : 0.0f;
+    if (ks->keys_mode() == KiviKeys::F32) {
+      within(k, s.k, rot, "kivi f32 key");
+    } else if (ks->keys_mode() == KiviKeys::Token) {
+      within(k, s.k, i < ks->quantized_keys() ? ks->key_codec().error_bound(s.k.data()) : rot,
+             "kivi per-token key");
+    } else {
+      for (int c = 0; c < kDim; ++c)
+        ASSERT_LE(std::fabs(k[c] - s.k[c]), ks->key_bound(i, c) + 1e-5f * (1 + std::fabs(s.k[c])) +
+                                                (s.rotations ? 1e-4f : 0.0f))
+            << "kivi key of src " << src << " channel " << c;
+    }
     within(v, s.v, i < ks->quantized_values() ? ks->value_codec().error_bound(s.v.data()) : 0.0f,
            "kivi value");
   }
@@ -606,6 +616,9 @@ INSTANTIATE_TEST_SUITE_P(
                       StreamCase{"tova:budget=12+pyramid:beta=3", 1000},
                       StreamCase{"hybrid:budget=12+adakv", 1000},
                       StreamCase{"knorm:budget=12+kivi2:group=4,residual=8", 1000},
+                      StreamCase{"knorm:budget=12+kivi2:group=4,residual=8,keys=token", 1000},
+                      StreamCase{"h2o:budget=12+kivi2:group=4,residual=8,values=f32", 1000},
+                      StreamCase{"window:budget=12+kivi2:group=4,residual=8,keys=f32", 1000},
                       StreamCase{"h2o:budget=16+offload:page=4", 500},
                       StreamCase{"window:budget=16+merge", 1000},
                       StreamCase{"random:budget=12+mixed:group=4", 1000}),
@@ -694,6 +707,8 @@ INSTANTIATE_TEST_SUITE_P(
                       "knorm:budget=12+bf16", "random:budget=12+int8:group=4",
                       "oracle:budget=12,timing=stream", "h2o:budget=12+int4:group=4+adakv",
                       "window:budget=12+kivi2:group=4,residual=8",
+                      "window:budget=12+kivi2:group=4,residual=8,keys=token,values=f32",
+                      "h2o:budget=12+kivi2:group=4,residual=8,keys=f32",
                       "h2o:budget=16+mixed:group=4,full=0.5", "h2o:budget=16+offload:page=4",
                       "window:budget=16+bf16+offload:page=4,tier=file", "h2o:budget=12+merge",
                       "h2o:budget=12,timing=every,every=3", "full+offload",

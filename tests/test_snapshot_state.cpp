@@ -44,6 +44,9 @@ const std::vector<std::string> kSpecs = {
     "h2o:budget=48+offload:page=8",
     "window:budget=40+int8+offload:page=8,tier=file",
     "h2o:budget=40+kivi2:group=16,residual=32",
+    "h2o:budget=40+kivi2:group=16,residual=32,keys=token",
+    "kivi2:group=16,residual=32,keys=f32",
+    "kivi2:group=16,residual=32,values=f32",
     "oracle:budget=40",
     "streaming:budget=40,sinks=4,pos=contiguous",
 };

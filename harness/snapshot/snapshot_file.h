@@ -42,7 +42,8 @@
 
 namespace kvbench {
 
-inline constexpr uint32_t kSnapshotFormatVersion = 1;
+// 2: a KIVI segment records which sides it quantizes (kivi2 keys= / values=).
+inline constexpr uint32_t kSnapshotFormatVersion = 2;
 
 enum class SnapshotCompression { Zstd, Gzip };
 std::string_view compression_name(SnapshotCompression c);      // "zstd" / "gzip"
