@@ -3,11 +3,12 @@
 # experiments/findings/NAME.json into a run folder under $FINDINGS_RUNS (a
 # new temporary folder by default; run folders are never committed) and
 # copies its figures — the table (markdown and CSV), the score per task
-# (report.md's section) and meta.json (commit, model sha256, machine) — to
-# results/findings/NAME/ (or OUT).
+# (report.md's section), one row per cell (cells.csv: depth, score, needle
+# held / attended; scripts/findings_cells.py) and meta.json (commit, model
+# sha256, machine) — to results/findings/NAME/ (or OUT).
 #
 #   scripts/findings_run.sh NAME [out-dir]
-#   NAME: h2o, snapkv, snapkv-window, allocation, allocation-window8, quantization
+#   NAME: h2o, snapkv, snapkv-window, allocation, allocation-window8, quantization, kivi-ablation
 set -euo pipefail
 name=${1:?usage: scripts/findings_run.sh NAME [out-dir]}
 [[ $name =~ ^[a-z0-9_-]{1,40}$ ]] || { echo "error: NAME '$name': letters, digits, - and _ only" >&2; exit 2; }
@@ -22,4 +23,5 @@ for f in table.md table.csv meta.json; do
 done
 awk '/^## Score per task/ {on = 1} /^## / && !/Score per task/ {on = 0} on' "$folder/report.md" \
   > "$out/per_task.md.tmp" && mv "$out/per_task.md.tmp" "$out/per_task.md"
+python3 "$here/scripts/findings_cells.py" "$folder" > "$out/cells.csv.tmp" && mv "$out/cells.csv.tmp" "$out/cells.csv"
 echo "figures: $out (run folder: $folder)"
