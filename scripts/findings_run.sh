@@ -8,6 +8,7 @@
 # sha256, machine) — to results/findings/NAME/ (or OUT).
 #
 #   scripts/findings_run.sh NAME [out-dir]
+#   FINDINGS_RESUME=RUN_FOLDER scripts/findings_run.sh NAME   (finish a stopped run)
 #   NAME: h2o, snapkv, snapkv-window, allocation, allocation-window8, quantization, kivi-ablation
 set -euo pipefail
 name=${1:?usage: scripts/findings_run.sh NAME [out-dir]}
@@ -15,9 +16,14 @@ name=${1:?usage: scripts/findings_run.sh NAME [out-dir]}
 . "$(dirname "$0")/findings_common.sh" "$name" "${2:-}"
 config=$here/experiments/findings/$name.json
 [ -f "$config" ] || { echo "error: $config: no such experiment" >&2; exit 2; }
-runs=${FINDINGS_RUNS:-$(mktemp -d)}
-"$kvbench" run "$config" --set "model=$model" --out "$runs" --quiet
-folder=$(ls -d "$runs"/findings-"$name"-* | tail -1)
+if [ -n "${FINDINGS_RESUME:-}" ]; then  # a run folder of this experiment that was stopped
+  folder=$FINDINGS_RESUME
+  "$kvbench" run --resume "$folder" --quiet
+else
+  runs=${FINDINGS_RUNS:-$(mktemp -d)}
+  "$kvbench" run "$config" --set "model=$model" --out "$runs" --quiet
+  folder=$(ls -d "$runs"/findings-"$name"-* | tail -1)
+fi
 for f in table.md table.csv meta.json; do
   cp "$folder/$f" "$out/$f.tmp" && mv "$out/$f.tmp" "$out/$f"
 done
