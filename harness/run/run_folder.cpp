@@ -33,13 +33,17 @@ void write_json_atomic(const std::string& path, const nlohmann::json& value) {
   write_file_atomic(path, dump_json(value) + "\n");
 }
 
-RunFolder RunFolder::create(const std::string& output, const std::string& name,
-                            const nlohmann::json& config, const nlohmann::json& meta) {
+std::string utc_stamp() {
   const std::time_t now = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
   std::tm utc{};
   gmtime_r(&now, &utc);
   char stamp[32];
   std::strftime(stamp, sizeof stamp, "%Y%m%d-%H%M%S", &utc);
+  return stamp;
+}
+
+std::string create_stamped_folder(const std::string& output, const std::string& name) {
+  const std::string stamp = utc_stamp();
   // A NUL would cut the path short for the system calls (the folder's name
   // would name an existing directory, and the loop below never end).
   if (output.find('\0') != std::string::npos || name.find('\0') != std::string::npos)
@@ -54,6 +58,12 @@ RunFolder RunFolder::create(const std::string& output, const std::string& name,
     if (i > 1000) throw InputError(dir + ": cannot create run folder (1000 names taken)");
     dir = output + "/" + name + "-" + stamp + "-" + std::to_string(i);
   }
+  return dir;
+}
+
+RunFolder RunFolder::create(const std::string& output, const std::string& name,
+                            const nlohmann::json& config, const nlohmann::json& meta) {
+  const std::string dir = create_stamped_folder(output, name);
   RunFolder f;
   f.dir_ = dir;
   f.config_ = config;

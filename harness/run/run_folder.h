@@ -24,6 +24,14 @@
 
 namespace kvbench {
 
+// The current UTC time as run folders are named: 20261121-063533.
+std::string utc_stamp();
+
+// Creates <output>/<name>-<UTC timestamp>/ (and <output>), with a numeric
+// suffix when that exists: never an existing folder. Returns its path;
+// InputError when not writable.
+std::string create_stamped_folder(const std::string& output, const std::string& name);
+
 class RunFolder {
  public:
   // Creates <output>/<name>-<UTC timestamp>/ (a numeric suffix when it
