@@ -1,16 +1,30 @@
 #include "harness/subprocess.h"
 
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 
 extern char** environ;
 
 namespace kvbench {
+
+namespace {
+
+int wait_for(pid_t pid) {
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0)
+    if (errno != EINTR) return 127;
+  if (WIFEXITED(status)) return WEXITSTATUS(status);
+  return WIFSIGNALED(status) ? 128 + WTERMSIG(status) : 127;
+}
+
+}  // namespace
 
 int run_with_input(const std::vector<std::string>& argv, std::string_view input) {
   int pipe_fds[2];
@@ -45,11 +59,68 @@ int run_with_input(const std::vector<std::string>& argv, std::string_view input)
   }
   ::close(pipe_fds[1]);
   sigaction(SIGPIPE, &old, nullptr);
-  int status = 0;
-  while (::waitpid(pid, &status, 0) < 0)
-    if (errno != EINTR) return 127;
-  if (WIFEXITED(status)) return WEXITSTATUS(status);
-  return WIFSIGNALED(status) ? 128 + WTERMSIG(status) : 127;
+  return wait_for(pid);
+}
+
+Captured run_capture(const std::vector<std::string>& argv, const std::string& dir,
+                     size_t max_bytes) {
+  Captured result;
+  int out_fds[2], err_fds[2];
+  if (::pipe2(out_fds, O_CLOEXEC) != 0) return result;
+  if (::pipe2(err_fds, O_CLOEXEC) != 0) {
+    ::close(out_fds[0]);
+    ::close(out_fds[1]);
+    return result;
+  }
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
+  posix_spawn_file_actions_adddup2(&actions, out_fds[1], STDOUT_FILENO);
+  posix_spawn_file_actions_adddup2(&actions, err_fds[1], STDERR_FILENO);
+  if (!dir.empty()) posix_spawn_file_actions_addchdir_np(&actions, dir.c_str());
+  std::vector<char*> args;
+  for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+  args.push_back(nullptr);
+  pid_t pid = -1;
+  const int spawned = posix_spawnp(&pid, args[0], &actions, nullptr, args.data(), environ);
+  posix_spawn_file_actions_destroy(&actions);
+  ::close(out_fds[1]);
+  ::close(err_fds[1]);
+  if (spawned != 0) {
+    ::close(out_fds[0]);
+    ::close(err_fds[0]);
+    result.spawn_error = spawned;
+    return result;
+  }
+  // Both streams are drained together, so a child filling one pipe while
+  // we wait on the other can never deadlock.
+  pollfd fds[2] = {{out_fds[0], POLLIN, 0}, {err_fds[0], POLLIN, 0}};
+  std::string* sinks[2] = {&result.out, &result.err};
+  int open_streams = 2;
+  char buf[4096];
+  while (open_streams > 0) {
+    if (::poll(fds, 2, -1) < 0) {
+      if (errno == EINTR) continue;
+      break;
+    }
+    for (int i = 0; i < 2; ++i) {
+      if (fds[i].fd < 0 || fds[i].revents == 0) continue;
+      const ssize_t n = ::read(fds[i].fd, buf, sizeof buf);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) {
+        ::close(fds[i].fd);
+        fds[i].fd = -1;  // poll ignores negative descriptors
+        --open_streams;
+        continue;
+      }
+      std::string& sink = *sinks[i];
+      sink.append(buf, std::min(static_cast<size_t>(n), max_bytes - sink.size()));
+    }
+  }
+  for (auto& f : fds)
+    if (f.fd >= 0) ::close(f.fd);
+  result.code = wait_for(pid);
+  return result;
 }
 
 }  // namespace kvbench
