@@ -334,6 +334,26 @@ TEST(Run, ShardsMergedEqualTheUnshardedRun) {
   EXPECT_TRUE(fs::exists(dir + "/merged/report.html"));
 }
 
+TEST(Run, AShardResumesAsTheSameShard) {
+  const std::string dir = scratch_dir("shard-resume");
+  const std::string exp = write_experiment(dir);
+  ASSERT_EQ(run_cli(exp + " -q --shard 1/2 --out " + dir + "/s"), 0) << stderr_text();
+  const std::string folder = only_run_folder(dir + "/s");
+  const auto done = stable_cells(folder, true);
+  ASSERT_EQ(done.size(), 5u);  // one of the two instances x five policies
+  // Lose a cell (the task was killed), resume: that cell again, nothing of
+  // the other shard.
+  fs::remove(fs::directory_iterator(folder + "/cells")->path());
+  std::string out;
+  ASSERT_EQ(run_cli("run -q --resume " + folder, &out), 0) << stderr_text();
+  EXPECT_NE(out.find("this invocation ran 1, 4 were already done"), std::string::npos) << out;
+  EXPECT_EQ(stable_cells(folder, true), done);
+  std::string ignored;
+  EXPECT_EQ(run_cli("run -q --resume " + folder + " --shard 2/2", &ignored), 2);
+  EXPECT_NE(stderr_text().find("give no experiment, --set, --out or --shard"), std::string::npos)
+      << stderr_text();
+}
+
 TEST(Run, BadConfigsGiveOneErrorLineAndLeaveNoRunFolder) {
   const std::string dir = scratch_dir("bad");
   const std::string exp = write_experiment(dir);

@@ -77,12 +77,25 @@ int cmd_run(const Args& args) {
   ExperimentConfig config;
   std::unique_ptr<RunFolder> folder;
   if (vm.count("resume")) {
-    if (vm.count("experiment") || !sets.empty() || vm.count("out"))
+    if (vm.count("experiment") || !sets.empty() || vm.count("out") || vm.count("shard"))
       throw InputError(
-          "--resume takes the run folder's own config: give no experiment, --set or --out");
+          "--resume takes the run folder's own config and shard: give no experiment, --set, "
+          "--out or --shard");
     folder = std::make_unique<RunFolder>(
         RunFolder::open(vm["resume"].as<std::string>(), RunFolder::Access::Write));
     config = parse_experiment(folder->config(), folder->path("config.json"));
+    // A shard resumes as the same slice (its meta.json says which), not as
+    // the whole grid.
+    const nlohmann::json old_meta = folder->meta();
+    if (old_meta.contains("shard")) {
+      const auto& s = old_meta["shard"];
+      const int64_t index = s.value("index", int64_t{0}), count = s.value("count", int64_t{0});
+      if (count < 1 || count > 1000000 || index < 1 || index > count)
+        throw InputError(folder->path("meta.json") +
+                         ": /shard: expected index and count with 1 <= index <= count");
+      options.shard = static_cast<int>(index);
+      options.shard_count = static_cast<int>(count);
+    }
   } else {
     const std::string path =
         vm.count("experiment") ? vm["experiment"].as<std::string>() : "experiments/default.json";
