@@ -321,12 +321,22 @@ TEST(Run, ShardsMergedEqualTheUnshardedRun) {
   const std::string exp = write_experiment(dir, R"(, "output": ")" + dir + R"(/unused")");
   ASSERT_EQ(run_cli(exp + " -q --out " + dir + "/whole"), 0) << stderr_text();
   std::string shards;
+  std::vector<std::string> folders;
   for (int i = 1; i <= 3; ++i) {
     const std::string out = dir + "/shard" + std::to_string(i);
     ASSERT_EQ(run_cli(exp + " -q --shard " + std::to_string(i) + "/3 --out " + out), 0)
         << stderr_text();
-    shards += " " + only_run_folder(out);
+    folders.push_back(only_run_folder(out));
+    shards += " " + folders.back();
   }
+  // Only shards: every one of the split, none twice (a failed array task
+  // must not merge into a run that silently lacks its cells).
+  std::string ignored;
+  EXPECT_EQ(run_cli("merge " + folders[0] + " " + folders[2] + " -o " + dir + "/m", &ignored), 2);
+  EXPECT_NE(stderr_text().find("shard 2 of 3 missing"), std::string::npos) << stderr_text();
+  EXPECT_EQ(run_cli("merge" + shards + " " + folders[1] + " -o " + dir + "/m", &ignored), 2);
+  EXPECT_NE(stderr_text().find("shard 2 of 3 again"), std::string::npos) << stderr_text();
+  EXPECT_FALSE(fs::exists(dir + "/m"));
   ASSERT_EQ(run_cli("merge" + shards + " -o " + dir + "/merged"), 0) << stderr_text();
   EXPECT_EQ(stable_cells(dir + "/merged", true),
             stable_cells(only_run_folder(dir + "/whole"), true));

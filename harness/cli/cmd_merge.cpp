@@ -1,7 +1,9 @@
 // kvbench merge DIR... -o DIR: combines the shards of one experiment (run
 // with --shard I/N, e.g. as a Slurm job array) into one run folder and
 // renders its report. The shards must come from the same resolved config; a
-// cell present in two shards must be identical apart from timing fields.
+// cell present in two shards must be identical apart from timing fields; and
+// when every folder is a shard, all N shards of the split must be there (a
+// failed array task must not turn into a merged run that lacks its cells).
 #include <filesystem>
 #include <iostream>
 #include <map>
@@ -14,6 +16,50 @@
 namespace po = boost::program_options;
 
 namespace kvbench::cli {
+namespace {
+
+// Each shard's meta.json says which slice it ran (--shard I/N): one split,
+// no slice twice, and none missing when only shards are merged.
+void check_split(const std::vector<RunFolder>& folders) {
+  int count = 0;
+  size_t sharded = 0;
+  std::map<int, std::string> seen;
+  for (const auto& f : folders) {
+    const nlohmann::json meta = f.meta();
+    if (!meta.contains("shard")) continue;
+    const std::string file = f.path("meta.json");
+    const auto& s = meta["shard"];
+    const auto field = [&](const char* key) {
+      if (!s.is_object() || !s.contains(key) || !s[key].is_number_integer() || s[key] < 1 ||
+          s[key] > 1000000)
+        throw InputError(file + ": /shard/" + key + ": expected an integer from 1 to 1000000");
+      return s[key].get<int>();
+    };
+    const int index = field("index"), n = field("count");
+    if (index > n)
+      throw InputError(file + ": /shard: index " + std::to_string(index) + " > count " +
+                       std::to_string(n));
+    if (count != 0 && n != count)
+      throw InputError(f.dir() + ": shard " + std::to_string(index) + " of " + std::to_string(n) +
+                       ", but " + seen.begin()->second + " is one of " + std::to_string(count));
+    count = n;
+    ++sharded;
+    const auto [it, fresh] = seen.emplace(index, f.dir());
+    if (!fresh)
+      throw InputError(f.dir() + ": shard " + std::to_string(index) + " of " + std::to_string(n) +
+                       " again (also " + it->second + ")");
+  }
+  if (sharded == folders.size() && sharded > 0 && seen.size() != static_cast<size_t>(count)) {
+    std::string missing;
+    for (int i = 1; i <= count && missing.size() < 200; ++i)
+      if (!seen.count(i)) missing += (missing.empty() ? "" : ", ") + std::to_string(i);
+    throw InputError("shard" + std::string(count - seen.size() > 1 ? "s " : " ") + missing +
+                     " of " + std::to_string(count) +
+                     " missing: merge needs every shard of the split (rerun the missing ones)");
+  }
+}
+
+}  // namespace
 
 int cmd_merge(const Args& args) {
   po::options_description desc("options");
@@ -54,6 +100,7 @@ int cmd_merge(const Args& args) {
         throw InputError(s.dir() + ": cell " + id + " differs from the same cell in another shard");
     }
   }
+  check_split(shards);
   nlohmann::json meta = shards.front().meta();
   meta["merged_from"] = dirs;
   meta.erase("shard");
