@@ -24,6 +24,7 @@ const std::map<std::string, std::set<std::string>> kSameWordElsewhere = {
     {"cmd_dataset.cpp", {"full"}},      // `dataset show --full`: the whole context
     {"cmd_bench.cpp", {"f32", "f16"}},  // `bench --kv`: the full cache's element type
     {"cli.cpp", {"merge"}},             // the `merge` subcommand (shards)
+    {"cmd_submit.cpp", {"merge"}},      // `submit --merge`: a job that merges the shards
     {"snapshot_file.h", {"f32"}},       // snapshot activations: f32 or q8
     {"snapshot_file.cpp", {"f32"}},     //   "
     {"snapshot_model.cpp", {"f32"}},    //   "

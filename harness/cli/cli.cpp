@@ -31,6 +31,7 @@ const std::vector<Command>& commands() {
       {"report", "re-render a run folder's table, plots and report", cmd_report},
       {"compare", "regression gate: compare two run folders (exit 1 on a score drop)", cmd_compare},
       {"merge", "merge the shards of an experiment into one run folder", cmd_merge},
+      {"submit", "run an experiment on Slurm: a job array, one shard per task", cmd_submit},
       {"cache", "cache snapshots: save a prefilled (compressed) document; info", cmd_cache},
       {"ask", "answer questions from a cache snapshot without recomputing it", cmd_ask},
       {"heads", "per-head retrieval scores, a calibration file for head-type policies (duo)",
