@@ -10,6 +10,7 @@ packages=(
   gnu-standards debian-reference-en wamerican
   libeigen3-dev libopenblas-dev libboost-program-options-dev libboost-iostreams-dev
   nlohmann-json3-dev libssl-dev libgtest-dev libbenchmark-dev libpcre2-dev gnuplot-nox
+  chromium  # the report test renders report.html headless (scripts/check_report_browser.py)
 )
 missing=()
 for p in "${packages[@]}"; do
