@@ -212,7 +212,7 @@ PlotResult write_plots(const std::vector<json>& cells, const std::vector<TableRo
         << "set title 'Speed: median over cells, whiskers from the slowest to the fastest "
            "cell'\nset ylabel 'tokens/s'\nset style fill solid 0.8\n"
         << "set boxwidth 0.4\nset xtics rotate by -35 font ',8' nomirror\n"
-        << "set bmargin " << 2 + longest * 0.4 << "\nset key outside top center horizontal\n"
+        << "set bmargin " << 2 + longest * 0.28 << "\nset key outside top center horizontal\n"
         << "set offsets 0.5, 0.5, 0, 0\nset yrange [0:*]\n"
         << "plot $speed using ($1-0.2):2:xtic(speed_label[int($1)+1]) with boxes lc rgb '#2b83ba' "
            "title 'decode', "

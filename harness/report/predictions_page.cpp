@@ -108,14 +108,17 @@ std::string predictions_html(const std::vector<json>& cells, const std::vector<T
       << "<p><code>" << html_escape(rows[i].spec) << "</code>; score "
       << html_escape(stats::format_estimate(rows[i].score, rows[i].score_ci)) << " ("
       << stats::interval_method(rows[i].score_kind) << ", n=" << rows[i].cells << ")</p>\n"
-      << "<table>\n<tr><th>Cell</th><th>Instance</th><th>Task</th><th>Length</th><th>Depth</th>"
+      << "<table>\n<tr><th></th><th>Instance</th><th>Task</th><th>Length</th><th>Depth</th>"
          "<th>Score</th><th>Prediction</th><th>Expected</th></tr>\n";
     for (const json* c : members) {
       const json& inst = (*c)["instance"];
       const std::string id = (*c)["id"].get<std::string>();
       const double score = (*c)["score"].get<double>();
+      // The row links to itself (a permalink); the cell's file name, long
+      // (instance and policy spec), is its tooltip rather than a column.
       o << "<tr id=\"" << html_escape(cell_anchor(id)) << "\"><td><a href=\"#"
-        << html_escape(cell_anchor(id)) << "\">" << html_escape(id) << "</a></td><td>"
+        << html_escape(cell_anchor(id)) << "\" title=\"cells/" << html_escape(id)
+        << ".json\">&para;</a></td><td>"
         << html_escape(inst["id"].get<std::string>()) << "</td><td>"
         << html_escape(inst["task"].get<std::string>()) << "</td><td class=\"num\">"
         << length_text(inst) << "</td><td class=\"num\">" << depth_text(inst)

@@ -110,7 +110,7 @@ const char* kStyle =
     "body{font-family:sans-serif;margin:1.5em auto;max-width:1400px;padding:0 1em;color:#222}"
     "h2{border-bottom:1px solid #ddd;padding-bottom:0.2em;margin-top:1.6em}"
     "table{border-collapse:collapse;font-size:0.82em}"
-    "td,th{border:1px solid #ccc;padding:3px 7px;text-align:right}"
+    "td,th{border:1px solid #ccc;padding:3px 5px;text-align:right}"
     "td:first-child,th:first-child{text-align:left;min-width:9em}"
     "table.grid td,table.grid th{font-size:0.9em;padding:2px 5px}"
     "table.grid td:nth-child(-n+4){text-align:left;white-space:nowrap}"
