@@ -114,6 +114,7 @@ const char* kStyle =
     "td:first-child,th:first-child{text-align:left;min-width:9em}"
     "table.grid td,table.grid th{font-size:0.9em;padding:2px 5px}"
     "table.grid td:nth-child(-n+4){text-align:left;white-space:nowrap}"
+    "table.grid td:first-child,table.grid th:first-child{min-width:0}"
     ".wide{overflow-x:auto}img{max-width:100%;height:auto}"
     "ul.summary li{margin:0.3em 0}nav a{margin-right:1em}.note{color:#555;font-size:0.9em}";
 
