@@ -11,6 +11,7 @@ packages=(
   libeigen3-dev libopenblas-dev libboost-program-options-dev libboost-iostreams-dev
   nlohmann-json3-dev libssl-dev libgtest-dev libbenchmark-dev libpcre2-dev gnuplot-nox
   slurm-wlm munge  # kvbench submit's integration check starts a private single-node Slurm
+  chromium  # the report test renders report.html headless (scripts/check_report_browser.py)
 )
 missing=()
 for p in "${packages[@]}"; do

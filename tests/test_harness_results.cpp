@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <sstream>
 
 #include <unistd.h>
@@ -125,15 +126,30 @@ TEST(Report, WritesTableReportAndPlots) {
   const RunFolder run = make_run("report", synthetic());
   const ReportSummary s = write_report(run);
   EXPECT_EQ(s.cells, 8);
-  for (const char* f :
-       {"table.md", "table.csv", "metrics.json", "predictions.jsonl", "report.md", "report.html"})
+  for (const char* f : {"table.md", "table.csv", "metrics.json", "predictions.jsonl",
+                        "predictions.html", "report.md", "report.html"})
     EXPECT_TRUE(fs::exists(run.path(f))) << f;
   if (s.plot_warning.empty()) {
-    for (const char* f :
-         {"plots/heatmap-h2o.png", "plots/heatmap-h2o.svg", "plots/score-vs-memory.png",
-          "plots/score-vs-budget.png", "plots/speed.svg"})
+    // One heatmap figure for every configuration (small multiples), no
+    // file per label.
+    for (const char* f : {"plots/heatmaps.png", "plots/heatmaps.svg", "plots/score-vs-memory.png",
+                          "plots/score-vs-budget.png", "plots/speed.svg"})
       EXPECT_GT(fs::file_size(run.path(f)), 1000u) << f;
+    EXPECT_FALSE(fs::exists(run.path("plots/heatmap-h2o.png")));
   }
+  std::ifstream in(run.path("report.html"));
+  const std::string html((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  // The opening sentences, the plots as images and a link from every cell
+  // to its prediction.
+  EXPECT_NE(html.find("<li>The full cache (full) scores 1.000 [0.510, 1.000] (n=4)"),
+            std::string::npos);
+  if (s.plot_warning.empty())
+    EXPECT_NE(html.find("<img src=\"plots/heatmaps.svg\""), std::string::npos);
+  EXPECT_NE(html.find("<a href=\"predictions.html#cell-passkey-3--h2o\">0.00</a>"),
+            std::string::npos);
+  std::ifstream pin(run.path("predictions.html"));
+  const std::string page((std::istreambuf_iterator<char>(pin)), std::istreambuf_iterator<char>());
+  EXPECT_NE(page.find("<tr id=\"cell-passkey-3--h2o\">"), std::string::npos);
   EXPECT_EQ(read_json_file(run.path("metrics.json"))["cells"], 8);
   run.remove();
 }

@@ -301,6 +301,14 @@ TEST(Hostile, DamagedCellsAreErrorsNamingTheFileAndMergeWritesNothing) {
          c = json::array({1, 2});
        }},
       {"/id: expected a string", [](json& c) { c["id"] = 7; }},
+      {"/needle_survival: expected an object or null",
+       [](json& c) { c["needle_survival"] = "all"; }},
+      {"/needle_survival/per_layer: expected shares in [0, 1]",
+       [](json& c) { c["needle_survival"] = {{"per_layer", {0.5, 2.0}}}; }},
+      {"/needle_survival/attended/per_layer: more than 4096 layers",
+       [](json& c) {
+         c["needle_survival"] = {{"attended", {{"per_layer", json(std::vector<double>(5000))}}}};
+       }},
   };
   for (const auto& d : damages) {
     SCOPED_TRACE(d.field);

@@ -20,7 +20,7 @@ int cmd_report(const Args& args) {
   const ReportSummary s = write_report(run);
   std::cout << s.table_markdown << "\n" << s.cells << " cells";
   if (s.expected_cells) std::cout << " of " << s.expected_cells;
-  std::cout << "; wrote " << run.dir() << "/report.md and report.html\n";
+  std::cout << "; wrote " << run.dir() << "/report.md, report.html and predictions.html\n";
   if (!s.plot_warning.empty()) std::cerr << "warning: " << s.plot_warning << "\n";
   return 0;
 }

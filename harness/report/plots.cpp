@@ -1,5 +1,5 @@
 #include "harness/report/plots.h"
-#include "harness/report/stats.h"
+
 
 #include <algorithm>
 #include <cmath>
@@ -9,7 +9,9 @@
 #include <set>
 #include <sstream>
 
-#include "harness/run/plan.h"
+#include "harness/report/plot_script.h"
+#include "harness/report/plots_needles.h"
+#include "harness/report/stats.h"
 #include "harness/subprocess.h"
 #include "model/common/atomic_file.h"
 
@@ -18,53 +20,8 @@ namespace {
 
 using json = nlohmann::json;
 
-// A label shown in enhanced-text mode: '_', '^' and the other markup
-// characters would start sub/superscripts, so each is escaped.
-std::string label(const std::string& s) {
-  std::string escaped;
-  for (char c : s) {
-    if (c == '_' || c == '^' || c == '@' || c == '&' || c == '~' || c == '{' || c == '}' ||
-        c == '\\')
-      escaped += "\\";
-    escaped += c;
-  }
-  return gnuplot_string(escaped);
-}
-
-// `name[1..n]` = the labels, as gnuplot statements: strings stay in commands
-// (through gnuplot_string), data blocks hold numbers only.
-std::string label_array(const std::string& name, const std::vector<std::string>& labels) {
-  std::string out = "array " + name + "[" + std::to_string(labels.size()) + "]\n";
-  for (size_t i = 0; i < labels.size(); ++i)
-    out += name + "[" + std::to_string(i + 1) + "] = " + label(labels[i]) + "\n";
-  return out;
-}
-
-std::string length_label(int64_t n) {
-  if (n >= 1024 && n % 1024 == 0) return std::to_string(n / 1024) + "k";
-  if (n >= 1000 && n % 1000 == 0)
-    return std::to_string(n / 1000) + "k";  // 8000 (SmolLM2's 8k less room)
-  return std::to_string(n);
-}
-
-// One gnuplot script that draws a plot twice: PNG then SVG.
-struct Script {
-  std::ostringstream body;
-  std::vector<std::string> files;
-  void emit(std::ostringstream& out, const std::string& dir, const std::string& stem,
-            const std::string& size, const std::string& commands) {
-    for (const char* ext : {"png", "svg"}) {
-      const std::string file = "plots/" + stem + "." + ext;
-      out << (std::string(ext) == "png"
-                  ? "set terminal pngcairo enhanced font 'Sans,10' size " + size + "\n"
-                  : "set terminal svg enhanced font 'Sans,10' size " + size + "\n")
-          << "set output " << gnuplot_string(dir + "/" + file) << "\n"
-          << "reset\nset grid\n"
-          << commands << "unset output\n";
-      files.push_back(file);
-    }
-  }
-};
+using plot::label;
+using plot::label_array;
 
 }  // namespace
 
@@ -94,112 +51,79 @@ std::string gnuplot_string(const std::string& s) {
   return q + "'";
 }
 
-std::string plot_slug(const std::string& label) {
-  const std::string s = file_name_safe(label);
-  return s.empty() ? "policy" : s;
-}
-
 PlotResult write_plots(const std::vector<json>& cells, const std::vector<TableRow>& rows,
                        const std::string& dir) {
   PlotResult result;
   std::error_code ec;
   std::filesystem::create_directories(dir + "/plots", ec);
-  Script s;
-  std::ostringstream script;
-  script << "set encoding utf8\nset grid\n";
+  plot::Script s;
+  s.body << "set encoding utf8\nset grid\n";
 
-  // Needle heatmaps: mean score per (depth, length) for each configuration.
-  std::map<std::string, std::map<std::pair<double, int64_t>, std::pair<double, int>>> heat;
-  std::set<int64_t> lengths_all;
-  for (const auto& c : cells) {
-    const json& inst = c["instance"];
-    if (!inst.contains("depth") || inst["depth"].is_null()) continue;
-    const int64_t len = inst.value("length", int64_t{0});
-    auto& e = heat[c["policy"]["label"].get<std::string>()][{inst["depth"].get<double>(), len}];
-    e.first += c["score"].get<double>();
-    e.second += 1;
-    lengths_all.insert(len);
-  }
-  // In the table's row order (full first), then any label without a row.
-  std::vector<std::string> order;
-  for (const auto& r : rows)
-    if (heat.count(r.label) && std::find(order.begin(), order.end(), r.label) == order.end())
-      order.push_back(r.label);
-  for (const auto& [name, grid] : heat)
-    if (std::find(order.begin(), order.end(), name) == order.end()) order.push_back(name);
-  for (const std::string& name : order) {
-    const auto& grid = heat.at(name);
-    std::vector<double> depths;
-    std::vector<int64_t> lengths;
-    for (const auto& [k, v] : grid) {
-      if (std::find(depths.begin(), depths.end(), k.first) == depths.end())
-        depths.push_back(k.first);
-      if (std::find(lengths.begin(), lengths.end(), k.second) == lengths.end())
-        lengths.push_back(k.second);
-    }
-    std::sort(depths.begin(), depths.end());
-    std::sort(lengths.begin(), lengths.end());
-    std::ostringstream cmd;
-    cmd << "$heat << EOD\n";
-    for (size_t di = 0; di < depths.size(); ++di)
-      for (size_t li = 0; li < lengths.size(); ++li) {
-        const auto it = grid.find({depths[di], lengths[li]});
-        const double v = it == grid.end() ? NAN : it->second.first / it->second.second;
-        cmd << li << " " << di << " " << (std::isnan(v) ? std::string("NaN") : std::to_string(v))
-            << "\n";
-      }
-    cmd << "EOD\nunset grid\nset title " << label("Needle retrieval: " + name) << "\n"
-        << "set xlabel 'context length (tokens)'\nset ylabel 'needle depth (%)'\n"
-        << "set palette defined (0 '#d7191c', 0.5 '#fdae61', 0.75 '#ffffbf', 1 '#1a9641')\n"
-        << "set cbrange [0:1]\nset cblabel 'score'\nset xrange [-0.5:" << lengths.size() - 0.5
-        << "]\n"
-        << "set yrange [-0.5:" << depths.size() - 0.5 << "]\nset xtics (";
-    for (size_t i = 0; i < lengths.size(); ++i)
-      cmd << (i ? ", " : "") << gnuplot_string(length_label(lengths[i])) << " " << i;
-    cmd << ")\nset ytics (";
-    for (size_t i = 0; i < depths.size(); ++i) {
-      char d[16];
-      std::snprintf(d, sizeof d, "%.0f", depths[i] * 100);
-      cmd << (i ? ", " : "") << gnuplot_string(d) << " " << i;
-    }
-    // One filled box per cell (not `with image`, which needs at least two
-    // columns and two rows to size its pixels); empty cells stay blank.
-    cmd << ")\nplot $heat using 1:2:(0.5):(0.5):3 with boxxyerror fillstyle solid 1.0 noborder "
-           "linecolor palette notitle, $heat using 1:2:(sprintf('%.2f', $3)) with labels notitle\n";
-    s.emit(script, dir, "heatmap-" + plot_slug(name), "720,540", cmd.str());
-  }
+  plot::needle_heatmaps(s, cells, rows, dir);
+  plot::needle_layers(s, cells, rows, dir);
 
   // Score vs memory with the Pareto front (higher score at lower memory).
   {
     std::vector<std::pair<double, double>> pts;  // (memory %, score)
     std::vector<std::string> names;
+    std::vector<const TableRow*> shown;
+    double max_memory = 0;
+    for (const auto& r : rows)
+      if (r.memory_rel) {
+        shown.push_back(&r);
+        max_memory = std::max(max_memory, *r.memory_rel * 100);
+      }
+    const double x_max = std::max(1.0, max_memory * 1.15);
+    // Labels sit right of their point, clear of its error bar, each in the
+    // first free slot at, above or below its score (greedy, in table
+    // order), so labels of nearby points do not overprint them or each other. A label's box in
+    // plot units: about 5.5 pixels a character of the 8-point font over a
+    // plot area of about 1060 x 600 pixels.
+    const double char_w = x_max * 5.5 / 1060, line_h = 1.05 * 13 / 600;
+    struct Box {
+      double x0, x1, y;
+    };
+    // The points themselves are obstacles too (their markers are about two
+    // characters wide; a label starts one character right of its own).
+    std::vector<Box> placed;
+    for (const TableRow* r : shown)
+      placed.push_back(
+          {*r->memory_rel * 100 - 0.9 * char_w, *r->memory_rel * 100 + 0.9 * char_w, r->score});
     std::ostringstream cmd;
     cmd << "$pts << EOD\n";
-    for (const auto& r : rows) {
-      if (!r.memory_rel) continue;
-      const double m = *r.memory_rel * 100;
-      // Labels sit right of their point, clear of its error bar. Labels of
-      // (nearly) coinciding points are stacked, not overprinted: the k-th
-      // point within 3% of memory and 0.02 of score goes k lines up.
-      int k = 0;
-      for (const auto& [pm, ps] : pts) k += std::abs(pm - m) < 3 && std::abs(ps - r.score) < 0.02;
-      pts.push_back({m, r.score});
-      names.push_back(r.label);
+    for (const TableRow* r : shown) {
+      const double m = *r->memory_rel * 100;
+      const std::string text = plot::shorten(r->label, 40);
+      const double x0 = m + char_w, x1 = x0 + char_w * static_cast<double>(text.size() + 1);
+      double y = r->score;
+      for (int step = 0; step < 40; ++step) {
+        // 0, +1, -1, +2, -2, ... lines from the point.
+        const double cand = r->score + line_h * ((step + 1) / 2) * (step % 2 ? 1 : -1);
+        const bool free = std::none_of(placed.begin(), placed.end(), [&](const Box& b) {
+          return x0 < b.x1 && b.x0 < x1 && std::abs(b.y - cand) < line_h;
+        });
+        if (free && cand >= -0.02 && cand <= 1.07) {
+          y = cand;
+          break;
+        }
+      }
+      placed.push_back({x0, x1, y});
+      pts.push_back({m, r->score});
+      names.push_back(text);
       // Columns: memory %, score, label index, label height, the score's 95%
       // interval (the point itself when it has none).
-      const double lo = std::isnan(r.score_ci.lo) ? r.score : r.score_ci.lo;
-      const double hi = std::isnan(r.score_ci.hi) ? r.score : r.score_ci.hi;
-      cmd << m << " " << r.score << " " << names.size() << " " << r.score + 0.04 * k << " " << lo
-          << " " << hi << "\n";
+      const double lo = std::isnan(r->score_ci.lo) ? r->score : r->score_ci.lo;
+      const double hi = std::isnan(r->score_ci.hi) ? r->score : r->score_ci.hi;
+      cmd << m << " " << r->score << " " << names.size() << " " << y << " " << lo << " " << hi
+          << "\n";
     }
     cmd << "EOD\n$front << EOD\n";
     // The front: by memory, and at equal memory the best score only.
     std::sort(pts.begin(), pts.end(), [](const auto& a, const auto& b) {
       return a.first != b.first ? a.first < b.first : a.second > b.second;
     });
-    double best = -1, max_memory = 0;
+    double best = -1;
     for (const auto& [m, sc] : pts) {
-      max_memory = std::max(max_memory, m);
       if (sc > best) {
         cmd << m << " " << sc << "\n";
         best = sc;
@@ -213,14 +137,14 @@ PlotResult write_plots(const std::vector<json>& cells, const std::vector<TableRo
         << "set title 'Score vs KV memory'\nset xlabel 'KV bytes (% of the full cache)'\n"
         << "set ylabel 'score (bars: 95% interval)'\nset yrange [0:1.05]\n"
         // Room on the right for the last point's bar and label.
-        << "set xrange [0:" << std::max(1.0, max_memory * 1.15) << "]\n"
+        << "set xrange [0:" << x_max << "]\n"
         << "set key bottom right\n"
         << "plot $front using 1:2 with steps lw 2 lc rgb '#888888' title 'Pareto front', "
            "$pts using 1:2:5:6 with yerrorbars pt 7 ps 1.5 lw 1.5 lc rgb '#2b83ba' "
            "title 'configurations (95% interval)', "
            "$pts using 1:4:(point_label[int($3)]) with labels left offset 1,0 font ',8' "
            "notitle\n";
-    if (!pts.empty()) s.emit(script, dir, "score-vs-memory", "900,600", cmd.str());
+    if (!pts.empty()) s.emit(dir, "score-vs-memory", "1200,700", cmd.str());
   }
 
   // Score vs budget, one line per base policy (cells carry policy.base and policy.budget).
@@ -261,32 +185,41 @@ PlotResult write_plots(const std::vector<json>& cells, const std::vector<TableRo
                                          ":" + std::to_string(hi * 1.5) + "]\n"
                                    : std::string("set xrange [0:*]\n"))
         << plot << "\n";
-    if (block) s.emit(script, dir, "score-vs-budget", "900,600", cmd.str());
+    if (block) s.emit(dir, "score-vs-budget", "900,600", cmd.str());
   }
 
-  // Speed bars.
+  // Speed bars: the median over each configuration's cells, the whisker
+  // from the slowest to the fastest cell (a spread, not an interval).
   {
     std::ostringstream cmd;
     cmd << "$speed << EOD\n";
     int n = 0;
+    size_t longest = 0;
     std::vector<std::string> names;
+    const auto v = [](double x) { return std::isnan(x) ? std::string("NaN") : std::to_string(x); };
     for (const auto& r : rows) {
       if (std::isnan(r.decode_tok_s)) continue;
-      cmd << n++ << " " << r.decode_tok_s << " "
-          << (std::isnan(r.prefill_tok_s) ? 0.0 : r.prefill_tok_s) << "\n";
-      names.push_back(r.label);
+      // Columns: index, decode median, prefill median, decode min, max,
+      // prefill min, max.
+      cmd << n++ << " " << v(r.decode_tok_s) << " " << v(r.prefill_tok_s) << " "
+          << v(r.decode_range.lo) << " " << v(r.decode_range.hi) << " " << v(r.prefill_range.lo)
+          << " " << v(r.prefill_range.hi) << "\n";
+      names.push_back(plot::shorten(r.label, 40));
+      longest = std::max(longest, std::min<size_t>(r.label.size(), 41));
     }
     cmd << "EOD\n"
         << label_array("speed_label", names)
-        << "set title 'Speed (median over cells)'\nset ylabel 'tokens/s'\nset style fill solid "
-           "0.8\n"
-        << "set boxwidth 0.4\nset xtics rotate by -30 font ',8'\nset key outside top center "
-           "horizontal\n"
-        << "set yrange [0:*]\nset offsets 0.5, 0.5, 0, 0\nset logscale y 10\nset yrange [1:*]\n"
+        << "set title 'Speed: median over cells, whiskers from the slowest to the fastest "
+           "cell'\nset ylabel 'tokens/s'\nset style fill solid 0.8\n"
+        << "set boxwidth 0.4\nset xtics rotate by -35 font ',8' nomirror\n"
+        << "set bmargin " << 2 + longest * 0.28 << "\nset key outside top center horizontal\n"
+        << "set offsets 0.5, 0.5, 0, 0\nset yrange [0:*]\n"
         << "plot $speed using ($1-0.2):2:xtic(speed_label[int($1)+1]) with boxes lc rgb '#2b83ba' "
            "title 'decode', "
-           "$speed using ($1+0.2):3 with boxes lc rgb '#abdda4' title 'prefill'\n";
-    if (n) s.emit(script, dir, "speed", "900,600", cmd.str());
+           "$speed using ($1+0.2):3 with boxes lc rgb '#abdda4' title 'prefill', "
+           "$speed using ($1-0.2):2:4:5 with yerrorbars pt 7 ps 0.3 lc rgb '#333333' notitle, "
+           "$speed using ($1+0.2):3:6:7 with yerrorbars pt 7 ps 0.3 lc rgb '#333333' notitle\n";
+    if (n) s.emit(dir, "speed", "1000,640", cmd.str());
   }
 
   if (s.files.empty()) return result;
@@ -294,7 +227,7 @@ PlotResult write_plots(const std::vector<json>& cells, const std::vector<TableRo
   // target is a regular file or absent (RunFolder::open checked plots/).
   for (const auto& f : s.files) refuse_non_regular_target(dir + "/" + f);
   // No shell: gnuplot itself, the script on its stdin.
-  const int status = run_with_input({"gnuplot"}, script.str());
+  const int status = run_with_input({"gnuplot"}, s.body.str());
   if (status == 127) {
     result.warning =
         "gnuplot could not be started (is gnuplot installed? scripts/setup.sh installs "

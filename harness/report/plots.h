@@ -1,12 +1,17 @@
 // Plots of a run through a gnuplot pipe, each as PNG and SVG in <dir>/plots/:
-//   heatmap-<policy>.png  needle score by depth (rows) x context length
-//                         (columns), the classic needle-test look (0 red, 1 green)
+//   heatmaps.png          every configuration's needle score by depth x context
+//                         length, small multiples with one colour scale
+//                         (plots_needles.h)
+//   needle-layers.png     needle survival per layer, held and attended
+//                         (plots_needles.h)
 //   score-vs-memory.png   every configuration's score against its KV bytes (%
 //                         of full), the Pareto front drawn through the best;
 //                         error bars: the score's 95% interval (TableRow)
 //   score-vs-budget.png   score against budget, one line per base policy,
 //                         error bars: the 95% interval (stats::estimate_mean)
-//   speed.png             decode and prefill tokens/s per configuration
+//   speed.png             decode and prefill tokens/s per configuration:
+//                         medians, whiskers from the slowest to the fastest cell
+// File names are fixed: none comes from a label.
 #pragma once
 
 #include <string>
@@ -31,8 +36,5 @@ PlotResult write_plots(const std::vector<nlohmann::json>& cells, const std::vect
 // doubled, newlines and other control characters written as visible escapes
 // (\n, \x01). Every string in every plot script goes through it.
 std::string gnuplot_string(const std::string& s);
-
-// File-name-safe form of a configuration label.
-std::string plot_slug(const std::string& label);
 
 }  // namespace kvbench

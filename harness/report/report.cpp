@@ -1,12 +1,14 @@
 #include "harness/report/report.h"
 
-#include <filesystem>
-#include <fstream>
+#include <algorithm>
 #include <map>
 #include <sstream>
 
+#include "harness/report/html.h"
 #include "harness/report/plots.h"
+#include "harness/report/predictions_page.h"
 #include "harness/report/stats.h"
+#include "harness/report/summary.h"
 #include "harness/report/table.h"
 #include "model/common/atomic_file.h"
 
@@ -14,64 +16,6 @@ namespace kvbench {
 namespace {
 
 using json = nlohmann::json;
-
-// The one HTML encoder: every string that reaches report.html goes through
-// it (text and attribute values alike).
-std::string html_escape(const std::string& s) {
-  std::string o;
-  for (char c : s) {
-    switch (c) {
-      case '&':
-        o += "&amp;";
-        break;
-      case '<':
-        o += "&lt;";
-        break;
-      case '>':
-        o += "&gt;";
-        break;
-      case '"':
-        o += "&quot;";
-        break;
-      case '\'':
-        o += "&#39;";
-        break;
-      default:
-        o += c;
-    }
-  }
-  return o;
-}
-
-std::string read_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
-// Markdown table -> HTML table (the markdown is ours: one header row, one rule row).
-std::string markdown_table_to_html(const std::string& md) {
-  std::istringstream in(md);
-  std::string line;
-  std::ostringstream o;
-  o << "<table>\n";
-  int row = 0;
-  while (std::getline(in, line)) {
-    if (line.size() < 2 || line[0] != '|') continue;
-    if (row++ == 1) continue;  // the |---| rule
-    o << "<tr>";
-    std::string cell;
-    std::istringstream cells(line.substr(1));
-    while (std::getline(cells, cell, '|')) {
-      const auto b = cell.find_first_not_of(' '), e = cell.find_last_not_of(' ');
-      const std::string text = b == std::string::npos ? "" : cell.substr(b, e - b + 1);
-      o << (row == 1 ? "<th>" : "<td>") << html_escape(text) << (row == 1 ? "</th>" : "</td>");
-    }
-    o << "</tr>\n";
-  }
-  return o.str() + "</table>\n";
-}
 
 // Per task and configuration: mean score with its 95% interval and n (a
 // compact second table; Wilson or bootstrap by the cell's scores, as the
@@ -88,12 +32,12 @@ std::string per_task_markdown(const std::vector<json>& cells) {
   }
   std::ostringstream o;
   o << "| Task |";
-  for (const auto& [k, _] : configs) o << " " << k.second << " |";
+  for (const auto& [k, _] : configs) o << " " << markdown_cell(k.second) << " |";
   o << "\n|---|";
   for (size_t i = 0; i < configs.size(); ++i) o << "---:|";
   o << "\n";
   for (const auto& [task, by] : acc) {
-    o << "| " << task << " |";
+    o << "| " << markdown_cell(task) << " |";
     for (const auto& [k, _] : configs) {
       const auto it = by.find(k);
       if (it == by.end())
@@ -125,12 +69,62 @@ std::string intervals_legend() {
          "differences inside them as noise.";
 }
 
+// The figures of the HTML report, in reading order: plot stem, heading,
+// anchor, and what the reader should look at.
+struct Figure {
+  const char* stem;
+  const char* heading;
+  const char* anchor;
+  const char* caption;
+};
+constexpr Figure kFigures[] = {
+    {"score-vs-memory", "Score vs memory", "memory",
+     "Every configuration's mean score against its hot KV bytes at question time (% of the full "
+     "cache's); bars: the score's 95% interval; grey steps: the Pareto front (the best score at "
+     "that memory or less)."},
+    {"heatmaps", "Needle heatmaps", "heatmaps",
+     "Mean score by needle depth (rows, 0% at the top) and context length (columns), one panel per "
+     "configuration in the table's order, one colour scale (0 red, 1 green); blank: no instance. "
+     "Each instance's score and output: the per-instance grid below."},
+    {"needle-layers", "Needle survival per layer", "layers",
+     "Share of the needle's K/V per layer (columns) and configuration (rows), mean over the cells "
+     "with a needle: held in any tier (left) and in the hot set attention reads at question time, "
+     "restored pages included (right)."},
+    {"score-vs-budget", "Score vs budget", "budget",
+     "Mean score against the policy's budget, one line per base policy; bars: 95% interval."},
+};
+
+bool has_file(const std::vector<std::string>& files, const std::string& f) {
+  return std::find(files.begin(), files.end(), f) != files.end();
+}
+
+// <img> of plots/<stem>.svg when gnuplot wrote it.
+std::string figure_html(const std::vector<std::string>& files, const std::string& stem,
+                        const std::string& alt) {
+  const std::string svg = "plots/" + stem + ".svg";
+  if (!has_file(files, svg)) return "";
+  return "<p><img src=\"" + html_escape(svg) + "\" alt=\"" + html_escape(alt) + "\"></p>\n";
+}
+
+const char* kStyle =
+    "body{font-family:sans-serif;margin:1.5em auto;max-width:1400px;padding:0 1em;color:#222}"
+    "h2{border-bottom:1px solid #ddd;padding-bottom:0.2em;margin-top:1.6em}"
+    "table{border-collapse:collapse;font-size:0.82em}"
+    "td,th{border:1px solid #ccc;padding:3px 5px;text-align:right}"
+    "td:first-child,th:first-child{text-align:left;min-width:9em}"
+    "table.grid td,table.grid th{font-size:0.9em;padding:2px 5px}"
+    "table.grid td:nth-child(-n+4){text-align:left;white-space:nowrap}"
+    "table.grid td:first-child,table.grid th:first-child{min-width:0}"
+    ".wide{overflow-x:auto}img{max-width:100%;height:auto}"
+    "ul.summary li{margin:0.3em 0}nav a{margin-right:1em}.note{color:#555;font-size:0.9em}";
+
 }  // namespace
 
 ReportSummary write_report(const RunFolder& run) {
   const auto cells = run.cells();
   const json meta = run.meta();
   const json& config = run.config();
+  const std::string name = config.value("name", "");
   ReportSummary summary;
   summary.cells = static_cast<int>(cells.size());
   summary.expected_cells = meta.contains("plan") ? meta["plan"].value("cells", 0) : 0;
@@ -153,7 +147,8 @@ ReportSummary write_report(const RunFolder& run) {
                    "\n";
   }
   write_file_atomic(run.path("predictions.jsonl"), predictions);
-  json metrics = {{"experiment", config.value("name", "")},
+  write_file_atomic(run.path("predictions.html"), predictions_html(cells, rows, name));
+  json metrics = {{"experiment", name},
                   {"cells", summary.cells},
                   {"table", table_json(rows)},
                   {"per_cell", cells}};
@@ -162,41 +157,56 @@ ReportSummary write_report(const RunFolder& run) {
   const PlotResult plots = write_plots(cells, rows, run.dir());
   summary.plot_warning = plots.warning;
   const std::string per_task = per_task_markdown(cells);
+  const std::string speed = speed_markdown(rows);
+  const std::vector<std::string> sentences = summary_sentences(cells, rows);
 
-  std::ostringstream md;
-  md << "# kvbench report: " << config.value("name", "") << "\n\n";
-  if (!config.value("description", "").empty())
-    md << config["description"].get<std::string>() << "\n\n";
-  md << "- cells: " << summary.cells;
-  if (summary.expected_cells) md << " of " << summary.expected_cells;
-  md << "\n- model: `" << config.value("model", "") << "`";
+  std::ostringstream about;  // the run, as markdown list items
+  about << "- cells: " << summary.cells;
+  if (summary.expected_cells) about << " of " << summary.expected_cells;
+  about << "\n- model: `" << config.value("model", "") << "`";
   if (meta.contains("model_sha256"))
-    md << " (sha256 " << meta["model_sha256"].get<std::string>().substr(0, 16) << "…)";
-  md << "\n- threads: " << config.value("threads", 0);
-  if (meta.contains("cpu")) md << ", CPU: " << meta["cpu"].get<std::string>();
+    about << " (sha256 " << meta["model_sha256"].get<std::string>().substr(0, 16) << "…)";
+  about << "\n- threads: " << config.value("threads", 0);
+  if (meta.contains("cpu")) about << ", CPU: " << meta["cpu"].get<std::string>();
   if (meta.contains("git_commit"))
-    md << "\n- kvbench commit: " << meta["git_commit"].get<std::string>();
+    about << "\n- kvbench commit: " << meta["git_commit"].get<std::string>();
   if (meta.contains("work")) {
     const json& w = meta["work"];
-    md << "\n- prefill tokens computed: " << w.value("prefill_tokens_computed", int64_t{0})
-       << " (a naive run: " << w.value("prefill_tokens_naive", int64_t{0}) << ")";
+    about << "\n- prefill tokens computed: " << w.value("prefill_tokens_computed", int64_t{0})
+          << " (a naive run: " << w.value("prefill_tokens_naive", int64_t{0}) << ")";
   }
-  md << "\n\nMemory Usage and Inference Speed are relative to the full cache (hot KV bytes at "
-        "question time, restored "
-        "pages included; median decode tokens/s); Context Retention is the task score relative to "
-        "the full cache on "
-        "the same instances. Needle held: share of the needle's K/V in any tier (hot or cold); "
-        "Needle attended: in "
-        "the hot set attention reads at question time. Peak KV (prefill): the most hot KV bytes "
-        "held at once while "
-        "the prompt went in. Policy time: the policy's own work (scoring, eviction, restore, "
-        "observation) as a share "
-        "of the cell's wall time; observation in decode runs on the attention threads, whose times "
-        "add up.\n\n"
+  const std::string columns_legend =
+      "Memory Usage and Inference Speed are relative to the full cache (hot KV bytes at question "
+      "time, restored pages included; median decode tokens/s); Context Retention is the task "
+      "score relative to the full cache on the same instances. Needle held: share of the "
+      "needle's K/V in any tier (hot or cold); Needle attended: in the hot set attention reads at "
+      "question time. Peak KV (prefill): the most hot KV bytes held at once while the prompt "
+      "went in. Policy time: the policy's own work (scoring, eviction, restore, observation) as a "
+      "share of the cell's wall time; observation in decode runs on the attention threads, whose "
+      "times add up.";
+  const std::string speed_legend =
+      "Median over each configuration's cells, in brackets the slowest and the fastest cell (a "
+      "spread, not a confidence interval: the cells differ in context length and task as well as "
+      "in noise). Timings vary from run to run; every other number is deterministic.";
+  const std::string summary_legend =
+      "Generated from the cells: scores are means over all tasks with their 95% intervals; a "
+      "difference is called one only when the paired test on the same instances gives p < 0.05.";
+
+  std::ostringstream md;
+  md << "# kvbench report: " << name << "\n\n";
+  if (!config.value("description", "").empty())
+    md << config["description"].get<std::string>() << "\n\n";
+  md << "## Summary\n\n" << summary_legend << "\n\n";
+  for (const auto& sentence : sentences) md << "- " << sentence << "\n";
+  md << "\n" << about.str() << "\n\n## Table\n\n"
+     << columns_legend << "\n\n"
      << intervals_legend() << "\n\n"
      << summary.table_markdown << "\n## Score per task\n\n"
      << "Mean score with its 95% interval; W: Wilson, B: bootstrap; n instances.\n\n"
-     << per_task << "\n";
+     << per_task << "\n## Speed\n\n"
+     << speed_legend << "\n\n"
+     << speed << "\nEach cell's prediction and expected answers: `predictions.html`, "
+     << "`predictions.jsonl`.\n\n";
   if (!plots.files.empty()) {
     md << "## Plots\n\n";
     for (const auto& f : plots.files)
@@ -207,28 +217,61 @@ ReportSummary write_report(const RunFolder& run) {
 
   std::ostringstream html;
   html << "<!doctype html>\n<html><head><meta charset=\"utf-8\"><title>kvbench: "
-       << html_escape(config.value("name", ""))
-       << "</title>\n<style>body{font-family:sans-serif;margin:2em;}"
-       << "table{border-collapse:collapse;font-size:0.9em}td,th{border:1px solid #ccc;padding:4px "
-          "8px;text-align:right}"
-       << "td:first-child,th:first-child{text-align:left}svg{max-width:100%;height:auto}</style></"
-          "head><body>\n"
-       << "<h1>kvbench report: " << html_escape(config.value("name", "")) << "</h1>\n<p>"
-       << html_escape(config.value("description", "")) << "</p>\n<p>cells: " << summary.cells;
+       << html_escape(name) << "</title>\n<style>" << kStyle << "</style></head><body>\n"
+       << "<h1>kvbench report: " << html_escape(name) << "</h1>\n<nav><a href=\"#table\">table</a>"
+       << "<a href=\"#tasks\">per task</a>";
+  for (const Figure& f : kFigures)
+    if (has_file(plots.files, std::string("plots/") + f.stem + ".svg"))
+      html << "<a href=\"#" << f.anchor << "\">" << html_escape(f.heading) << "</a>";
+  html << "<a href=\"#speed\">speed</a><a href=\"#instances\">per instance</a>"
+       << "<a href=\"predictions.html\">predictions</a></nav>\n<p>"
+       << html_escape(config.value("description", "")) << "</p>\n"
+       << "<h2 id=\"summary\">Summary</h2>\n<ul class=\"summary\">\n";
+  for (const auto& sentence : sentences) html << "<li>" << html_escape(sentence) << "</li>\n";
+  html << "</ul>\n<p class=\"note\">" << html_escape(summary_legend) << "</p>\n<p class=\"note\">"
+       << "cells: " << summary.cells;
   if (summary.expected_cells) html << " of " << summary.expected_cells;
-  html << "; model: <code>" << html_escape(config.value("model", ""))
-       << "</code>; threads: " << config.value("threads", 0) << "</p>\n"
-       << "<p>" << html_escape(intervals_legend()) << "</p>\n"
-       << markdown_table_to_html(summary.table_markdown) << "<h2>Score per task</h2>\n"
-       << "<p>Mean score with its 95% interval; W: Wilson, B: bootstrap; n instances.</p>\n"
-       << markdown_table_to_html(per_task) << "<h2>Plots</h2>\n";
-  for (const auto& f : plots.files)
-    if (f.size() > 4 && f.substr(f.size() - 4) == ".svg") {
-      // Inline the <svg> element itself (without the XML prolog).
-      const std::string svg = read_file(run.path(f));
-      const auto at = svg.find("<svg");
-      if (at != std::string::npos) html << "<div>" << svg.substr(at) << "</div>\n";
-    }
+  html << "; model: <code>" << html_escape(config.value("model", "")) << "</code>";
+  if (meta.contains("model_sha256"))
+    html << " (sha256 " << html_escape(meta["model_sha256"].get<std::string>().substr(0, 16))
+         << "…)";
+  html << "; threads: " << config.value("threads", 0);
+  if (meta.contains("cpu")) html << "; CPU: " << html_escape(meta["cpu"].get<std::string>());
+  if (meta.contains("git_commit"))
+    html << "; kvbench commit " << html_escape(meta["git_commit"].get<std::string>());
+  html << "</p>\n<h2 id=\"table\">Table</h2>\n<p class=\"note\">" << html_escape(columns_legend)
+       << "</p>\n<p class=\"note\">" << html_escape(intervals_legend())
+       << " Each configuration links to its cells' predictions.</p>\n<div class=\"wide\">"
+       << markdown_table_to_html(summary.table_markdown,
+                                 [](int row) {
+                                   return "predictions.html#" +
+                                          config_anchor(static_cast<size_t>(row));
+                                 })
+       << "</div>\n<h2 id=\"tasks\">Score per task</h2>\n"
+       << "<p class=\"note\">Mean score with its 95% interval; W: Wilson, B: bootstrap; n "
+          "instances.</p>\n<div class=\"wide\">"
+       << markdown_table_to_html(per_task) << "</div>\n";
+  for (const Figure& f : kFigures) {
+    const std::string img = figure_html(plots.files, f.stem, f.heading);
+    if (img.empty()) continue;
+    html << "<h2 id=\"" << f.anchor << "\">" << html_escape(f.heading) << "</h2>\n<p class=\"note\">"
+         << html_escape(f.caption) << "</p>\n"
+         << img;
+  }
+  html << "<h2 id=\"speed\">Speed</h2>\n<p class=\"note\">" << html_escape(speed_legend)
+       << "</p>\n<div class=\"wide\">"
+       << markdown_table_to_html(speed,
+                                 [](int row) {
+                                   return "predictions.html#" +
+                                          config_anchor(static_cast<size_t>(row));
+                                 })
+       << "</div>\n"
+       << figure_html(plots.files, "speed", "Speed")
+       << "<h2 id=\"instances\">Per instance</h2>\n<p class=\"note\">Every cell's score; each "
+          "links to the cell's prediction and expected answers in <a "
+          "href=\"predictions.html\">predictions.html</a>. The last row: each configuration's mean "
+          "with its 95% interval (W: Wilson, B: bootstrap).</p>\n<div class=\"wide\">"
+       << instance_grid_html(cells, rows) << "</div>\n";
   if (!plots.warning.empty()) html << "<p>" << html_escape(plots.warning) << "</p>\n";
   html << "</body></html>\n";
   write_file_atomic(run.path("report.html"), html.str());

@@ -32,6 +32,17 @@ double median(std::vector<double> v) {
   return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
+// The smallest and largest non-NaN value; NaN for none.
+stats::Interval range(const std::vector<double>& v) {
+  stats::Interval r;
+  for (double x : v)
+    if (!std::isnan(x)) {
+      r.lo = std::isnan(r.lo) ? x : std::min(r.lo, x);
+      r.hi = std::isnan(r.hi) ? x : std::max(r.hi, x);
+    }
+  return r;
+}
+
 std::optional<double> opt(double x) {
   return std::isnan(x) ? std::nullopt : std::optional<double>(x);
 }
@@ -71,6 +82,39 @@ std::string percent_with_interval(std::optional<double> v, stats::Interval ci) {
 }
 
 }  // namespace
+
+std::string markdown_cell(const std::string& s) {
+  std::string out;
+  for (char c : s) {
+    if (c == '|')
+      out += "\\|";
+    else if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f)
+      out += ' ';
+    else
+      out += c;
+  }
+  return out;
+}
+
+std::string speed_markdown(const std::vector<TableRow>& rows) {
+  const auto spread = [](double median, stats::Interval r, const char* f) {
+    if (std::isnan(median)) return std::string("–");
+    char buf[128], lo[32], hi[32];
+    std::snprintf(buf, sizeof buf, f, median);
+    std::snprintf(lo, sizeof lo, f, r.lo);
+    std::snprintf(hi, sizeof hi, f, r.hi);
+    return std::string(buf) + " [" + lo + ", " + hi + "]";
+  };
+  std::ostringstream o;
+  o << "| Configuration | Decode tok/s | Prefill tok/s | TTFT s | Inference Speed | Cells |\n"
+       "|---|---:|---:|---:|---:|---:|\n";
+  for (const auto& r : rows)
+    o << "| " << markdown_cell(r.label) << " | " << spread(r.decode_tok_s, r.decode_range, "%.1f")
+      << " | " << spread(r.prefill_tok_s, r.prefill_range, "%.1f") << " | "
+      << spread(r.ttft_seconds, r.ttft_range, "%.3f") << " | " << fmt(r.speed_rel, "%.2fx")
+      << " | " << r.cells << " |\n";
+  return o.str();
+}
 
 std::string format_bytes(double b) {
   char buf[64];
@@ -146,6 +190,9 @@ std::vector<TableRow> build_table(const std::vector<json>& cells) {
     r.decode_tok_s = median(dec);
     r.prefill_tok_s = median(pre);
     r.ttft_seconds = median(ttft);
+    r.decode_range = range(dec);
+    r.prefill_range = range(pre);
+    r.ttft_range = range(ttft);
     r.policy_share = median(share);
     r.kl_full = opt(mean(kl));
     r.top1_agreement = opt(mean(top1));
@@ -178,7 +225,7 @@ std::string table_markdown(const std::vector<TableRow>& rows) {
        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"
        "---:|---:|---:|---:|---:|---:|---:|\n";
   for (const auto& r : rows) {
-    o << "| " << r.label << " | "
+    o << "| " << markdown_cell(r.label) << " | "
       << fmt(r.memory_rel ? std::optional(*r.memory_rel * 100) : std::nullopt, "%.1f%%") << " | "
       << fmt(r.speed_rel, "%.2fx") << " | " << percent_with_interval(r.score_rel, r.score_rel_ci)
       << " | " << format_bytes(r.kv_bytes_hot) << " | "
@@ -255,6 +302,9 @@ nlohmann::json table_json(const std::vector<TableRow>& rows) {
           {{"decode_tok_s", v(opt(r.decode_tok_s))},
            {"prefill_tok_s", v(opt(r.prefill_tok_s))},
            {"ttft_seconds", v(opt(r.ttft_seconds))},
+           {"decode_tok_s_range", {v(opt(r.decode_range.lo)), v(opt(r.decode_range.hi))}},
+           {"prefill_tok_s_range", {v(opt(r.prefill_range.lo)), v(opt(r.prefill_range.hi))}},
+           {"ttft_seconds_range", {v(opt(r.ttft_range.lo)), v(opt(r.ttft_range.hi))}},
            {"policy_share", v(opt(r.policy_share))}}}});
   }
   return out;

@@ -47,6 +47,10 @@ struct TableRow {
   double prefill_tok_s = 0.0;          // median
   std::optional<double> speed_rel;     // decode tok/s / full's, medians
   double ttft_seconds = 0.0;           // median
+  // The spread of the speeds over the row's cells: their smallest and
+  // largest values (NaN when no cell has one). Not a confidence interval:
+  // the cells differ in context length and task as well as in noise.
+  stats::Interval decode_range, prefill_range, ttft_range;
   double policy_share = 0.0;           // median share of time inside the policy
   std::optional<double> nll_delta;     // mean teacher-forced answer NLL minus full's
   std::optional<double> kl_full;       // mean KL(full || policy) at answer positions
@@ -62,6 +66,15 @@ std::vector<TableRow> build_table(const std::vector<nlohmann::json>& cells);
 std::string table_markdown(const std::vector<TableRow>& rows);
 std::string table_csv(const std::vector<TableRow>& rows);
 nlohmann::json table_json(const std::vector<TableRow>& rows);
+
+// The speed table of the report: per configuration the median decode and
+// prefill tokens/s and time to first token, each with its spread over the
+// cells [slowest, fastest], and the number of cells.
+std::string speed_markdown(const std::vector<TableRow>& rows);
+
+// Text as one markdown table cell: '|' escaped as "\|", line breaks and
+// other control characters as spaces (labels are untrusted text).
+std::string markdown_cell(const std::string& s);
 
 // "3.4 MiB", "512 B"
 std::string format_bytes(double bytes);

@@ -193,6 +193,10 @@ nlohmann::json RunFolder::meta() const {
   return m;
 }
 
+// More layers than any model kvbench loads has (a bound for the per-layer
+// arrays a cell holds).
+constexpr size_t kMaxLayers = 4096;
+
 void check_cell(const nlohmann::json& c, const std::string& path, const std::string& expected_id) {
   const auto fail = [&](const std::string& field, const std::string& what) {
     throw InputError(path + ": " + field + ": " + what);
@@ -241,6 +245,27 @@ void check_cell(const nlohmann::json& c, const std::string& path, const std::str
   need(p, "/policy", "spec", is_string, "a string", false);
   need(p, "/policy", "base", is_string, "a string", false);
   need(p, "/policy", "budget", number_or_null, "a number or null", false);
+  // Needle survival per layer (the report's per-layer figure): shares in
+  // [0, 1], at most kMaxLayers of them.
+  const auto per_layer = [&](const nlohmann::json& obj, const std::string& where) {
+    need(obj, where, "per_layer", is_array, "an array", false);
+    if (!obj.contains("per_layer")) return;
+    const nlohmann::json& v = obj["per_layer"];
+    if (v.size() > kMaxLayers) fail(where + "/per_layer", "more than 4096 layers");
+    for (const auto& x : v)
+      if (!x.is_null() && !(x.is_number() && x.get<double>() >= 0 && x.get<double>() <= 1))
+        fail(where + "/per_layer", "expected shares in [0, 1]");
+  };
+  if (c.contains("needle_survival") && !c["needle_survival"].is_null()) {
+    const nlohmann::json& ns = c["needle_survival"];
+    if (!ns.is_object()) fail("/needle_survival", "expected an object or null");
+    per_layer(ns, "/needle_survival");
+    if (ns.contains("attended") && !ns["attended"].is_null()) {
+      if (!ns["attended"].is_object())
+        fail("/needle_survival/attended", "expected an object or null");
+      per_layer(ns["attended"], "/needle_survival/attended");
+    }
+  }
 }
 
 bool RunFolder::has_cell(const std::string& id) const {

@@ -1,0 +1,25 @@
+// HTML output of the report pages. Every string that reaches report.html or
+// predictions.html goes through html_escape: labels, model output and
+// descriptions come from run folders that others write.
+#pragma once
+
+#include <functional>
+#include <string>
+
+namespace kvbench {
+
+// Text and attribute values alike: & < > " ' become entities.
+std::string html_escape(const std::string& s);
+
+// One of our markdown tables (a header row, a |---| rule, body rows) as an
+// HTML table, every cell escaped. link(i), for body row i (0-based), returns
+// an href for that row's first cell, or "" for none; the href is escaped too.
+std::string markdown_table_to_html(const std::string& md,
+                                   const std::function<std::string(int)>& link = {});
+
+// The anchor of a cell's entry in predictions.html: "cell-<id>" (cell ids are
+// safe file names, checked by check_cell, so the anchor needs no encoding
+// beyond html_escape).
+std::string cell_anchor(const std::string& cell_id);
+
+}  // namespace kvbench
