@@ -186,89 +186,96 @@ TEST(Compare, ANoiseSizedDropIsNoRegression) {
   EXPECT_FALSE(r0.regressed);
   EXPECT_NE(r0.report.find("RESULT: no significant regression"), std::string::npos);
 
-  // One of ten flips: a drop of 0.1 beyond the tolerance 0.05, McNemar p = 1.
+  // One of ten flips: a drop of 0.1 beyond the tolerance 0.05, one-sided
+  // mid-p McNemar p = 0.25.
   const RunFolder one = make_run("one", ten(passing_but(1)));
   const CompareResult r1 = compare_runs(base.dir(), one.dir(), 0.05);
   EXPECT_FALSE(r1.regressed) << r1.report;
   EXPECT_EQ(h2o_row(r1.report),
             "| h2o | passkey | 10 | McNemar | 1.000 [0.722, 1.000] | 0.900 [0.596, 0.982] | -0.100 "
-            "| 1 | 0.600 (6 of 10) | drop not significant |")
+            "| 0.25 | 0.400 (4 of 10) | drop not significant |")
       << r1.report;
   EXPECT_NE(r1.report.find("RESULT: no significant regression"), std::string::npos);
   // The run says what it could have detected, and that the tolerance is below it.
   EXPECT_NE(r1.report.find("h2o / passkey: with 10 paired instances the McNemar test can call no "
-                           "drop below 0.600 significant (6 of 10 instances losing their score): "
+                           "drop below 0.400 significant (4 of 10 instances losing their score): "
                            "a drop larger than the tolerance (0.050) but smaller than that passes "
                            "unseen."),
             std::string::npos)
       << r1.report;
 
-  // Four of ten flip: still p = 0.125 (2 / 2^4), not significant. Exact
-  // McNemar needs six discordant pairs in one direction (p = 0.031).
-  const RunFolder four = make_run("four", ten(passing_but(4)));
-  const CompareResult r4 = compare_runs(base.dir(), four.dir(), 0.05);
-  EXPECT_FALSE(r4.regressed) << r4.report;
-  EXPECT_NE(h2o_row(r4.report).find("| -0.400 | 0.125 | 0.600 (6 of 10) | drop not significant |"),
-            std::string::npos)
-      << r4.report;
-  for (const auto* f : {&base, &same, &one, &four}) f->remove();
+  // Three of ten flip: p = 0.0625 (1/2 · 1/2^3), not significant. Mid-p
+  // McNemar needs four discordant pairs, all one way (p = 0.031).
+  const RunFolder three = make_run("three", ten(passing_but(3)));
+  const CompareResult r3 = compare_runs(base.dir(), three.dir(), 0.05);
+  EXPECT_FALSE(r3.regressed) << r3.report;
+  EXPECT_NE(
+      h2o_row(r3.report).find("| -0.300 | 0.0625 | 0.400 (4 of 10) | drop not significant |"),
+      std::string::npos)
+      << r3.report;
+  for (const auto* f : {&base, &same, &one, &three}) f->remove();
 }
 
 TEST(Compare, ASignificantDropBeyondTheToleranceRegresses) {
   const RunFolder base = make_run("base", ten(passing_but(0)));
-  const RunFolder six = make_run("six", ten(passing_but(6)));
-  const CompareResult r = compare_runs(base.dir(), six.dir(), 0.05);
+  // Four of ten flip: one-sided mid-p McNemar p = 1/2 · 1/2^4 = 0.03125.
+  const RunFolder four = make_run("four", ten(passing_but(4)));
+  const CompareResult r = compare_runs(base.dir(), four.dir(), 0.05);
   EXPECT_TRUE(r.regressed);
-  EXPECT_NE(h2o_row(r.report).find("| -0.600 | 0.03125 | 0.600 (6 of 10) | REGRESSED |"),
+  EXPECT_NE(h2o_row(r.report).find("| -0.400 | 0.03125 | 0.400 (4 of 10) | REGRESSED |"),
             std::string::npos)
       << r.report;
   EXPECT_NE(r.report.find("RESULT: regression"), std::string::npos);
-  // Significant, but within a tolerance of 0.7: accepted.
-  const CompareResult within = compare_runs(base.dir(), six.dir(), 0.7);
+  // Significant, but within a tolerance of 0.5: accepted.
+  const CompareResult within = compare_runs(base.dir(), four.dir(), 0.5);
   EXPECT_FALSE(within.regressed);
   EXPECT_NE(h2o_row(within.report).find("significant drop within tolerance"), std::string::npos);
-  // The other way round it is a significant improvement.
-  const CompareResult better = compare_runs(six.dir(), base.dir(), 0.0);
+  // The other way round it is a significant improvement (the test with the
+  // runs swapped), never a regression.
+  const CompareResult better = compare_runs(four.dir(), base.dir(), 0.0);
   EXPECT_FALSE(better.regressed);
-  EXPECT_NE(h2o_row(better.report).find("| improved |"), std::string::npos) << better.report;
+  EXPECT_NE(h2o_row(better.report).find("| +0.400 | 0.9688 | 0.400 (4 of 10) | improved |"),
+            std::string::npos)
+      << better.report;
   base.remove();
-  six.remove();
+  four.remove();
 }
 
 TEST(Compare, FractionalScoresTakeThePairedBootstrap) {
   const std::vector<double> scores = {0.9, 0.8, 0.7, 0.6, 0.5, 0.9, 0.8, 0.7, 0.6, 0.5};
   const RunFolder base = make_run("base", ten(scores));
   auto one_lower = scores;
-  one_lower[0] -= 0.5;  // one instance loses 0.5: mean -0.05, p about 0.7
+  one_lower[0] -= 0.5;  // one instance loses 0.5: mean -0.05, p about 0.35
   const RunFolder one = make_run("one", ten(one_lower));
   const CompareResult r1 = compare_runs(base.dir(), one.dir(), 0.01);
   EXPECT_FALSE(r1.regressed) << r1.report;
   EXPECT_NE(h2o_row(r1.report).find("| 10 | bootstrap+sign | 0.700 ["), std::string::npos)
       << r1.report;
-  EXPECT_NE(h2o_row(r1.report).find("| 1 | 0.600 (6 of 10) | drop not significant |"),
+  EXPECT_NE(h2o_row(r1.report).find("| 0.400 (4 of 10) | drop not significant |"),
             std::string::npos)
       << r1.report;
-  // Five instances lose 0.4: mean -0.2; the bootstrap alone says p = 0.002,
-  // the sign test 0.0625 (5 to 0): not significant.
-  auto five_lower = scores, seven_lower = scores;
+  // Three instances lose 0.4: mean -0.12; the bootstrap alone says p = 0.03,
+  // the mid-p sign test 0.0625 (3 to 0): not significant.
+  auto three_lower = scores, five_lower = scores;
+  for (int i = 0; i < 3; ++i) three_lower[i] -= 0.4;
+  const RunFolder three = make_run("three", ten(three_lower));
+  const CompareResult r3 = compare_runs(base.dir(), three.dir(), 0.05);
+  EXPECT_FALSE(r3.regressed) << r3.report;
+  EXPECT_NE(
+      h2o_row(r3.report).find("| -0.120 | 0.0625 | 0.400 (4 of 10) | drop not significant |"),
+      std::string::npos)
+      << r3.report;
+  // Five lose 0.4: sign test p = 1/2 · 1/2^5, the bootstrap's smaller.
   for (int i = 0; i < 5; ++i) five_lower[i] -= 0.4;
   const RunFolder five = make_run("five", ten(five_lower));
   const CompareResult r5 = compare_runs(base.dir(), five.dir(), 0.05);
-  EXPECT_FALSE(r5.regressed) << r5.report;
-  EXPECT_NE(h2o_row(r5.report).find("| -0.200 | 0.0625 | 0.600 (6 of 10) | drop not significant |"),
+  EXPECT_TRUE(r5.regressed) << r5.report;
+  EXPECT_NE(h2o_row(r5.report).find("| -0.200 | 0.01562 | 0.400 (4 of 10) | REGRESSED |"),
             std::string::npos)
       << r5.report;
-  // Seven lose 0.4: sign test p = 2 / 2^7, the bootstrap's smaller.
-  for (int i = 0; i < 7; ++i) seven_lower[i] -= 0.4;
-  const RunFolder seven = make_run("seven", ten(seven_lower));
-  const CompareResult r7 = compare_runs(base.dir(), seven.dir(), 0.05);
-  EXPECT_TRUE(r7.regressed) << r7.report;
-  EXPECT_NE(h2o_row(r7.report).find("| -0.280 | 0.01562 | 0.600 (6 of 10) | REGRESSED |"),
-            std::string::npos)
-      << r7.report;
   // Bit-identical run to run.
-  EXPECT_EQ(compare_runs(base.dir(), seven.dir(), 0.05).report, r7.report);
-  for (const auto* f : {&base, &one, &five, &seven}) f->remove();
+  EXPECT_EQ(compare_runs(base.dir(), five.dir(), 0.05).report, r5.report);
+  for (const auto* f : {&base, &one, &three, &five}) f->remove();
 }
 
 TEST(Compare, MissingInstancesFailAndDuplicatesAreRefused) {
@@ -301,33 +308,37 @@ TEST(Compare, MissingInstancesFailAndDuplicatesAreRefused) {
 }
 
 // `kvbench compare` as a user runs it: exit 0 with "no significant
-// regression" and the detectable drop named for one flip of ten, exit 1 for
-// a significant drop beyond the tolerance (six of ten, p = 0.031), exit 2
-// with one error line for bad input.
+// regression" and the detectable drop named for one flip of ten (p = 0.25)
+// and for three (p = 0.0625), exit 1 for a significant drop beyond the
+// tolerance (four of ten, p = 0.031), exit 2 with one error line for bad
+// input.
 TEST(CompareCli, ExitCodes) {
   const RunFolder base = make_run("base", ten(passing_but(0)));
   const RunFolder one = make_run("one", ten(passing_but(1)));
+  const RunFolder three = make_run("three", ten(passing_but(3)));
   const RunFolder four = make_run("four", ten(passing_but(4)));
-  const RunFolder six = make_run("six", ten(passing_but(6)));
   const test::CliResult r1 =
       test::run_kvbench("compare " + base.dir() + " " + one.dir() + " --tolerance 0.05");
   EXPECT_EQ(r1.code, 0) << r1.out << r1.err;
   EXPECT_NE(r1.out.find("RESULT: no significant regression"), std::string::npos) << r1.out;
-  EXPECT_NE(r1.out.find("0.600 (6 of 10)"), std::string::npos) << r1.out;
+  EXPECT_NE(r1.out.find("| 0.25 | 0.400 (4 of 10) | drop not significant |"), std::string::npos)
+      << r1.out;
+  EXPECT_NE(r1.out.find("can call no drop below 0.400 significant"), std::string::npos) << r1.out;
   EXPECT_TRUE(r1.err.empty()) << r1.err;
+  const test::CliResult r3 =
+      test::run_kvbench("compare " + base.dir() + " " + three.dir() + " --tolerance 0.05");
+  EXPECT_EQ(r3.code, 0) << r3.out;  // p = 0.0625
   const test::CliResult r4 =
       test::run_kvbench("compare " + base.dir() + " " + four.dir() + " --tolerance 0.05");
-  EXPECT_EQ(r4.code, 0) << r4.out;  // p = 0.125
-  const test::CliResult r6 =
-      test::run_kvbench("compare " + base.dir() + " " + six.dir() + " --tolerance 0.05");
-  EXPECT_EQ(r6.code, 1) << r6.out;
-  EXPECT_NE(r6.out.find("RESULT: regression"), std::string::npos) << r6.out;
+  EXPECT_EQ(r4.code, 1) << r4.out;  // p = 0.03125
+  EXPECT_NE(r4.out.find("| 0.03125 | 0.400 (4 of 10) | REGRESSED |"), std::string::npos) << r4.out;
+  EXPECT_NE(r4.out.find("RESULT: regression"), std::string::npos) << r4.out;
   test::expect_input_error(
-      test::run_kvbench("compare " + base.dir() + " " + six.dir() + " --tolerance 2"),
+      test::run_kvbench("compare " + base.dir() + " " + four.dir() + " --tolerance 2"),
       "--tolerance");
   test::expect_input_error(test::run_kvbench("compare " + base.dir() + " " + base.dir() + "-none"),
                            base.dir() + "-none");
-  for (const auto* f : {&base, &one, &four, &six}) f->remove();
+  for (const auto* f : {&base, &one, &three, &four}) f->remove();
 }
 
 TEST(RunFolder, CellsAreAtomicFilesAndOpenNeedsAConfig) {

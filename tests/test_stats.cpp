@@ -1,5 +1,5 @@
-// The statistics module against known values: Wilson intervals, exact
-// McNemar p-values, the bootstrap's determinism and its behaviour on cases
+// The statistics module against known values: Wilson intervals, one-sided
+// mid-p McNemar p-values, the bootstrap's determinism and its behaviour on cases
 // whose answer is known, and the smallest detectable drops.
 #include <gtest/gtest.h>
 
@@ -28,17 +28,21 @@ TEST(Stats, WilsonIntervalKnownValues) {
   EXPECT_NEAR(half.hi, 0.763407, 1e-6);
 }
 
-TEST(Stats, McNemarExactKnownValues) {
-  EXPECT_DOUBLE_EQ(mcnemar_exact_p(4, 0), 0.125);        // 2 / 2^4
-  EXPECT_DOUBLE_EQ(mcnemar_exact_p(0, 4), 0.125);        // two-sided
-  EXPECT_DOUBLE_EQ(mcnemar_exact_p(5, 0), 0.0625);       // not yet significant
-  EXPECT_DOUBLE_EQ(mcnemar_exact_p(6, 0), 0.03125);      // the first that is
-  EXPECT_DOUBLE_EQ(mcnemar_exact_p(1, 0), 1.0);          // capped at 1
-  EXPECT_DOUBLE_EQ(mcnemar_exact_p(0, 0), 1.0);          // nothing discordant
-  EXPECT_DOUBLE_EQ(mcnemar_exact_p(5, 1), 0.21875);      // 2 (1 + 6) / 64
-  EXPECT_NEAR(mcnemar_exact_p(10, 2), 0.0385742, 1e-7);  // 2 (1 + 12 + 66) / 4096
-  EXPECT_FALSE(significant(mcnemar_exact_p(5, 0)));
-  EXPECT_TRUE(significant(mcnemar_exact_p(6, 0)));
+TEST(Stats, McNemarMidPKnownValues) {
+  // p = P(X > b) + P(X = b) / 2, X ~ Binomial(b + c, 1/2), by hand.
+  EXPECT_DOUBLE_EQ(mcnemar_midp_drop_p(1, 0), 0.25);        // 1/2 · 1/2
+  EXPECT_DOUBLE_EQ(mcnemar_midp_drop_p(3, 0), 0.0625);      // 1/2 · 1/8: not yet significant
+  EXPECT_DOUBLE_EQ(mcnemar_midp_drop_p(4, 0), 0.03125);     // 1/2 · 1/16: the first that is
+  EXPECT_DOUBLE_EQ(mcnemar_midp_drop_p(6, 0), 0.0078125);   // 1/2 · 1/64
+  EXPECT_DOUBLE_EQ(mcnemar_midp_drop_p(0, 4), 0.96875);     // one-sided: a rise is no drop
+  EXPECT_DOUBLE_EQ(mcnemar_midp_drop_p(2, 2), 0.5);         // as many rose as fell
+  EXPECT_DOUBLE_EQ(mcnemar_midp_drop_p(0, 0), 1.0);         // nothing discordant
+  EXPECT_DOUBLE_EQ(mcnemar_midp_drop_p(5, 1), 0.0625);      // (1 + 6/2) / 64
+  EXPECT_NEAR(mcnemar_midp_drop_p(10, 2), 0.0112305, 1e-7);  // (1 + 12 + 66/2) / 4096
+  EXPECT_FALSE(significant(mcnemar_midp_drop_p(3, 0)));
+  EXPECT_TRUE(significant(mcnemar_midp_drop_p(4, 0)));
+  // The mid-p is the exact one-sided p, P(X >= b), less half of P(X = b).
+  EXPECT_DOUBLE_EQ(mcnemar_midp_drop_p(4, 0), 1.0 / 16 - 0.5 / 16);
 }
 
 TEST(Stats, ScoreKindFromTheData) {
@@ -92,73 +96,75 @@ TEST(Stats, BootstrapIsDeterministicAndRight) {
 TEST(Stats, PairedBootstrapTest) {
   const std::vector<double> base = {0.9, 0.8, 0.7, 0.6, 0.5, 0.9, 0.8, 0.7, 0.6, 0.5};
   EXPECT_DOUBLE_EQ(paired_bootstrap_p(base, base), 1.0);  // identical runs
-  // Every instance 0.1 lower: every resampled mean is -0.1, p = 2 / (B + 1).
+  // Every instance 0.1 lower: every resampled mean is -0.1, p = 1 / (B + 1).
   std::vector<double> lower = base;
   for (double& v : lower) v -= 0.1;
-  EXPECT_DOUBLE_EQ(paired_bootstrap_p(base, lower), 2.0 / (kBootstrapResamples + 1));
+  EXPECT_DOUBLE_EQ(paired_bootstrap_p(base, lower), 1.0 / (kBootstrapResamples + 1));
   // k of 10 instances losing 0.5: a resampled mean is >= 0 only when it
   // draws none of them, with probability ((10 - k) / 10)^10, so p is about
-  // 2 · that: k = 1 -> 0.70, k = 4 -> 0.012.
+  // that: k = 1 -> 0.35, k = 4 -> 0.006.
   std::vector<double> one = base, four = base;
   one[0] -= 0.5;
   for (int i = 0; i < 4; ++i) four[i] -= 0.5;
-  EXPECT_NEAR(paired_bootstrap_p(base, one), 0.697, 0.03);
-  EXPECT_NEAR(paired_bootstrap_p(base, four), 0.0123, 0.004);
+  EXPECT_NEAR(paired_bootstrap_p(base, one), 0.349, 0.02);
+  EXPECT_NEAR(paired_bootstrap_p(base, four), 0.0061, 0.002);
   EXPECT_EQ(paired_bootstrap_p(base, four), paired_bootstrap_p(base, four));
-  EXPECT_NEAR(paired_bootstrap_p(four, base), 0.0123, 0.004);  // two-sided
+  EXPECT_DOUBLE_EQ(paired_bootstrap_p(four, base), 1.0);  // one-sided: a rise is no drop
 }
 
 TEST(Stats, FractionalChangesNeedTheBootstrapAndTheSignTest) {
   // One instance: the bootstrap alone is certain (every resample is that
   // instance), the sign test knows one instance says nothing.
   const std::vector<double> b1 = {0.8}, n1 = {0.3};
-  EXPECT_DOUBLE_EQ(paired_bootstrap_p(b1, n1), 2.0 / (kBootstrapResamples + 1));
-  EXPECT_DOUBLE_EQ(paired_sign_test_p(b1, n1), 1.0);
-  EXPECT_DOUBLE_EQ(paired_p(ScoreKind::Fractional, b1, n1), 1.0);
+  EXPECT_DOUBLE_EQ(paired_bootstrap_p(b1, n1), 1.0 / (kBootstrapResamples + 1));
+  EXPECT_DOUBLE_EQ(paired_sign_test_p(b1, n1), 0.25);
+  EXPECT_DOUBLE_EQ(paired_p(ScoreKind::Fractional, b1, n1), 0.25);
   // Nine instances fall by 0.1, one rises by 0.8: the sign test alone would
-  // call it (9 to 1, p = 0.021), the bootstrap sees a mean change of -0.01
-  // carried by one instance.
+  // call it (9 to 1, p = 0.0059), the bootstrap sees a mean change of -0.01
+  // carried by one instance: a resampled mean is >= 0 when it draws the
+  // rising one at least twice, P = 1 - 0.9^10 - 0.9^9 = 0.264.
   const std::vector<double> base(10, 0.1);
   std::vector<double> next(10, 0.0);
   next[9] = 0.9;
-  EXPECT_NEAR(paired_sign_test_p(base, next), 0.0214844, 1e-6);  // 2 (1 + 10) / 1024
+  EXPECT_NEAR(paired_sign_test_p(base, next), 0.0058594, 1e-6);  // (1 + 10/2) / 1024
   const double boot = paired_bootstrap_p(base, next);
-  EXPECT_GT(boot, 0.3);
+  EXPECT_NEAR(boot, 0.264, 0.02);
   EXPECT_DOUBLE_EQ(paired_p(ScoreKind::Fractional, base, next), boot);
   EXPECT_FALSE(significant(paired_p(ScoreKind::Fractional, base, next)));
   // On 0/1 scores paired_p is McNemar.
   const std::vector<double> pass(10, 1.0);
   std::vector<double> four = pass;
   for (int i = 0; i < 4; ++i) four[i] = 0.0;
-  EXPECT_DOUBLE_EQ(paired_p(ScoreKind::PassFail, pass, four), 0.125);
-  EXPECT_DOUBLE_EQ(paired_p(ScoreKind::Fractional, pass, four), 0.125);
+  EXPECT_DOUBLE_EQ(paired_p(ScoreKind::PassFail, pass, four), 0.03125);
+  EXPECT_DOUBLE_EQ(paired_p(ScoreKind::Fractional, pass, four), 0.03125);
+  EXPECT_DOUBLE_EQ(paired_p(ScoreKind::PassFail, four, pass), 0.96875);  // the rise
 }
 
 TEST(Stats, SmallestDetectableDrop) {
-  // McNemar needs 6 discordant pairs in one direction (p = 2^(1-k)).
-  EXPECT_EQ(min_detectable_flips(ScoreKind::PassFail, 10), 6);
-  EXPECT_DOUBLE_EQ(min_detectable_drop(ScoreKind::PassFail, 10), 0.6);
-  EXPECT_DOUBLE_EQ(min_detectable_drop(ScoreKind::PassFail, 100), 0.06);
-  EXPECT_EQ(min_detectable_flips(ScoreKind::PassFail, 6), 6);
-  EXPECT_EQ(min_detectable_flips(ScoreKind::PassFail, 5), 0);  // nothing can be
-  EXPECT_TRUE(std::isnan(min_detectable_drop(ScoreKind::PassFail, 4)));
+  // Mid-p McNemar needs 4 discordant pairs, all one way (p = 2^-(k+1)).
+  EXPECT_EQ(min_detectable_flips(ScoreKind::PassFail, 10), 4);
+  EXPECT_DOUBLE_EQ(min_detectable_drop(ScoreKind::PassFail, 10), 0.4);
+  EXPECT_DOUBLE_EQ(min_detectable_drop(ScoreKind::PassFail, 100), 0.04);
+  EXPECT_EQ(min_detectable_flips(ScoreKind::PassFail, 4), 4);
+  EXPECT_EQ(min_detectable_flips(ScoreKind::PassFail, 3), 0);  // nothing can be
+  EXPECT_TRUE(std::isnan(min_detectable_drop(ScoreKind::PassFail, 3)));
   // Fractional scores: the sign test binds (the bootstrap alone would take
-  // 4 of 10, and 1 of 1).
-  EXPECT_EQ(min_detectable_flips(ScoreKind::Fractional, 10), 6);
-  EXPECT_DOUBLE_EQ(min_detectable_drop(ScoreKind::Fractional, 10), 0.6);
+  // 3 of 10, and 1 of 1).
+  EXPECT_EQ(min_detectable_flips(ScoreKind::Fractional, 10), 4);
+  EXPECT_DOUBLE_EQ(min_detectable_drop(ScoreKind::Fractional, 10), 0.4);
   EXPECT_EQ(min_detectable_flips(ScoreKind::Fractional, 1), 0);
-  EXPECT_EQ(min_detectable_flips(ScoreKind::Fractional, 5), 0);
+  EXPECT_EQ(min_detectable_flips(ScoreKind::Fractional, 3), 0);
   // The figures agree with the tests themselves on that case: the bootstrap
-  // alone at 3 of 10 (p = 2 (1 + B 0.7^10) / (B + 1) = 0.057) and 4 of 10
-  // (0.012), the combined test at 5 and 6 of 10.
+  // alone at 2 of 10 (p = (1 + B 0.8^10) / (B + 1) = 0.107) and 3 of 10
+  // (0.028), the combined test at 3 and 4 of 10.
   std::vector<double> base(10, 1.0);
-  std::vector<std::vector<double>> lose(7, base);
-  for (int k = 0; k < 7; ++k)
+  std::vector<std::vector<double>> lose(5, base);
+  for (int k = 0; k < 5; ++k)
     for (int i = 0; i < k; ++i) lose[k][i] = 0.0;
-  EXPECT_FALSE(significant(paired_bootstrap_p(base, lose[3])));
-  EXPECT_TRUE(significant(paired_bootstrap_p(base, lose[4])));
-  EXPECT_FALSE(significant(paired_p(ScoreKind::Fractional, base, lose[5])));
-  EXPECT_TRUE(significant(paired_p(ScoreKind::Fractional, base, lose[6])));
+  EXPECT_FALSE(significant(paired_bootstrap_p(base, lose[2])));
+  EXPECT_TRUE(significant(paired_bootstrap_p(base, lose[3])));
+  EXPECT_FALSE(significant(paired_p(ScoreKind::Fractional, base, lose[3])));
+  EXPECT_TRUE(significant(paired_p(ScoreKind::Fractional, base, lose[4])));
 }
 
 }  // namespace

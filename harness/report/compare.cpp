@@ -56,7 +56,7 @@ std::string fixed(double v, const char* f = "%.3f") {
   return buf;
 }
 
-// The smallest detectable drop as "0.600 (6 of 10)", or why there is none.
+// The smallest detectable drop as "0.400 (4 of 10)", or why there is none.
 std::string detectable(stats::ScoreKind kind, int64_t n) {
   const int64_t k = stats::min_detectable_flips(kind, n);
   if (!k) return "none at n=" + std::to_string(n);
@@ -113,18 +113,21 @@ CompareResult compare_runs(const std::string& base_dir, const std::string& new_d
     both.insert(both.end(), sn.begin(), sn.end());
     const stats::ScoreKind kind = stats::score_kind(both);
     const stats::Estimate eb = stats::estimate_mean(sb), en = stats::estimate_mean(sn);
+    // One-sided: p asks whether the score dropped; the same test with the
+    // runs swapped asks whether it rose (only for the "improved" status).
     const double p = n ? stats::paired_p(kind, sb, sn) : NAN;
     const double drop = n ? mean(sb) - mean(sn) : NAN;
     const bool beyond = n && drop > tolerance + 1e-12;
-    const bool sig = n && stats::significant(p);
+    const bool sig = n && drop > 0 && stats::significant(p);
+    const bool rose = n && drop < 0 && stats::significant(stats::paired_p(kind, sn, sb));
     const bool regressed = beyond && sig;
     r.regressed = r.regressed || regressed || missing > 0;
-    std::string status = regressed         ? "REGRESSED"
-                         : beyond          ? "drop not significant"
-                         : sig && drop > 0 ? "significant drop within tolerance"
-                         : sig && drop < 0 ? "improved"
-                         : n               ? "ok"
-                                           : "";
+    std::string status = regressed ? "REGRESSED"
+                         : beyond  ? "drop not significant"
+                         : sig     ? "significant drop within tolerance"
+                         : rose    ? "improved"
+                         : n       ? "ok"
+                                   : "";
     if (missing)
       status += (status.empty() ? "" : ", ") + std::to_string(missing) + " instance(s) missing";
     table << "| " << key.first << " | " << key.second << " | " << n << " | "
@@ -152,10 +155,10 @@ CompareResult compare_runs(const std::string& base_dir, const std::string& new_d
   std::ostringstream o;
   o << "## Per configuration and task (tolerance " << tolerance << ")\n\n"
     << "A drop is a regression when the paired test calls it significant (p < " << stats::kAlpha
-    << ": exact McNemar when every score is 0 or 1; otherwise the larger p of a paired bootstrap "
-       "over instances, "
+    << ", one-sided: mid-p McNemar when every score is 0 or 1; otherwise the larger p of a "
+       "paired bootstrap over instances, "
     << stats::kBootstrapResamples
-    << " resamples, and the exact sign test) and it is larger than the tolerance. Scores are "
+    << " resamples, and the mid-p sign test) and it is larger than the tolerance. Scores are "
        "means with their 95% interval (Wilson or bootstrap). Smallest detectable drop: the least "
        "drop the test could call significant with n instances (k of n losing their whole "
        "score).\n\n"

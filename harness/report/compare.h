@@ -2,9 +2,9 @@
 // (policy label) and task, pairing the cells of each group by instance id.
 //
 // A group regressed when the paired test calls its drop significant
-// (p < 0.05: exact McNemar when every paired score is 0 or 1, otherwise the
-// paired bootstrap over instances held in check by the exact sign test;
-// stats::paired_p) AND the drop of
+// (one-sided p < 0.05: mid-p McNemar when every paired score is 0 or 1,
+// otherwise the paired bootstrap over instances held in check by the mid-p
+// sign test; stats::paired_p) AND the drop of
 // the mean score is larger than the tolerance. Either alone is not enough: a
 // large drop on a handful of instances can be noise, and a significant drop
 // within the tolerance is one the caller accepted. Instances of BASE missing

@@ -117,24 +117,24 @@ Estimate estimate_mean(std::span<const double> scores) {
   return e;
 }
 
-double mcnemar_exact_p(int64_t b, int64_t c) {
+double mcnemar_midp_drop_p(int64_t b, int64_t c) {
   assert(b >= 0 && c >= 0);
   if (b + c == 0) return 1.0;
   const boost::math::binomial_distribution<double> discordant(static_cast<double>(b + c), 0.5);
-  return std::min(1.0, 2.0 * boost::math::cdf(discordant, static_cast<double>(std::min(b, c))));
+  const double bb = static_cast<double>(b);
+  // P(X > b) + P(X = b) / 2; cdf(complement(d, b)) is P(X > b).
+  return boost::math::cdf(boost::math::complement(discordant, bb)) +
+         0.5 * boost::math::pdf(discordant, bb);
 }
 
 double paired_bootstrap_p(std::span<const double> base, std::span<const double> next) {
   assert(base.size() == next.size() && !base.empty());
   std::vector<double> diff(base.size());  // [n] next - base, per instance
   for (size_t i = 0; i < diff.size(); ++i) diff[i] = next[i] - base[i];
-  int64_t at_most_zero = 0, at_least_zero = 0;
-  for (double m : resampled_means(diff)) {
-    at_most_zero += m <= 0.0;
-    at_least_zero += m >= 0.0;
-  }
-  const double tail = static_cast<double>(1 + std::min(at_most_zero, at_least_zero));
-  return std::min(1.0, 2.0 * tail / (kBootstrapResamples + 1));
+  // Resamples that show no drop: the evidence against one.
+  int64_t at_least_zero = 0;
+  for (double m : resampled_means(diff)) at_least_zero += m >= 0.0;
+  return std::min(1.0, static_cast<double>(1 + at_least_zero) / (kBootstrapResamples + 1));
 }
 
 double paired_sign_test_p(std::span<const double> base, std::span<const double> next) {
@@ -144,7 +144,7 @@ double paired_sign_test_p(std::span<const double> base, std::span<const double> 
     fell += next[i] < base[i];
     rose += next[i] > base[i];
   }
-  return mcnemar_exact_p(fell, rose);
+  return mcnemar_midp_drop_p(fell, rose);
 }
 
 double paired_p(ScoreKind kind, std::span<const double> base, std::span<const double> next) {
@@ -156,14 +156,14 @@ double paired_p(ScoreKind kind, std::span<const double> base, std::span<const do
 
 int64_t min_detectable_flips(ScoreKind kind, int64_t n) {
   for (int64_t k = 1; k <= n; ++k) {
-    double p = mcnemar_exact_p(k, 0);  // McNemar, or the sign test
+    double p = mcnemar_midp_drop_p(k, 0);  // McNemar, or the sign test
     if (kind == ScoreKind::Fractional) {
       // The expected p of paired_bootstrap_p on k differences of -1 and n - k
       // of 0: every resample's mean is <= 0, and it is >= 0 (= 0) only when
       // none of the k is drawn.
       const double none_drawn =
           std::pow(static_cast<double>(n - k) / static_cast<double>(n), static_cast<double>(n));
-      p = std::max(p, std::min(1.0, 2.0 * (1.0 + kBootstrapResamples * none_drawn) /
+      p = std::max(p, std::min(1.0, (1.0 + kBootstrapResamples * none_drawn) /
                                         (kBootstrapResamples + 1)));
     }
     if (significant(p)) return k;

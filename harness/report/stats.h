@@ -6,12 +6,21 @@
 //
 // Two kinds of score, told apart by the data (score_kind):
 //   pass/fail   every score is exactly 0 or 1 (the exact, contains and
-//               numeric graders): Wilson score interval for the mean; exact
-//               McNemar test on the discordant pairs for a paired change
+//               numeric graders): Wilson score interval for the mean;
+//               one-sided mid-p McNemar test on the discordant pairs for a
+//               paired drop
 //   fractional  anything else (all_values, per_query, the perplexity ratio):
-//               percentile bootstrap over instances for the mean; paired
-//               bootstrap over instances, held in check by the exact sign
-//               test, for a paired change (paired_p says why)
+//               percentile bootstrap over instances for the mean; one-sided
+//               paired bootstrap over instances, held in check by the
+//               one-sided mid-p sign test, for a paired drop (paired_p says why)
+//
+// The paired tests are one-sided: a regression gate asks whether the score
+// DROPPED, not whether it changed. A two-sided test spends half its level on
+// improvements the gate never acts on. They use the mid-p (Fagerland,
+// Lydersen & Laake, BMC Med Res Methodol 13:91, 2013: the exact conditional
+// McNemar test is so conservative that its true level is far below the
+// nominal one at small n; the mid-p keeps close to the nominal level and
+// they recommend it).
 //
 // Everything is deterministic: the bootstrap draws come from one SplitMix64
 // stream (datasets/rng.h, portable, unlike std::uniform_int_distribution)
@@ -27,7 +36,8 @@
 
 namespace kvbench::stats {
 
-// Two-sided significance level; every interval is the (1 - kAlpha) = 95% one.
+// Significance level: every interval is the two-sided (1 - kAlpha) = 95% one,
+// and a paired drop is significant when its one-sided p < kAlpha.
 inline constexpr double kAlpha = 0.05;
 // Bootstrap resamples. With B = 9999, (B + 1) * kAlpha / 2 = 250 is a whole
 // number: the interval's ends are the 250th smallest and the 250th largest of
@@ -78,42 +88,48 @@ struct Estimate {
 };
 Estimate estimate_mean(std::span<const double> scores);
 
-// Exact two-sided McNemar test: b instances passed in base only, c in new
-// only. Under "no change" each of the b + c discordant pairs goes either way
-// with probability 1/2, so p = min(1, 2 · P(X <= min(b, c))), X ~ Binomial(b + c,
-// 1/2) (Boost.Math); 1 when b + c = 0. b=4, c=0: 0.125; b=6, c=0: 0.03125.
-double mcnemar_exact_p(int64_t b, int64_t c);
+// One-sided mid-p McNemar test for a drop: b instances passed in base only
+// (went 1 -> 0), c in new only (0 -> 1). Under "no change" each of the b + c
+// discordant pairs goes either way with probability 1/2, so with X ~
+// Binomial(b + c, 1/2) (Boost.Math) p = P(X > b) + P(X = b) / 2: the exact
+// one-sided p-value P(X >= b) with only half the weight of the observed
+// outcome. 1 when b + c = 0 (nothing discordant: no evidence either way).
+// b=1, c=0: 0.25; b=3: 0.0625; b=4: 0.03125 (the first that is
+// significant); b=0, c=4: 0.96875 (a rise is no drop).
+double mcnemar_midp_drop_p(int64_t b, int64_t c);
 
-// Paired bootstrap test for scores of the same instances in two runs (equal
-// sizes > 0): the differences d[i] = next[i] - base[i] are resampled
-// kBootstrapResamples times; with L and G the numbers of resampled means <= 0
-// and >= 0, p = min(1, 2 · (1 + min(L, G)) / (B + 1)) (the +1 keeps a Monte
-// Carlo p-value from reading 0). p < kAlpha exactly when the mean difference's
-// 95% percentile interval leaves out 0, give or take one resample. Identical
-// runs: p = 1.
+// One-sided paired bootstrap test for a drop, for scores of the same
+// instances in two runs (equal sizes > 0): the differences d[i] = next[i] -
+// base[i] are resampled kBootstrapResamples times; with G the number of
+// resampled means >= 0 (resamples showing no drop), p = (1 + G) / (B + 1)
+// (the +1 keeps a Monte Carlo p-value from reading 0). p < kAlpha exactly
+// when the 95% one-sided upper bound of the mean difference lies below 0,
+// give or take one resample. Identical runs: p = 1.
 double paired_bootstrap_p(std::span<const double> base, std::span<const double> next);
 
-// Exact two-sided sign test for paired scores (equal sizes): McNemar's test
-// on the directions of the changes, mcnemar_exact_p(#fell, #rose); instances
-// whose score did not change are left out. On pass/fail scores it is McNemar.
+// One-sided mid-p sign test for a drop in paired scores (equal sizes):
+// McNemar's test on the directions of the changes,
+// mcnemar_midp_drop_p(#fell, #rose); instances whose score did not change are
+// left out. On pass/fail scores it is McNemar.
 double paired_sign_test_p(std::span<const double> base, std::span<const double> next);
 
-// The p-value `compare` judges a paired change by (equal sizes > 0):
-//   pass/fail   exact McNemar on the discordant pairs
-//   fractional  max(paired bootstrap p, sign test p): the change is
+// The one-sided p-value `compare` judges a paired drop by (equal sizes > 0):
+//   pass/fail   mid-p McNemar on the discordant pairs
+//   fractional  max(paired bootstrap p, sign test p): the drop is
 //               significant only when both tests call it so (an
 //               intersection-union test, whose p-value is the larger one).
 // Why not the bootstrap alone: it takes the observed differences for the
 // whole population, so it is surest where it knows least. One instance, or
-// instances that all fell by the same amount, give p = 2 / (B + 1) = 0.0002
-// for any drop; 4 of 10 instances losing their score give p = 0.012 where
-// the exact test says 0.125. The sign test is exact and asks how many
-// instances fell rather than by how much; the bootstrap keeps its say on
-// size (nine instances falling by 0.1 while one rises by 0.8 is a sign-test
-// p of 0.02 but a bootstrap p of 0.5).
+// instances that all fell by the same amount, give p = 1 / (B + 1) = 0.0001
+// for any drop; 3 of 10 instances losing their score give p = 0.03 where
+// the mid-p sign test says 0.0625. The sign test asks how many instances
+// fell rather than by how much; the bootstrap keeps its say on size (nine
+// instances falling by 0.1 while one rises by 0.8 is a sign-test p of 0.006
+// but a bootstrap p of 0.26).
+// Swapping base and next asks whether the score rose.
 double paired_p(ScoreKind kind, std::span<const double> base, std::span<const double> next);
 
-// Is p small enough to call a paired change significant (p < kAlpha)?
+// Is p small enough to call a paired drop significant (p < kAlpha)?
 inline bool significant(double p) { return p < kAlpha; }
 
 // The smallest drop a paired comparison of n instances could call
@@ -121,15 +137,15 @@ inline bool significant(double p) { return p < kAlpha; }
 // for detection: k of the n instances lose their whole score (1 -> 0), the
 // other n - k are unchanged; the figure is k_min / n for the smallest such k
 // the kind's test calls significant:
-//   pass/fail   McNemar on b = k, c = 0: p = 2^(1-k), so k_min = 6 whatever
-//               n (n = 10: 0.6; n = 100: 0.06); below n = 6, no drop can be
-//               significant
+//   pass/fail   mid-p McNemar on b = k, c = 0: p = 2^-(k+1), so k_min = 4
+//               whatever n (n = 10: 0.4; n = 100: 0.04); below n = 4, no drop
+//               can be significant
 //   fractional  the larger of that same p (the sign test) and the paired
 //               bootstrap's expected p on k differences of -1 and n - k of 0:
 //               a resample's mean is >= 0 only when it draws none of the k,
-//               with probability ((n - k)/n)^n, so p = min(1, 2 · (1 + B ·
-//               ((n - k)/n)^n) / (B + 1)) (k_min 3 or 4 alone). The sign test
-//               binds: k_min = 6 as for pass/fail.
+//               with probability ((n - k)/n)^n, so p = min(1, (1 + B ·
+//               ((n - k)/n)^n) / (B + 1)) (k_min 3 alone at n = 10). The sign
+//               test binds: k_min = 4 as for pass/fail.
 // Returns k_min (0 when no k <= n is significant).
 int64_t min_detectable_flips(ScoreKind kind, int64_t n);
 // min_detectable_flips / n; NaN when no drop of n instances can be significant.
