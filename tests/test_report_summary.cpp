@@ -57,34 +57,35 @@ TEST(ReportSummary, SaysWhatKeepsMostAtWhichMemoryWithoutCallingNoiseADifference
             "The full cache (full) scores 1.000 [0.722, 1.000] (n=10), Wilson 95% interval, all "
             "tasks pooled.");
   // The front: tiny at 12.5% (nothing else needs so little), keeps at 25%
-  // (above tiny, but 4 discordant pairs give McNemar p = 0.125: not
-  // significant), full at 100% (above keeps by one instance: p = 1).
+  // (above tiny by 4 discordant pairs, all one way: one-sided mid-p McNemar
+  // p = 1/32, significant), full at 100% (above keeps by one instance:
+  // p = 0.25).
   EXPECT_EQ(starting(s, "What keeps the most"),
             "What keeps the most at each memory (the Pareto front of score against KV memory): "
             "at 12.5% of the full cache's memory or less, tiny: 0.500 [0.237, 0.763] (n=10); "
             "at 25% of the full cache's memory or less, keeps: 0.900 [0.596, 0.982] (n=10), "
-            "not significantly above tiny's 0.500 (McNemar p = 0.125) and "
+            "significantly above tiny's 0.500 (McNemar p = 0.0312) and "
             "at 100% of the full cache's memory or less, full: 1.000 [0.722, 1.000] (n=10), "
-            "not significantly above keeps's 0.900 (McNemar p = 1).")
+            "not significantly above keeps's 0.900 (McNemar p = 0.25).")
       << text;
-  // Against the full cache: drops lost all ten (p = 2^-9); tiny lost five
-  // (p = 0.0625) and keeps one (p = 1): neither is called a drop, and the
-  // next sentence says how large a drop ten instances can show.
+  // Against the full cache: drops lost all ten (p = 2^-11) and tiny five
+  // (p = 2^-6); keeps lost one (p = 0.25): not called a drop, and the next
+  // sentence says how large a drop ten instances can show.
   EXPECT_EQ(starting(s, "Significantly below"),
-            "Significantly below the full cache on the same instances: drops at 25% (0.000 "
-            "[0.000, 0.278], McNemar p = 0.00195).")
+            "Significantly below the full cache on the same instances: tiny at 12.5% (0.500 "
+            "[0.237, 0.763], McNemar p = 0.0156) and drops at 25% (0.000 [0.000, 0.278], McNemar "
+            "p = 0.000488).")
       << text;
   EXPECT_EQ(starting(s, "Not significantly different"),
             "Not significantly different from the full cache on the same instances (p >= 0.05): "
-            "tiny at 12.5% (0.500 [0.237, 0.763], McNemar p = 0.0625) and keeps at 25% (0.900 "
-            "[0.596, 0.982], McNemar p = 1).")
+            "keeps at 25% (0.900 [0.596, 0.982], McNemar p = 0.25).")
       << text;
   EXPECT_NE(text.find("With 10 paired instances the McNemar test calls a drop significant only "
-                      "from 6 of 10 instances lost (60%)"),
+                      "from 4 of 10 instances lost (40%)"),
             std::string::npos)
       << text;
   EXPECT_EQ(starting(s, "The least memory"),
-            "The least memory not significantly below the full cache: tiny at 12.5%.")
+            "The least memory not significantly below the full cache: keeps at 25%.")
       << text;
   EXPECT_EQ(starting(s, "Collapsed"),
             "Collapsed (the 95% interval's upper end is below half the full cache's score): drops "
@@ -98,10 +99,11 @@ TEST(ReportSummary, CallsALeadSignificantOnlyWhenThePairedTestDoes) {
   for (const auto& c : constructed())
     if (c["policy"]["label"] != "tiny") cells.push_back(c);
   const auto s = summary_sentences(cells, build_table(cells));
-  // keeps passes nine instances that drops fails: McNemar p = 2^-8.
+  // keeps passes nine instances that drops fails: one-sided mid-p McNemar
+  // p = 2^-10.
   EXPECT_NE(starting(s, "What keeps the most")
                 .find("at 25% of the full cache's memory or less, keeps: 0.900 [0.596, 0.982] "
-                      "(n=10), significantly above drops's 0.000 (McNemar p = 0.00391) and at 100%"),
+                      "(n=10), significantly above drops's 0.000 (McNemar p = 0.000977) and at 100%"),
             std::string::npos)
       << all(s);
   EXPECT_EQ(starting(s, "The least memory"),

@@ -67,7 +67,11 @@ Paired paired(const Scores& base, const Scores& next) {
   for (size_t i = 0; i < b.size(); ++i) sb += b[i], sx += x[i];
   out.base_mean = sb / static_cast<double>(b.size());
   out.next_mean = sx / static_cast<double>(b.size());
-  out.p = stats::paired_p(out.kind, b, x);
+  // The paired tests are one-sided (stats.h): p asks whether the score moved
+  // the way the means did, down (a drop) or up (the test with the runs
+  // swapped).
+  out.p = out.next_mean < out.base_mean ? stats::paired_p(out.kind, b, x)
+                                        : stats::paired_p(out.kind, x, b);
   return out;
 }
 
