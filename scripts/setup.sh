@@ -9,7 +9,7 @@ packages=(
   cmake ninja-build clang libclang-rt-14-dev pkg-config python3 python3-pip
   gnu-standards debian-reference-en wamerican
   libeigen3-dev libopenblas-dev libboost-program-options-dev libboost-iostreams-dev
-  nlohmann-json3-dev libssl-dev libgtest-dev libbenchmark-dev libpcre2-dev gnuplot-nox
+  nlohmann-json3-dev libssl-dev libgtest-dev libbenchmark-dev libpcre2-dev gnuplot-nox libsqlite3-dev
   slurm-wlm munge  # kvbench submit's integration check starts a private single-node Slurm
   chromium  # the report test renders report.html headless (scripts/check_report_browser.py)
 )

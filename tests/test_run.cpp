@@ -398,14 +398,25 @@ TEST(Run, BadConfigsGiveOneErrorLineAndLeaveNoRunFolder) {
 }
 
 // The gate on a real run folder. With two instances per configuration and
-// task no drop can be significant (exact McNemar needs six), so a degraded
+// task no drop can be significant (mid-p McNemar needs four), so a degraded
 // copy passes and compare says it could not have seen the drop; the exit
 // codes of significant drops are tested on synthetic ten-instance folders
 // (test_harness_results.cpp, CompareCli).
 TEST(Run, CompareOnARealRunNeverCallsTwoInstancesARegression) {
   const std::string dir = scratch_dir("compare");
   const std::string exp = write_experiment(dir);
-  ASSERT_EQ(run_cli(exp + " -q --out " + dir + "/base"), 0) << stderr_text();
+  // --history adds the finished run to a history database (test_history.cpp
+  // tests the database itself).
+  std::string run_out;
+  ASSERT_EQ(run_cli(exp + " -q --out " + dir + "/base --history " + dir + "/h.sqlite", &run_out), 0)
+      << stderr_text();
+  EXPECT_NE(run_out.find("history: 10 cells added to " + dir + "/h.sqlite (0 already there)"),
+            std::string::npos)
+      << run_out;
+  std::string shown;
+  EXPECT_EQ(run_cli("history show --db " + dir + "/h.sqlite", &shown), 0) << stderr_text();
+  EXPECT_NE(shown.find("| full | passkey | 0.000 [0.000, 0.658] n=2 |"), std::string::npos)
+      << shown;
   const std::string base = only_run_folder(dir + "/base");
   EXPECT_EQ(run_cli("compare " + base + " " + base), 0);
   // Degrade a copy: one cell of a policy loses its score.

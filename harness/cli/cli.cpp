@@ -32,6 +32,8 @@ const std::vector<Command>& commands() {
       {"compare", "regression gate: compare two run folders (exit 1 on a score drop)", cmd_compare},
       {"merge", "merge the shards of an experiment into one run folder", cmd_merge},
       {"submit", "run an experiment on Slurm: a job array, one shard per task", cmd_submit},
+      {"history", "recall over commits: add run folders to an SQLite history; show; plot",
+       cmd_history},
       {"cache", "cache snapshots: save a prefilled (compressed) document; info", cmd_cache},
       {"ask", "answer questions from a cache snapshot without recomputing it", cmd_ask},
       {"heads", "per-head retrieval scores, a calibration file for head-type policies (duo)",

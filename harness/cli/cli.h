@@ -54,5 +54,6 @@ int cmd_submit(const Args& args);
 int cmd_cache(const Args& args);
 int cmd_ask(const Args& args);
 int cmd_heads(const Args& args);
+int cmd_history(const Args& args);
 
 }  // namespace kvbench::cli

@@ -1,4 +1,5 @@
 // kvbench run [EXPERIMENT.json] [--set key=value ...] [--out DIR] [--resume DIR] [--shard I/N]
+//             [--history FILE]
 // Runs an experiment into results/<name>-<timestamp>/ and renders its table,
 // plots and report. Everything is validated before the run folder is
 // created, so a bad config leaves nothing behind; every finished cell is
@@ -12,11 +13,14 @@
 #include <iostream>
 
 #include "harness/cli/cli.h"
+#include "harness/history/add.h"
+#include "harness/history/schema.h"
 #include "harness/report/report.h"
 #include "harness/run/plan.h"
 #include "harness/run/run_meta.h"
 #include "harness/run/runner.h"
 #include "model/common/error.h"
+#include "model/common/printable.h"
 
 namespace po = boost::program_options;
 
@@ -57,13 +61,15 @@ int cmd_run(const Args& args) {
       "no-share", po::bool_switch(),
       "prefill every cell from scratch (for checking that sharing changes nothing)")(
       "dry-run", po::bool_switch(), "print the grid and its prefill work, run nothing")(
-      "quiet,q", po::bool_switch(), "no progress output");
+      "quiet,q", po::bool_switch(), "no progress output")(
+      "history", po::value<std::string>(),
+      "at the end, add the run's cells to this history database (kvbench history add)");
   po::positional_options_description pos;
   pos.add("experiment", 1);
   po::variables_map vm;
   if (!parse(args, desc, vm,
              "kvbench run [EXPERIMENT.json] [--set key=value ...] [--out DIR] [--resume DIR] "
-             "[--shard I/N]",
+             "[--shard I/N] [--history FILE]",
              &pos))
     return 0;
   RunOptions options;
@@ -104,6 +110,11 @@ int cmd_run(const Args& args) {
   }
 
   // Validate everything that can be validated before writing anything.
+  // The history is opened (created, migrated, checked) before the run, so a
+  // bad --history file fails now rather than after the run.
+  std::unique_ptr<history::Db> history_db;
+  if (vm.count("history") && !vm["dry-run"].as<bool>())
+    history_db = history::open_history(vm["history"].as<std::string>(), true);
   auto model = LlamaModel::load(config.model);
   const Plan plan = make_plan(config, *model);
   if (vm["dry-run"].as<bool>()) {
@@ -183,6 +194,12 @@ int cmd_run(const Args& args) {
                     : std::string())
             << "\nreport: " << folder->path("report.md") << "\n";
   if (!report.plot_warning.empty()) std::cerr << "warning: " << report.plot_warning << "\n";
+  if (history_db) {
+    const history::AddResult h = history::add_run(*history_db, folder->dir(), KVBENCH_SOURCE_DIR);
+    std::cout << "history: " << h.cells_added << " cells added to "
+              << escaped_text(vm["history"].as<std::string>(), 512) << " (" << h.cells_present
+              << " already there)\n";
+  }
   return 0;
 }
 

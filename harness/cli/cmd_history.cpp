@@ -1,0 +1,130 @@
+// kvbench history add | show | plot: per-cell results of run folders in an
+// SQLite database keyed by commit, model, config and machine
+// (harness/history/), printed as a table over commits or drawn as a trend
+// plot with each regression point marked.
+#include <iostream>
+
+#include "harness/cli/cli.h"
+#include "harness/history/add.h"
+#include "harness/history/plot.h"
+#include "harness/history/schema.h"
+#include "harness/history/show.h"
+#include "harness/history/trend.h"
+#include "model/common/error.h"
+#include "model/common/printable.h"
+
+namespace po = boost::program_options;
+
+namespace kvbench::cli {
+namespace {
+
+constexpr const char* kUsage =
+    "kvbench history add RUN... [--db FILE] [--repo DIR]\n"
+    "       kvbench history show [--db FILE] [--experiment NAME] [--tolerance X]\n"
+    "       kvbench history plot [--db FILE] -o OUT.png|OUT.svg [--experiment NAME] "
+    "[--tolerance X]";
+
+void add_db_option(po::options_description& desc) {
+  desc.add_options()("db", po::value<std::string>()->default_value(history::kDefaultHistoryDb),
+                     "the history database (SQLite)");
+}
+
+void add_trend_options(po::options_description& desc) {
+  desc.add_options()("experiment", po::value<std::string>()->default_value(""),
+                     "only runs of this experiment (its config's name)")(
+      "tolerance", po::value<double>()->default_value(0.0),
+      "a regression point needs a drop larger than this (0 to 1) besides a significant one-sided "
+      "paired test, as in kvbench compare");
+}
+
+double tolerance(const po::variables_map& vm) {
+  const double tol = vm["tolerance"].as<double>();
+  if (!(tol >= 0.0 && tol <= 1.0)) throw InputError("--tolerance must be in [0, 1]");
+  return tol;
+}
+
+int history_add(const Args& args) {
+  po::options_description desc("options");
+  desc.add_options()("run", po::value<std::vector<std::string>>()->required(), "run folders")(
+      "repo", po::value<std::string>()->default_value(KVBENCH_SOURCE_DIR),
+      "git repository asked for each commit's date (\"\" to not ask; the run's start time then "
+      "orders it)");
+  add_db_option(desc);
+  po::positional_options_description pos;
+  pos.add("run", -1);
+  po::variables_map vm;
+  if (!parse(args, desc, vm, "kvbench history add RUN... [--db FILE] [--repo DIR]", &pos))
+    return 0;
+  const std::string db_path = vm["db"].as<std::string>();
+  const auto db = history::open_history(db_path, true);
+  for (const std::string& run : vm["run"].as<std::vector<std::string>>()) {
+    const history::AddResult r = history::add_run(*db, run, vm["repo"].as<std::string>());
+    std::cout << escaped_text(run, 512) << ": commit " << history::short_commit(r.git_commit)
+              << ", " << r.cells_added << " cells added, " << r.cells_present
+              << " already in the history\n";
+  }
+  return 0;
+}
+
+int history_show(const Args& args) {
+  po::options_description desc("options");
+  add_db_option(desc);
+  add_trend_options(desc);
+  po::variables_map vm;
+  if (!parse(args, desc, vm, "kvbench history show [--db FILE] [--experiment NAME] [--tolerance X]"))
+    return 0;
+  const double tol = tolerance(vm);
+  const std::string db_path = vm["db"].as<std::string>();
+  const auto db = history::open_history(db_path, false);
+  const history::Trend t = history::load_trend(*db, tol, vm["experiment"].as<std::string>());
+  std::cout << history::show_markdown(t, db_path);
+  return 0;
+}
+
+int history_plot(const Args& args) {
+  po::options_description desc("options");
+  desc.add_options()("output,o", po::value<std::string>()->required(),
+                     "the plot, .png or .svg");
+  add_db_option(desc);
+  add_trend_options(desc);
+  po::variables_map vm;
+  if (!parse(args, desc, vm,
+             "kvbench history plot [--db FILE] -o OUT.png|OUT.svg [--experiment NAME] "
+             "[--tolerance X]"))
+    return 0;
+  const double tol = tolerance(vm);
+  const std::string db_path = vm["db"].as<std::string>();
+  const auto db = history::open_history(db_path, false);
+  const history::Trend t = history::load_trend(*db, tol, vm["experiment"].as<std::string>());
+  const std::string out = vm["output"].as<std::string>();
+  history::write_trend_plot(t, out);
+  std::cout << "plot: " << escaped_text(out, 512) << " (" << t.series.size()
+            << " configuration x task series over " << t.commits.size() << " commits)\n";
+  return 0;
+}
+
+}  // namespace
+
+int cmd_history(const Args& args) {
+  if (args.empty()) throw InputError("history: a subcommand is required (add, show, plot)");
+  if (args[0] == "--help" || args[0] == "-h") {
+    std::cout << "usage: " << kUsage << "\n\n"
+              << "  add    add run folders' cells to the history (idempotent: a cell already "
+                 "there is not added again)\n"
+              << "  show   score per configuration x task over commits, regression points "
+                 "marked\n"
+              << "  plot   the same as a trend plot (PNG or SVG)\n"
+              << "The database defaults to " << history::kDefaultHistoryDb
+              << " (relative to the current directory).\n"
+              << "(kvbench history add --help, ... for options)\n";
+    return 0;
+  }
+  const Args rest(args.begin() + 1, args.end());
+  if (args[0] == "add") return history_add(rest);
+  if (args[0] == "show") return history_show(rest);
+  if (args[0] == "plot") return history_plot(rest);
+  throw InputError("history: unknown subcommand '" + escaped_text(args[0], 80) +
+                   "' (valid: add, show, plot)");
+}
+
+}  // namespace kvbench::cli

@@ -1,0 +1,154 @@
+#include "harness/history/add.h"
+
+#include <cctype>
+#include <ctime>
+
+#include <nlohmann/json.hpp>
+
+#include "harness/history/time_text.h"
+#include "harness/run/run_folder.h"
+#include "harness/sha256.h"
+#include "harness/subprocess.h"
+#include "model/common/error.h"
+
+namespace kvbench::history {
+namespace {
+
+using json = nlohmann::json;
+
+// Longest text kept from a run folder per field (labels, ids, commits).
+constexpr size_t kMaxFieldBytes = 4096;
+
+std::string field(const json& obj, const char* key, const std::string& file, bool required = true) {
+  if (!obj.contains(key)) {
+    if (!required) return "";
+    throw InputError(file + ": /" + key + ": missing (kvbench history needs it)");
+  }
+  if (!obj[key].is_string()) throw InputError(file + ": /" + key + ": expected a string");
+  const std::string s = obj[key].get<std::string>();
+  if (s.size() > kMaxFieldBytes)
+    throw InputError(file + ": /" + key + ": longer than " + std::to_string(kMaxFieldBytes) +
+                     " bytes");
+  return s;
+}
+
+bool is_hex_commit(const std::string& s) {
+  if (s.size() < 7 || s.size() > 64) return false;
+  for (char c : s)
+    if (!std::isxdigit(static_cast<unsigned char>(c))) return false;
+  return true;
+}
+
+// The commit's date from git, unix seconds; nullopt when git cannot say.
+std::optional<int64_t> commit_time(const std::string& repo, const std::string& commit) {
+  if (repo.empty() || !is_hex_commit(commit)) return std::nullopt;  // never an option to git
+  const Captured git =
+      run_capture({"git", "-C", repo, "show", "-s", "--format=%ct", commit + "^{commit}"}, "", 64);
+  if (git.code != 0) return std::nullopt;
+  std::string out = git.out;
+  while (!out.empty() && (out.back() == '\n' || out.back() == '\r')) out.pop_back();
+  if (out.empty() || out.size() > 19) return std::nullopt;
+  int64_t t = 0;
+  for (char c : out) {
+    if (!std::isdigit(static_cast<unsigned char>(c))) return std::nullopt;
+    t = t * 10 + (c - '0');
+  }
+  return t;
+}
+
+std::string machine_key(const json& meta, const std::string& file) {
+  std::string cpu = field(meta, "cpu", file, false);
+  if (cpu.empty()) cpu = "unknown CPU";
+  if (!meta.contains("cores")) return cpu;
+  if (!meta["cores"].is_number_integer() || meta["cores"].get<int64_t>() < 1 ||
+      meta["cores"].get<int64_t>() > 1'000'000)
+    throw InputError(file + ": /cores: expected an integer from 1 to 1000000");
+  const int64_t cores = meta["cores"].get<int64_t>();
+  return cpu + ", " + std::to_string(cores) + (cores == 1 ? " core" : " cores");
+}
+
+std::string config_hash(json config) {
+  config.erase("model");
+  config.erase("output");
+  const std::string text = dump_json(config, -1);  // keys sorted: canonical
+  return sha256_hex(text.data(), text.size());
+}
+
+std::string now_utc() {
+  const std::time_t now = std::time(nullptr);
+  std::tm utc{};
+  gmtime_r(&now, &utc);
+  char stamp[32];
+  std::strftime(stamp, sizeof stamp, "%Y-%m-%dT%H:%M:%SZ", &utc);
+  return stamp;
+}
+
+}  // namespace
+
+AddResult add_run(const Db& db, const std::string& run_dir, const std::string& repo) {
+  const RunFolder run = RunFolder::open(run_dir);
+  const std::string meta_file = run.path("meta.json");
+  const json meta = run.meta();
+  if (meta.empty()) throw InputError(meta_file + ": missing (kvbench history needs the run's meta)");
+  AddResult r;
+  r.git_commit = field(meta, "git_commit", meta_file);
+  const std::string started = field(meta, "started_utc", meta_file);
+  if (!parse_utc(started))
+    throw InputError(meta_file + ": /started_utc: expected YYYY-MM-DDTHH:MM:SSZ");
+  const std::string model = field(meta, "model_sha256", meta_file);
+  const std::string machine = machine_key(meta, meta_file);
+  const std::string chash = config_hash(run.config());
+  const std::string experiment =
+      run.config().contains("name") && run.config()["name"].is_string()
+          ? run.config()["name"].get<std::string>().substr(0, kMaxFieldBytes)
+          : std::string("experiment");
+  const json identity = {{"git_commit", r.git_commit}, {"started_utc", started},
+                         {"model_sha256", model},      {"config_hash", chash},
+                         {"machine", machine},         {"shard", meta.value("shard", json())}};
+  const std::string identity_text = dump_json(identity, -1);
+  r.run_id = sha256_hex(identity_text.data(), identity_text.size());
+  // Read (and check) every cell before the transaction: nothing is written
+  // for a folder with a damaged cell.
+  const std::vector<json> cells = run.cells();
+  const std::optional<int64_t> when = commit_time(repo, r.git_commit);
+
+  Transaction tx(db, Transaction::Kind::Write);
+  Stmt add_run(db,
+               "INSERT OR IGNORE INTO runs(run_id, experiment, git_commit, commit_time, "
+               "started_utc, model_sha256, config_hash, machine, folder, added_utc) "
+               "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+               "runs");
+  add_run.bind(1, r.run_id).bind(2, experiment).bind(3, r.git_commit);
+  if (when)
+    add_run.bind(4, *when);
+  else
+    add_run.bind_null(4);
+  add_run.bind(5, started).bind(6, model).bind(7, chash).bind(8, machine);
+  add_run.bind(9, run.dir().substr(0, kMaxFieldBytes)).bind(10, now_utc());
+  add_run.step();
+  Stmt add_cell(db,
+                "INSERT OR IGNORE INTO cells(run_id, cell_id, configuration, task, instance, "
+                "score, spec) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+                "cells");
+  for (const json& c : cells) {
+    const std::string file = run.path("cells/" + c["id"].get<std::string>() + ".json");
+    add_cell.reset();
+    add_cell.bind(1, r.run_id)
+        .bind(2, field(c, "id", file))
+        .bind(3, field(c["policy"], "label", file + ": /policy"))
+        .bind(4, field(c["instance"], "task", file + ": /instance"))
+        .bind(5, field(c["instance"], "id", file + ": /instance"))
+        .bind(6, c["score"].get<double>());
+    const std::string spec = field(c["policy"], "spec", file + ": /policy", false);
+    if (spec.empty())
+      add_cell.bind_null(7);
+    else
+      add_cell.bind(7, spec);
+    add_cell.step();
+    (add_cell.changes() ? r.cells_added : r.cells_present) += 1;
+  }
+  tx.commit();
+  return r;
+}
+
+}  // namespace kvbench::history

@@ -1,0 +1,45 @@
+// `kvbench history add`: a run folder's cells into the history database.
+//
+// What keys a run: run_id = sha256 of its identity, the fields that say
+// which numbers these are and never change when the folder is resumed or
+// copied: git commit, start time, model sha256, config hash, machine and
+// shard. A cell is keyed by (run_id, cell id), so adding a folder again (or
+// a copy of it, or after --resume finished more cells) adds only what is
+// not there yet and never duplicates.
+//
+//   config hash  sha256 of config.json's canonical JSON without "model" (a
+//                path; the model is keyed by its sha256) and "output" (where
+//                the folder was written): the same experiment run from two
+//                checkouts hashes the same
+//   machine      meta.json's CPU model and core count ("AMD EPYC, 2 cores")
+//   commit time  the commit's date from git (`git -C REPO show -s
+//                --format=%ct COMMIT`, no shell), so commits run later than
+//                they were made (a backfill) still sort in history order;
+//                NULL when git does not know the commit (then the run's start
+//                time stands in for it)
+//
+// One write transaction per run folder: a folder lands whole or not at all,
+// and concurrent writers (BEGIN IMMEDIATE, a busy timeout; sqlite_db.h)
+// lose nothing.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "harness/history/sqlite_db.h"
+
+namespace kvbench::history {
+
+struct AddResult {
+  std::string run_id;
+  std::string git_commit;
+  int64_t cells_added = 0;    // new rows
+  int64_t cells_present = 0;  // already in the history
+};
+
+// Adds one run folder. `repo`: the git repository asked for the commit's
+// date ("" to not ask). InputError naming the file and field for a folder
+// that cannot be read.
+AddResult add_run(const Db& db, const std::string& run_dir, const std::string& repo);
+
+}  // namespace kvbench::history

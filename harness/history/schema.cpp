@@ -1,0 +1,117 @@
+#include "harness/history/schema.h"
+
+#include <set>
+
+#include "model/common/error.h"
+#include "model/common/printable.h"
+
+namespace kvbench::history {
+namespace {
+
+// Migrations: kMigrations[v] takes a file at version v to version v + 1.
+// Each statement runs on its own (sqlite3_prepare compiles one statement).
+
+void to_version_1(const Db& db) { create_version_1(db); }
+
+void to_version_2(const Db& db) {
+  db.exec("ALTER TABLE cells ADD COLUMN spec TEXT");
+  db.exec("CREATE INDEX cells_by_group ON cells(configuration, task)");
+}
+
+using Migration = void (*)(const Db&);
+constexpr Migration kMigrations[kSchemaVersion] = {to_version_1, to_version_2};
+
+// The objects a file at `version` may hold besides SQLite's own.
+std::set<std::string> own_objects(int version) {
+  std::set<std::string> names;
+  if (version >= 1) names.insert({"table runs", "table cells"});
+  if (version >= 2) names.insert("index cells_by_group");
+  return names;
+}
+
+// Refuses a file holding anything the history did not create.
+void check_objects(const Db& db, int version) {
+  const std::set<std::string> own = own_objects(version);
+  Stmt s(db, "SELECT type, name FROM sqlite_schema", "sqlite_schema");
+  std::set<std::string> seen;
+  while (s.step()) {
+    const std::string type = s.text(0), name = s.text(1);
+    // SQLite's own objects (primary-key indexes, ANALYZE's statistics); no
+    // one else may create a name starting with "sqlite_".
+    if (name.rfind("sqlite_", 0) == 0) continue;
+    const std::string object = type + " " + name;
+    if (!own.count(object))
+      throw InputError(escaped_text(db.path(), 512) + ": not a kvbench history: it holds " +
+                       escaped_text(object, 200) + " (schema version " + std::to_string(version) +
+                       ")");
+    seen.insert(object);
+  }
+  for (const std::string& object : own)
+    if (!seen.count(object))
+      throw InputError(escaped_text(db.path(), 512) + ": not a kvbench history: " + object +
+                       " is missing (schema version " + std::to_string(version) + ")");
+}
+
+}  // namespace
+
+int schema_version(const Db& db) {
+  Stmt s(db, "PRAGMA user_version", "user_version");
+  if (!s.step()) db.fail("user_version");
+  return static_cast<int>(s.integer(0));
+}
+
+void create_version_1(const Db& db) {
+  db.exec(
+      "CREATE TABLE runs("
+      " run_id TEXT PRIMARY KEY NOT NULL,"  // sha256 of the run's identity (add.h)
+      " experiment TEXT NOT NULL,"
+      " git_commit TEXT NOT NULL,"
+      " commit_time INTEGER,"  // the commit's date, unix seconds (git); NULL when unknown
+      " started_utc TEXT NOT NULL,"
+      " model_sha256 TEXT NOT NULL,"
+      " config_hash TEXT NOT NULL,"
+      " machine TEXT NOT NULL,"
+      " folder TEXT NOT NULL,"  // where it was added from (informative)
+      " added_utc TEXT NOT NULL)");
+  db.exec(
+      "CREATE TABLE cells("
+      " run_id TEXT NOT NULL REFERENCES runs(run_id),"
+      " cell_id TEXT NOT NULL,"
+      " configuration TEXT NOT NULL,"
+      " task TEXT NOT NULL,"
+      " instance TEXT NOT NULL,"
+      " score REAL NOT NULL,"
+      " PRIMARY KEY(run_id, cell_id))");
+  db.exec("PRAGMA user_version = 1");
+}
+
+std::unique_ptr<Db> open_history(const std::string& path, bool create) {
+  auto db = std::make_unique<Db>(path, create ? Db::Mode::Create : Db::Mode::ReadWrite);
+  // Reading the version is the first read of the file: a file that is not
+  // SQLite fails here ("file is not a database").
+  int version = schema_version(*db);
+  if (version == kSchemaVersion) {
+    Transaction read(*db, Transaction::Kind::Read);
+    check_objects(*db, version);
+    read.commit();
+    return db;
+  }
+  if (version < 0 || version > kSchemaVersion)
+    throw InputError(escaped_text(path, 512) + ": schema version " + std::to_string(version) +
+                     " is not one this kvbench knows (0 to " + std::to_string(kSchemaVersion) +
+                     "): written by a newer kvbench, or not a kvbench history");
+  Transaction write(*db, Transaction::Kind::Write);
+  // Another process may have migrated it while we waited for the lock.
+  version = schema_version(*db);
+  check_objects(*db, version);
+  for (int v = version; v < kSchemaVersion; ++v) {
+    kMigrations[v](*db);
+    // A pragma takes no bound parameter; the number is ours, not input.
+    db->exec("PRAGMA user_version = " + std::to_string(v + 1));
+  }
+  check_objects(*db, kSchemaVersion);
+  write.commit();
+  return db;
+}
+
+}  // namespace kvbench::history

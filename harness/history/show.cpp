@@ -1,0 +1,110 @@
+#include "harness/history/show.h"
+
+#include <cstdio>
+#include <map>
+#include <sstream>
+
+#include "harness/history/time_text.h"
+#include "model/common/printable.h"
+
+namespace kvbench::history {
+namespace {
+
+// Terminal-safe, and a '|' cannot end a markdown cell.
+std::string cell_text(const std::string& s, size_t max_bytes = 200) {
+  std::string out;
+  for (char c : escaped_text(s, max_bytes)) {
+    if (c == '|') out += '\\';
+    out += c;
+  }
+  return out;
+}
+
+std::string fixed(double v, const char* format) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, format, v);
+  return buf;
+}
+
+std::string commit_day(const CommitInfo& c) {
+  return utc_day(c.order_time) + (c.commit_time ? "" : " (run)");
+}
+
+}  // namespace
+
+std::string show_markdown(const Trend& t, const std::string& db_path) {
+  std::ostringstream o;
+  o << "# Recall history: " << cell_text(db_path, 512) << "\n\n"
+    << t.runs << " runs, " << t.cells << " cells, " << t.commits.size() << " commits.\n\n";
+  if (t.commits.empty()) return o.str() + "No runs yet: kvbench history add RUN...\n";
+  o << "| Commit | Date | Runs | Machine | Model sha256 |\n|---|---|---:|---|---|\n";
+  for (const CommitInfo& c : t.commits) {
+    std::string machines, models;
+    for (const auto& m : c.machines) machines += (machines.empty() ? "" : "; ") + cell_text(m);
+    for (const auto& m : c.models) models += (models.empty() ? "" : "; ") + cell_text(m.substr(0, 12));
+    o << "| " << cell_text(short_commit(c.commit)) << " | " << commit_day(c) << " | " << c.runs
+      << " | " << machines << " | " << models << " |\n";
+  }
+  o << "\nDate: the commit's (from git); \"(run)\" when git did not know the commit and the run's "
+       "start stands in.\n";
+
+  // Per experiment: one column per commit that has any of its series.
+  std::map<std::string, std::vector<const Series*>> by_experiment;
+  for (const Series& s : t.series) by_experiment[s.experiment].push_back(&s);
+  std::ostringstream regressions;
+  int n_regressions = 0;
+  for (const auto& [experiment, series] : by_experiment) {
+    std::vector<bool> used(t.commits.size(), false);
+    for (const Series* s : series)
+      for (const TrendPoint& p : s->points) used[p.commit] = true;
+    o << "\n## " << cell_text(experiment) << "\n\n| Configuration | Task |";
+    std::string rule = "|---|---|";
+    for (size_t i = 0; i < t.commits.size(); ++i)
+      if (used[i]) {
+        o << " " << cell_text(short_commit(t.commits[i].commit)) << " |";
+        rule += "---:|";
+      }
+    o << "\n" << rule << "\n";
+    for (const Series* s : series) {
+      o << "| " << cell_text(s->configuration) << " | " << cell_text(s->task) << " |";
+      size_t next = 0;
+      for (size_t i = 0; i < t.commits.size(); ++i) {
+        if (!used[i]) continue;
+        if (next < s->points.size() && s->points[next].commit == i) {
+          const TrendPoint& p = s->points[next++];
+          o << " " << stats::format_estimate(p.score.mean, p.score.ci) << " n=" << p.score.n;
+          if (p.regressed) {
+            o << " ▼ p=" << fixed(p.p_drop, "%.3g");
+            const TrendPoint& prev = s->points[next - 2];
+            regressions << "- " << cell_text(experiment) << " / " << cell_text(s->configuration)
+                        << " / " << cell_text(s->task) << " at "
+                        << cell_text(short_commit(t.commits[i].commit)) << " (vs "
+                        << cell_text(short_commit(t.commits[prev.commit].commit))
+                        << "): mean score " << fixed(prev.score.mean, "%.3f") << " -> "
+                        << fixed(p.score.mean, "%.3f") << ", a drop of "
+                        << fixed(p.drop, "%.3f") << " over " << p.paired
+                        << " paired instances, one-sided p = " << fixed(p.p_drop, "%.4g")
+                        << "\n";
+            ++n_regressions;
+          }
+          o << " |";
+        } else {
+          o << " – |";
+        }
+      }
+      o << "\n";
+    }
+  }
+  o << "\nScores: mean with its 95% interval (Wilson for pass/fail, bootstrap otherwise) over n "
+       "instances. ▼ marks a regression point: paired by instance with the previous commit, the "
+       "one-sided test of `kvbench compare` calls the drop significant (p < 0.05) and it is "
+       "larger than the tolerance ("
+    << fixed(t.tolerance, "%.3f") << ").\n\n";
+  if (n_regressions)
+    o << "Regression points (" << n_regressions << "):\n\n" << regressions.str();
+  else
+    o << "No regression point between consecutive commits.\n";
+  return o.str();
+}
+
+}  // namespace kvbench::history

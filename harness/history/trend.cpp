@@ -1,0 +1,172 @@
+#include "harness/history/trend.h"
+
+#include <algorithm>
+#include <map>
+#include <set>
+#include <tuple>
+
+#include "harness/history/time_text.h"
+#include "model/common/error.h"
+#include "model/common/printable.h"
+
+namespace kvbench::history {
+namespace {
+
+struct RunRow {
+  std::string experiment, commit, model, machine;
+  std::optional<int64_t> commit_time;
+  int64_t started = 0;
+};
+
+// One instance's cell at one commit: the latest-started run wins.
+struct InstanceScore {
+  int64_t started = 0;
+  std::string run_id;
+  double score = 0.0;
+};
+
+using SeriesKey = std::tuple<std::string, std::string, std::string>;  // experiment, task, config
+
+[[noreturn]] void bad(const Db& db, const std::string& what) {
+  throw InputError(escaped_text(db.path(), 512) + ": " + what);
+}
+
+double mean(const std::vector<double>& v) {
+  double s = 0.0;
+  for (double x : v) s += x;
+  return v.empty() ? NAN : s / static_cast<double>(v.size());
+}
+
+}  // namespace
+
+std::string short_commit(const std::string& commit) {
+  return escaped_text(commit.substr(0, 7), 64);
+}
+
+Trend load_trend(const Db& db, double tolerance, const std::string& experiment) {
+  Trend t;
+  t.tolerance = tolerance;
+  Transaction read(db, Transaction::Kind::Read);
+
+  std::map<std::string, RunRow> runs;  // run_id -> run
+  {
+    Stmt s(db,
+           "SELECT run_id, experiment, git_commit, commit_time, started_utc, model_sha256, "
+           "machine FROM runs ORDER BY run_id",
+           "runs");
+    while (s.step()) {
+      if (static_cast<int64_t>(runs.size()) >= kMaxRuns)
+        bad(db, "more than " + std::to_string(kMaxRuns) + " runs");
+      RunRow r;
+      const std::string id = s.text(0);
+      r.experiment = s.text(1);
+      r.commit = s.text(2);
+      r.commit_time = s.optional_integer(3);
+      const std::string started = s.text(4);
+      const auto when = parse_utc(started);
+      if (!when)
+        bad(db, "runs.started_utc: '" + escaped_text(started, 64) +
+                    "' is not YYYY-MM-DDTHH:MM:SSZ (not a kvbench history, or damaged)");
+      r.started = *when;
+      r.model = s.text(5);
+      r.machine = s.text(6);
+      if (!experiment.empty() && r.experiment != experiment) continue;
+      runs.emplace(id, std::move(r));
+    }
+  }
+
+  // series -> commit -> instance -> score
+  std::map<SeriesKey, std::map<std::string, std::map<std::string, InstanceScore>>> data;
+  {
+    Stmt s(db, "SELECT run_id, configuration, task, instance, score FROM cells ORDER BY run_id, cell_id",
+           "cells");
+    int64_t rows = 0;
+    while (s.step()) {
+      if (++rows > kMaxCells) bad(db, "more than " + std::to_string(kMaxCells) + " cells");
+      const std::string run_id = s.text(0);
+      const auto run = runs.find(run_id);
+      if (run == runs.end()) continue;  // another experiment (or a cell without its run)
+      const double score = s.real(4);
+      if (!(score >= 0.0 && score <= 1.0))
+        bad(db, "cells.score: " + std::to_string(score) +
+                    " is out of [0, 1] (not a kvbench history, or damaged)");
+      const RunRow& r = run->second;
+      InstanceScore& slot =
+          data[{r.experiment, s.text(2), s.text(1)}][r.commit][s.text(3)];
+      if (slot.run_id.empty() || std::tie(r.started, run_id) > std::tie(slot.started, slot.run_id))
+        slot = {r.started, run_id, score};
+      ++t.cells;
+    }
+  }
+  read.commit();
+
+  // Commits in history order.
+  std::map<std::string, CommitInfo> by_commit;
+  for (const auto& [id, r] : runs) {
+    auto [it, fresh] = by_commit.try_emplace(r.commit);
+    CommitInfo& c = it->second;
+    if (fresh) {
+      c.commit = r.commit;
+      c.order_time = r.started;
+    }
+    if (r.commit_time) c.commit_time = r.commit_time;
+    c.order_time = std::min(c.order_time, r.started);
+    ++c.runs;
+    c.machines.push_back(r.machine);
+    c.models.push_back(r.model);
+  }
+  for (auto& [id, c] : by_commit) {
+    if (c.commit_time) c.order_time = *c.commit_time;
+    for (auto* v : {&c.machines, &c.models}) {
+      std::sort(v->begin(), v->end());
+      v->erase(std::unique(v->begin(), v->end()), v->end());
+    }
+    t.commits.push_back(c);
+  }
+  std::sort(t.commits.begin(), t.commits.end(), [](const CommitInfo& a, const CommitInfo& b) {
+    return std::tie(a.order_time, a.commit) < std::tie(b.order_time, b.commit);
+  });
+  std::map<std::string, size_t> commit_index;
+  for (size_t i = 0; i < t.commits.size(); ++i) commit_index[t.commits[i].commit] = i;
+  t.runs = static_cast<int64_t>(runs.size());
+
+  for (const auto& [key, commits] : data) {
+    Series series{std::get<0>(key), std::get<2>(key), std::get<1>(key), {}};
+    // The commits of this series in history order.
+    std::vector<std::pair<size_t, const std::map<std::string, InstanceScore>*>> ordered;
+    for (const auto& [commit, instances] : commits)
+      ordered.push_back({commit_index.at(commit), &instances});
+    std::sort(ordered.begin(), ordered.end(),
+              [](const auto& a, const auto& b) { return a.first < b.first; });
+    const std::map<std::string, InstanceScore>* previous = nullptr;
+    for (const auto& [index, instances] : ordered) {
+      TrendPoint p;
+      p.commit = index;
+      std::vector<double> scores;  // in instance-id order
+      for (const auto& [instance, cell] : *instances) scores.push_back(cell.score);
+      p.score = stats::estimate_mean(scores);
+      if (previous) {
+        std::vector<double> before, after;  // [paired] in instance-id order
+        for (const auto& [instance, cell] : *instances)
+          if (const auto it = previous->find(instance); it != previous->end()) {
+            before.push_back(it->second.score);
+            after.push_back(cell.score);
+          }
+        p.paired = static_cast<int64_t>(before.size());
+        if (p.paired) {
+          std::vector<double> both = before;
+          both.insert(both.end(), after.begin(), after.end());
+          p.p_drop = stats::paired_p(stats::score_kind(both), before, after);
+          p.drop = mean(before) - mean(after);
+          p.regressed = stats::significant(p.p_drop) && p.drop > tolerance + 1e-12;
+        }
+      }
+      series.points.push_back(p);
+      previous = instances;
+    }
+    t.series.push_back(std::move(series));
+  }
+  return t;
+}
+
+}  // namespace kvbench::history

@@ -1,0 +1,75 @@
+// Scores over commits, read back from the history: what `history show` prints
+// and `history plot` draws.
+//
+// A series is one (experiment, configuration label, task); it has a point
+// per commit that has cells of it. A point pools the commit's runs by
+// instance: per instance id the latest-started run's cell counts (a rerun
+// replaces an earlier one, shards of one run add up), so each instance
+// counts once. Its score is the mean with its 95% interval and n
+// (stats::estimate_mean: Wilson or bootstrap).
+//
+// Commits are ordered by their date from git (add.h), falling back to the
+// earliest start time of their runs when git did not know the commit, ties
+// by commit id.
+//
+// The regression point: a point whose instances, paired with the previous
+// point of the same series (same instance ids, the rule of compare_runs),
+// show a drop the one-sided paired test calls significant
+// (stats::paired_p, p < 0.05) that is larger than the tolerance: the
+// commit where compare BASE=previous NEW=this would say REGRESSED.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "harness/history/sqlite_db.h"
+#include "harness/report/stats.h"
+
+namespace kvbench::history {
+
+// Bounds on what is read from a file (which may be hostile).
+inline constexpr int64_t kMaxRuns = 100'000;
+inline constexpr int64_t kMaxCells = 2'000'000;
+
+struct CommitInfo {
+  std::string commit;                  // as meta.json gave it
+  std::optional<int64_t> commit_time;  // unix seconds, from git
+  int64_t order_time = 0;              // commit_time, else the earliest run start
+  int runs = 0;
+  std::vector<std::string> machines, models;  // distinct, sorted
+};
+
+struct TrendPoint {
+  size_t commit = 0;  // index into Trend::commits
+  stats::Estimate score;
+  // Against the previous point of the series (none for the first).
+  int64_t paired = 0;  // instances both points have
+  double p_drop = NAN;  // one-sided paired p; NaN without a previous point
+  double drop = NAN;    // mean over the paired instances, previous - this
+  bool regressed = false;
+};
+
+struct Series {
+  std::string experiment, configuration, task;
+  std::vector<TrendPoint> points;  // in commit order
+};
+
+struct Trend {
+  std::vector<CommitInfo> commits;  // in history order
+  std::vector<Series> series;       // sorted by experiment, task, configuration
+  int64_t runs = 0, cells = 0;
+  double tolerance = 0.0;
+};
+
+// Reads the whole history (one read transaction) and computes every point.
+// experiment: only runs of that experiment ("" for all). InputError naming
+// the file for a row that breaks the layout (a foreign or damaged file) and
+// for more than kMaxRuns runs or kMaxCells cells.
+Trend load_trend(const Db& db, double tolerance, const std::string& experiment = "");
+
+// The first 7 characters of a commit id, escaped for any text sink.
+std::string short_commit(const std::string& commit);
+
+}  // namespace kvbench::history

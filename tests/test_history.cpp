@@ -1,0 +1,402 @@
+// The recall history (harness/history/) on tiny synthetic run folders: add
+// and read back, idempotent re-adds, concurrent writers in two processes,
+// schema migration from version 0 and 1, foreign, newer and corrupt
+// database files, regression points, and hostile labels on their way to the
+// markdown table and the gnuplot script.
+#include <gtest/gtest.h>
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "harness/history/add.h"
+#include "harness/history/plot.h"
+#include "harness/history/schema.h"
+#include "harness/history/show.h"
+#include "harness/history/trend.h"
+#include "harness/report/plot_script.h"
+#include "harness/run/run_folder.h"
+#include "model/common/error.h"
+#include "tests/support/cli_run.h"
+
+namespace kvbench::history {
+namespace {
+
+using json = nlohmann::json;
+namespace fs = std::filesystem;
+
+std::string scratch(const std::string& name) {
+  const std::string d =
+      testing::TempDir() + "kvbench-history-" + std::to_string(::getpid()) + "/" + name;
+  fs::remove_all(d);
+  fs::create_directories(d);
+  return d;
+}
+
+struct CellSpec {
+  std::string label, task, instance;
+  double score;
+};
+
+// A run folder at `commit` started at `started` holding the given cells.
+std::string make_run(const std::string& out, const std::string& commit, const std::string& started,
+                     const std::vector<CellSpec>& cells, const std::string& experiment = "tiny") {
+  const json meta = {{"git_commit", commit},    {"started_utc", started},
+                     {"model_sha256", "ab12"},  {"cpu", "Test CPU"},
+                     {"cores", 2},              {"plan", {{"cells", cells.size()}}}};
+  // The folder's name is fixed: the experiment's may be anything.
+  RunFolder f =
+      RunFolder::create(out, "run", json{{"name", experiment}, {"model", out + "/m.gguf"}}, meta);
+  int k = 0;
+  for (const CellSpec& c : cells) {
+    const std::string id = "c" + std::to_string(k++);
+    f.write_cell(id, json{{"id", id},
+                          {"instance", {{"id", c.instance}, {"task", c.task}}},
+                          {"policy", {{"label", c.label}, {"spec", c.label + ":spec"}}},
+                          {"score", c.score}});
+  }
+  return f.dir();
+}
+
+// n instances of (label, task) scoring 1, the first `failing` of them 0.
+std::vector<CellSpec> group(const std::string& label, const std::string& task, int n,
+                            int failing) {
+  std::vector<CellSpec> v;
+  for (int i = 0; i < n; ++i)
+    v.push_back({label, task, task + "-" + std::to_string(i), i < failing ? 0.0 : 1.0});
+  return v;
+}
+
+std::vector<CellSpec> join(std::vector<CellSpec> a, const std::vector<CellSpec>& b) {
+  a.insert(a.end(), b.begin(), b.end());
+  return a;
+}
+
+int64_t count(const Db& db, const char* table) {
+  Stmt s(db, std::string("SELECT count(*) FROM ") + table, table);  // table: a literal here
+  EXPECT_TRUE(s.step());
+  return s.integer(0);
+}
+
+const Series* find_series(const Trend& t, const std::string& label, const std::string& task) {
+  for (const Series& s : t.series)
+    if (s.configuration == label && s.task == task) return &s;
+  return nullptr;
+}
+
+TEST(History, AddShowRoundTripAndIdempotentReAdd) {
+  const std::string d = scratch("roundtrip");
+  // Three commits; started times out of commit order on purpose: with no
+  // git dates the start time orders them.
+  const std::string a = make_run(d + "/runs", "aaaaaaa1", "2026-11-21T07:00:00Z",
+                                 join(group("h2o", "passkey", 4, 0), group("full", "passkey", 4, 0)));
+  const std::string b = make_run(d + "/runs", "bbbbbbb2", "2026-11-22T07:00:00Z",
+                                 join(group("h2o", "passkey", 4, 1), group("full", "passkey", 4, 0)));
+  const std::string c = make_run(d + "/runs", "ccccccc3", "2026-11-23T07:00:00Z",
+                                 join(group("h2o", "passkey", 4, 4), group("full", "passkey", 4, 0)));
+  const auto db = open_history(d + "/h.sqlite", true);
+  EXPECT_EQ(schema_version(*db), kSchemaVersion);
+  const AddResult rc = add_run(*db, c, "");
+  EXPECT_EQ(rc.cells_added, 8);
+  EXPECT_EQ(rc.git_commit, "ccccccc3");
+  EXPECT_EQ(rc.run_id.size(), 64u);
+  EXPECT_EQ(add_run(*db, a, "").cells_added, 8);
+  EXPECT_EQ(add_run(*db, b, "").cells_added, 8);
+  // The same folder again, and a copy of it elsewhere: nothing new.
+  const AddResult again = add_run(*db, b, "");
+  EXPECT_EQ(again.cells_added, 0);
+  EXPECT_EQ(again.cells_present, 8);
+  fs::copy(b, d + "/copy", fs::copy_options::recursive);
+  EXPECT_EQ(add_run(*db, d + "/copy", "").cells_added, 0);
+  EXPECT_EQ(count(*db, "runs"), 3);
+  EXPECT_EQ(count(*db, "cells"), 24);
+
+  const Trend t = load_trend(*db, 0.0);
+  ASSERT_EQ(t.commits.size(), 3u);
+  EXPECT_EQ(t.commits[0].commit, "aaaaaaa1");
+  EXPECT_EQ(t.commits[2].commit, "ccccccc3");
+  EXPECT_EQ(t.commits[1].machines, std::vector<std::string>{"Test CPU, 2 cores"});
+  EXPECT_EQ(t.runs, 3);
+  EXPECT_EQ(t.cells, 24);
+  const Series* h2o = find_series(t, "h2o", "passkey");
+  ASSERT_NE(h2o, nullptr);
+  ASSERT_EQ(h2o->points.size(), 3u);
+  EXPECT_DOUBLE_EQ(h2o->points[1].score.mean, 0.75);
+  EXPECT_EQ(h2o->points[1].score.n, 4);
+  EXPECT_NEAR(h2o->points[1].score.ci.lo, 0.300642, 1e-6);  // Wilson, 3 of 4
+  // 1 of 4 flips (p = 0.25): no regression; then the other 3 of 4 (p = 0.0625,
+  // three discordant pairs): still none. Pairs are per instance, as in compare.
+  EXPECT_FALSE(h2o->points[1].regressed);
+  EXPECT_DOUBLE_EQ(h2o->points[1].p_drop, 0.25);
+  EXPECT_FALSE(h2o->points[2].regressed);
+  EXPECT_DOUBLE_EQ(h2o->points[2].p_drop, 0.0625);
+  EXPECT_EQ(h2o->points[2].paired, 4);
+
+  const std::string md = show_markdown(t, d + "/h.sqlite");
+  EXPECT_NE(md.find("| Configuration | Task | aaaaaaa | bbbbbbb | ccccccc |"), std::string::npos)
+      << md;
+  EXPECT_NE(md.find("| h2o | passkey | 1.000 [0.510, 1.000] n=4 | 0.750 [0.301, 0.954] n=4 | "
+                    "0.000 [0.000, 0.490] n=4 |"),
+            std::string::npos)
+      << md;
+  EXPECT_NE(md.find("| aaaaaaa | 2026-11-21 (run) | 1 | Test CPU, 2 cores | ab12 |"),
+            std::string::npos)
+      << md;
+  EXPECT_NE(md.find("No regression point"), std::string::npos) << md;
+  fs::remove_all(d);
+}
+
+TEST(History, RegressionPointIsTheFirstSignificantDrop) {
+  const std::string d = scratch("regression");
+  const auto db = open_history(d + "/h.sqlite", true);
+  // All 4 instances fail at the second commit: mid-p McNemar p = 1/32.
+  add_run(*db, make_run(d, "1111111", "2026-11-21T07:00:00Z", group("snapkv", "niah", 4, 0)), "");
+  add_run(*db, make_run(d, "2222222", "2026-11-22T07:00:00Z", group("snapkv", "niah", 4, 4)), "");
+  add_run(*db, make_run(d, "3333333", "2026-11-23T07:00:00Z", group("snapkv", "niah", 4, 4)), "");
+  const Trend t = load_trend(*db, 0.05);
+  const Series* s = find_series(t, "snapkv", "niah");
+  ASSERT_NE(s, nullptr);
+  ASSERT_EQ(s->points.size(), 3u);
+  EXPECT_FALSE(s->points[0].regressed);
+  EXPECT_TRUE(s->points[1].regressed);
+  EXPECT_DOUBLE_EQ(s->points[1].p_drop, 0.03125);
+  EXPECT_DOUBLE_EQ(s->points[1].drop, 1.0);
+  EXPECT_FALSE(s->points[2].regressed);  // no further drop
+  const std::string md = show_markdown(t, "h.sqlite");
+  EXPECT_NE(md.find("0.000 [0.000, 0.490] n=4 ▼ p=0.0312 |"), std::string::npos) << md;
+  EXPECT_NE(md.find("- tiny / snapkv / niah at 2222222 (vs 1111111): mean score 1.000 -> 0.000, "
+                    "a drop of 1.000 over 4 paired instances, one-sided p = 0.03125"),
+            std::string::npos)
+      << md;
+  // Beyond a tolerance of the whole drop it is accepted.
+  EXPECT_FALSE(find_series(load_trend(*db, 1.0), "snapkv", "niah")->points[1].regressed);
+  // The plot marks it.
+  const std::string script = plot_script(t, d + "/trend.png");
+  EXPECT_NE(script.find("title 'regression point'"), std::string::npos) << script;
+  fs::remove_all(d);
+}
+
+// Two processes add different runs to one new database at the same moment:
+// every row lands (BEGIN IMMEDIATE and the busy timeout), the schema is
+// created once.
+TEST(History, ConcurrentWritersLoseNothing) {
+  const std::string d = scratch("concurrent");
+  std::string first, second;
+  for (int i = 0; i < 12; ++i) {
+    const std::string run =
+        make_run(d + "/runs", "c" + std::to_string(1000000 + i),
+                 "2026-11-2" + std::to_string(1 + i % 8) + "T0" + std::to_string(i % 10) + ":00:00Z",
+                 join(group("h2o", "passkey", 20, i % 3), group("full", "passkey", 20, 0)));
+    (i % 2 ? second : first) += " '" + run + "'";
+  }
+  const std::string db = d + "/h.sqlite";
+  const std::string bin = KVBENCH_BINARY;
+  const std::string cmd = "(" + bin + " history add" + first + " --db '" + db +
+                          "' --repo '' > " + d + "/a.out 2>&1; echo $? > " + d + "/a.rc) & (" +
+                          bin + " history add" + second + " --db '" + db + "' --repo '' > " + d +
+                          "/b.out 2>&1; echo $? > " + d + "/b.rc) & wait";
+  ASSERT_EQ(std::system(cmd.c_str()), 0);
+  for (const char* who : {"a", "b"}) {
+    std::ifstream rc(d + "/" + who + ".rc");
+    int code = -1;
+    rc >> code;
+    std::ifstream out(d + "/" + who + ".out");
+    const std::string text{std::istreambuf_iterator<char>(out), {}};
+    EXPECT_EQ(code, 0) << text;
+    EXPECT_EQ(std::count(text.begin(), text.end(), '\n'), 6) << text;
+    EXPECT_NE(text.find("40 cells added, 0 already in the history"), std::string::npos) << text;
+  }
+  const auto h = open_history(db, false);
+  EXPECT_EQ(count(*h, "runs"), 12);
+  EXPECT_EQ(count(*h, "cells"), 12 * 40);
+  EXPECT_EQ(schema_version(*h), kSchemaVersion);
+  fs::remove_all(d);
+}
+
+TEST(History, MigratesVersion0And1) {
+  const std::string d = scratch("migrate");
+  // Version 0: an empty SQLite file (what sqlite3_open leaves) becomes the
+  // current layout.
+  { Db empty(d + "/v0.sqlite", Db::Mode::Create); }
+  EXPECT_EQ(schema_version(*open_history(d + "/v0.sqlite", false)), kSchemaVersion);
+  // Version 1 with a run and a cell in it: the rows survive; the spec column
+  // version 1 did not keep reads NULL.
+  {
+    Db v1(d + "/v1.sqlite", Db::Mode::Create);
+    create_version_1(v1);
+    Stmt run(v1,
+             "INSERT INTO runs VALUES ('r1', 'tiny', 'abcdef0', NULL, '2026-11-21T07:00:00Z', "
+             "'ab12', 'cfg', 'Test CPU, 2 cores', '/tmp/x', '2026-11-21T08:00:00Z')",
+             "runs");
+    run.step();
+    Stmt cell(v1, "INSERT INTO cells VALUES ('r1', 'c0', 'h2o', 'passkey', 'passkey-0', 1.0)",
+              "cells");
+    cell.step();
+    EXPECT_EQ(schema_version(v1), 1);
+  }
+  const auto db = open_history(d + "/v1.sqlite", false);
+  EXPECT_EQ(schema_version(*db), 2);
+  EXPECT_EQ(count(*db, "cells"), 1);
+  Stmt spec(*db, "SELECT spec FROM cells WHERE cell_id = 'c0'", "cells");
+  ASSERT_TRUE(spec.step());
+  EXPECT_TRUE(spec.is_null(0));
+  const Trend t = load_trend(*db, 0.0);
+  ASSERT_EQ(t.series.size(), 1u);
+  EXPECT_DOUBLE_EQ(t.series[0].points[0].score.mean, 1.0);
+  // New cells after the migration keep their spec.
+  add_run(*db, make_run(d, "abcdef1", "2026-11-22T07:00:00Z", group("h2o", "passkey", 1, 0)), "");
+  Stmt spec2(*db, "SELECT spec FROM cells WHERE run_id <> 'r1'", "cells");
+  ASSERT_TRUE(spec2.step());
+  EXPECT_EQ(spec2.text(0), "h2o:spec");
+  fs::remove_all(d);
+}
+
+TEST(History, ForeignNewerAndCorruptFilesAreOneErrorLine) {
+  const std::string d = scratch("hostile");
+  // Not SQLite at all.
+  std::ofstream(d + "/text.sqlite") << std::string(5000, 'x');
+  test::expect_input_error(test::run_kvbench("history show --db " + d + "/text.sqlite"),
+                           d + "/text.sqlite: ");
+  // Another program's database: refused, and left as it was.
+  {
+    Db other(d + "/other.sqlite", Db::Mode::Create);
+    other.exec("CREATE TABLE customers(name TEXT)");
+  }
+  const auto before = fs::file_size(d + "/other.sqlite");
+  test::expect_input_error(
+      test::run_kvbench("history add " + d + " --db " + d + "/other.sqlite"),
+      d + "/other.sqlite: not a kvbench history: it holds table customers");
+  EXPECT_EQ(fs::file_size(d + "/other.sqlite"), before);
+  // A newer kvbench's file.
+  {
+    Db newer(d + "/newer.sqlite", Db::Mode::Create);
+    newer.exec("PRAGMA user_version = 99");
+  }
+  test::expect_input_error(test::run_kvbench("history show --db " + d + "/newer.sqlite"),
+                           "schema version 99 is not one this kvbench knows");
+  // A history file whose pages were overwritten: a valid header, damaged
+  // b-tree pages.
+  const std::string good = d + "/good.sqlite";
+  {
+    const auto db = open_history(good, true);
+    add_run(*db, make_run(d + "/runs", "abcdef1", "2026-11-22T07:00:00Z",
+                          group("h2o", "passkey", 300, 7)),
+            "");
+  }
+  ASSERT_GT(fs::file_size(good), 3 * 4096u);
+  {
+    std::fstream f(good, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(4096);  // page 2 onwards: table roots and cell pages
+    const std::string junk(2 * 4096, '\xA5');
+    f.write(junk.data(), static_cast<std::streamsize>(junk.size()));
+  }
+  const test::CliResult r = test::run_kvbench("history show --db " + good);
+  test::expect_input_error(r, good + ": ");
+  test::expect_input_error(test::run_kvbench("history plot --db " + good + " -o " + d + "/p.png"),
+                           good + ": ");
+  EXPECT_FALSE(fs::exists(d + "/p.png"));
+  // A cell whose score is text: the reader checks every column's type.
+  {
+    const auto db = open_history(d + "/typed.sqlite", true);
+    add_run(*db, make_run(d + "/runs2", "abcdef1", "2026-11-22T07:00:00Z",
+                          group("h2o", "passkey", 2, 0)),
+            "");
+    db->exec("UPDATE cells SET score = 'high'");
+  }
+  test::expect_input_error(test::run_kvbench("history show --db " + d + "/typed.sqlite"),
+                           "cells.score: expected a number");
+  // A missing database is not created by show.
+  test::expect_input_error(test::run_kvbench("history show --db " + d + "/none.sqlite"),
+                           "none.sqlite: cannot open");
+  EXPECT_FALSE(fs::exists(d + "/none.sqlite"));
+  // A run folder without meta.json adds nothing.
+  RunFolder::create(d + "/bare", "bare", json{{"name", "bare"}}, json::object());
+  fs::remove(d + "/bare/" + fs::directory_iterator(d + "/bare")->path().filename().string() +
+             "/meta.json");
+  test::expect_input_error(
+      test::run_kvbench("history add " + fs::directory_iterator(d + "/bare")->path().string() +
+                        " --db " + d + "/fresh.sqlite"),
+      "meta.json: missing");
+  fs::remove_all(d);
+}
+
+// Labels full of gnuplot's and markdown's specials reach the plot only as
+// string literals and the table only escaped: nothing runs, every row keeps
+// its columns.
+TEST(History, HostileLabelsStayText) {
+  const std::string d = scratch("labels");
+  const std::string marker = d + "/pwned";
+  const std::vector<std::string> labels = {
+      "it's \"quoted\"",
+      "line\nbreak' ; system('touch " + marker + "') ; '",
+      "@macro `touch " + marker + "` $x {sub}_^ \\ & ~",
+      "a|b | c",
+      "\x1b[31mred\x07"};
+  std::vector<CellSpec> cells;
+  for (const auto& l : labels) {
+    const auto g = group(l, "pass'key\n", 4, 0);
+    cells.insert(cells.end(), g.begin(), g.end());
+  }
+  std::vector<CellSpec> worse;
+  for (const auto& l : labels) {
+    const auto g = group(l, "pass'key\n", 4, 4);
+    worse.insert(worse.end(), g.begin(), g.end());
+  }
+  const auto db = open_history(d + "/h.sqlite", true);
+  add_run(*db, make_run(d, "commit'1\n", "2026-11-21T07:00:00Z", cells, "exp`x`"), "");
+  add_run(*db, make_run(d, "commit;2", "2026-11-22T07:00:00Z", worse, "exp`x`"), "");
+  const Trend t = load_trend(*db, 0.0);
+  ASSERT_EQ(t.series.size(), labels.size());
+
+  // The script: every label appears only as its plot::label literal, and
+  // no line of the script holds a raw piece of a label after a newline.
+  const std::string script = plot_script(t, d + "/trend.png");
+  for (const auto& l : labels)
+    EXPECT_NE(script.find(plot::label(l)), std::string::npos) << l;
+  EXPECT_EQ(script.find("\nbreak"), std::string::npos);
+  EXPECT_EQ(script.find('\x1b'), std::string::npos);
+  EXPECT_EQ(script.find("system('touch"), std::string::npos);  // only as ''touch
+  // gnuplot draws it and runs nothing.
+  write_trend_plot(t, d + "/trend.png");
+  EXPECT_GT(fs::file_size(d + "/trend.png"), 1000u);
+  write_trend_plot(t, d + "/trend.svg");
+  EXPECT_GT(fs::file_size(d + "/trend.svg"), 1000u);
+  EXPECT_FALSE(fs::exists(marker));
+  for (const auto& e : fs::directory_iterator(d))  // no temporaries left
+    EXPECT_EQ(e.path().string().find(".tmp."), std::string::npos) << e.path();
+
+  // The table: no raw control characters, and every row as many cells as
+  // its header.
+  const std::string md = show_markdown(t, "h.sqlite");
+  EXPECT_EQ(md.find('\x1b'), std::string::npos);
+  EXPECT_EQ(md.find('\x07'), std::string::npos);
+  std::istringstream lines(md);
+  std::string line;
+  long columns = -1;
+  bool in_table = false;
+  while (std::getline(lines, line)) {
+    if (line.rfind("| Configuration |", 0) == 0) in_table = true;
+    if (!in_table) continue;
+    if (line.empty()) break;
+    long bars = 0;
+    for (size_t i = 0; i < line.size(); ++i) bars += line[i] == '|' && (i == 0 || line[i - 1] != '\\');
+    if (columns < 0) columns = bars;
+    EXPECT_EQ(bars, columns) << line;
+  }
+  EXPECT_EQ(columns, 5);  // configuration, task, two commits
+  EXPECT_NE(md.find("▼"), std::string::npos) << md;
+  // Bad output names are refused before gnuplot runs.
+  EXPECT_THROW(write_trend_plot(t, d + "/trend.pdf"), InputError);
+  fs::create_directories(d + "/dir.png");
+  EXPECT_THROW(write_trend_plot(t, d + "/dir.png"), InputError);
+  fs::remove_all(d);
+}
+
+}  // namespace
+}  // namespace kvbench::history
