@@ -111,6 +111,9 @@ Agreement agreement(const LlamaModel& model, MatmulMode mode, const char* key, f
   return a;
 }
 
+// Measured: top-1 identical on 24 of 24 (two of llama.cpp's leads are below
+// 0.05: 0.028 and 0.033), max |logit diff| over each prompt's top 32: median
+// 0.0035, max 0.0127.
 TEST(GoldenGemma3, ExactModeTop1AndLogitsMatchLlamaCppOnF32Weights) {
   SKIP_WITHOUT_GEMMA3(path);
   auto model = LlamaModel::load(path);
@@ -121,13 +124,17 @@ TEST(GoldenGemma3, ExactModeTop1AndLogitsMatchLlamaCppOnF32Weights) {
   EXPECT_LT(a.worst, 0.05f);
 }
 
+// With 8-bit activations the logits sit as far from llama.cpp's as SmolLM2's
+// do (see test_golden_llamacpp.cpp: a one-ulp change moves them by tenths):
+// measured median 0.457, max 1.005 over each prompt's top 32, top-1 24 of 24.
 TEST(GoldenGemma3, QuantizedModeTop1MatchesLlamaCppOnTheShippedFile) {
   SKIP_WITHOUT_GEMMA3(path);
   auto model = LlamaModel::load(path);
   const Agreement a = agreement(*model, MatmulMode::Quantized, "top", 0.5f);
   RecordProperty("top1_identical", a.top1_same);
   EXPECT_GE(a.top1_same, 21);
-  EXPECT_LT(a.median, 0.5f);
+  EXPECT_LT(a.median, 0.7f);
+  EXPECT_LT(a.worst, 1.5f);
 }
 
 // Two 512-token windows of gnu-standards prose (as test_perplexity.cpp does
