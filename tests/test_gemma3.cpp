@@ -18,6 +18,7 @@
 #include "model/testing/tiny_model.h"
 #include "policies/full_cache.h"
 #include "tests/support/reference_gemma3.h"
+#include "tests/support/cli_run.h"
 #include "tests/support/reference_llama.h"
 
 namespace kvbench {
@@ -228,6 +229,33 @@ TEST(Gemma3Forward, QuantizedActivationsStayNearExact) {
   RecordProperty("max_abs_logit_diff_quantized", std::to_string(diff));
   EXPECT_GT(diff, 0.0f);
   EXPECT_LT(diff, 0.1f);
+}
+
+// The command line runs a gemma3 file like any other; policies that would
+// re-rotate its keys or model its RoPE pair-wise refuse it with one line.
+TEST(Gemma3Cli, TinyGemma3RunsAndRefusesWhatItCannotDoYet) {
+  const std::string path = testing::TempDir() + "kvbench-cli-tiny-gemma3.gguf";
+  ASSERT_EQ(test::run_kvbench("tiny-model -o " + path + " --shape tiny-gemma3 --vocab spm").code, 0);
+  const auto info = test::run_kvbench("info --model " + path);
+  ASSERT_EQ(info.code, 0) << info.err;
+  EXPECT_NE(info.out.find("gemma3: 2 local layers (sliding window 5, rope base 10000), global "
+                          "layers 2; attention scale 0.176777, embedding scale 9.79796, logit "
+                          "soft-cap 4\n"),
+            std::string::npos)
+      << info.out;
+  EXPECT_NE(info.out.find("rope pairs: halves (neox)"), std::string::npos);
+  const auto gen = test::run_kvbench("generate --prompt 'hello world hello' --max-tokens 6 "
+                                     "--policy streaming:budget=6,sinks=2 --model " + path);
+  EXPECT_EQ(gen.code, 0) << gen.err;
+  EXPECT_FALSE(gen.out.empty());
+  test::expect_input_error(
+      test::run_kvbench("generate --prompt 'hello world' --max-tokens 8 --policy "
+                        "streaming:budget=6,sinks=2,pos=contiguous --model " + path),
+      "contiguous positions: this model's keys (NEOX RoPE with a base per layer, gemma3) cannot "
+      "be re-rotated");
+  test::expect_input_error(test::run_kvbench("generate --prompt hi --policy expected:budget=6 "
+                                             "--model " + path),
+                           "'expected' models RoPE pair-wise with one base");
 }
 
 }  // namespace

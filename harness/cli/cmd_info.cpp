@@ -66,8 +66,11 @@ int cmd_info(const Args& args) {
       out << "  gemma3: " << n_local << " local layers (sliding window " << g.sliding_window
           << ", rope base " << g.rope_local.freq_base << "), global layers "
           << (global.empty() ? "none" : global) << "; attention scale " << g.attn_scale
-          << ", embedding scale " << g.embed_scale << ", logit soft-cap "
-          << (g.final_logit_softcap > 0 ? std::to_string(g.final_logit_softcap) : "none") << "\n";
+          << ", embedding scale " << g.embed_scale << ", logit soft-cap ";
+      if (g.final_logit_softcap > 0)
+        out << g.final_logit_softcap << "\n";
+      else
+        out << "none\n";
     }
   } else {
     out << "\nmodel: architecture '" << escaped_text(arch, 64)
