@@ -139,7 +139,11 @@ TEST(GoldenGemma3, QuantizedModeTop1MatchesLlamaCppOnTheShippedFile) {
 
 // Two 512-token windows of gnu-standards prose (as test_perplexity.cpp does
 // for SmolLM2), each starting with BOS as llama-perplexity does for a
-// vocabulary that asks for it.
+// vocabulary that asks for it. Measured running ppl: 24.4675 and 17.9777
+// (llama.cpp on the F32 weights: 24.4660, 17.9777). Over the whole text (8
+// windows, `kvbench perplexity --ctx 512 --skip 256`): 16.8688, llama.cpp
+// 16.8686 on the F32 weights, 16.8963 on the shipped Q4_K_M with 8-bit
+// activations.
 TEST(GoldenGemma3, PerplexityMatchesLlamaCppOnF32Weights) {
   SKIP_WITHOUT_GEMMA3(path);
   const auto g = golden("golden_perplexity_gemma3.json");
@@ -161,8 +165,9 @@ TEST(GoldenGemma3, PerplexityMatchesLlamaCppOnF32Weights) {
   ASSERT_EQ(r.running_ppl.size(), 2u);
   std::printf("gemma3 running ppl after 2 windows: kvbench %.4f, llama.cpp (F32 weights) %.4f\n",
               r.running_ppl[1], expected[1]);
-  EXPECT_NEAR(r.running_ppl[0], expected[0], 1e-3 * expected[0]);
-  EXPECT_NEAR(r.running_ppl[1], expected[1], 1e-3 * expected[1]);
+  EXPECT_NEAR(r.running_ppl[0], expected[0], 3e-3);
+  EXPECT_NEAR(r.running_ppl[1], expected[1], 1e-3);
+  EXPECT_EQ(r.scored, 2 * 255);
 }
 
 }  // namespace
