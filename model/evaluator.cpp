@@ -11,7 +11,10 @@ Evaluator::Evaluator(const LlamaModel& model, int n_threads, MatmulMode mode)
     : model_(model),
       pool_(n_threads),
       matmul_options_{mode, default_cpu_path()},
-      inv_freq_(rope_inv_freq(model.config().rope)) {}
+      inv_freq_(rope_inv_freq(model.config().rope)) {
+  if (model.config().arch == Arch::Gemma3)
+    inv_freq_local_ = rope_inv_freq(model.config().gemma3.rope_local);
+}
 
 void Evaluator::ensure_capacity(int64_t n) {
   if (n <= capacity_) return;
@@ -28,29 +31,23 @@ void Evaluator::ensure_capacity(int64_t n) {
   proj_.resize(n * c.dim);
 }
 
-// Below this many tokens the element-wise work between matmuls stays on the
-// calling thread: a parallel region costs a few microseconds.
-constexpr int64_t kParallelTokens = 8;
-
-template <class Fn>
-void Evaluator::for_tokens(int64_t n, Fn&& fn) {
-  if (n < kParallelTokens || pool_.size() == 1) return fn(int64_t{0}, n);
-  pool_.parallel_for(n, [&](int64_t t0, int64_t t1, int) { fn(t0, t1); });
-}
-
 // out[t] = x[t] / sqrt(mean(x[t]^2) + eps) * weight, sum of squares in double.
 void Evaluator::rms_norm(const float* x, const std::vector<float>& weight, float* out,
                          int64_t n_tokens) {
-  const int dim = model_.config().dim;
+  rms_norm_rows(x, weight, out, n_tokens, model_.config().dim);
+}
+
+void Evaluator::rms_norm_rows(const float* x, const std::vector<float>& weight, float* out,
+                              int64_t n_rows, int width) {
   const float eps = model_.config().rms_eps;
-  for_tokens(n_tokens, [&](int64_t t0, int64_t t1) {
+  for_tokens(n_rows, [&](int64_t t0, int64_t t1) {
     for (int64_t t = t0; t < t1; ++t) {
-      const float* xt = x + t * dim;
+      const float* xt = x + t * width;
       double sum = 0.0;
-      for (int i = 0; i < dim; ++i) sum += static_cast<double>(xt[i]) * xt[i];
-      const float scale = 1.0f / std::sqrt(static_cast<float>(sum / dim) + eps);
-      float* ot = out + t * dim;
-      for (int i = 0; i < dim; ++i) ot[i] = xt[i] * scale * weight[i];
+      for (int i = 0; i < width; ++i) sum += static_cast<double>(xt[i]) * xt[i];
+      const float scale = 1.0f / std::sqrt(static_cast<float>(sum / width) + eps);
+      float* ot = out + t * width;
+      for (int i = 0; i < width; ++i) ot[i] = xt[i] * scale * weight[i];
     }
   });
 }
@@ -61,6 +58,46 @@ void Evaluator::add_residual(int64_t n) {
   for_tokens(n, [&](int64_t t0, int64_t t1) {
     for (int64_t i = t0 * dim; i < t1 * dim; ++i) x_[i] += proj_[i];
   });
+}
+
+// A LLaMA block: x += Wo . attention(rope(Wq xn), rope(Wk xn), Wv xn), then
+// x += W_down (silu(W_gate xn) * W_up xn), each with its RMS norm in front.
+void Evaluator::llama_layer(int l, std::span<const int32_t> positions, KvCache& cache) {
+  const LlamaConfig& c = model_.config();
+  const LayerWeights& L = model_.weights().layers[l];
+  const int64_t n = static_cast<int64_t>(positions.size());
+  const AttentionShape attn_shape{c.n_heads, c.n_kv_heads, c.head_dim};
+  // Attention block: x += Wo . attention(rope(Wq xn), rope(Wk xn), Wv xn)
+  rms_norm(x_.data(), L.attn_norm, xn_.data(), n);
+  const MatmulOutput qkv[] = {{&L.wq, q_.data(), c.q_dim()},
+                              {&L.wk, k_.data(), c.kv_dim()},
+                              {&L.wv, v_.data(), c.kv_dim()}};
+  matmul_group(qkv, xn_.data(), n, pool_, matmul_scratch_, matmul_options_);
+  for_tokens(n, [&](int64_t t0, int64_t t1) {
+    for (int64_t t = t0; t < t1; ++t) {
+      rope_rotate(q_.data() + t * c.q_dim(), c.n_heads, c.head_dim, positions[t], inv_freq_);
+      rope_rotate(k_.data() + t * c.kv_dim(), c.n_kv_heads, c.head_dim, positions[t], inv_freq_);
+    }
+  });
+  cache.append(l, k_.data(), v_.data());
+  if (cache.attention_request(l).queries) cache.observe_queries(l, q_.data(), positions);
+  attend(attn_shape, l, q_.data(), positions, cache, attn_.data(), pool_, attention_scratch_);
+  matmul(L.wo, attn_.data(), n, proj_.data(), c.dim, pool_, matmul_scratch_, matmul_options_);
+  add_residual(n);
+
+  // Feed-forward block (SwiGLU): x += W_down (silu(W_gate xn) * W_up xn)
+  rms_norm(x_.data(), L.ffn_norm, xn_.data(), n);
+  const MatmulOutput gate_up[] = {{&L.w_gate, gate_.data(), c.ffn_dim},
+                                  {&L.w_up, up_.data(), c.ffn_dim}};
+  matmul_group(gate_up, xn_.data(), n, pool_, matmul_scratch_, matmul_options_);
+  for_tokens(n, [&](int64_t t0, int64_t t1) {
+    for (int64_t i = t0 * c.ffn_dim; i < t1 * c.ffn_dim; ++i) {
+      const float g = gate_[i];
+      gate_[i] = g / (1.0f + std::exp(-g)) * up_[i];
+    }
+  });
+  matmul(L.w_down, gate_.data(), n, proj_.data(), c.dim, pool_, matmul_scratch_, matmul_options_);
+  add_residual(n);
 }
 
 void Evaluator::step(std::span<const int32_t> tokens, std::span<const int32_t> positions, int seq,
@@ -76,6 +113,7 @@ void Evaluator::step(std::span<const int32_t> tokens, std::span<const int32_t> p
     assert(tokens[t] >= 0 && tokens[t] < c.n_vocab);
     dequantize_row(w.tok_embd.type, w.tok_embd.row(tokens[t]), x_.data() + t * c.dim, c.dim);
   }
+  if (c.arch == Arch::Gemma3) gemma3_scale_embeddings(n);
 
   StepInfo info;
   info.seq = seq;
@@ -84,40 +122,15 @@ void Evaluator::step(std::span<const int32_t> tokens, std::span<const int32_t> p
   info.tokens = tokens;
   cache.begin_step(info);
 
-  const AttentionShape attn_shape{c.n_heads, c.n_kv_heads, c.head_dim};
   for (int l = 0; l < c.n_layers; ++l) {
-    const LayerWeights& L = w.layers[l];
-    // Attention block: x += Wo . attention(rope(Wq xn), rope(Wk xn), Wv xn)
-    rms_norm(x_.data(), L.attn_norm, xn_.data(), n);
-    const MatmulOutput qkv[] = {{&L.wq, q_.data(), c.q_dim()},
-                                {&L.wk, k_.data(), c.kv_dim()},
-                                {&L.wv, v_.data(), c.kv_dim()}};
-    matmul_group(qkv, xn_.data(), n, pool_, matmul_scratch_, matmul_options_);
-    for_tokens(n, [&](int64_t t0, int64_t t1) {
-      for (int64_t t = t0; t < t1; ++t) {
-        rope_rotate(q_.data() + t * c.q_dim(), c.n_heads, c.head_dim, positions[t], inv_freq_);
-        rope_rotate(k_.data() + t * c.kv_dim(), c.n_kv_heads, c.head_dim, positions[t], inv_freq_);
-      }
-    });
-    cache.append(l, k_.data(), v_.data());
-    if (cache.attention_request(l).queries) cache.observe_queries(l, q_.data(), positions);
-    attend(attn_shape, l, q_.data(), positions, cache, attn_.data(), pool_, attention_scratch_);
-    matmul(L.wo, attn_.data(), n, proj_.data(), c.dim, pool_, matmul_scratch_, matmul_options_);
-    add_residual(n);
-
-    // Feed-forward block (SwiGLU): x += W_down (silu(W_gate xn) * W_up xn)
-    rms_norm(x_.data(), L.ffn_norm, xn_.data(), n);
-    const MatmulOutput gate_up[] = {{&L.w_gate, gate_.data(), c.ffn_dim},
-                                    {&L.w_up, up_.data(), c.ffn_dim}};
-    matmul_group(gate_up, xn_.data(), n, pool_, matmul_scratch_, matmul_options_);
-    for_tokens(n, [&](int64_t t0, int64_t t1) {
-      for (int64_t i = t0 * c.ffn_dim; i < t1 * c.ffn_dim; ++i) {
-        const float g = gate_[i];
-        gate_[i] = g / (1.0f + std::exp(-g)) * up_[i];
-      }
-    });
-    matmul(L.w_down, gate_.data(), n, proj_.data(), c.dim, pool_, matmul_scratch_, matmul_options_);
-    add_residual(n);
+    switch (c.arch) {
+      case Arch::Llama:
+        llama_layer(l, positions, cache);
+        break;
+      case Arch::Gemma3:
+        gemma3_layer(l, positions, cache);
+        break;
+    }
   }
   cache.end_step();
 
@@ -127,6 +140,7 @@ void Evaluator::step(std::span<const int32_t> tokens, std::span<const int32_t> p
   const int64_t rows = n - first;
   rms_norm(x_.data() + first * c.dim, w.output_norm, xn_.data(), rows);
   matmul(w.output, xn_.data(), rows, logits, c.n_vocab, pool_, matmul_scratch_, matmul_options_);
+  if (c.arch == Arch::Gemma3) gemma3_cap_logits(logits, rows);
 }
 
 }  // namespace kvbench

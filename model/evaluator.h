@@ -1,7 +1,10 @@
-// Runs the LLaMA forward pass over a step of tokens (a prefill chunk or one
-// decode token), writing K/V through the cache interface. Holds the thread
-// pool and every activation buffer, so steps allocate nothing once buffers
-// have reached the largest step size seen.
+// Runs the forward pass over a step of tokens (a prefill chunk or one decode
+// token), writing K/V through the cache interface. Holds the thread pool and
+// every activation buffer, so steps allocate nothing once buffers have
+// reached the largest step size seen. The embedding lookup, the cache
+// protocol and the output layer are shared; each architecture's block is its
+// own function (llama_layer here, gemma3_layer in model/gemma3_forward.cpp),
+// picked by the file's general.architecture (LlamaConfig::arch).
 #pragma once
 
 #include <cstdint>
@@ -41,7 +44,17 @@ class Evaluator {
 
  private:
   void ensure_capacity(int64_t n_tokens);
+  // One transformer block over the step's n tokens: x_ += attention, x_ += FFN.
+  void llama_layer(int layer, std::span<const int32_t> positions, KvCache& cache);
+  void gemma3_layer(int layer, std::span<const int32_t> positions, KvCache& cache);
+  // Gemma 3's embedding scale and logit soft-capping (gemma3_forward.cpp).
+  void gemma3_scale_embeddings(int64_t n_tokens);
+  void gemma3_cap_logits(float* logits, int64_t rows) const;
   void rms_norm(const float* x, const std::vector<float>& weight, float* out, int64_t n_tokens);
+  // RMS norm of n_rows rows of `width` floats (out may be x): the per-head
+  // query / key norms of gemma3 use width = head_dim.
+  void rms_norm_rows(const float* x, const std::vector<float>& weight, float* out, int64_t n_rows,
+                     int width);
   // fn(t0, t1) over tokens [0, n): split over the threads when there are
   // enough tokens to pay for a parallel region. Each token's arithmetic is
   // the same either way.
@@ -54,7 +67,8 @@ class Evaluator {
   MatmulOptions matmul_options_;
   MatmulScratch matmul_scratch_;
   AttentionScratch attention_scratch_;
-  std::vector<float> inv_freq_;  // [rope.n_dims / 2]
+  std::vector<float> inv_freq_;        // [rope.n_dims / 2]
+  std::vector<float> inv_freq_local_;  // gemma3's local layers: [rope.n_dims / 2]
   int64_t capacity_ = 0;
   // Activations, [capacity][width]:
   std::vector<float> x_;     // residual stream [dim]
@@ -67,5 +81,15 @@ class Evaluator {
   std::vector<float> up_;    // [ffn_dim]
   std::vector<float> proj_;  // [dim] output of wo / w_down before the residual add
 };
+
+// Below this many tokens the element-wise work between matmuls stays on the
+// calling thread: a parallel region costs a few microseconds. (Defined here
+// so that both architectures' blocks, in their own files, use it.)
+template <class Fn>
+void Evaluator::for_tokens(int64_t n, Fn&& fn) {
+  constexpr int64_t kParallelTokens = 8;
+  if (n < kParallelTokens || pool_.size() == 1) return fn(int64_t{0}, n);
+  pool_.parallel_for(n, [&](int64_t t0, int64_t t1, int) { fn(t0, t1); });
+}
 
 }  // namespace kvbench

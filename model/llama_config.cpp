@@ -3,6 +3,7 @@
 #include <string>
 
 #include "model/common/error.h"
+#include "model/common/printable.h"
 #include "model/gguf/gguf.h"
 
 namespace kvbench {
@@ -24,58 +25,75 @@ int read_count(const GgufFile& f, const std::string& key, uint32_t max) {
 
 }  // namespace
 
+bool runs_architecture(std::string_view arch) { return arch == "llama" || arch == "gemma3"; }
+
 LlamaConfig read_llama_config(const GgufFile& f) {
   if (!f.has("general.architecture")) fail(f, "missing key 'general.architecture'");
   const std::string arch = f.get_string("general.architecture");
-  if (arch != "llama") fail(f, "unsupported architecture '" + arch + "' (kvbench runs 'llama')");
-
   LlamaConfig c;
+  if (arch == "llama") {
+    c.arch = Arch::Llama;
+  } else if (arch == "gemma3") {
+    c.arch = Arch::Gemma3;
+  } else {
+    fail(f, "unsupported architecture '" + escaped_text(arch, 64) + "' (kvbench runs 'llama' and 'gemma3')");
+  }
+  c.arch_name = arch;
+  // Keys under the architecture's name: llama.block_count, gemma3.block_count.
+  const std::string p = arch + ".";
   c.name = f.get_string_or("general.name", "");
-  c.n_layers = read_count(f, "llama.block_count", 1024);
-  c.dim = read_count(f, "llama.embedding_length", 1 << 16);
-  c.ffn_dim = read_count(f, "llama.feed_forward_length", 1 << 18);
-  c.n_heads = read_count(f, "llama.attention.head_count", 1024);
-  c.n_kv_heads = f.has("llama.attention.head_count_kv")
-                     ? read_count(f, "llama.attention.head_count_kv", 1024)
+  c.n_layers = read_count(f, p + "block_count", 1024);
+  c.dim = read_count(f, p + "embedding_length", 1 << 16);
+  c.ffn_dim = read_count(f, p + "feed_forward_length", 1 << 18);
+  c.n_heads = read_count(f, p + "attention.head_count", 1024);
+  c.n_kv_heads = f.has(p + "attention.head_count_kv")
+                     ? read_count(f, p + "attention.head_count_kv", 1024)
                      : c.n_heads;
   if (c.n_heads % c.n_kv_heads != 0)
-    fail(f, "llama.attention.head_count (" + std::to_string(c.n_heads) +
-                ") is not a multiple of llama.attention.head_count_kv (" +
+    fail(f, p + "attention.head_count (" + std::to_string(c.n_heads) + ") is not a multiple of " +
+                p + "attention.head_count_kv (" +
                 std::to_string(c.n_kv_heads) + ")");
-  if (f.has("llama.attention.key_length")) {
-    c.head_dim = read_count(f, "llama.attention.key_length", 1024);
-    const int v_len = f.has("llama.attention.value_length")
-                          ? read_count(f, "llama.attention.value_length", 1024)
+  if (f.has(p + "attention.key_length")) {
+    c.head_dim = read_count(f, p + "attention.key_length", 1024);
+    const int v_len = f.has(p + "attention.value_length")
+                          ? read_count(f, p + "attention.value_length", 1024)
                           : c.head_dim;
     if (v_len != c.head_dim) fail(f, "key_length != value_length is not supported");
   } else {
     if (c.dim % c.n_heads != 0)
-      fail(f, "llama.embedding_length is not a multiple of llama.attention.head_count");
+      fail(f, p + "embedding_length is not a multiple of " + p + "attention.head_count");
     c.head_dim = c.dim / c.n_heads;
   }
   if (c.head_dim % 2 != 0) fail(f, "head dimension " + std::to_string(c.head_dim) + " is odd");
-  c.n_ctx_train = read_count(f, "llama.context_length", 1u << 24);
-  c.rms_eps = f.get_f32_or("llama.attention.layer_norm_rms_epsilon", 1e-5f);
+  c.n_ctx_train = read_count(f, p + "context_length", 1u << 24);
+  c.rms_eps = f.get_f32_or(p + "attention.layer_norm_rms_epsilon", 1e-5f);
   if (!(c.rms_eps > 0.0f && c.rms_eps < 1.0f))
-    fail(f, "llama.attention.layer_norm_rms_epsilon is out of range (0, 1)");
+    fail(f, p + "attention.layer_norm_rms_epsilon is out of range (0, 1)");
 
-  c.rope.n_dims = f.has("llama.rope.dimension_count")
-                      ? read_count(f, "llama.rope.dimension_count", 1024)
+  c.rope.n_dims = f.has(p + "rope.dimension_count")
+                      ? read_count(f, p + "rope.dimension_count", 1024)
                       : c.head_dim;
   if (c.rope.n_dims > c.head_dim || c.rope.n_dims % 2 != 0)
-    fail(f, "llama.rope.dimension_count must be even and <= the head dimension");
-  c.rope.freq_base = f.get_f32_or("llama.rope.freq_base", 10000.0f);
-  if (!(c.rope.freq_base > 1.0f)) fail(f, "llama.rope.freq_base must be > 1");
-  const std::string scaling = f.get_string_or("llama.rope.scaling.type", "none");
+    fail(f, p + "rope.dimension_count must be even and <= the head dimension");
+  c.rope.freq_base = f.get_f32_or(p + "rope.freq_base", 10000.0f);
+  if (!(c.rope.freq_base > 1.0f)) fail(f, p + "rope.freq_base must be > 1");
+  const std::string scaling = f.get_string_or(p + "rope.scaling.type", "none");
   if (scaling == "linear") {
-    const float factor = f.get_f32_or("llama.rope.scaling.factor", 1.0f);
-    if (!(factor > 0.0f)) fail(f, "llama.rope.scaling.factor must be > 0");
+    const float factor = f.get_f32_or(p + "rope.scaling.factor", 1.0f);
+    if (!(factor > 0.0f)) fail(f, p + "rope.scaling.factor must be > 0");
     c.rope.freq_scale = 1.0f / factor;
   } else if (scaling != "none" && scaling != "") {
-    fail(f, "unsupported llama.rope.scaling.type '" + scaling + "' (supported: none, linear)");
+    fail(f, "unsupported " + p + "rope.scaling.type '" + escaped_text(scaling, 64) + "' (supported: none, linear)");
   }
   // llama3-style scaling arrives as the tensor rope_freqs.weight; the weights
   // loader reads it into rope.freq_factors.
+  if (c.arch == Arch::Gemma3) {
+    // Gemma rotates the two halves of each head (llama.cpp's NEOX RoPE), and
+    // its RMS epsilon defaults to 1e-6.
+    c.rope.neox = true;
+    c.rms_eps = f.get_f32_or(p + "attention.layer_norm_rms_epsilon", 1e-6f);
+    read_gemma3_config(f, c);
+  }
   return c;
 }
 

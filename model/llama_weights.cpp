@@ -6,6 +6,7 @@
 #include <string>
 
 #include "model/common/error.h"
+#include "model/gemma3_weights.h"
 #include "model/gguf/gguf.h"
 #include "model/ops/planar.h"
 
@@ -43,7 +44,9 @@ WeightMatrix matrix(const GgufFile& f, const std::string& name, int64_t rows, in
   return m;
 }
 
-std::vector<float> vector_f32(const GgufFile& f, const std::string& name, int64_t n) {
+}  // namespace
+
+std::vector<float> load_vector_f32(const GgufFile& f, const std::string& name, int64_t n) {
   const GgufTensor& t = require(f, name);
   if (t.n_dims != 1 || t.ne[0] != n)
     throw InputError(f.path() + ": tensor '" + name + "' has shape " + shape_str(t) +
@@ -52,8 +55,6 @@ std::vector<float> vector_f32(const GgufFile& f, const std::string& name, int64_
   dequantize_row(t.type, t.data, out.data(), n);
   return out;
 }
-
-}  // namespace
 
 LlamaWeights load_llama_weights(const GgufFile& f, LlamaConfig& c) {
   LlamaWeights w;
@@ -68,17 +69,18 @@ LlamaWeights load_llama_weights(const GgufFile& f, LlamaConfig& c) {
   for (int l = 0; l < c.n_layers; ++l) {
     const std::string p = "blk." + std::to_string(l) + ".";
     LayerWeights& L = w.layers[l];
-    L.attn_norm = vector_f32(f, p + "attn_norm.weight", c.dim);
+    L.attn_norm = load_vector_f32(f, p + "attn_norm.weight", c.dim);
     L.wq = matrix(f, p + "attn_q.weight", c.q_dim(), c.dim);
     L.wk = matrix(f, p + "attn_k.weight", c.kv_dim(), c.dim);
     L.wv = matrix(f, p + "attn_v.weight", c.kv_dim(), c.dim);
     L.wo = matrix(f, p + "attn_output.weight", c.dim, c.q_dim());
-    L.ffn_norm = vector_f32(f, p + "ffn_norm.weight", c.dim);
+    L.ffn_norm = load_vector_f32(f, p + "ffn_norm.weight", c.dim);
     L.w_gate = matrix(f, p + "ffn_gate.weight", c.ffn_dim, c.dim);
     L.w_up = matrix(f, p + "ffn_up.weight", c.ffn_dim, c.dim);
     L.w_down = matrix(f, p + "ffn_down.weight", c.dim, c.ffn_dim);
+    if (c.arch == Arch::Gemma3) load_gemma3_norms(f, c, p, L);
   }
-  w.output_norm = vector_f32(f, "output_norm.weight", c.dim);
+  w.output_norm = load_vector_f32(f, "output_norm.weight", c.dim);
   if (f.find_tensor("output.weight")) {
     w.output = matrix(f, "output.weight", c.n_vocab, c.dim);
   } else {
@@ -86,7 +88,7 @@ LlamaWeights load_llama_weights(const GgufFile& f, LlamaConfig& c) {
     w.tied_output = true;
   }
   if (f.find_tensor("rope_freqs.weight"))
-    c.rope.freq_factors = vector_f32(f, "rope_freqs.weight", c.rope.n_dims / 2);
+    c.rope.freq_factors = load_vector_f32(f, "rope_freqs.weight", c.rope.n_dims / 2);
   return w;
 }
 

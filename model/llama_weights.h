@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "model/llama_config.h"
@@ -24,6 +25,11 @@ struct LayerWeights {
   WeightMatrix w_gate;           // [ffn_dim][dim]
   WeightMatrix w_up;             // [ffn_dim][dim]
   WeightMatrix w_down;           // [dim][ffn_dim]
+  // Gemma 3 only (empty otherwise), as stored (the converter stores 1 + w):
+  std::vector<float> q_norm;          // [head_dim] attn_q_norm, per query head
+  std::vector<float> k_norm;          // [head_dim] attn_k_norm, per KV head
+  std::vector<float> attn_post_norm;  // [dim] post_attention_norm, on the attention output
+  std::vector<float> ffn_post_norm;   // [dim] post_ffw_norm, on the feed-forward output
 };
 
 struct LlamaWeights {
@@ -38,7 +44,12 @@ struct LlamaWeights {
 // Throws InputError("<path>: ...") naming the tensor for a missing tensor, a
 // wrong shape, or a type kvbench cannot dequantize. Also fills
 // config.n_vocab and, when rope_freqs.weight is present, config.rope.freq_factors.
+// Loads the tensors of config.arch (gemma3's extra norms included).
 LlamaWeights load_llama_weights(const GgufFile& file, LlamaConfig& config);
+
+// The f32 vector tensor `name` of n elements (norm weights). Throws like
+// load_llama_weights.
+std::vector<float> load_vector_f32(const GgufFile& file, const std::string& name, int64_t n);
 
 // Gives every matrix whose type has a planar kernel on `path` a planar copy
 // (model/ops/planar.h): decode (quantized or exact) reads those with plain vector

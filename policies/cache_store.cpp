@@ -480,7 +480,18 @@ void CacheStore::demote(int layer, int kv_head, std::span<const EntryRef> refs) 
   in.remove(flags_[kIncoming]);
 }
 
+// Re-rotation turns keys pair-wise with one base for every layer (the LLaMA
+// RoPE). NEOX-paired keys with a base per layer (Gemma 3) are refused until
+// the store learns that form.
+void CacheStore::require_pairwise_rope(const char* op) const {
+  if (config_.rope.neox)
+    throw UnsupportedOperation(std::string(op) +
+                               ": this model's keys (NEOX RoPE with a base per layer, gemma3) "
+                               "cannot be re-rotated to a new position");
+}
+
 void CacheStore::renumber_contiguous(int seq, int layer, int kv_head) {
+  require_pairwise_rope("contiguous positions");
   HeadState& hs = head(layer, kv_head);
   const uint64_t bit = bit_of(seq);
   struct Item {
@@ -738,6 +749,7 @@ void CacheStore::shift_positions(int seq, int32_t lo, int32_t hi, F f, const cha
     if (np > std::numeric_limits<int32_t>::max())
       throw SequenceError(std::string(op) + ": position " + std::to_string(pos) +
                           " would move beyond int32");
+    if (np >= 0 && np != pos) require_pairwise_rope(op);
     if (np >= 0 && np != pos && !rotatable)
       throw UnsupportedOperation(std::string(op) + ": " + prec +
                                  " keys cannot be re-rotated to a new position");

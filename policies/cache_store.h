@@ -186,6 +186,7 @@ class CacheStore {
   // StreamingLLM: positions of `seq`'s entries in this head become
   // contiguous (from the smallest one) in arrival order; keys re-rotated.
   void renumber_contiguous(int seq, int layer, int kv_head);
+  void require_pairwise_rope(const char* op) const;
   // offload: replaces the head's restored pages by the `max_pages` pages of
   // highest Quest bound, a page's bound being its largest over the queries
   // q: [n_queries] rows `q_stride` floats apart, each [group][head_dim].

@@ -199,6 +199,10 @@ std::unique_ptr<PolicyCache> PolicyCache::create(const PolicySpec& spec, const C
 
   c->window_ = QueryWindow(sh.n_layers, query_ring_capacity(*c->scorer_, spec, ctx.keep_queries),
                            int64_t{sh.n_q_heads} * hd);
+  if (c->needs_.query_stats && ctx.rope.neox)
+    throw InputError("policy '" + to_string(spec) + "': '" + spec.scorer.name +
+                     "' models RoPE pair-wise with one base; this model (gemma3: NEOX RoPE, a "
+                     "base per layer) is not supported yet");
   if (c->needs_.query_stats)
     c->qstats_ = QueryStats(sh.n_layers, sh.n_q_heads, hd, c->needs_.query_stats_skip, ctx.rope);
   if (c->needs_.hindsight) c->importance_.resize(static_cast<size_t>(sh.n_layers) * sh.n_kv_heads);

@@ -341,6 +341,97 @@ TEST(Attention, NothingIsObservedUnlessAsked) {
   }
 }
 
+// --- Sliding window (Gemma 3's local layers) and the attention scale ---
+
+// A window hides every key a window or more behind the query (attn::visible:
+// llama.cpp's SWA mask, masked when query - key >= window).
+TEST(Attention, VisibleIsTheSlidingWindowRule) {
+  EXPECT_TRUE(attn::visible(10, 10, 0));
+  EXPECT_TRUE(attn::visible(0, 10, 0));
+  EXPECT_FALSE(attn::visible(11, 10, 0));
+  EXPECT_TRUE(attn::visible(10, 10, 3));
+  EXPECT_TRUE(attn::visible(8, 10, 3));   // 10 - 8 = 2 < 3
+  EXPECT_FALSE(attn::visible(7, 10, 3));  // 10 - 7 = 3
+  EXPECT_FALSE(attn::visible(11, 10, 3));
+}
+
+// Flash prefill (tiles wholly inside, wholly before and across a window's
+// edge) and split-K decode with a window, on every path, against the naive
+// reference with the same window.
+TEST(Attention, SlidingWindowMatchesNaiveOnEveryPath) {
+  uint32_t seed = 300;
+  for (const Case& c : {Case{40, 130, 4, 2, 32}, Case{70, 150, 2, 3, 24}, Case{17, 65, 3, 2, 64},
+                        Case{1, 300, 3, 3, 64}, Case{1, 2500, 3, 1, 64}, Case{1, 90, 2, 1, 20}}) {
+    for (int32_t window : {1, 7, 64, 100}) {
+      HandCache cache(c.n_kv_heads, c.n_kv_heads * c.group, c.head_dim, KvElement::F32, true);
+      Problem p = fill(cache, c, seed++);
+      p.shape.window = window;
+      const auto ref = run_naive(p, cache);
+      for (CpuPath path : supported_paths()) {
+        const auto got = run_attend(p, cache, path, 2);
+        EXPECT_LE(max_abs_diff(got.data(), ref.data(), ref.size()), 1e-5f)
+            << describe(c, path, KvElement::F32, true) << " window " << window;
+      }
+    }
+  }
+}
+
+// The windowed naive reference equals plain attention over a cache that
+// holds only the keys inside the window: the mask is the window, nothing else.
+TEST(Attention, SlidingWindowEqualsAttendingOnlyTheWindowsKeys) {
+  std::mt19937 rng(5);
+  const int hd = 16, n = 30, window = 6;
+  std::vector<int32_t> pos(n);
+  std::iota(pos.begin(), pos.end(), 0);
+  const auto k = random_values(size_t(n) * hd, rng, 1.0f), v = random_values(size_t(n) * hd, rng, 1.0f);
+  HandCache all(1, 2, hd, KvElement::F32, true);
+  all.set_head(0, pos, k, v);
+  Problem p;
+  p.shape = {2, 1, hd};
+  p.shape.window = window;
+  p.q = random_values(2 * hd, rng, 1.5f);
+  p.qpos = {20};  // sees 15..20
+  HandCache some(1, 2, hd, KvElement::F32, true);
+  some.set_head(0, {15, 16, 17, 18, 19, 20},
+                std::vector<float>(k.begin() + 15 * hd, k.begin() + 21 * hd),
+                std::vector<float>(v.begin() + 15 * hd, v.begin() + 21 * hd));
+  Problem plain = p;
+  plain.shape.window = 0;
+  const auto want = run_naive(plain, some);
+  EXPECT_LE(max_abs_diff(run_naive(p, all).data(), want.data(), want.size()), 1e-6f);
+  for (CpuPath path : supported_paths())
+    EXPECT_LE(max_abs_diff(run_attend(p, all, path, 2).data(), want.data(), want.size()), 1e-5f);
+  // Observed probabilities give the keys outside the window (before it, or
+  // after the query) zero weight.
+  all.request = {true, -1};
+  run_attend(p, all, CpuPath::Scalar, 1);
+  const auto& rows = all.observed.at({0, 0});
+  for (int g = 0; g < 2; ++g)
+    for (int j = 0; j < n; ++j)
+      if (j < 15 || j > 20)
+        EXPECT_EQ(rows[g * n + j], 0.0f) << j;
+      else
+        EXPECT_GT(rows[g * n + j], 0.0f) << j;
+}
+
+// A file's own attention scale s gives the attention of queries multiplied by
+// s * sqrt(head_dim) under the default 1 / sqrt(head_dim).
+TEST(Attention, ExplicitScaleEqualsRescaledQueries) {
+  for (const Case& c : {Case{20, 90, 3, 2, 64}, Case{1, 700, 3, 3, 64}}) {
+    HandCache cache(c.n_kv_heads, c.n_kv_heads * c.group, c.head_dim, KvElement::F32, true);
+    Problem p = fill(cache, c, 21);
+    Problem scaled = p;
+    const float s = 0.3f;
+    p.shape.scale = s;
+    for (float& x : scaled.q) x *= s * std::sqrt(static_cast<float>(c.head_dim));
+    const auto want = run_naive(scaled, cache);
+    EXPECT_LE(max_abs_diff(run_naive(p, cache).data(), want.data(), want.size()), 1e-5f);
+    for (CpuPath path : supported_paths())
+      EXPECT_LE(max_abs_diff(run_attend(p, cache, path, 2).data(), want.data(), want.size()), 1e-5f)
+          << describe(c, path, KvElement::F32, true);
+  }
+}
+
 TEST(AttentionF16, F16cConversionMatchesScalarReferenceBitForBit) {
   std::mt19937 rng(1);
   std::vector<float> x = {0.0f,    -0.0f,    1.0f,     -1.0f,  65504.0f,  65520.0f, 1e9f,     -1e9f,

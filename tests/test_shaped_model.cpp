@@ -359,7 +359,7 @@ INSTANTIATE_TEST_SUITE_P(Types, ShapedModelFile,
 TEST(TinyModelCli, BadShapeOrTypeIsOneLineErrorAndWritesNothing) {
   const std::string out = temp_path("cli");
   test::expect_input_error(test::run_kvbench("tiny-model -o " + out + " --shape llama4"),
-                           "unknown --shape 'llama4' (known: tiny, llama3.2-1b, llama3-8b)");
+                           "unknown --shape 'llama4' (known: tiny, tiny-gemma3, llama3.2-1b, llama3-8b)");
   test::expect_input_error(
       test::run_kvbench("tiny-model -o " + out + " --shape llama3-8b --type q5_k"),
       "unknown --type 'q5_k' (known: q4_0, q8_0, q4_k)");
@@ -367,10 +367,10 @@ TEST(TinyModelCli, BadShapeOrTypeIsOneLineErrorAndWritesNothing) {
                            "--type applies to the real shapes");
   test::expect_input_error(
       test::run_kvbench("tiny-model -o " + out + " --shape llama3.2-1b --vocab bpe"),
-      "--vocab and --untied apply to --shape tiny only");
+      "--vocab and --untied apply to --shape tiny or tiny-gemma3 only");
   test::expect_input_error(
       test::run_kvbench("tiny-model -o " + out + " --shape llama3.2-1b --untied"),
-      "--vocab and --untied apply to --shape tiny only");
+      "--vocab and --untied apply to --shape tiny or tiny-gemma3 only");
   EXPECT_FALSE(std::filesystem::exists(out));
   const auto help = test::run_kvbench("tiny-model --help");
   EXPECT_EQ(help.code, 0);

@@ -26,7 +26,7 @@ int cmd_info(const Args& args) {
   auto file = GgufFile::open(path);
   const std::string arch = file->get_string_or("general.architecture", "");
   std::unique_ptr<LlamaModel> model;
-  if (arch == "llama") {
+  if (runs_architecture(arch)) {
     file.reset();
     model = LlamaModel::load(path, /*planar_copies=*/false);  // no products
   }
@@ -47,6 +47,7 @@ int cmd_info(const Args& args) {
         << c.n_vocab << ", context " << c.n_ctx_train << "\n"
         << "  rope: dims " << c.rope.n_dims << ", base " << c.rope.freq_base << ", scale "
         << c.rope.freq_scale << (c.rope.freq_factors.empty() ? "" : ", llama3 freq factors") << "\n"
+        << (c.rope.neox ? "  rope pairs: halves (neox)\n" : "")
         << "  rms eps " << c.rms_eps << ", output "
         << (model->weights().tied_output ? "tied to token_embd" : "output.weight") << "\n"
         << "  tokenizer: " << model->tokenizer().model_name() << " / "
@@ -54,9 +55,27 @@ int cmd_info(const Args& args) {
         << "\n"
         << "  full-cache KV bytes per token (f32): "
         << uint64_t{2} * c.n_layers * c.n_kv_heads * c.head_dim * 4 << "\n";
+    if (c.arch == Arch::Gemma3) {
+      const Gemma3Config& g = c.gemma3;
+      std::string global;
+      int n_local = 0;
+      for (int l = 0; l < c.n_layers; ++l) {
+        if (g.local[l]) ++n_local;
+        else global += (global.empty() ? "" : ", ") + std::to_string(l);
+      }
+      out << "  gemma3: " << n_local << " local layers (sliding window " << g.sliding_window
+          << ", rope base " << g.rope_local.freq_base << "), global layers "
+          << (global.empty() ? "none" : global) << "; attention scale " << g.attn_scale
+          << ", embedding scale " << g.embed_scale << ", logit soft-cap ";
+      if (g.final_logit_softcap > 0)
+        out << g.final_logit_softcap << "\n";
+      else
+        out << "none\n";
+    }
   } else {
     out << "\nmodel: architecture '" << escaped_text(arch, 64)
-        << "', which kvbench does not run (it runs 'llama'): commands that run a model refuse "
+        << "', which kvbench does not run (it runs 'llama' and 'gemma3'): commands that run a "
+           "model refuse "
            "this file\n";
   }
 

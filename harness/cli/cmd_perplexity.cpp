@@ -75,7 +75,9 @@ int cmd_perplexity(const Args& args) {
     std::cerr << "note: --ctx " << o.ctx << " is past the model's training context of "
               << model->config().n_ctx_train << " tokens\n";
   }
-  auto tokens = model->tokenizer().encode(text, /*add_bos=*/false, /*parse_special=*/false);
+  // As llama-perplexity: the stream starts with BOS when the vocabulary asks
+  // for one (Gemma; not SmolLM2), and each window's first token becomes BOS.
+  auto tokens = model->tokenizer().encode(text, /*add_bos=*/true, /*parse_special=*/false);
   const int64_t max_tokens = vm["max-tokens"].as<int64_t>();
   if (max_tokens > 0 && static_cast<int64_t>(tokens.size()) > max_tokens) tokens.resize(max_tokens);
   if (static_cast<int64_t>(tokens.size()) < o.ctx)

@@ -33,7 +33,9 @@ int cmd_tiny_model(const Args& args) {
   po::options_description desc("options");
   desc.add_options()("output,o", po::value<std::string>()->required(), "output GGUF path")(
       "shape", po::value<std::string>()->default_value("tiny"),
-      "tiny (the tests' 3-layer model, a different tensor type in most tensors), llama3.2-1b or "
+      "tiny (the tests' 3-layer model, a different tensor type in most tensors), tiny-gemma3 "
+      "(the same as a gemma3 file: QK-norms, post-norms, GeGLU, NEOX RoPE, sliding-window "
+      "layers), llama3.2-1b or "
       "llama3-8b (every tensor of the real model, at its real size: GBs, streamed to disk)")(
       "type", po::value<std::string>(),
       "weight type of a real shape: q4_0 (default), q8_0 or q4_k; every matrix and token_embd in "
@@ -46,7 +48,8 @@ int cmd_tiny_model(const Args& args) {
   po::variables_map vm;
   if (!parse(
           args, desc, vm,
-          "kvbench tiny-model -o FILE [--vocab bpe|spm] [--untied] [--seed N]\n"
+          "kvbench tiny-model -o FILE [--shape tiny|tiny-gemma3] [--vocab bpe|spm] [--untied] "
+          "[--seed N]\n"
           "       kvbench tiny-model -o FILE --shape llama3.2-1b|llama3-8b [--type "
           "q4_0|q8_0|q4_k]\n"
           "                          [--seed N]\n\n"
@@ -63,7 +66,7 @@ int cmd_tiny_model(const Args& args) {
   const uint64_t seed = vm["seed"].as<uint64_t>();
   const std::string shape_name = vm["shape"].as<std::string>();
 
-  if (shape_name == "tiny") {
+  if (shape_name == "tiny" || shape_name == "tiny-gemma3") {
     if (vm.count("type"))
       throw InputError("--type applies to the real shapes (" + real_shape_names() +
                        "); the tiny model mixes types by design");
@@ -76,6 +79,7 @@ int cmd_tiny_model(const Args& args) {
     else
       throw InputError("--vocab must be bpe or spm, got '" + vocab + "'");
     o.tied_output = !vm["untied"].as<bool>();
+    o.gemma3 = shape_name == "tiny-gemma3";
     o.seed = seed;
     write_tiny_model(out, o);
     std::cout << "wrote " << out << "\n";
@@ -84,10 +88,10 @@ int cmd_tiny_model(const Args& args) {
 
   const ModelShape* shape = find_model_shape(shape_name);
   if (!shape)
-    throw InputError("unknown --shape '" + shape_name + "' (known: tiny, " + real_shape_names() +
+    throw InputError("unknown --shape '" + shape_name + "' (known: tiny, tiny-gemma3, " + real_shape_names() +
                      ")");
   if (vm.count("vocab") || vm["untied"].as<bool>())
-    throw InputError("--vocab and --untied apply to --shape tiny only; " + shape_name +
+    throw InputError("--vocab and --untied apply to --shape tiny or tiny-gemma3 only; " + shape_name +
                      " has its own vocabulary size and output tying");
   const std::string type_arg = vm.count("type") ? vm["type"].as<std::string>() : "q4_0";
   const std::optional<GgmlType> type = shaped_weight_type(type_arg);

@@ -21,6 +21,12 @@ using attn::kQueryTile;
 
 constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 constexpr float kLog2e = 1.4426950408889634f;
+
+// The kernels' score scale, in the log2 domain (they exponentiate with exp2).
+float log2_scale(const AttentionShape& s) {
+  return s.scale > 0.0f ? kLog2e * s.scale : kLog2e / std::sqrt(static_cast<float>(s.head_dim));
+}
+
 // Decode: at most this many blocks per KV head, and blocks of at least
 // kMinBlock keys (a multiple of kKeyTile). Enough units to balance two to
 // eight threads at long contexts; few partials to merge.
@@ -148,7 +154,7 @@ void decode(const attn::Kernels& K, const AttentionShape& s, int layer, const fl
             int32_t qpos, KvCache& cache, bool observe, float* out, ThreadPool& pool,
             AttentionScratch& sc) {
   const int G = s.n_heads / s.n_kv_heads, hd = s.head_dim;
-  const float scale = kLog2e / std::sqrt(static_cast<float>(hd));
+  const float scale = log2_scale(s);
   // Units (KV head, piece, block), head by head and piece by piece.
   sc.unit_head.clear();
   sc.unit_piece.clear();
@@ -193,6 +199,7 @@ void decode(const attn::Kernels& K, const AttentionShape& s, int layer, const fl
     a.v = sc.piece_v[p];
     a.pos = sc.piece_pos[p];
     a.qpos = qpos;
+    a.window = s.window;
     a.begin = sc.unit_begin[u];
     a.end = std::min(n, a.begin + decode_block_size(n));
     if (observe) {
@@ -279,7 +286,7 @@ void prefill(const attn::Kernels& K, const AttentionShape& s, const float* q,
   const int G = s.n_heads / s.n_kv_heads, hd = s.head_dim;
   const int64_t n_tokens = static_cast<int64_t>(positions.size());
   const int64_t q_stride = int64_t{s.n_heads} * hd;
-  const float scale = kLog2e / std::sqrt(static_cast<float>(hd));
+  const float scale = log2_scale(s);
 
   // 1. Key tiles of every KV head, piece by piece (a tile never spans two
   //    pieces), with each tile's position range (for skipping fully masked
@@ -327,10 +334,11 @@ void prefill(const attn::Kernels& K, const AttentionShape& s, const float* q,
     const int h = static_cast<int>(u / n_qtiles);
     const int64_t t0 = (u % n_qtiles) * kQueryTile;
     const int64_t t1 = std::min(n_tokens, t0 + kQueryTile);
-    const int32_t qmax = *std::max_element(positions.begin() + t0, positions.begin() + t1);
+    const auto [qmin, qmax] = std::minmax_element(positions.begin() + t0, positions.begin() + t1);
     int64_t cost = 0;
     for (int64_t t = sc.head_tile0[h]; t < sc.head_tile0[h + 1]; ++t)
-      cost += sc.tiles[t].pos_min <= qmax;
+      cost += sc.tiles[t].pos_min <= *qmax &&
+              (s.window <= 0 || *qmin - sc.tiles[t].pos_max < s.window);
     sc.unit_cost[u] = cost;
     sc.order[u] = static_cast<int32_t>(u);
   }
@@ -354,6 +362,7 @@ void prefill(const attn::Kernels& K, const AttentionShape& s, const float* q,
     a.head_dim = hd;
     a.n_queries = static_cast<int32_t>(std::min<int64_t>(kQueryTile, n_tokens - t0));
     a.qpos = positions.data() + t0;
+    a.window = s.window;
     a.kt = sc.packed_keys.data() + sc.head_tile0[h] * tile_floats;
     a.tiles = sc.tiles.data() + sc.head_tile0[h];
     a.n_tiles = static_cast<int32_t>(sc.head_tile0[h + 1] - sc.head_tile0[h]);
@@ -378,7 +387,7 @@ void observe_prefill(const attn::Kernels& K, const AttentionShape& s, int layer,
   const int G = s.n_heads / s.n_kv_heads, hd = s.head_dim;
   const int64_t n_tokens = static_cast<int64_t>(positions.size());
   const int64_t q_stride = int64_t{s.n_heads} * hd;
-  const float scale = kLog2e / std::sqrt(static_cast<float>(hd));
+  const float scale = log2_scale(s);
   for (int h = 0; h < s.n_kv_heads; ++h) {
     const AttentionScratch::Head& head = sc.heads[h];
     const int64_t row_floats = int64_t{G} * std::max<int32_t>(1, head.n);
@@ -401,7 +410,7 @@ void observe_prefill(const attn::Kernels& K, const AttentionShape& s, int layer,
             const int32_t* pos = sc.piece_pos[p];
             float* r = row + sc.piece_offset[p];
             for (int32_t j = 0; j < sc.piece_k[p].n; ++j)
-              if (pos[j] > positions[t]) r[j] = kNegInf;
+              if (!attn::visible(pos[j], positions[t], s.window)) r[j] = kNegInf;
           }
           softmax_row(K, row, head.n);
         }

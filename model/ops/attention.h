@@ -39,6 +39,12 @@ struct AttentionShape {
   int n_heads = 0;     // query heads
   int n_kv_heads = 0;  // KV heads; query head h uses KV head h / (n_heads / n_kv_heads)
   int head_dim = 0;
+  // > 0: sliding window, a query at p sees the keys at (p - window, p]
+  // (attn::visible; Gemma 3's local layers). 0: every key up to p.
+  int32_t window = 0;
+  // Scores are q . k * scale when > 0 (a file's own attention scale), else
+  // q . k / sqrt(head_dim).
+  float scale = 0.0f;
 };
 
 // Buffers reused across steps; grow only when a step needs more.

@@ -523,7 +523,7 @@ void decode_block_t(const DecodeBlock& a, const DecodeWork& w, float* m, float* 
     else
       dot_heads<I, KE, kKeyPairs>(w.qs, G, hd, a.k, j0, j0 + nk, w.s, kKeyTile);
     for (int32_t j = 0; j < nk; ++j)
-      if (a.pos[j0 + j] > a.qpos)
+      if (!visible(a.pos[j0 + j], a.qpos, a.window))
         for (int g = 0; g < G; ++g) w.s[g * kKeyTile + j] = kNegInf;
     for (int g = 0; g < G; ++g) {
       std::fill(w.s + g * kKeyTile + nk, w.s + (g + 1) * kKeyTile, kNegInf);
@@ -636,15 +636,18 @@ void prefill_tile_kernel(const PrefillTile& a, const PrefillWork& w) {
   for (int32_t kt = 0; kt < a.n_tiles; ++kt) {
     const KeyTile& tile = a.tiles[kt];
     if (tile.pos_min > qmax) continue;  // every key after every query: all masked
+    // Every key before every query's window: all masked.
+    if (a.window > 0 && qmin - tile.pos_max >= a.window) continue;
     const int32_t nk = tile.count;
     const float* ktile = a.kt + int64_t{kt} * hd * kKeyTile;
     int r0 = 0;
     for (; r0 + 4 <= rows; r0 += 4) qk_rows<I, 4>(w.qs + r0 * hd, hd, ktile, w.s + r0 * kKeyTile);
     for (; r0 < rows; ++r0) qk_rows<I, 1>(w.qs + r0 * hd, hd, ktile, w.s + r0 * kKeyTile);
-    if (nk < kKeyTile || tile.pos_max > qmin) {  // some key may be masked for some query
+    // Some key may be masked for some query:
+    if (nk < kKeyTile || tile.pos_max > qmin || (a.window > 0 && qmax - tile.pos_min >= a.window)) {
       for (int t = 0; t < nq; ++t) {
         for (int32_t j = 0; j < kKeyTile; ++j) {
-          if (j < nk && tile.pos[j] <= a.qpos[t]) continue;
+          if (j < nk && visible(tile.pos[j], a.qpos[t], a.window)) continue;
           for (int g = 0; g < G; ++g) w.s[(t * G + g) * kKeyTile + j] = kNegInf;
         }
       }

@@ -48,14 +48,24 @@ struct Rows {
 // Attention of one query token's `group` heads (the query heads of one KV
 // head) over the keys [begin, end) of that KV head: an online-softmax partial
 // result, merged with the other blocks' by the caller.
+// The mask: a key at position `key` is visible to a query at `query` when it
+// is not after it and, with a sliding window (window > 0, Gemma 3's local
+// layers), fewer than `window` positions before it: key in
+// (query - window, query]. This is llama.cpp's standard SWA mask (masked when
+// query - key >= window).
+constexpr bool visible(int32_t key, int32_t query, int32_t window) {
+  return key <= query && (window <= 0 || query - key < window);
+}
+
 struct DecodeBlock {
   const float* q = nullptr;  // [group][head_dim], unscaled
-  float scale = 0.0f;        // log2(e) / sqrt(head_dim)
+  float scale = 0.0f;        // log2(e) * the score scale (1 / sqrt(head_dim) by default)
   int group = 0;
   int head_dim = 0;
   Rows k, v;
   const int32_t* pos = nullptr;  // key positions, indexed like the rows
   int32_t qpos = 0;              // the query's position; keys with pos > qpos are masked
+  int32_t window = 0;            // > 0: keys at qpos - window or before are masked too
   int32_t begin = 0, end = 0;    // rows of the piece (k, v)
   // Optional: raw scores (log2 domain, masked = -inf) of key j written at
   // scores[g * scores_stride + j].
@@ -88,11 +98,12 @@ struct PrefillTile {
   int64_t q_stride = 0;
   float* out = nullptr;  // same layout as q
   int64_t out_stride = 0;
-  float scale = 0.0f;  // log2(e) / sqrt(head_dim)
+  float scale = 0.0f;  // log2(e) * the score scale (1 / sqrt(head_dim) by default)
   int group = 0;
   int head_dim = 0;
   int32_t n_queries = 0;           // <= kQueryTile
   const int32_t* qpos = nullptr;   // [n_queries]
+  int32_t window = 0;              // > 0: sliding window (see visible())
   const float* kt = nullptr;       // [n_tiles][head_dim][kKeyTile] from pack_keys
   const KeyTile* tiles = nullptr;  // [n_tiles]
   int32_t n_tiles = 0;

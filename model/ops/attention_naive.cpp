@@ -15,6 +15,8 @@ void attend_naive(const AttentionShape& s, int layer, const float* q,
   const int hd = s.head_dim;
   const int G = s.n_heads / s.n_kv_heads;
   const int64_t q_stride = int64_t{s.n_heads} * hd;
+  const double scale =
+      s.scale > 0.0f ? static_cast<double>(s.scale) : 1.0 / std::sqrt(static_cast<double>(hd));
   const AttentionRequest request = cache.attention_request(layer);
   const int64_t first =
       request.last_queries < 0 ? 0 : std::max<int64_t>(0, n_tokens - request.last_queries);
@@ -35,7 +37,7 @@ void attend_naive(const AttentionShape& s, int layer, const float* q,
         for (int32_t j = 0; j < n; ++j) {
           double dot = 0.0;
           for (int d = 0; d < hd; ++d) dot += static_cast<double>(qv[d]) * k[int64_t{j} * hd + d];
-          p[j] = pos[j] <= positions[t] ? dot / std::sqrt(static_cast<double>(hd)) : -INFINITY;
+          p[j] = attn::visible(pos[j], positions[t], s.window) ? dot * scale : -INFINITY;
           mx = std::max(mx, p[j]);
         }
         double sum = 0.0;

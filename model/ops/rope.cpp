@@ -36,4 +36,19 @@ void rope_rotate(float* x, int n_vectors, int stride, int64_t pos,
   }
 }
 
+void rope_rotate_neox(float* x, int n_vectors, int stride, int64_t pos,
+                      const std::vector<float>& inv_freq) {
+  const int half = static_cast<int>(inv_freq.size());
+  for (int i = 0; i < half; ++i) {
+    const float angle = static_cast<float>(pos) * inv_freq[i];
+    const float c = std::cos(angle), s = std::sin(angle);
+    for (int v = 0; v < n_vectors; ++v) {
+      float* p = x + static_cast<int64_t>(v) * stride;
+      const float a = p[i], b = p[i + half];
+      p[i] = a * c - b * s;
+      p[i + half] = a * s + b * c;
+    }
+  }
+}
+
 }  // namespace kvbench

@@ -1,8 +1,11 @@
-// Rotary position embedding in the pair-wise convention of GGUF llama weights
-// (llama.cpp's ROPE_TYPE_NORM): dimensions (2i, 2i+1) rotate together by
-// angle pos * theta_i, theta_i = freq_scale * base^(-2i / n_dims) / factor_i.
-// (HF's rotate-half pairs i with i + d/2; the GGUF converter permutes Q/K so
-// that the adjacent-pair form gives the same result.)
+// Rotary position embedding. Dimension pairs rotate together by angle
+// pos * theta_i, theta_i = freq_scale * base^(-2i / n_dims) / factor_i, in one
+// of two pairings:
+//  - pair-wise (2i, 2i+1): GGUF llama weights (llama.cpp's ROPE_TYPE_NORM;
+//    HF's rotate-half pairs i with i + d/2, and the GGUF converter permutes
+//    Q/K so that the adjacent-pair form gives the same result);
+//  - halves (i, i + n_dims/2): "NEOX" (llama.cpp's ROPE_TYPE_NEOX), which
+//    GGUF files of Gemma keep unpermuted.
 #pragma once
 
 #include <cstdint>
@@ -15,6 +18,7 @@ struct RopeConfig {
   float freq_base = 10000.0f;
   float freq_scale = 1.0f;          // linear scaling: 1 / factor
   std::vector<float> freq_factors;  // [n_dims / 2] llama3-style divisors; empty = none
+  bool neox = false;                // pairs (i, i + n_dims/2) instead of (2i, 2i+1)
 };
 
 // Inverse frequencies theta_i, [n_dims / 2].
@@ -25,5 +29,9 @@ std::vector<float> rope_inv_freq(const RopeConfig& rope);
 // `delta` positions may be negative (re-rotation of stored keys).
 void rope_rotate(float* x, int n_vectors, int stride, int64_t pos,
                  const std::vector<float>& inv_freq);
+// The same rotation in the NEOX pairing: x[v * stride + i] with
+// x[v * stride + i + n_dims / 2] for i < n_dims / 2 (n_dims = 2 * inv_freq.size()).
+void rope_rotate_neox(float* x, int n_vectors, int stride, int64_t pos,
+                      const std::vector<float>& inv_freq);
 
 }  // namespace kvbench

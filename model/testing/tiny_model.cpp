@@ -36,29 +36,43 @@ std::vector<float> random_values(Normal& rng, int64_t n, float scale, float offs
 
 GgufWriter build_tiny_model(const TinyModelOptions& o) {
   using S = TinyModelShape;
-  const int head_dim = S::dim / S::n_heads;
+  using G = TinyGemma3Shape;
+  const int head_dim = o.gemma3 ? G::head_dim : S::dim / S::n_heads;
+  const int q_dim = S::n_heads * head_dim;
   const int kv_dim = S::n_kv_heads * head_dim;
   const int n_vocab = tiny_vocab_size(o.vocab);
   Normal rng(o.seed);
 
   GgufWriter w;
-  w.set_string("general.architecture", "llama");
-  w.set_string("general.name", "kvbench-tiny");
-  w.set_u32("llama.block_count", S::n_layers);
-  w.set_u32("llama.context_length", S::n_ctx);
-  w.set_u32("llama.embedding_length", S::dim);
-  w.set_u32("llama.feed_forward_length", S::ffn_dim);
-  w.set_u32("llama.attention.head_count", S::n_heads);
-  w.set_u32("llama.attention.head_count_kv", S::n_kv_heads);
-  w.set_f32("llama.rope.freq_base", 10000.0f);
-  w.set_u32("llama.rope.dimension_count", head_dim);
-  w.set_f32("llama.attention.layer_norm_rms_epsilon", 1e-5f);
-  w.set_u32("llama.vocab_size", n_vocab);
+  const std::string arch = o.gemma3 ? "gemma3" : "llama";
+  const std::string a = arch + ".";
+  w.set_string("general.architecture", arch);
+  w.set_string("general.name", o.gemma3 ? "kvbench-tiny-gemma3" : "kvbench-tiny");
+  w.set_u32(a + "block_count", S::n_layers);
+  w.set_u32(a + "context_length", S::n_ctx);
+  w.set_u32(a + "embedding_length", S::dim);
+  w.set_u32(a + "feed_forward_length", S::ffn_dim);
+  w.set_u32(a + "attention.head_count", S::n_heads);
+  w.set_u32(a + "attention.head_count_kv", S::n_kv_heads);
+  if (o.gemma3) {
+    w.set_u32(a + "attention.key_length", head_dim);
+    w.set_u32(a + "attention.value_length", head_dim);
+    w.set_f32(a + "rope.freq_base", G::rope_base);
+    w.set_u32(a + "attention.sliding_window", G::sliding_window);
+    w.set_u32(a + "attention.sliding_window_pattern", G::pattern);
+    w.set_f32(a + "final_logit_softcapping", G::softcap);
+    w.set_f32(a + "attention.layer_norm_rms_epsilon", 1e-6f);
+  } else {
+    w.set_f32(a + "rope.freq_base", 10000.0f);
+    w.set_u32(a + "rope.dimension_count", head_dim);
+    w.set_f32(a + "attention.layer_norm_rms_epsilon", 1e-5f);
+  }
+  w.set_u32(a + "vocab_size", n_vocab);
   write_tiny_vocab(w, o.vocab);
 
   // Scales keep activations O(1) through the random layers so that attention
   // is neither uniform nor one-hot.
-  const float embd_scale = 1.0f, mat_scale = 0.15f;
+  const float embd_scale = o.gemma3 ? 0.1f : 1.0f, mat_scale = 0.15f;
   w.add_tensor_f32("token_embd.weight", GgmlType::Q8_0, {S::dim, n_vocab},
                    random_values(rng, int64_t{S::dim} * n_vocab, embd_scale));
   // Per layer, a different type for most tensors (rows of `cols` elements).
@@ -74,14 +88,14 @@ GgufWriter build_tiny_model(const TinyModelOptions& o) {
     const int t = l % 3;
     w.add_tensor_f32(p + "attn_norm.weight", GgmlType::F32, {S::dim},
                      random_values(rng, S::dim, 0.1f, 1.0f));
-    w.add_tensor_f32(p + "attn_q.weight", q_types[t], {S::dim, S::dim},
-                     random_values(rng, S::dim * S::dim, mat_scale));
+    w.add_tensor_f32(p + "attn_q.weight", q_types[t], {S::dim, q_dim},
+                     random_values(rng, S::dim * q_dim, mat_scale));
     w.add_tensor_f32(p + "attn_k.weight", k_types[t], {S::dim, kv_dim},
                      random_values(rng, S::dim * kv_dim, mat_scale));
     w.add_tensor_f32(p + "attn_v.weight", v_types[t], {S::dim, kv_dim},
                      random_values(rng, S::dim * kv_dim, mat_scale));
-    w.add_tensor_f32(p + "attn_output.weight", o_types[t], {S::dim, S::dim},
-                     random_values(rng, S::dim * S::dim, mat_scale));
+    w.add_tensor_f32(p + "attn_output.weight", o_types[t], {q_dim, S::dim},
+                     random_values(rng, q_dim * S::dim, mat_scale));
     w.add_tensor_f32(p + "ffn_norm.weight", GgmlType::F32, {S::dim},
                      random_values(rng, S::dim, 0.1f, 1.0f));
     w.add_tensor_f32(p + "ffn_gate.weight", gate_types[t], {S::dim, S::ffn_dim},
@@ -90,6 +104,17 @@ GgufWriter build_tiny_model(const TinyModelOptions& o) {
                      random_values(rng, S::dim * S::ffn_dim, mat_scale));
     w.add_tensor_f32(p + "ffn_down.weight", down_types[t], {S::ffn_dim, S::dim},
                      random_values(rng, S::ffn_dim * S::dim, mat_scale));
+    if (o.gemma3) {
+      // Norm weights as a Gemma converter stores them: 1 + w.
+      w.add_tensor_f32(p + "attn_q_norm.weight", GgmlType::F32, {head_dim},
+                       random_values(rng, head_dim, 0.1f, 1.0f));
+      w.add_tensor_f32(p + "attn_k_norm.weight", GgmlType::F32, {head_dim},
+                       random_values(rng, head_dim, 0.1f, 1.0f));
+      w.add_tensor_f32(p + "post_attention_norm.weight", GgmlType::F32, {S::dim},
+                       random_values(rng, S::dim, 0.1f, 1.0f));
+      w.add_tensor_f32(p + "post_ffw_norm.weight", GgmlType::F32, {S::dim},
+                       random_values(rng, S::dim, 0.1f, 1.0f));
+    }
   }
   w.add_tensor_f32("output_norm.weight", GgmlType::F32, {S::dim},
                    random_values(rng, S::dim, 0.1f, 1.0f));

@@ -81,7 +81,13 @@ ChatTemplate ChatTemplate::of_kind(Kind kind, std::string default_system) {
 }
 
 ChatTemplate ChatTemplate::from_gguf(const GgufFile& file) {
-  if (!file.has("tokenizer.chat_template")) return of_kind(Kind::ChatML);
+  if (!file.has("tokenizer.chat_template")) {
+    // Gemma 3 GGUFs of the base model carry no template: they get Gemma's
+    // own turn format (<start_of_turn>user ... <end_of_turn>), any other file
+    // ChatML.
+    if (file.get_string_or("general.architecture", "") == "gemma3") return of_kind(Kind::Gemma);
+    return of_kind(Kind::ChatML);
+  }
   const std::string& tmpl = file.get_string("tokenizer.chat_template");
   ChatTemplate t;
   // Order matters: Phi-3 templates also contain "<|user|>" (Zephyr's marker).

@@ -19,7 +19,8 @@ struct ChatMessage {
 class ChatTemplate {
  public:
   enum class Kind { ChatML, Llama2, Llama3, Zephyr, Gemma, Phi3 };
-  // From tokenizer.chat_template; a file without one gets ChatML. An
+  // From tokenizer.chat_template; a file without one gets ChatML (Gemma for
+  // a gemma3 file). An
   // unrecognised template throws InputError naming the file.
   static ChatTemplate from_gguf(const GgufFile& file);
   static ChatTemplate of_kind(Kind kind, std::string default_system = "");

@@ -1,0 +1,262 @@
+// Gemma 3 on the tiny gemma3 model (always): its hyper-parameters and load
+// errors, the ops it adds (GELU-tanh, NEOX RoPE) against scalar formulas, and
+// the forward pass (exact and 8-bit activations, one chunk, chunks, cached
+// decode past the sliding window) against the naive double-precision
+// reference of tests/support/reference_gemma3.cpp. Agreement with llama.cpp
+// on the real Gemma 3 270M is in test_golden_gemma3.cpp.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <numeric>
+
+#include "model/common/error.h"
+#include "model/evaluator.h"
+#include "model/gguf/gguf_writer.h"
+#include "model/llama_model.h"
+#include "model/ops/gelu.h"
+#include "model/ops/rope.h"
+#include "model/testing/tiny_model.h"
+#include "policies/full_cache.h"
+#include "tests/support/reference_gemma3.h"
+#include "tests/support/cli_run.h"
+#include "tests/support/reference_llama.h"
+
+namespace kvbench {
+namespace {
+
+using test::max_abs_diff;
+using test::some_tokens;
+
+std::vector<int32_t> iota_positions(int64_t begin, int64_t n) {
+  std::vector<int32_t> p(n);
+  std::iota(p.begin(), p.end(), static_cast<int32_t>(begin));
+  return p;
+}
+
+TEST(Gemma3Config, TinyModelHyperParameters) {
+  auto m = LlamaModel::load(test::tiny_gemma3_path());
+  const LlamaConfig& c = m->config();
+  EXPECT_EQ(c.arch, Arch::Gemma3);
+  EXPECT_EQ(c.head_dim, TinyGemma3Shape::head_dim);
+  EXPECT_EQ(c.q_dim(), TinyModelShape::n_heads * TinyGemma3Shape::head_dim);
+  EXPECT_TRUE(c.rope.neox);
+  EXPECT_EQ(c.rope.n_dims, c.head_dim);
+  EXPECT_EQ(c.rope.freq_base, TinyGemma3Shape::rope_base);
+  const Gemma3Config& g = c.gemma3;
+  EXPECT_EQ(g.local, (std::vector<bool>{true, true, false}));  // pattern 3: every third is global
+  EXPECT_EQ(g.sliding_window, TinyGemma3Shape::sliding_window);
+  EXPECT_EQ(g.rope_local.freq_base, 10000.0f);  // llama.cpp's default for local layers
+  EXPECT_FLOAT_EQ(g.attn_scale, 1.0f / std::sqrt(32.0f));
+  EXPECT_FLOAT_EQ(g.embed_scale, std::sqrt(static_cast<float>(TinyModelShape::dim)));
+  EXPECT_EQ(g.final_logit_softcap, TinyGemma3Shape::softcap);
+  EXPECT_EQ(m->weights().layers[0].q_norm.size(), static_cast<size_t>(c.head_dim));
+  EXPECT_EQ(m->weights().layers[2].ffn_post_norm.size(), static_cast<size_t>(c.dim));
+}
+
+// The tiny gemma3 file with `key` dropped and tensor `tensor` left out.
+std::string edited(const std::string& name, const std::string& key, const std::string& tensor) {
+  TinyModelOptions o;
+  o.vocab = TinyVocabKind::Spm;
+  o.gemma3 = true;
+  const auto bytes = make_tiny_model(o);
+  auto src = GgufFile::from_memory(bytes.data(), bytes.size(), "tiny");
+  GgufWriter w;
+  for (const auto& [k, v] : src->metadata())
+    if (k != key) w.set(k, v);
+  for (const auto& t : src->tensors())
+    if (t.name != tensor) w.add_tensor(t.name, t.type, std::vector<int64_t>(t.ne, t.ne + t.n_dims), t.data, t.bytes);
+  const std::string path = testing::TempDir() + name + ".gguf";
+  w.write(path);
+  return path;
+}
+
+std::string load_error(const std::string& path) {
+  try {
+    LlamaModel::load(path);
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
+// A gemma3 file without a chat template (as Gemma 3 270M's) gets Gemma's turns.
+TEST(Gemma3Config, NoChatTemplateMeansGemmaTurns) {
+  auto m = LlamaModel::load(edited("gemma3-no-template", "tokenizer.chat_template", ""));
+  EXPECT_EQ(m->chat_template().name(), "gemma");
+  EXPECT_EQ(m->chat_template().apply({{"user", "Hi"}}, true),
+            "<start_of_turn>user\nHi<end_of_turn>\n<start_of_turn>model\n");
+}
+
+TEST(Gemma3Config, MissingKeysAndTensorsAreNamed) {
+  for (const std::string key : {"gemma3.block_count", "gemma3.embedding_length",
+                                "gemma3.attention.head_count", "gemma3.context_length"}) {
+    const std::string err = load_error(edited("gemma3-missing-key", key, ""));
+    EXPECT_NE(err.find("gemma3-missing-key.gguf: missing key '" + key + "'"), std::string::npos)
+        << err;
+  }
+  for (const std::string tensor : {"blk.1.attn_q_norm.weight", "blk.0.attn_k_norm.weight",
+                                   "blk.2.post_attention_norm.weight", "blk.1.post_ffw_norm.weight"}) {
+    const std::string err = load_error(edited("gemma3-missing-tensor", "", tensor));
+    EXPECT_NE(err.find("missing tensor '" + tensor + "'"), std::string::npos) << err;
+  }
+  // Without the sliding window every layer is global.
+  auto m = LlamaModel::load(edited("gemma3-no-window", "gemma3.attention.sliding_window", ""));
+  EXPECT_EQ(m->config().gemma3.local, (std::vector<bool>{false, false, false}));
+}
+
+TEST(Gemma3Ops, GeluTanhMatchesTheDoubleFormula) {
+  float worst = 0.0f;
+  for (int i = -2400; i <= 2400; ++i) {
+    const double x = i / 200.0;
+    const double want =
+        0.5 * x * (1.0 + std::tanh(std::sqrt(2.0 / M_PI) * (x + 0.044715 * x * x * x)));
+    worst = std::max(worst, static_cast<float>(std::fabs(gelu_tanh(static_cast<float>(x)) - want)));
+  }
+  EXPECT_LE(worst, 2e-6f);
+  EXPECT_EQ(gelu_tanh(0.0f), 0.0f);
+  EXPECT_NEAR(gelu_tanh(1.0f), 0.841192, 1e-6);  // gelu_pytorch_tanh(1)
+  float gate[3] = {-1.0f, 0.5f, 2.0f};
+  const float up[3] = {2.0f, -1.0f, 3.0f};
+  geglu(gate, up, 3);
+  EXPECT_FLOAT_EQ(gate[2], gelu_tanh(2.0f) * 3.0f);
+}
+
+// NEOX RoPE turns element i with element i + d/2; checked against the
+// formula in double, and against the pair-wise form on halves interleaved.
+TEST(Gemma3Ops, NeoxRopeRotatesHalves) {
+  const int d = 16, n_vectors = 3;
+  RopeConfig r;
+  r.n_dims = d;
+  r.freq_base = 10000.0f;
+  const auto inv = rope_inv_freq(r);
+  std::vector<float> x(n_vectors * d);
+  for (size_t i = 0; i < x.size(); ++i) x[i] = std::sin(0.37 * i + 1.0);
+  for (int64_t pos : {0, 1, 7, 511, 32767}) {
+    std::vector<float> neox = x, pairs(x.size());
+    rope_rotate_neox(neox.data(), n_vectors, d, pos, inv);
+    for (int v = 0; v < n_vectors; ++v)
+      for (int i = 0; i < d / 2; ++i) {
+        const double a = pos * std::pow(10000.0, -2.0 * i / d);
+        const double x0 = x[v * d + i], x1 = x[v * d + i + d / 2];
+        EXPECT_NEAR(neox[v * d + i], x0 * std::cos(a) - x1 * std::sin(a), 2e-3) << pos;
+        EXPECT_NEAR(neox[v * d + i + d / 2], x0 * std::sin(a) + x1 * std::cos(a), 2e-3) << pos;
+        pairs[v * d + 2 * i] = x0;
+        pairs[v * d + 2 * i + 1] = x1;
+      }
+    rope_rotate(pairs.data(), n_vectors, d, pos, inv);
+    for (int v = 0; v < n_vectors; ++v)
+      for (int i = 0; i < d / 2; ++i) {
+        EXPECT_EQ(neox[v * d + i], pairs[v * d + 2 * i]);
+        EXPECT_EQ(neox[v * d + i + d / 2], pairs[v * d + 2 * i + 1]);
+      }
+  }
+}
+
+// Logits [n][n_vocab] for every position, prefilled in chunks of `chunk`.
+std::vector<float> run_all(const LlamaModel& m, const std::vector<int32_t>& tokens, int chunk,
+                           MatmulMode mode = MatmulMode::Exact) {
+  Evaluator eval(m, 2, mode);
+  FullCache cache(m.kv_shape());
+  const int nv = m.config().n_vocab;
+  std::vector<float> all(tokens.size() * nv);
+  for (size_t b = 0; b < tokens.size(); b += chunk) {
+    const size_t e = std::min(tokens.size(), b + chunk);
+    eval.step(std::span(tokens.data() + b, e - b), iota_positions(b, e - b), 0, StepPhase::Prefill,
+              cache, Logits::All, all.data() + b * nv);
+  }
+  return all;
+}
+
+// 20 tokens: the local layers' window (5) slides over most of them.
+TEST(Gemma3Forward, MatchesNaiveReferenceInOneChunkAndInChunks) {
+  auto model = LlamaModel::load(test::tiny_gemma3_path());
+  const int nv = model->config().n_vocab;
+  const auto tokens = some_tokens(20, nv, 7);
+  std::vector<int64_t> at(tokens.size());
+  std::iota(at.begin(), at.end(), 0);
+  const auto ref = test::ReferenceGemma3(*model).logits(tokens, at);
+  for (int chunk : {20, 1, 3, 7}) {
+    const auto fast = run_all(*model, tokens, chunk);
+    const float diff = max_abs_diff(fast.data(), ref.data(), ref.size());
+    if (chunk == 20) RecordProperty("max_abs_logit_diff", std::to_string(diff));
+    EXPECT_LE(diff, 1e-3f) << "chunk " << chunk;
+  }
+  // Not degenerate: logits vary, and the soft-cap bounds them.
+  const auto [lo, hi] = std::minmax_element(ref.begin(), ref.end());
+  EXPECT_GT(*hi - *lo, 1.0f);
+  EXPECT_LT(*hi, TinyGemma3Shape::softcap);
+  EXPECT_GT(*lo, -TinyGemma3Shape::softcap);
+  // The layer pattern matters: the same file with every layer global (the
+  // file's RoPE base and no window everywhere) gives other logits.
+  auto wide = LlamaModel::load(edited("gemma3-no-window", "gemma3.attention.sliding_window", ""));
+  const auto global = run_all(*wide, tokens, 20);
+  EXPECT_GT(max_abs_diff(global.data() + 10 * nv, ref.data() + 10 * nv, 10 * nv), 1e-2f);
+}
+
+TEST(Gemma3Forward, CachedDecodeMatchesRecomputePastTheWindow) {
+  auto model = LlamaModel::load(test::tiny_gemma3_path());
+  const int nv = model->config().n_vocab;
+  test::ReferenceGemma3 ref(*model);
+  Evaluator eval(*model, 2, MatmulMode::Exact);
+  FullCache cache(model->kv_shape());
+  std::vector<int32_t> tokens = some_tokens(4, nv, 11);
+  std::vector<float> logits(nv);
+  eval.step(tokens, iota_positions(0, tokens.size()), 0, StepPhase::Prefill, cache, Logits::Last,
+            logits.data());
+  float worst = 0.0f;
+  for (int step = 0; step < 12; ++step) {
+    const auto expect = ref.logits(tokens, {static_cast<int64_t>(tokens.size()) - 1});
+    worst = std::max(worst, max_abs_diff(logits.data(), expect.data(), nv));
+    ASSERT_LE(worst, 1e-3f) << "step " << step;
+    const int32_t next =
+        static_cast<int32_t>(std::max_element(logits.begin(), logits.end()) - logits.begin());
+    tokens.push_back(next);
+    const int32_t pos = static_cast<int32_t>(tokens.size()) - 1;
+    eval.step(std::span(&tokens.back(), 1), std::span(&pos, 1), 0, StepPhase::Decode, cache,
+              Logits::Last, logits.data());
+  }
+  RecordProperty("max_abs_logit_diff_decode", std::to_string(worst));
+}
+
+// 8-bit activations (the --fast path: every weight type of the file has a
+// quantized kernel) stay near the exact logits.
+TEST(Gemma3Forward, QuantizedActivationsStayNearExact) {
+  auto model = LlamaModel::load(test::tiny_gemma3_path());
+  const auto tokens = some_tokens(20, model->config().n_vocab, 5);
+  const auto exact = run_all(*model, tokens, 20);
+  const auto fast = run_all(*model, tokens, 20, MatmulMode::Quantized);
+  const float diff = max_abs_diff(exact.data(), fast.data(), exact.size());
+  RecordProperty("max_abs_logit_diff_quantized", std::to_string(diff));
+  EXPECT_GT(diff, 0.0f);
+  EXPECT_LT(diff, 0.1f);
+}
+
+// The command line runs a gemma3 file like any other; policies that would
+// re-rotate its keys or model its RoPE pair-wise refuse it with one line.
+TEST(Gemma3Cli, TinyGemma3RunsAndRefusesWhatItCannotDoYet) {
+  const std::string path = testing::TempDir() + "kvbench-cli-tiny-gemma3.gguf";
+  ASSERT_EQ(test::run_kvbench("tiny-model -o " + path + " --shape tiny-gemma3 --vocab spm").code, 0);
+  const auto info = test::run_kvbench("info --model " + path);
+  ASSERT_EQ(info.code, 0) << info.err;
+  EXPECT_NE(info.out.find("gemma3: 2 local layers (sliding window 5, rope base 10000), global "
+                          "layers 2; attention scale 0.176777, embedding scale 9.79796, logit "
+                          "soft-cap 4\n"),
+            std::string::npos)
+      << info.out;
+  EXPECT_NE(info.out.find("rope pairs: halves (neox)"), std::string::npos);
+  const auto gen = test::run_kvbench("generate --prompt 'hello world hello' --max-tokens 6 "
+                                     "--policy streaming:budget=6,sinks=2 --model " + path);
+  EXPECT_EQ(gen.code, 0) << gen.err;
+  EXPECT_FALSE(gen.out.empty());
+  test::expect_input_error(
+      test::run_kvbench("generate --prompt 'hello world' --max-tokens 8 --policy "
+                        "streaming:budget=6,sinks=2,pos=contiguous --model " + path),
+      "contiguous positions: this model's keys (NEOX RoPE with a base per layer, gemma3) cannot "
+      "be re-rotated");
+  test::expect_input_error(test::run_kvbench("generate --prompt hi --policy expected:budget=6 "
+                                             "--model " + path),
+                           "'expected' models RoPE pair-wise with one base");
+}
+
+}  // namespace
+}  // namespace kvbench
