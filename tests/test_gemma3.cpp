@@ -19,6 +19,7 @@
 #include "policies/full_cache.h"
 #include "tests/support/reference_gemma3.h"
 #include "tests/support/cli_run.h"
+#include "tests/support/decode_check.h"
 #include "tests/support/reference_llama.h"
 
 namespace kvbench {
@@ -195,27 +196,10 @@ TEST(Gemma3Forward, MatchesNaiveReferenceInOneChunkAndInChunks) {
 
 TEST(Gemma3Forward, CachedDecodeMatchesRecomputePastTheWindow) {
   auto model = LlamaModel::load(test::tiny_gemma3_path());
-  const int nv = model->config().n_vocab;
   test::ReferenceGemma3 ref(*model);
-  Evaluator eval(*model, 2, MatmulMode::Exact);
   FullCache cache(model->kv_shape());
-  std::vector<int32_t> tokens = some_tokens(4, nv, 11);
-  std::vector<float> logits(nv);
-  eval.step(tokens, iota_positions(0, tokens.size()), 0, StepPhase::Prefill, cache, Logits::Last,
-            logits.data());
-  float worst = 0.0f;
-  for (int step = 0; step < 12; ++step) {
-    const auto expect = ref.logits(tokens, {static_cast<int64_t>(tokens.size()) - 1});
-    worst = std::max(worst, max_abs_diff(logits.data(), expect.data(), nv));
-    ASSERT_LE(worst, 1e-3f) << "step " << step;
-    const int32_t next =
-        static_cast<int32_t>(std::max_element(logits.begin(), logits.end()) - logits.begin());
-    tokens.push_back(next);
-    const int32_t pos = static_cast<int32_t>(tokens.size()) - 1;
-    eval.step(std::span(&tokens.back(), 1), std::span(&pos, 1), 0, StepPhase::Decode, cache,
-              Logits::Last, logits.data());
-  }
-  RecordProperty("max_abs_logit_diff_decode", std::to_string(worst));
+  std::vector<int32_t> tokens = some_tokens(4, model->config().n_vocab, 11);
+  EXPECT_LE(test::check_decode_against_recompute(*model, ref, tokens, 12, cache), 1e-3f);
 }
 
 // 8-bit activations (the --fast path: every weight type of the file has a

@@ -1,0 +1,53 @@
+// Cached greedy decode against a naive reference that recomputes the whole
+// sequence at every step: the check every forward (LLaMA, Gemma 3) gets.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <numeric>
+#include <span>
+#include <vector>
+
+#include "model/evaluator.h"
+#include "policies/full_cache.h"
+#include "tests/support/reference_llama.h"
+
+namespace kvbench::test {
+
+// Prefills `tokens` into `cache`, then `steps` times compares the last
+// logits with ref.logits(tokens, {last}) (a gtest failure naming the step
+// beyond `tol`) and decodes the argmax, appending it to `tokens`. Returns the
+// largest difference seen; records it as the test property
+// max_abs_logit_diff_decode.
+template <class Reference>
+float check_decode_against_recompute(const LlamaModel& model, const Reference& ref,
+                                     std::vector<int32_t>& tokens, int steps, FullCache& cache,
+                                     float tol = 1e-3f) {
+  const int nv = model.config().n_vocab;
+  Evaluator eval(model, 2, MatmulMode::Exact);
+  std::vector<int32_t> pos(tokens.size());
+  std::iota(pos.begin(), pos.end(), 0);
+  std::vector<float> logits(nv);
+  eval.step(tokens, pos, 0, StepPhase::Prefill, cache, Logits::Last, logits.data());
+  float worst = 0.0f;
+  for (int step = 0; step < steps; ++step) {
+    const auto expect = ref.logits(tokens, {static_cast<int64_t>(tokens.size()) - 1});
+    worst = std::max(worst, max_abs_diff(logits.data(), expect.data(), nv));
+    if (worst > tol) {
+      ADD_FAILURE() << "step " << step << ": logits differ by " << worst << " > " << tol;
+      break;
+    }
+    const int32_t next =
+        static_cast<int32_t>(std::max_element(logits.begin(), logits.end()) - logits.begin());
+    tokens.push_back(next);
+    const int32_t p = static_cast<int32_t>(tokens.size()) - 1;
+    eval.step(std::span(&tokens.back(), 1), std::span(&p, 1), 0, StepPhase::Decode, cache,
+              Logits::Last, logits.data());
+  }
+  ::testing::Test::RecordProperty("max_abs_logit_diff_decode", std::to_string(worst));
+  return worst;
+}
+
+}  // namespace kvbench::test
