@@ -359,6 +359,15 @@ void PolicyCache::save_state(StateWriter& out) const {
   out.f32(ctx_.rope.freq_base);
   out.f32(ctx_.rope.freq_scale);
   out.array(ctx_.rope.freq_factors);
+  out.boolean(ctx_.rope.neox);
+  out.array(ctx_.layer_window);
+  if (!ctx_.layer_window.empty()) {
+    out.i32(ctx_.rope_local.n_dims);
+    out.f32(ctx_.rope_local.freq_base);
+    out.f32(ctx_.rope_local.freq_scale);
+    out.array(ctx_.rope_local.freq_factors);
+    out.boolean(ctx_.rope_local.neox);
+  }
   out.i64(ctx_.context_tokens);
   out.u64(ctx_.seed);
   out.boolean(ctx_.collect_attention);
@@ -403,11 +412,29 @@ std::unique_ptr<PolicyCache> PolicyCache::load_state(StateReader& in) {
   ctx.rope.freq_scale = in.f32("RoPE scale");
   in.array_upto(ctx.rope.freq_factors, static_cast<uint64_t>(sh.head_dim / 2),
                 "RoPE frequency factors");
-  const int rotated = ctx.rope.n_dims > 0 ? ctx.rope.n_dims : sh.head_dim;
-  if (ctx.rope.n_dims < 0 || ctx.rope.n_dims > sh.head_dim || ctx.rope.n_dims % 2 != 0 ||
-      (!ctx.rope.freq_factors.empty() &&
-       static_cast<int>(ctx.rope.freq_factors.size()) != rotated / 2))
-    in.fail("invalid RoPE configuration");
+  auto check_rope = [&](const RopeConfig& r) {
+    const int rotated = r.n_dims > 0 ? r.n_dims : sh.head_dim;
+    if (r.n_dims < 0 || r.n_dims > sh.head_dim || r.n_dims % 2 != 0 ||
+        (!r.freq_factors.empty() && static_cast<int>(r.freq_factors.size()) != rotated / 2))
+      in.fail("invalid RoPE configuration");
+  };
+  ctx.rope.neox = in.boolean("RoPE pairing");
+  check_rope(ctx.rope);
+  in.array_upto(ctx.layer_window, static_cast<uint64_t>(sh.n_layers), "layer windows");
+  if (!ctx.layer_window.empty()) {
+    if (static_cast<int>(ctx.layer_window.size()) != sh.n_layers)
+      in.fail("layer windows: " + std::to_string(ctx.layer_window.size()) + " for " +
+              std::to_string(sh.n_layers) + " layers");
+    for (int32_t w : ctx.layer_window)
+      if (w < 0) in.fail("layer windows: a negative window");
+    ctx.rope_local.n_dims = in.i32("local RoPE dimensions");
+    ctx.rope_local.freq_base = in.f32("local RoPE base");
+    ctx.rope_local.freq_scale = in.f32("local RoPE scale");
+    in.array_upto(ctx.rope_local.freq_factors, static_cast<uint64_t>(sh.head_dim / 2),
+                  "local RoPE frequency factors");
+    ctx.rope_local.neox = in.boolean("local RoPE pairing");
+    check_rope(ctx.rope_local);
+  }
   ctx.context_tokens = in.count("context tokens", 0, kInt32Max);
   ctx.seed = in.u64("seed");
   ctx.collect_attention = in.boolean("collect attention");

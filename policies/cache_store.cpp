@@ -62,6 +62,9 @@ void StoreView::concat_positions() const {
 CacheStore::CacheStore(const StoreConfig& c)
     : config_(c),
       inv_freq_(rope_inv_freq(usable_rope(c.rope, c.shape.head_dim))),
+      inv_freq_local_(c.layer_window.empty()
+                          ? std::vector<float>()
+                          : rope_inv_freq(usable_rope(c.rope_local, c.shape.head_dim))),
       heads_(static_cast<size_t>(c.shape.n_layers) * c.shape.n_kv_heads) {
   const int hd = c.shape.head_dim;
   const int ns = c.stats.n;
@@ -480,18 +483,15 @@ void CacheStore::demote(int layer, int kv_head, std::span<const EntryRef> refs) 
   in.remove(flags_[kIncoming]);
 }
 
-// Re-rotation turns keys pair-wise with one base for every layer (the LLaMA
-// RoPE). NEOX-paired keys with a base per layer (Gemma 3) are refused until
-// the store learns that form.
-void CacheStore::require_pairwise_rope(const char* op) const {
-  if (config_.rope.neox)
-    throw UnsupportedOperation(std::string(op) +
-                               ": this model's keys (NEOX RoPE with a base per layer, gemma3) "
-                               "cannot be re-rotated to a new position");
+const Rotation& CacheStore::rotation_for(int layer, int64_t delta) {
+  const bool local = !config_.layer_window.empty() && config_.layer_window[layer] > 0;
+  const std::vector<float>& f = local ? inv_freq_local_ : inv_freq_;
+  const bool neox = local ? config_.rope_local.neox : config_.rope.neox;
+  if (!rotation_.is(delta, f, neox)) rotation_.set(delta, f, neox);
+  return rotation_;
 }
 
 void CacheStore::renumber_contiguous(int seq, int layer, int kv_head) {
-  require_pairwise_rope("contiguous positions");
   HeadState& hs = head(layer, kv_head);
   const uint64_t bit = bit_of(seq);
   struct Item {
@@ -524,12 +524,51 @@ void CacheStore::renumber_contiguous(int seq, int layer, int kv_head) {
     int32_t& pos = seg.meta.pos[items[r].idx];
     const int32_t target = base + static_cast<int32_t>(r);
     if (pos == target) continue;
-    if (rotation_.cos.empty() || rotation_.delta != int64_t{target} - pos)
-      rotation_.set(int64_t{target} - pos, inv_freq_);
-    seg.rotate_key(items[r].idx, rotation_);
+    seg.rotate_key(items[r].idx, rotation_for(layer, int64_t{target} - pos));
     pos = target;
   }
   evicted_max_[seq] = -1;
+}
+
+void CacheStore::trim_window(int seq, int layer, int32_t cutoff) {
+  const uint64_t bit = bit_of(seq);
+  for (int h = 0; h < shape().n_kv_heads; ++h) {
+    HeadState& hs = head(layer, h);
+    for (int slot : {kMain, kIncoming}) {
+      Segment* seg = hs.segs[slot].get();
+      if (!seg || seg->size() == 0) continue;
+      auto& f = flags_[slot];
+      f.assign(seg->size(), 0);
+      bool any = false;
+      for (int32_t i = 0; i < seg->size(); ++i) {
+        uint64_t& m = seg->meta.seqs[i];
+        if (!(m & bit) || seg->meta.pos[i] > cutoff) continue;
+        m &= ~bit;
+        if (m == 0) f[i] = any = true;
+      }
+      if (any) seg->remove(f);
+    }
+    if (!cold_) continue;
+    const int hidx = layer * shape().n_kv_heads + h;
+    auto& pages = cold_->head(hidx).pages;
+    bool materialized = false;
+    for (int32_t pi = static_cast<int32_t>(pages.size()) - 1; pi >= 0; --pi) {
+      ColdPage& p = pages[pi];
+      std::vector<char> f(p.meta.size(), 0);
+      bool any = false;
+      for (int32_t i = 0; i < p.meta.size(); ++i) {
+        uint64_t& m = p.meta.seqs[i];
+        if (!(m & bit) || p.meta.pos[i] > cutoff) continue;
+        m &= ~bit;
+        if (m == 0) f[i] = any = true;
+      }
+      if (!any) continue;
+      // Restored rows point into cold pages: copy them before pages change.
+      if (!materialized) static_cast<RowSegment&>(*hs.segs[kRestored]).materialize();
+      materialized = true;
+      cold_->remove(hidx, pi, f);
+    }
+  }
 }
 
 void CacheStore::restore(int seq, int layer, int kv_head, const float* q, int64_t n_queries,
@@ -749,7 +788,6 @@ void CacheStore::shift_positions(int seq, int32_t lo, int32_t hi, F f, const cha
     if (np > std::numeric_limits<int32_t>::max())
       throw SequenceError(std::string(op) + ": position " + std::to_string(pos) +
                           " would move beyond int32");
-    if (np >= 0 && np != pos) require_pairwise_rope(op);
     if (np >= 0 && np != pos && !rotatable)
       throw UnsupportedOperation(std::string(op) + ": " + prec +
                                  " keys cannot be re-rotated to a new position");
@@ -775,10 +813,10 @@ void CacheStore::shift_positions(int seq, int32_t lo, int32_t hi, F f, const cha
                   std::string(codec_name(cold_->codec().kind())));
   // Pass 2: apply.
   clear_restored();
-  auto rotate_to = [&](int32_t from, int64_t to) {
-    if (rotation_.cos.empty() || rotation_.delta != to - from) rotation_.set(to - from, inv_freq_);
-  };
-  for (auto& hs : heads_)
+  const int n_kv = shape().n_kv_heads;
+  for (size_t hx = 0; hx < heads_.size(); ++hx) {
+    HeadState& hs = heads_[hx];
+    const int layer = static_cast<int>(hx) / n_kv;
     for (int slot : {kMain, kIncoming, kSummary}) {
       Segment* seg = hs.segs[slot].get();
       if (!seg) continue;
@@ -794,12 +832,12 @@ void CacheStore::shift_positions(int seq, int32_t lo, int32_t hi, F f, const cha
           continue;
         }
         if (np == pos) continue;
-        rotate_to(pos, np);
-        seg->rotate_key(i, rotation_);
+        seg->rotate_key(i, rotation_for(layer, np - pos));
         pos = static_cast<int32_t>(np);
       }
       if (any) seg->remove(fl);
     }
+  }
   if (cold_) {
     const RowCodec& codec = cold_->codec();
     for (int h = 0; h < n_heads(); ++h) {
@@ -817,10 +855,9 @@ void CacheStore::shift_positions(int seq, int32_t lo, int32_t hi, F f, const cha
             continue;
           }
           if (np == pos) continue;
-          rotate_to(pos, np);
           uint8_t* kb = cold_->key_bytes(p, i);
           codec.decode(kb, row_k_.data());
-          rotation_.apply(row_k_.data());
+          rotation_for(h / n_kv, np - pos).apply(row_k_.data());
           codec.encode(row_k_.data(), kb);
           pos = static_cast<int32_t>(np);
           moved = true;

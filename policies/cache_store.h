@@ -44,6 +44,10 @@ enum SegmentSlot : int { kMain = 0, kIncoming = 1, kRestored = 2, kSummary = 3, 
 struct StoreConfig {
   KvShape shape;
   RopeConfig rope;
+  // Models with sliding-window (local) layers (Gemma 3): [n_layers] a layer's
+  // native window (0: global), and the local layers' RoPE. Empty: all global.
+  std::vector<int32_t> layer_window;
+  RopeConfig rope_local;
   enum class Layout { Rows, Mixed, Kivi } layout = Layout::Rows;
   RowCodec codec;  // Rows: the storage codec; Mixed: the codec of the less important entries
   int kivi_group = 32;
@@ -186,7 +190,11 @@ class CacheStore {
   // StreamingLLM: positions of `seq`'s entries in this head become
   // contiguous (from the smallest one) in arrival order; keys re-rotated.
   void renumber_contiguous(int seq, int layer, int kv_head);
-  void require_pairwise_rope(const char* op) const;
+  // A local layer's native window (llama.cpp's ISWA): `seq`'s entries of
+  // `layer` at positions <= cutoff leave every tier (no queries of the
+  // sequence can see them again). Not eviction: nothing goes to the cold tier
+  // or the summary, and next_position() does not move.
+  void trim_window(int seq, int layer, int32_t cutoff);
   // offload: replaces the head's restored pages by the `max_pages` pages of
   // highest Quest bound, a page's bound being its largest over the queries
   // q: [n_queries] rows `q_stride` floats apart, each [group][head_dim].
@@ -264,8 +272,11 @@ class CacheStore {
   void fold_into_summary(HeadState& hs, const Segment& from, int32_t i, uint64_t seqs);
   void note_evicted(int seq, int32_t pos);
 
+  // The rotation that moves a key of `layer` by `delta` positions (cached).
+  const Rotation& rotation_for(int layer, int64_t delta);
+
   StoreConfig config_;
-  std::vector<float> inv_freq_;
+  std::vector<float> inv_freq_, inv_freq_local_;
   std::vector<HeadState> heads_;  // [n_layers * n_kv_heads]
   ClonePtr<ColdTier> cold_;
   std::vector<float> observe_sum_;  // observe(): group sums when not given

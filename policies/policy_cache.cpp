@@ -112,6 +112,15 @@ std::unique_ptr<PolicyCache> PolicyCache::create(const PolicySpec& spec, const C
   StoreConfig sc;
   sc.shape = sh;
   sc.rope = ctx.rope;
+  if (!ctx.layer_window.empty()) {
+    if (static_cast<int>(ctx.layer_window.size()) != sh.n_layers)
+      throw InputError("cache: " + std::to_string(ctx.layer_window.size()) +
+                       " layer windows for " + std::to_string(sh.n_layers) + " layers");
+    for (int32_t w : ctx.layer_window)
+      if (w < 0) throw InputError("cache: a negative sliding window");
+    sc.layer_window = ctx.layer_window;
+    sc.rope_local = ctx.rope_local;
+  }
   if (c->observe_attention_) {
     sc.stats.acc = sc.stats.n++;
     sc.stats.last = sc.stats.n++;
@@ -159,7 +168,21 @@ std::unique_ptr<PolicyCache> PolicyCache::create(const PolicySpec& spec, const C
   // restored pages and the merged summary come on top of it (restore has a
   // budget of its own, never taken from the eviction budget).
   c->main_budget_ = c->scorer_->budget(ctx.context_tokens);
+  int32_t local_window = 0;  // the longest native window (Gemma 3: one for all local layers)
+  for (int32_t w : ctx.layer_window) local_window = std::max(local_window, w);
+  c->main_budget_local_ =
+      local_window == 0 ? c->main_budget_
+                        : c->scorer_->budget(ctx.context_tokens > 0
+                                                 ? std::min<int64_t>(ctx.context_tokens, local_window)
+                                                 : local_window);
   c->dense_ = c->scorer_->evicts() ? c->scorer_->dense_layers() : 0;
+  if (spec.scorer.has("layers")) {
+    const std::string l = spec.scorer.get("layers");
+    c->layers_ = l == "global" ? Layers::Global : l == "local" ? Layers::Local : Layers::All;
+    if (c->layers_ != Layers::All && local_window == 0)
+      throw InputError("policy '" + to_string(spec) + "': layers=" + l +
+                       " needs a model with sliding-window layers (gemma3); this one has none");
+  }
   const ComponentSpec* off = spec.extra("offload");  // not with a paging scorer (check_combination)
   int32_t restore_tokens = 0;
   if (c->scorer_->page() > 0) {
@@ -182,9 +205,12 @@ std::unique_ptr<PolicyCache> PolicyCache::create(const PolicySpec& spec, const C
   if (const ComponentSpec* m = spec.extra("merge")) {
     sc.merge = true;
     sc.merge_by_attention = m->get("weight") == "attention";
-    if (c->scorer_->evicts()) c->main_budget_ -= 1;  // the summary entry
+    if (c->scorer_->evicts()) {  // the summary entry
+      c->main_budget_ -= 1;
+      c->main_budget_local_ -= 1;
+    }
   }
-  if (c->scorer_->evicts() && c->main_budget_ < 1)
+  if (c->scorer_->evicts() && std::min(c->main_budget_, c->main_budget_local_) < 1)
     throw InputError("policy '" + to_string(spec) + "': a budget of " +
                      std::to_string(c->main_budget_ + 1) +
                      " leaves no room for entries besides the summary");
@@ -199,7 +225,7 @@ std::unique_ptr<PolicyCache> PolicyCache::create(const PolicySpec& spec, const C
 
   c->window_ = QueryWindow(sh.n_layers, query_ring_capacity(*c->scorer_, spec, ctx.keep_queries),
                            int64_t{sh.n_q_heads} * hd);
-  if (c->needs_.query_stats && ctx.rope.neox)
+  if (c->needs_.query_stats && (ctx.rope.neox || !ctx.layer_window.empty()))
     throw InputError("policy '" + to_string(spec) + "': '" + spec.scorer.name +
                      "' models RoPE pair-wise with one base; this model (gemma3: NEOX RoPE, a "
                      "base per layer) is not supported yet");
@@ -215,6 +241,8 @@ void PolicyCache::begin_step(const StepInfo& info) {
   window_.begin(info.seq);
   if (qstats_.enabled()) qstats_.begin(info.seq);
   step_decode_ = info.phase == StepPhase::Decode;
+  step_last_pos_ = -1;
+  for (int32_t p : info.positions) step_last_pos_ = std::max(step_last_pos_, p);
   store_->begin_step(info.seq, info.positions, step_decode_);
 }
 
@@ -250,7 +278,7 @@ void PolicyCache::observe_queries(int layer, const float* q, std::span<const int
   // Restore: this step's queries bound the cold pages and the best ones are
   // attended in this same step (prefill chunks too, so the question's own
   // queries restore before the first answer token).
-  if (restore_pages_ > 0 && layer >= dense_ &&
+  if (restore_pages_ > 0 && acts_on(layer) &&
       (!step_decode_ || decode_steps_ % restore_every_ == 0))
     restore_layer(store_->step_seq(), layer, q, n);
 }
@@ -265,6 +293,12 @@ void PolicyCache::end_step() {
   const int seq = store_->step_seq();
   if (!step_decode_) note_peak();  // the chunk's own rows are still f32
   store_->end_step();
+  // Local layers keep their native window, whatever the policy: the entries
+  // no later query of the sequence can see leave before the policy scores.
+  if (!ctx_.layer_window.empty() && step_last_pos_ >= 0)
+    for (int l = 0; l < ctx_.shape.n_layers; ++l)
+      if (const int32_t w = window(l); w > 0 && step_last_pos_ - w >= 0)
+        store_->trim_window(seq, l, step_last_pos_ - w);
   if (step_decode_) ++decode_steps_;
   const Timing timing = scorer_->timing();
   const bool due =
@@ -287,8 +321,8 @@ void PolicyCache::end_prefill() {
   // filled the cold tier: the prompt's last query picks the pages held at
   // question time. (Streaming restored during the question's own step.)
   if (restore_pages_ > 0 && scorer_->evicts() && scorer_->timing() != Timing::Stream)
-    for (int l = dense_; l < ctx_.shape.n_layers; ++l)
-      if (const float* q = window_.last(l)) restore_layer(seq, l, q, 1);
+    for (int l = 0; l < ctx_.shape.n_layers; ++l)
+      if (const float* q = window_.last(l); q && acts_on(l)) restore_layer(seq, l, q, 1);
   decode_steps_ = 0;
 }
 
@@ -306,9 +340,21 @@ void PolicyCache::maintain(int seq) {
   for (int l = 0; l < ctx_.shape.n_layers; ++l) maintain_layer(seq, l, true);
 }
 
+bool PolicyCache::acts_on(int layer) const {
+  if (layer < dense_) return false;
+  switch (layers_) {
+    case Layers::Global:
+      return window(layer) == 0;
+    case Layers::Local:
+      return window(layer) > 0;
+    default:
+      return true;
+  }
+}
+
 int32_t PolicyCache::evict_above(int layer) const {
-  if (!scorer_->evicts() || layer < dense_) return std::numeric_limits<int32_t>::max();
-  return allocator_->layer_budget(layer, ctx_.shape.n_layers, main_budget_, reserved_);
+  if (!scorer_->evicts() || !acts_on(layer)) return std::numeric_limits<int32_t>::max();
+  return allocator_->layer_budget(layer, ctx_.shape.n_layers, main_budget_of(layer), reserved_);
 }
 
 int32_t PolicyCache::layer_budget(int layer) const {
@@ -322,8 +368,9 @@ int32_t PolicyCache::first_eviction_tokens() const {
   int32_t t = std::numeric_limits<int32_t>::max();
   // An allocator that spreads a layer's budget by priority evicts once the
   // layer's total passes main_budget_ per head (maintain_layer).
-  for (int l = dense_; l < ctx_.shape.n_layers; ++l)
-    t = std::min(t, allocator_->needs_priorities() ? main_budget_ : evict_above(l));
+  for (int l = 0; l < ctx_.shape.n_layers; ++l)
+    if (acts_on(l))
+      t = std::min(t, allocator_->needs_priorities() ? main_budget_of(l) : evict_above(l));
   return t;
 }
 
@@ -359,7 +406,7 @@ void PolicyCache::merge_before_eviction(int seq, int layer, int h, int32_t drop)
 }
 
 void PolicyCache::maintain_layer(int seq, int layer, bool use_scorer) {
-  if (layer < dense_) return;
+  if (!acts_on(layer)) return;
   const int H = ctx_.shape.n_kv_heads;
   cand_.resize(H);
   prio_.resize(H);
@@ -379,7 +426,9 @@ void PolicyCache::maintain_layer(int seq, int layer, bool use_scorer) {
         n_total += n;
         any_over = any_over || (n > lb && !scorer_->full_head(layer, h));
       }
-      if (allocator_->needs_priorities() ? n_total <= int64_t{main_budget_} * H : !any_over) return;
+      if (allocator_->needs_priorities() ? n_total <= int64_t{main_budget_of(layer)} * H
+                                         : !any_over)
+        return;
     }
   }
   for (int h = 0; h < H; ++h) {
@@ -387,7 +436,7 @@ void PolicyCache::maintain_layer(int seq, int layer, bool use_scorer) {
     total += cand_[h].size();
     over = over || (cand_[h].size() > lb && !scorer_->full_head(layer, h));
   }
-  if (allocator_->needs_priorities()) over = total > int64_t{main_budget_} * H;
+  if (allocator_->needs_priorities()) over = total > int64_t{main_budget_of(layer)} * H;
   const bool evict = use_scorer && scorer_->evicts() && over && !eviction_paused_;
   if (!evict && !mixed_) return;
 
@@ -456,7 +505,7 @@ void PolicyCache::maintain_layer(int seq, int layer, bool use_scorer) {
     AllocationInput ai;
     ai.layer = layer;
     ai.n_layers = ctx_.shape.n_layers;
-    ai.budget = main_budget_;
+    ai.budget = main_budget_of(layer);
     ai.reserved = reserved_;
     ai.priorities = spans_;
     allocator_->keep_counts(ai, keep_);

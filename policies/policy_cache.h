@@ -42,6 +42,12 @@ namespace kvbench {
 struct CacheContext {
   KvShape shape;
   RopeConfig rope;             // the model's RoPE (shifts re-rotate stored keys with it)
+  // Models with sliding-window layers (Gemma 3), as llama.cpp's ISWA cache:
+  // [n_layers] a layer's native window W (0: a global layer); after each step
+  // a local layer keeps only the positions (p - W, p] of the step's last
+  // position p, whatever the policy. Empty: every layer is global.
+  std::vector<int32_t> layer_window;
+  RopeConfig rope_local;  // the local layers' RoPE (when layer_window is set)
   int64_t context_tokens = 0;  // the context a ratio budget refers to
   uint64_t seed = 0;           // random scorer's default seed
   // For a `full` cache that other policies branch from (import_from):
@@ -164,6 +170,13 @@ class PolicyCache final : public KvCache {
   const CacheContext& context() const { return ctx_; }
   const Scorer& scorer() const { return *scorer_; }
   int32_t budget() const { return budget_; }  // per KV head, including restored pages
+  // A layer's native window (0: global; see CacheContext::layer_window).
+  int32_t window(int layer) const {
+    return ctx_.layer_window.empty() ? 0 : ctx_.layer_window[layer];
+  }
+  // Whether the policy compresses `layer` (its `layers` parameter, and the
+  // dense first layers of Quest-like scorers).
+  bool acts_on(int layer) const;
   // Hot entries a head of `layer` keeps after maintenance (policy-managed,
   // restored and summary entries together).
   int32_t layer_budget(int layer) const;
@@ -219,6 +232,14 @@ class PolicyCache final : public KvCache {
   int restore_pages_ = 0;
   int restore_every_ = 1;
   int dense_ = 0;  // layers never compressed
+  enum class Layers { All, Global, Local } layers_ = Layers::All;
+  // A ratio budget on a local layer is a ratio of what its full cache holds
+  // (its window, when shorter than the context).
+  int32_t main_budget_local_ = 0;
+  int32_t main_budget_of(int layer) const {
+    return window(layer) > 0 ? main_budget_local_ : main_budget_;
+  }
+  int32_t step_last_pos_ = -1;  // the open step's largest position
   bool eviction_paused_ = false;
   bool mixed_ = false;
   double mixed_full_ = 0.0;

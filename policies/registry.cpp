@@ -43,11 +43,22 @@ ParamInfo timing_param(std::string_view def) {
 ParamInfo every_param() {
   return {"every", ParamType::Int, "8", "decode steps between evictions with timing=every", 1, 1e6};
 }
+ParamInfo layers_param() {
+  return {"layers",
+          ParamType::Choice,
+          "all",
+          "layers compressed on a model with sliding-window layers (gemma3); a ratio budget on "
+          "a local layer is a ratio of its window",
+          0,
+          0,
+          {"all", "global", "local"}};
+}
 std::vector<ParamInfo> scorer_params(std::string_view timing, std::vector<ParamInfo> own = {}) {
   std::vector<ParamInfo> p{budget_param()};
   p.insert(p.end(), own.begin(), own.end());
   p.push_back(timing_param(timing));
   p.push_back(every_param());
+  p.push_back(layers_param());
   return p;
 }
 ParamInfo group_param() {
@@ -103,7 +114,8 @@ std::vector<ComponentInfo> build() {
         {budget_param(),
          {"window", ParamType::Int, "32", "observation window (last prompt queries)", 1, 1e6},
          {"kernel", ParamType::Int, "7", "1-D pooling kernel over positions (odd)", 1, 1e3},
-         {"pool", ParamType::Choice, "max", "pooling", 0, 0, {"max", "avg"}}}};
+         {"pool", ParamType::Choice, "max", "pooling", 0, 0, {"max", "avg"}},
+         layers_param()}};
     c.make_scorer = make_snapkv_scorer;
     r.push_back(std::move(c));
   }
@@ -210,7 +222,8 @@ std::vector<ComponentInfo> build() {
            "(after every chunk and step)",
            0,
            0,
-           {"once", "stream"}}},
+           {"once", "stream"}},
+          layers_param()},
          make_quest_scorer);
 
   auto allocator = [&](std::string_view name, std::string_view summary,

@@ -69,7 +69,10 @@ void EntryMeta::shrink() {
 
 // --- Rotation ---
 
-void Rotation::set(int64_t d, const std::vector<float>& inv_freq) {
+void Rotation::set(int64_t d, const std::vector<float>& f, bool nx) {
+  const std::vector<float>& inv_freq = f;
+  this->inv_freq = &f;
+  neox = nx;
   delta = d;
   cos.resize(inv_freq.size());
   sin.resize(inv_freq.size());
@@ -81,7 +84,16 @@ void Rotation::set(int64_t d, const std::vector<float>& inv_freq) {
 }
 
 void Rotation::apply(float* x) const {
-  for (size_t i = 0; i < cos.size(); ++i) {
+  const size_t half = cos.size();
+  if (neox) {
+    for (size_t i = 0; i < half; ++i) {
+      const float a = x[i], b = x[i + half];
+      x[i] = a * cos[i] - b * sin[i];
+      x[i + half] = a * sin[i] + b * cos[i];
+    }
+    return;
+  }
+  for (size_t i = 0; i < half; ++i) {
     const float a = x[2 * i], b = x[2 * i + 1];
     x[2 * i] = a * cos[i] - b * sin[i];
     x[2 * i + 1] = a * sin[i] + b * cos[i];

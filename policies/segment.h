@@ -50,10 +50,18 @@ struct EntryMeta {
 
 // Cos / sin of a re-rotation by `delta` positions, computed once per delta
 // exactly as rope_rotate computes its angles.
+// Re-rotation of a stored key by `delta` positions, in the model's RoPE
+// pairing: (2i, 2i+1) (LLaMA GGUF) or (i, i + n_dims/2) (NEOX: Gemma 3).
 struct Rotation {
   int64_t delta = 0;
+  bool neox = false;
+  const std::vector<float>* inv_freq = nullptr;  // what cos / sin were made from
   std::vector<float> cos, sin;  // [n_dims / 2]
-  void set(int64_t d, const std::vector<float>& inv_freq);
+  void set(int64_t d, const std::vector<float>& inv_freq, bool neox);
+  // Whether set(d, f, neox) would make this same rotation.
+  bool is(int64_t d, const std::vector<float>& f, bool nx) const {
+    return !cos.empty() && delta == d && inv_freq == &f && neox == nx;
+  }
   void apply(float* x) const;  // one row of head_dim
 };
 

@@ -215,8 +215,9 @@ TEST(Gemma3Forward, QuantizedActivationsStayNearExact) {
   EXPECT_LT(diff, 0.1f);
 }
 
-// The command line runs a gemma3 file like any other; policies that would
-// re-rotate its keys or model its RoPE pair-wise refuse it with one line.
+// The command line runs a gemma3 file like any other: StreamingLLM's
+// contiguous positions re-rotate its keys in halves; the policy that models
+// RoPE pair-wise with one base (expected attention) refuses it with one line.
 TEST(Gemma3Cli, TinyGemma3RunsAndRefusesWhatItCannotDoYet) {
   const std::string path = testing::TempDir() + "kvbench-cli-tiny-gemma3.gguf";
   ASSERT_EQ(test::run_kvbench("tiny-model -o " + path + " --shape tiny-gemma3 --vocab spm").code, 0);
@@ -228,15 +229,14 @@ TEST(Gemma3Cli, TinyGemma3RunsAndRefusesWhatItCannotDoYet) {
             std::string::npos)
       << info.out;
   EXPECT_NE(info.out.find("rope pairs: halves (neox)"), std::string::npos);
-  const auto gen = test::run_kvbench("generate --prompt 'hello world hello' --max-tokens 6 "
-                                     "--policy streaming:budget=6,sinks=2 --model " + path);
-  EXPECT_EQ(gen.code, 0) << gen.err;
-  EXPECT_FALSE(gen.out.empty());
-  test::expect_input_error(
-      test::run_kvbench("generate --prompt 'hello world' --max-tokens 8 --policy "
-                        "streaming:budget=6,sinks=2,pos=contiguous --model " + path),
-      "contiguous positions: this model's keys (NEOX RoPE with a base per layer, gemma3) cannot "
-      "be re-rotated");
+  for (const char* policy : {"streaming:budget=6,sinks=2", "streaming:budget=6,sinks=2,pos=contiguous",
+                             "h2o:budget=6,layers=global", "snapkv:budget=6,window=2,layers=local"}) {
+    const auto gen = test::run_kvbench("generate --prompt 'hello world hello world hello' "
+                                       "--max-tokens 6 --policy " + std::string(policy) +
+                                       " --model " + path);
+    EXPECT_EQ(gen.code, 0) << policy << ": " << gen.err;
+    EXPECT_FALSE(gen.out.empty()) << policy;
+  }
   test::expect_input_error(test::run_kvbench("generate --prompt hi --policy expected:budget=6 "
                                              "--model " + path),
                            "'expected' models RoPE pair-wise with one base");

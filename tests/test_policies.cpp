@@ -233,7 +233,7 @@ class Driver {
       if (pos != s.pos) {
         ASSERT_TRUE(allow_renumber) << "src " << src << " at " << pos << ", shadow " << s.pos;
         Rotation r;
-        r.set(int64_t{pos} - s.pos, rope_inv_freq(tiny_context().rope));
+        r.set(int64_t{pos} - s.pos, rope_inv_freq(tiny_context().rope), false);
         r.apply(s.k.data());
         s.pos = pos;
         ++s.rotations;
@@ -403,7 +403,7 @@ class Driver {
             }
             if (np != e.pos) {
               Rotation r;
-              r.set(np - e.pos, inv);
+              r.set(np - e.pos, inv, false);
               r.apply(e.k.data());
               ++e.rotations;
               e.pos = static_cast<int32_t>(np);

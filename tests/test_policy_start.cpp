@@ -11,9 +11,11 @@
 #include <cstring>
 #include <set>
 
+#include "harness/inference.h"
 #include "harness/run/policy_start.h"
 #include "model/llama_model.h"
 #include "policies/registry.h"
+#include "tests/support/reference_gemma3.h"
 #include "tests/support/reference_llama.h"
 
 namespace kvbench {
@@ -87,18 +89,18 @@ bool same_entries(const std::vector<EntryInfo>& a, const std::vector<EntryInfo>&
 
 class PolicyStart : public testing::Test {
  protected:
-  void SetUp() override {
-    model_ = LlamaModel::load(test::tiny_model_path());
+  void SetUp() override { load(test::tiny_model_path()); }
+  void load(const std::string& path) {
+    model_ = LlamaModel::load(path);
     eval_ = std::make_unique<Evaluator>(*model_, 2);
     tokens_ = test::some_tokens(75, model_->config().n_vocab, 11);
     // Chunks of 16 and the last step of its own, like a question.
     for (int64_t b = 0; b < 70; b += 16) chunks_.push_back({b, std::min<int64_t>(70, b + 16)});
     chunks_.push_back({70, 75});
-    ctx_.shape = model_->kv_shape();
-    ctx_.rope = model_->config().rope;
-    ctx_.context_tokens = static_cast<int64_t>(tokens_.size());
-    ctx_.seed = 5;
+    // As the runner makes it (Gemma 3: each local layer's window, its RoPE).
+    ctx_ = cache_context(*model_, static_cast<int64_t>(tokens_.size()), 5);
   }
+  void check_every_spec();
 
   // The oracle's importance: any fixed table will do.
   void set_oracle(PolicyCache& c) const {
@@ -140,15 +142,34 @@ class PolicyStart : public testing::Test {
   CacheContext ctx_;
 };
 
+// The same on Gemma 3's shape: local layers keep their window (5 tokens in
+// the tiny file) on both paths, keys re-rotate in halves, and `layers=`
+// targets one kind of layer.
+class PolicyStartGemma3 : public PolicyStart {
+ protected:
+  void SetUp() override { load(test::tiny_gemma3_path()); }
+};
+
 TEST_F(PolicyStart, SharingEqualsPrefillingAloneForEverySpecTheRegistryBuilds) {
+  check_every_spec();
+}
+TEST_F(PolicyStartGemma3, SharingEqualsPrefillingAloneForEverySpecTheRegistryBuilds) {
+  check_every_spec();
+}
+
+void PolicyStart::check_every_spec() {
   // Parse and plan every spec. The registry refuses a few compositions
   // (alike on both paths); only these, for their documented reasons.
-  const std::vector<std::string> reasons{
+  std::vector<std::string> reasons{
       "contiguous positions renumber the cache, restored pages keep their own",
       "pages what it evicts itself; drop +offload",
       "keeps one token set per layer, adakv gives heads different budgets",
       "decides per head which keep everything; use an allocator that does not move budget",
       "merges values into kept entries in place, which KIVI's blocks cannot hold"};
+  if (ctx_.layer_window.empty())
+    reasons.push_back("needs a model with sliding-window layers (gemma3); this one has none");
+  else  // expected attention models RoPE pair-wise with one base
+    reasons.push_back("models RoPE pair-wise with one base");
   std::vector<PolicySpec> specs;
   std::vector<StartPlan> plans;
   std::set<std::string> scorers;

@@ -57,7 +57,7 @@ TEST_F(SnapshotCli, SaveInfoAskFromTheSnapshotEqualsAFreshPrefill) {
     const Result info = run("cache info " + kvc);
     ASSERT_EQ(info.code, 0) << info.err;
     for (const char* line :
-         {"kvbench cache snapshot, format 2", "model       sha256 ", "document    ", "chunk 48",
+         {"kvbench cache snapshot, format 3", "model       sha256 ", "document    ", "chunk 48",
           "precision   KV ", "  hot     ", "  cold    ", "compression ratio "})
       EXPECT_NE(info.out.find(line), std::string::npos) << line << "\n" << info.out;
     const json ij = json::parse(run("cache info --json " + kvc).out);

@@ -114,7 +114,7 @@ uint64_t kv_bytes_hot(const PolicyCache& cache) {
 
 nlohmann::json memory_json(const PolicyCache& cache) {
   const MemoryReport m = cache.memory();
-  return {{"kv_bytes_hot", m.hot.kv + m.hot.scales},
+  nlohmann::json j = {{"kv_bytes_hot", m.hot.kv + m.hot.scales},
           {"kv_bytes_cold", m.cold.kv + m.cold.scales},
           {"meta_bytes_hot", m.hot.meta},
           {"meta_bytes_cold", m.cold.meta},
@@ -122,6 +122,17 @@ nlohmann::json memory_json(const PolicyCache& cache) {
           {"kv_bytes_peak_prefill", cache.peak_prefill_kv_bytes()},
           {"entries_hot", m.hot.entries},
           {"entries_cold", m.cold.entries}};
+  // Models with sliding-window layers: the hot K/V split by layer kind.
+  if (!cache.context().layer_window.empty()) {
+    MemoryBytes global, local;
+    for (size_t l = 0; l < m.hot_layers.size(); ++l)
+      (cache.window(static_cast<int>(l)) > 0 ? local : global) += m.hot_layers[l];
+    j["kv_bytes_hot_global"] = global.kv + global.scales;
+    j["kv_bytes_hot_local"] = local.kv + local.scales;
+    j["entries_hot_global"] = global.entries;
+    j["entries_hot_local"] = local.entries;
+  }
+  return j;
 }
 
 }  // namespace kvbench

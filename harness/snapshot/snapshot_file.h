@@ -43,7 +43,9 @@
 namespace kvbench {
 
 // 2: a KIVI segment records which sides it quantizes (kivi2 keys= / values=).
-inline constexpr uint32_t kSnapshotFormatVersion = 2;
+// 3: the cache context records the RoPE pairing (NEOX) and, for models with
+//    sliding-window layers (gemma3), each layer's window and the local RoPE.
+inline constexpr uint32_t kSnapshotFormatVersion = 3;
 
 enum class SnapshotCompression { Zstd, Gzip };
 std::string_view compression_name(SnapshotCompression c);      // "zstd" / "gzip"

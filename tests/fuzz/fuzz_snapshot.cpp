@@ -46,11 +46,20 @@ ModelIdentity fuzz_identity() {
   return id;
 }
 
-CacheContext fuzz_context(int64_t tokens) {
+// windows: Gemma 3's form (layer 1 local with a window of 4 and its own
+// RoPE base, NEOX pairs).
+CacheContext fuzz_context(int64_t tokens, bool windows = false) {
   CacheContext c;
   c.shape = {2, 1, 2, 8};
   c.rope.n_dims = 8;
   c.context_tokens = tokens;
+  if (windows) {
+    c.rope.neox = true;
+    c.rope.freq_base = 1e6f;
+    c.rope_local = c.rope;
+    c.rope_local.freq_base = 1e4f;
+    c.layer_window = {0, 4};
+  }
   return c;
 }
 
@@ -164,8 +173,9 @@ std::vector<uint8_t> compressed_payload_seed;  // mode 4's payload, made at star
 std::string seed_header;                       // its header (without the digest)
 
 // A valid small snapshot of `spec`, written to memory; its header and payload.
-std::vector<uint8_t> make_file(const std::string& spec, SnapshotCompression comp) {
-  auto c = PolicyCache::create(parse_policy_spec(spec), fuzz_context(24));
+std::vector<uint8_t> make_file(const std::string& spec, SnapshotCompression comp,
+                               bool windows = false) {
+  auto c = PolicyCache::create(parse_policy_spec(spec), fuzz_context(24, windows));
   for (int i = 0; i < 3; ++i) step(*c, 0, 8, false, 10 + i);
   c->end_prefill();
   SnapshotDocument d;
@@ -236,6 +246,16 @@ void write_seeds(const std::string& dir) {
       split(make_file(spec, SnapshotCompression::Gzip), gh, gp);
       put(3, gp);
     }
+  }
+  // Sliding-window layers, contiguous positions re-rotated in halves.
+  for (const char* spec :
+       {"streaming:budget=6,sinks=1,pos=contiguous", "h2o:budget=12,layers=global+offload:page=4"}) {
+    std::string header;
+    std::vector<uint8_t> payload;
+    split(make_file(spec, SnapshotCompression::Zstd, true), header, payload);
+    std::vector<char> raw;
+    decompress_payload(payload, SnapshotCompression::Zstd, 1 << 20, raw);
+    put(1, {raw.begin(), raw.end()});
   }
 }
 

@@ -1,0 +1,187 @@
+// Models with sliding-window layers (Gemma 3) in the policy cache: a local
+// layer keeps its native window after every step whatever the policy (as
+// llama.cpp's ISWA cache), memory splits by layer kind, `layers=` points a
+// policy at one kind with ratio budgets of what that kind holds, keys
+// re-rotate in the model's own pairing and base per layer, and snapshots
+// carry all of it.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <numeric>
+#include <sstream>
+
+#include "model/common/error.h"
+#include "policies/policy_cache.h"
+
+namespace kvbench {
+namespace {
+
+constexpr int kLayers = 3, kDim = 8;
+constexpr int32_t kWindow = 4;  // layer 1 is local, layers 0 and 2 global
+
+CacheContext ctx(int64_t context_tokens = 40) {
+  CacheContext c;
+  c.shape = {kLayers, 1, 1, kDim};
+  c.rope.n_dims = kDim;
+  c.rope.freq_base = 1e6f;
+  c.rope.neox = true;
+  c.rope_local = c.rope;
+  c.rope_local.freq_base = 1e4f;
+  c.layer_window = {0, kWindow, 0};
+  c.context_tokens = context_tokens;
+  return c;
+}
+
+// The unrotated key of stream token t in layer l.
+std::vector<float> raw_key(int l, int t) {
+  std::vector<float> k(kDim);
+  for (int c = 0; c < kDim; ++c) k[c] = std::sin(0.37f * t + 1.3f * c + 2.1f * l) * (1 + c % 3);
+  return k;
+}
+
+const RopeConfig& rope_of(const CacheContext& c, int l) {
+  return c.layer_window[l] > 0 ? c.rope_local : c.rope;
+}
+
+// Appends stream tokens [src0, src0 + n) at positions [pos0, pos0 + n), keys
+// rotated at their positions as the model does.
+void append(PolicyCache& cache, int32_t src0, int32_t pos0, int n, bool decode = false) {
+  std::vector<int32_t> pos(n), tok(n, 0);
+  std::iota(pos.begin(), pos.end(), pos0);
+  StepInfo info;
+  info.phase = decode ? StepPhase::Decode : StepPhase::Prefill;
+  info.positions = pos;
+  info.tokens = tok;
+  cache.begin_step(info);
+  for (int l = 0; l < kLayers; ++l) {
+    std::vector<float> k, v;
+    for (int t = 0; t < n; ++t) {
+      std::vector<float> key = raw_key(l, src0 + t);
+      rope_rotate_neox(key.data(), 1, kDim, pos[t], rope_inv_freq(rope_of(cache.context(), l)));
+      k.insert(k.end(), key.begin(), key.end());
+      for (int c = 0; c < kDim; ++c) v.push_back(std::cos(0.23f * (src0 + t) + c));
+    }
+    cache.append(l, k.data(), v.data());
+    cache.view(l, 0);
+  }
+  cache.end_step();
+}
+
+std::vector<int32_t> positions(const PolicyCache& c, int layer) {
+  std::vector<int32_t> out;
+  for (const auto& e : c.store().entries(layer, 0)) out.push_back(e.pos);
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+std::vector<int32_t> range(int32_t a, int32_t b) {  // [a, b)
+  std::vector<int32_t> r(b - a);
+  std::iota(r.begin(), r.end(), a);
+  return r;
+}
+
+TEST(SlidingWindowCache, LocalLayersKeepTheirWindowAfterEveryStep) {
+  auto cache = PolicyCache::create(parse_policy_spec("full"), ctx());
+  append(*cache, 0, 0, 7);  // a chunk longer than the window
+  EXPECT_EQ(positions(*cache, 0), range(0, 7));
+  EXPECT_EQ(positions(*cache, 1), range(3, 7));  // (6 - 4, 6]
+  EXPECT_EQ(positions(*cache, 2), range(0, 7));
+  for (int t = 7; t < 12; ++t) append(*cache, t, t, 1, true);
+  EXPECT_EQ(positions(*cache, 1), range(8, 12));
+  EXPECT_EQ(positions(*cache, 2), range(0, 12));
+  // Trimming is not eviction: the next position follows the stream.
+  EXPECT_EQ(cache->next_position(0), 12);
+  // Memory: 2 global layers x 12 entries + 1 local layer x 4, f32 K and V.
+  const MemoryReport m = cache->memory();
+  EXPECT_EQ(m.hot.entries, 2u * 12 + kWindow);
+  EXPECT_EQ(m.hot.kv, (2u * 12 + kWindow) * kDim * 2 * 4);
+  EXPECT_EQ(m.hot_layers[1].kv, uint64_t{kWindow} * kDim * 2 * 4);
+  // The needle-survival queries see the truth: token 2 left the local layer.
+  EXPECT_TRUE(cache->holds(0, 0, 2));
+  EXPECT_FALSE(cache->holds(1, 0, 2));
+  EXPECT_FALSE(cache->attends(1, 0, 2));
+}
+
+TEST(SlidingWindowCache, LayersParameterPointsAPolicyAtOneKind) {
+  // budget 2 tokens: the local layer (window 4) and the global ones both evict.
+  struct Case {
+    const char* spec;
+    size_t global, local;
+  } cases[] = {{"window:budget=2", 2, 2},
+               {"window:budget=2,layers=global", 2, kWindow},
+               {"window:budget=2,layers=local", 10, 2},
+               // A ratio budget is a ratio of what the layer's full cache holds:
+               // half the 40-token context globally, half the window locally.
+               {"window:budget=0.5", 10, 2},
+               {"window:budget=0.5,layers=global", 10, kWindow}};
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.spec);
+    auto cache = PolicyCache::create(parse_policy_spec(c.spec), ctx());
+    append(*cache, 0, 0, 10);
+    cache->end_prefill();
+    EXPECT_EQ(positions(*cache, 0).size(), std::min<size_t>(c.global, 10));
+    EXPECT_EQ(positions(*cache, 1).size(), c.local);
+    EXPECT_EQ(positions(*cache, 2).size(), std::min<size_t>(c.global, 10));
+    // The window policy keeps the newest entries wherever it acts.
+    EXPECT_EQ(positions(*cache, 1).back(), 9);
+  }
+  // On a model without sliding-window layers the parameter has no meaning.
+  CacheContext plain = ctx();
+  plain.layer_window.clear();
+  try {
+    PolicyCache::create(parse_policy_spec("h2o:budget=8,layers=global"), plain);
+    ADD_FAILURE() << "layers=global accepted without sliding-window layers";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("needs a model with sliding-window layers"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
+// StreamingLLM's contiguous positions on NEOX keys with a base per layer:
+// every kept key equals the raw key rotated freshly at its new position with
+// its own layer's RoPE.
+TEST(SlidingWindowCache, ContiguousPositionsReRotateInHalvesWithEachLayersBase) {
+  auto cache =
+      PolicyCache::create(parse_policy_spec("streaming:budget=3,sinks=1,pos=contiguous"), ctx());
+  append(*cache, 0, 0, 6);
+  for (int t = 6; t < 9; ++t) append(*cache, t, cache->position_for(0, t), 1, true);
+  for (int l = 0; l < kLayers; ++l) {
+    SCOPED_TRACE(l);
+    const auto entries = cache->store().entries(l, 0);
+    ASSERT_FALSE(entries.empty());
+    for (const auto& e : entries) {
+      std::vector<float> k(kDim), v(kDim);
+      ASSERT_TRUE(cache->store().find(l, 0, e.src, k.data(), v.data()));
+      std::vector<float> want = raw_key(l, e.src);
+      rope_rotate_neox(want.data(), 1, kDim, e.pos, rope_inv_freq(rope_of(cache->context(), l)));
+      for (int c = 0; c < kDim; ++c) EXPECT_NEAR(k[c], want[c], 2e-5f) << "src " << e.src;
+    }
+  }
+  // Sink + the 2 newest, renumbered 0, 1, 2.
+  EXPECT_EQ(positions(*cache, 0), range(0, 3));
+}
+
+TEST(SlidingWindowCache, SnapshotsCarryTheWindowsAndTheLocalRope) {
+  auto cache = PolicyCache::create(parse_policy_spec("h2o:budget=6,layers=global"), ctx());
+  append(*cache, 0, 0, 9);
+  std::stringstream buf;
+  StateWriter w(buf);
+  cache->save_state(w);
+  const std::string bytes = buf.str();
+  std::istringstream in(bytes);
+  StateReader r(in, bytes.size(), "payload");
+  auto back = PolicyCache::load_state(r);
+  EXPECT_EQ(back->context().layer_window, ctx().layer_window);
+  EXPECT_TRUE(back->context().rope.neox);
+  EXPECT_TRUE(back->context().rope_local.neox);
+  EXPECT_EQ(back->context().rope_local.freq_base, 1e4f);
+  // It goes on exactly as the original.
+  append(*cache, 9, 9, 3, true);
+  append(*back, 9, 9, 3, true);
+  for (int l = 0; l < kLayers; ++l) EXPECT_EQ(positions(*back, l), positions(*cache, l));
+  EXPECT_EQ(positions(*back, 1), range(8, 12));
+}
+
+}  // namespace
+}  // namespace kvbench
