@@ -36,7 +36,10 @@ def main():
     out = csv.writer(sys.stdout, lineterminator="\n")
     out.writerow(["policy", "task", "instance", "length", "depth", "depth_actual", "score",
                   "needle_held", "needle_attended", "kv_bytes_hot", "kv_bytes_full", "answer_nll",
-                  "kl_full"])
+                  "kl_full",
+                  # Models with sliding-window layers (gemma3): the hot K/V by layer kind.
+                  "kv_bytes_hot_global", "kv_bytes_hot_local", "entries_hot_global",
+                  "entries_hot_local"])
     for name in names:
         path = os.path.join(cells, name)
         if os.path.getsize(path) > MAX_CELL_BYTES:
@@ -49,7 +52,9 @@ def main():
                           inst.get("depth", ""), inst.get("depth_actual", ""), c["score"],
                           ret.get("needle_survival", ""), ret.get("needle_attended", ""),
                           mem["kv_bytes_hot"], mem["kv_bytes_full"], ret.get("answer_nll", ""),
-                          ret.get("kl_full", "")])
+                          ret.get("kl_full", ""), mem.get("kv_bytes_hot_global", ""),
+                          mem.get("kv_bytes_hot_local", ""), mem.get("entries_hot_global", ""),
+                          mem.get("entries_hot_local", "")])
         except (OSError, ValueError, KeyError, TypeError) as e:
             fail(f"{path}: not a kvbench cell ({type(e).__name__}: {e})")
 
