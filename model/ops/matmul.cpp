@@ -1,17 +1,16 @@
 #include "model/ops/matmul.h"
 
-#include <cblas.h>
-
 #include <algorithm>
 #include <array>
 #include <cassert>
 
 #include "model/ops/exact_dot.h"
+#include "model/ops/exact_gemm.h"
 
 namespace kvbench {
 namespace {
 
-constexpr int64_t kTileRows = 96;      // rows per sgemm tile (measured: 64 0.92x, 128 0.97x of 96)
+constexpr int64_t kTileRows = 96;      // rows per exact prefill tile (3 panels)
 constexpr int64_t kGemmMinTokens = 8;  // below this, row-wise dot products win
 // Quantizing activations is ~1 ns per element: below this many elements a
 // parallel region costs more than it saves.
@@ -19,18 +18,17 @@ constexpr int64_t kParallelQuantizeMin = 8192;
 constexpr size_t kMaxGroup = 8;  // matrices per matmul_group call
 
 // Many tokens: one tile of rows [r0, r0 + nr) dequantized into `tile`
-// ([nr][cols]) and multiplied with all tokens through sgemm. Tiles are fixed
-// per matrix (kTileRows), not per thread: sgemm's rounding depends on the
-// tile's shape, so the thread count must not change it.
+// ([nr][cols]), packed into panels and multiplied with all tokens
+// (model/ops/exact_gemm.h: each output one FMA chain over the columns, so
+// neither the tile nor the thread count changes a bit).
 void exact_gemm_tile(const WeightMatrix& w, int64_t r0, int64_t nr, const float* x,
-                     int64_t n_tokens, float* y, int64_t ldy, float* tile, CpuPath path) {
+                     int64_t n_tokens, float* y, int64_t ldy, float* tile, float* panels,
+                     CpuPath path) {
   const int64_t cols = w.cols;
   for (int64_t r = 0; r < nr; ++r)
     dequantize_row_fast(w.type, w.row(r0 + r), tile + r * cols, cols, path);
-  // y[:, r0:r0+nr] = x[n_tokens][cols] * tile[nr][cols]^T
-  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, static_cast<int>(n_tokens),
-              static_cast<int>(nr), static_cast<int>(cols), 1.0f, x, static_cast<int>(cols), tile,
-              static_cast<int>(cols), 0.0f, y + r0, static_cast<int>(ldy));
+  exact_gemm_pack(tile, cols, nr, cols, panels);
+  exact_gemm_panels(panels, nr, x, cols, n_tokens, cols, y + r0, ldy, path);
 }
 
 // One matrix of a Quantized group: its rows occupy [first, first + w->rows)
@@ -145,15 +143,18 @@ void matmul_group(std::span<const MatmulOutput> outputs, const float* x, int64_t
     }
   }
   if (n_exact > 0 && n_tokens >= kGemmMinTokens) {
-    for (int t = 0; t < pool.size(); ++t) scratch.get(t, kTileRows * cols);
+    // Per thread: a tile of dequantized rows, then its panels.
+    const size_t floats = static_cast<size_t>(kTileRows * cols + exact_gemm_panel_floats(kTileRows, cols));
+    for (int t = 0; t < pool.size(); ++t) scratch.get(t, floats);
     pool.parallel_for(exact_total, [&](int64_t t0, int64_t t1, int thread) {
-      float* tile = scratch.get(thread, kTileRows * cols);
+      float* tile = scratch.get(thread, floats);
+      float* panels = tile + kTileRows * cols;
       for (size_t i = 0; i < n_exact; ++i) {
         const ExactSegment& s = exact[i];
         for (int64_t t = std::max(t0, s.first); t < std::min(t1, s.first + tiles_of(*s.w)); ++t) {
           const int64_t r0 = (t - s.first) * kTileRows;
           exact_gemm_tile(*s.w, r0, std::min(kTileRows, s.w->rows - r0), x, n_tokens, s.y, s.ldy,
-                          tile, options.path);
+                          tile, panels, options.path);
         }
       }
     });

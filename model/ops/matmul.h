@@ -6,9 +6,9 @@
 //    contiguous block of rows and decodes them in registers while it
 //    multiplies them with every token (model/ops/exact_dot.h). Many tokens
 //    (prefill): each thread dequantizes tiles of rows (SIMD, bit-identical to
-//    dequantize_row) and multiplies them with all tokens through
-//    single-threaded OpenBLAS sgemm. Within ~1e-3 of a double-precision
-//    reference: the tests' yardstick.
+//    dequantize_row), packs them into panels and multiplies them with all
+//    tokens, one FMA chain per output (model/ops/exact_gemm.h). Within ~1e-3
+//    of a double-precision reference: the tests' yardstick.
 //  - Quantized (the fast default): each activation row is quantized once to
 //    8-bit blocks and multiplied straight with the quantized weights
 //    (model/ops/quant_dot.h), as llama.cpp does. Rows are split over the threads;
