@@ -1,7 +1,8 @@
 // kvbench run [EXPERIMENT.json] [--set key=value ...] [--out DIR] [--resume DIR] [--shard I/N]
 //             [--history FILE]
 // Runs an experiment into results/<name>-<timestamp>/ and renders its table,
-// plots and report. Everything is validated before the run folder is
+// plots and report; an experiment of several models ("models") runs the grid
+// on each in turn into the one folder. Everything is validated before the run folder is
 // created, so a bad config leaves nothing behind; every finished cell is
 // written atomically, so `--resume DIR` after Ctrl-C or kill -9 continues
 // with nothing lost and nothing repeated.
@@ -52,7 +53,8 @@ int cmd_run(const Args& args) {
   desc.add_options()("experiment", po::value<std::string>(),
                      "experiment JSON (default: experiments/default.json)")(
       "set", po::value<std::vector<std::string>>()->composing(),
-      "override a field: --set decoding.chunk=256 (repeatable)")(
+      "override a field: --set decoding.chunk=256 (repeatable); --set "
+      "'models=[\"a.gguf\",\"b.gguf\"]' runs the grid on each model into one run folder")(
       "out", po::value<std::string>(),
       "parent folder of the run folder (default: the config's \"output\")")(
       "resume", po::value<std::string>(), "continue an interrupted run folder")(
@@ -113,19 +115,48 @@ int cmd_run(const Args& args) {
   // The history is opened (created, migrated, checked) before the run, so a
   // bad --history file fails now rather than after the run.
   std::unique_ptr<history::Db> history_db;
-  if (vm.count("history") && !vm["dry-run"].as<bool>())
+  const bool several = config.models.size() > 1;
+  if (vm.count("history") && !vm["dry-run"].as<bool>()) {
+    // The history keys a run by one model's sha256.
+    if (several)
+      throw InputError("--history: a run of several models cannot be added to the history yet");
     history_db = history::open_history(vm["history"].as<std::string>(), true);
-  auto model = LlamaModel::load(config.model);
-  const Plan plan = make_plan(config, *model);
+  }
+  // Every model's grid is planned (its tokenizer makes its instances) before
+  // anything is written; each model is loaded again to run.
+  std::vector<Plan> plans;
+  for (size_t m = 0; m < config.models.size(); ++m) {
+    const auto model = LlamaModel::load(config.models[m].path);
+    plans.push_back(make_plan(config, *model, m));
+  }
+  int64_t instances = 0, cells = 0;
+  for (const auto& p : plans) {
+    instances += static_cast<int64_t>(p.instances.size());
+    cells += p.cells();
+  }
+  const size_t n_policies = plans.front().policies.size();
   if (vm["dry-run"].as<bool>()) {
-    const RunSummary w = plan_work(config, plan, *model, options);
-    std::cout << config.name << ": " << plan.instances.size() << " instances x "
-              << plan.policies.size() << " policies = " << plan.cells() << " cells";
+    RunSummary w;
+    for (const auto& p : plans) {
+      const auto model = LlamaModel::load(p.model.path);
+      const RunSummary one = plan_work(config, p, *model, options);
+      w.cells_total += one.cells_total;
+      w.prefill_tokens_computed += one.prefill_tokens_computed;
+      w.prefill_tokens_naive += one.prefill_tokens_naive;
+    }
+    std::cout << config.name << ": " << instances << " instances x " << n_policies
+              << " policies = " << cells << " cells";
     if (options.shard_count > 1)
       std::cout << " (shard " << options.shard << "/" << options.shard_count << ": "
                 << w.cells_total << ")";
+    if (several) {
+      std::cout << "\nmodels:";
+      for (const auto& p : plans)
+        std::cout << "\n  " << escaped_text(p.model.label, 200) << "  [" << escaped_text(p.model.path, 200)
+                  << "]: " << p.instances.size() << " instances, " << p.cells() << " cells";
+    }
     std::cout << "\npolicies:";
-    for (const auto& p : plan.policies)
+    for (const auto& p : plans.front().policies)
       std::cout << "\n  " << p.label << "  [" << p.canonical << "]";
     std::cout << "\nprefill tokens: " << w.prefill_tokens_computed << " computed with sharing, "
               << w.prefill_tokens_naive << " naive (" << std::fixed << std::setprecision(1)
@@ -133,18 +164,15 @@ int cmd_run(const Args& args) {
               << "%)\n";
     return 0;
   }
-  nlohmann::json meta = collect_run_meta(config.model, config.threads);
+  nlohmann::json meta = collect_run_meta(config.models, config.threads);
   if (folder) {
     const nlohmann::json old = folder->meta();
-    if (old.contains("model_sha256") && old["model_sha256"] != meta["model_sha256"])
-      throw InputError(config.model + ": its sha256 differs from the one this run started with (" +
-                       old["model_sha256"].get<std::string>().substr(0, 16) +
-                       "...): resume with the same model");
+    check_same_models(old, meta, folder->path("meta.json"));
     meta = old;
   }
-  meta["plan"] = {{"instances", plan.instances.size()},
-                  {"policies", plan.policies.size()},
-                  {"cells", plan.cells()}};
+  for (auto& p : plans) p.model.sha256 = model_sha256(meta, p.model.index);
+  meta["plan"] = {{"instances", instances}, {"policies", n_policies}, {"cells", cells}};
+  if (several) meta["plan"]["models"] = plans.size();
   if (options.shard_count > 1)
     meta["shard"] = {{"index", options.shard}, {"count", options.shard_count}};
   const bool created = !folder;
@@ -156,15 +184,26 @@ int cmd_run(const Args& args) {
                 folder->dir().c_str());
   std::signal(SIGINT, on_interrupt);
   std::signal(SIGTERM, on_interrupt);
-  std::cerr << "run folder: " << folder->dir() << " (" << plan.instances.size() << " instances x "
-            << plan.policies.size() << " policies";
+  std::cerr << "run folder: " << folder->dir() << " (";
+  if (several) std::cerr << plans.size() << " models, ";
+  std::cerr << instances << " instances x " << n_policies << " policies";
   if (options.shard_count > 1)
     std::cerr << ", shard " << options.shard << "/" << options.shard_count;
   std::cerr << ")\n";
 
   RunSummary sum;
   try {
-    sum = run_cells(config, plan, *model, *folder, options);
+    for (const auto& p : plans) {
+      if (several && !options.quiet) std::cerr << "model " << escaped_text(p.model.label, 200) << "\n";
+      const auto model = LlamaModel::load(p.model.path);
+      const RunSummary one = run_cells(config, p, *model, *folder, options);
+      sum.cells_total += one.cells_total;
+      sum.cells_run += one.cells_run;
+      sum.cells_skipped += one.cells_skipped;
+      sum.prefill_tokens_computed += one.prefill_tokens_computed;
+      sum.prefill_tokens_naive += one.prefill_tokens_naive;
+      sum.prefills_loaded += one.prefills_loaded;
+    }
   } catch (...) {
     // A run that fails before its first cell leaves no folder behind.
     if (created && folder->cells().empty()) folder->remove();
@@ -183,7 +222,7 @@ int cmd_run(const Args& args) {
 
   const ReportSummary report = write_report(*folder);
   std::cout << report.table_markdown << "\n"
-            << report.cells << " of " << plan.cells() << " cells in " << folder->dir()
+            << report.cells << " of " << cells << " cells in " << folder->dir()
             << " (this invocation ran " << sum.cells_run << ", " << sum.cells_skipped
             << " were already done)\n"
             << "prefill tokens computed: " << sum.prefill_tokens_computed << " of a naive "

@@ -5,6 +5,7 @@
 // to sbatch, which is started without a shell (its arguments, --sbatch ones
 // included, passed as they are). Everything is validated before the run
 // area is created, and a failed submission removes it again.
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
@@ -114,12 +115,17 @@ int cmd_submit(const Args& given) {
   // Validate what a shard would, before writing anything: the model loads
   // and the grid plans; a shard runs whole instances, so more shards than
   // instances would queue tasks with nothing to do.
-  const auto model = LlamaModel::load(config.model);
-  const Plan plan = make_plan(config, *model);
-  if (static_cast<size_t>(shards) > plan.instances.size())
+  // With several models a shard takes the same slice of each model's instances.
+  size_t instances = 0;
+  for (size_t m = 0; m < config.models.size(); ++m) {
+    const auto model = LlamaModel::load(config.models[m].path);
+    instances = std::max(instances, make_plan(config, *model, m).instances.size());
+  }
+  if (static_cast<size_t>(shards) > instances)
     throw InputError("--shards " + std::to_string(shards) + ": " + path + " has " +
-                     std::to_string(plan.instances.size()) +
-                     " instances, and a shard runs whole instances");
+                     std::to_string(instances) +
+                     " instances" + (config.models.size() > 1 ? " (per model)" : "") +
+                     ", and a shard runs whole instances");
 
   SlurmJob job;
   job.kvbench = fs::read_symlink("/proc/self/exe").string();

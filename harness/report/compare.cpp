@@ -6,9 +6,11 @@
 #include <sstream>
 #include <vector>
 
+#include "harness/report/models.h"
 #include "harness/report/stats.h"
 #include "harness/run/run_folder.h"
 #include "model/common/error.h"
+#include "model/common/printable.h"
 
 namespace kvbench {
 namespace {
@@ -23,16 +25,21 @@ struct Cell {
   double score = 0.0;
 };
 
-// group -> instance id -> that instance's cell. Two cells of one folder in
-// the same group with the same instance cannot be paired: InputError naming
-// the second one's file.
-std::map<GroupKey, std::map<std::string, Cell>> by_group(const RunFolder& run) {
-  std::map<GroupKey, std::map<std::string, Cell>> groups;
+using Groups = std::map<GroupKey, std::map<std::string, Cell>>;
+
+// model label -> group -> instance id -> that instance's cell (a cell without
+// a model belongs to the run's one model, harness/report/models.h). Two cells
+// of one folder in the same model and group with the same instance cannot be
+// paired: InputError naming the second one's file.
+std::map<std::string, Groups> by_model(const RunFolder& run) {
+  std::map<std::string, Groups> models;
+  const std::string fallback = default_model_label(run.config());
   for (const json& c : run.cells()) {
     const std::string id = c["id"].get<std::string>();
     const std::string instance = c["instance"]["id"].get<std::string>();
     const GroupKey key{c["policy"]["label"].get<std::string>(),
                        c["instance"]["task"].get<std::string>()};
+    Groups& groups = models[cell_model_label(c, fallback)];
     const auto [it, inserted] = groups[key].emplace(instance, Cell{id, c["score"].get<double>()});
     if (!inserted)
       throw InputError(run.path("cells/" + id + ".json") + ": /instance/id: '" +
@@ -40,7 +47,7 @@ std::map<GroupKey, std::map<std::string, Cell>> by_group(const RunFolder& run) {
                        it->second.id.substr(0, 80) +
                        "' of the same configuration and task (cells are paired by instance)");
   }
-  return groups;
+  return models;
 }
 
 double mean(const std::vector<double>& v) {
@@ -69,19 +76,50 @@ std::string detectable(stats::ScoreKind kind, int64_t n) {
 CompareResult compare_runs(const std::string& base_dir, const std::string& new_dir,
                            double tolerance) {
   const RunFolder base = RunFolder::open(base_dir), next = RunFolder::open(new_dir);
-  const auto base_groups = by_group(base), new_groups = by_group(next);
+  auto base_models = by_model(base), new_models = by_model(next);
+  // Two runs of one model each compare as they always did, whatever the
+  // models are called; otherwise model by model, by label.
+  const bool per_model = base_models.size() > 1 || new_models.size() > 1;
+  if (!per_model) {
+    Groups b = base_models.empty() ? Groups{} : std::move(base_models.begin()->second);
+    Groups n = new_models.empty() ? Groups{} : std::move(new_models.begin()->second);
+    base_models = {{"", std::move(b)}};
+    new_models = {{"", std::move(n)}};
+  }
+  std::ostringstream only;  // models of one run only: named, not compared
+  size_t common = 0;
+  for (const auto& [model, groups] : base_models)
+    if (new_models.count(model))
+      ++common;
+    else
+      only << "- model " << escaped_text(model, 200) << ": only in "
+           << escaped_text(base_dir, 400) << ", not compared\n";
+  for (const auto& [model, groups] : new_models)
+    if (!base_models.count(model))
+      only << "- model " << escaped_text(model, 200) << ": only in "
+           << escaped_text(new_dir, 400) << ", not compared\n";
+  if (per_model && common == 0)
+    throw InputError(new_dir + ": no model in common with " + base_dir +
+                     " (models are matched by label): nothing to compare");
 
   CompareResult r;
   std::ostringstream table, changed, notes;
   int n_changed = 0, n_missing = 0, n_base = 0, n_new = 0, n_only_new = 0;
+  const std::string header =
+      "| Configuration | Task | n | Test | Base score | New score | Δ | p | Smallest "
+      "detectable drop | Status |\n|---|---|---:|---|---:|---:|---:|---:|---:|---|\n";
+  for (const auto& [model, base_groups] : base_models) {
+  if (!new_models.count(model)) continue;
+  const Groups& new_groups = new_models.at(model);
+  const std::string in_model = per_model ? escaped_text(model, 200) + ": " : "";
+  if (per_model) table << "\n### Model: " << escaped_text(model, 200) << "\n\n";
+  table << header;
   for (const auto& [key, instances] : new_groups) {
     n_new += static_cast<int>(instances.size());
     const auto b = base_groups.find(key);
     for (const auto& [instance, cell] : instances)
       n_only_new += b == base_groups.end() || !b->second.count(instance);
   }
-  table << "| Configuration | Task | n | Test | Base score | New score | Δ | p | Smallest "
-           "detectable drop | Status |\n|---|---|---:|---|---:|---:|---:|---:|---:|---|\n";
   for (const auto& [key, instances] : base_groups) {
     n_base += static_cast<int>(instances.size());
     const auto g = new_groups.find(key);
@@ -104,7 +142,7 @@ CompareResult compare_runs(const std::string& base_dir, const std::string& new_d
         char buf[96];
         std::snprintf(buf, sizeof buf, " | %.3f | %.3f | %+.3f |\n", cell.score, score_new,
                       score_new - cell.score);
-        changed << "| " << cell.id << " | " << instance << " | " << key.first << buf;
+        changed << "| " << cell.id << " | " << instance << " | " << in_model << key.first << buf;
       }
     }
     n_missing += missing;
@@ -139,7 +177,7 @@ CompareResult compare_runs(const std::string& base_dir, const std::string& new_d
     // A group that could not have shown a drop of the tolerance's size.
     const double mdd = stats::min_detectable_drop(kind, n);
     if (n && !(mdd <= tolerance))
-      notes << "- " << key.first << " / " << key.second << ": with " << n
+      notes << "- " << in_model << key.first << " / " << key.second << ": with " << n
             << " paired instances the " << stats::paired_test_name(kind) << " test "
             << (std::isnan(mdd)
                     ? std::string("can call no drop significant: no drop, however large, fails "
@@ -150,6 +188,7 @@ CompareResult compare_runs(const std::string& base_dir, const std::string& new_d
                           " instances losing their score): a drop larger than the tolerance (" +
                           fixed(tolerance) + ") but smaller than that passes unseen.")
             << "\n";
+  }
   }
 
   std::ostringstream o;
@@ -163,6 +202,7 @@ CompareResult compare_runs(const std::string& base_dir, const std::string& new_d
        "drop the test could call significant with n instances (k of n losing their whole "
        "score).\n\n"
     << table.str();
+  if (!only.str().empty()) o << "\n" << only.str();
   o << "\n## Cells whose score changed (" << n_changed << ")\n\n";
   if (n_changed)
     o << "| Cell | Instance | Configuration | Base | New | Δ |\n|---|---|---|---:|---:|---:|\n"

@@ -51,19 +51,10 @@ std::string gnuplot_string(const std::string& s) {
   return q + "'";
 }
 
-PlotResult write_plots(const std::vector<json>& cells, const std::vector<TableRow>& rows,
-                       const std::string& dir) {
-  PlotResult result;
-  std::error_code ec;
-  std::filesystem::create_directories(dir + "/plots", ec);
-  plot::Script s;
-  s.body << "set encoding utf8\nset grid\n";
+namespace {
 
-  plot::needle_heatmaps(s, cells, rows, dir);
-  plot::needle_layers(s, cells, rows, dir);
-
-  // Score vs memory with the Pareto front (higher score at lower memory).
-  {
+// Score vs memory with the Pareto front (higher score at lower memory), one model.
+void score_vs_memory(plot::Script& s, const std::vector<TableRow>& rows, const std::string& dir) {
     std::vector<std::pair<double, double>> pts;  // (memory %, score)
     std::vector<std::string> names;
     std::vector<const TableRow*> shown;
@@ -145,20 +136,25 @@ PlotResult write_plots(const std::vector<json>& cells, const std::vector<TableRo
            "$pts using 1:4:(point_label[int($3)]) with labels left offset 1,0 font ',8' "
            "notitle\n";
     if (!pts.empty()) s.emit(dir, "score-vs-memory", "1200,700", cmd.str());
-  }
+}
 
-  // Score vs budget, one line per base policy (cells carry policy.base and policy.budget).
-  {
+// Score vs budget (cells carry policy.base and policy.budget): one line per
+// base policy, per model and base policy with several models.
+void score_vs_budget(plot::Script& s, const std::vector<PlotModel>& models,
+                     const std::string& dir) {
     // base policy -> budget -> [cells] scores
     std::map<std::string, std::map<double, std::vector<double>>> lines;
     double lo = 1e300, hi = 0;
-    for (const auto& c : cells) {
+    for (const PlotModel& model : models)
+    for (const auto& c : *model.cells) {
       const json& p = c["policy"];
       if (!p.contains("budget") || p["budget"].is_null()) continue;
       const double budget = p["budget"].get<double>();
       lo = std::min(lo, budget);
       hi = std::max(hi, budget);
-      lines[p.value("base", std::string("?"))][budget].push_back(c["score"].get<double>());
+      const std::string base = p.value("base", std::string("?"));
+      lines[models.size() > 1 ? model.label + ": " + base : base][budget].push_back(
+          c["score"].get<double>());
     }
     std::ostringstream cmd;
     int block = 0;
@@ -186,11 +182,12 @@ PlotResult write_plots(const std::vector<json>& cells, const std::vector<TableRo
                                    : std::string("set xrange [0:*]\n"))
         << plot << "\n";
     if (block) s.emit(dir, "score-vs-budget", "900,600", cmd.str());
-  }
+}
 
-  // Speed bars: the median over each configuration's cells, the whisker
-  // from the slowest to the fastest cell (a spread, not an interval).
-  {
+// Speed bars of one model's configurations (`model`: its label with several
+// models, for the title).
+void speed_bars(plot::Script& s, const std::vector<TableRow>& rows, const std::string& dir,
+                const std::string& stem, const std::string& model) {
     std::ostringstream cmd;
     cmd << "$speed << EOD\n";
     int n = 0;
@@ -209,8 +206,14 @@ PlotResult write_plots(const std::vector<json>& cells, const std::vector<TableRo
     }
     cmd << "EOD\n"
         << label_array("speed_label", names)
-        << "set title 'Speed: median over cells, whiskers from the slowest to the fastest "
-           "cell'\nset ylabel 'tokens/s'\nset style fill solid 0.8\n"
+        << "set title "
+        << (model.empty()
+                ? std::string("'Speed: median over cells, whiskers from the slowest to the "
+                              "fastest cell'")
+                : label("Speed: median over cells, whiskers from the slowest to the fastest "
+                        "cell: " +
+                        plot::shorten(model, 60)))
+        << "\nset ylabel 'tokens/s'\nset style fill solid 0.8\n"
         << "set boxwidth 0.4\nset xtics rotate by -35 font ',8' nomirror\n"
         << "set bmargin " << 2 + longest * 0.28 << "\nset key outside top center horizontal\n"
         << "set offsets 0.5, 0.5, 0, 0\nset yrange [0:*]\n"
@@ -219,7 +222,131 @@ PlotResult write_plots(const std::vector<json>& cells, const std::vector<TableRo
            "$speed using ($1+0.2):3 with boxes lc rgb '#abdda4' title 'prefill', "
            "$speed using ($1-0.2):2:4:5 with yerrorbars pt 7 ps 0.3 lc rgb '#333333' notitle, "
            "$speed using ($1+0.2):3:6:7 with yerrorbars pt 7 ps 0.3 lc rgb '#333333' notitle\n";
-    if (n) s.emit(dir, "speed", "1000,640", cmd.str());
+    if (n) s.emit(dir, stem, "1000,640", cmd.str());
+}
+
+// Score vs memory of several models in one figure: each model its colour
+// and marker (named in the legend) and its own Pareto front, dashed; point
+// labels placed as in score_vs_memory, clear of every model's points.
+void score_vs_memory_models(plot::Script& s, const std::vector<PlotModel>& models,
+                            const std::string& dir) {
+  static const char* kColours[] = {"#2b83ba", "#d7191c", "#1a9641", "#7b3294",
+                                   "#e66101", "#008837", "#5e3c99", "#a6611a"};
+  static const int kPoints[] = {7, 5, 9, 11, 13, 15, 4, 6, 8, 10, 12, 14, 1, 2, 3, 16};
+  double max_memory = 0;
+  for (const PlotModel& m : models)
+    for (const auto& r : *m.rows)
+      if (r.memory_rel) max_memory = std::max(max_memory, *r.memory_rel * 100);
+  const double x_max = std::max(1.0, max_memory * 1.15);
+  const double char_w = x_max * 5.5 / 1060, line_h = 1.05 * 13 / 600;
+  struct Box {
+    double x0, x1, y;
+  };
+  std::vector<Box> placed;
+  for (const PlotModel& m : models)
+    for (const auto& r : *m.rows)
+      if (r.memory_rel)
+        placed.push_back(
+            {*r.memory_rel * 100 - 0.9 * char_w, *r.memory_rel * 100 + 0.9 * char_w, r.score});
+  std::ostringstream cmd;
+  std::string plot;
+  bool any = false;
+  for (size_t k = 0; k < models.size(); ++k) {
+    std::vector<std::pair<double, double>> pts;
+    std::vector<std::string> names;
+    cmd << "$pts" << k << " << EOD\n";
+    for (const auto& r : *models[k].rows) {
+      if (!r.memory_rel) continue;
+      const double m = *r.memory_rel * 100;
+      const std::string text = plot::shorten(r.label, 40);
+      const double x0 = m + char_w, x1 = x0 + char_w * static_cast<double>(text.size() + 1);
+      double y = r.score;
+      for (int step = 0; step < 40; ++step) {
+        const double cand = r.score + line_h * ((step + 1) / 2) * (step % 2 ? 1 : -1);
+        const bool free = std::none_of(placed.begin(), placed.end(), [&](const Box& b) {
+          return x0 < b.x1 && b.x0 < x1 && std::abs(b.y - cand) < line_h;
+        });
+        if (free && cand >= -0.02 && cand <= 1.07) {
+          y = cand;
+          break;
+        }
+      }
+      placed.push_back({x0, x1, y});
+      pts.push_back({m, r.score});
+      names.push_back(text);
+      const double lo = std::isnan(r.score_ci.lo) ? r.score : r.score_ci.lo;
+      const double hi = std::isnan(r.score_ci.hi) ? r.score : r.score_ci.hi;
+      cmd << m << " " << r.score << " " << names.size() << " " << y << " " << lo << " " << hi
+          << "\n";
+    }
+    cmd << "EOD\n$front" << k << " << EOD\n";
+    std::sort(pts.begin(), pts.end(), [](const auto& a, const auto& b) {
+      return a.first != b.first ? a.first < b.first : a.second > b.second;
+    });
+    double best = -1, model_max = 0;
+    for (const auto& [m, sc] : pts) {
+      model_max = std::max(model_max, m);
+      if (sc > best) {
+        cmd << m << " " << sc << "\n";
+        best = sc;
+      }
+    }
+    if (!pts.empty()) cmd << model_max << " " << best << "\n";
+    cmd << "EOD\n" << label_array("point_label_" + std::to_string(k), names);
+    if (pts.empty()) continue;
+    any = true;
+    const std::string colour = kColours[k % (sizeof kColours / sizeof *kColours)];
+    const std::string id = std::to_string(k);
+    plot += std::string(plot.empty() ? "plot " : ", ") + "$front" + id +
+            " using 1:2 with steps lw 1.5 dt 2 lc rgb '" + colour + "' notitle, $pts" + id +
+            " using 1:2:5:6 with yerrorbars pt " + std::to_string(kPoints[k % 16]) +
+            " ps 1.5 lw 1.5 lc rgb '" + colour + "' title " + label(plot::shorten(models[k].label, 50)) +
+            ", $pts" + id + " using 1:4:(point_label_" + id +
+            "[int($3)]) with labels left offset 1,0 font ',8' tc rgb '" + colour + "' notitle";
+  }
+  cmd << "set title 'Score vs KV memory, per model'\nset xlabel 'KV bytes (% of the model''s "
+         "full cache)'\n"
+      << "set ylabel 'score (bars: 95% interval)'\nset yrange [0:1.05]\n"
+      << "set xrange [0:" << x_max << "]\n"
+      << "set key below title 'model (dashed: its Pareto front)'\n"
+      << plot << "\nset key notitle\n";
+  if (any) s.emit(dir, "score-vs-memory", "1200,700", cmd.str());
+}
+
+}  // namespace
+
+PlotResult write_plots(const std::vector<json>& cells, const std::vector<TableRow>& rows,
+                       const std::string& dir) {
+  return write_plots({PlotModel{"", &cells, &rows}}, dir);
+}
+
+PlotResult write_plots(const std::vector<PlotModel>& models, const std::string& dir) {
+  PlotResult result;
+  std::error_code ec;
+  std::filesystem::create_directories(dir + "/plots", ec);
+  plot::Script s;
+  s.body << "set encoding utf8\nset grid\n";
+
+  if (models.size() == 1) {
+    const PlotModel& m = models.front();
+    plot::needle_heatmaps(s, *m.cells, *m.rows, dir);
+    plot::needle_layers(s, *m.cells, *m.rows, dir);
+    score_vs_memory(s, *m.rows, dir);
+    score_vs_budget(s, models, dir);
+    speed_bars(s, *m.rows, dir, "speed", "");
+  } else {
+    // Per model figures are numbered in the models' order: file names never
+    // come from a label.
+    for (size_t k = 0; k < models.size(); ++k) {
+      const PlotModel& m = models[k];
+      const std::string n = "-" + std::to_string(k + 1);
+      plot::needle_heatmaps(s, *m.cells, *m.rows, dir, "heatmaps" + n, m.label);
+      plot::needle_layers(s, *m.cells, *m.rows, dir, "needle-layers" + n, m.label);
+    }
+    score_vs_memory_models(s, models, dir);
+    score_vs_budget(s, models, dir);
+    for (size_t k = 0; k < models.size(); ++k)
+      speed_bars(s, *models[k].rows, dir, "speed-" + std::to_string(k + 1), models[k].label);
   }
 
   if (s.files.empty()) return result;

@@ -11,7 +11,7 @@
 //                         error bars: the 95% interval (stats::estimate_mean)
 //   speed.png             decode and prefill tokens/s per configuration:
 //                         medians, whiskers from the slowest to the fastest cell
-// File names are fixed: none comes from a label.
+// File names are fixed or numbered: none comes from a label.
 #pragma once
 
 #include <string>
@@ -28,6 +28,21 @@ struct PlotResult {
   std::string warning;             // non-empty when gnuplot is missing or failed
 };
 
+// One model's cells and table rows (build_table of those cells).
+struct PlotModel {
+  std::string label;  // the model's label (untrusted: only through label())
+  const std::vector<nlohmann::json>* cells = nullptr;
+  const std::vector<TableRow>* rows = nullptr;
+};
+
+// One model: the figures above. Several (a run of several models): per model
+// k (1, 2, ... in the given order) heatmaps-k, needle-layers-k and speed-k,
+// titled with its label; one score-vs-memory with every model (a colour and
+// marker each, named in the legend, each with its own Pareto front, memory as
+// a share of that model's full cache); one score-vs-budget with a line per
+// model and base policy.
+PlotResult write_plots(const std::vector<PlotModel>& models, const std::string& dir);
+// The one-model form.
 PlotResult write_plots(const std::vector<nlohmann::json>& cells, const std::vector<TableRow>& rows,
                        const std::string& dir);
 

@@ -53,7 +53,7 @@ std::string colour_bar(double width_px, double height_px, double top_px, double 
 }  // namespace
 
 void needle_heatmaps(Script& s, const std::vector<json>& cells, const std::vector<TableRow>& rows,
-                     const std::string& dir) {
+                     const std::string& dir, const std::string& stem, const std::string& model) {
   // label -> (depth, length) -> (score sum, count)
   std::map<std::string, std::map<std::pair<double, int64_t>, std::pair<double, int>>> heat;
   std::set<double> depth_set;
@@ -92,8 +92,14 @@ void needle_heatmaps(Script& s, const std::vector<json>& cells, const std::vecto
   std::ostringstream cmd;
   cmd << "unset grid\n"
       << kPalette
-      << "set multiplot title 'Score by needle depth (rows) and context length (columns), mean "
-         "over instances' font ',11'\n";
+      << "set multiplot title "
+      << (model.empty()
+              ? std::string("'Score by needle depth (rows) and context length (columns), mean "
+                            "over instances'")
+              : label("Score by needle depth (rows) and context length (columns), mean over "
+                      "instances: " +
+                      shorten(model, 60)))
+      << " font ',11'\n";
   for (int k = 0; k < n; ++k) {
     const auto& grid = heat.at(order[k]);
     cmd << "$h" << k << " << EOD\n";
@@ -136,11 +142,11 @@ void needle_heatmaps(Script& s, const std::vector<json>& cells, const std::vecto
   cmd << "unset multiplot\n";
   char size[48];
   std::snprintf(size, sizeof size, "%.0f,%.0f", width, height);
-  s.emit(dir, "heatmaps", size, cmd.str());
+  s.emit(dir, stem, size, cmd.str());
 }
 
 void needle_layers(Script& s, const std::vector<json>& cells, const std::vector<TableRow>& rows,
-                   const std::string& dir) {
+                   const std::string& dir, const std::string& stem, const std::string& model) {
   // label -> [held | attended] -> layer -> (sum, count)
   std::map<std::string, std::array<std::vector<std::pair<double, int>>, 2>> acc;
   std::set<std::string> labels;
@@ -194,8 +200,11 @@ void needle_layers(Script& s, const std::vector<json>& cells, const std::vector<
     }
     cmd << "EOD\n";
   }
-  cmd << "set multiplot title 'Needle survival per layer (mean over cells with a needle)' font "
-         "',11'\n";
+  cmd << "set multiplot title "
+      << (model.empty() ? std::string("'Needle survival per layer (mean over cells with a needle)'")
+                        : label("Needle survival per layer (mean over cells with a needle): " +
+                                shorten(model, 60)))
+      << " font ',11'\n";
   for (int which = 0; which < 2; ++which) {
     const double left = names_px + which * panel_px;
     char margins[320];
@@ -225,7 +234,7 @@ void needle_layers(Script& s, const std::vector<json>& cells, const std::vector<
   cmd << "unset multiplot\n";
   char size[48];
   std::snprintf(size, sizeof size, "%.0f,%.0f", width, height);
-  s.emit(dir, "needle-layers", size, cmd.str());
+  s.emit(dir, stem, size, cmd.str());
 }
 
 }  // namespace kvbench::plot

@@ -6,7 +6,8 @@
 //   needle-layers.png   needle survival per layer and configuration: held
 //                       (in any tier) and attended (in the set attention read
 //                       at question time), side by side, same colour scale
-// No file name comes from a label: each figure holds every configuration.
+// No file name comes from a label: each figure holds every configuration
+// (of one model: a run of several models has one of each per model).
 #pragma once
 
 #include <string>
@@ -20,9 +21,13 @@
 namespace kvbench::plot {
 
 // Nothing is added when no cell has a needle depth / per-layer survival.
+// `stem`: the file name (kvbench's, never a label); `model`: with several
+// models, the one these cells ran on, added to the figure's title.
 void needle_heatmaps(Script& s, const std::vector<nlohmann::json>& cells,
-                     const std::vector<TableRow>& rows, const std::string& dir);
+                     const std::vector<TableRow>& rows, const std::string& dir,
+                     const std::string& stem = "heatmaps", const std::string& model = "");
 void needle_layers(Script& s, const std::vector<nlohmann::json>& cells,
-                   const std::vector<TableRow>& rows, const std::string& dir);
+                   const std::vector<TableRow>& rows, const std::string& dir,
+                   const std::string& stem = "needle-layers", const std::string& model = "");
 
 }  // namespace kvbench::plot

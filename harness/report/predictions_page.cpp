@@ -133,7 +133,8 @@ std::string predictions_html(const std::vector<json>& cells, const std::vector<T
   return o.str();
 }
 
-std::string instance_grid_html(const std::vector<json>& cells, const std::vector<TableRow>& rows) {
+std::string instance_grid_html(const std::vector<json>& cells, const std::vector<TableRow>& rows,
+                               const std::string& page) {
   const auto rows_by_label = row_of(rows);
   // instance -> column -> cell
   std::map<InstanceKey, std::map<size_t, const json*>> grid;
@@ -147,7 +148,7 @@ std::string instance_grid_html(const std::vector<json>& cells, const std::vector
   std::ostringstream o;
   o << "<table class=\"grid\">\n<tr><th>Task</th><th>Length</th><th>Depth</th><th>Instance</th>";
   for (size_t i = 0; i < rows.size(); ++i)
-    o << "<th><a href=\"predictions.html#" << config_anchor(i) << "\">"
+    o << "<th><a href=\"" << page << "#" << config_anchor(i) << "\">"
       << html_escape(rows[i].label) << "</a></th>";
   o << "</tr>\n";
   for (const auto& [key, by_column] : grid) {
@@ -163,7 +164,7 @@ std::string instance_grid_html(const std::vector<json>& cells, const std::vector
       }
       const double score = (*it->second)["score"].get<double>();
       o << "<td class=\"num\" style=\"background:" << score_colour(score)
-        << "\"><a href=\"predictions.html#"
+        << "\"><a href=\"" << page << "#"
         << html_escape(cell_anchor((*it->second)["id"].get<std::string>())) << "\">"
         << number(score, "%.2f") << "</a></td>";
     }

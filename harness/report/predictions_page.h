@@ -25,8 +25,10 @@ std::string predictions_html(const std::vector<nlohmann::json>& cells,
 // report.html's per-instance grid: one row per instance (by task, length,
 // depth, id), one column per configuration, each score coloured and linked to
 // its cell's entry in predictions.html; the last row has each column's mean
-// score with its 95% interval.
+// score with its 95% interval. `page`: the predictions page the links go to
+// (a file name kvbench chose, not escaped).
 std::string instance_grid_html(const std::vector<nlohmann::json>& cells,
-                               const std::vector<TableRow>& rows);
+                               const std::vector<TableRow>& rows,
+                               const std::string& page = "predictions.html");
 
 }  // namespace kvbench

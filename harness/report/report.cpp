@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "harness/report/html.h"
+#include "harness/report/models.h"
 #include "harness/report/plots.h"
 #include "harness/report/predictions_page.h"
 #include "harness/report/stats.h"
@@ -120,6 +121,70 @@ const char* kStyle =
 
 }  // namespace
 
+namespace {
+
+// One model's part of the report (all of it for a run of one model).
+struct Section {
+  std::string label;
+  const std::vector<json>* cells = nullptr;
+  std::vector<TableRow> rows;
+  std::string table, per_task, speed;
+  std::vector<std::string> sentences;
+  std::string predictions;  // its predictions page: predictions.html or predictions-<k>.html
+  std::string suffix;       // of its figures' file names: "" or "-<k>"
+};
+
+// "### Model: <label>" before each model's part of a markdown section; nothing
+// with one model.
+std::string md_heading(const Section& s, bool several) {
+  return several ? "### Model: " + markdown_cell(s.label) + "\n\n" : "";
+}
+std::string html_heading(const Section& s, bool several) {
+  return several ? "<h3>Model: " + html_escape(s.label) + "</h3>\n" : "";
+}
+
+// table.csv with several models: a first column naming the model.
+std::string csv_with_model(const std::vector<Section>& sections) {
+  const auto quote = [](const std::string& v) {
+    std::string q = "\"";
+    for (char c : v) q += c == '"' ? std::string("\"\"") : std::string(1, c);
+    return q + "\"";
+  };
+  std::string out;
+  for (size_t k = 0; k < sections.size(); ++k) {
+    std::istringstream lines(table_csv(sections[k].rows));
+    std::string line;
+    bool header = true;
+    while (std::getline(lines, line)) {
+      if (header) {
+        if (k == 0) out += "model," + line + "\n";
+        header = false;
+        continue;
+      }
+      out += quote(sections[k].label) + "," + line + "\n";
+    }
+  }
+  return out;
+}
+
+// The models a run used, as meta.json records them (one line each).
+std::vector<std::string> model_lines(const json& config, const json& meta) {
+  std::vector<std::string> out;
+  if (meta.contains("models")) {
+    for (const auto& m : meta["models"])
+      out.push_back(m["label"].get<std::string>() + ": " + m["path"].get<std::string>() +
+                    " (sha256 " + m["sha256"].get<std::string>().substr(0, 16) + "…)");
+    return out;
+  }
+  std::string line = config.value("model", "");
+  if (meta.contains("model_sha256"))
+    line += " (sha256 " + meta["model_sha256"].get<std::string>().substr(0, 16) + "…)";
+  out.push_back(line);
+  return out;
+}
+
+}  // namespace
+
 ReportSummary write_report(const RunFolder& run) {
   const auto cells = run.cells();
   const json meta = run.meta();
@@ -129,43 +194,91 @@ ReportSummary write_report(const RunFolder& run) {
   summary.cells = static_cast<int>(cells.size());
   summary.expected_cells = meta.contains("plan") ? meta["plan"].value("cells", 0) : 0;
 
-  const auto rows = build_table(cells);
-  summary.table_markdown = table_markdown(rows);
+  const std::vector<ModelSection> models = split_by_model(cells, config);
+  const bool several = models.size() > 1;
+  std::vector<Section> sections;
+  for (size_t k = 0; k < models.size(); ++k) {
+    Section s;
+    s.label = models[k].label;
+    s.cells = &models[k].cells;
+    s.rows = build_table(*s.cells);
+    s.table = table_markdown(s.rows);
+    s.per_task = per_task_markdown(*s.cells);
+    s.speed = speed_markdown(s.rows);
+    s.sentences = summary_sentences(*s.cells, s.rows);
+    s.predictions = several ? "predictions-" + std::to_string(k + 1) + ".html" : "predictions.html";
+    s.suffix = several ? "-" + std::to_string(k + 1) : "";
+    sections.push_back(std::move(s));
+  }
+
+  for (const auto& s : sections) summary.table_markdown += md_heading(s, several) + s.table + (several ? "\n" : "");
   write_file_atomic(run.path("table.md"), summary.table_markdown);
-  write_file_atomic(run.path("table.csv"), table_csv(rows));
+  write_file_atomic(run.path("table.csv"),
+                    several ? csv_with_model(sections) : table_csv(sections.front().rows));
 
   // predictions.jsonl: one line per cell, sorted by cell id (deterministic).
   std::string predictions;
   for (const auto& c : cells) {
-    predictions += dump_json(json{{"cell", c["id"]},
-                                  {"instance", c["instance"]["id"]},
-                                  {"policy", c["policy"]["label"]},
-                                  {"prediction", c.value("prediction", "")},
-                                  {"answers", c.value("answers", json::array())},
-                                  {"score", c["score"]}},
-                             -1) +
-                   "\n";
+    json line = {{"cell", c["id"]},
+                 {"instance", c["instance"]["id"]},
+                 {"policy", c["policy"]["label"]},
+                 {"prediction", c.value("prediction", "")},
+                 {"answers", c.value("answers", json::array())},
+                 {"score", c["score"]}};
+    if (several) line["model"] = cell_model_label(c, default_model_label(config));
+    predictions += dump_json(line, -1) + "\n";
   }
   write_file_atomic(run.path("predictions.jsonl"), predictions);
-  write_file_atomic(run.path("predictions.html"), predictions_html(cells, rows, name));
-  json metrics = {{"experiment", name},
-                  {"cells", summary.cells},
-                  {"table", table_json(rows)},
-                  {"per_cell", cells}};
+  if (several) {
+    // predictions.html lists the models' pages.
+    std::ostringstream index;
+    index << "<!doctype html>\n<html><head><meta charset=\"utf-8\"><title>kvbench predictions: "
+          << html_escape(name) << "</title>\n<style>" << kStyle << "</style></head><body>\n"
+          << "<h1>Predictions: " << html_escape(name) << "</h1>\n"
+          << "<p><a href=\"report.html\">back to the report</a>. One page per model:</p>\n<ul>\n";
+    for (const auto& s : sections) {
+      write_file_atomic(run.path(s.predictions),
+                        predictions_html(*s.cells, s.rows, name + " — " + s.label));
+      index << "<li><a href=\"" << s.predictions << "\">" << html_escape(s.label) << "</a> ("
+            << s.cells->size() << " cells)</li>\n";
+    }
+    index << "</ul>\n</body></html>\n";
+    write_file_atomic(run.path("predictions.html"), index.str());
+  } else {
+    write_file_atomic(run.path("predictions.html"),
+                      predictions_html(cells, sections.front().rows, name));
+  }
+  json metrics = {{"experiment", name}, {"cells", summary.cells}};
+  if (several) {
+    json per_model = json::array();
+    for (const auto& s : sections)
+      per_model.push_back(
+          {{"model", s.label}, {"cells", s.cells->size()}, {"table", table_json(s.rows)}});
+    metrics["models"] = per_model;
+  } else {
+    metrics["table"] = table_json(sections.front().rows);
+  }
+  metrics["per_cell"] = cells;
   write_file_atomic(run.path("metrics.json"), dump_json(metrics, 1) + "\n");
 
-  const PlotResult plots = write_plots(cells, rows, run.dir());
+  std::vector<PlotModel> plot_models;
+  for (const auto& s : sections) plot_models.push_back({s.label, s.cells, &s.rows});
+  const PlotResult plots = write_plots(plot_models, run.dir());
   summary.plot_warning = plots.warning;
-  const std::string per_task = per_task_markdown(cells);
-  const std::string speed = speed_markdown(rows);
-  const std::vector<std::string> sentences = summary_sentences(cells, rows);
 
+  const std::vector<std::string> model_list = model_lines(config, meta);
   std::ostringstream about;  // the run, as markdown list items
   about << "- cells: " << summary.cells;
   if (summary.expected_cells) about << " of " << summary.expected_cells;
-  about << "\n- model: `" << config.value("model", "") << "`";
-  if (meta.contains("model_sha256"))
-    about << " (sha256 " << meta["model_sha256"].get<std::string>().substr(0, 16) << "…)";
+  if (model_list.size() == 1) {
+    // As before models were listed (the model path in backticks).
+    about << "\n- model: `" << config.value("model", "") << "`";
+    if (meta.contains("model_sha256"))
+      about << " (sha256 " << meta["model_sha256"].get<std::string>().substr(0, 16) << "…)";
+  } else {
+    about << "\n- models:";
+    for (const auto& m : model_list) about << "\n  - " << markdown_cell(m);
+  }
   about << "\n- threads: " << config.value("threads", 0);
   if (meta.contains("cpu")) about << ", CPU: " << meta["cpu"].get<std::string>();
   if (meta.contains("git_commit"))
@@ -184,6 +297,8 @@ ReportSummary write_report(const RunFolder& run) {
       "went in. Policy time: the policy's own work (scoring, eviction, restore, observation) as a "
       "share of the cell's wall time; observation in decode runs on the attention threads, whose "
       "times add up.";
+  const std::string models_legend =
+      " With several models every model has its own table, relative to its own full cache.";
   const std::string speed_legend =
       "Median over each configuration's cells, in brackets the slowest and the fastest cell (a "
       "spread, not a confidence interval: the cells differ in context length and task as well as "
@@ -197,15 +312,20 @@ ReportSummary write_report(const RunFolder& run) {
   if (!config.value("description", "").empty())
     md << config["description"].get<std::string>() << "\n\n";
   md << "## Summary\n\n" << summary_legend << "\n\n";
-  for (const auto& sentence : sentences) md << "- " << sentence << "\n";
+  for (const auto& s : sections) {
+    md << md_heading(s, several);
+    for (const auto& sentence : s.sentences) md << "- " << sentence << "\n";
+    if (several) md << "\n";
+  }
   md << "\n" << about.str() << "\n\n## Table\n\n"
-     << columns_legend << "\n\n"
+     << columns_legend << (several ? models_legend : "") << "\n\n"
      << intervals_legend() << "\n\n"
      << summary.table_markdown << "\n## Score per task\n\n"
-     << "Mean score with its 95% interval; W: Wilson, B: bootstrap; n instances.\n\n"
-     << per_task << "\n## Speed\n\n"
-     << speed_legend << "\n\n"
-     << speed << "\nEach cell's prediction and expected answers: `predictions.html`, "
+     << "Mean score with its 95% interval; W: Wilson, B: bootstrap; n instances.\n\n";
+  for (const auto& s : sections) md << md_heading(s, several) << s.per_task << (several ? "\n" : "");
+  md << "\n## Speed\n\n" << speed_legend << "\n\n";
+  for (const auto& s : sections) md << md_heading(s, several) << s.speed << (several ? "\n" : "");
+  md << "\nEach cell's prediction and expected answers: `predictions.html`, "
      << "`predictions.jsonl`.\n\n";
   if (!plots.files.empty()) {
     md << "## Plots\n\n";
@@ -215,63 +335,100 @@ ReportSummary write_report(const RunFolder& run) {
   if (!plots.warning.empty()) md << "> " << plots.warning << "\n";
   write_file_atomic(run.path("report.md"), md.str());
 
+  // Figures drawn once per model with several models.
+  const auto per_model_figure = [&](const Figure& f) {
+    return several && std::string(f.stem) != "score-vs-memory" &&
+           std::string(f.stem) != "score-vs-budget";
+  };
+  const auto figure_exists = [&](const Figure& f) {
+    if (!per_model_figure(f))
+      return has_file(plots.files, std::string("plots/") + f.stem + ".svg");
+    for (const auto& s : sections)
+      if (has_file(plots.files, std::string("plots/") + f.stem + s.suffix + ".svg")) return true;
+    return false;
+  };
   std::ostringstream html;
   html << "<!doctype html>\n<html><head><meta charset=\"utf-8\"><title>kvbench: "
        << html_escape(name) << "</title>\n<style>" << kStyle << "</style></head><body>\n"
        << "<h1>kvbench report: " << html_escape(name) << "</h1>\n<nav><a href=\"#table\">table</a>"
        << "<a href=\"#tasks\">per task</a>";
   for (const Figure& f : kFigures)
-    if (has_file(plots.files, std::string("plots/") + f.stem + ".svg"))
+    if (figure_exists(f))
       html << "<a href=\"#" << f.anchor << "\">" << html_escape(f.heading) << "</a>";
   html << "<a href=\"#speed\">speed</a><a href=\"#instances\">per instance</a>"
        << "<a href=\"predictions.html\">predictions</a></nav>\n<p>"
        << html_escape(config.value("description", "")) << "</p>\n"
-       << "<h2 id=\"summary\">Summary</h2>\n<ul class=\"summary\">\n";
-  for (const auto& sentence : sentences) html << "<li>" << html_escape(sentence) << "</li>\n";
-  html << "</ul>\n<p class=\"note\">" << html_escape(summary_legend) << "</p>\n<p class=\"note\">"
+       << "<h2 id=\"summary\">Summary</h2>\n";
+  for (const auto& s : sections) {
+    html << html_heading(s, several) << "<ul class=\"summary\">\n";
+    for (const auto& sentence : s.sentences) html << "<li>" << html_escape(sentence) << "</li>\n";
+    html << "</ul>\n";
+  }
+  html << "<p class=\"note\">" << html_escape(summary_legend) << "</p>\n<p class=\"note\">"
        << "cells: " << summary.cells;
   if (summary.expected_cells) html << " of " << summary.expected_cells;
-  html << "; model: <code>" << html_escape(config.value("model", "")) << "</code>";
-  if (meta.contains("model_sha256"))
-    html << " (sha256 " << html_escape(meta["model_sha256"].get<std::string>().substr(0, 16))
-         << "…)";
+  if (model_list.size() == 1) {
+    html << "; model: <code>" << html_escape(config.value("model", "")) << "</code>";
+    if (meta.contains("model_sha256"))
+      html << " (sha256 " << html_escape(meta["model_sha256"].get<std::string>().substr(0, 16))
+           << "…)";
+  } else {
+    html << "; models:";
+    for (size_t i = 0; i < model_list.size(); ++i)
+      html << (i ? ";" : "") << " <code>" << html_escape(model_list[i]) << "</code>";
+  }
   html << "; threads: " << config.value("threads", 0);
   if (meta.contains("cpu")) html << "; CPU: " << html_escape(meta["cpu"].get<std::string>());
   if (meta.contains("git_commit"))
     html << "; kvbench commit " << html_escape(meta["git_commit"].get<std::string>());
-  html << "</p>\n<h2 id=\"table\">Table</h2>\n<p class=\"note\">" << html_escape(columns_legend)
-       << "</p>\n<p class=\"note\">" << html_escape(intervals_legend())
-       << " Each configuration links to its cells' predictions.</p>\n<div class=\"wide\">"
-       << markdown_table_to_html(summary.table_markdown,
-                                 [](int row) {
-                                   return "predictions.html#" +
-                                          config_anchor(static_cast<size_t>(row));
-                                 })
-       << "</div>\n<h2 id=\"tasks\">Score per task</h2>\n"
+  html << "</p>\n<h2 id=\"table\">Table</h2>\n<p class=\"note\">"
+       << html_escape(columns_legend + (several ? models_legend : "")) << "</p>\n<p class=\"note\">"
+       << html_escape(intervals_legend()) << " Each configuration links to its cells' predictions.</p>\n";
+  for (const auto& s : sections)
+    html << html_heading(s, several) << "<div class=\"wide\">"
+         << markdown_table_to_html(s.table,
+                                   [&s](int row) {
+                                     return s.predictions + "#" +
+                                            config_anchor(static_cast<size_t>(row));
+                                   })
+         << "</div>\n";
+  html << "<h2 id=\"tasks\">Score per task</h2>\n"
        << "<p class=\"note\">Mean score with its 95% interval; W: Wilson, B: bootstrap; n "
-          "instances.</p>\n<div class=\"wide\">"
-       << markdown_table_to_html(per_task) << "</div>\n";
+          "instances.</p>\n";
+  for (const auto& s : sections)
+    html << html_heading(s, several) << "<div class=\"wide\">" << markdown_table_to_html(s.per_task)
+         << "</div>\n";
   for (const Figure& f : kFigures) {
-    const std::string img = figure_html(plots.files, f.stem, f.heading);
-    if (img.empty()) continue;
+    if (!figure_exists(f)) continue;
     html << "<h2 id=\"" << f.anchor << "\">" << html_escape(f.heading) << "</h2>\n<p class=\"note\">"
-         << html_escape(f.caption) << "</p>\n"
-         << img;
+         << html_escape(f.caption) << "</p>\n";
+    if (!per_model_figure(f)) {
+      html << figure_html(plots.files, f.stem, f.heading);
+      continue;
+    }
+    for (const auto& s : sections) {
+      const std::string img = figure_html(plots.files, f.stem + s.suffix, f.heading);
+      if (!img.empty()) html << html_heading(s, several) << img;
+    }
   }
   html << "<h2 id=\"speed\">Speed</h2>\n<p class=\"note\">" << html_escape(speed_legend)
-       << "</p>\n<div class=\"wide\">"
-       << markdown_table_to_html(speed,
-                                 [](int row) {
-                                   return "predictions.html#" +
-                                          config_anchor(static_cast<size_t>(row));
-                                 })
-       << "</div>\n"
-       << figure_html(plots.files, "speed", "Speed")
-       << "<h2 id=\"instances\">Per instance</h2>\n<p class=\"note\">Every cell's score; each "
+       << "</p>\n";
+  for (const auto& s : sections)
+    html << html_heading(s, several) << "<div class=\"wide\">"
+         << markdown_table_to_html(s.speed,
+                                   [&s](int row) {
+                                     return s.predictions + "#" +
+                                            config_anchor(static_cast<size_t>(row));
+                                   })
+         << "</div>\n"
+         << figure_html(plots.files, "speed" + s.suffix, "Speed");
+  html << "<h2 id=\"instances\">Per instance</h2>\n<p class=\"note\">Every cell's score; each "
           "links to the cell's prediction and expected answers in <a "
           "href=\"predictions.html\">predictions.html</a>. The last row: each configuration's mean "
-          "with its 95% interval (W: Wilson, B: bootstrap).</p>\n<div class=\"wide\">"
-       << instance_grid_html(cells, rows) << "</div>\n";
+          "with its 95% interval (W: Wilson, B: bootstrap).</p>\n";
+  for (const auto& s : sections)
+    html << html_heading(s, several) << "<div class=\"wide\">"
+         << instance_grid_html(*s.cells, s.rows, s.predictions) << "</div>\n";
   if (!plots.warning.empty()) html << "<p>" << html_escape(plots.warning) << "</p>\n";
   html << "</body></html>\n";
   write_file_atomic(run.path("report.html"), html.str());

@@ -3,11 +3,13 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <set>
 #include <sstream>
 #include <thread>
 
 #include "datasets/json_text.h"
+#include "harness/run/file_names.h"
 #include "model/common/error.h"
 #include "model/common/input_file.h"
 #include "model/llama_model.h"
@@ -215,7 +217,50 @@ PolicyGrid parse_policy(const Node& n) {
   return p;
 }
 
+// "models": [path or {"path": ..., "label": ...}, ...], at most kMaxModels,
+// labels distinct (they name the model's rows, figures and cell ids; two
+// labels with one file name would share cells).
+std::vector<ModelEntry> parse_models(const Node& n) {
+  const size_t count = n.array(1);
+  if (count > kMaxModels)
+    n.fail("at most " + std::to_string(kMaxModels) + " models, got " + std::to_string(count));
+  std::vector<ModelEntry> out;
+  std::map<std::string, size_t> keys;  // file-name form of the label -> index
+  for (size_t i = 0; i < count; ++i) {
+    const Node e = n.at(i);
+    ModelEntry m;
+    const bool labelled = e.raw().is_object() && e.has("label");
+    const Node label_node = labelled ? e.at("label") : e;
+    if (e.raw().is_object()) {
+      e.expect_object({"path", "label"});
+      if (!e.has("path")) e.fail("missing field 'path'");
+      m.path = e.at("path").name(4096);
+      if (labelled) {
+        m.label = label_node.name(100);
+        if (m.label.empty()) label_node.fail("must not be empty");
+      }
+    } else {
+      m.path = e.name(4096);
+    }
+    if (m.path.empty()) (e.raw().is_object() ? e.at("path") : e).fail("must not be empty");
+    if (m.label.empty()) m.label = model_label_of_path(m.path);
+    if (m.label.empty() || m.label.size() > 100)
+      e.fail("its file name makes no label of 1 to 100 bytes: give a \"label\"");
+    const auto [it, fresh] = keys.emplace(model_file_key(m.label), i);
+    if (!fresh)
+      label_node.fail("the label '" + m.label + "' is model " + std::to_string(it->second) +
+                      "'s too, or maps to the same file name (give each model a distinct "
+                      "\"label\")");
+    out.push_back(m);
+  }
+  return out;
+}
+
 }  // namespace
+
+std::string model_label_of_path(const std::string& path) {
+  return std::filesystem::path(path).stem().string();
+}
 
 void apply_override(json& doc, const std::string& assignment) {
   const size_t eq = assignment.find('=');
@@ -282,7 +327,7 @@ void apply_override(json& doc, const std::string& assignment) {
 
 ExperimentConfig parse_experiment(const json& doc, const std::string& source) {
   const Node root(doc, source, "");
-  root.expect_object({"name", "description", "model", "threads", "seed", "tasks", "policies",
+  root.expect_object({"name", "description", "model", "models", "threads", "seed", "tasks", "policies",
                       "decoding", "metrics", "output", "keep_prefills"});
   ExperimentConfig c;
   c.source = source;
@@ -300,7 +345,16 @@ ExperimentConfig parse_experiment(const json& doc, const std::string& source) {
             "or control "
             "characters");
   if (root.has("description")) c.description = root.at("description").string();
-  c.model = root.has("model") ? root.at("model").string() : default_model_path();
+  if (root.has("model") && root.has("models"))
+    root.at("models").fail("give either \"model\" or \"models\", not both");
+  if (root.has("models")) {
+    c.models = parse_models(root.at("models"));
+    c.models_listed = true;
+  } else {
+    const std::string path = root.has("model") ? root.at("model").string() : default_model_path();
+    c.models.push_back({path, model_label_of_path(path)});
+  }
+  c.model = c.models.front().path;
   c.threads = root.has("threads")
                   ? static_cast<int>(root.at("threads").integer(1, 512))
                   : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
@@ -366,9 +420,8 @@ json to_json(const ExperimentConfig& c) {
     if (!p.label.empty()) e["label"] = p.label;
     policies.push_back(e);
   }
-  return {{"name", c.name},
+  json out = {{"name", c.name},
           {"description", c.description},
-          {"model", c.model},
           {"threads", c.threads},
           {"seed", c.seed},
           {"tasks", tasks},
@@ -383,6 +436,15 @@ json to_json(const ExperimentConfig& c) {
             {"needle_survival", c.metrics.needle_survival}}},
           {"output", c.output},
           {"keep_prefills", c.keep_prefills}};
+  // A config that gave "model" reads back exactly as before.
+  if (c.models_listed) {
+    json models = json::array();
+    for (const auto& m : c.models) models.push_back({{"path", m.path}, {"label", m.label}});
+    out["models"] = models;
+  } else {
+    out["model"] = c.model;
+  }
+  return out;
 }
 
 }  // namespace kvbench

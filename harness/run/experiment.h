@@ -6,6 +6,8 @@
 //   "name": "quick",                       // default: the file's stem
 //   "description": "...",
 //   "model": "models/...gguf",             // default: $KVBENCH_MODEL or the default model
+//   "models": ["a.gguf", {"path": "b.gguf", "label": "Gemma"}],  // instead of "model":
+//                                           // the grid runs on each, into one run folder
 //   "threads": 2,                          // default: all cores
 //   "seed": 1,
 //   "tasks": [ {"task": "passkey", "lengths": [1024, 2048], "depths": [0.1, 0.5, 0.9],
@@ -64,10 +66,22 @@ struct MetricsConfig {
   bool needle_survival = true;
 };
 
+// One model of an experiment. The label names it in tables, plots and cell
+// ids (default: the file name without its extension); labels are distinct.
+struct ModelEntry {
+  std::string path;
+  std::string label;
+};
+
+// At most this many models in one experiment.
+constexpr size_t kMaxModels = 16;
+
 struct ExperimentConfig {
   std::string name;
   std::string description;
-  std::string model;
+  std::string model;               // models[0].path (the only model unless "models" lists more)
+  std::vector<ModelEntry> models;  // at least one
+  bool models_listed = false;      // the config gave "models" (written back as "models")
   int threads = 0;
   uint64_t seed = 1;
   std::vector<TaskGrid> tasks;
@@ -95,6 +109,9 @@ ExperimentConfig parse_experiment(const nlohmann::json& doc, const std::string& 
 // column), applies overrides, parses.
 ExperimentConfig load_experiment(const std::string& path,
                                  const std::vector<std::string>& overrides);
+
+// The default label of a model file: its name without the extension.
+std::string model_label_of_path(const std::string& path);
 
 // The resolved config, defaults included (written to the run folder).
 nlohmann::json to_json(const ExperimentConfig& config);

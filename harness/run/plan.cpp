@@ -14,17 +14,6 @@
 
 namespace kvbench {
 
-std::string file_name_safe(const std::string& s) {
-  std::string out;
-  for (char c : s)
-    out += (std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '-') ? c : '_';
-  if (!out.empty() && out[0] == '.') out[0] = '_';  // never ".", ".." or a hidden file
-  // Long names keep a readable prefix and a digest of the whole name (a file
-  // name holds at most 255 bytes; a cell file joins two of these).
-  if (out.size() > kMaxFileNameStem)
-    out = out.substr(0, kMaxFileNameStem - 17) + "~" + sha256_hex(s.data(), s.size()).substr(0, 16);
-  return out;
-}
 
 namespace {
 
@@ -39,8 +28,10 @@ std::string budget_text(double b) {
   return buf;
 }
 
-std::string field(const ExperimentConfig& c, const std::string& path) {
-  return c.source + ": " + path + ": ";
+// With several models, errors of one model's grid say which model.
+std::string field(const ExperimentConfig& c, const std::string& path, const PlannedModel& m) {
+  return c.source + ": " + path + ": " +
+         (c.models.size() > 1 ? "with model '" + m.label + "': " : std::string());
 }
 
 }  // namespace
@@ -52,15 +43,28 @@ int64_t Plan::cells() const {
 }
 
 std::string Plan::cell_id(size_t instance, size_t policy) const {
-  return file_name_safe(instances[instance].id) + "--" + policies[policy].slug;
+  return (model.key.empty() ? std::string() : model.key + "--") +
+         file_name_safe(instances[instance].id) + "--" + policies[policy].slug;
+}
+
+std::string Plan::prefill_key(size_t instance) const {
+  return (model.key.empty() ? std::string() : model.key + "--") + instances[instance].id;
 }
 
 bool in_shard(size_t instance_index, int shard, int count) {
   return static_cast<int>(instance_index % count) == shard - 1;
 }
 
-Plan make_plan(const ExperimentConfig& c, const LlamaModel& model) {
+Plan make_plan(const ExperimentConfig& c, const LlamaModel& model, size_t model_index) {
   Plan plan;
+  const ModelEntry& entry = c.models.at(model_index);
+  plan.model.index = model_index;
+  plan.model.path = entry.path;
+  plan.model.label = entry.label;
+  if (c.models.size() > 1) plan.model.key = model_file_key(entry.label);
+  const auto field = [&](const ExperimentConfig& cfg, const std::string& path) {
+    return ::kvbench::field(cfg, path, plan.model);
+  };
   // Policies: the full cache first (added when the config does not list it).
   std::vector<PlannedPolicy> listed;
   for (size_t i = 0; i < c.policies.size(); ++i) {

@@ -10,18 +10,20 @@
 
 #include "datasets/instance.h"
 #include "harness/run/experiment.h"
+#include "harness/run/file_names.h"
 #include "model/llama_model.h"
 #include "policies/policy_spec.h"
 
 namespace kvbench {
 
-// The one file-name mapping (cell ids, plots, kept prefills): `s` with every
-// character other than [A-Za-z0-9.-] replaced by '_' and a leading '.' by
-// '_'; longer than kMaxFileNameStem, a prefix, '~' and 16 hex digits of the
-// SHA-256 of `s`. Not injective by itself ("a/b" and "a_b" both give "a_b"):
-// make_plan refuses ids and specs whose file names collide.
-constexpr size_t kMaxFileNameStem = 100;
-std::string file_name_safe(const std::string& s);
+// The model a plan runs: what each of its cells records.
+struct PlannedModel {
+  size_t index = 0;     // in the config's models
+  std::string path;     // as the config gives it
+  std::string label;    // ModelEntry::label
+  std::string key;      // model_file_key(label) with several models, else "" (ids as before)
+  std::string sha256;   // of the file, filled by the caller (hashing takes a while)
+};
 
 struct PlannedPolicy {
   int index = 0;          // order in the table
@@ -35,6 +37,7 @@ struct PlannedPolicy {
 };
 
 struct Plan {
+  PlannedModel model;
   std::vector<Instance> instances;
   std::vector<PlannedPolicy> policies;  // policies[0] is the full cache
   // Per instance: whether its question goes before the context, and the
@@ -42,12 +45,18 @@ struct Plan {
   std::vector<bool> question_first;
   std::vector<std::vector<size_t>> instance_policies;
   int64_t cells() const;
+  // "<instance>--<policy slug>", with several models "<model key>--<instance>--<policy slug>".
   std::string cell_id(size_t instance, size_t policy) const;
+  // Where the instance's kept prefill lives (harness/run/kept_prefill.h):
+  // its id, prefixed with the model key like the cell ids.
+  std::string prefill_key(size_t instance) const;
 };
 
-// Throws InputError naming the config file and field for unknown tasks or
-// options, lengths the model cannot hold, bad specs or budgets.
-Plan make_plan(const ExperimentConfig& config, const LlamaModel& model);
+// The plan of config.models[model_index] (loaded as `model`). Throws
+// InputError naming the config file and field (and the model, when there are
+// several) for unknown tasks or options, lengths the model cannot hold, bad
+// specs or budgets.
+Plan make_plan(const ExperimentConfig& config, const LlamaModel& model, size_t model_index = 0);
 
 // Instances of this shard: index % count == shard - 1 (shard is 1-based).
 bool in_shard(size_t instance_index, int shard, int count);

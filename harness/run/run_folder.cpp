@@ -14,6 +14,7 @@
 #include <fstream>
 
 #include "datasets/json_text.h"
+#include "harness/run/experiment.h"
 #include "model/common/atomic_file.h"
 #include "model/common/error.h"
 
@@ -169,6 +170,14 @@ RunFolder RunFolder::open(const std::string& dir, Access access) {
     if (f.config_.contains(k) && !f.config_[k].is_string()) bad(std::string("/") + k, "a string");
   if (f.config_.contains("threads") && !f.config_["threads"].is_number_integer())
     bad("/threads", "an integer");
+  if (f.config_.contains("models")) {
+    const nlohmann::json& list = f.config_["models"];
+    if (!list.is_array() || list.empty() || list.size() > kMaxModels)
+      bad("/models", "an array of 1 to 16 models");
+    for (size_t i = 0; i < list.size(); ++i)
+      if (!list[i].is_object() || !list[i].contains("label") || !list[i]["label"].is_string())
+        bad("/models/" + std::to_string(i), "an object with a string \"label\"");
+  }
   std::error_code ec;
   if (access == Access::Write) fs::create_directories(dir + "/cells", ec);
   return f;
@@ -184,6 +193,19 @@ nlohmann::json RunFolder::meta() const {
   if (!m.is_object()) bad("/", "an object");
   for (const char* k : {"model_sha256", "cpu", "git_commit"})
     if (m.contains(k) && !m[k].is_string()) bad(std::string("/") + k, "a string");
+  // Runs of several models: [{path, label, sha256}] (collect_run_meta).
+  if (m.contains("models")) {
+    const nlohmann::json& list = m["models"];
+    if (!list.is_array() || list.empty() || list.size() > kMaxModels)
+      bad("/models", "an array of 1 to 16 models");
+    for (size_t i = 0; i < list.size(); ++i) {
+      const std::string at = "/models/" + std::to_string(i);
+      if (!list[i].is_object()) bad(at, "an object");
+      for (const char* k : {"path", "label", "sha256"})
+        if (!list[i].contains(k) || !list[i][k].is_string())
+          bad(at + "/" + k, "a string");
+    }
+  }
   for (const char* k : {"plan", "work", "shard"}) {
     if (!m.contains(k)) continue;
     if (!m[k].is_object()) bad(std::string("/") + k, "an object");
@@ -229,6 +251,14 @@ void check_cell(const nlohmann::json& c, const std::string& path, const std::str
   // tests of report and compare assume it.
   if (const double s = c["score"].get<double>(); !(s >= 0.0 && s <= 1.0))
     fail("/score", "out of [0, 1]");
+  // The model (kvbench records it since runs take several; older cells have
+  // none and belong to the run's one model).
+  need(c, "", "model", is_object, "an object", false);
+  if (c.contains("model")) {
+    need(c["model"], "/model", "label", is_string, "a string", true);
+    need(c["model"], "/model", "file", is_string, "a string", false);
+    need(c["model"], "/model", "sha256", is_string, "a string", false);
+  }
   need(c, "", "prediction", is_string, "a string", false);
   need(c, "", "answers", is_array, "an array", false);
   const nlohmann::json& inst = c["instance"];

@@ -46,7 +46,7 @@ std::string git_commit() {
 
 }  // namespace
 
-nlohmann::json collect_run_meta(const std::string& model_path, int threads) {
+nlohmann::json collect_run_meta(const std::vector<ModelEntry>& models, int threads) {
   char pcre_version[64] = {0};
   pcre2_config_8(PCRE2_CONFIG_VERSION, pcre_version);
   const std::time_t now = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
@@ -54,10 +54,8 @@ nlohmann::json collect_run_meta(const std::string& model_path, int threads) {
   std::tm utc{};
   gmtime_r(&now, &utc);
   std::strftime(stamp, sizeof stamp, "%Y-%m-%dT%H:%M:%SZ", &utc);
-  return {{"kvbench_version", KVBENCH_VERSION},
+  nlohmann::json meta = {{"kvbench_version", KVBENCH_VERSION},
           {"git_commit", git_commit()},
-          {"model", model_path},
-          {"model_sha256", sha256_file(model_path)},
           {"cpu", cpu_model_name()},
           {"cores", std::thread::hardware_concurrency()},
           {"threads", threads},
@@ -70,6 +68,42 @@ nlohmann::json collect_run_meta(const std::string& model_path, int threads) {
                                   std::to_string(NLOHMANN_JSON_VERSION_PATCH)},
             {"pcre2", pcre_version}}},
           {"started_utc", stamp}};
+  if (models.size() == 1) {
+    meta["model"] = models[0].path;
+    meta["model_sha256"] = sha256_file(models[0].path);
+  } else {
+    nlohmann::json list = nlohmann::json::array();
+    for (const auto& m : models)
+      list.push_back({{"path", m.path}, {"label", m.label}, {"sha256", sha256_file(m.path)}});
+    meta["models"] = list;
+  }
+  return meta;
+}
+
+std::string model_sha256(const nlohmann::json& meta, size_t index) {
+  if (meta.contains("models")) {
+    const auto& list = meta["models"];
+    return index < list.size() ? list[index].value("sha256", std::string()) : std::string();
+  }
+  return index == 0 ? meta.value("model_sha256", std::string()) : std::string();
+}
+
+void check_same_models(const nlohmann::json& old_meta, const nlohmann::json& meta,
+                       const std::string& meta_file) {
+  const size_t n = meta.contains("models") ? meta["models"].size() : 1;
+  const size_t old_n = old_meta.contains("models") ? old_meta["models"].size() : 1;
+  if (n != old_n)
+    throw InputError(meta_file + ": the run started with " + std::to_string(old_n) +
+                     " model(s), the config now has " + std::to_string(n));
+  for (size_t i = 0; i < n; ++i) {
+    const std::string was = model_sha256(old_meta, i), now = model_sha256(meta, i);
+    if (was.empty() || was == now) continue;  // an old folder without a recorded hash
+    const std::string path =
+        meta.contains("models") ? meta["models"][i]["path"].get<std::string>()
+                                : meta["model"].get<std::string>();
+    throw InputError(path + ": its sha256 differs from the one this run started with (" +
+                     was.substr(0, 16) + "...): resume with the same model");
+  }
 }
 
 }  // namespace kvbench

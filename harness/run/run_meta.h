@@ -3,13 +3,27 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
+
+#include "harness/run/experiment.h"
 
 namespace kvbench {
 
 // {git_commit, model, model_sha256, cpu, cores, threads, compiler, libraries{...}, started_utc}
-nlohmann::json collect_run_meta(const std::string& model_path, int threads);
+// for one model; with several, "models": [{path, label, sha256}, ...] in
+// place of model and model_sha256.
+nlohmann::json collect_run_meta(const std::vector<ModelEntry>& models, int threads);
+
+// The sha256 of model `index` as `meta` (collect_run_meta's) records it.
+std::string model_sha256(const nlohmann::json& meta, size_t index);
+
+// A resumed run must use the files it started with: InputError naming the
+// model (and `meta_file`) whose sha256 differs between the run's meta.json
+// (`old_meta`) and now (`meta`), or when the number of models differs.
+void check_same_models(const nlohmann::json& old_meta, const nlohmann::json& meta,
+                       const std::string& meta_file);
 
 std::string cpu_model_name();
 

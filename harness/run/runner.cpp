@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <filesystem>
 #include <map>
 #include <optional>
 
@@ -47,9 +48,18 @@ struct PolicyRun {
 
 class InstanceRunner {
  public:
-  InstanceRunner(const ExperimentConfig& c, const LlamaModel& m, Evaluator& eval,
-                 const Instance& inst, bool question_first)
-      : c_(c), model_(m), eval_(eval), inst_(inst), n_vocab_(m.config().n_vocab) {
+  // `planned`: the model's entry in the plan (what each cell records of it);
+  // `prefill_key`: the instance's name in the kept prefills.
+  InstanceRunner(const ExperimentConfig& c, const LlamaModel& m, const PlannedModel& planned,
+                 Evaluator& eval, const Instance& inst, bool question_first,
+                 std::string prefill_key)
+      : c_(c),
+        model_(m),
+        planned_(planned),
+        eval_(eval),
+        inst_(inst),
+        prefill_key_(std::move(prefill_key)),
+        n_vocab_(m.config().n_vocab) {
     prompt_ = build_prompt(m, inst, question_first);
     const int64_t n = static_cast<int64_t>(prompt_.tokens.size());
     // The question arrives as a step of its own (SnapKV's window covers it).
@@ -103,8 +113,10 @@ class InstanceRunner {
 
   const ExperimentConfig& c_;
   const LlamaModel& model_;
+  const PlannedModel& planned_;
   Evaluator& eval_;
   const Instance& inst_;
+  const std::string prefill_key_;
   const int n_vocab_;
   Prompt prompt_;
   std::vector<Span> chunks_;
@@ -122,6 +134,9 @@ json InstanceRunner::record_head(const PolicyRun& r, const PolicyCache& cache,
   const PlannedPolicy& p = *r.policy;
   json rec;
   rec["id"] = r.id;
+  rec["model"] = {{"file", std::filesystem::path(planned_.path).filename().string()},
+                  {"label", planned_.label},
+                  {"sha256", planned_.sha256}};
   rec["instance"] = {
       {"id", inst_.id},
       {"task", inst_.task},
@@ -283,7 +298,7 @@ void InstanceRunner::run(const std::vector<PolicyRun>& pending, const RunFolder&
   SharedPrefill shared;
   std::optional<KeptPrefill> kept;
   if (store)
-    kept = store->load(inst_.id, prompt_.tokens, c_.decoding.chunk, chunks_, full_ctx, kept_chunks);
+    kept = store->load(prefill_key_, prompt_.tokens, c_.decoding.chunk, chunks_, full_ctx, kept_chunks);
   if (kept) {
     ++sum.prefills_loaded;
     shared.full = std::move(kept->full);
@@ -301,7 +316,7 @@ void InstanceRunner::run(const std::vector<PolicyRun>& pending, const RunFolder&
       k.after_chunk = std::move(shared.after_chunk);
       k.logits = shared.logits;
       k.seconds = full_prefill_seconds_;
-      store->save(inst_.id, prompt_.tokens, c_.decoding.chunk, k);
+      store->save(prefill_key_, prompt_.tokens, c_.decoding.chunk, k);
       shared.full = std::move(k.full);
       shared.after_chunk = std::move(k.after_chunk);
     }
@@ -358,7 +373,7 @@ void InstanceRunner::run(const std::vector<PolicyRun>& pending, const RunFolder&
     ++sum.cells_run;
     progress.finish(r.id, rec["score"].get<double>());
   }
-  if (store) store->remove(inst_.id);  // every cell of the instance is written
+  if (store) store->remove(prefill_key_);  // every cell of the instance is written
 }
 
 // How each pending policy can start from the full cache's prefill.
@@ -390,7 +405,8 @@ RunSummary plan_work(const ExperimentConfig& config, const Plan& plan, const Lla
   Evaluator eval(model, 1);
   for (size_t i = 0; i < plan.instances.size(); ++i) {
     if (!in_shard(i, options.shard, options.shard_count)) continue;
-    InstanceRunner ir(config, model, eval, plan.instances[i], plan.question_first[i]);
+    InstanceRunner ir(config, model, plan.model, eval, plan.instances[i], plan.question_first[i],
+                      plan.prefill_key(i));
     const bool ppl = plan.instances[i].grader == "perplexity";
     sum.prefill_tokens_computed += ir.prompt_tokens();  // the shared full prefill
     for (size_t p : plan.instance_policies[i]) {
@@ -431,7 +447,8 @@ RunSummary run_cells(const ExperimentConfig& config, const Plan& plan, const Lla
       if (!run.has_cell(plan.cell_id(i, p))) pending.push_back(p);
     const Instance& inst = plan.instances[i];
     if (pending.empty()) continue;
-    InstanceRunner ir(config, model, eval, inst, plan.question_first[i]);
+    InstanceRunner ir(config, model, plan.model, eval, inst, plan.question_first[i],
+                      plan.prefill_key(i));
     // The naive count: every pending cell prefills its whole prompt.
     sum.prefill_tokens_naive += ir.prompt_tokens() * static_cast<int64_t>(pending.size());
     std::vector<PolicyRun> runs;
