@@ -304,11 +304,11 @@ void score_vs_memory_models(plot::Script& s, const std::vector<PlotModel>& model
             ", $pts" + id + " using 1:4:(point_label_" + id +
             "[int($3)]) with labels left offset 1,0 font ',8' tc rgb '" + colour + "' notitle";
   }
-  cmd << "set title 'Score vs KV memory, per model'\nset xlabel 'KV bytes (% of the model''s "
-         "full cache)'\n"
+  cmd << "set title 'Score vs KV memory per model (dashed: each model''s Pareto front)'\n"
+         "set xlabel 'KV bytes (% of the model''s full cache)'\n"
       << "set ylabel 'score (bars: 95% interval)'\nset yrange [0:1.05]\n"
       << "set xrange [0:" << x_max << "]\n"
-      << "set key below title 'model (dashed: its Pareto front)'\n"
+      << "set key outside right top vertical title 'model'\n"
       << plot << "\nset key notitle\n";
   if (any) s.emit(dir, "score-vs-memory", "1200,700", cmd.str());
 }

@@ -96,9 +96,8 @@ void needle_heatmaps(Script& s, const std::vector<json>& cells, const std::vecto
       << (model.empty()
               ? std::string("'Score by needle depth (rows) and context length (columns), mean "
                             "over instances'")
-              : label("Score by needle depth (rows) and context length (columns), mean over "
-                      "instances: " +
-                      shorten(model, 60)))
+              // Short enough for a narrow figure, the model first.
+              : label(shorten(model, 40) + ": score by depth (rows), length (columns)"))
       << " font ',11'\n";
   for (int k = 0; k < n; ++k) {
     const auto& grid = heat.at(order[k]);
@@ -202,8 +201,8 @@ void needle_layers(Script& s, const std::vector<json>& cells, const std::vector<
   }
   cmd << "set multiplot title "
       << (model.empty() ? std::string("'Needle survival per layer (mean over cells with a needle)'")
-                        : label("Needle survival per layer (mean over cells with a needle): " +
-                                shorten(model, 60)))
+                        : label(shorten(model, 40) +
+                                ": needle survival per layer (mean over cells with a needle)"))
       << " font ',11'\n";
   for (int which = 0; which < 2; ++which) {
     const double left = names_px + which * panel_px;
