@@ -1,5 +1,8 @@
 // Regression gate: compares two run folders configuration by configuration
-// (policy label) and task, pairing the cells of each group by instance id.
+// (policy label) and task, pairing the cells of each group by instance id;
+// when either run has several models, model by model (matched by label; a
+// model of one run only is named and not compared, none in common is an
+// InputError). Two runs of one model each compare whatever the models' names.
 //
 // A group regressed when the paired test calls its drop significant
 // (one-sided p < 0.05: mid-p McNemar when every paired score is 0 or 1,

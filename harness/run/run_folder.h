@@ -1,7 +1,8 @@
 // A run folder, results/<experiment>-<timestamp>/:
 //   config.json      the resolved experiment config (defaults filled)
-//   meta.json        git commit, model sha256, CPU, threads, library versions, start time
-//   cells/<id>.json  one file per completed cell, written atomically: a run
+//   meta.json        git commit, model sha256 (several models: "models", each
+//                    with its sha256), CPU, threads, library versions, start time
+//   cells/<id>.json  one file per completed cell (naming its model), written atomically: a run
 //                    interrupted at any point (Ctrl-C, kill -9) resumes by
 //                    running exactly the cells without a file
 // A process that writes a folder (run, --resume, report, merge) holds an
