@@ -4,7 +4,12 @@
 // per model, and a single model's table left exactly as it was.
 #include <gtest/gtest.h>
 
+#include <signal.h>
+#include <sys/wait.h>
 #include <unistd.h>
+
+#include <chrono>
+#include <thread>
 
 #include <filesystem>
 #include <fstream>
@@ -320,6 +325,51 @@ TEST(RunModels, CompareGoesModelByModelAndNamesAModelOfOneRunOnly) {
   ASSERT_EQ(g.code, 0) << g.err;
   expect_input_error(run_kvbench("compare " + one_dir + " " + only_run_folder(dir + "/g")),
                      "no model in common");
+}
+
+// Killed (kill -9) once a kept prefill exists, resumed: the kept prefill is
+// named after the model too (two models share instance ids), is loaded, and
+// the cells equal an uninterrupted run's.
+TEST(RunModels, AKilledTwoModelRunWithKeptPrefillsResumesToTheWholeRun) {
+  const std::string dir = scratch_dir("kept");
+  const std::string path = write_two_model_experiment(dir);
+  ASSERT_EQ(run_kvbench("run " + path + " -q --out " + dir + "/whole").code, 0);
+  const auto whole = stable_cells(only_run_folder(dir + "/whole"));
+  const std::string out = dir + "/killed";
+  const pid_t pid = fork();
+  if (pid == 0) {
+    const std::string binary = KVBENCH_BINARY;
+    execl(binary.c_str(), binary.c_str(), "run", path.c_str(), "-q", "--set",
+          "keep_prefills=true", "--out", out.c_str(), nullptr);
+    _exit(127);
+  }
+  std::string folder, marker;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
+  while (std::chrono::steady_clock::now() < deadline && marker.empty()) {
+    std::error_code ec;
+    if (folder.empty() && fs::exists(out))
+      for (const auto& e : fs::directory_iterator(out, ec)) folder = e.path().string();
+    if (!folder.empty()) {
+      // Stop the run, then look: the instance may finish (and remove it) meanwhile.
+      kill(pid, SIGSTOP);
+      for (const auto& e : fs::directory_iterator(folder + "/prefills", ec))
+        if (e.path().extension() == ".json") marker = e.path().filename().string();
+      if (marker.empty()) kill(pid, SIGCONT);
+    }
+    int status = 0;
+    if (marker.empty() && waitpid(pid, &status, WNOHANG) == pid) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  ASSERT_FALSE(marker.empty()) << "the run finished before a prefill was kept";
+  kill(pid, SIGKILL);
+  waitpid(pid, nullptr, 0);
+  EXPECT_TRUE(marker.rfind(tiny_key(), 0) == 0 || marker.rfind(gemma_key(), 0) == 0) << marker;
+  const auto r = run_kvbench("run -q --resume " + folder);
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("(1 kept prefill loaded from the run folder)"), std::string::npos) << r.out;
+  EXPECT_EQ(r.err.find("not using the kept prefill"), std::string::npos) << r.err;
+  EXPECT_EQ(stable_cells(folder), whole);
+  EXPECT_FALSE(fs::exists(folder + "/prefills"));
 }
 
 // A run of one model renders as before: the committed baseline folder's table

@@ -165,12 +165,14 @@ int cmd_run(const Args& args) {
     return 0;
   }
   nlohmann::json meta = collect_run_meta(config.models, config.threads);
+  // What each cell records: the files as they are now (a resumed run checks
+  // they are the ones it started with).
+  for (auto& p : plans) p.model.sha256 = model_sha256(meta, p.model.index);
   if (folder) {
     const nlohmann::json old = folder->meta();
     check_same_models(old, meta, folder->path("meta.json"));
     meta = old;
   }
-  for (auto& p : plans) p.model.sha256 = model_sha256(meta, p.model.index);
   meta["plan"] = {{"instances", instances}, {"policies", n_policies}, {"cells", cells}};
   if (several) meta["plan"]["models"] = plans.size();
   if (options.shard_count > 1)
