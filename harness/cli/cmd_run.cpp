@@ -123,12 +123,18 @@ int cmd_run(const Args& args) {
     history_db = history::open_history(vm["history"].as<std::string>(), true);
   }
   // Every model's grid is planned (its tokenizer makes its instances) before
-  // anything is written; each model is loaded again to run.
+  // anything is written; with several, each model is loaded again to run
+  // (one at a time in memory), the only one is kept.
   std::vector<Plan> plans;
+  std::unique_ptr<LlamaModel> only_model;
   for (size_t m = 0; m < config.models.size(); ++m) {
-    const auto model = LlamaModel::load(config.models[m].path);
+    auto model = LlamaModel::load(config.models[m].path);
     plans.push_back(make_plan(config, *model, m));
+    if (!several) only_model = std::move(model);
   }
+  const auto load = [&](const Plan& p) {
+    return only_model ? std::move(only_model) : LlamaModel::load(p.model.path);
+  };
   int64_t instances = 0, cells = 0;
   for (const auto& p : plans) {
     instances += static_cast<int64_t>(p.instances.size());
@@ -138,7 +144,7 @@ int cmd_run(const Args& args) {
   if (vm["dry-run"].as<bool>()) {
     RunSummary w;
     for (const auto& p : plans) {
-      const auto model = LlamaModel::load(p.model.path);
+      const auto model = load(p);
       const RunSummary one = plan_work(config, p, *model, options);
       w.cells_total += one.cells_total;
       w.prefill_tokens_computed += one.prefill_tokens_computed;
@@ -197,7 +203,7 @@ int cmd_run(const Args& args) {
   try {
     for (const auto& p : plans) {
       if (several && !options.quiet) std::cerr << "model " << escaped_text(p.model.label, 200) << "\n";
-      const auto model = LlamaModel::load(p.model.path);
+      const auto model = load(p);
       const RunSummary one = run_cells(config, p, *model, *folder, options);
       sum.cells_total += one.cells_total;
       sum.cells_run += one.cells_run;
