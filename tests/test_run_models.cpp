@@ -73,7 +73,8 @@ std::string write_two_model_experiment(const std::string& dir) {
   const std::string path = dir + "/two.json";
   const json config = {
       {"name", "two"},
-      {"models", {test::tiny_model_path(), {{"path", test::tiny_gemma3_path()}, {"label", kGemmaLabel}}}},
+      {"models",
+       {test::tiny_model_path(), {{"path", test::tiny_gemma3_path()}, {"label", kGemmaLabel}}}},
       {"threads", 2},
       {"seed", 3},
       {"tasks", {{{"task", "passkey"}, {"lengths", {300}}, {"depths", {0.25, 0.75}}}}},
@@ -102,7 +103,8 @@ std::string parse_error(const std::string& text) {
 }
 
 TEST(RunModels, TheModelsFieldIsParsedBoundedAndWrittenBack) {
-  const std::string tail = R"(, "tasks": [{"task": "passkey", "lengths": [64]}], "policies": ["full"]})";
+  const std::string tail =
+      R"(, "tasks": [{"task": "passkey", "lengths": [64]}], "policies": ["full"]})";
   // "model" alone reads back as "model" (config.json of such runs is unchanged).
   const ExperimentConfig one = parse(R"({"model": "m/a.gguf")" + tail);
   ASSERT_EQ(one.models.size(), 1u);
@@ -132,25 +134,30 @@ TEST(RunModels, TheModelsFieldIsParsedBoundedAndWrittenBack) {
                 .find("x.json: /models: give either \"model\" or \"models\", not both"),
             std::string::npos);
   std::string many = R"({"models": [)";
-  for (int i = 0; i < 17; ++i) many += (i ? ", " : "") + std::string("\"m") + std::to_string(i) + ".gguf\"";
+  for (int i = 0; i < 17; ++i)
+    many += (i ? ", " : "") + std::string("\"m") + std::to_string(i) + ".gguf\"";
   EXPECT_NE(parse_error(many + "]" + tail).find("/models: at most 16 models, got 17"),
             std::string::npos);
   EXPECT_NE(parse_error(R"({"models": [])" + tail).find("/models: needs at least 1"),
             std::string::npos);
-  EXPECT_NE(parse_error(R"({"models": ["x/a.gguf", "y/a.gguf"])" + tail).find("/models/1: the label 'a'"),
-            std::string::npos);
+  EXPECT_NE(
+      parse_error(R"({"models": ["x/a.gguf", "y/a.gguf"])" + tail).find("/models/1: the label 'a'"),
+      std::string::npos);
   // Labels that differ only where file names cannot would share cells.
-  EXPECT_NE(parse_error(R"({"models": [{"path": "a", "label": "p q"}, {"path": "b", "label": "p/q"}])" + tail)
-                .find("/models/1/label: the label 'p/q'"),
-            std::string::npos);
+  EXPECT_NE(
+      parse_error(R"({"models": [{"path": "a", "label": "p q"}, {"path": "b", "label": "p/q"}])" +
+                  tail)
+          .find("/models/1/label: the label 'p/q'"),
+      std::string::npos);
   EXPECT_NE(parse_error(R"({"models": [{"path": "a", "label": "l\nm"}])" + tail)
                 .find("/models/0/label: must not contain control characters"),
             std::string::npos);
   EXPECT_NE(parse_error(R"({"models": [{"path": "a", "lable": "x"}])" + tail)
                 .find("/models/0/lable: unknown field"),
             std::string::npos);
-  EXPECT_NE(parse_error(R"({"models": [{"label": "x"}])" + tail).find("/models/0: missing field 'path'"),
-            std::string::npos);
+  EXPECT_NE(
+      parse_error(R"({"models": [{"label": "x"}])" + tail).find("/models/0: missing field 'path'"),
+      std::string::npos);
   EXPECT_NE(parse_error(R"({"models": [3])" + tail).find("/models/0: expected a string"),
             std::string::npos);
 }
@@ -161,13 +168,14 @@ TEST(RunModels, BothModelAndModelsOnTheCommandLineIsOneErrorAndNoFolder) {
   expect_input_error(run_kvbench("run " + path + " -q --out " + dir + "/out --set model=a.gguf"),
                      "/models: give either \"model\" or \"models\", not both");
   // A model that does not load names its file; nothing is written.
-  expect_input_error(
-      run_kvbench("run " + path + " -q --out " + dir + "/out --set models.1.path=" + dir + "/none.gguf"),
-      "none.gguf");
+  expect_input_error(run_kvbench("run " + path + " -q --out " + dir +
+                                 "/out --set models.1.path=" + dir + "/none.gguf"),
+                     "none.gguf");
   EXPECT_FALSE(fs::exists(dir + "/out"));
   // --history keys a run by one model: refused before anything runs.
-  expect_input_error(run_kvbench("run " + path + " -q --out " + dir + "/out --history " + dir + "/h.sqlite"),
-                     "--history: a run of several models");
+  expect_input_error(
+      run_kvbench("run " + path + " -q --out " + dir + "/out --history " + dir + "/h.sqlite"),
+      "--history: a run of several models");
   EXPECT_FALSE(fs::exists(dir + "/out"));
 }
 
@@ -192,7 +200,8 @@ TEST(RunModels, OneFolderForTwoModelsResumedAndShardedEqualsAWholeRun) {
     ++per_label[label];
     const size_t k = label == tiny_label() ? 0 : 1;
     EXPECT_EQ(c["model"]["sha256"], meta["models"][k]["sha256"]) << id;
-    EXPECT_EQ(c["model"]["file"], fs::path(meta["models"][k]["path"].get<std::string>()).filename().string());
+    EXPECT_EQ(c["model"]["file"],
+              fs::path(meta["models"][k]["path"].get<std::string>()).filename().string());
     EXPECT_EQ(id.rfind(k == 0 ? tiny_key() : gemma_key(), 0), 0u) << id;
   }
   EXPECT_EQ(per_label[tiny_label()], 6);
@@ -222,7 +231,8 @@ TEST(RunModels, OneFolderForTwoModelsResumedAndShardedEqualsAWholeRun) {
   std::string shards;
   for (int i = 1; i <= 2; ++i) {
     const std::string out = dir + "/shard" + std::to_string(i);
-    const auto s = run_kvbench("run " + path + " -q --shard " + std::to_string(i) + "/2 --out " + out);
+    const auto s =
+        run_kvbench("run " + path + " -q --shard " + std::to_string(i) + "/2 --out " + out);
     ASSERT_EQ(s.code, 0) << s.err;
     const std::string folder = only_run_folder(out);
     EXPECT_EQ(stable_cells(folder).size(), 6u);  // one instance of each model
@@ -311,11 +321,13 @@ TEST(RunModels, CompareGoesModelByModelAndNamesAModelOfOneRunOnly) {
   const auto c = run_kvbench("compare " + one_dir + " " + two);
   EXPECT_EQ(c.code, 0) << c.err;
   // (the label escaped for a terminal: its backslash doubled)
-  EXPECT_NE(c.out.find("- model Gemma <b>3</b> 'tiny' \\\\\" $x: only in " + two + ", not compared"),
-            std::string::npos)
+  EXPECT_NE(
+      c.out.find("- model Gemma <b>3</b> 'tiny' \\\\\" $x: only in " + two + ", not compared"),
+      std::string::npos)
       << c.out;
   // Counted over the models compared.
-  EXPECT_NE(c.out.find("6 base cells, 6 new cells, 0 missing from new"), std::string::npos) << c.out;
+  EXPECT_NE(c.out.find("6 base cells, 6 new cells, 0 missing from new"), std::string::npos)
+      << c.out;
   EXPECT_NE(c.out.find("RESULT: no significant regression"), std::string::npos) << c.out;
 
   // Nothing in common: one error line.
@@ -339,8 +351,8 @@ TEST(RunModels, AKilledTwoModelRunWithKeptPrefillsResumesToTheWholeRun) {
   const pid_t pid = fork();
   if (pid == 0) {
     const std::string binary = KVBENCH_BINARY;
-    execl(binary.c_str(), binary.c_str(), "run", path.c_str(), "-q", "--set",
-          "keep_prefills=true", "--out", out.c_str(), nullptr);
+    execl(binary.c_str(), binary.c_str(), "run", path.c_str(), "-q", "--set", "keep_prefills=true",
+          "--out", out.c_str(), nullptr);
     _exit(127);
   }
   std::string folder, marker;
@@ -382,9 +394,11 @@ TEST(RunModels, ASingleModelFoldersTableDoesNotChange) {
   ASSERT_EQ(run_kvbench("report " + dir + "/quick").code, 0);
   EXPECT_EQ(read_text(dir + "/quick/table.md"), read_text(committed + "/table.md"));
   EXPECT_EQ(read_text(dir + "/quick/table.csv"), read_text(committed + "/table.csv"));
-  EXPECT_EQ(read_text(dir + "/quick/predictions.jsonl"), read_text(committed + "/predictions.jsonl"));
+  EXPECT_EQ(read_text(dir + "/quick/predictions.jsonl"),
+            read_text(committed + "/predictions.jsonl"));
   const std::string config = read_text(dir + "/quick/config.json");
-  const std::string stem = fs::path(json::parse(config)["model"].get<std::string>()).stem().string();
+  const std::string stem =
+      fs::path(json::parse(config)["model"].get<std::string>()).stem().string();
   for (const auto& e : fs::directory_iterator(dir + "/quick/cells")) {
     json c = read_json_file(e.path().string());
     c["model"] = {{"label", stem}, {"file", stem + ".gguf"}, {"sha256", "0"}};

@@ -158,8 +158,9 @@ int cmd_run(const Args& args) {
     if (several) {
       std::cout << "\nmodels:";
       for (const auto& p : plans)
-        std::cout << "\n  " << escaped_text(p.model.label, 200) << "  [" << escaped_text(p.model.path, 200)
-                  << "]: " << p.instances.size() << " instances, " << p.cells() << " cells";
+        std::cout << "\n  " << escaped_text(p.model.label, 200) << "  ["
+                  << escaped_text(p.model.path, 200) << "]: " << p.instances.size()
+                  << " instances, " << p.cells() << " cells";
     }
     std::cout << "\npolicies:";
     for (const auto& p : plans.front().policies)
@@ -202,7 +203,8 @@ int cmd_run(const Args& args) {
   RunSummary sum;
   try {
     for (const auto& p : plans) {
-      if (several && !options.quiet) std::cerr << "model " << escaped_text(p.model.label, 200) << "\n";
+      if (several && !options.quiet)
+        std::cerr << "model " << escaped_text(p.model.label, 200) << "\n";
       const auto model = load(p);
       const RunSummary one = run_cells(config, p, *model, *folder, options);
       sum.cells_total += one.cells_total;

@@ -123,8 +123,8 @@ int cmd_submit(const Args& given) {
   }
   if (static_cast<size_t>(shards) > instances)
     throw InputError("--shards " + std::to_string(shards) + ": " + path + " has " +
-                     std::to_string(instances) +
-                     " instances" + (config.models.size() > 1 ? " (per model)" : "") +
+                     std::to_string(instances) + " instances" +
+                     (config.models.size() > 1 ? " (per model)" : "") +
                      ", and a shard runs whole instances");
 
   SlurmJob job;

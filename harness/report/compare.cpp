@@ -92,12 +92,12 @@ CompareResult compare_runs(const std::string& base_dir, const std::string& new_d
     if (new_models.count(model))
       ++common;
     else
-      only << "- model " << escaped_text(model, 200) << ": only in "
-           << escaped_text(base_dir, 400) << ", not compared\n";
+      only << "- model " << escaped_text(model, 200) << ": only in " << escaped_text(base_dir, 400)
+           << ", not compared\n";
   for (const auto& [model, groups] : new_models)
     if (!base_models.count(model))
-      only << "- model " << escaped_text(model, 200) << ": only in "
-           << escaped_text(new_dir, 400) << ", not compared\n";
+      only << "- model " << escaped_text(model, 200) << ": only in " << escaped_text(new_dir, 400)
+           << ", not compared\n";
   if (per_model && common == 0)
     throw InputError(new_dir + ": no model in common with " + base_dir +
                      " (models are matched by label): nothing to compare");
@@ -109,86 +109,86 @@ CompareResult compare_runs(const std::string& base_dir, const std::string& new_d
       "| Configuration | Task | n | Test | Base score | New score | Δ | p | Smallest "
       "detectable drop | Status |\n|---|---|---:|---|---:|---:|---:|---:|---:|---|\n";
   for (const auto& [model, base_groups] : base_models) {
-  if (!new_models.count(model)) continue;
-  const Groups& new_groups = new_models.at(model);
-  const std::string in_model = per_model ? escaped_text(model, 200) + ": " : "";
-  if (per_model) table << "\n### Model: " << escaped_text(model, 200) << "\n\n";
-  table << header;
-  for (const auto& [key, instances] : new_groups) {
-    n_new += static_cast<int>(instances.size());
-    const auto b = base_groups.find(key);
-    for (const auto& [instance, cell] : instances)
-      n_only_new += b == base_groups.end() || !b->second.count(instance);
-  }
-  for (const auto& [key, instances] : base_groups) {
-    n_base += static_cast<int>(instances.size());
-    const auto g = new_groups.find(key);
-    const std::map<std::string, Cell> none;
-    const std::map<std::string, Cell>& in_new = g == new_groups.end() ? none : g->second;
-    // [n] the scores of the instances both runs have, in instance-id order.
-    std::vector<double> sb, sn;
-    int missing = 0;
-    for (const auto& [instance, cell] : instances) {
-      const auto it = in_new.find(instance);
-      if (it == in_new.end()) {
-        ++missing;
-        continue;
-      }
-      const double score_new = it->second.score;
-      sb.push_back(cell.score);
-      sn.push_back(score_new);
-      if (cell.score != score_new) {
-        ++n_changed;
-        char buf[96];
-        std::snprintf(buf, sizeof buf, " | %.3f | %.3f | %+.3f |\n", cell.score, score_new,
-                      score_new - cell.score);
-        changed << "| " << cell.id << " | " << instance << " | " << in_model << key.first << buf;
-      }
+    if (!new_models.count(model)) continue;
+    const Groups& new_groups = new_models.at(model);
+    const std::string in_model = per_model ? escaped_text(model, 200) + ": " : "";
+    if (per_model) table << "\n### Model: " << escaped_text(model, 200) << "\n\n";
+    table << header;
+    for (const auto& [key, instances] : new_groups) {
+      n_new += static_cast<int>(instances.size());
+      const auto b = base_groups.find(key);
+      for (const auto& [instance, cell] : instances)
+        n_only_new += b == base_groups.end() || !b->second.count(instance);
     }
-    n_missing += missing;
-    const int64_t n = static_cast<int64_t>(sb.size());
-    std::vector<double> both = sb;
-    both.insert(both.end(), sn.begin(), sn.end());
-    const stats::ScoreKind kind = stats::score_kind(both);
-    const stats::Estimate eb = stats::estimate_mean(sb), en = stats::estimate_mean(sn);
-    // One-sided: p asks whether the score dropped; the same test with the
-    // runs swapped asks whether it rose (only for the "improved" status).
-    const double p = n ? stats::paired_p(kind, sb, sn) : NAN;
-    const double drop = n ? mean(sb) - mean(sn) : NAN;
-    const bool beyond = n && drop > tolerance + 1e-12;
-    const bool sig = n && drop > 0 && stats::significant(p);
-    const bool rose = n && drop < 0 && stats::significant(stats::paired_p(kind, sn, sb));
-    const bool regressed = beyond && sig;
-    r.regressed = r.regressed || regressed || missing > 0;
-    std::string status = regressed ? "REGRESSED"
-                         : beyond  ? "drop not significant"
-                         : sig     ? "significant drop within tolerance"
-                         : rose    ? "improved"
-                         : n       ? "ok"
-                                   : "";
-    if (missing)
-      status += (status.empty() ? "" : ", ") + std::to_string(missing) + " instance(s) missing";
-    table << "| " << key.first << " | " << key.second << " | " << n << " | "
-          << (n ? stats::paired_test_name(kind) : "–") << " | "
-          << stats::format_estimate(eb.mean, eb.ci) << " | "
-          << stats::format_estimate(en.mean, en.ci) << " | "
-          << fixed(n ? mean(sn) - mean(sb) : NAN, "%+.3f") << " | " << fixed(p, "%.4g") << " | "
-          << (n ? detectable(kind, n) : "–") << " | " << status << " |\n";
-    // A group that could not have shown a drop of the tolerance's size.
-    const double mdd = stats::min_detectable_drop(kind, n);
-    if (n && !(mdd <= tolerance))
-      notes << "- " << in_model << key.first << " / " << key.second << ": with " << n
-            << " paired instances the " << stats::paired_test_name(kind) << " test "
-            << (std::isnan(mdd)
-                    ? std::string("can call no drop significant: no drop, however large, fails "
-                                  "the gate.")
-                    : "can call no drop below " + fixed(mdd) + " significant (" +
-                          std::to_string(stats::min_detectable_flips(kind, n)) + " of " +
-                          std::to_string(n) +
-                          " instances losing their score): a drop larger than the tolerance (" +
-                          fixed(tolerance) + ") but smaller than that passes unseen.")
-            << "\n";
-  }
+    for (const auto& [key, instances] : base_groups) {
+      n_base += static_cast<int>(instances.size());
+      const auto g = new_groups.find(key);
+      const std::map<std::string, Cell> none;
+      const std::map<std::string, Cell>& in_new = g == new_groups.end() ? none : g->second;
+      // [n] the scores of the instances both runs have, in instance-id order.
+      std::vector<double> sb, sn;
+      int missing = 0;
+      for (const auto& [instance, cell] : instances) {
+        const auto it = in_new.find(instance);
+        if (it == in_new.end()) {
+          ++missing;
+          continue;
+        }
+        const double score_new = it->second.score;
+        sb.push_back(cell.score);
+        sn.push_back(score_new);
+        if (cell.score != score_new) {
+          ++n_changed;
+          char buf[96];
+          std::snprintf(buf, sizeof buf, " | %.3f | %.3f | %+.3f |\n", cell.score, score_new,
+                        score_new - cell.score);
+          changed << "| " << cell.id << " | " << instance << " | " << in_model << key.first << buf;
+        }
+      }
+      n_missing += missing;
+      const int64_t n = static_cast<int64_t>(sb.size());
+      std::vector<double> both = sb;
+      both.insert(both.end(), sn.begin(), sn.end());
+      const stats::ScoreKind kind = stats::score_kind(both);
+      const stats::Estimate eb = stats::estimate_mean(sb), en = stats::estimate_mean(sn);
+      // One-sided: p asks whether the score dropped; the same test with the
+      // runs swapped asks whether it rose (only for the "improved" status).
+      const double p = n ? stats::paired_p(kind, sb, sn) : NAN;
+      const double drop = n ? mean(sb) - mean(sn) : NAN;
+      const bool beyond = n && drop > tolerance + 1e-12;
+      const bool sig = n && drop > 0 && stats::significant(p);
+      const bool rose = n && drop < 0 && stats::significant(stats::paired_p(kind, sn, sb));
+      const bool regressed = beyond && sig;
+      r.regressed = r.regressed || regressed || missing > 0;
+      std::string status = regressed ? "REGRESSED"
+                           : beyond  ? "drop not significant"
+                           : sig     ? "significant drop within tolerance"
+                           : rose    ? "improved"
+                           : n       ? "ok"
+                                     : "";
+      if (missing)
+        status += (status.empty() ? "" : ", ") + std::to_string(missing) + " instance(s) missing";
+      table << "| " << key.first << " | " << key.second << " | " << n << " | "
+            << (n ? stats::paired_test_name(kind) : "–") << " | "
+            << stats::format_estimate(eb.mean, eb.ci) << " | "
+            << stats::format_estimate(en.mean, en.ci) << " | "
+            << fixed(n ? mean(sn) - mean(sb) : NAN, "%+.3f") << " | " << fixed(p, "%.4g") << " | "
+            << (n ? detectable(kind, n) : "–") << " | " << status << " |\n";
+      // A group that could not have shown a drop of the tolerance's size.
+      const double mdd = stats::min_detectable_drop(kind, n);
+      if (n && !(mdd <= tolerance))
+        notes << "- " << in_model << key.first << " / " << key.second << ": with " << n
+              << " paired instances the " << stats::paired_test_name(kind) << " test "
+              << (std::isnan(mdd)
+                      ? std::string("can call no drop significant: no drop, however large, fails "
+                                    "the gate.")
+                      : "can call no drop below " + fixed(mdd) + " significant (" +
+                            std::to_string(stats::min_detectable_flips(kind, n)) + " of " +
+                            std::to_string(n) +
+                            " instances losing their score): a drop larger than the tolerance (" +
+                            fixed(tolerance) + ") but smaller than that passes unseen.")
+              << "\n";
+    }
   }
 
   std::ostringstream o;

@@ -37,9 +37,9 @@ std::vector<ModelSection> split_by_model(const std::vector<nlohmann::json>& cell
   const std::string fallback = default_model_label(config);
   for (const auto& c : cells) section(cell_model_label(c, fallback)).cells.push_back(c);
   // A listed model without cells yet (a run in progress) has no section.
-  out.erase(std::remove_if(out.begin(), out.end(),
-                           [](const ModelSection& s) { return s.cells.empty(); }),
-            out.end());
+  out.erase(
+      std::remove_if(out.begin(), out.end(), [](const ModelSection& s) { return s.cells.empty(); }),
+      out.end());
   if (out.empty()) out.push_back({fallback, {}});
   return out;
 }

@@ -55,97 +55,97 @@ namespace {
 
 // Score vs memory with the Pareto front (higher score at lower memory), one model.
 void score_vs_memory(plot::Script& s, const std::vector<TableRow>& rows, const std::string& dir) {
-    std::vector<std::pair<double, double>> pts;  // (memory %, score)
-    std::vector<std::string> names;
-    std::vector<const TableRow*> shown;
-    double max_memory = 0;
-    for (const auto& r : rows)
-      if (r.memory_rel) {
-        shown.push_back(&r);
-        max_memory = std::max(max_memory, *r.memory_rel * 100);
-      }
-    const double x_max = std::max(1.0, max_memory * 1.15);
-    // Labels sit right of their point, clear of its error bar, each in the
-    // first free slot at, above or below its score (greedy, in table
-    // order), so labels of nearby points do not overprint them or each other. A label's box in
-    // plot units: about 5.5 pixels a character of the 8-point font over a
-    // plot area of about 1060 x 600 pixels.
-    const double char_w = x_max * 5.5 / 1060, line_h = 1.05 * 13 / 600;
-    struct Box {
-      double x0, x1, y;
-    };
-    // The points themselves are obstacles too (their markers are about two
-    // characters wide; a label starts one character right of its own).
-    std::vector<Box> placed;
-    for (const TableRow* r : shown)
-      placed.push_back(
-          {*r->memory_rel * 100 - 0.9 * char_w, *r->memory_rel * 100 + 0.9 * char_w, r->score});
-    std::ostringstream cmd;
-    cmd << "$pts << EOD\n";
-    for (const TableRow* r : shown) {
-      const double m = *r->memory_rel * 100;
-      const std::string text = plot::shorten(r->label, 40);
-      const double x0 = m + char_w, x1 = x0 + char_w * static_cast<double>(text.size() + 1);
-      double y = r->score;
-      for (int step = 0; step < 40; ++step) {
-        // 0, +1, -1, +2, -2, ... lines from the point.
-        const double cand = r->score + line_h * ((step + 1) / 2) * (step % 2 ? 1 : -1);
-        const bool free = std::none_of(placed.begin(), placed.end(), [&](const Box& b) {
-          return x0 < b.x1 && b.x0 < x1 && std::abs(b.y - cand) < line_h;
-        });
-        if (free && cand >= -0.02 && cand <= 1.07) {
-          y = cand;
-          break;
-        }
-      }
-      placed.push_back({x0, x1, y});
-      pts.push_back({m, r->score});
-      names.push_back(text);
-      // Columns: memory %, score, label index, label height, the score's 95%
-      // interval (the point itself when it has none).
-      const double lo = std::isnan(r->score_ci.lo) ? r->score : r->score_ci.lo;
-      const double hi = std::isnan(r->score_ci.hi) ? r->score : r->score_ci.hi;
-      cmd << m << " " << r->score << " " << names.size() << " " << y << " " << lo << " " << hi
-          << "\n";
+  std::vector<std::pair<double, double>> pts;  // (memory %, score)
+  std::vector<std::string> names;
+  std::vector<const TableRow*> shown;
+  double max_memory = 0;
+  for (const auto& r : rows)
+    if (r.memory_rel) {
+      shown.push_back(&r);
+      max_memory = std::max(max_memory, *r.memory_rel * 100);
     }
-    cmd << "EOD\n$front << EOD\n";
-    // The front: by memory, and at equal memory the best score only.
-    std::sort(pts.begin(), pts.end(), [](const auto& a, const auto& b) {
-      return a.first != b.first ? a.first < b.first : a.second > b.second;
-    });
-    double best = -1;
-    for (const auto& [m, sc] : pts) {
-      if (sc > best) {
-        cmd << m << " " << sc << "\n";
-        best = sc;
+  const double x_max = std::max(1.0, max_memory * 1.15);
+  // Labels sit right of their point, clear of its error bar, each in the
+  // first free slot at, above or below its score (greedy, in table
+  // order), so labels of nearby points do not overprint them or each other. A label's box in
+  // plot units: about 5.5 pixels a character of the 8-point font over a
+  // plot area of about 1060 x 600 pixels.
+  const double char_w = x_max * 5.5 / 1060, line_h = 1.05 * 13 / 600;
+  struct Box {
+    double x0, x1, y;
+  };
+  // The points themselves are obstacles too (their markers are about two
+  // characters wide; a label starts one character right of its own).
+  std::vector<Box> placed;
+  for (const TableRow* r : shown)
+    placed.push_back(
+        {*r->memory_rel * 100 - 0.9 * char_w, *r->memory_rel * 100 + 0.9 * char_w, r->score});
+  std::ostringstream cmd;
+  cmd << "$pts << EOD\n";
+  for (const TableRow* r : shown) {
+    const double m = *r->memory_rel * 100;
+    const std::string text = plot::shorten(r->label, 40);
+    const double x0 = m + char_w, x1 = x0 + char_w * static_cast<double>(text.size() + 1);
+    double y = r->score;
+    for (int step = 0; step < 40; ++step) {
+      // 0, +1, -1, +2, -2, ... lines from the point.
+      const double cand = r->score + line_h * ((step + 1) / 2) * (step % 2 ? 1 : -1);
+      const bool free = std::none_of(placed.begin(), placed.end(), [&](const Box& b) {
+        return x0 < b.x1 && b.x0 < x1 && std::abs(b.y - cand) < line_h;
+      });
+      if (free && cand >= -0.02 && cand <= 1.07) {
+        y = cand;
+        break;
       }
     }
-    // The last step runs on to the largest memory plotted (steps need two
-    // points, and nothing to the right beats the best score).
-    if (!pts.empty()) cmd << max_memory << " " << best << "\n";
-    cmd << "EOD\n"
-        << label_array("point_label", names)
-        << "set title 'Score vs KV memory'\nset xlabel 'KV bytes (% of the full cache)'\n"
-        << "set ylabel 'score (bars: 95% interval)'\nset yrange [0:1.05]\n"
-        // Room on the right for the last point's bar and label.
-        << "set xrange [0:" << x_max << "]\n"
-        << "set key bottom right\n"
-        << "plot $front using 1:2 with steps lw 2 lc rgb '#888888' title 'Pareto front', "
-           "$pts using 1:2:5:6 with yerrorbars pt 7 ps 1.5 lw 1.5 lc rgb '#2b83ba' "
-           "title 'configurations (95% interval)', "
-           "$pts using 1:4:(point_label[int($3)]) with labels left offset 1,0 font ',8' "
-           "notitle\n";
-    if (!pts.empty()) s.emit(dir, "score-vs-memory", "1200,700", cmd.str());
+    placed.push_back({x0, x1, y});
+    pts.push_back({m, r->score});
+    names.push_back(text);
+    // Columns: memory %, score, label index, label height, the score's 95%
+    // interval (the point itself when it has none).
+    const double lo = std::isnan(r->score_ci.lo) ? r->score : r->score_ci.lo;
+    const double hi = std::isnan(r->score_ci.hi) ? r->score : r->score_ci.hi;
+    cmd << m << " " << r->score << " " << names.size() << " " << y << " " << lo << " " << hi
+        << "\n";
+  }
+  cmd << "EOD\n$front << EOD\n";
+  // The front: by memory, and at equal memory the best score only.
+  std::sort(pts.begin(), pts.end(), [](const auto& a, const auto& b) {
+    return a.first != b.first ? a.first < b.first : a.second > b.second;
+  });
+  double best = -1;
+  for (const auto& [m, sc] : pts) {
+    if (sc > best) {
+      cmd << m << " " << sc << "\n";
+      best = sc;
+    }
+  }
+  // The last step runs on to the largest memory plotted (steps need two
+  // points, and nothing to the right beats the best score).
+  if (!pts.empty()) cmd << max_memory << " " << best << "\n";
+  cmd << "EOD\n"
+      << label_array("point_label", names)
+      << "set title 'Score vs KV memory'\nset xlabel 'KV bytes (% of the full cache)'\n"
+      << "set ylabel 'score (bars: 95% interval)'\nset yrange [0:1.05]\n"
+      // Room on the right for the last point's bar and label.
+      << "set xrange [0:" << x_max << "]\n"
+      << "set key bottom right\n"
+      << "plot $front using 1:2 with steps lw 2 lc rgb '#888888' title 'Pareto front', "
+         "$pts using 1:2:5:6 with yerrorbars pt 7 ps 1.5 lw 1.5 lc rgb '#2b83ba' "
+         "title 'configurations (95% interval)', "
+         "$pts using 1:4:(point_label[int($3)]) with labels left offset 1,0 font ',8' "
+         "notitle\n";
+  if (!pts.empty()) s.emit(dir, "score-vs-memory", "1200,700", cmd.str());
 }
 
 // Score vs budget (cells carry policy.base and policy.budget): one line per
 // base policy, per model and base policy with several models.
 void score_vs_budget(plot::Script& s, const std::vector<PlotModel>& models,
                      const std::string& dir) {
-    // base policy -> budget -> [cells] scores
-    std::map<std::string, std::map<double, std::vector<double>>> lines;
-    double lo = 1e300, hi = 0;
-    for (const PlotModel& model : models)
+  // base policy -> budget -> [cells] scores
+  std::map<std::string, std::map<double, std::vector<double>>> lines;
+  double lo = 1e300, hi = 0;
+  for (const PlotModel& model : models)
     for (const auto& c : *model.cells) {
       const json& p = c["policy"];
       if (!p.contains("budget") || p["budget"].is_null()) continue;
@@ -188,41 +188,40 @@ void score_vs_budget(plot::Script& s, const std::vector<PlotModel>& models,
 // models, for the title).
 void speed_bars(plot::Script& s, const std::vector<TableRow>& rows, const std::string& dir,
                 const std::string& stem, const std::string& model) {
-    std::ostringstream cmd;
-    cmd << "$speed << EOD\n";
-    int n = 0;
-    size_t longest = 0;
-    std::vector<std::string> names;
-    const auto v = [](double x) { return std::isnan(x) ? std::string("NaN") : std::to_string(x); };
-    for (const auto& r : rows) {
-      if (std::isnan(r.decode_tok_s)) continue;
-      // Columns: index, decode median, prefill median, decode min, max,
-      // prefill min, max.
-      cmd << n++ << " " << v(r.decode_tok_s) << " " << v(r.prefill_tok_s) << " "
-          << v(r.decode_range.lo) << " " << v(r.decode_range.hi) << " " << v(r.prefill_range.lo)
-          << " " << v(r.prefill_range.hi) << "\n";
-      names.push_back(plot::shorten(r.label, 40));
-      longest = std::max(longest, std::min<size_t>(r.label.size(), 41));
-    }
-    cmd << "EOD\n"
-        << label_array("speed_label", names)
-        << "set title "
-        << (model.empty()
-                ? std::string("'Speed: median over cells, whiskers from the slowest to the "
-                              "fastest cell'")
-                : label("Speed: median over cells, whiskers from the slowest to the fastest "
-                        "cell: " +
-                        plot::shorten(model, 60)))
-        << "\nset ylabel 'tokens/s'\nset style fill solid 0.8\n"
-        << "set boxwidth 0.4\nset xtics rotate by -35 font ',8' nomirror\n"
-        << "set bmargin " << 2 + longest * 0.28 << "\nset key outside top center horizontal\n"
-        << "set offsets 0.5, 0.5, 0, 0\nset yrange [0:*]\n"
-        << "plot $speed using ($1-0.2):2:xtic(speed_label[int($1)+1]) with boxes lc rgb '#2b83ba' "
-           "title 'decode', "
-           "$speed using ($1+0.2):3 with boxes lc rgb '#abdda4' title 'prefill', "
-           "$speed using ($1-0.2):2:4:5 with yerrorbars pt 7 ps 0.3 lc rgb '#333333' notitle, "
-           "$speed using ($1+0.2):3:6:7 with yerrorbars pt 7 ps 0.3 lc rgb '#333333' notitle\n";
-    if (n) s.emit(dir, stem, "1000,640", cmd.str());
+  std::ostringstream cmd;
+  cmd << "$speed << EOD\n";
+  int n = 0;
+  size_t longest = 0;
+  std::vector<std::string> names;
+  const auto v = [](double x) { return std::isnan(x) ? std::string("NaN") : std::to_string(x); };
+  for (const auto& r : rows) {
+    if (std::isnan(r.decode_tok_s)) continue;
+    // Columns: index, decode median, prefill median, decode min, max,
+    // prefill min, max.
+    cmd << n++ << " " << v(r.decode_tok_s) << " " << v(r.prefill_tok_s) << " "
+        << v(r.decode_range.lo) << " " << v(r.decode_range.hi) << " " << v(r.prefill_range.lo)
+        << " " << v(r.prefill_range.hi) << "\n";
+    names.push_back(plot::shorten(r.label, 40));
+    longest = std::max(longest, std::min<size_t>(r.label.size(), 41));
+  }
+  cmd << "EOD\n"
+      << label_array("speed_label", names) << "set title "
+      << (model.empty()
+              ? std::string("'Speed: median over cells, whiskers from the slowest to the "
+                            "fastest cell'")
+              : label("Speed: median over cells, whiskers from the slowest to the fastest "
+                      "cell: " +
+                      plot::shorten(model, 60)))
+      << "\nset ylabel 'tokens/s'\nset style fill solid 0.8\n"
+      << "set boxwidth 0.4\nset xtics rotate by -35 font ',8' nomirror\n"
+      << "set bmargin " << 2 + longest * 0.28 << "\nset key outside top center horizontal\n"
+      << "set offsets 0.5, 0.5, 0, 0\nset yrange [0:*]\n"
+      << "plot $speed using ($1-0.2):2:xtic(speed_label[int($1)+1]) with boxes lc rgb '#2b83ba' "
+         "title 'decode', "
+         "$speed using ($1+0.2):3 with boxes lc rgb '#abdda4' title 'prefill', "
+         "$speed using ($1-0.2):2:4:5 with yerrorbars pt 7 ps 0.3 lc rgb '#333333' notitle, "
+         "$speed using ($1+0.2):3:6:7 with yerrorbars pt 7 ps 0.3 lc rgb '#333333' notitle\n";
+  if (n) s.emit(dir, stem, "1000,640", cmd.str());
 }
 
 // Score vs memory of several models in one figure: each model its colour
@@ -300,9 +299,9 @@ void score_vs_memory_models(plot::Script& s, const std::vector<PlotModel>& model
     plot += std::string(plot.empty() ? "plot " : ", ") + "$front" + id +
             " using 1:2 with steps lw 1.5 dt 2 lc rgb '" + colour + "' notitle, $pts" + id +
             " using 1:2:5:6 with yerrorbars pt " + std::to_string(kPoints[k % 16]) +
-            " ps 1.5 lw 1.5 lc rgb '" + colour + "' title " + label(plot::shorten(models[k].label, 50)) +
-            ", $pts" + id + " using 1:4:(point_label_" + id +
-            "[int($3)]) with labels left offset 1,0 font ',8' tc rgb '" + colour + "' notitle";
+            " ps 1.5 lw 1.5 lc rgb '" + colour + "' title " +
+            label(plot::shorten(models[k].label, 50)) + ", $pts" + id + " using 1:4:(point_label_" +
+            id + "[int($3)]) with labels left offset 1,0 font ',8' tc rgb '" + colour + "' notitle";
   }
   cmd << "set title 'Score vs KV memory per model (dashed: each model''s Pareto front)'\n"
          "set xlabel 'KV bytes (% of the model''s full cache)'\n"

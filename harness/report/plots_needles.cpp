@@ -91,8 +91,7 @@ void needle_heatmaps(Script& s, const std::vector<json>& cells, const std::vecto
 
   std::ostringstream cmd;
   cmd << "unset grid\n"
-      << kPalette
-      << "set multiplot title "
+      << kPalette << "set multiplot title "
       << (model.empty()
               ? std::string("'Score by needle depth (rows) and context length (columns), mean "
                             "over instances'")

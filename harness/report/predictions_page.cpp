@@ -148,8 +148,8 @@ std::string instance_grid_html(const std::vector<json>& cells, const std::vector
   std::ostringstream o;
   o << "<table class=\"grid\">\n<tr><th>Task</th><th>Length</th><th>Depth</th><th>Instance</th>";
   for (size_t i = 0; i < rows.size(); ++i)
-    o << "<th><a href=\"" << page << "#" << config_anchor(i) << "\">"
-      << html_escape(rows[i].label) << "</a></th>";
+    o << "<th><a href=\"" << page << "#" << config_anchor(i) << "\">" << html_escape(rows[i].label)
+      << "</a></th>";
   o << "</tr>\n";
   for (const auto& [key, by_column] : grid) {
     const json& inst = (*by_column.begin()->second)["instance"];
@@ -163,9 +163,8 @@ std::string instance_grid_html(const std::vector<json>& cells, const std::vector
         continue;
       }
       const double score = (*it->second)["score"].get<double>();
-      o << "<td class=\"num\" style=\"background:" << score_colour(score)
-        << "\"><a href=\"" << page << "#"
-        << html_escape(cell_anchor((*it->second)["id"].get<std::string>())) << "\">"
+      o << "<td class=\"num\" style=\"background:" << score_colour(score) << "\"><a href=\"" << page
+        << "#" << html_escape(cell_anchor((*it->second)["id"].get<std::string>())) << "\">"
         << number(score, "%.2f") << "</a></td>";
     }
     o << "</tr>\n";

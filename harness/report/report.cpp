@@ -211,7 +211,8 @@ ReportSummary write_report(const RunFolder& run) {
     sections.push_back(std::move(s));
   }
 
-  for (const auto& s : sections) summary.table_markdown += md_heading(s, several) + s.table + (several ? "\n" : "");
+  for (const auto& s : sections)
+    summary.table_markdown += md_heading(s, several) + s.table + (several ? "\n" : "");
   write_file_atomic(run.path("table.md"), summary.table_markdown);
   write_file_atomic(run.path("table.csv"),
                     several ? csv_with_model(sections) : table_csv(sections.front().rows));
@@ -317,12 +318,14 @@ ReportSummary write_report(const RunFolder& run) {
     for (const auto& sentence : s.sentences) md << "- " << sentence << "\n";
     if (several) md << "\n";
   }
-  md << "\n" << about.str() << "\n\n## Table\n\n"
+  md << "\n"
+     << about.str() << "\n\n## Table\n\n"
      << columns_legend << (several ? models_legend : "") << "\n\n"
      << intervals_legend() << "\n\n"
      << summary.table_markdown << "\n## Score per task\n\n"
      << "Mean score with its 95% interval; W: Wilson, B: bootstrap; n instances.\n\n";
-  for (const auto& s : sections) md << md_heading(s, several) << s.per_task << (several ? "\n" : "");
+  for (const auto& s : sections)
+    md << md_heading(s, several) << s.per_task << (several ? "\n" : "");
   md << "\n## Speed\n\n" << speed_legend << "\n\n";
   for (const auto& s : sections) md << md_heading(s, several) << s.speed << (several ? "\n" : "");
   md << "\nEach cell's prediction and expected answers: `predictions.html`, "
@@ -341,8 +344,7 @@ ReportSummary write_report(const RunFolder& run) {
            std::string(f.stem) != "score-vs-budget";
   };
   const auto figure_exists = [&](const Figure& f) {
-    if (!per_model_figure(f))
-      return has_file(plots.files, std::string("plots/") + f.stem + ".svg");
+    if (!per_model_figure(f)) return has_file(plots.files, std::string("plots/") + f.stem + ".svg");
     for (const auto& s : sections)
       if (has_file(plots.files, std::string("plots/") + f.stem + s.suffix + ".svg")) return true;
     return false;
@@ -383,7 +385,8 @@ ReportSummary write_report(const RunFolder& run) {
     html << "; kvbench commit " << html_escape(meta["git_commit"].get<std::string>());
   html << "</p>\n<h2 id=\"table\">Table</h2>\n<p class=\"note\">"
        << html_escape(columns_legend + (several ? models_legend : "")) << "</p>\n<p class=\"note\">"
-       << html_escape(intervals_legend()) << " Each configuration links to its cells' predictions.</p>\n";
+       << html_escape(intervals_legend())
+       << " Each configuration links to its cells' predictions.</p>\n";
   for (const auto& s : sections)
     html << html_heading(s, several) << "<div class=\"wide\">"
          << markdown_table_to_html(s.table,
@@ -400,8 +403,8 @@ ReportSummary write_report(const RunFolder& run) {
          << "</div>\n";
   for (const Figure& f : kFigures) {
     if (!figure_exists(f)) continue;
-    html << "<h2 id=\"" << f.anchor << "\">" << html_escape(f.heading) << "</h2>\n<p class=\"note\">"
-         << html_escape(f.caption) << "</p>\n";
+    html << "<h2 id=\"" << f.anchor << "\">" << html_escape(f.heading)
+         << "</h2>\n<p class=\"note\">" << html_escape(f.caption) << "</p>\n";
     if (!per_model_figure(f)) {
       html << figure_html(plots.files, f.stem, f.heading);
       continue;

@@ -327,8 +327,8 @@ void apply_override(json& doc, const std::string& assignment) {
 
 ExperimentConfig parse_experiment(const json& doc, const std::string& source) {
   const Node root(doc, source, "");
-  root.expect_object({"name", "description", "model", "models", "threads", "seed", "tasks", "policies",
-                      "decoding", "metrics", "output", "keep_prefills"});
+  root.expect_object({"name", "description", "model", "models", "threads", "seed", "tasks",
+                      "policies", "decoding", "metrics", "output", "keep_prefills"});
   ExperimentConfig c;
   c.source = source;
   c.name =
@@ -421,21 +421,21 @@ json to_json(const ExperimentConfig& c) {
     policies.push_back(e);
   }
   json out = {{"name", c.name},
-          {"description", c.description},
-          {"threads", c.threads},
-          {"seed", c.seed},
-          {"tasks", tasks},
-          {"policies", policies},
-          {"decoding",
-           {{"max_new_tokens", c.decoding.max_new_tokens},
-            {"chunk", c.decoding.chunk},
-            {"question_first", c.decoding.question_first},
-            {"exact", c.decoding.exact}}},
-          {"metrics",
-           {{"teacher_forced", c.metrics.teacher_forced},
-            {"needle_survival", c.metrics.needle_survival}}},
-          {"output", c.output},
-          {"keep_prefills", c.keep_prefills}};
+              {"description", c.description},
+              {"threads", c.threads},
+              {"seed", c.seed},
+              {"tasks", tasks},
+              {"policies", policies},
+              {"decoding",
+               {{"max_new_tokens", c.decoding.max_new_tokens},
+                {"chunk", c.decoding.chunk},
+                {"question_first", c.decoding.question_first},
+                {"exact", c.decoding.exact}}},
+              {"metrics",
+               {{"teacher_forced", c.metrics.teacher_forced},
+                {"needle_survival", c.metrics.needle_survival}}},
+              {"output", c.output},
+              {"keep_prefills", c.keep_prefills}};
   // A config that gave "model" reads back exactly as before.
   if (c.models_listed) {
     json models = json::array();

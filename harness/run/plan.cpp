@@ -14,7 +14,6 @@
 
 namespace kvbench {
 
-
 namespace {
 
 std::string budget_text(double b) {

@@ -18,11 +18,11 @@ namespace kvbench {
 
 // The model a plan runs: what each of its cells records.
 struct PlannedModel {
-  size_t index = 0;     // in the config's models
-  std::string path;     // as the config gives it
-  std::string label;    // ModelEntry::label
-  std::string key;      // model_file_key(label) with several models, else "" (ids as before)
-  std::string sha256;   // of the file, filled by the caller (hashing takes a while)
+  size_t index = 0;    // in the config's models
+  std::string path;    // as the config gives it
+  std::string label;   // ModelEntry::label
+  std::string key;     // model_file_key(label) with several models, else "" (ids as before)
+  std::string sha256;  // of the file, filled by the caller (hashing takes a while)
 };
 
 struct PlannedPolicy {

@@ -202,8 +202,7 @@ nlohmann::json RunFolder::meta() const {
       const std::string at = "/models/" + std::to_string(i);
       if (!list[i].is_object()) bad(at, "an object");
       for (const char* k : {"path", "label", "sha256"})
-        if (!list[i].contains(k) || !list[i][k].is_string())
-          bad(at + "/" + k, "a string");
+        if (!list[i].contains(k) || !list[i][k].is_string()) bad(at + "/" + k, "a string");
     }
   }
   for (const char* k : {"plan", "work", "shard"}) {

@@ -55,19 +55,19 @@ nlohmann::json collect_run_meta(const std::vector<ModelEntry>& models, int threa
   gmtime_r(&now, &utc);
   std::strftime(stamp, sizeof stamp, "%Y-%m-%dT%H:%M:%SZ", &utc);
   nlohmann::json meta = {{"kvbench_version", KVBENCH_VERSION},
-          {"git_commit", git_commit()},
-          {"cpu", cpu_model_name()},
-          {"cores", std::thread::hardware_concurrency()},
-          {"threads", threads},
-          {"compiler", __VERSION__},
-          {"libraries",
-           {{"openblas", openblas_get_config()},
-            {"boost", BOOST_LIB_VERSION},
-            {"nlohmann_json", std::to_string(NLOHMANN_JSON_VERSION_MAJOR) + "." +
-                                  std::to_string(NLOHMANN_JSON_VERSION_MINOR) + "." +
-                                  std::to_string(NLOHMANN_JSON_VERSION_PATCH)},
-            {"pcre2", pcre_version}}},
-          {"started_utc", stamp}};
+                         {"git_commit", git_commit()},
+                         {"cpu", cpu_model_name()},
+                         {"cores", std::thread::hardware_concurrency()},
+                         {"threads", threads},
+                         {"compiler", __VERSION__},
+                         {"libraries",
+                          {{"openblas", openblas_get_config()},
+                           {"boost", BOOST_LIB_VERSION},
+                           {"nlohmann_json", std::to_string(NLOHMANN_JSON_VERSION_MAJOR) + "." +
+                                                 std::to_string(NLOHMANN_JSON_VERSION_MINOR) + "." +
+                                                 std::to_string(NLOHMANN_JSON_VERSION_PATCH)},
+                           {"pcre2", pcre_version}}},
+                         {"started_utc", stamp}};
   if (models.size() == 1) {
     meta["model"] = models[0].path;
     meta["model_sha256"] = sha256_file(models[0].path);
@@ -98,9 +98,8 @@ void check_same_models(const nlohmann::json& old_meta, const nlohmann::json& met
   for (size_t i = 0; i < n; ++i) {
     const std::string was = model_sha256(old_meta, i), now = model_sha256(meta, i);
     if (was.empty() || was == now) continue;  // an old folder without a recorded hash
-    const std::string path =
-        meta.contains("models") ? meta["models"][i]["path"].get<std::string>()
-                                : meta["model"].get<std::string>();
+    const std::string path = meta.contains("models") ? meta["models"][i]["path"].get<std::string>()
+                                                     : meta["model"].get<std::string>();
     throw InputError(path + ": its sha256 differs from the one this run started with (" +
                      was.substr(0, 16) + "...): resume with the same model");
   }

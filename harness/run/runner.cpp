@@ -298,7 +298,8 @@ void InstanceRunner::run(const std::vector<PolicyRun>& pending, const RunFolder&
   SharedPrefill shared;
   std::optional<KeptPrefill> kept;
   if (store)
-    kept = store->load(prefill_key_, prompt_.tokens, c_.decoding.chunk, chunks_, full_ctx, kept_chunks);
+    kept = store->load(prefill_key_, prompt_.tokens, c_.decoding.chunk, chunks_, full_ctx,
+                       kept_chunks);
   if (kept) {
     ++sum.prefills_loaded;
     shared.full = std::move(kept->full);
