@@ -1,6 +1,5 @@
 #include "harness/report/plots.h"
 
-
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -156,32 +155,32 @@ void score_vs_budget(plot::Script& s, const std::vector<PlotModel>& models,
       lines[models.size() > 1 ? model.label + ": " + base : base][budget].push_back(
           c["score"].get<double>());
     }
-    std::ostringstream cmd;
-    int block = 0;
-    std::string plot = "plot ";
-    for (const auto& [base, pts] : lines) {
-      cmd << "$b" << block << " << EOD\n";
-      // Columns: budget, mean score, its 95% interval (the mean itself when
-      // it has none: one fractional score).
-      for (const auto& [budget, scores] : pts) {
-        const stats::Estimate e = stats::estimate_mean(scores);
-        cmd << budget << " " << e.mean << " " << (std::isnan(e.ci.lo) ? e.mean : e.ci.lo) << " "
-            << (std::isnan(e.ci.hi) ? e.mean : e.ci.hi) << "\n";
-      }
-      cmd << "EOD\n";
-      plot += std::string(block ? ", " : "") + "$b" + std::to_string(block) +
-              " using 1:2:3:4 with yerrorlines lw 2 pt 7 title " + label(base);
-      ++block;
+  std::ostringstream cmd;
+  int block = 0;
+  std::string plot = "plot ";
+  for (const auto& [base, pts] : lines) {
+    cmd << "$b" << block << " << EOD\n";
+    // Columns: budget, mean score, its 95% interval (the mean itself when
+    // it has none: one fractional score).
+    for (const auto& [budget, scores] : pts) {
+      const stats::Estimate e = stats::estimate_mean(scores);
+      cmd << budget << " " << e.mean << " " << (std::isnan(e.ci.lo) ? e.mean : e.ci.lo) << " "
+          << (std::isnan(e.ci.hi) ? e.mean : e.ci.hi) << "\n";
     }
-    cmd << "set title 'Score vs budget'\nset xlabel 'budget (tokens, or ratio of the context when "
-           "<= 1)'\n"
-        << "set ylabel 'score (bars: 95% interval)'\nset yrange [0:1.05]\nset key bottom right\n"
-        // Token budgets spread over powers of two read best on a log axis.
-        << (lo > 1 && hi / lo >= 4 ? "set logscale x 2\nset xrange [" + std::to_string(lo / 1.5) +
-                                         ":" + std::to_string(hi * 1.5) + "]\n"
-                                   : std::string("set xrange [0:*]\n"))
-        << plot << "\n";
-    if (block) s.emit(dir, "score-vs-budget", "900,600", cmd.str());
+    cmd << "EOD\n";
+    plot += std::string(block ? ", " : "") + "$b" + std::to_string(block) +
+            " using 1:2:3:4 with yerrorlines lw 2 pt 7 title " + label(base);
+    ++block;
+  }
+  cmd << "set title 'Score vs budget'\nset xlabel 'budget (tokens, or ratio of the context when "
+         "<= 1)'\n"
+      << "set ylabel 'score (bars: 95% interval)'\nset yrange [0:1.05]\nset key bottom right\n"
+      // Token budgets spread over powers of two read best on a log axis.
+      << (lo > 1 && hi / lo >= 4 ? "set logscale x 2\nset xrange [" + std::to_string(lo / 1.5) +
+                                       ":" + std::to_string(hi * 1.5) + "]\n"
+                                 : std::string("set xrange [0:*]\n"))
+      << plot << "\n";
+  if (block) s.emit(dir, "score-vs-budget", "900,600", cmd.str());
 }
 
 // Speed bars of one model's configurations (`model`: its label with several

@@ -2,7 +2,7 @@
 // is split at NUL bytes into config.json, meta.json and cells/c0.json,
 // cells/c1.json, ... of a scratch run folder. Any input must be refused with
 // InputError or be read whole: the cells and meta checked, the table built
-// and rendered (markdown, CSV, JSON) and the folder compared with itself
+// and rendered (markdown, CSV, JSON; per model too) and the folder compared with itself
 // without a regression.
 #include <unistd.h>
 
@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "harness/report/compare.h"
+#include "harness/report/models.h"
 #include "harness/report/table.h"
 #include "harness/run/run_folder.h"
 #include "model/common/error.h"
@@ -57,6 +58,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     (void)table_markdown(rows);
     (void)table_csv(rows);
     (void)dump_json(table_json(rows));
+    // The report's per-model tables (a run of several models).
+    for (const auto& section : split_by_model(cells, run.config()))
+      (void)table_markdown(build_table(section.cells));
     if (compare_runs(dir, dir, 0.0).regressed)
       std::abort();  // a folder never regresses against itself
   } catch (const InputError&) {
