@@ -501,7 +501,6 @@ void CacheStore::renumber_contiguous(int seq, int layer, int kv_head) {
   };
   static thread_local std::vector<Item> items;
   items.clear();
-  int32_t base = std::numeric_limits<int32_t>::max();
   for (int slot : {kMain, kIncoming}) {
     Segment* seg = hs.segs[slot].get();
     if (!seg) continue;
@@ -515,10 +514,20 @@ void CacheStore::renumber_contiguous(int seq, int layer, int kv_head) {
         throw UnsupportedOperation("contiguous positions: " + seg->precision() +
                                    " keys cannot be re-rotated");
       items.push_back({seg->meta.src[i], static_cast<int8_t>(slot), i});
-      base = std::min(base, seg->meta.pos[i]);
     }
   }
   std::sort(items.begin(), items.end(), [](const Item& a, const Item& b) { return a.src < b.src; });
+  if (items.empty()) return;
+  // Anchored at the newest entry, which keeps its position: the entries
+  // before it close up behind it. Every layer then agrees on the positions of
+  // the newest tokens, which a sliding-window layer (Gemma 3) holds without
+  // evicting, so the next query's position is right in every layer; and a
+  // window's entries, already contiguous, are not re-rotated at all (only
+  // the sinks move). RoPE sees relative positions only: the same attention
+  // as numbering from 0.
+  const Item& last = items.back();
+  const int32_t base = hs.segs[last.slot]->meta.pos[last.idx] -
+                       static_cast<int32_t>(items.size() - 1);
   for (size_t r = 0; r < items.size(); ++r) {
     Segment& seg = *hs.segs[items[r].slot];
     int32_t& pos = seg.meta.pos[items[r].idx];

@@ -188,7 +188,8 @@ class CacheStore {
   // mixed: moves incoming (f32) entries into main (quantized).
   void demote(int layer, int kv_head, std::span<const EntryRef> refs);
   // StreamingLLM: positions of `seq`'s entries in this head become
-  // contiguous (from the smallest one) in arrival order; keys re-rotated.
+  // contiguous in arrival order, ending at the newest entry's position (it
+  // does not move); keys re-rotated.
   void renumber_contiguous(int seq, int layer, int kv_head);
   // A local layer's native window (llama.cpp's ISWA): `seq`'s entries of
   // `layer` at positions <= cutoff leave every tier (no queries of the

@@ -158,8 +158,32 @@ TEST(SlidingWindowCache, ContiguousPositionsReRotateInHalvesWithEachLayersBase) 
       for (int c = 0; c < kDim; ++c) EXPECT_NEAR(k[c], want[c], 2e-5f) << "src " << e.src;
     }
   }
-  // Sink + the 2 newest, renumbered 0, 1, 2.
-  EXPECT_EQ(positions(*cache, 0), range(0, 3));
+  // Sink + the 2 newest, contiguous behind the newest token (position 8:
+  // each decode token came at next_position), in every layer alike.
+  for (int l = 0; l < kLayers; ++l) EXPECT_EQ(positions(*cache, l), range(6, 9)) << l;
+}
+
+// The bug this test was written for: with a budget above the local window,
+// only the global layers evict and renumber; numbering from the smallest
+// position left the local layers' newest tokens at their stream positions,
+// so the next query's position drifted away from the global layers' keys
+// (on Gemma 3, 48k tokens past their 1k window). Anchored at the newest
+// token, every layer agrees and no query is further than the budget from
+// any key it attends.
+TEST(SlidingWindowCache, ContiguousPositionsAgreeAcrossLayerKinds) {
+  auto cache =
+      PolicyCache::create(parse_policy_spec("streaming:budget=6,sinks=1,pos=contiguous"), ctx());
+  append(*cache, 0, 0, 5);
+  for (int t = 5; t < 40; ++t) {
+    append(*cache, t, cache->position_for(0, t), 1, true);
+    const int32_t next = cache->next_position(0);
+    const auto global = positions(*cache, 0), local = positions(*cache, 1);
+    ASSERT_EQ(global.size(), 6u);
+    ASSERT_EQ(local.size(), static_cast<size_t>(kWindow));
+    EXPECT_LE(next - global.front(), 6) << "step " << t;
+    // The local layer holds the newest 4 tokens at the global layers' positions.
+    EXPECT_EQ(local, std::vector<int32_t>(global.end() - kWindow, global.end())) << "step " << t;
+  }
 }
 
 TEST(SlidingWindowCache, SnapshotsCarryTheWindowsAndTheLocalRope) {
