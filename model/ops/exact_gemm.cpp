@@ -1,6 +1,7 @@
 // The scalar reference of exact_gemm, the panel packing and the dispatch.
 #include "model/ops/exact_gemm.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 
