@@ -539,11 +539,12 @@ void CacheStore::renumber_contiguous(int seq, int layer, int kv_head) {
   evicted_max_[seq] = -1;
 }
 
-void CacheStore::trim_window(int seq, int layer, int32_t cutoff) {
-  const uint64_t bit = bit_of(seq);
-  for (int h = 0; h < shape().n_kv_heads; ++h) {
-    HeadState& hs = head(layer, h);
-    for (int slot : {kMain, kIncoming}) {
+template <typename F>
+void CacheStore::release_entries(uint64_t bit, int h0, int h1, std::initializer_list<int> slots,
+                                 F selected) {
+  for (int h = h0; h < h1; ++h) {
+    HeadState& hs = heads_[h];
+    for (int slot : slots) {
       Segment* seg = hs.segs[slot].get();
       if (!seg || seg->size() == 0) continue;
       auto& f = flags_[slot];
@@ -551,15 +552,14 @@ void CacheStore::trim_window(int seq, int layer, int32_t cutoff) {
       bool any = false;
       for (int32_t i = 0; i < seg->size(); ++i) {
         uint64_t& m = seg->meta.seqs[i];
-        if (!(m & bit) || seg->meta.pos[i] > cutoff) continue;
+        if (!(m & bit) || !selected(seg->meta.pos[i])) continue;
         m &= ~bit;
         if (m == 0) f[i] = any = true;
       }
       if (any) seg->remove(f);
     }
     if (!cold_) continue;
-    const int hidx = layer * shape().n_kv_heads + h;
-    auto& pages = cold_->head(hidx).pages;
+    auto& pages = cold_->head(h).pages;
     bool materialized = false;
     for (int32_t pi = static_cast<int32_t>(pages.size()) - 1; pi >= 0; --pi) {
       ColdPage& p = pages[pi];
@@ -567,7 +567,7 @@ void CacheStore::trim_window(int seq, int layer, int32_t cutoff) {
       bool any = false;
       for (int32_t i = 0; i < p.meta.size(); ++i) {
         uint64_t& m = p.meta.seqs[i];
-        if (!(m & bit) || p.meta.pos[i] > cutoff) continue;
+        if (!(m & bit) || !selected(p.meta.pos[i])) continue;
         m &= ~bit;
         if (m == 0) f[i] = any = true;
       }
@@ -575,9 +575,15 @@ void CacheStore::trim_window(int seq, int layer, int32_t cutoff) {
       // Restored rows point into cold pages: copy them before pages change.
       if (!materialized) static_cast<RowSegment&>(*hs.segs[kRestored]).materialize();
       materialized = true;
-      cold_->remove(hidx, pi, f);
+      cold_->remove(h, pi, f);
     }
   }
+}
+
+void CacheStore::trim_window(int seq, int layer, int32_t cutoff) {
+  const int h0 = layer * shape().n_kv_heads;
+  release_entries(bit_of(seq), h0, h0 + shape().n_kv_heads, {kMain, kIncoming},
+                  [cutoff](int32_t pos) { return pos <= cutoff; });
 }
 
 void CacheStore::restore(int seq, int layer, int kv_head, const float* q, int64_t n_queries,
@@ -685,39 +691,8 @@ void CacheStore::seq_rm(int seq, int64_t p0, int64_t p1) {
   check_range(p0, p1, "seq_rm", lo, hi);
   clear_restored();
   const uint64_t bit = seq < 0 ? ~uint64_t{0} : bit_of(seq);
-  for (auto& hs : heads_) {
-    for (int slot : {kMain, kIncoming, kSummary}) {
-      Segment* seg = hs.segs[slot].get();
-      if (!seg) continue;
-      auto& f = flags_[slot];
-      f.assign(seg->size(), 0);
-      bool any = false;
-      for (int32_t i = 0; i < seg->size(); ++i) {
-        uint64_t& m = seg->meta.seqs[i];
-        if (!(m & bit) || !in_range(seg->meta.pos[i], lo, hi)) continue;
-        m &= ~bit;
-        if (m == 0) f[i] = any = true;
-      }
-      if (any) seg->remove(f);
-    }
-  }
-  if (cold_) {
-    for (int h = 0; h < n_heads(); ++h) {
-      auto& pages = cold_->head(h).pages;
-      for (int32_t pi = static_cast<int32_t>(pages.size()) - 1; pi >= 0; --pi) {
-        ColdPage& p = pages[pi];
-        std::vector<char> f(p.meta.size(), 0);
-        bool any = false;
-        for (int32_t i = 0; i < p.meta.size(); ++i) {
-          uint64_t& m = p.meta.seqs[i];
-          if (!(m & bit) || !in_range(p.meta.pos[i], lo, hi)) continue;
-          m &= ~bit;
-          if (m == 0) f[i] = any = true;
-        }
-        if (any) cold_->remove(h, pi, f);
-      }
-    }
-  }
+  release_entries(bit, 0, n_heads(), {kMain, kIncoming, kSummary},
+                  [lo, hi](int32_t pos) { return in_range(pos, lo, hi); });
   for (int s = 0; s < kMaxSeqs; ++s)
     if ((bit & bit_of(s)) && evicted_max_[s] >= 0 && in_range(evicted_max_[s], lo, hi))
       evicted_max_[s] = -1;

@@ -22,6 +22,7 @@
 
 #include <array>
 #include <cstdint>
+#include <initializer_list>
 #include <memory>
 #include <span>
 #include <string>
@@ -269,6 +270,11 @@ class CacheStore {
   // entries whose new position is negative removed. Checks everything first.
   template <typename F>
   void shift_positions(int seq, int32_t lo, int32_t hi, F f, const char* op);
+  // Takes `bit` off the entries of heads [h0, h1) in `slots` and the cold
+  // tier whose position `selected(pos)` picks; frees those no sequence holds
+  // any more (seq_rm, trim_window).
+  template <typename F>
+  void release_entries(uint64_t bit, int h0, int h1, std::initializer_list<int> slots, F selected);
   void flush_incoming();
   void fold_into_summary(HeadState& hs, const Segment& from, int32_t i, uint64_t seqs);
   void note_evicted(int seq, int32_t pos);
