@@ -119,7 +119,39 @@ TEST(Gemma3Ops, GeluTanhMatchesTheDoubleFormula) {
   float gate[3] = {-1.0f, 0.5f, 2.0f};
   const float up[3] = {2.0f, -1.0f, 3.0f};
   geglu(gate, up, 3);
-  EXPECT_FLOAT_EQ(gate[2], gelu_tanh(2.0f) * 3.0f);
+  EXPECT_EQ(gate[2], gelu_tanh_fast(2.0f) * 3.0f);
+  EXPECT_NEAR(gate[0], gelu_tanh(-1.0f) * 2.0f, 1e-6f);
+}
+
+// The vectorizable GELU of geglu() against the std::tanh reference and the
+// double formula, over the whole float range that matters (|x| <= 24 every
+// 1/512, beyond which gelu is 0 or x) and at the extremes.
+TEST(Gemma3Ops, FastGeluMatchesTheReference) {
+  float worst_rel = 0.0f, worst_abs = 0.0f;
+  for (int i = -24 * 512; i <= 24 * 512; ++i) {
+    const float x = static_cast<float>(i) / 512.0f;
+    const double xd = x;
+    const double want =
+        0.5 * xd * (1.0 + std::tanh(std::sqrt(2.0 / M_PI) * (xd + 0.044715 * xd * xd * xd)));
+    const float fast = gelu_tanh_fast(x);
+    worst_abs = std::max(worst_abs, static_cast<float>(std::fabs(fast - want)));
+    if (std::fabs(want) > 1e-3)
+      worst_rel = std::max(worst_rel, static_cast<float>(std::fabs(fast - want) / std::fabs(want)));
+    ASSERT_LE(std::fabs(fast - gelu_tanh(x)), 2e-6f * std::max(1.0f, std::fabs(x))) << x;
+  }
+  EXPECT_LE(worst_abs, 2e-6f);
+  EXPECT_LE(worst_rel, 1e-6f);  // about 8 ulp
+  EXPECT_EQ(gelu_tanh_fast(0.0f), 0.0f);
+  EXPECT_EQ(gelu_tanh_fast(1e30f), 1e30f);
+  // exp is clamped at 88, so far left gelu is x / 1.65e38 instead of -0.
+  EXPECT_LE(std::fabs(gelu_tanh_fast(-1e30f)), 1e-8f);
+  EXPECT_EQ(gelu_tanh_fast(200.0f), 200.0f);
+  EXPECT_LE(std::fabs(gelu_tanh_fast(-200.0f)), 1e-30f);
+  // exp over its clamped range, against the library to a few ulp.
+  for (float y = -87.0f; y <= 88.0f; y += 0.0625f) {
+    const float e = std::exp(y);
+    ASSERT_LE(std::fabs(exp_bounded(y) - e), 3e-7f * e) << y;
+  }
 }
 
 // NEOX RoPE turns element i with element i + d/2; checked against the
