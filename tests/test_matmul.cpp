@@ -214,7 +214,8 @@ TEST(Matmul, GroupEqualsSeparateCalls) {
 // decode and prefill shapes and both thread counts.
 TEST(Matmul, PlanarCopyGivesTheSameBits) {
   std::mt19937 rng(14);
-  for (GgmlType t : {GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q8_0}) {
+  for (GgmlType t :
+       {GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q5_1, GgmlType::Q8_0}) {
     for (int64_t cols : {96, 576}) {
       const Matrix m = random_matrix(t, 75, cols, rng);
       std::vector<uint8_t> planar(m.bytes.size());

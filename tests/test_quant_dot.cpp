@@ -244,7 +244,8 @@ TEST(QuantDot, EveryTileShapeMatchesSingleDots) {
 
 // --- planar rows (model/ops/planar.h) ---------------------------------------------
 
-const GgmlType kPlanarTypes[] = {GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q8_0};
+const GgmlType kPlanarTypes[] = {GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q5_1,
+                                  GgmlType::Q8_0};
 
 std::vector<uint8_t> planar_copy(GgmlType t, const std::vector<uint8_t>& w, int64_t rows,
                                  int64_t n) {
@@ -286,6 +287,15 @@ TEST(PlanarRows, RoundTripIsExactAndLayoutIsAsDocumented) {
   EXPECT_EQ(z[64], (0 + 2 + 16) ^ 0x80);             // block 0, element 16
   EXPECT_EQ(z[128 + 16], (4 * 34 + 2 + 16) ^ 0x80);  // block 4, element 16
   EXPECT_EQ(z[160 + 2], 34);                         // d of block 1
+  // Q5_0, 3 blocks ({d, qh[4], qs[16]}, 22 B): codes, then the qh plane at
+  // 48, then the d plane at 60.
+  std::vector<uint8_t> f(66), v(66);
+  for (size_t i = 0; i < f.size(); ++i) f[i] = static_cast<uint8_t>(i);
+  to_planar_row(GgmlType::Q5_0, f.data(), v.data(), 96);
+  EXPECT_EQ(v[16], 22 + 6);     // block 1, first code byte
+  EXPECT_EQ(v[48 + 4], 22 + 2);  // block 1, first qh byte
+  EXPECT_EQ(v[48 + 11], 44 + 5);  // block 2, last qh byte
+  EXPECT_EQ(v[60 + 2], 22);     // d of block 1
 }
 
 // Every path with a planar kernel, every tile shape, against the scalar

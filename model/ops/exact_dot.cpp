@@ -60,9 +60,17 @@ void exact::tile_by_rows(GgmlType type, const uint8_t* w, size_t w_stride, int64
   }
 }
 
+namespace {
+// The planar layouts the exact planar kernels read (the 5-bit ones go
+// through the GGUF rows).
+bool exact_reads_planar(GgmlType type) {
+  return type == GgmlType::Q4_0 || type == GgmlType::Q4_1 || type == GgmlType::Q8_0;
+}
+}  // namespace
+
 bool has_exact_planar_kernel(GgmlType type, CpuPath path) {
   const exact::Kernels* k = kernels_of(path);
-  return has_planar_layout(type) && k != nullptr && k->planar_tile != nullptr;
+  return exact_reads_planar(type) && k != nullptr && k->planar_tile != nullptr;
 }
 
 void exact_dot_tile_planar(GgmlType type, const void* w, size_t w_stride, int64_t n_rows,
@@ -71,7 +79,7 @@ void exact_dot_tile_planar(GgmlType type, const void* w, size_t w_stride, int64_
   assert(has_planar_layout(type));
   const auto* rows = static_cast<const uint8_t*>(w);
   const exact::Kernels* k = kernels_of(path);
-  if (k != nullptr && k->planar_tile != nullptr) {
+  if (has_exact_planar_kernel(type, path)) {
     return k->planar_tile(type, rows, w_stride, n_rows, x, ldx, n_x, n, out, ldo);
   }
   thread_local std::vector<uint8_t> gguf;

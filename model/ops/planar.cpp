@@ -9,18 +9,29 @@ namespace {
 
 constexpr int64_t kBlock = 32;
 
-// Where each byte of a GGUF row goes in the planar row. kForward copies GGUF
-// -> planar; otherwise the same map is applied backwards. One map for both
-// directions keeps them exact inverses.
+// A 4- or 5-bit block type: its size and where its fields sit (-1: absent).
+struct NibbleBlock {
+  size_t bytes;
+  int m;   // f16 min
+  int qh;  // 4 bytes of 5th bits
+  int qs;  // 16 bytes of nibbles
+};
+constexpr NibbleBlock kQ4_0Block{18, -1, -1, 2};
+constexpr NibbleBlock kQ4_1Block{20, 2, -1, 4};
+constexpr NibbleBlock kQ5_0Block{22, -1, 2, 6};
+constexpr NibbleBlock kQ5_1Block{24, 2, 4, 8};
+
+// Where each byte of a GGUF row goes in the planar row [qs][qh][d][m].
+// kForward copies GGUF -> planar; otherwise the same map is applied
+// backwards. One map for both directions keeps them exact inverses.
 template <bool kForward>
-void nibble_rows(bool has_min, const uint8_t* src, uint8_t* dst, int64_t nb) {
-  const size_t bb = has_min ? 20 : 18;  // block bytes
-  const size_t qs = has_min ? 4 : 2;    // offset of qs in a block
-  const size_t d_plane = static_cast<size_t>(nb) * 16;
-  const size_t m_plane = d_plane + static_cast<size_t>(nb) * 2;
-  for (int64_t b = 0; b < nb; ++b) {
-    const size_t g = static_cast<size_t>(b) * bb;  // GGUF offset
-    const size_t db = static_cast<size_t>(b) * 2;
+void nibble_rows(const NibbleBlock& k, const uint8_t* src, uint8_t* dst, int64_t nb) {
+  const size_t blocks = static_cast<size_t>(nb);
+  const size_t qh_plane = blocks * 16;
+  const size_t d_plane = qh_plane + (k.qh >= 0 ? blocks * 4 : 0);
+  const size_t m_plane = d_plane + blocks * 2;
+  for (size_t b = 0; b < blocks; ++b) {
+    const size_t g = b * k.bytes;  // GGUF offset
     auto move = [&](size_t gguf, size_t planar, size_t bytes) {
       if constexpr (kForward) {
         std::memcpy(dst + planar, src + gguf, bytes);
@@ -28,9 +39,10 @@ void nibble_rows(bool has_min, const uint8_t* src, uint8_t* dst, int64_t nb) {
         std::memcpy(dst + gguf, src + planar, bytes);
       }
     };
-    move(g + qs, static_cast<size_t>(b) * 16, 16);
-    move(g, d_plane + db, 2);
-    if (has_min) move(g + 2, m_plane + db, 2);
+    move(g + k.qs, b * 16, 16);
+    if (k.qh >= 0) move(g + k.qh, qh_plane + b * 4, 4);
+    move(g, d_plane + b * 2, 2);
+    if (k.m >= 0) move(g + k.m, m_plane + b * 2, 2);
   }
 }
 
@@ -68,10 +80,16 @@ void convert(GgmlType type, const uint8_t* src, uint8_t* dst, int64_t n) {
   const int64_t nb = n / kBlock;
   switch (type) {
     case GgmlType::Q4_0:
-      nibble_rows<kForward>(false, src, dst, nb);
+      nibble_rows<kForward>(kQ4_0Block, src, dst, nb);
       return;
     case GgmlType::Q4_1:
-      nibble_rows<kForward>(true, src, dst, nb);
+      nibble_rows<kForward>(kQ4_1Block, src, dst, nb);
+      return;
+    case GgmlType::Q5_0:
+      nibble_rows<kForward>(kQ5_0Block, src, dst, nb);
+      return;
+    case GgmlType::Q5_1:
+      nibble_rows<kForward>(kQ5_1Block, src, dst, nb);
       return;
     case GgmlType::Q8_0:
       q8_0_rows<kForward>(src, dst, nb);
@@ -84,7 +102,8 @@ void convert(GgmlType type, const uint8_t* src, uint8_t* dst, int64_t n) {
 }  // namespace
 
 bool has_planar_layout(GgmlType type) {
-  return type == GgmlType::Q4_0 || type == GgmlType::Q4_1 || type == GgmlType::Q8_0;
+  return type == GgmlType::Q4_0 || type == GgmlType::Q4_1 || type == GgmlType::Q5_0 ||
+         type == GgmlType::Q5_1 || type == GgmlType::Q8_0;
 }
 
 void to_planar_row(GgmlType type, const uint8_t* src, uint8_t* dst, int64_t n) {

@@ -404,10 +404,18 @@ std::vector<Line>& pack_buffer() {
 
 __mmask64 bytes_mask(int bytes) { return bytes >= 64 ? ~0ull : (1ull << bytes) - 1; }
 
+// What a planar format hands planar_micro: codes(row, nb, b, count, lo, hi)
+// gives the unsigned codes of elements 0-15 / 16-31 of the quad of `count`
+// blocks at block b; kQs is the bytes per block of the codes plane (what a
+// quad's prefetch covers) and kPlanes the bytes per block before the d plane.
+
 // Q4_0 / Q4_1: 16 code bytes per block, four blocks per 64-byte load.
 struct PlanarNibbles {
   static constexpr size_t kQs = 16;
-  static void codes(const uint8_t* q4, int count, __m512i& lo, __m512i& hi) {
+  static constexpr size_t kPlanes = 16;
+  static void codes(const uint8_t* row, int64_t nb, int64_t b, int count, __m512i& lo,
+                    __m512i& hi) {
+    const uint8_t* q4 = row + b * kQs;
     const __m512i q =
         count == 4 ? _mm512_loadu_si512(q4) : _mm512_maskz_loadu_epi8(bytes_mask(16 * count), q4);
     const __m512i nib = _mm512_set1_epi8(0x0F);
@@ -415,11 +423,35 @@ struct PlanarNibbles {
     hi = _mm512_and_si512(_mm512_srli_epi16(q, 4), nib);
   }
 };
+// Q5_0 / Q5_1: the nibbles as Q4, plus a quad's four 32-bit qh words in one
+// 16-byte load from the qh plane. Bit e of a block's qh is the 5th bit of
+// element e (+16 on the code): the low halves of the four words are the mask
+// of the lo register's 64 bytes, the high halves that of hi (see
+// NibbleFormat::decode, which builds the same masks from the GGUF blocks).
+struct PlanarNibbles5 {
+  static constexpr size_t kQs = 16;
+  static constexpr size_t kPlanes = 20;
+  static void codes(const uint8_t* row, int64_t nb, int64_t b, int count, __m512i& lo,
+                    __m512i& hi) {
+    PlanarNibbles::codes(row, nb, b, count, lo, hi);
+    const uint8_t* qh4 = row + static_cast<size_t>(nb) * kQs + static_cast<size_t>(b) * 4;
+    const __m128i qh = _mm_maskz_loadu_epi32(static_cast<__mmask8>((1u << count) - 1), qh4);
+    const auto lo_bits = static_cast<__mmask64>(_mm_cvtsi128_si64(_mm_cvtepi32_epi16(qh)));
+    const auto hi_bits =
+        static_cast<__mmask64>(_mm_cvtsi128_si64(_mm_cvtepi32_epi16(_mm_srli_epi32(qh, 16))));
+    const __m512i sixteen = _mm512_set1_epi8(16);
+    lo = _mm512_mask_add_epi8(lo, lo_bits, lo, sixteen);
+    hi = _mm512_mask_add_epi8(hi, hi_bits, hi, sixteen);
+  }
+};
 // Q8_0: a quad is [elements 0-15 of its blocks][elements 16-31], already
 // unsigned (q + 128).
 struct PlanarBytes {
   static constexpr size_t kQs = 32;
-  static void codes(const uint8_t* q8, int count, __m512i& lo, __m512i& hi) {
+  static constexpr size_t kPlanes = 32;
+  static void codes(const uint8_t* row, int64_t nb, int64_t b, int count, __m512i& lo,
+                    __m512i& hi) {
+    const uint8_t* q8 = row + b * kQs;
     if (count == 4) {
       lo = _mm512_loadu_si512(q8);
       hi = _mm512_loadu_si512(q8 + 64);
@@ -450,7 +482,7 @@ template <class W, class PW, int R, int T>
 void planar_micro(const uint8_t* w, size_t w_stride, const uint8_t* packed, size_t packed_stride,
                   int64_t nb, float* out, int64_t ldo) {
   using P = Packed<W>;
-  const size_t d_plane = static_cast<size_t>(nb) * PW::kQs;
+  const size_t d_plane = static_cast<size_t>(nb) * PW::kPlanes;
   const size_t m_plane = d_plane + static_cast<size_t>(nb) * 2;
   __m512 acc[R][T];
   KVBENCH_UNROLL
@@ -467,6 +499,10 @@ void planar_micro(const uint8_t* w, size_t w_stride, const uint8_t* packed, size
       d16[r] = _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(scale_mask, ds));
       if (T == 1) {  // see kPrefetchRows
         _mm_prefetch(reinterpret_cast<const char*>(ds + kPrefetchRows * w_stride), _MM_HINT_T1);
+        if constexpr (PW::kPlanes > PW::kQs)  // the chunk's 64 bytes of qh
+          _mm_prefetch(reinterpret_cast<const char*>(w + (r + kPrefetchRows) * w_stride +
+                                                     nb * PW::kQs + 4 * c0),
+                       _MM_HINT_T1);
         if constexpr (W::kMin)
           _mm_prefetch(reinterpret_cast<const char*>(ds + kPrefetchRows * w_stride + 2 * nb),
                        _MM_HINT_T1);
@@ -486,7 +522,7 @@ void planar_micro(const uint8_t* w, size_t w_stride, const uint8_t* packed, size
             _mm_prefetch(reinterpret_cast<const char*>(wb + kPrefetchRows * w_stride + off),
                          _MM_HINT_T1);
         }
-        PW::codes(wb, count, wc[r].lo, wc[r].hi);
+        PW::codes(w + r * w_stride, nb, b, count, wc[r].lo, wc[r].hi);
         wc[r].d = _mm512_permutexvar_ps(lanes, d16[r]);
       }
       quad_fma<W>(wc, packed + static_cast<size_t>(b / 4) * P::kQuadBytes, packed_stride, acc);
@@ -802,6 +838,8 @@ const Kernels* avx512_kernels() {
     g_q8_0_quad = legacy_tile<Q8_0W, void, 4, 3>;
     t.planar_tile[kQ4_0] = legacy_tile<Q4_0W, PlanarNibbles, 2, 6>;
     t.planar_tile[kQ4_1] = legacy_tile<Q4_1W, PlanarNibbles, 2, 6>;
+    t.planar_tile[kQ5_0] = legacy_tile<Q5_0W, PlanarNibbles5, 2, 6>;
+    t.planar_tile[kQ5_1] = legacy_tile<Q5_1W, PlanarNibbles5, 2, 6>;
     t.planar_tile[kQ8_0] = legacy_tile<Q8_0W, PlanarBytes, 2, 6>;
     t.tile[kQ8_0] = q8_0_tile;
     t.tile[kQ2_K] = row_tile<kquant_dot<q2_k_sums, 84, 80, 82, true>>;
