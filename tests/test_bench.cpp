@@ -15,6 +15,7 @@
 
 #include "harness/bench/compute_peak.h"
 #include "tests/support/cli_run.h"
+#include "tests/support/reference_gemma3.h"
 #include "tests/support/reference_llama.h"
 
 namespace kvbench {
@@ -69,6 +70,19 @@ TEST(Bench, MarkdownTableLikeLlamaBench) {
   EXPECT_NE(lines[2].find(" f16 "), std::string::npos);  // llama-bench's default KV type
   EXPECT_NE(lines[3].find("tg2 @ d10"), std::string::npos);
   EXPECT_NE(lines[3].find(" ± "), std::string::npos);
+}
+
+// The model column names the architecture and the file's type, as
+// llama-bench does ("gemma3 ... Q4_K_M"), not always "llama".
+TEST(Bench, ModelColumnNamesTheArchitecture) {
+  const Result r = run("-m " + test::tiny_gemma3_path() + " -p 4 -n 0 -r 1 -t 1 -o csv");
+  ASSERT_EQ(r.code, 0) << r.err;
+  const size_t line = r.out.find('\n');
+  ASSERT_NE(line, std::string::npos) << r.out;
+  EXPECT_EQ(r.out.compare(line + 1, 8, "\"gemma3 "), 0) << r.out;
+  const Result l = run("-m " + test::tiny_model_path() + " -p 4 -n 0 -r 1 -t 1 -o csv");
+  ASSERT_EQ(l.code, 0) << l.err;
+  EXPECT_EQ(l.out.compare(l.out.find('\n') + 1, 7, "\"llama "), 0) << l.out;
 }
 
 TEST(Bench, CsvHasAHeaderAndOneLinePerTest) {

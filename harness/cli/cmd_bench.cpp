@@ -194,11 +194,27 @@ std::string fixed(double v, int digits) {
 }
 
 struct ModelInfo {
-  std::string name;     // "llama 135M Q4_1"
+  std::string name;     // "llama 135M Q4_1", "gemma3 268M Q4_K_M"
   uint64_t bytes = 0;   // all tensors
   uint64_t params = 0;  // all tensor elements
   std::string backend;  // "CPU avx512" (+ " exact")
 };
+
+// llama.cpp's names of general.file_type (llama_ftype), which llama-bench
+// prints; empty for a value it does not name or a key of the wrong type.
+std::string file_type_name(const GgufFile& f) {
+  static const std::map<uint32_t, std::string> kNames = {
+      {0, "all F32"}, {1, "F16"},      {2, "Q4_0"},     {3, "Q4_1"},     {7, "Q8_0"},
+      {8, "Q5_0"},    {9, "Q5_1"},     {10, "Q2_K"},    {11, "Q3_K_S"},  {12, "Q3_K_M"},
+      {13, "Q3_K_L"}, {14, "Q4_K_S"},  {15, "Q4_K_M"},  {16, "Q5_K_S"},  {17, "Q5_K_M"},
+      {18, "Q6_K"},   {32, "BF16"}};
+  try {
+    const auto it = kNames.find(f.get_u32_or("general.file_type", UINT32_MAX));
+    return it != kNames.end() ? it->second : "";
+  } catch (const InputError&) {
+    return "";
+  }
+}
 
 ModelInfo model_info(const LlamaModel& m, bool exact) {
   ModelInfo info;
@@ -211,12 +227,15 @@ ModelInfo model_info(const LlamaModel& m, bool exact) {
   }
   const auto main_type = std::max_element(bytes_by_type.begin(), bytes_by_type.end(),
                                           [](auto& a, auto& b) { return a.second < b.second; });
-  // llama-bench's style: architecture, parameter count, main weight type.
+  // llama-bench's style: architecture, parameter count, the file's type
+  // (general.file_type; else the type holding most bytes).
   const double p = static_cast<double>(info.params);
   const std::string size = p >= 1e9   ? fixed(p / 1e9, 1) + "B"
                            : p >= 1e7 ? fixed(p / 1e6, 0) + "M"
                                       : fixed(p / 1e6, 1) + "M";
-  info.name = "llama " + size + (main_type != bytes_by_type.end() ? " " + main_type->first : "");
+  std::string type = file_type_name(m.file());
+  if (type.empty() && main_type != bytes_by_type.end()) type = main_type->first;
+  info.name = m.config().arch_name + " " + size + (type.empty() ? "" : " " + type);
   info.backend = "CPU " + std::string(cpu_path_name(default_cpu_path())) + (exact ? " exact" : "");
   return info;
 }
