@@ -152,6 +152,38 @@ TEST(Hostile, ReportOfATamperedRunFolderRunsNothingAndEscapesHtml) {
   EXPECT_NE(html.find("&lt;img src=x onerror=alert(1)&gt;"), std::string::npos);
 }
 
+// compare prints markdown to a terminal: a label from a shared run folder can
+// neither add table columns ('|') nor send escape sequences.
+TEST(Hostile, CompareEscapesLabelsForMarkdownAndTheTerminal) {
+  const std::string dir = scratch("compare-md");
+  const std::string run = tiny_run(dir);
+  ASSERT_FALSE(run.empty());
+  const auto files = cell_files(run);
+  ASSERT_EQ(files.size(), 2u);
+  for (size_t i = 0; i < files.size(); ++i) {
+    json c = json::parse(slurp(files[i]));
+    c["policy"]["label"] = i == 0 ? "a|b\x1b[31m" : "c | d\n| e";
+    std::ofstream(files[i]) << c.dump();
+  }
+  const auto r = run_kvbench("compare " + run + " " + run);
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.out.find('\x1b'), std::string::npos);
+  EXPECT_NE(r.out.find("| a\\|b\\x1b[31m | passkey |"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("| c \\| d\\n\\| e | passkey |"), std::string::npos) << r.out;
+  // Every table row keeps the header's column count.
+  std::istringstream lines(r.out);
+  size_t columns = 0;
+  for (std::string l; std::getline(lines, l);) {
+    if (l.rfind("| Configuration", 0) == 0 || l.rfind("|---", 0) == 0) continue;
+    if (l.rfind("| ", 0) != 0) continue;
+    size_t pipes = 0;
+    for (size_t i = 0; i < l.size(); ++i) pipes += l[i] == '|' && (i == 0 || l[i - 1] != '\\');
+    if (columns == 0) columns = pipes;
+    EXPECT_EQ(pipes, columns) << l;
+  }
+  EXPECT_GT(columns, 5u);
+}
+
 // --- class 2: nothing written outside the folder, no special file replaced ----
 
 TEST(Hostile, MergeTrustsNoCellIdAsAFileName) {

@@ -15,6 +15,18 @@
 namespace kvbench {
 namespace {
 
+// Text from a run folder as one markdown table cell: control characters and
+// invalid UTF-8 escaped (nothing reaches the terminal raw), '|' escaped so a
+// label cannot add columns, and bounded.
+std::string md(const std::string& s, size_t max_bytes = 200) {
+  std::string out;
+  for (char c : escaped_text(s, max_bytes)) {
+    if (c == '|') out += '\\';
+    out += c;
+  }
+  return out;
+}
+
 using json = nlohmann::json;
 
 // (configuration label, task): one group of the comparison.
@@ -111,7 +123,7 @@ CompareResult compare_runs(const std::string& base_dir, const std::string& new_d
   for (const auto& [model, base_groups] : base_models) {
     if (!new_models.count(model)) continue;
     const Groups& new_groups = new_models.at(model);
-    const std::string in_model = per_model ? escaped_text(model, 200) + ": " : "";
+    const std::string in_model = per_model ? md(model) + ": " : "";
     if (per_model) table << "\n### Model: " << escaped_text(model, 200) << "\n\n";
     table << header;
     for (const auto& [key, instances] : new_groups) {
@@ -142,7 +154,8 @@ CompareResult compare_runs(const std::string& base_dir, const std::string& new_d
           char buf[96];
           std::snprintf(buf, sizeof buf, " | %.3f | %.3f | %+.3f |\n", cell.score, score_new,
                         score_new - cell.score);
-          changed << "| " << cell.id << " | " << instance << " | " << in_model << key.first << buf;
+          changed << "| " << md(cell.id, 400) << " | " << md(instance, 400) << " | " << in_model
+                  << md(key.first) << buf;
         }
       }
       n_missing += missing;
@@ -168,7 +181,7 @@ CompareResult compare_runs(const std::string& base_dir, const std::string& new_d
                                      : "";
       if (missing)
         status += (status.empty() ? "" : ", ") + std::to_string(missing) + " instance(s) missing";
-      table << "| " << key.first << " | " << key.second << " | " << n << " | "
+      table << "| " << md(key.first) << " | " << md(key.second) << " | " << n << " | "
             << (n ? stats::paired_test_name(kind) : "–") << " | "
             << stats::format_estimate(eb.mean, eb.ci) << " | "
             << stats::format_estimate(en.mean, en.ci) << " | "
@@ -177,7 +190,7 @@ CompareResult compare_runs(const std::string& base_dir, const std::string& new_d
       // A group that could not have shown a drop of the tolerance's size.
       const double mdd = stats::min_detectable_drop(kind, n);
       if (n && !(mdd <= tolerance))
-        notes << "- " << in_model << key.first << " / " << key.second << ": with " << n
+        notes << "- " << in_model << md(key.first) << " / " << md(key.second) << ": with " << n
               << " paired instances the " << stats::paired_test_name(kind) << " test "
               << (std::isnan(mdd)
                       ? std::string("can call no drop significant: no drop, however large, fails "
