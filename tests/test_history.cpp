@@ -1,6 +1,6 @@
 // The recall history (harness/history/) on tiny synthetic run folders: add
 // and read back, idempotent re-adds, concurrent writers in two processes,
-// schema migration from version 0 and 1, foreign, newer and corrupt
+// schema migration from version 0 and 1, runs of several models, foreign, newer and corrupt
 // database files, regression points, and hostile labels on their way to the
 // markdown table and the gnuplot script.
 #include <gtest/gtest.h>
@@ -241,8 +241,11 @@ TEST(History, MigratesVersion0And1) {
     EXPECT_EQ(schema_version(v1), 1);
   }
   const auto db = open_history(d + "/v1.sqlite", false);
-  EXPECT_EQ(schema_version(*db), 2);
+  EXPECT_EQ(schema_version(*db), kSchemaVersion);
   EXPECT_EQ(count(*db, "cells"), 1);
+  Stmt label(*db, "SELECT model_label FROM runs WHERE run_id = 'r1'", "runs");
+  ASSERT_TRUE(label.step());
+  EXPECT_TRUE(label.is_null(0));  // version 3's column: NULL for a run of one model
   Stmt spec(*db, "SELECT spec FROM cells WHERE cell_id = 'c0'", "cells");
   ASSERT_TRUE(spec.step());
   EXPECT_TRUE(spec.is_null(0));
@@ -255,6 +258,91 @@ TEST(History, MigratesVersion0And1) {
   ASSERT_TRUE(spec2.step());
   EXPECT_EQ(spec2.text(0), "h2o:spec");
   fs::remove_all(d);
+}
+
+// A run folder of several models ("models"): one history run per model with
+// that model's cells, a series per model, and a Model column in show; runs
+// of one model on two different files never share a series either.
+TEST(History, RunsOfSeveralModelsAreOneHistoryRunPerModel) {
+  const std::string d = scratch("models");
+  auto make = [&](const std::string& commit, const std::string& started, int gemma_failing) {
+    const json models = json::array({{{"path", d + "/a.gguf"}, {"label", "Small|LM"}, {"sha256", "aa11"}},
+                                      {{"path", d + "/b.gguf"}, {"label", "Gemma"}, {"sha256", "bb22"}}});
+    const json meta = {{"git_commit", commit}, {"started_utc", started}, {"models", models},
+                       {"cpu", "Test CPU"},    {"cores", 2}};
+    json config = {{"name", "two"}, {"models", json::array()}};
+    for (const auto& m : models) config["models"].push_back({{"path", m["path"]}, {"label", m["label"]}});
+    RunFolder f = RunFolder::create(d + "/runs", "run-" + commit, config, meta);
+    for (const std::string model : {"Small|LM", "Gemma"}) {
+      const auto cells = group("full", "passkey", 6, model == "Gemma" ? gemma_failing : 0);
+      for (size_t k = 0; k < cells.size(); ++k) {
+        const std::string id = (model == "Gemma" ? "g" : "s") + std::to_string(k);
+        f.write_cell(id, json{{"id", id},
+                              {"model", {{"label", model}, {"sha256", model == "Gemma" ? "bb22" : "aa11"}}},
+                              {"instance", {{"id", cells[k].instance}, {"task", "passkey"}}},
+                              {"policy", {{"label", "full"}, {"spec", "full"}}},
+                              {"score", cells[k].score}});
+      }
+    }
+    return f.dir();
+  };
+  const auto db = open_history(d + "/h.sqlite", true);
+  const AddResult r1 = add_run(*db, make("aaaaaaa1", "2026-11-21T07:00:00Z", 0), "");
+  EXPECT_EQ(r1.runs, 2);
+  EXPECT_EQ(r1.cells_added, 12);
+  // Gemma loses all six at the next commit; SmolLM keeps them.
+  EXPECT_EQ(add_run(*db, make("bbbbbbb2", "2026-11-22T07:00:00Z", 6), "").cells_added, 12);
+  EXPECT_EQ(count(*db, "runs"), 4);
+  Stmt labels(*db, "SELECT DISTINCT model_label FROM runs ORDER BY model_label", "runs");
+  ASSERT_TRUE(labels.step());
+  EXPECT_EQ(labels.text(0), "Gemma");
+  ASSERT_TRUE(labels.step());
+  EXPECT_EQ(labels.text(0), "Small|LM");
+  const Trend t = load_trend(*db, 0.0);
+  ASSERT_EQ(t.series.size(), 2u);
+  for (const Series& s : t.series) {
+    ASSERT_EQ(s.points.size(), 2u) << s.model;
+    EXPECT_EQ(s.points[0].score.n, 6) << s.model;  // each model's own instances, not pooled
+    EXPECT_EQ(s.points[1].regressed, s.model == "Gemma") << s.model;
+  }
+  const std::string md = show_markdown(t, d + "/h.sqlite");
+  EXPECT_NE(md.find("| Model | Configuration | Task | aaaaaaa | bbbbbbb |"), std::string::npos) << md;
+  EXPECT_NE(md.find("| Small\\|LM | full | passkey | 1.000"), std::string::npos) << md;
+  EXPECT_NE(md.find("- two / Gemma / full / passkey at bbbbbbb"), std::string::npos) << md;
+  EXPECT_NE(plot_script(t, d + "/t.png").find("'Gemma: full'"), std::string::npos);
+  // A cell naming a model the run does not list is refused, nothing written.
+  const std::string bad = make("ccccccc3", "2026-11-23T07:00:00Z", 0);
+  json c = json::parse(std::ifstream(bad + "/cells/g0.json"));
+  c["model"]["label"] = "Other";
+  std::ofstream(bad + "/cells/g0.json") << c.dump();
+  try {
+    add_run(*db, bad, "");
+    ADD_FAILURE() << "accepted a cell of an unlisted model";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("g0.json: /model/label: 'Other' is not one of the run's models"),
+              std::string::npos)
+        << e.what();
+  }
+  EXPECT_EQ(count(*db, "runs"), 4);
+
+  // Single-model runs of one experiment on two files: two series.
+  const std::string e = scratch("models-single");
+  const auto db2 = open_history(e + "/h.sqlite", true);
+  add_run(*db2, make_run(e + "/runs", "aaaaaaa1", "2026-11-21T07:00:00Z", group("full", "passkey", 4, 0)), "");
+  const std::string other = make_run(e + "/runs2", "bbbbbbb2", "2026-11-22T07:00:00Z",
+                                     group("full", "passkey", 4, 4));
+  json meta = json::parse(std::ifstream(other + "/meta.json"));
+  meta["model_sha256"] = "cd34cd34cd34cd34";
+  std::ofstream(other + "/meta.json") << meta.dump();
+  add_run(*db2, other, "");
+  const Trend t2 = load_trend(*db2, 0.0);
+  ASSERT_EQ(t2.series.size(), 2u);
+  EXPECT_EQ(t2.series[0].points.size(), 1u);
+  EXPECT_FALSE(t2.series[1].points[0].regressed);  // a model change is not a regression
+  EXPECT_NE(show_markdown(t2, e + "/h.sqlite").find("| cd34cd34cd34 | full | passkey |"),
+            std::string::npos);
+  fs::remove_all(d);
+  fs::remove_all(e);
 }
 
 TEST(History, ForeignNewerAndCorruptFilesAreOneErrorLine) {

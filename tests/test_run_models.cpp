@@ -172,11 +172,26 @@ TEST(RunModels, BothModelAndModelsOnTheCommandLineIsOneErrorAndNoFolder) {
                                  "/out --set models.1.path=" + dir + "/none.gguf"),
                      "none.gguf");
   EXPECT_FALSE(fs::exists(dir + "/out"));
-  // --history keys a run by one model: refused before anything runs.
-  expect_input_error(
-      run_kvbench("run " + path + " -q --out " + dir + "/out --history " + dir + "/h.sqlite"),
-      "--history: a run of several models");
-  EXPECT_FALSE(fs::exists(dir + "/out"));
+}
+
+// --history adds a run of several models as one history run per model.
+TEST(RunModels, HistoryKeepsEachModelsSeries) {
+  const std::string dir = scratch_dir("history");
+  const std::string path = write_two_model_experiment(dir);
+  const auto r =
+      run_kvbench("run " + path + " -q --out " + dir + "/out --history " + dir + "/h.sqlite");
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("history: 12 cells added"), std::string::npos) << r.out;
+  const auto show = run_kvbench("history show --db " + dir + "/h.sqlite");
+  ASSERT_EQ(show.code, 0) << show.err;
+  EXPECT_NE(show.out.find("| Model | Configuration | Task |"), std::string::npos) << show.out;
+  EXPECT_NE(show.out.find(" | 2 | "), std::string::npos) << show.out;  // two runs at the commit
+  // Each model's own rows (kGemmaLabel holds markdown-hostile characters: escaped).
+  EXPECT_NE(show.out.find("| " + tiny_label() + " | full | passkey |"), std::string::npos)
+      << show.out;
+  // Two instances per model, never the two models pooled into four.
+  EXPECT_NE(show.out.find(" n=2 |"), std::string::npos) << show.out;
+  EXPECT_EQ(show.out.find(" n=4 |"), std::string::npos) << show.out;
 }
 
 TEST(RunModels, OneFolderForTwoModelsResumedAndShardedEqualsAWholeRun) {

@@ -117,9 +117,6 @@ int cmd_run(const Args& args) {
   std::unique_ptr<history::Db> history_db;
   const bool several = config.models.size() > 1;
   if (vm.count("history") && !vm["dry-run"].as<bool>()) {
-    // The history keys a run by one model's sha256.
-    if (several)
-      throw InputError("--history: a run of several models cannot be added to the history yet");
     history_db = history::open_history(vm["history"].as<std::string>(), true);
   }
   // Every model's grid is planned (its tokenizer makes its instances) before

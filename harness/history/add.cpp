@@ -1,15 +1,18 @@
 #include "harness/history/add.h"
 
+#include <algorithm>
 #include <cctype>
 #include <ctime>
 
 #include <nlohmann/json.hpp>
 
 #include "harness/history/time_text.h"
+#include "harness/report/models.h"
 #include "harness/run/run_folder.h"
 #include "harness/sha256.h"
 #include "harness/subprocess.h"
 #include "model/common/error.h"
+#include "model/common/printable.h"
 
 namespace kvbench::history {
 namespace {
@@ -69,6 +72,7 @@ std::string machine_key(const json& meta, const std::string& file) {
 
 std::string config_hash(json config) {
   config.erase("model");
+  config.erase("models");
   config.erase("output");
   const std::string text = dump_json(config, -1);  // keys sorted: canonical
   return sha256_hex(text.data(), text.size());
@@ -95,45 +99,86 @@ AddResult add_run(const Db& db, const std::string& run_dir, const std::string& r
   const std::string started = field(meta, "started_utc", meta_file);
   if (!parse_utc(started))
     throw InputError(meta_file + ": /started_utc: expected YYYY-MM-DDTHH:MM:SSZ");
-  const std::string model = field(meta, "model_sha256", meta_file);
+  // The models: one, or the list of a run of several (RunFolder::meta()
+  // checked its shape); each becomes its own history run.
+  struct ModelRun {
+    std::string sha256, label, run_id;  // label: "" for a run of one model
+  };
+  std::vector<ModelRun> models;
+  if (meta.contains("models")) {
+    for (size_t i = 0; i < meta["models"].size(); ++i) {
+      const std::string at = meta_file + ": /models/" + std::to_string(i);
+      models.push_back({field(meta["models"][i], "sha256", at), field(meta["models"][i], "label", at), ""});
+    }
+  } else {
+    models.push_back({field(meta, "model_sha256", meta_file), "", ""});
+  }
+  const bool several = meta.contains("models");
   const std::string machine = machine_key(meta, meta_file);
   const std::string chash = config_hash(run.config());
   const std::string experiment =
       run.config().contains("name") && run.config()["name"].is_string()
           ? run.config()["name"].get<std::string>().substr(0, kMaxFieldBytes)
           : std::string("experiment");
-  const json identity = {{"git_commit", r.git_commit}, {"started_utc", started},
-                         {"model_sha256", model},      {"config_hash", chash},
-                         {"machine", machine},         {"shard", meta.value("shard", json())}};
-  const std::string identity_text = dump_json(identity, -1);
-  r.run_id = sha256_hex(identity_text.data(), identity_text.size());
+  for (ModelRun& m : models) {
+    json identity = {{"git_commit", r.git_commit}, {"started_utc", started},
+                     {"model_sha256", m.sha256},   {"config_hash", chash},
+                     {"machine", machine},         {"shard", meta.value("shard", json())}};
+    // Unchanged for a run of one model, so its run_id is what it always was.
+    if (several) identity["model_label"] = m.label;
+    const std::string identity_text = dump_json(identity, -1);
+    m.run_id = sha256_hex(identity_text.data(), identity_text.size());
+  }
+  r.run_id = models.front().run_id;
+  r.runs = static_cast<int64_t>(models.size());
   // Read (and check) every cell before the transaction: nothing is written
   // for a folder with a damaged cell.
   const std::vector<json> cells = run.cells();
+  std::vector<size_t> cell_model(cells.size(), 0);  // index into models
+  if (several) {
+    for (size_t i = 0; i < cells.size(); ++i) {
+      const std::string label = cell_model_label(cells[i], "");
+      const auto it = std::find_if(models.begin(), models.end(),
+                                   [&](const ModelRun& m) { return m.label == label; });
+      if (it == models.end())
+        throw InputError(run.path("cells/" + cells[i]["id"].get<std::string>() + ".json") +
+                         ": /model/label: '" + escaped_text(label, 200) +
+                         "' is not one of the run's models (meta.json /models)");
+      cell_model[i] = static_cast<size_t>(it - models.begin());
+    }
+  }
   const std::optional<int64_t> when = commit_time(repo, r.git_commit);
 
   Transaction tx(db, Transaction::Kind::Write);
   Stmt add_run(db,
                "INSERT OR IGNORE INTO runs(run_id, experiment, git_commit, commit_time, "
-               "started_utc, model_sha256, config_hash, machine, folder, added_utc) "
-               "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+               "started_utc, model_sha256, config_hash, machine, folder, added_utc, model_label) "
+               "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
                "runs");
-  add_run.bind(1, r.run_id).bind(2, experiment).bind(3, r.git_commit);
-  if (when)
-    add_run.bind(4, *when);
-  else
-    add_run.bind_null(4);
-  add_run.bind(5, started).bind(6, model).bind(7, chash).bind(8, machine);
-  add_run.bind(9, run.dir().substr(0, kMaxFieldBytes)).bind(10, now_utc());
-  add_run.step();
+  for (const ModelRun& m : models) {
+    add_run.reset();
+    add_run.bind(1, m.run_id).bind(2, experiment).bind(3, r.git_commit);
+    if (when)
+      add_run.bind(4, *when);
+    else
+      add_run.bind_null(4);
+    add_run.bind(5, started).bind(6, m.sha256).bind(7, chash).bind(8, machine);
+    add_run.bind(9, run.dir().substr(0, kMaxFieldBytes)).bind(10, now_utc());
+    if (several)
+      add_run.bind(11, m.label);
+    else
+      add_run.bind_null(11);
+    add_run.step();
+  }
   Stmt add_cell(db,
                 "INSERT OR IGNORE INTO cells(run_id, cell_id, configuration, task, instance, "
                 "score, spec) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
                 "cells");
-  for (const json& c : cells) {
+  for (size_t i = 0; i < cells.size(); ++i) {
+    const json& c = cells[i];
     const std::string file = run.path("cells/" + c["id"].get<std::string>() + ".json");
     add_cell.reset();
-    add_cell.bind(1, r.run_id)
+    add_cell.bind(1, models[cell_model[i]].run_id)
         .bind(2, field(c, "id", file))
         .bind(3, field(c["policy"], "label", file + ": /policy"))
         .bind(4, field(c["instance"], "task", file + ": /instance"))

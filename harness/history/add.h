@@ -3,12 +3,14 @@
 // What keys a run: run_id = sha256 of its identity, the fields that say
 // which numbers these are and never change when the folder is resumed or
 // copied: git commit, start time, model sha256, config hash, machine and
-// shard. A cell is keyed by (run_id, cell id), so adding a folder again (or
+// shard. A folder of several models ("models") is one history run per model,
+// whose identity adds the model's label (runs.model_label; NULL for a folder
+// of one model), holding that model's cells. A cell is keyed by (run_id, cell id), so adding a folder again (or
 // a copy of it, or after --resume finished more cells) adds only what is
 // not there yet and never duplicates.
 //
-//   config hash  sha256 of config.json's canonical JSON without "model" (a
-//                path; the model is keyed by its sha256) and "output" (where
+//   config hash  sha256 of config.json's canonical JSON without "model" and
+//                "models" (paths; a model is keyed by its sha256) and "output" (where
 //                the folder was written): the same experiment run from two
 //                checkouts hashes the same
 //   machine      meta.json's CPU model and core count ("AMD EPYC, 2 cores")
@@ -31,7 +33,8 @@
 namespace kvbench::history {
 
 struct AddResult {
-  std::string run_id;
+  std::string run_id;  // the first model's
+  int64_t runs = 1;    // history runs: one per model of the folder
   std::string git_commit;
   int64_t cells_added = 0;    // new rows
   int64_t cells_present = 0;  // already in the history

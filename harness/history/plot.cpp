@@ -69,6 +69,9 @@ std::string plot_script(const Trend& t, const std::string& output_file) {
   for (const auto& [key, series] : panels) {
     std::ostringstream data, plot;
     const size_t k = series.size();
+    // Keys name the model too when the panel's series come from several.
+    bool by_model = false;
+    for (const Series* s : series) by_model = by_model || s->model != series.front()->model;
     // Configurations spread over +-0.2 around each commit.
     const double spread = k > 1 ? 0.4 / static_cast<double>(k - 1) : 0.0;
     plot << "plot ";
@@ -86,7 +89,7 @@ std::string plot_script(const Trend& t, const std::string& output_file) {
       }
       data << "EOD\n";
       plot << (j ? ", " : "") << "$s" << j << " using 1:2:3:4 with yerrorlines lw 1.5 pt 7 ps 0.8 title "
-           << plot::label(s.configuration);
+           << plot::label(by_model ? s.model + ": " + s.configuration : s.configuration);
     }
     if (!marks.empty()) {
       data << "$marks << EOD\n" << marks << "EOD\n";

@@ -18,8 +18,11 @@ void to_version_2(const Db& db) {
   db.exec("CREATE INDEX cells_by_group ON cells(configuration, task)");
 }
 
+// A run folder of several models is one history run per model, labelled.
+void to_version_3(const Db& db) { db.exec("ALTER TABLE runs ADD COLUMN model_label TEXT"); }
+
 using Migration = void (*)(const Db&);
-constexpr Migration kMigrations[kSchemaVersion] = {to_version_1, to_version_2};
+constexpr Migration kMigrations[kSchemaVersion] = {to_version_1, to_version_2, to_version_3};
 
 // The objects a file at `version` may hold besides SQLite's own.
 std::set<std::string> own_objects(int version) {

@@ -11,6 +11,8 @@
 //   version 2  cells.spec, the configuration's canonical policy spec (NULL
 //              for cells added by version 1, which did not keep it), and an
 //              index on (configuration, task) for show and plot
+//   version 3  runs.model_label: the model's label when the run folder ran
+//              several models (one history run per model); NULL otherwise
 //
 // A file is refused with "<file>: ..." when it is newer than this kvbench,
 // when it is not an SQLite file or is damaged, and when it holds tables,
@@ -25,7 +27,7 @@
 
 namespace kvbench::history {
 
-inline constexpr int kSchemaVersion = 2;
+inline constexpr int kSchemaVersion = 3;
 
 // Where the CLI keeps the history unless told (--db): under results/, which
 // git ignores, like run folders.

@@ -2,6 +2,7 @@
 
 #include <cstdio>
 #include <map>
+#include <set>
 #include <sstream>
 
 #include "harness/history/time_text.h"
@@ -57,8 +58,13 @@ std::string show_markdown(const Trend& t, const std::string& db_path) {
     std::vector<bool> used(t.commits.size(), false);
     for (const Series* s : series)
       for (const TrendPoint& p : s->points) used[p.commit] = true;
-    o << "\n## " << cell_text(experiment) << "\n\n| Configuration | Task |";
-    std::string rule = "|---|---|";
+    // A Model column when the experiment's series come from several models.
+    std::set<std::string> models;
+    for (const Series* s : series) models.insert(s->model);
+    const bool by_model = models.size() > 1;
+    o << "\n## " << cell_text(experiment) << "\n\n" << (by_model ? "| Model " : "")
+      << "| Configuration | Task |";
+    std::string rule = by_model ? "|---|---|---|" : "|---|---|";
     for (size_t i = 0; i < t.commits.size(); ++i)
       if (used[i]) {
         o << " " << cell_text(short_commit(t.commits[i].commit)) << " |";
@@ -66,6 +72,7 @@ std::string show_markdown(const Trend& t, const std::string& db_path) {
       }
     o << "\n" << rule << "\n";
     for (const Series* s : series) {
+      if (by_model) o << "| " << cell_text(s->model) << " ";
       o << "| " << cell_text(s->configuration) << " | " << cell_text(s->task) << " |";
       size_t next = 0;
       for (size_t i = 0; i < t.commits.size(); ++i) {
@@ -76,7 +83,8 @@ std::string show_markdown(const Trend& t, const std::string& db_path) {
           if (p.regressed) {
             o << " ▼ p=" << fixed(p.p_drop, "%.3g");
             const TrendPoint& prev = s->points[next - 2];
-            regressions << "- " << cell_text(experiment) << " / " << cell_text(s->configuration)
+            regressions << "- " << cell_text(experiment) << " / "
+                        << (by_model ? cell_text(s->model) + " / " : "") << cell_text(s->configuration)
                         << " / " << cell_text(s->task) << " at "
                         << cell_text(short_commit(t.commits[i].commit)) << " (vs "
                         << cell_text(short_commit(t.commits[prev.commit].commit))

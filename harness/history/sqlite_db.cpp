@@ -126,6 +126,11 @@ std::optional<int64_t> Stmt::optional_integer(int column) const {
   return integer(column);
 }
 
+std::optional<std::string> Stmt::optional_text(int column) const {
+  if (is_null(column)) return std::nullopt;
+  return text(column);
+}
+
 Transaction::Transaction(const Db& db, Kind kind) : db_(db) {
   db.exec(kind == Kind::Write ? "BEGIN IMMEDIATE" : "BEGIN DEFERRED");
 }

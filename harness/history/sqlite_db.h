@@ -57,6 +57,7 @@ class Stmt {
   int64_t integer(int column) const;
   double real(int column) const;  // REAL or INTEGER
   std::optional<int64_t> optional_integer(int column) const;
+  std::optional<std::string> optional_text(int column) const;
 
  private:
   [[noreturn]] void bad_column(int column, const char* expected) const;

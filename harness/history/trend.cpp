@@ -14,6 +14,7 @@ namespace {
 
 struct RunRow {
   std::string experiment, commit, model, machine;
+  std::string model_key;  // Series::model
   std::optional<int64_t> commit_time;
   int64_t started = 0;
 };
@@ -25,7 +26,8 @@ struct InstanceScore {
   double score = 0.0;
 };
 
-using SeriesKey = std::tuple<std::string, std::string, std::string>;  // experiment, task, config
+// experiment, task, configuration, model
+using SeriesKey = std::tuple<std::string, std::string, std::string, std::string>;
 
 [[noreturn]] void bad(const Db& db, const std::string& what) {
   throw InputError(escaped_text(db.path(), 512) + ": " + what);
@@ -52,7 +54,7 @@ Trend load_trend(const Db& db, double tolerance, const std::string& experiment) 
   {
     Stmt s(db,
            "SELECT run_id, experiment, git_commit, commit_time, started_utc, model_sha256, "
-           "machine FROM runs ORDER BY run_id",
+           "machine, model_label FROM runs ORDER BY run_id",
            "runs");
     while (s.step()) {
       if (static_cast<int64_t>(runs.size()) >= kMaxRuns)
@@ -70,6 +72,8 @@ Trend load_trend(const Db& db, double tolerance, const std::string& experiment) 
       r.started = *when;
       r.model = s.text(5);
       r.machine = s.text(6);
+      const std::optional<std::string> label = s.optional_text(7);
+      r.model_key = label ? *label : r.model.substr(0, 12);
       if (!experiment.empty() && r.experiment != experiment) continue;
       runs.emplace(id, std::move(r));
     }
@@ -92,7 +96,7 @@ Trend load_trend(const Db& db, double tolerance, const std::string& experiment) 
                     " is out of [0, 1] (not a kvbench history, or damaged)");
       const RunRow& r = run->second;
       InstanceScore& slot =
-          data[{r.experiment, s.text(2), s.text(1)}][r.commit][s.text(3)];
+          data[{r.experiment, s.text(2), s.text(1), r.model_key}][r.commit][s.text(3)];
       if (slot.run_id.empty() || std::tie(r.started, run_id) > std::tie(slot.started, slot.run_id))
         slot = {r.started, run_id, score};
       ++t.cells;
@@ -131,7 +135,7 @@ Trend load_trend(const Db& db, double tolerance, const std::string& experiment) 
   t.runs = static_cast<int64_t>(runs.size());
 
   for (const auto& [key, commits] : data) {
-    Series series{std::get<0>(key), std::get<2>(key), std::get<1>(key), {}};
+    Series series{std::get<0>(key), std::get<2>(key), std::get<1>(key), std::get<3>(key), {}};
     // The commits of this series in history order.
     std::vector<std::pair<size_t, const std::map<std::string, InstanceScore>*>> ordered;
     for (const auto& [commit, instances] : commits)

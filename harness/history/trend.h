@@ -1,7 +1,7 @@
 // Scores over commits, read back from the history: what `history show` prints
 // and `history plot` draws.
 //
-// A series is one (experiment, configuration label, task); it has a point
+// A series is one (experiment, model, configuration label, task); it has a point
 // per commit that has cells of it. A point pools the commit's runs by
 // instance: per instance id the latest-started run's cell counts (a rerun
 // replaces an earlier one, shards of one run add up), so each instance
@@ -53,12 +53,16 @@ struct TrendPoint {
 
 struct Series {
   std::string experiment, configuration, task;
+  // The model: its label in a run folder of several models, else the first
+  // 12 hex digits of its sha256 (runs of different models never share a
+  // series: a model change is not a regression).
+  std::string model;
   std::vector<TrendPoint> points;  // in commit order
 };
 
 struct Trend {
   std::vector<CommitInfo> commits;  // in history order
-  std::vector<Series> series;       // sorted by experiment, task, configuration
+  std::vector<Series> series;       // sorted by experiment, task, configuration, model
   int64_t runs = 0, cells = 0;
   double tolerance = 0.0;
 };
