@@ -17,6 +17,7 @@
 #include <nlohmann/json.hpp>
 
 #include "harness/run/run_folder.h"
+#include "kvbench_build_info.h"  // generated at build time
 #include "tests/support/reference_llama.h"
 
 namespace kvbench {
@@ -117,6 +118,10 @@ TEST(Run, TwoRunsGiveIdenticalMetricsAndSharingChangesNothing) {
     if (c["policy"]["spec"].get<std::string>().rfind("snapkv", 0) == 0)
       EXPECT_EQ(c["work"]["start"], "branch");
   const json meta = read_json_file(only_run_folder(dir + "/a") + "/meta.json");
+  // The commit the binary was built from (not the checkout's HEAD at run
+  // time), and git_dirty when tracked files differed from it then.
+  EXPECT_EQ(meta["git_commit"], KVBENCH_GIT_COMMIT);
+  EXPECT_EQ(meta.value("git_dirty", false), KVBENCH_GIT_DIRTY != 0);
   EXPECT_LT(meta["work"]["prefill_tokens_computed"].get<int64_t>(),
             meta["work"]["prefill_tokens_naive"].get<int64_t>());
   for (const char* f : {"table.md", "table.csv", "metrics.json", "predictions.jsonl", "report.md",

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "harness/sha256.h"
+#include "kvbench_build_info.h"  // generated: KVBENCH_GIT_COMMIT, KVBENCH_GIT_DIRTY
 #include "model/common/error.h"
 
 namespace kvbench {
@@ -28,24 +29,6 @@ std::string cpu_model_name() {
   return "unknown";
 }
 
-namespace {
-
-std::string git_commit() {
-  // The source tree this binary was built from.
-  const std::string cmd =
-      std::string("git -C '") + KVBENCH_SOURCE_DIR + "' rev-parse HEAD 2>/dev/null";
-  FILE* p = popen(cmd.c_str(), "r");
-  if (!p) return "unknown";
-  char buf[128] = {0};
-  const bool ok = fgets(buf, sizeof buf, p) != nullptr;
-  pclose(p);
-  std::string s = ok ? buf : "unknown";
-  while (!s.empty() && (s.back() == '\n' || s.back() == '\r')) s.pop_back();
-  return s.empty() ? "unknown" : s;
-}
-
-}  // namespace
-
 nlohmann::json collect_run_meta(const std::vector<ModelEntry>& models, int threads) {
   char pcre_version[64] = {0};
   pcre2_config_8(PCRE2_CONFIG_VERSION, pcre_version);
@@ -55,7 +38,9 @@ nlohmann::json collect_run_meta(const std::vector<ModelEntry>& models, int threa
   gmtime_r(&now, &utc);
   std::strftime(stamp, sizeof stamp, "%Y-%m-%dT%H:%M:%SZ", &utc);
   nlohmann::json meta = {{"kvbench_version", KVBENCH_VERSION},
-                         {"git_commit", git_commit()},
+                         // The commit the binary was built from (not the
+                         // checkout's HEAD when it runs).
+                         {"git_commit", KVBENCH_GIT_COMMIT},
                          {"cpu", cpu_model_name()},
                          {"cores", std::thread::hardware_concurrency()},
                          {"threads", threads},
@@ -68,6 +53,9 @@ nlohmann::json collect_run_meta(const std::vector<ModelEntry>& models, int threa
                                                  std::to_string(NLOHMANN_JSON_VERSION_PATCH)},
                            {"pcre2", pcre_version}}},
                          {"started_utc", stamp}};
+  // Built with tracked files changed from that commit: the commit alone does
+  // not say which code produced the numbers.
+  if (KVBENCH_GIT_DIRTY) meta["git_dirty"] = true;
   if (models.size() == 1) {
     meta["model"] = models[0].path;
     meta["model_sha256"] = sha256_file(models[0].path);

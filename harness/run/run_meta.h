@@ -11,7 +11,10 @@
 
 namespace kvbench {
 
-// {git_commit, model, model_sha256, cpu, cores, threads, compiler, libraries{...}, started_utc}
+// {git_commit, [git_dirty], model, model_sha256, cpu, cores, threads, compiler, libraries{...},
+// started_utc}: git_commit is the commit the binary was built from
+// (scripts/build_info.cmake), git_dirty true when tracked files differed from
+// it at build time;
 // for one model; with several, "models": [{path, label, sha256}, ...] in
 // place of model and model_sha256.
 nlohmann::json collect_run_meta(const std::vector<ModelEntry>& models, int threads);
