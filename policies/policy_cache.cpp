@@ -184,11 +184,17 @@ std::unique_ptr<PolicyCache> PolicyCache::create(const PolicySpec& spec, const C
                        " needs a model with sliding-window layers (gemma3); this one has none");
   }
   const ComponentSpec* off = spec.extra("offload");  // not with a paging scorer (check_combination)
-  int32_t restore_tokens = 0;
+  int32_t restore_tokens = 0, restore_tokens_local = 0;
+  // What a local layer's full cache holds: its window, or the context when shorter.
+  const int64_t local_context = ctx.context_tokens > 0
+                                    ? std::min<int64_t>(ctx.context_tokens, local_window)
+                                    : local_window;
   if (c->scorer_->page() > 0) {
     sc.offload = true;
     sc.page = c->scorer_->page();
     restore_tokens = c->scorer_->restore_budget(ctx.context_tokens);
+    restore_tokens_local =
+        local_window == 0 ? restore_tokens : c->scorer_->restore_budget(local_context);
   } else if (off) {
     sc.offload = true;
     sc.page = static_cast<int>(off->get_int("page"));
@@ -196,12 +202,21 @@ std::unique_ptr<PolicyCache> PolicyCache::create(const PolicySpec& spec, const C
     sc.cold_capacity = off->get_int("capacity");
     sc.dir = off->get("dir");
     c->restore_every_ = static_cast<int>(off->get_int("every"));
-    if (c->scorer_->evicts())
+    if (c->scorer_->evicts()) {
       restore_tokens = static_cast<int32_t>(
           std::min<int64_t>(off->get_budget("restore").tokens(ctx.context_tokens), INT32_MAX));
+      restore_tokens_local =
+          local_window == 0 ? restore_tokens
+                            : static_cast<int32_t>(std::min<int64_t>(
+                                  off->get_budget("restore").tokens(local_context), INT32_MAX));
+    }
   }
   // Whole pages: a budget of 40 tokens with pages of 16 restores 3 pages.
-  if (sc.offload) c->restore_pages_ = (restore_tokens + sc.page - 1) / sc.page;
+  if (sc.offload) {
+    c->restore_pages_ = (restore_tokens + sc.page - 1) / sc.page;
+    c->restore_pages_local_ =
+        local_window == 0 ? c->restore_pages_ : (restore_tokens_local + sc.page - 1) / sc.page;
+  }
   if (const ComponentSpec* m = spec.extra("merge")) {
     sc.merge = true;
     sc.merge_by_attention = m->get("weight") == "attention";
@@ -327,11 +342,13 @@ void PolicyCache::end_prefill() {
 }
 
 void PolicyCache::restore_layer(int seq, int layer, const float* q, int64_t n_queries) {
+  if (restore_pages_of(layer) == 0) return;
   const int group = ctx_.shape.n_q_heads / ctx_.shape.n_kv_heads;
   const int64_t hd = ctx_.shape.head_dim;
   const int64_t qd = int64_t{ctx_.shape.n_q_heads} * hd;
   for (int h = 0; h < ctx_.shape.n_kv_heads; ++h)
-    store_->restore(seq, layer, h, q + h * group * hd, n_queries, qd, group, restore_pages_);
+    store_->restore(seq, layer, h, q + h * group * hd, n_queries, qd, group,
+                    restore_pages_of(layer));
 }
 
 // --- maintenance ---
@@ -360,7 +377,7 @@ int32_t PolicyCache::evict_above(int layer) const {
 int32_t PolicyCache::layer_budget(int layer) const {
   const int32_t e = evict_above(layer);
   if (e == std::numeric_limits<int32_t>::max()) return e;
-  return e + restore_pages_ * store_->config().page + (store_->config().merge ? 1 : 0);
+  return e + restore_pages_of(layer) * store_->config().page + (store_->config().merge ? 1 : 0);
 }
 
 int32_t PolicyCache::first_eviction_tokens() const {

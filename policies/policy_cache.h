@@ -239,6 +239,13 @@ class PolicyCache final : public KvCache {
   int32_t main_budget_of(int layer) const {
     return window(layer) > 0 ? main_budget_local_ : main_budget_;
   }
+  // So is a ratio restore budget (offload's `restore`, Quest's budget):
+  // restoring a ratio of the whole context to a layer that sees only its
+  // window would hold most of that window.
+  int restore_pages_local_ = 0;
+  int restore_pages_of(int layer) const {
+    return window(layer) > 0 ? restore_pages_local_ : restore_pages_;
+  }
   int32_t step_last_pos_ = -1;  // the open step's largest position
   bool eviction_paused_ = false;
   bool mixed_ = false;

@@ -212,7 +212,7 @@ std::vector<ComponentInfo> build() {
          "min/max and each step's queries attend the pages of highest bound within `budget`",
          {{"budget", ParamType::Budget, "0.25",
            "tokens attended per KV head besides the newest page: tokens (512) or a ratio of the "
-           "context (0.25)"},
+           "context (0.25; of its window on a local layer)"},
           {"page", ParamType::Int, "16", "tokens per page", 1, 4096},
           {"dense", ParamType::Int, "2", "first layers kept whole (not paged)", 0, 1e6},
           {"timing",
@@ -282,7 +282,7 @@ std::vector<ComponentInfo> build() {
       {{"page", ParamType::Int, "16", "tokens per cold page", 1, 4096},
        {"restore", ParamType::Budget, "64",
         "tokens per KV head restored from the cold tier at each step, on top of the eviction "
-        "budget: tokens (64) or a ratio of the context (0.05)"},
+        "budget: tokens (64) or a ratio of the context (0.05; of its window on a local layer)"},
        {"tier",
         ParamType::Choice,
         "ram",

@@ -138,6 +138,56 @@ TEST(SlidingWindowCache, LayersParameterPointsAPolicyAtOneKind) {
   }
 }
 
+// A ratio restore budget (offload's restore, Quest's budget) on a local layer
+// is a ratio of its window too: restoring a ratio of the whole context there
+// would bring back most of the window (on Gemma 3 at 2k tokens, eviction to
+// 12.5% + restore 12.5% held 47.5% of the full cache instead of 25%).
+TEST(SlidingWindowCache, RatioRestoreBudgetsAreRatiosOfTheWindow) {
+  const CacheContext c = ctx(40);
+  auto offload =
+      PolicyCache::create(parse_policy_spec("window:budget=0.25+offload:restore=0.5,page=1"), c);
+  EXPECT_EQ(offload->layer_budget(0), 10 + 20);  // 25% and 50% of 40 tokens
+  EXPECT_EQ(offload->layer_budget(1), 1 + 2);    // 25% and 50% of the 4-token window
+  auto quest = PolicyCache::create(parse_policy_spec("quest:budget=0.5,page=1,dense=0"), c);
+  EXPECT_EQ(quest->layer_budget(0) - quest->layer_budget(1), 20 - 2);
+  // Absolute budgets stay what they say, up to what the window holds.
+  auto tokens = PolicyCache::create(parse_policy_spec("window:budget=2+offload:restore=3,page=1"), c);
+  EXPECT_EQ(tokens->layer_budget(0), 2 + 3);
+  EXPECT_EQ(tokens->layer_budget(1), 2 + 3);
+
+  // And what the cache holds after the prompt, restore included: 40 tokens,
+  // evicted once after the prompt, each layer's last query then restoring its
+  // best cold pages.
+  offload = PolicyCache::create(
+      parse_policy_spec("window:budget=0.25,timing=once+offload:restore=0.5,page=1"), c);
+  std::vector<int32_t> pos(40), tok(40, 0);
+  std::iota(pos.begin(), pos.end(), 0);
+  StepInfo info;
+  info.phase = StepPhase::Prefill;
+  info.positions = pos;
+  info.tokens = tok;
+  offload->begin_step(info);
+  for (int l = 0; l < kLayers; ++l) {
+    std::vector<float> k, v, q;
+    for (int t = 0; t < 40; ++t) {
+      std::vector<float> key = raw_key(l, t);
+      rope_rotate_neox(key.data(), 1, kDim, t, rope_inv_freq(rope_of(c, l)));
+      k.insert(k.end(), key.begin(), key.end());
+      q.insert(q.end(), key.begin(), key.end());
+      for (int d = 0; d < kDim; ++d) v.push_back(std::cos(0.23f * t + d));
+    }
+    offload->append(l, k.data(), v.data());
+    if (offload->attention_request(l).queries) offload->observe_queries(l, q.data(), pos);
+    offload->view(l, 0);
+  }
+  offload->end_step();
+  offload->end_prefill();
+  // Hot entries (eviction budget + restored pages); the rest waits in the cold tier.
+  EXPECT_EQ(offload->store().hot_entries(0, 0, 0), 30);
+  EXPECT_EQ(offload->store().hot_entries(0, 1, 0), 3);  // was 4: the whole window restored
+  EXPECT_EQ(offload->store().hot_entries(0, 2, 0), 30);
+}
+
 // StreamingLLM's contiguous positions on NEOX keys with a base per layer:
 // every kept key equals the raw key rotated freshly at its new position with
 // its own layer's RoPE.
