@@ -213,30 +213,120 @@ TEST(QuantDot, SimdPathsAreBitIdenticalToScalar) {
 }
 
 // Every tile shape (each micro-kernel size and remainder) gives the same bits
-// as one dot product at a time.
+// as one dot product at a time, and writes nothing outside its rows x acts
+// block of `out` (ldo leaves a gap after each activation's rows). K-quants
+// run past two groups of the AVX-512 micro-kernel (4 rows x 6 activations):
+// rows 1..9 and activations 1..13 reach every group size and remainder.
 TEST(QuantDot, EveryTileShapeMatchesSingleDots) {
+  struct Case {
+    GgmlType type;
+    int64_t n;
+    int max_rows, max_acts;
+  };
+  std::vector<Case> cases = {
+      {GgmlType::Q4_1, 576, 7, 7}, {GgmlType::Q8_0, 576, 7, 7}, {GgmlType::Q5_0, 576, 7, 7}};
+  for (GgmlType t :
+       {GgmlType::Q2_K, GgmlType::Q3_K, GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K}) {
+    cases.push_back({t, 768, 9, 13});
+    cases.push_back({t, 2048, 9, 13});
+  }
   std::mt19937 rng(4);
-  const int64_t n = 576;
-  for (GgmlType t : {GgmlType::Q4_1, GgmlType::Q8_0, GgmlType::Q5_0}) {
-    const GgmlType at = *dot_activation_type(t);
-    const auto w = random_weights(t, 7, n, rng);
-    const auto a = random_activations(t, 7, n, rng);
-    const size_t wb = row_bytes(t, n), ab = row_bytes(at, n);
+  const float kUnwritten = -12345.0f;
+  for (const Case& c : cases) {
+    const GgmlType t = c.type, at = *dot_activation_type(t);
+    const auto w = random_weights(t, c.max_rows, c.n, rng);
+    const auto a = random_activations(t, c.max_acts, c.n, rng);
+    const size_t wb = row_bytes(t, c.n), ab = row_bytes(at, c.n);
+    std::vector<float> one(c.max_rows * c.max_acts);  // [act][row]
+    for (int s = 0; s < c.max_acts; ++s)
+      for (int r = 0; r < c.max_rows; ++r)
+        one[s * c.max_rows + r] =
+            quant_dot(t, w.data() + r * wb, a.data() + s * ab, c.n, CpuPath::Scalar);
     for (CpuPath p : {CpuPath::Scalar, CpuPath::Avx2, CpuPath::Avx512}) {
       if (!cpu_path_supported(p)) continue;
-      for (int rows = 1; rows <= 7; ++rows) {
-        for (int acts = 1; acts <= 7; ++acts) {
-          std::vector<float> out(rows * acts);
-          quant_dot_tile(t, w.data(), wb, rows, a.data(), ab, acts, n, out.data(), rows, p);
+      for (int rows = 1; rows <= c.max_rows; ++rows) {
+        for (int acts = 1; acts <= c.max_acts; ++acts) {
+          const int64_t ldo = rows + 1;
+          std::vector<float> out(acts * ldo, kUnwritten);
+          quant_dot_tile(t, w.data(), wb, rows, a.data(), ab, acts, c.n, out.data(), ldo, p);
           for (int s = 0; s < acts; ++s) {
             for (int r = 0; r < rows; ++r) {
-              const float one =
-                  quant_dot(t, w.data() + r * wb, a.data() + s * ab, n, CpuPath::Scalar);
-              ASSERT_EQ(std::memcmp(&one, &out[s * rows + r], 4), 0)
-                  << type_name(t) << " " << cpu_path_name(p) << " tile " << rows << "x" << acts;
+              ASSERT_EQ(std::memcmp(&one[s * c.max_rows + r], &out[s * ldo + r], 4), 0)
+                  << type_name(t) << " n=" << c.n << " " << cpu_path_name(p) << " tile " << rows
+                  << "x" << acts << " row " << r << " act " << s;
             }
+            ASSERT_EQ(out[s * ldo + rows], kUnwritten)
+                << type_name(t) << " " << cpu_path_name(p) << " tile " << rows << "x" << acts
+                << " wrote past its rows";
           }
         }
+      }
+    }
+  }
+}
+
+// Q8_K rows at the extremes of int8: row s % 4 is all -128, all 127,
+// alternating -128 / 127 by element, or by 16-element sub-block; d = 1 or
+// 1/2; bsums the exact sums. (-128 never comes out of the quantizer but is a
+// valid byte.)
+std::vector<uint8_t> extreme_q8_k(int64_t n_act, int64_t n) {
+  const size_t rb = row_bytes(GgmlType::Q8_K, n);
+  std::vector<uint8_t> a(n_act * rb);
+  for (int64_t s = 0; s < n_act; ++s) {
+    for (int64_t b = 0; b < n / 256; ++b) {
+      uint8_t* blk = a.data() + s * rb + b * 292;
+      const float d = s < 4 ? 1.0f : 0.5f;
+      std::memcpy(blk, &d, 4);
+      int16_t bsums[16] = {};
+      for (int k = 0; k < 256; ++k) {
+        const bool low =
+            s % 4 == 0 || (s % 4 == 2 && k % 2 == 0) || (s % 4 == 3 && k / 16 % 2 == 0);
+        const int8_t q = low ? -128 : 127;
+        blk[4 + k] = static_cast<uint8_t>(q);
+        bsums[k / 16] = static_cast<int16_t>(bsums[k / 16] + q);
+      }
+      std::memcpy(blk + 260, bsums, sizeof(bsums));
+    }
+  }
+  return a;
+}
+
+// The worst case for the integer sums (where vpmaddubsw's int16 sums would
+// saturate, or an int32 lane overflow): every code, sub-block scale and min
+// at an extreme against activations of -128 and 127. Every path gives the
+// scalar reference's bits, and the reference is the dequantized sum.
+TEST(QuantDot, KQuantExtremeCodesAndScalesMatchScalar) {
+  const int64_t n = 512;
+  const int rows = 6, acts = 8;
+  const auto a = extreme_q8_k(acts, n);
+  const size_t ab = row_bytes(GgmlType::Q8_K, n);
+  for (GgmlType t :
+       {GgmlType::Q2_K, GgmlType::Q3_K, GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K}) {
+    const auto w = test::extreme_kquant_weights(t, rows, n);
+    const size_t wb = row_bytes(t, n);
+    std::vector<float> ref(rows * acts);
+    quant_dot_tile(t, w.data(), wb, rows, a.data(), ab, acts, n, ref.data(), rows, CpuPath::Scalar);
+    std::vector<float> wf(n), af(n);
+    for (int r = 0; r < rows; ++r) {
+      dequantize_row(t, w.data() + r * wb, wf.data(), n);
+      for (int s = 0; s < acts; ++s) {
+        dequantize_row(GgmlType::Q8_K, a.data() + s * ab, af.data(), n);
+        double exact = 0.0, mag = 0.0;
+        for (int64_t k = 0; k < n; ++k) {
+          exact += static_cast<double>(wf[k]) * af[k];
+          mag += std::fabs(static_cast<double>(wf[k]) * af[k]);
+        }
+        EXPECT_NEAR(ref[s * rows + r], exact, 2e-6 * mag + 1e-30)
+            << type_name(t) << " row " << r << " act " << s;
+      }
+    }
+    for (CpuPath p : simd_paths()) {
+      std::vector<float> got(rows * acts, -1.0f);
+      quant_dot_tile(t, w.data(), wb, rows, a.data(), ab, acts, n, got.data(), rows, p);
+      for (int i = 0; i < rows * acts; ++i) {
+        ASSERT_EQ(std::memcmp(&ref[i], &got[i], 4), 0)
+            << type_name(t) << " " << cpu_path_name(p) << " row " << i % rows << " act " << i / rows
+            << ": " << ref[i] << " vs " << got[i];
       }
     }
   }

@@ -9,6 +9,9 @@
 // activation) streams several rows at once. Planar rows (model/ops/planar.h) go
 // through the same float steps with plain loads instead of permutes.
 //
+// K-quant tiles (Q2_K, Q4_K, Q5_K, Q6_K) are in quant_dot_kquant_avx512.cpp;
+// Q3_K keeps the AVX2 kernel.
+//
 // The activation quantizers are the AVX2 ones (a 32-element block fills one
 // 256-bit register; wider registers gain nothing there), and so is the Q8_0
 // decode kernel (see q8_0_tile below).
@@ -619,147 +622,6 @@ void legacy_tile(const uint8_t* w, size_t w_stride, int64_t n_rows, const uint8_
 }
 
 // ---------------------------------------------------------------------------
-// K-quants: per super-block an exact integer sum, 64 elements (two 32-element
-// groups) per step: codes u8 x activations s8 through vpmaddubsw, minus the
-// offset times the activations, times the 16-element sub-block scales through
-// vpmaddwd.
-
-// int16 lanes of vpmaddubsw's output for two groups: lanes 0-7 elements 0-15
-// of group 0 (scale s0), 8-15 elements 16-31 (s1), then group 1 (s2, s3).
-__m512i quarter_scales(int s0, int s1, int s2, int s3) {
-  return _mm512_inserti64x4(
-      _mm512_castsi256_si512(_mm256_set_m128i(_mm_set1_epi16(static_cast<int16_t>(s1)),
-                                              _mm_set1_epi16(static_cast<int16_t>(s0)))),
-      _mm256_set_m128i(_mm_set1_epi16(static_cast<int16_t>(s3)),
-                       _mm_set1_epi16(static_cast<int16_t>(s2))),
-      1);
-}
-
-template <int kOffset>
-__m512i groups_dot(__m512i codes, __m512i a, __m512i scales) {
-  __m512i p16 = _mm512_maddubs_epi16(codes, a);
-  if constexpr (kOffset > 0)
-    p16 = _mm512_sub_epi16(p16, _mm512_maddubs_epi16(_mm512_set1_epi8(kOffset), a));
-  return _mm512_madd_epi16(p16, scales);
-}
-
-__m512i join(__m256i lo, __m256i hi) {
-  return _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1);
-}
-__m512i load512(const uint8_t* p) { return _mm512_loadu_si512(p); }
-
-int32_t min_sum(const int* mins16, const uint8_t* a) {
-  const __m512i m = _mm512_loadu_si512(mins16);
-  const __m512i s = _mm512_cvtepi16_epi32(load256(a + 260));
-  return _mm512_reduce_add_epi32(_mm512_mullo_epi32(m, s));
-}
-
-void scale_min_k4(int j, const uint8_t* q, int* sc, int* m) {
-  if (j < 4) {
-    *sc = q[j] & 63;
-    *m = q[j + 4] & 63;
-  } else {
-    *sc = (q[j + 4] & 0x0F) | ((q[j - 4] >> 6) << 4);
-    *m = (q[j + 4] >> 4) | ((q[j] >> 6) << 4);
-  }
-}
-
-struct SuperSums {
-  int32_t isum;
-  int32_t msum;
-};
-
-// Q2_K: group g (32 elements) takes the 2 bits at shift 2 * (g % 4) of
-// qs[32 * (g / 4) .. + 32]: groups 2k and 2k + 1 share a half.
-SuperSums q2_k_sums(const uint8_t* b, const uint8_t* a) {
-  alignas(64) int mins[16];
-  for (int s = 0; s < 16; ++s) mins[s] = b[s] >> 4;
-  __m512i acc = _mm512_setzero_si512();
-  for (int g = 0; g < 8; g += 2) {
-    const __m256i q = load256(b + 16 + 32 * (g / 4));
-    const int s0 = 2 * (g % 4);
-    const __m512i codes = _mm512_and_si512(
-        join(_mm256_srli_epi16(q, s0), _mm256_srli_epi16(q, s0 + 2)), _mm512_set1_epi8(3));
-    acc =
-        _mm512_add_epi32(acc, groups_dot<0>(codes, load512(a + 4 + 32 * g),
-                                            quarter_scales(b[2 * g] & 15, b[2 * g + 1] & 15,
-                                                           b[2 * g + 2] & 15, b[2 * g + 3] & 15)));
-  }
-  return {_mm512_reduce_add_epi32(acc), min_sum(mins, a)};
-}
-
-// Q4_K / Q5_K: chunk c of 64 elements is one 32-byte load, low nibbles then
-// high nibbles: exactly the two groups of one 512-bit step.
-template <bool kFive>
-SuperSums q45_k_sums(const uint8_t* b, const uint8_t* a) {
-  int sc[8];
-  alignas(64) int mins16[16];
-  for (int j = 0; j < 8; ++j) {
-    int m;
-    scale_min_k4(j, b + 4, &sc[j], &m);
-    mins16[2 * j] = mins16[2 * j + 1] = m;
-  }
-  const uint8_t* ql = kFive ? b + 48 : b + 16;
-  const __m256i qh = kFive ? load256(b + 16) : _mm256_setzero_si256();
-  __m512i acc = _mm512_setzero_si512();
-  for (int c = 0; c < 4; ++c) {
-    const __m256i q = load256(ql + 32 * c);
-    __m512i codes = _mm512_and_si512(join(q, _mm256_srli_epi16(q, 4)), _mm512_set1_epi8(0x0F));
-    if constexpr (kFive) {
-      const __m512i high =
-          _mm512_and_si512(join(_mm256_srli_epi16(qh, 2 * c), _mm256_srli_epi16(qh, 2 * c + 1)),
-                           _mm512_set1_epi8(1));
-      codes = _mm512_or_si512(codes, _mm512_slli_epi16(high, 4));
-    }
-    acc = _mm512_add_epi32(
-        acc, groups_dot<0>(codes, load512(a + 4 + 64 * c),
-                           quarter_scales(sc[2 * c], sc[2 * c], sc[2 * c + 1], sc[2 * c + 1])));
-  }
-  return {_mm512_reduce_add_epi32(acc), min_sum(mins16, a)};
-}
-
-// Q6_K: in half h, groups i = 0, 1 take the low nibbles of ql[64h ..] and
-// ql[64h + 32 ..], groups 2, 3 their high nibbles; high bits at shift 2i of qh.
-SuperSums q6_k_sums(const uint8_t* b, const uint8_t* a) {
-  const int8_t* sc = reinterpret_cast<const int8_t*>(b + 192);
-  __m512i acc = _mm512_setzero_si512();
-  for (int h = 0; h < 2; ++h) {
-    const __m512i lq = load512(b + 64 * h);  // [ql 0..31 | ql 32..63]
-    const __m256i qh = load256(b + 128 + 32 * h);
-    for (int i = 0; i < 4; i += 2) {
-      const __m512i low =
-          _mm512_and_si512(i == 0 ? lq : _mm512_srli_epi16(lq, 4), _mm512_set1_epi8(0x0F));
-      const __m512i high =
-          _mm512_and_si512(join(_mm256_srli_epi16(qh, 2 * i), _mm256_srli_epi16(qh, 2 * i + 2)),
-                           _mm512_set1_epi8(3));
-      const __m512i codes = _mm512_or_si512(low, _mm512_slli_epi16(high, 4));
-      const int g = 4 * h + i;
-      acc = _mm512_add_epi32(acc, groups_dot<32>(codes, load512(a + 4 + 32 * g),
-                                                 quarter_scales(sc[2 * g], sc[2 * g + 1],
-                                                                sc[2 * g + 2], sc[2 * g + 3])));
-    }
-  }
-  return {_mm512_reduce_add_epi32(acc), 0};
-}
-
-template <SuperSums (*Sums)(const uint8_t*, const uint8_t*), size_t kBytes, size_t kD, size_t kDmin,
-          bool kMin>
-float kquant_dot(const uint8_t* w, const uint8_t* a, int64_t n) {
-  float acc = 0.0f, macc = 0.0f;
-  const int64_t nb = n / kQKK;
-  for (int64_t b = 0; b < nb; ++b) {
-    const uint8_t* wb = w + b * kBytes;
-    const uint8_t* ab = a + b * kQ8_KBytes;
-    const float da = std::bit_cast<float>(u32(ab));
-    const SuperSums s = Sums(wb, ab);
-    acc = std::fma(f16_at(wb + kD) * da, static_cast<float>(s.isum), acc);
-    if constexpr (kMin) macc = std::fma(f16_at(wb + kDmin) * da, static_cast<float>(s.msum), macc);
-  }
-  if constexpr (kMin) return acc - macc;
-  return acc;
-}
-
-// ---------------------------------------------------------------------------
 // F32 / F16 / BF16 weights, f32 activations: the 16 reference lanes are one
 // register; the tail is masked so untouched lanes keep their value.
 
@@ -842,11 +704,11 @@ const Kernels* avx512_kernels() {
     t.planar_tile[kQ5_1] = legacy_tile<Q5_1W, PlanarNibbles5, 2, 6>;
     t.planar_tile[kQ8_0] = legacy_tile<Q8_0W, PlanarBytes, 2, 6>;
     t.tile[kQ8_0] = q8_0_tile;
-    t.tile[kQ2_K] = row_tile<kquant_dot<q2_k_sums, 84, 80, 82, true>>;
+    t.tile[kQ2_K] = kquant_avx512_tile(kQ2_K);
     // Q3_K keeps the AVX2 kernel (t copied it): measured 4.2 vs 2.7 GB/s.
-    t.tile[kQ4_K] = row_tile<kquant_dot<q45_k_sums<false>, 144, 0, 2, true>>;
-    t.tile[kQ5_K] = row_tile<kquant_dot<q45_k_sums<true>, 176, 0, 2, true>>;
-    t.tile[kQ6_K] = row_tile<kquant_dot<q6_k_sums, 210, 208, 0, false>>;
+    t.tile[kQ4_K] = kquant_avx512_tile(kQ4_K);
+    t.tile[kQ5_K] = kquant_avx512_tile(kQ5_K);
+    t.tile[kQ6_K] = kquant_avx512_tile(kQ6_K);
     t.tile[kF32] = row_tile<plain_dot<load16_f32, mload16_f32, 4>>;
     t.tile[kF16] = row_tile<plain_dot<load16_f16, mload16_f16, 2>>;
     t.tile[kBF16] = row_tile<plain_dot<load16_bf16, mload16_bf16, 2>>;

@@ -50,6 +50,10 @@ const Kernels* scalar_kernels();
 const Kernels* avx2_kernels();
 const Kernels* avx512_kernels();
 
+// The AVX-512 tile kernel of a K-quant kind (kQ2_K, kQ4_K, kQ5_K, kQ6_K;
+// quant_dot_kquant_avx512.cpp), nullptr for other kinds and off x86-64.
+TileFn kquant_avx512_tile(int kind);
+
 // The block layouts the kernels read (bytes): legacy blocks hold 32 elements,
 // K-quant super-blocks 256.
 constexpr int kQK = 32;

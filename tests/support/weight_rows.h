@@ -98,4 +98,45 @@ inline std::vector<uint8_t> random_weights(GgmlType t, int64_t rows, int64_t n, 
   return w;
 }
 
+// Byte ranges of a K-quant super-block that hold the sub-block scales (and
+// mins); codes are everything outside these and scale_fields().
+inline std::pair<int, int> kquant_scale_bytes(GgmlType t) {
+  switch (t) {
+    case GgmlType::Q2_K:
+      return {0, 16};
+    case GgmlType::Q3_K:
+      return {96, 108};
+    case GgmlType::Q4_K:
+    case GgmlType::Q5_K:
+      return {4, 16};
+    case GgmlType::Q6_K:
+      return {192, 208};
+    default:
+      return {0, 0};
+  }
+}
+
+// rows x n K-quant weights with every field at an extreme, the worst case
+// for integer sums: row r has all code bytes 0x00 or 0xFF (r % 2: every code
+// 0 or at its maximum, e.g. Q6_K values -32 / 31) and all scale bytes
+// 0xFF, 0x80 or 0x7F ((r / 2) % 3: Q2_K..Q5_K every 4- or 6-bit scale and min
+// at its maximum, or mixed high bits; Q6_K int8 scales -1, -128, 127). The
+// f16 super-block scales are +-1 (the sign alternating by block).
+inline std::vector<uint8_t> extreme_kquant_weights(GgmlType t, int64_t rows, int64_t n) {
+  const size_t rb = row_bytes(t, n), bb = traits(t).block_bytes;
+  const auto [s0, s1] = kquant_scale_bytes(t);
+  const uint8_t kScale[3] = {0xFF, 0x80, 0x7F};
+  std::vector<uint8_t> w(rows * rb);
+  for (int64_t r = 0; r < rows; ++r) {
+    for (size_t b = 0; b < rb; b += bb) {
+      uint8_t* blk = w.data() + r * rb + b;
+      std::memset(blk, r % 2 ? 0xFF : 0x00, bb);
+      std::memset(blk + s0, kScale[(r / 2) % 3], s1 - s0);
+      const uint16_t h = fp32_to_fp16((b / bb) % 2 ? -1.0f : 1.0f);
+      for (auto [lo, hi] : scale_fields(t)) std::memcpy(blk + lo, &h, hi - lo);
+    }
+  }
+  return w;
+}
+
 }  // namespace kvbench::test
