@@ -396,7 +396,7 @@ TEST(PlanarRows, KernelsAreBitIdenticalToScalarOnGgufRows) {
   for (GgmlType t : kPlanarTypes) {
     const GgmlType at = *dot_activation_type(t);
     for (int64_t n : lengths(t)) {
-      const int max_rows = 9, max_acts = 13;  // two 2 x 6 tiles of activations and a remainder
+      const int max_rows = 9, max_acts = 17;  // two tiles of 6 or 8 activations and a remainder
       const auto w = random_weights(t, max_rows, n, rng);
       const auto p = planar_copy(t, w, max_rows, n);
       const auto a = random_activations(t, max_acts, n, rng);
