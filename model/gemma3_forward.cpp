@@ -74,7 +74,8 @@ void Evaluator::gemma3_layer(int l, std::span<const int32_t> positions, KvCache&
                                   {&L.w_up, up_.data(), c.ffn_dim}};
   matmul_group(gate_up, xn_.data(), n, pool_, matmul_scratch_, matmul_options_);
   for_tokens(n, [&](int64_t t0, int64_t t1) {
-    geglu(gate_.data() + t0 * c.ffn_dim, up_.data() + t0 * c.ffn_dim, (t1 - t0) * c.ffn_dim);
+    geglu(gate_.data() + t0 * c.ffn_dim, up_.data() + t0 * c.ffn_dim, (t1 - t0) * c.ffn_dim,
+          matmul_options_.path);
   });
   matmul(L.w_down, gate_.data(), n, proj_.data(), c.dim, pool_, matmul_scratch_, matmul_options_);
   rms_norm(proj_.data(), L.ffn_post_norm, proj_.data(), n);

@@ -4,6 +4,8 @@
 // decode past the sliding window) against the naive double-precision
 // reference of tests/support/reference_gemma3.cpp. Agreement with llama.cpp
 // on the real Gemma 3 270M is in test_golden_gemma3.cpp.
+#include <cstring>
+#include <vector>
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -147,6 +149,26 @@ TEST(Gemma3Ops, FastGeluMatchesTheReference) {
   EXPECT_LE(std::fabs(gelu_tanh_fast(-1e30f)), 1e-8f);
   EXPECT_EQ(gelu_tanh_fast(200.0f), 200.0f);
   EXPECT_LE(std::fabs(gelu_tanh_fast(-200.0f)), 1e-30f);
+  // Every path's geglu gives the scalar loop's bits (16-lane body and tail),
+  // NaN and the clamped extremes included.
+  std::vector<float> xs;
+  for (int i = -24 * 64; i <= 24 * 64; ++i) xs.push_back(static_cast<float>(i) / 64.0f + 1e-3f);
+  for (float v : {0.0f, -0.0f, 1e30f, -1e30f, 200.0f, -200.0f, std::nanf(""), 1e-40f})
+    xs.push_back(v);
+  std::vector<float> ups(xs.size());
+  for (size_t i = 0; i < ups.size(); ++i) ups[i] = 0.5f + static_cast<float>(i % 7) * 0.25f;
+  std::vector<float> want = xs;
+  geglu(want.data(), ups.data(), static_cast<int64_t>(want.size()), CpuPath::Scalar);
+  for (size_t i = 0; i < want.size(); ++i)
+    ASSERT_TRUE(std::isnan(want[i]) || want[i] == gelu_tanh_fast(xs[i]) * ups[i]) << xs[i];
+  for (CpuPath p : {CpuPath::Avx2, CpuPath::Avx512}) {
+    if (!cpu_path_supported(p)) continue;
+    std::vector<float> got = xs;
+    geglu(got.data(), ups.data(), static_cast<int64_t>(got.size()), p);
+    for (size_t i = 0; i < got.size(); ++i)
+      ASSERT_EQ(std::memcmp(&want[i], &got[i], 4), 0)
+          << cpu_path_name(p) << " x = " << xs[i] << ": " << want[i] << " vs " << got[i];
+  }
   // exp over its clamped range, against the library to a few ulp.
   for (float y = -87.0f; y <= 88.0f; y += 0.0625f) {
     const float e = std::exp(y);

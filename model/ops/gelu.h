@@ -16,6 +16,8 @@
 #include <cmath>
 #include <cstdint>
 
+#include "model/ops/quant_dot.h"  // CpuPath
+
 namespace kvbench {
 
 inline float gelu_tanh(float x) {
@@ -24,25 +26,38 @@ inline float gelu_tanh(float x) {
   return 0.5f * x * (1.0f + std::tanh(kSqrt2OverPi * x * (1.0f + kCubic * x * x)));
 }
 
+// The constants of exp_bounded() and gelu_tanh_fast(), shared with the
+// AVX-512 geglu (gelu.cpp), which must compute the same bits.
+namespace gelu_const {
+constexpr float kSqrt2OverPi = 0.7978845608028654f;
+constexpr float kCubic = 0.044715f;
+constexpr float kExpLo = -87.0f, kExpHi = 88.0f;
+constexpr float kRound = 12582912.0f;  // 1.5 * 2^23
+constexpr float kLog2e = 1.44269504088896341f;
+constexpr float kLn2Hi = 0.693359375f, kLn2Lo = -2.12194440e-4f;
+constexpr float kP[6] = {1.9875691500e-4f, 1.3981999507e-3f, 8.3334519073e-3f,
+                         4.1665795894e-2f, 1.6666665459e-1f, 5.0000001201e-1f};
+}  // namespace gelu_const
+
 // exp(y) for every float y, within 2 ulp on [-87, 88] (y outside is clamped
 // there: exp(-87) ~ 1.6e-38 and exp(88) ~ 1.7e38, both finite normals).
 // Cephes' expf: y = n ln2 + r with |r| <= ln2 / 2, a degree-6 polynomial for
 // exp(r), and 2^n built in the exponent bits.
 inline float exp_bounded(float y) {
-  y = std::min(std::max(y, -87.0f), 88.0f);
+  using namespace gelu_const;
+  y = std::min(std::max(y, kExpLo), kExpHi);
   // Adding 1.5 * 2^23 rounds y / ln2 to an integer held in the low mantissa
   // bits, without a rounding instruction the baseline x86-64 lacks.
-  constexpr float kRound = 12582912.0f;
-  const float t = y * 1.44269504088896341f + kRound;
+  const float t = y * kLog2e + kRound;
   const float n = t - kRound;
-  float r = y - n * 0.693359375f;  // ln2 split in two: the high part is exact in n * hi
-  r = r - n * -2.12194440e-4f;
-  float p = 1.9875691500e-4f;
-  p = p * r + 1.3981999507e-3f;
-  p = p * r + 8.3334519073e-3f;
-  p = p * r + 4.1665795894e-2f;
-  p = p * r + 1.6666665459e-1f;
-  p = p * r + 5.0000001201e-1f;
+  float r = y - n * kLn2Hi;  // ln2 split in two: the high part is exact in n * hi
+  r = r - n * kLn2Lo;
+  float p = kP[0];
+  p = p * r + kP[1];
+  p = p * r + kP[2];
+  p = p * r + kP[3];
+  p = p * r + kP[4];
+  p = p * r + kP[5];
   p = p * (r * r) + r + 1.0f;
   // n is in [-126, 127]: 2^n is a normal float, (n + 127) << 23 its bits.
   const int32_t e = std::bit_cast<int32_t>(t) - std::bit_cast<int32_t>(kRound) + 127;
@@ -50,16 +65,14 @@ inline float exp_bounded(float y) {
 }
 
 inline float gelu_tanh_fast(float x) {
-  constexpr float kSqrt2OverPi = 0.7978845608028654f;
-  constexpr float kCubic = 0.044715f;
+  using namespace gelu_const;
   const float u = kSqrt2OverPi * x * (1.0f + kCubic * x * x);
   return x / (1.0f + exp_bounded(-2.0f * u));
 }
 
-// gate[i] = gelu(gate[i]) * up[i] for i < n (the gated feed-forward's
-// product, GeGLU).
-inline void geglu(float* gate, const float* up, int64_t n) {
-  for (int64_t i = 0; i < n; ++i) gate[i] = gelu_tanh_fast(gate[i]) * up[i];
-}
+// gate[i] = gelu_tanh_fast(gate[i]) * up[i] for i < n (the gated
+// feed-forward's product, GeGLU). `path` Avx512 runs 16 lanes with the same
+// operations in the same order (gelu.cpp), so every path gives the same bits.
+void geglu(float* gate, const float* up, int64_t n, CpuPath path = CpuPath::Scalar);
 
 }  // namespace kvbench
