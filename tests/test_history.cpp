@@ -266,22 +266,28 @@ TEST(History, MigratesVersion0And1) {
 TEST(History, RunsOfSeveralModelsAreOneHistoryRunPerModel) {
   const std::string d = scratch("models");
   auto make = [&](const std::string& commit, const std::string& started, int gemma_failing) {
-    const json models = json::array({{{"path", d + "/a.gguf"}, {"label", "Small|LM"}, {"sha256", "aa11"}},
-                                      {{"path", d + "/b.gguf"}, {"label", "Gemma"}, {"sha256", "bb22"}}});
-    const json meta = {{"git_commit", commit}, {"started_utc", started}, {"models", models},
-                       {"cpu", "Test CPU"},    {"cores", 2}};
+    const json models =
+        json::array({{{"path", d + "/a.gguf"}, {"label", "Small|LM"}, {"sha256", "aa11"}},
+                     {{"path", d + "/b.gguf"}, {"label", "Gemma"}, {"sha256", "bb22"}}});
+    const json meta = {{"git_commit", commit},
+                       {"started_utc", started},
+                       {"models", models},
+                       {"cpu", "Test CPU"},
+                       {"cores", 2}};
     json config = {{"name", "two"}, {"models", json::array()}};
-    for (const auto& m : models) config["models"].push_back({{"path", m["path"]}, {"label", m["label"]}});
+    for (const auto& m : models)
+      config["models"].push_back({{"path", m["path"]}, {"label", m["label"]}});
     RunFolder f = RunFolder::create(d + "/runs", "run-" + commit, config, meta);
     for (const std::string model : {"Small|LM", "Gemma"}) {
       const auto cells = group("full", "passkey", 6, model == "Gemma" ? gemma_failing : 0);
       for (size_t k = 0; k < cells.size(); ++k) {
         const std::string id = (model == "Gemma" ? "g" : "s") + std::to_string(k);
-        f.write_cell(id, json{{"id", id},
-                              {"model", {{"label", model}, {"sha256", model == "Gemma" ? "bb22" : "aa11"}}},
-                              {"instance", {{"id", cells[k].instance}, {"task", "passkey"}}},
-                              {"policy", {{"label", "full"}, {"spec", "full"}}},
-                              {"score", cells[k].score}});
+        f.write_cell(
+            id, json{{"id", id},
+                     {"model", {{"label", model}, {"sha256", model == "Gemma" ? "bb22" : "aa11"}}},
+                     {"instance", {{"id", cells[k].instance}, {"task", "passkey"}}},
+                     {"policy", {{"label", "full"}, {"spec", "full"}}},
+                     {"score", cells[k].score}});
       }
     }
     return f.dir();
@@ -306,7 +312,8 @@ TEST(History, RunsOfSeveralModelsAreOneHistoryRunPerModel) {
     EXPECT_EQ(s.points[1].regressed, s.model == "Gemma") << s.model;
   }
   const std::string md = show_markdown(t, d + "/h.sqlite");
-  EXPECT_NE(md.find("| Model | Configuration | Task | aaaaaaa | bbbbbbb |"), std::string::npos) << md;
+  EXPECT_NE(md.find("| Model | Configuration | Task | aaaaaaa | bbbbbbb |"), std::string::npos)
+      << md;
   EXPECT_NE(md.find("| Small\\|LM | full | passkey | 1.000"), std::string::npos) << md;
   EXPECT_NE(md.find("- two / Gemma / full / passkey at bbbbbbb"), std::string::npos) << md;
   EXPECT_NE(plot_script(t, d + "/t.png").find("'Gemma: full'"), std::string::npos);
@@ -319,8 +326,9 @@ TEST(History, RunsOfSeveralModelsAreOneHistoryRunPerModel) {
     add_run(*db, bad, "");
     ADD_FAILURE() << "accepted a cell of an unlisted model";
   } catch (const InputError& e) {
-    EXPECT_NE(std::string(e.what()).find("g0.json: /model/label: 'Other' is not one of the run's models"),
-              std::string::npos)
+    EXPECT_NE(
+        std::string(e.what()).find("g0.json: /model/label: 'Other' is not one of the run's models"),
+        std::string::npos)
         << e.what();
   }
   EXPECT_EQ(count(*db, "runs"), 4);
@@ -328,9 +336,11 @@ TEST(History, RunsOfSeveralModelsAreOneHistoryRunPerModel) {
   // Single-model runs of one experiment on two files: two series.
   const std::string e = scratch("models-single");
   const auto db2 = open_history(e + "/h.sqlite", true);
-  add_run(*db2, make_run(e + "/runs", "aaaaaaa1", "2026-11-21T07:00:00Z", group("full", "passkey", 4, 0)), "");
-  const std::string other = make_run(e + "/runs2", "bbbbbbb2", "2026-11-22T07:00:00Z",
-                                     group("full", "passkey", 4, 4));
+  add_run(*db2,
+          make_run(e + "/runs", "aaaaaaa1", "2026-11-21T07:00:00Z", group("full", "passkey", 4, 0)),
+          "");
+  const std::string other =
+      make_run(e + "/runs2", "bbbbbbb2", "2026-11-22T07:00:00Z", group("full", "passkey", 4, 4));
   json meta = json::parse(std::ifstream(other + "/meta.json"));
   meta["model_sha256"] = "cd34cd34cd34cd34";
   std::ofstream(other + "/meta.json") << meta.dump();

@@ -151,7 +151,8 @@ TEST(SlidingWindowCache, RatioRestoreBudgetsAreRatiosOfTheWindow) {
   auto quest = PolicyCache::create(parse_policy_spec("quest:budget=0.5,page=1,dense=0"), c);
   EXPECT_EQ(quest->layer_budget(0) - quest->layer_budget(1), 20 - 2);
   // Absolute budgets stay what they say, up to what the window holds.
-  auto tokens = PolicyCache::create(parse_policy_spec("window:budget=2+offload:restore=3,page=1"), c);
+  auto tokens =
+      PolicyCache::create(parse_policy_spec("window:budget=2+offload:restore=3,page=1"), c);
   EXPECT_EQ(tokens->layer_budget(0), 2 + 3);
   EXPECT_EQ(tokens->layer_budget(1), 2 + 3);
 

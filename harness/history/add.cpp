@@ -108,7 +108,8 @@ AddResult add_run(const Db& db, const std::string& run_dir, const std::string& r
   if (meta.contains("models")) {
     for (size_t i = 0; i < meta["models"].size(); ++i) {
       const std::string at = meta_file + ": /models/" + std::to_string(i);
-      models.push_back({field(meta["models"][i], "sha256", at), field(meta["models"][i], "label", at), ""});
+      models.push_back(
+          {field(meta["models"][i], "sha256", at), field(meta["models"][i], "label", at), ""});
     }
   } else {
     models.push_back({field(meta, "model_sha256", meta_file), "", ""});

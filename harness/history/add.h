@@ -5,9 +5,9 @@
 // copied: git commit, start time, model sha256, config hash, machine and
 // shard. A folder of several models ("models") is one history run per model,
 // whose identity adds the model's label (runs.model_label; NULL for a folder
-// of one model), holding that model's cells. A cell is keyed by (run_id, cell id), so adding a folder again (or
-// a copy of it, or after --resume finished more cells) adds only what is
-// not there yet and never duplicates.
+// of one model), holding that model's cells. A cell is keyed by (run_id, cell id), so adding a
+// folder again (or a copy of it, or after --resume finished more cells) adds only what is not there
+// yet and never duplicates.
 //
 //   config hash  sha256 of config.json's canonical JSON without "model" and
 //                "models" (paths; a model is keyed by its sha256) and "output" (where

@@ -62,8 +62,8 @@ std::string show_markdown(const Trend& t, const std::string& db_path) {
     std::set<std::string> models;
     for (const Series* s : series) models.insert(s->model);
     const bool by_model = models.size() > 1;
-    o << "\n## " << cell_text(experiment) << "\n\n" << (by_model ? "| Model " : "")
-      << "| Configuration | Task |";
+    o << "\n## " << cell_text(experiment) << "\n\n"
+      << (by_model ? "| Model " : "") << "| Configuration | Task |";
     std::string rule = by_model ? "|---|---|---|" : "|---|---|";
     for (size_t i = 0; i < t.commits.size(); ++i)
       if (used[i]) {
@@ -84,15 +84,14 @@ std::string show_markdown(const Trend& t, const std::string& db_path) {
             o << " ▼ p=" << fixed(p.p_drop, "%.3g");
             const TrendPoint& prev = s->points[next - 2];
             regressions << "- " << cell_text(experiment) << " / "
-                        << (by_model ? cell_text(s->model) + " / " : "") << cell_text(s->configuration)
-                        << " / " << cell_text(s->task) << " at "
+                        << (by_model ? cell_text(s->model) + " / " : "")
+                        << cell_text(s->configuration) << " / " << cell_text(s->task) << " at "
                         << cell_text(short_commit(t.commits[i].commit)) << " (vs "
                         << cell_text(short_commit(t.commits[prev.commit].commit))
                         << "): mean score " << fixed(prev.score.mean, "%.3f") << " -> "
-                        << fixed(p.score.mean, "%.3f") << ", a drop of "
-                        << fixed(p.drop, "%.3f") << " over " << p.paired
-                        << " paired instances, one-sided p = " << fixed(p.p_drop, "%.4g")
-                        << "\n";
+                        << fixed(p.score.mean, "%.3f") << ", a drop of " << fixed(p.drop, "%.3f")
+                        << " over " << p.paired
+                        << " paired instances, one-sided p = " << fixed(p.p_drop, "%.4g") << "\n";
             ++n_regressions;
           }
           o << " |";
