@@ -152,6 +152,27 @@ TEST(Hostile, ReportOfATamperedRunFolderRunsNothingAndEscapesHtml) {
   EXPECT_NE(html.find("&lt;img src=x onerror=alert(1)&gt;"), std::string::npos);
 }
 
+// meta.json's text reaches report.md one line each; git_dirty is a boolean.
+TEST(Hostile, MetaTextStaysOneLineInTheReport) {
+  const std::string dir = scratch("meta-text");
+  const std::string run = tiny_run(dir);
+  ASSERT_FALSE(run.empty());
+  json meta = json::parse(slurp(run + "/meta.json"));
+  meta["cpu"] = "Fast CPU\n# Injected heading";
+  meta["git_dirty"] = "yes";
+  std::ofstream(run + "/meta.json") << meta.dump();
+  expect_input_error(run_kvbench("report " + run), run + "/meta.json: /git_dirty: expected true or false");
+  meta["git_dirty"] = true;
+  std::ofstream(run + "/meta.json") << meta.dump();
+  const auto r = run_kvbench("report " + run);
+  ASSERT_EQ(r.code, 0) << r.err;
+  const std::string md = slurp(run + "/report.md");
+  EXPECT_EQ(md.find("\n# Injected heading"), std::string::npos);
+  EXPECT_NE(md.find("CPU: Fast CPU\\n# Injected heading"), std::string::npos);
+  EXPECT_NE(md.find("(built with uncommitted changes)"), std::string::npos);
+  EXPECT_NE(slurp(run + "/report.html").find("(built with uncommitted changes)"), std::string::npos);
+}
+
 // compare prints markdown to a terminal: a label from a shared run folder can
 // neither add table columns ('|') nor send escape sequences.
 TEST(Hostile, CompareEscapesLabelsForMarkdownAndTheTerminal) {

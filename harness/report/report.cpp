@@ -12,6 +12,7 @@
 #include "harness/report/summary.h"
 #include "harness/report/table.h"
 #include "model/common/atomic_file.h"
+#include "model/common/printable.h"
 
 namespace kvbench {
 namespace {
@@ -281,9 +282,11 @@ ReportSummary write_report(const RunFolder& run) {
     for (const auto& m : model_list) about << "\n  - " << markdown_cell(m);
   }
   about << "\n- threads: " << config.value("threads", 0);
-  if (meta.contains("cpu")) about << ", CPU: " << meta["cpu"].get<std::string>();
+  // meta.json comes from whoever shared the folder: one line each, escaped.
+  if (meta.contains("cpu")) about << ", CPU: " << escaped_text(meta["cpu"].get<std::string>(), 200);
   if (meta.contains("git_commit"))
-    about << "\n- kvbench commit: " << meta["git_commit"].get<std::string>();
+    about << "\n- kvbench commit: " << escaped_text(meta["git_commit"].get<std::string>(), 80)
+          << (meta.value("git_dirty", false) ? " (built with uncommitted changes)" : "");
   if (meta.contains("work")) {
     const json& w = meta["work"];
     about << "\n- prefill tokens computed: " << w.value("prefill_tokens_computed", int64_t{0})
@@ -382,7 +385,8 @@ ReportSummary write_report(const RunFolder& run) {
   html << "; threads: " << config.value("threads", 0);
   if (meta.contains("cpu")) html << "; CPU: " << html_escape(meta["cpu"].get<std::string>());
   if (meta.contains("git_commit"))
-    html << "; kvbench commit " << html_escape(meta["git_commit"].get<std::string>());
+    html << "; kvbench commit " << html_escape(meta["git_commit"].get<std::string>())
+         << (meta.value("git_dirty", false) ? " (built with uncommitted changes)" : "");
   html << "</p>\n<h2 id=\"table\">Table</h2>\n<p class=\"note\">"
        << html_escape(columns_legend + (several ? models_legend : "")) << "</p>\n<p class=\"note\">"
        << html_escape(intervals_legend())

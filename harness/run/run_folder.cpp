@@ -193,6 +193,7 @@ nlohmann::json RunFolder::meta() const {
   if (!m.is_object()) bad("/", "an object");
   for (const char* k : {"model_sha256", "cpu", "git_commit"})
     if (m.contains(k) && !m[k].is_string()) bad(std::string("/") + k, "a string");
+  if (m.contains("git_dirty") && !m["git_dirty"].is_boolean()) bad("/git_dirty", "true or false");
   // Runs of several models: [{path, label, sha256}] (collect_run_meta).
   if (m.contains("models")) {
     const nlohmann::json& list = m["models"];
