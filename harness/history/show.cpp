@@ -11,16 +11,6 @@
 namespace kvbench::history {
 namespace {
 
-// Terminal-safe, and a '|' cannot end a markdown cell.
-std::string cell_text(const std::string& s, size_t max_bytes = 200) {
-  std::string out;
-  for (char c : escaped_text(s, max_bytes)) {
-    if (c == '|') out += '\\';
-    out += c;
-  }
-  return out;
-}
-
 std::string fixed(double v, const char* format) {
   char buf[64];
   std::snprintf(buf, sizeof buf, format, v);
@@ -35,16 +25,18 @@ std::string commit_day(const CommitInfo& c) {
 
 std::string show_markdown(const Trend& t, const std::string& db_path) {
   std::ostringstream o;
-  o << "# Recall history: " << cell_text(db_path, 512) << "\n\n"
+  o << "# Recall history: " << escaped_cell_text(db_path, 512) << "\n\n"
     << t.runs << " runs, " << t.cells << " cells, " << t.commits.size() << " commits.\n\n";
   if (t.commits.empty()) return o.str() + "No runs yet: kvbench history add RUN...\n";
   o << "| Commit | Date | Runs | Machine | Model sha256 |\n|---|---|---:|---|---|\n";
   for (const CommitInfo& c : t.commits) {
     std::string machines, models;
-    for (const auto& m : c.machines) machines += (machines.empty() ? "" : "; ") + cell_text(m);
-    for (const auto& m : c.models) models += (models.empty() ? "" : "; ") + cell_text(m.substr(0, 12));
-    o << "| " << cell_text(short_commit(c.commit)) << " | " << commit_day(c) << " | " << c.runs
-      << " | " << machines << " | " << models << " |\n";
+    for (const auto& m : c.machines)
+      machines += (machines.empty() ? "" : "; ") + escaped_cell_text(m);
+    for (const auto& m : c.models)
+      models += (models.empty() ? "" : "; ") + escaped_cell_text(m.substr(0, 12));
+    o << "| " << escaped_cell_text(short_commit(c.commit)) << " | " << commit_day(c) << " | "
+      << c.runs << " | " << machines << " | " << models << " |\n";
   }
   o << "\nDate: the commit's (from git); \"(run)\" when git did not know the commit and the run's "
        "start stands in.\n";
@@ -62,18 +54,19 @@ std::string show_markdown(const Trend& t, const std::string& db_path) {
     std::set<std::string> models;
     for (const Series* s : series) models.insert(s->model);
     const bool by_model = models.size() > 1;
-    o << "\n## " << cell_text(experiment) << "\n\n"
+    o << "\n## " << escaped_cell_text(experiment) << "\n\n"
       << (by_model ? "| Model " : "") << "| Configuration | Task |";
     std::string rule = by_model ? "|---|---|---|" : "|---|---|";
     for (size_t i = 0; i < t.commits.size(); ++i)
       if (used[i]) {
-        o << " " << cell_text(short_commit(t.commits[i].commit)) << " |";
+        o << " " << escaped_cell_text(short_commit(t.commits[i].commit)) << " |";
         rule += "---:|";
       }
     o << "\n" << rule << "\n";
     for (const Series* s : series) {
-      if (by_model) o << "| " << cell_text(s->model) << " ";
-      o << "| " << cell_text(s->configuration) << " | " << cell_text(s->task) << " |";
+      if (by_model) o << "| " << escaped_cell_text(s->model) << " ";
+      o << "| " << escaped_cell_text(s->configuration) << " | " << escaped_cell_text(s->task)
+        << " |";
       size_t next = 0;
       for (size_t i = 0; i < t.commits.size(); ++i) {
         if (!used[i]) continue;
@@ -83,11 +76,12 @@ std::string show_markdown(const Trend& t, const std::string& db_path) {
           if (p.regressed) {
             o << " ▼ p=" << fixed(p.p_drop, "%.3g");
             const TrendPoint& prev = s->points[next - 2];
-            regressions << "- " << cell_text(experiment) << " / "
-                        << (by_model ? cell_text(s->model) + " / " : "")
-                        << cell_text(s->configuration) << " / " << cell_text(s->task) << " at "
-                        << cell_text(short_commit(t.commits[i].commit)) << " (vs "
-                        << cell_text(short_commit(t.commits[prev.commit].commit))
+            regressions << "- " << escaped_cell_text(experiment) << " / "
+                        << (by_model ? escaped_cell_text(s->model) + " / " : "")
+                        << escaped_cell_text(s->configuration) << " / "
+                        << escaped_cell_text(s->task) << " at "
+                        << escaped_cell_text(short_commit(t.commits[i].commit)) << " (vs "
+                        << escaped_cell_text(short_commit(t.commits[prev.commit].commit))
                         << "): mean score " << fixed(prev.score.mean, "%.3f") << " -> "
                         << fixed(p.score.mean, "%.3f") << ", a drop of " << fixed(p.drop, "%.3f")
                         << " over " << p.paired

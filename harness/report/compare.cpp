@@ -15,18 +15,6 @@
 namespace kvbench {
 namespace {
 
-// Text from a run folder as one markdown table cell: control characters and
-// invalid UTF-8 escaped (nothing reaches the terminal raw), '|' escaped so a
-// label cannot add columns, and bounded.
-std::string md(const std::string& s, size_t max_bytes = 200) {
-  std::string out;
-  for (char c : escaped_text(s, max_bytes)) {
-    if (c == '|') out += '\\';
-    out += c;
-  }
-  return out;
-}
-
 using json = nlohmann::json;
 
 // (configuration label, task): one group of the comparison.
@@ -123,7 +111,7 @@ CompareResult compare_runs(const std::string& base_dir, const std::string& new_d
   for (const auto& [model, base_groups] : base_models) {
     if (!new_models.count(model)) continue;
     const Groups& new_groups = new_models.at(model);
-    const std::string in_model = per_model ? md(model) + ": " : "";
+    const std::string in_model = per_model ? escaped_cell_text(model) + ": " : "";
     if (per_model) table << "\n### Model: " << escaped_text(model, 200) << "\n\n";
     table << header;
     for (const auto& [key, instances] : new_groups) {
@@ -154,8 +142,9 @@ CompareResult compare_runs(const std::string& base_dir, const std::string& new_d
           char buf[96];
           std::snprintf(buf, sizeof buf, " | %.3f | %.3f | %+.3f |\n", cell.score, score_new,
                         score_new - cell.score);
-          changed << "| " << md(cell.id, 400) << " | " << md(instance, 400) << " | " << in_model
-                  << md(key.first) << buf;
+          changed << "| " << escaped_cell_text(cell.id, 400) << " | "
+                  << escaped_cell_text(instance, 400) << " | " << in_model
+                  << escaped_cell_text(key.first) << buf;
         }
       }
       n_missing += missing;
@@ -181,8 +170,8 @@ CompareResult compare_runs(const std::string& base_dir, const std::string& new_d
                                      : "";
       if (missing)
         status += (status.empty() ? "" : ", ") + std::to_string(missing) + " instance(s) missing";
-      table << "| " << md(key.first) << " | " << md(key.second) << " | " << n << " | "
-            << (n ? stats::paired_test_name(kind) : "–") << " | "
+      table << "| " << escaped_cell_text(key.first) << " | " << escaped_cell_text(key.second)
+            << " | " << n << " | " << (n ? stats::paired_test_name(kind) : "–") << " | "
             << stats::format_estimate(eb.mean, eb.ci) << " | "
             << stats::format_estimate(en.mean, en.ci) << " | "
             << fixed(n ? mean(sn) - mean(sb) : NAN, "%+.3f") << " | " << fixed(p, "%.4g") << " | "
@@ -190,8 +179,9 @@ CompareResult compare_runs(const std::string& base_dir, const std::string& new_d
       // A group that could not have shown a drop of the tolerance's size.
       const double mdd = stats::min_detectable_drop(kind, n);
       if (n && !(mdd <= tolerance))
-        notes << "- " << in_model << md(key.first) << " / " << md(key.second) << ": with " << n
-              << " paired instances the " << stats::paired_test_name(kind) << " test "
+        notes << "- " << in_model << escaped_cell_text(key.first) << " / "
+              << escaped_cell_text(key.second) << ": with " << n << " paired instances the "
+              << stats::paired_test_name(kind) << " test "
               << (std::isnan(mdd)
                       ? std::string("can call no drop significant: no drop, however large, fails "
                                     "the gate.")
