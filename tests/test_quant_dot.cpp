@@ -13,6 +13,7 @@
 
 #include "model/common/error.h"
 #include "model/gguf/ggml_types.h"
+#include "model/ops/interleave.h"
 #include "model/ops/planar.h"
 #include "model/ops/quant_dot.h"
 #include "tests/support/weight_rows.h"
@@ -214,7 +215,9 @@ TEST(QuantDot, SimdPathsAreBitIdenticalToScalar) {
 
 // Every tile shape (each micro-kernel size and remainder) gives the same bits
 // as one dot product at a time, and writes nothing outside its rows x acts
-// block of `out` (ldo leaves a gap after each activation's rows). K-quants
+// block of `out` (ldo leaves a gap after each activation's rows). Legacy
+// types go past two 16-row groups (the last one padded) and one 8-activation
+// tile with every remainder. K-quants
 // run past two groups of the AVX-512 micro-kernel (4 rows x 6 activations):
 // rows 1..9 and activations 1..13 reach every group size and remainder.
 TEST(QuantDot, EveryTileShapeMatchesSingleDots) {
@@ -224,7 +227,7 @@ TEST(QuantDot, EveryTileShapeMatchesSingleDots) {
     int max_rows, max_acts;
   };
   std::vector<Case> cases = {
-      {GgmlType::Q4_1, 576, 7, 7}, {GgmlType::Q8_0, 576, 7, 7}, {GgmlType::Q5_0, 576, 7, 7}};
+      {GgmlType::Q4_1, 576, 35, 10}, {GgmlType::Q8_0, 576, 35, 10}, {GgmlType::Q5_0, 576, 35, 10}};
   for (GgmlType t :
        {GgmlType::Q2_K, GgmlType::Q3_K, GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K}) {
     cases.push_back({t, 768, 9, 13});
@@ -388,29 +391,94 @@ TEST(PlanarRows, RoundTripIsExactAndLayoutIsAsDocumented) {
   EXPECT_EQ(v[60 + 2], 22);     // d of block 1
 }
 
-// Every path with a planar kernel, every tile shape, against the scalar
-// reference on the GGUF rows, bit for bit.
-TEST(PlanarRows, KernelsAreBitIdenticalToScalarOnGgufRows) {
+// --- interleaved groups (model/ops/interleave.h) -----------------------------
+
+std::vector<uint8_t> interleaved_copy(GgmlType t, const std::vector<uint8_t>& w, int64_t rows,
+                                      int64_t n) {
+  const size_t rb = row_bytes(t, n), group = kInterleaveRows * rb;
+  std::vector<uint8_t> p(w.size());
+  for (int64_t g = 0; g < rows / kInterleaveRows; ++g)
+    to_interleaved(t, w.data() + g * group, rb, p.data() + g * group, n);
+  return p;
+}
+
+TEST(InterleavedRows, RoundTripIsExactAndLayoutIsAsDocumented) {
+  std::mt19937 rng(13);
+  for (GgmlType t : kPlanarTypes) {
+    ASSERT_TRUE(has_interleaved_layout(t));
+    for (int64_t n : lengths(t)) {
+      const auto w = random_weights(t, 32, n, rng);
+      const auto p = interleaved_copy(t, w, 32, n);
+      std::vector<uint8_t> back(w.size(), 0xAA);
+      const size_t rb = row_bytes(t, n), group = kInterleaveRows * rb;
+      for (int g = 0; g < 2; ++g)
+        from_interleaved(t, p.data() + g * group, back.data() + g * group, rb, n);
+      ASSERT_EQ(back, w) << type_name(t) << " n=" << n;
+      ASSERT_NE(p, w) << type_name(t) << " n=" << n;
+    }
+  }
+  // Byte i of the GGUF rows = i % 251, two blocks per row (n = 64).
+  auto fill = [](GgmlType t) {
+    std::vector<uint8_t> g(kInterleaveRows * row_bytes(t, 64));
+    for (size_t i = 0; i < g.size(); ++i) g[i] = static_cast<uint8_t>(i % 251);
+    return g;
+  };
+  {  // Q4_1 (20 B blocks, rows of 40 B): group block 1 at 320; chunk j, row r
+     // at 64 j + 4 r holds qs[4j..4j+3] of the row's block; d at 256 + 2 r, m at 288 + 2 r.
+    const auto g = fill(GgmlType::Q4_1);
+    std::vector<uint8_t> q(g.size());
+    to_interleaved(GgmlType::Q4_1, g.data(), 40, q.data(), 64);
+    EXPECT_EQ(q[64 * 2 + 4 * 3 + 1], (3 * 40 + 4 + 9) % 251);  // row 3, block 0, qs[9]
+    EXPECT_EQ(q[320 + 64 * 3 + 4 * 15 + 3],
+              (15 * 40 + 20 + 4 + 15) % 251);                      // row 15, block 1, qs[15]
+    EXPECT_EQ(q[256 + 2 * 5], (5 * 40) % 251);                     // row 5's d
+    EXPECT_EQ(q[320 + 288 + 2 * 7 + 1], (7 * 40 + 20 + 3) % 251);  // row 7, block 1, m's high byte
+  }
+  {  // Q8_0 (34 B): 8 chunks, codes + 128; d at 512 + 2 r.
+    const auto g = fill(GgmlType::Q8_0);
+    std::vector<uint8_t> q(g.size());
+    to_interleaved(GgmlType::Q8_0, g.data(), 68, q.data(), 64);
+    EXPECT_EQ(q[64 * 7 + 4 * 2 + 3], ((2 * 68 + 2 + 31) % 251) ^ 0x80);  // row 2, element 31
+    EXPECT_EQ(q[512 + 2 * 9], (9 * 68) % 251);                           // row 9's d
+  }
+  {  // Q5_0 (22 B): 5th bits of row r, element 4j+k at bit 4r+k of chunk j's
+     // low mask (256 + 16 j), elements 16+4j+k in its high mask (+8).
+    std::vector<uint8_t> g(kInterleaveRows * 44, 0), q(g.size());
+    const uint32_t qh = (1u << 6) | (1u << 21);  // elements 6 (j 1, k 2) and 21 (j 1, k 1, high)
+    std::memcpy(g.data() + 5 * 44 + 2, &qh, 4);  // row 5, block 0
+    to_interleaved(GgmlType::Q5_0, g.data(), 44, q.data(), 64);
+    uint64_t lo, hi;
+    std::memcpy(&lo, q.data() + 256 + 16, 8);
+    std::memcpy(&hi, q.data() + 256 + 24, 8);
+    EXPECT_EQ(lo, uint64_t{1} << (4 * 5 + 2));
+    EXPECT_EQ(hi, uint64_t{1} << (4 * 5 + 1));
+  }
+}
+
+// Every path with an interleaved kernel, 1-3 groups and 1-17 activations
+// (two tiles of 8 and every remainder), against the scalar reference on the
+// GGUF rows, bit for bit.
+TEST(InterleavedRows, KernelsAreBitIdenticalToScalarOnGgufRows) {
   std::mt19937 rng(12);
   int checked = 0;
   for (GgmlType t : kPlanarTypes) {
     const GgmlType at = *dot_activation_type(t);
     for (int64_t n : lengths(t)) {
-      const int max_rows = 9, max_acts = 17;  // two tiles of 6 or 8 activations and a remainder
+      const int max_rows = 3 * static_cast<int>(kInterleaveRows), max_acts = 17;
       const auto w = random_weights(t, max_rows, n, rng);
-      const auto p = planar_copy(t, w, max_rows, n);
+      const auto p = interleaved_copy(t, w, max_rows, n);
       const auto a = random_activations(t, max_acts, n, rng);
       const size_t wb = row_bytes(t, n), ab = row_bytes(at, n);
       std::vector<float> ref(max_rows * max_acts);
       quant_dot_tile(t, w.data(), wb, max_rows, a.data(), ab, max_acts, n, ref.data(), max_rows,
                      CpuPath::Scalar);
       for (CpuPath path : {CpuPath::Scalar, CpuPath::Avx2, CpuPath::Avx512}) {
-        if (!has_planar_kernel(t, path)) continue;
-        for (int rows = 1; rows <= max_rows; ++rows) {
+        if (!has_interleaved_kernel(t, path)) continue;
+        for (int rows = 16; rows <= max_rows; rows += 16) {
           for (int acts = 1; acts <= max_acts; ++acts) {
             std::vector<float> got(rows * acts, -1.0f);
-            quant_dot_tile_planar(t, p.data(), wb, rows, a.data(), ab, acts, n, got.data(), rows,
-                                  path);
+            quant_dot_tile_interleaved(t, p.data(), wb, rows, a.data(), ab, acts, n, got.data(),
+                                       rows, path);
             ++checked;
             for (int s = 0; s < acts; ++s)
               for (int r = 0; r < rows; ++r)
@@ -422,7 +490,76 @@ TEST(PlanarRows, KernelsAreBitIdenticalToScalarOnGgufRows) {
       }
     }
   }
-  if (checked == 0) GTEST_SKIP() << "no planar kernel on this machine";
+  if (checked == 0) GTEST_SKIP() << "no interleaved kernel on this machine";
+}
+
+// The integer sums at their extremes: every code at its largest or smallest
+// value (Q8_0 -128 and 127, nibbles 0 and 15, 5th bits all set), scales 1,
+// against activations of -127 and 127 (the quantizer's range). The sign
+// trick of the AVX2 Q8_0 kernel and the int16 sums of pmaddubsw must not
+// saturate; every path gives the scalar bits, and the scalar reference is the
+// exact integer sum (scales 1 make every float step exact).
+TEST(InterleavedRows, ExtremeCodesMatchScalarAndExactSums) {
+  const int64_t n = 256;
+  const int rows = 32, acts = 4;
+  for (GgmlType t : kPlanarTypes) {
+    const GgmlType at = *dot_activation_type(t);
+    const size_t wb = row_bytes(t, n), ab = row_bytes(at, n), bb = traits(t).block_bytes;
+    std::vector<uint8_t> w(rows * wb, 0), a(acts * ab, 0);
+    const uint16_t one = 0x3C00;  // f16 1.0
+    for (int r = 0; r < rows; ++r) {
+      for (int64_t b = 0; b < n / 32; ++b) {
+        uint8_t* blk = w.data() + r * wb + b * bb;
+        std::memcpy(blk, &one, 2);  // d; m (Q4_1 / Q5_1) stays 0
+        const bool high = r % 2 == 0;
+        if (t == GgmlType::Q8_0) {
+          std::memset(blk + 2, high ? 0x7F : 0x80, 32);
+        } else {
+          const size_t qs = bb - 16;
+          std::memset(blk + qs, high ? 0xFF : 0x00, 16);
+          if (t == GgmlType::Q5_0 || t == GgmlType::Q5_1) std::memset(blk + qs - 4, 0xFF, 4);
+        }
+      }
+    }
+    for (int s = 0; s < acts; ++s) {
+      for (int64_t b = 0; b < n / 32; ++b) {
+        uint8_t* blk = a.data() + s * ab + b * (ab / (n / 32));
+        std::memcpy(blk, &one, 2);
+        const size_t qs = at == GgmlType::Q8_1 ? 4 : 2;
+        for (int k = 0; k < 32; ++k)
+          blk[qs + k] = static_cast<uint8_t>(static_cast<int8_t>(s % 2 == 0 || k % 2 ? 127 : -127));
+      }
+    }
+    std::vector<float> ref(rows * acts);
+    quant_dot_tile(t, w.data(), wb, rows, a.data(), ab, acts, n, ref.data(), rows, CpuPath::Scalar);
+    for (int r = 0; r < rows; ++r) {
+      for (int s = 0; s < acts; ++s) {
+        int64_t exact = 0;
+        std::vector<float> wf(n), af(n);
+        dequantize_row(t, w.data() + r * wb, wf.data(), n);
+        dequantize_row(at, a.data() + s * ab, af.data(), n);
+        for (int64_t k = 0; k < n; ++k)
+          exact += static_cast<int64_t>(wf[k]) * static_cast<int64_t>(af[k]);
+        ASSERT_EQ(ref[s * rows + r], static_cast<float>(exact))
+            << type_name(t) << " row " << r << " act " << s;
+      }
+    }
+    const auto p = interleaved_copy(t, w, rows, n);
+    for (CpuPath path : simd_paths()) {
+      std::vector<float> got(rows * acts, -1.0f), il(rows * acts, -1.0f);
+      quant_dot_tile(t, w.data(), wb, rows, a.data(), ab, acts, n, got.data(), rows, path);
+      if (has_interleaved_kernel(t, path))
+        quant_dot_tile_interleaved(t, p.data(), wb, rows, a.data(), ab, acts, n, il.data(), rows,
+                                   path);
+      for (int i = 0; i < rows * acts; ++i) {
+        ASSERT_EQ(std::memcmp(&ref[i], &got[i], 4), 0)
+            << type_name(t) << " " << cpu_path_name(path) << " GGUF rows, row " << i % rows;
+        if (has_interleaved_kernel(t, path))
+          ASSERT_EQ(std::memcmp(&ref[i], &il[i], 4), 0)
+              << type_name(t) << " " << cpu_path_name(path) << " interleaved, row " << i % rows;
+      }
+    }
+  }
 }
 
 TEST(QuantDot, ActivationTypesFollowGgml) {

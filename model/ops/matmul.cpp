@@ -6,6 +6,7 @@
 
 #include "model/ops/exact_dot.h"
 #include "model/ops/exact_gemm.h"
+#include "model/ops/interleave.h"
 
 namespace kvbench {
 namespace {
@@ -16,6 +17,7 @@ constexpr int64_t kGemmMinTokens = 8;  // below this, row-wise dot products win
 // parallel region costs more than it saves.
 constexpr int64_t kParallelQuantizeMin = 8192;
 constexpr size_t kMaxGroup = 8;  // matrices per matmul_group call
+constexpr int64_t kUnitRows = kInterleaveRows;  // quantized rows per work unit
 
 // Many tokens: one tile of rows [r0, r0 + nr) dequantized into `tile`
 // ([nr][cols]), packed into panels and multiplied with all tokens
@@ -31,7 +33,8 @@ void exact_gemm_tile(const WeightMatrix& w, int64_t r0, int64_t nr, const float*
   exact_gemm_panels(panels, nr, x, cols, n_tokens, cols, y + r0, ldy, path);
 }
 
-// One matrix of a Quantized group: its rows occupy [first, first + w->rows)
+// One matrix of a Quantized group: its units of 16 rows occupy [first, first +
+// ceil(rows / 16))
 // of the group's concatenated rows.
 struct Segment {
   const WeightMatrix* w = nullptr;
@@ -98,7 +101,7 @@ void matmul_group(std::span<const MatmulOutput> outputs, const float* x, int64_t
   const int64_t cols = outputs[0].w->cols;
   std::array<Segment, kMaxGroup> segments;
   size_t n_segments = 0;
-  int64_t total_rows = 0;
+  int64_t total_units = 0;
   std::array<ExactSegment, kMaxGroup> exact;
   size_t n_exact = 0;
   int64_t exact_total = 0;
@@ -114,8 +117,8 @@ void matmul_group(std::span<const MatmulOutput> outputs, const float* x, int64_t
     s.w = o.w;
     s.y = o.y;
     s.ldy = o.ldy;
-    s.first = total_rows;
-    total_rows += o.w->rows;
+    s.first = total_units;
+    total_units += (o.w->rows + kUnitRows - 1) / kUnitRows;
     if (*act_type == GgmlType::F32) {  // F32/F16/BF16 weights read x as it is
       s.act = reinterpret_cast<const uint8_t*>(x);
       s.act_stride = static_cast<size_t>(cols) * sizeof(float);
@@ -168,18 +171,22 @@ void matmul_group(std::span<const MatmulOutput> outputs, const float* x, int64_t
     });
   }
   if (n_segments == 0) return;
-  // Rows of all matrices, concatenated, in contiguous ranges per thread.
-  pool.parallel_for(total_rows, [&](int64_t r0, int64_t r1, int) {
+  // Rows of all matrices, concatenated, in units of 16 rows (an interleaved
+  // group; a matrix's last unit may be shorter), contiguous ranges per thread.
+  pool.parallel_for(total_units, [&](int64_t u0, int64_t u1, int) {
     for (size_t i = 0; i < n_segments; ++i) {
       const Segment& s = segments[i];
-      const int64_t b = std::max(r0, s.first), e = std::min(r1, s.first + s.w->rows);
+      const int64_t units = (s.w->rows + kUnitRows - 1) / kUnitRows;
+      const int64_t b = std::max(u0, s.first), e = std::min(u1, s.first + units);
       if (b >= e) continue;
-      const int64_t r = b - s.first;
-      if (s.w->planar != nullptr && has_planar_kernel(s.w->type, options.path)) {
-        quant_dot_tile_planar(s.w->type, s.w->planar + r * s.w->row_bytes, s.w->row_bytes, e - b,
-                              s.act, s.act_stride, n_tokens, cols, s.y + r, s.ldy, options.path);
+      const int64_t r = (b - s.first) * kUnitRows;
+      const int64_t rows = std::min(s.w->rows, (e - s.first) * kUnitRows) - r;
+      if (s.w->interleaved != nullptr && has_interleaved_kernel(s.w->type, options.path)) {
+        quant_dot_tile_interleaved(s.w->type, s.w->interleaved + r * s.w->row_bytes, s.w->row_bytes,
+                                   rows, s.act, s.act_stride, n_tokens, cols, s.y + r, s.ldy,
+                                   options.path);
       } else {
-        quant_dot_tile(s.w->type, s.w->row(r), s.w->row_bytes, e - b, s.act, s.act_stride, n_tokens,
+        quant_dot_tile(s.w->type, s.w->row(r), s.w->row_bytes, rows, s.act, s.act_stride, n_tokens,
                        cols, s.y + r, s.ldy, options.path);
       }
     }

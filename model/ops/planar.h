@@ -17,8 +17,10 @@
 //
 // Row sizes do not change (row_bytes() of the type), so row r of a planar
 // matrix still starts at r * row_bytes. to_planar_row and from_planar_row are
-// exact inverses; the kernels that read planar rows (quant_dot_tile_planar)
-// give bit-identical results to quant_dot_tile on the GGUF rows.
+// exact inverses; the kernels that read planar rows (exact decode,
+// exact_dot_tile_planar) give bit-identical results to those on the GGUF rows.
+// The quantized products read the interleaved layout instead
+// (model/ops/interleave.h).
 #pragma once
 
 #include <cstdint>

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "model/common/error.h"
+#include "model/ops/interleave.h"
 #include "model/ops/quant_dot_kernels.h"
 
 #if defined(__x86_64__) || defined(__i386__)
@@ -209,19 +210,19 @@ void quant_dot_tile(GgmlType weight, const void* w, size_t w_stride, int64_t n_r
                            static_cast<const uint8_t*>(act), act_stride, n_act, n, out, ldo);
 }
 
-bool has_planar_kernel(GgmlType weight, CpuPath path) {
+bool has_interleaved_kernel(GgmlType weight, CpuPath path) {
   const int kind = qdot::weight_kind(weight);
-  return kind >= 0 && supported(path) && kernels(path).planar_tile[kind] != nullptr;
+  return kind >= 0 && supported(path) && kernels(path).interleaved_tile[kind] != nullptr;
 }
 
-void quant_dot_tile_planar(GgmlType weight, const void* w, size_t w_stride, int64_t n_rows,
-                           const void* act, size_t act_stride, int64_t n_act, int64_t n, float* out,
-                           int64_t ldo, CpuPath path) {
-  assert(has_planar_kernel(weight, path));
-  assert(row_is_whole(weight, n));
-  kernels(path).planar_tile[qdot::weight_kind(weight)](static_cast<const uint8_t*>(w), w_stride,
-                                                       n_rows, static_cast<const uint8_t*>(act),
-                                                       act_stride, n_act, n, out, ldo);
+void quant_dot_tile_interleaved(GgmlType weight, const void* w, size_t w_stride, int64_t n_rows,
+                                const void* act, size_t act_stride, int64_t n_act, int64_t n,
+                                float* out, int64_t ldo, CpuPath path) {
+  assert(has_interleaved_kernel(weight, path));
+  assert(row_is_whole(weight, n) && n_rows % kInterleaveRows == 0);
+  kernels(path).interleaved_tile[qdot::weight_kind(weight)](
+      static_cast<const uint8_t*>(w), w_stride, n_rows, static_cast<const uint8_t*>(act),
+      act_stride, n_act, n, out, ldo);
 }
 
 }  // namespace kvbench

@@ -55,13 +55,16 @@ void quant_dot_tile(GgmlType weight, const void* w, size_t w_stride, int64_t n_r
                     const void* act, size_t act_stride, int64_t n_act, int64_t n, float* out,
                     int64_t ldo, CpuPath path);
 
-// Whether `path` has a kernel for planar rows (model/ops/planar.h) of `weight`.
-bool has_planar_kernel(GgmlType weight, CpuPath path);
+// Whether `path` has a kernel for interleaved groups (model/ops/interleave.h)
+// of `weight`.
+bool has_interleaved_kernel(GgmlType weight, CpuPath path);
 
-// quant_dot_tile on planar rows: bit-identical to quant_dot_tile on the same
-// rows in GGUF layout. Only where has_planar_kernel(weight, path).
-void quant_dot_tile_planar(GgmlType weight, const void* w, size_t w_stride, int64_t n_rows,
-                           const void* act, size_t act_stride, int64_t n_act, int64_t n, float* out,
-                           int64_t ldo, CpuPath path);
+// quant_dot_tile on interleaved groups: n_rows a multiple of 16, group g (rows
+// 16g..16g+15) at w + 16 g w_stride, w_stride the GGUF row size. Bit-identical
+// to quant_dot_tile on the same rows in GGUF layout. Only where
+// has_interleaved_kernel(weight, path).
+void quant_dot_tile_interleaved(GgmlType weight, const void* w, size_t w_stride, int64_t n_rows,
+                                const void* act, size_t act_stride, int64_t n_act, int64_t n,
+                                float* out, int64_t ldo, CpuPath path);
 
 }  // namespace kvbench

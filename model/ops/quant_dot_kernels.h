@@ -41,8 +41,9 @@ struct Kernels {
   QuantizeFn quantize_q8_1 = nullptr;
   QuantizeFn quantize_q8_k = nullptr;
   TileFn tile[kKinds] = {};
-  // The same on planar rows (model/ops/planar.h); nullptr where a path has none.
-  TileFn planar_tile[kKinds] = {};
+  // The same on interleaved groups of 16 rows (model/ops/interleave.h; n_rows
+  // a multiple of 16, group g at w + 16 g w_stride); nullptr where none.
+  TileFn interleaved_tile[kKinds] = {};
 };
 
 // Each returns nullptr when its path is not compiled in (non-x86 builds).
@@ -53,6 +54,13 @@ const Kernels* avx512_kernels();
 // The AVX-512 tile kernel of a K-quant kind (kQ2_K, kQ4_K, kQ5_K, kQ6_K;
 // quant_dot_kquant_avx512.cpp), nullptr for other kinds and off x86-64.
 TileFn kquant_avx512_tile(int kind);
+
+// Fill the legacy kinds' tile and interleaved_tile entries
+// (quant_dot_interleaved_*.cpp); nothing off x86-64.
+namespace il {
+void interleaved_avx2_kernels(Kernels& k);
+void interleaved_avx512_kernels(Kernels& k);
+}  // namespace il
 
 // The block layouts the kernels read (bytes): legacy blocks hold 32 elements,
 // K-quant super-blocks 256.

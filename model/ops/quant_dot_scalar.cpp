@@ -5,22 +5,17 @@
 // Integer arithmetic inside a block is exact, so the SIMD paths may sum
 // integers in any order; only the float steps below are fixed.
 //
-// Legacy types (blocks of 32; Q4_0, Q4_1, Q5_0, Q5_1, Q8_0 weights):
+// Legacy types (blocks of 32; Q4_0, Q4_1, Q5_0, Q5_1, Q8_0 weights): one FMA
+// chain per output, block after block:
 //   W[k], A[k]: the block's integer weight and activation values
-//   acc[16] = 0; for block b, with g = b % 4 and dd = d_w * d_a (f32 product),
-//   for lane j in 0..3, over the quads j of both halves of the block:
-//     isum = sum_{k=4j..4j+3} (W[k] A[k] + W[16+k] A[16+k])
-//     acc[4g + j] = fma(dd, float(isum), acc[4g + j])
-//   min types (Q4_1, Q5_1; activations Q8_1 with s = d_a * sum(A) in f16):
-//     mins[16] = 0; mins[b % 16] = fma(m_w, s_a, mins[b % 16])
-//   result = hsum16(acc), min types: hsum16(acc[j] + mins[j] for each lane j)
-// Why this shape: a 4-bit block stores elements 0-15 in the low nibbles and
-// 16-31 in the high nibbles of the same 16 bytes, so the low nibbles of four
-// blocks fill one 512-bit register and the high nibbles another; vpdpbusd of
-// both into one accumulator gives 4 int32 lanes per block (one per quad of
-// each half), and the float steps (convert, scale, FMA) then serve four
-// blocks at once. AVX2 holds blocks b % 4 = 0, 1 in one 8-lane register and
-// 2, 3 in another.
+//   acc = 0; for block b, with dd = d_w * d_a (f32 product):
+//     acc = fma(dd, float(sum_k W[k] A[k]), acc)
+//     min types (Q4_1, Q5_1; activations Q8_1 with s = d_a * sum(A) in f16):
+//       acc = fma(m_w, s_a, acc)
+//   result = acc
+// Why this shape: in the interleaved layout (model/ops/interleave.h) 16 rows
+// sit side by side, so a 512-bit register holds the chain of 16 outputs and
+// each float step serves 16 rows; nothing is summed across lanes at the end.
 //
 // K-quants (super-blocks of 256; Q2_K..Q6_K weights, Q8_K activations): the
 // whole super-block is one exact integer (sub-block scales included), so
@@ -113,28 +108,19 @@ float dot_legacy(const uint8_t* w, const uint8_t* a, int64_t n) {
   // Activations: Q8_1 (d, s, qs) for the min types, else Q8_0 (d, qs).
   constexpr size_t kActBytes = kMin ? kQ8_1Bytes : kQ8_0Bytes;
   constexpr size_t kActQs = kMin ? 4 : 2;
-  float acc[16] = {}, mins[16] = {};
+  float acc = 0.0f;
   Legacy blk;
   const int64_t nb = n / kQK;
   for (int64_t b = 0; b < nb; ++b) {
     Decode(w + b * kBytes, blk);
     const uint8_t* ab = a + b * kActBytes;
     const float dd = blk.d * f16(ab);
-    const int g = static_cast<int>(b % 4);
-    for (int j = 0; j < 4; ++j) {
-      int isum = 0;
-      for (int k = 4 * j; k < 4 * j + 4; ++k) {
-        isum += blk.w[k] * static_cast<int8_t>(ab[kActQs + k]);
-        isum += blk.w[16 + k] * static_cast<int8_t>(ab[kActQs + 16 + k]);
-      }
-      acc[4 * g + j] = std::fma(dd, static_cast<float>(isum), acc[4 * g + j]);
-    }
-    if constexpr (kMin) mins[b % 16] = std::fma(blk.m, f16(ab + 2), mins[b % 16]);
+    int isum = 0;
+    for (int k = 0; k < kQK; ++k) isum += blk.w[k] * static_cast<int8_t>(ab[kActQs + k]);
+    acc = std::fma(dd, static_cast<float>(isum), acc);
+    if constexpr (kMin) acc = std::fma(blk.m, f16(ab + 2), acc);
   }
-  if constexpr (kMin) {
-    for (int j = 0; j < 16; ++j) acc[j] = acc[j] + mins[j];
-  }
-  return hsum16(acc);
+  return acc;
 }
 
 // ---------------------------------------------------------------------------

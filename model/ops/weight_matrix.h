@@ -1,5 +1,6 @@
 // A quantized weight matrix as the products read it: rows of GGML blocks in
-// the GGUF mapping, and optionally the same rows in planar layout.
+// the GGUF mapping, and optionally the same rows in planar and interleaved
+// layouts.
 #pragma once
 
 #include <cstddef>
@@ -21,6 +22,10 @@ struct WeightMatrix {
   // or null. Read by the kernels that have a planar version (quantized
   // products, and exact decode).
   const uint8_t* planar = nullptr;
+  // The same rows in the interleaved layout (model/ops/interleave.h; groups
+  // of 16 rows, rows a multiple of 16), or null. Read by the quantized
+  // products of the legacy types (prefill and decode).
+  const uint8_t* interleaved = nullptr;
   const uint8_t* row(int64_t r) const { return data + r * row_bytes; }
 };
 

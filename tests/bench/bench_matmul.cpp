@@ -12,6 +12,7 @@
 #include <random>
 #include <vector>
 
+#include "model/ops/interleave.h"
 #include "model/ops/matmul.h"
 #include "model/ops/planar.h"
 #include "model/ops/quant_dot.h"
@@ -45,10 +46,11 @@ Matrix make_matrix(GgmlType t, int64_t rows, int64_t cols) {
   return m;
 }
 
-// The same matrix with a planar copy (model/ops/planar.h), as the model loader
-// makes for the types the path has a planar kernel for.
+// The same matrix with a planar copy (model/ops/planar.h) and, where the type
+// has one, an interleaved copy (model/ops/interleave.h), as the model loader
+// makes them: exact decode reads the first, the quantized products the second.
 struct PlanarMatrix : Matrix {
-  std::vector<uint8_t> planar;
+  std::vector<uint8_t> planar, interleaved;
 };
 PlanarMatrix make_planar(GgmlType t, int64_t rows, int64_t cols) {
   PlanarMatrix m;
@@ -57,16 +59,24 @@ PlanarMatrix make_planar(GgmlType t, int64_t rows, int64_t cols) {
   for (int64_t r = 0; r < rows; ++r)
     to_planar_row(t, m.w.row(r), m.planar.data() + r * m.w.row_bytes, cols);
   m.w.planar = m.planar.data();
+  if (has_interleaved_layout(t) && rows % kInterleaveRows == 0) {
+    m.interleaved.resize(m.bytes.size());
+    const size_t group = kInterleaveRows * m.w.row_bytes;
+    for (int64_t g = 0; g < rows / kInterleaveRows; ++g)
+      to_interleaved(t, m.w.row(g * kInterleaveRows), m.w.row_bytes,
+                     m.interleaved.data() + g * group, cols);
+    m.w.interleaved = m.interleaved.data();
+  }
   return m;
 }
 
 // Path argument of the matmul benchmarks: -1 = Exact mode, -2 = Exact mode on
-// planar rows, 0..2 = kPaths on GGUF rows, 3 = AVX-512 on planar rows.
+// planar rows, 0..2 = kPaths on GGUF rows, 3 = AVX-512 on the interleaved copy.
 CpuPath path_arg(int64_t a) { return a < 0 ? best_cpu_path() : kPaths[a == 3 ? 2 : a]; }
 bool planar_arg(int64_t a) { return a == 3 || a == -2; }
 std::string path_label(int64_t a, const char* exact) {
   if (a < 0) return std::string(exact) + (a == -2 ? " planar" : "");
-  return std::string(cpu_path_name(path_arg(a))) + (a == 3 ? " planar" : "");
+  return std::string(cpu_path_name(path_arg(a))) + (a == 3 ? " interleaved" : "");
 }
 
 bool skip_unsupported(benchmark::State& state, CpuPath p) {
@@ -143,7 +153,7 @@ void BM_MatmulDecode(benchmark::State& state) {
   if (skip_unsupported(state, p)) return;
   const PlanarMatrix pm = make_planar(s.type, s.rows, s.cols);
   WeightMatrix w = pm.w;
-  if (!planar_arg(state.range(1))) w.planar = nullptr;
+  if (!planar_arg(state.range(1))) w.planar = w.interleaved = nullptr;
   const auto x = gaussian(s.cols, 1.0f, 4);
   std::vector<float> y(s.rows);
   ThreadPool pool(static_cast<int>(state.range(2)));
@@ -172,7 +182,7 @@ void BM_MatmulPrefill(benchmark::State& state) {
   const int64_t n = 512;
   const PlanarMatrix pm = make_planar(s.type, s.rows, s.cols);
   WeightMatrix w = pm.w;
-  if (!planar_arg(state.range(1))) w.planar = nullptr;
+  if (!planar_arg(state.range(1))) w.planar = w.interleaved = nullptr;
   const auto x = gaussian(n * s.cols, 1.0f, 5);
   std::vector<float> y(n * s.rows);
   ThreadPool pool(static_cast<int>(state.range(2)));

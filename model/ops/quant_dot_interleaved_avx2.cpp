@@ -1,0 +1,212 @@
+// AVX2 + FMA + F16C kernels of the legacy types on the interleaved layout
+// (model/ops/interleave.h): the AVX-512 kernels' scheme on 8 lanes. A 64-byte
+// chunk of a group holds rows 0-7 in its first 32 bytes and rows 8-15 in the
+// second, so each half of a group is one pass of 8 outputs per activation.
+// pmaddubsw + pmaddwd stand in for vpdpbusd; Q8_0 uses the sign trick (|w|
+// times a with w's sign) because u8 q + 128 times s8 would saturate int16.
+// Float order: the legacy chain of quant_dot_scalar.cpp, one lane per output.
+#if defined(__clang__)
+#pragma STDC FP_CONTRACT OFF
+#endif
+
+#include "model/ops/quant_dot_interleaved.h"
+
+#if defined(__x86_64__)
+
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "model/ops/interleave.h"
+
+#if defined(__clang__)
+#define KVBENCH_UNROLL _Pragma("unroll")
+#pragma clang attribute push(__attribute__((target("avx2,fma,f16c"))), apply_to = function)
+#else
+#define KVBENCH_UNROLL _Pragma("GCC unroll 16")
+#pragma GCC push_options
+#pragma GCC target("avx2,fma,f16c")
+#endif
+
+namespace kvbench::qdot::il {
+namespace {
+
+int32_t load32(const uint8_t* p) {
+  int32_t v;
+  std::memcpy(&v, p, 4);
+  return v;
+}
+__m256i load256(const uint8_t* p) {
+  return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
+}
+// Byte i = 0xFF where bit i of `bits` is set.
+__m256i bits_to_bytes(uint32_t bits) {
+  const __m256i shuf = _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 2, 2,
+                                        2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3);
+  const __m256i v = _mm256_shuffle_epi8(_mm256_set1_epi32(static_cast<int>(bits)), shuf);
+  const __m256i bit = _mm256_set1_epi64x(0x8040201008040201);
+  return _mm256_cmpeq_epi8(_mm256_and_si256(v, bit), bit);
+}
+
+// Half h (rows 8h..8h+7) of one group x kT activation rows (from t0) over all
+// nb blocks: out[t * ldo + 8 h + r] for the rows r < `rows` of the half.
+template <class F, int kT>
+void micro(const uint8_t* w, int h, const uint8_t* act, size_t act_stride, const ActFigures& fig,
+           int64_t t0, int64_t nb, float* out, int64_t ldo, int rows) {
+  __m256 acc[kT];
+  KVBENCH_UNROLL
+  for (int t = 0; t < kT; ++t) acc[t] = _mm256_setzero_ps();
+  const __m256i nib = _mm256_set1_epi8(0x0F);
+  const __m256i sixteen = _mm256_set1_epi8(16);
+  const __m256i sign = _mm256_set1_epi8(static_cast<char>(0x80));
+  const __m256i ones = _mm256_set1_epi16(1);
+  for (int64_t b = 0; b < nb; ++b) {
+    const uint8_t* gb = w + b * F::kGroupBlock;
+    const uint8_t* a[kT];
+    __m256i is[kT];
+    KVBENCH_UNROLL
+    for (int t = 0; t < kT; ++t) {
+      a[t] = act + (t0 + t) * act_stride + b * F::kActBlock + F::kActQs;
+      is[t] = _mm256_setzero_si256();
+      if constexpr (F::kShift >= 0 && !F::kQ8)  // Q8_0 multiplies signed codes
+        is[t] = _mm256_slli_epi32(_mm256_set1_epi32(fig.negsum(t0 + t, nb)[b]), F::kShift);
+    }
+    KVBENCH_UNROLL
+    for (int j = 0; j < F::kChunks; ++j) {
+      const __m256i q = load256(gb + 64 * j + 32 * h);
+      if constexpr (F::kQ8) {
+        const __m256i ws = _mm256_xor_si256(q, sign);  // q, signed
+        const __m256i wa = _mm256_abs_epi8(ws);
+        KVBENCH_UNROLL
+        for (int t = 0; t < kT; ++t) {
+          const __m256i av = _mm256_set1_epi32(load32(a[t] + 4 * j));
+          is[t] = _mm256_add_epi32(
+              is[t], _mm256_madd_epi16(_mm256_maddubs_epi16(wa, _mm256_sign_epi8(av, ws)), ones));
+        }
+      } else {
+        __m256i lo = _mm256_and_si256(q, nib);
+        __m256i hi = _mm256_and_si256(_mm256_srli_epi16(q, 4), nib);
+        if constexpr (F::kFive) {
+          const uint8_t* mk = gb + F::kMasks + 16 * j + 4 * h;
+          lo = _mm256_or_si256(lo, _mm256_and_si256(bits_to_bytes(load32(mk)), sixteen));
+          hi = _mm256_or_si256(hi, _mm256_and_si256(bits_to_bytes(load32(mk + 8)), sixteen));
+        }
+        KVBENCH_UNROLL
+        for (int t = 0; t < kT; ++t) {
+          // Two products of at most 31 * 127 per int16 lane and two lanes:
+          // no saturation.
+          const __m256i p16 = _mm256_add_epi16(
+              _mm256_maddubs_epi16(lo, _mm256_set1_epi32(load32(a[t] + 4 * j))),
+              _mm256_maddubs_epi16(hi, _mm256_set1_epi32(load32(a[t] + 16 + 4 * j))));
+          is[t] = _mm256_add_epi32(is[t], _mm256_madd_epi16(p16, ones));
+        }
+      }
+    }
+    const __m256 dw =
+        _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(gb + F::kD + 16 * h)));
+    __m256 mw = _mm256_setzero_ps();
+    if constexpr (F::kMin)
+      mw = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(gb + F::kM + 16 * h)));
+    KVBENCH_UNROLL
+    for (int t = 0; t < kT; ++t) {
+      const __m256 dd = _mm256_mul_ps(dw, _mm256_set1_ps(fig.d(t0 + t)[b]));
+      acc[t] = _mm256_fmadd_ps(dd, _mm256_cvtepi32_ps(is[t]), acc[t]);
+      if constexpr (F::kMin)
+        acc[t] = _mm256_fmadd_ps(mw, _mm256_set1_ps(fig.s(t0 + t, nb)[b]), acc[t]);
+    }
+  }
+  KVBENCH_UNROLL
+  for (int t = 0; t < kT; ++t) {
+    float* o = out + (t0 + t) * ldo + 8 * h;
+    if (rows >= 8) {
+      _mm256_storeu_ps(o, acc[t]);
+    } else {
+      alignas(32) float v[8];
+      _mm256_store_ps(v, acc[t]);
+      std::memcpy(o, v, sizeof(float) * static_cast<size_t>(std::max(rows, 0)));
+    }
+  }
+}
+
+// One group (its first `rows` rows stored) x all n_act activations, 4 at a time.
+template <class F>
+void group(const uint8_t* w, const uint8_t* act, size_t act_stride, const ActFigures& fig,
+           int64_t n_act, int64_t nb, float* out, int64_t ldo, int rows) {
+  for (int h = 0; h < 2; ++h) {
+    const int hr = rows - 8 * h;
+    if (hr <= 0) break;
+    int64_t t = 0;
+    for (; t + 4 <= n_act; t += 4) micro<F, 4>(w, h, act, act_stride, fig, t, nb, out, ldo, hr);
+    for (; t < n_act; ++t) micro<F, 1>(w, h, act, act_stride, fig, t, nb, out, ldo, hr);
+  }
+}
+
+template <class F>
+void interleaved_tile(const uint8_t* w, size_t w_stride, int64_t n_rows, const uint8_t* act,
+                      size_t act_stride, int64_t n_act, int64_t n, float* out, int64_t ldo) {
+  const int64_t nb = n / kQK;
+  ActFigures& fig = figures_buffer();
+  act_figures(F::kMin, act, act_stride, n_act, nb, fig);
+  for (int64_t g = 0; g < n_rows / kRows; ++g)
+    group<F>(w + g * kRows * w_stride, act, act_stride, fig, n_act, nb, out + kRows * g, ldo,
+             kRows);
+}
+
+template <class F, GgmlType kType>
+void gguf_tile(const uint8_t* w, size_t w_stride, int64_t n_rows, const uint8_t* act,
+               size_t act_stride, int64_t n_act, int64_t n, float* out, int64_t ldo) {
+  const int64_t nb = n / kQK;
+  const size_t row_bytes = static_cast<size_t>(nb) * (F::kGroupBlock / kRows);
+  ActFigures& fig = figures_buffer();
+  act_figures(F::kMin, act, act_stride, n_act, nb, fig);
+  std::vector<uint8_t>& buf = group_buffer();
+  buf.resize(2 * kRows * row_bytes);
+  uint8_t* grp = buf.data();
+  uint8_t* pad = grp + kRows * row_bytes;
+  for (int64_t r0 = 0; r0 < n_rows; r0 += kRows) {
+    const int rows = static_cast<int>(std::min<int64_t>(kRows, n_rows - r0));
+    const uint8_t* src = w + r0 * w_stride;
+    size_t stride = w_stride;
+    if (rows < kRows) {
+      std::memset(pad, 0, kRows * row_bytes);
+      for (int r = 0; r < rows; ++r)
+        std::memcpy(pad + r * row_bytes, src + r * w_stride, row_bytes);
+      src = pad;
+      stride = row_bytes;
+    }
+    to_interleaved(kType, src, stride, grp, n);
+    group<F>(grp, act, act_stride, fig, n_act, nb, out + r0, ldo, rows);
+  }
+}
+
+}  // namespace
+
+void interleaved_avx2_kernels(Kernels& k) {
+  k.tile[kQ4_0] = gguf_tile<Q4_0F, GgmlType::Q4_0>;
+  k.tile[kQ4_1] = gguf_tile<Q4_1F, GgmlType::Q4_1>;
+  k.tile[kQ5_0] = gguf_tile<Q5_0F, GgmlType::Q5_0>;
+  k.tile[kQ5_1] = gguf_tile<Q5_1F, GgmlType::Q5_1>;
+  k.tile[kQ8_0] = gguf_tile<Q8_0F, GgmlType::Q8_0>;
+  k.interleaved_tile[kQ4_0] = interleaved_tile<Q4_0F>;
+  k.interleaved_tile[kQ4_1] = interleaved_tile<Q4_1F>;
+  k.interleaved_tile[kQ5_0] = interleaved_tile<Q5_0F>;
+  k.interleaved_tile[kQ5_1] = interleaved_tile<Q5_1F>;
+  k.interleaved_tile[kQ8_0] = interleaved_tile<Q8_0F>;
+}
+
+}  // namespace kvbench::qdot::il
+
+#if defined(__clang__)
+#pragma clang attribute pop
+#else
+#pragma GCC pop_options
+#endif
+
+#else  // not x86-64
+
+namespace kvbench::qdot::il {
+void interleaved_avx2_kernels(Kernels&) {}
+}  // namespace kvbench::qdot::il
+
+#endif
