@@ -16,6 +16,7 @@
 #include "model/ops/interleave.h"
 #include "model/ops/planar.h"
 #include "model/ops/quant_dot.h"
+#include "model/ops/quant_dot_interleaved.h"
 #include "tests/support/weight_rows.h"
 
 namespace kvbench {
@@ -491,6 +492,31 @@ TEST(InterleavedRows, KernelsAreBitIdenticalToScalarOnGgufRows) {
     }
   }
   if (checked == 0) GTEST_SKIP() << "no interleaved kernel on this machine";
+}
+
+// The per-block activation figures the interleaved kernels broadcast: the
+// AVX2 version (what the kernels call) equals the plain loop, bytes of -128
+// and 127 included.
+TEST(InterleavedRows, ActivationFiguresMatchThePlainLoop) {
+  if (!cpu_path_supported(CpuPath::Avx2)) GTEST_SKIP() << "no AVX2 on this machine";
+  std::mt19937 rng(15);
+  for (GgmlType t : {GgmlType::Q4_0, GgmlType::Q4_1}) {
+    const bool min = t == GgmlType::Q4_1;
+    const int64_t n = 576, acts = 9;
+    auto a = random_activations(t, acts, n, rng);
+    const size_t ab = row_bytes(*dot_activation_type(t), n), bb = min ? 36 : 34;
+    for (int64_t b = 0; b < n / 32; ++b) {  // row 0: extreme codes
+      for (int k = 0; k < 32; ++k) a[b * bb + (min ? 4 : 2) + k] = k % 3 ? 0x80 : 0x7F;
+    }
+    qdot::il::ActFigures plain, simd;
+    qdot::il::act_figures(min, a.data(), ab, acts, n / 32, plain);
+    qdot::il::act_figures_avx2(min, a.data(), ab, acts, n / 32, simd);
+    ASSERT_EQ(plain.stride, simd.stride);
+    ASSERT_EQ(0,
+              std::memcmp(plain.data.data(), simd.data.data(), plain.stride * acts * sizeof(float)))
+        << type_name(t);
+    EXPECT_EQ(plain.negsum(0, n / 32)[0], -(21 * -128 + 11 * 127));
+  }
 }
 
 // The integer sums at their extremes: every code at its largest or smallest

@@ -57,6 +57,11 @@ struct ActFigures {
 void act_figures(bool min, const uint8_t* act, size_t act_stride, int64_t n_act, int64_t nb,
                  ActFigures& f);
 
+// The same with AVX2 (quant_dot_interleaved_avx2.cpp; x86-64 only): what the
+// SIMD kernels call.
+void act_figures_avx2(bool min, const uint8_t* act, size_t act_stride, int64_t n_act, int64_t nb,
+                      ActFigures& f);
+
 // Per thread, reused: the figures of the current tile call, and a group of
 // GGUF rows repacked into the interleaved layout.
 ActFigures& figures_buffer();

@@ -207,7 +207,7 @@ void interleaved_tile(const uint8_t* w, size_t w_stride, int64_t n_rows, const u
                       size_t act_stride, int64_t n_act, int64_t n, float* out, int64_t ldo) {
   const int64_t nb = n / kQK;
   ActFigures& fig = figures_buffer();
-  act_figures(F::kMin, act, act_stride, n_act, nb, fig);
+  act_figures_avx2(F::kMin, act, act_stride, n_act, nb, fig);
   groups<F>(w, kRows * w_stride, n_rows / kRows, act, act_stride, fig, n_act, nb, out, ldo);
 }
 
@@ -219,7 +219,7 @@ void gguf_tile(const uint8_t* w, size_t w_stride, int64_t n_rows, const uint8_t*
   const int64_t nb = n / kQK;
   const size_t row_bytes = static_cast<size_t>(nb) * (F::kGroupBlock / kRows);
   ActFigures& fig = figures_buffer();
-  act_figures(F::kMin, act, act_stride, n_act, nb, fig);
+  act_figures_avx2(F::kMin, act, act_stride, n_act, nb, fig);
   std::vector<uint8_t>& buf = group_buffer();
   buf.resize(2 * kRows * row_bytes);
   uint8_t* grp = buf.data();
