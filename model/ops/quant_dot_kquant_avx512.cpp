@@ -15,8 +15,8 @@
 // packed into those lanes once per tile call (a dword transpose); each weight
 // format is decoded straight into them (one dword permute per chunk, see the
 // formats below), once per super-block and group of kR rows, and met with kT
-// activation rows (a register micro-kernel, as legacy_micro in
-// quant_dot_avx512.cpp). The kR x kT lane vectors are then reduced four rows
+// activation rows (a register micro-kernel, as the interleaved kernels of the
+// legacy types, quant_dot_interleaved_avx512.cpp). The kR x kT lane vectors are then reduced four rows
 // at a time (reduce_rows), and the float steps of four pairs are one lane-wise
 // FMA on [acc of rows 0-3 | macc of rows 0-3].
 //
@@ -70,7 +70,7 @@ constexpr int kR = 4;
 constexpr int kT = 6;
 
 // How far ahead decode (one activation row) prefetches weight rows, into L2:
-// the distance quant_dot_avx512.cpp measured for planar rows (kPrefetchRows).
+// the distance the earlier planar-row kernels measured (16 rows into L2).
 constexpr int kPrefetchRows = 16;
 
 __m512i load512(const uint8_t* p) { return _mm512_loadu_si512(p); }
