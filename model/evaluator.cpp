@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "model/ops/rope.h"
+#include "model/ops/silu.h"
 
 namespace kvbench {
 
@@ -91,10 +92,8 @@ void Evaluator::llama_layer(int l, std::span<const int32_t> positions, KvCache& 
                                   {&L.w_up, up_.data(), c.ffn_dim}};
   matmul_group(gate_up, xn_.data(), n, pool_, matmul_scratch_, matmul_options_);
   for_tokens(n, [&](int64_t t0, int64_t t1) {
-    for (int64_t i = t0 * c.ffn_dim; i < t1 * c.ffn_dim; ++i) {
-      const float g = gate_[i];
-      gate_[i] = g / (1.0f + std::exp(-g)) * up_[i];
-    }
+    silu_mul(gate_.data() + t0 * c.ffn_dim, up_.data() + t0 * c.ffn_dim, (t1 - t0) * c.ffn_dim,
+             matmul_options_.path);
   });
   matmul(L.w_down, gate_.data(), n, proj_.data(), c.dim, pool_, matmul_scratch_, matmul_options_);
   add_residual(n);
