@@ -6,7 +6,9 @@
 // of CPU: a 32-entry table of 2^(i/32) and a cubic in double precision, the
 // same fused operations in the same order), so they give the reference's bits
 // wherever the C library is that glibc; arguments whose exponent field lies
-// beyond 88 (|x| >= 2^7 roughly, NaN, infinities) go to expf itself.
+// from 88 on (|x| >= 88, NaN, infinities) go to expf itself. Once per
+// process silu_mul checks each kernel against expf on 4,096 arguments and
+// keeps to the scalar loop if any differs (another C library).
 // tests/test_silu.cpp compares the paths on a stride of every float bit
 // pattern (and every pattern when KVBENCH_EXHAUSTIVE=1).
 #pragma once
