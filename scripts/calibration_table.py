@@ -5,7 +5,12 @@ accuracy (mean grade) with its 95% interval (Wilson when every grade is 0 or
 1, otherwise a percentile bootstrap over instances, as kvbench's tables) and
 n; for `ppl` the perplexity over all its texts' tokens (token-weighted).
 
-    scripts/calibration_table.py RECORDS.jsonl [--samples N]
+    scripts/calibration_table.py RECORDS.jsonl [--samples N] [--columns 1k,2k,...]
+                                 [--samples-at 16k=10,32k=10]
+
+--columns names the context lengths of the columns (default 1k, 2k, 4k and
+8k, where 8k also takes the 7,900-token cells, marked †); --samples-at sets
+the instances per cell of some columns (Gemma 3's 16k and 32k cells have 10).
 
 Only cells of exactly N instances (default 20; ppl: 5) are counted, as in
 the README: the 10-instance probes of early sessions and the 12 records of
@@ -49,13 +54,40 @@ def bootstrap(x, b=9999):
     return means[k - 1], means[b - k]
 
 
+def length(text):
+    t = text.strip().lower()
+    try:
+        return int(t[:-1]) * 1000 if t.endswith("k") else int(t)
+    except ValueError:
+        fail(f"not a context length: {text!r}")
+
+
 def main():
     args = sys.argv[1:]
     want = 20
-    if len(args) == 3 and args[1] == "--samples":
-        want = int(args[2])
-    elif len(args) != 1:
-        fail("usage: scripts/calibration_table.py RECORDS.jsonl [--samples N]")
+    columns = COLUMNS
+    per_column = {}
+    usage = ("usage: scripts/calibration_table.py RECORDS.jsonl [--samples N] "
+             "[--columns 1k,2k,...] [--samples-at 16k=10,...]")
+    if not args or args[0].startswith("--"):
+        fail(usage)
+    rest = args[1:]
+    while rest:
+        if len(rest) < 2:
+            fail(usage)
+        flag, value = rest[0], rest[1]
+        rest = rest[2:]
+        if flag == "--samples":
+            want = int(value) if value.isdigit() else fail(f"--samples: not a count: {value!r}")
+        elif flag == "--columns":
+            columns = [(length(v),) for v in value.split(",")][:16]
+        elif flag == "--samples-at":
+            for item in value.split(",")[:16]:
+                if "=" not in item or not item.split("=", 1)[1].isdigit():
+                    fail(f"--samples-at: not LENGTH=N: {item!r}")
+                per_column[length(item.split("=", 1)[0])] = int(item.split("=", 1)[1])
+        else:
+            fail(usage)
     path = args[0]
     cells = {}
     with open(path, encoding="utf-8") as f:
@@ -72,12 +104,15 @@ def main():
             except (ValueError, KeyError, TypeError, AttributeError) as e:
                 fail(f"{path}:{no}: not a calibration record ({type(e).__name__}: {e})")
             cells.setdefault(key, {})[r["id"]] = value  # a rerun record replaces the earlier
-    lines = ["| task | 1k | 2k | 4k | 8k |", "|---|---:|---:|---:|---:|"]
+    def label(L):
+        return f"{L // 1000}k" if L % 1000 == 0 else str(L)
+    lines = ["| task | " + " | ".join(label(c[0]) for c in columns) + " |",
+             "|---|" + "---:|" * len(columns)]
     left = []
     for prefix, name in ROWS:
         row = [name]
-        n_want = 5 if prefix == "ppl" else want
-        for lengths in COLUMNS:
+        for lengths in columns:
+            n_want = 5 if prefix == "ppl" else per_column.get(lengths[0], want)
             got = [(L, cells.get((prefix, L), {})) for L in lengths]
             got = [(L, c) for L, c in got if len(c) == n_want]
             if not got:
@@ -98,7 +133,7 @@ def main():
                            f"(n={len(x)})")
         lines.append("| " + " | ".join(row) + " |")
     for (prefix, L), c in sorted(cells.items()):
-        n_want = 5 if prefix == "ppl" else want
+        n_want = 5 if prefix == "ppl" else per_column.get(L, want)
         if len(c) != n_want:
             left.append(f"{prefix} at {L}: {len(c)} records (not {n_want}), not counted")
     print("\n".join(lines))
