@@ -139,6 +139,7 @@ TEST(History, AddShowRoundTripAndIdempotentReAdd) {
   EXPECT_EQ(h2o->points[2].paired, 4);
 
   const std::string md = show_markdown(t, d + "/h.sqlite");
+  EXPECT_NE(md.find("3 runs, 24 cells, 3 commits."), std::string::npos) << md;
   EXPECT_NE(md.find("| Configuration | Task | aaaaaaa | bbbbbbb | ccccccc |"), std::string::npos)
       << md;
   EXPECT_NE(md.find("| h2o | passkey | 1.000 [0.510, 1.000] n=4 | 0.750 [0.301, 0.954] n=4 | "
@@ -494,6 +495,16 @@ TEST(History, HostileLabelsStayText) {
   fs::create_directories(d + "/dir.png");
   EXPECT_THROW(write_trend_plot(t, d + "/dir.png"), InputError);
   fs::remove_all(d);
+}
+
+// Counts in show's first line agree with their number ("1 commit").
+TEST(History, ShowCountsAreSingularForOne) {
+  Trend t;
+  t.runs = 1;
+  t.cells = 1;
+  t.commits.push_back(CommitInfo{});
+  const std::string md = show_markdown(t, "h.sqlite");
+  EXPECT_NE(md.find("1 run, 1 cell, 1 commit."), std::string::npos) << md;
 }
 
 }  // namespace

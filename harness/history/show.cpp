@@ -21,12 +21,18 @@ std::string commit_day(const CommitInfo& c) {
   return utc_day(c.order_time) + (c.commit_time ? "" : " (run)");
 }
 
+// "1 run", "2 runs".
+std::string count(int64_t n, const char* noun) {
+  return std::to_string(n) + " " + noun + (n == 1 ? "" : "s");
+}
+
 }  // namespace
 
 std::string show_markdown(const Trend& t, const std::string& db_path) {
   std::ostringstream o;
   o << "# Recall history: " << escaped_cell_text(db_path, 512) << "\n\n"
-    << t.runs << " runs, " << t.cells << " cells, " << t.commits.size() << " commits.\n\n";
+    << count(t.runs, "run") << ", " << count(t.cells, "cell") << ", "
+    << count(static_cast<int64_t>(t.commits.size()), "commit") << ".\n\n";
   if (t.commits.empty()) return o.str() + "No runs yet: kvbench history add RUN...\n";
   o << "| Commit | Date | Runs | Machine | Model sha256 |\n|---|---|---:|---|---|\n";
   for (const CommitInfo& c : t.commits) {
