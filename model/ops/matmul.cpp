@@ -34,8 +34,7 @@ void exact_gemm_tile(const WeightMatrix& w, int64_t r0, int64_t nr, const float*
 }
 
 // One matrix of a Quantized group: its units of 16 rows occupy [first, first +
-// ceil(rows / 16))
-// of the group's concatenated rows.
+// ceil(rows / 16)) of the group's concatenated units.
 struct Segment {
   const WeightMatrix* w = nullptr;
   float* y = nullptr;
