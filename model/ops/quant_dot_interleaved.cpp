@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "model/gguf/ggml_types.h"
+#include "model/ops/interleave.h"
 
 namespace kvbench::qdot::il {
 
@@ -40,9 +41,20 @@ ActFigures& figures_buffer() {
   return f;
 }
 
-std::vector<uint8_t>& group_buffer() {
-  thread_local std::vector<uint8_t> b;
-  return b;
+const uint8_t* repack_group(GgmlType type, const uint8_t* w, size_t w_stride, int rows, int64_t n) {
+  const size_t row_bytes = kvbench::row_bytes(type, n);
+  thread_local std::vector<uint8_t> buf;
+  buf.resize(2 * kRows * row_bytes);
+  uint8_t* grp = buf.data();
+  if (rows < kRows) {  // copy to zero-padded rows first
+    uint8_t* pad = grp + kRows * row_bytes;
+    std::memset(pad, 0, kRows * row_bytes);
+    for (int r = 0; r < rows; ++r) std::memcpy(pad + r * row_bytes, w + r * w_stride, row_bytes);
+    w = pad;
+    w_stride = row_bytes;
+  }
+  to_interleaved(type, w, w_stride, grp, n);
+  return grp;
 }
 
 }  // namespace kvbench::qdot::il

@@ -62,9 +62,12 @@ void act_figures(bool min, const uint8_t* act, size_t act_stride, int64_t n_act,
 void act_figures_avx2(bool min, const uint8_t* act, size_t act_stride, int64_t n_act, int64_t nb,
                       ActFigures& f);
 
-// Per thread, reused: the figures of the current tile call, and a group of
-// GGUF rows repacked into the interleaved layout.
+// Per thread, reused: the figures of the current tile call.
 ActFigures& figures_buffer();
-std::vector<uint8_t>& group_buffer();
+
+// GGUF rows [0, rows) (rows <= 16, w_stride apart, n elements each) of a
+// legacy type repacked into one interleaved group, padded with zero rows; the
+// group lives in a per-thread buffer until the next call.
+const uint8_t* repack_group(GgmlType type, const uint8_t* w, size_t w_stride, int rows, int64_t n);
 
 }  // namespace kvbench::qdot::il

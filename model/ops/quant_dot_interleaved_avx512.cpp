@@ -217,25 +217,11 @@ template <class F, GgmlType kType>
 void gguf_tile(const uint8_t* w, size_t w_stride, int64_t n_rows, const uint8_t* act,
                size_t act_stride, int64_t n_act, int64_t n, float* out, int64_t ldo) {
   const int64_t nb = n / kQK;
-  const size_t row_bytes = static_cast<size_t>(nb) * (F::kGroupBlock / kRows);
   ActFigures& fig = figures_buffer();
   act_figures_avx2(F::kMin, act, act_stride, n_act, nb, fig);
-  std::vector<uint8_t>& buf = group_buffer();
-  buf.resize(2 * kRows * row_bytes);
-  uint8_t* grp = buf.data();
-  uint8_t* pad = grp + kRows * row_bytes;
   for (int64_t r0 = 0; r0 < n_rows; r0 += kRows) {
     const int rows = static_cast<int>(std::min<int64_t>(kRows, n_rows - r0));
-    const uint8_t* src = w + r0 * w_stride;
-    size_t stride = w_stride;
-    if (rows < kRows) {
-      std::memset(pad, 0, kRows * row_bytes);
-      for (int r = 0; r < rows; ++r)
-        std::memcpy(pad + r * row_bytes, src + r * w_stride, row_bytes);
-      src = pad;
-      stride = row_bytes;
-    }
-    to_interleaved(kType, src, stride, grp, n);
+    const uint8_t* grp = repack_group(kType, w + r0 * w_stride, w_stride, rows, n);
     tokens<F, 1>(grp, 0, act, act_stride, fig, n_act, nb, out + r0, ldo,
                  static_cast<__mmask16>((1u << rows) - 1));
   }
