@@ -61,10 +61,10 @@ void StoreView::concat_positions() const {
 
 CacheStore::CacheStore(const StoreConfig& c)
     : config_(c),
-      inv_freq_(rope_inv_freq(usable_rope(c.rope, c.shape.head_dim))),
-      inv_freq_local_(c.layer_window.empty()
-                          ? std::vector<float>()
-                          : rope_inv_freq(usable_rope(c.rope_local, c.shape.head_dim))),
+      rope_(usable_rope(c.rope, c.shape.head_dim)),
+      rope_local_(usable_rope(c.rope_local, c.shape.head_dim)),
+      inv_freq_(rope_inv_freq(rope_)),
+      inv_freq_local_(c.layer_window.empty() ? std::vector<float>() : rope_inv_freq(rope_local_)),
       heads_(static_cast<size_t>(c.shape.n_layers) * c.shape.n_kv_heads) {
   const int hd = c.shape.head_dim;
   const int ns = c.stats.n;
@@ -484,9 +484,9 @@ void CacheStore::demote(int layer, int kv_head, std::span<const EntryRef> refs) 
 }
 
 const Rotation& CacheStore::rotation_for(int layer, int64_t delta) {
-  const bool local = !config_.layer_window.empty() && config_.layer_window[layer] > 0;
+  const bool local = is_local(layer);
   const std::vector<float>& f = local ? inv_freq_local_ : inv_freq_;
-  const bool neox = local ? config_.rope_local.neox : config_.rope.neox;
+  const bool neox = rope_of(layer).neox;
   if (!rotation_.is(delta, f, neox)) rotation_.set(delta, f, neox);
   return rotation_;
 }

@@ -147,6 +147,11 @@ class CacheStore {
 
   const StoreConfig& config() const { return config_; }
   const KvShape& shape() const { return config_.shape; }
+  // The RoPE the keys of `layer` are rotated with (n_dims filled in when the
+  // config leaves it 0): rope_local on a sliding-window layer, else rope.
+  const RopeConfig& rope_of(int layer) const {
+    return is_local(layer) ? rope_local_ : rope_;
+  }
   int n_heads() const { return config_.shape.n_layers * config_.shape.n_kv_heads; }
 
   // --- the step protocol
@@ -282,7 +287,12 @@ class CacheStore {
   // The rotation that moves a key of `layer` by `delta` positions (cached).
   const Rotation& rotation_for(int layer, int64_t delta);
 
+  bool is_local(int layer) const {
+    return !config_.layer_window.empty() && config_.layer_window[layer] > 0;
+  }
+
   StoreConfig config_;
+  RopeConfig rope_, rope_local_;  // config_'s, usable (rope_of)
   std::vector<float> inv_freq_, inv_freq_local_;
   std::vector<HeadState> heads_;  // [n_layers * n_kv_heads]
   ClonePtr<ColdTier> cold_;
