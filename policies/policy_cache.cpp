@@ -38,7 +38,7 @@ class HeadContext final : public ScoreContext {
   }
   const QueryWindow& queries() const override { return window_; }
   const QueryStats* query_stats() const override { return stats_.enabled() ? &stats_ : nullptr; }
-  const RopeConfig& rope() const override { return store_.config().rope; }
+  const RopeConfig& rope() const override { return store_.rope_of(layer_); }
   int group() const override {
     return store_.config().shape.n_q_heads / store_.config().shape.n_kv_heads;
   }
@@ -240,12 +240,11 @@ std::unique_ptr<PolicyCache> PolicyCache::create(const PolicySpec& spec, const C
 
   c->window_ = QueryWindow(sh.n_layers, query_ring_capacity(*c->scorer_, spec, ctx.keep_queries),
                            int64_t{sh.n_q_heads} * hd);
-  if (c->needs_.query_stats && (ctx.rope.neox || !ctx.layer_window.empty()))
-    throw InputError("policy '" + to_string(spec) + "': '" + spec.scorer.name +
-                     "' models RoPE pair-wise with one base; this model (gemma3: NEOX RoPE, a "
-                     "base per layer) is not supported yet");
-  if (c->needs_.query_stats)
-    c->qstats_ = QueryStats(sh.n_layers, sh.n_q_heads, hd, c->needs_.query_stats_skip, ctx.rope);
+  if (c->needs_.query_stats) {
+    std::vector<RopeConfig> ropes;  // each layer's, as its keys are rotated
+    for (int l = 0; l < sh.n_layers; ++l) ropes.push_back(c->store_->rope_of(l));
+    c->qstats_ = QueryStats(sh.n_q_heads, hd, c->needs_.query_stats_skip, ropes);
+  }
   if (c->needs_.hindsight) c->importance_.resize(static_cast<size_t>(sh.n_layers) * sh.n_kv_heads);
   return c;
 }

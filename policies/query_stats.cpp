@@ -9,13 +9,21 @@
 namespace kvbench {
 
 QueryStats::QueryStats(int n_layers, int n_q_heads, int head_dim, int skip, const RopeConfig& rope)
+    : QueryStats(n_q_heads, head_dim, skip, std::vector<RopeConfig>(n_layers, rope)) {}
+
+QueryStats::QueryStats(int n_q_heads, int head_dim, int skip,
+                       std::span<const RopeConfig> layer_rope)
     : n_q_heads_(n_q_heads),
       head_dim_(head_dim),
       skip_(skip),
-      inv_freq_(rope_inv_freq(rope)),
-      count_(n_layers, 0),
-      sum_(static_cast<size_t>(n_layers) * n_q_heads * head_dim, 0.0),
-      outer_(static_cast<size_t>(n_layers) * n_q_heads * head_dim * head_dim, 0.0) {}
+      count_(layer_rope.size(), 0),
+      sum_(layer_rope.size() * n_q_heads * head_dim, 0.0),
+      outer_(layer_rope.size() * n_q_heads * head_dim * head_dim, 0.0) {
+  for (const RopeConfig& r : layer_rope) {
+    inv_freq_.push_back(rope_inv_freq(r));
+    neox_.push_back(r.neox ? 1 : 0);
+  }
+}
 
 void QueryStats::begin(int seq) {
   if (seq == seq_) return;
@@ -38,11 +46,12 @@ void QueryStats::add(int layer, const float* q, std::span<const int32_t> positio
   if (n == 0) return;
   rows_.resize(static_cast<size_t>(n_q_heads_) * n * d);
   one_.resize(qd);
+  const auto rotate = neox_[layer] ? rope_rotate_neox : rope_rotate;
   int64_t t = 0;
   for (size_t i = 0; i < positions.size(); ++i) {
     if (positions[i] < skip_) continue;
     std::copy(q + i * qd, q + (i + 1) * qd, one_.begin());
-    rope_rotate(one_.data(), n_q_heads_, d, -int64_t{positions[i]}, inv_freq_);
+    rotate(one_.data(), n_q_heads_, d, -int64_t{positions[i]}, inv_freq_[layer]);
     for (int h = 0; h < n_q_heads_; ++h)
       std::copy(one_.begin() + int64_t{h} * d, one_.begin() + int64_t{h + 1} * d,
                 rows_.begin() + (int64_t{h} * n + t) * d);

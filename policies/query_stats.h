@@ -2,7 +2,8 @@
 // the queries before RoPE (each observed query un-rotated at its position),
 // for scorers that model the queries still to come (expected attention).
 // Queries at positions < skip are left out: the attention sinks' queries are
-// outliers (kvpress drops them the same way).
+// outliers (kvpress drops them the same way). Each layer is un-rotated with
+// its own RoPE (a gemma3 local layer has another base than a global one).
 //
 // A value type: a copy is the clone and the checkpoint; save/load write its
 // snapshot bytes. Memory: n_layers * n_q_heads * (head_dim + head_dim^2)
@@ -21,7 +22,10 @@ namespace kvbench {
 class QueryStats {
  public:
   QueryStats() = default;
+  // Every layer rotated with `rope`.
   QueryStats(int n_layers, int n_q_heads, int head_dim, int skip, const RopeConfig& rope);
+  // Layer l rotated with layer_rope[l].
+  QueryStats(int n_q_heads, int head_dim, int skip, std::span<const RopeConfig> layer_rope);
 
   bool enabled() const { return !sum_.empty(); }
   int head_dim() const { return head_dim_; }
@@ -46,7 +50,8 @@ class QueryStats {
 
  private:
   int n_q_heads_ = 0, head_dim_ = 0, skip_ = 0, seq_ = -1;
-  std::vector<float> inv_freq_;
+  std::vector<std::vector<float>> inv_freq_;  // [n_layers][n_dims / 2]
+  std::vector<uint8_t> neox_;                  // [n_layers] 1: NEOX pairing
   std::vector<int64_t> count_;  // [n_layers]
   std::vector<double> sum_;     // [n_layers][n_q_heads][head_dim]
   std::vector<double> outer_;   // [n_layers][n_q_heads][head_dim][head_dim], upper triangle

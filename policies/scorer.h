@@ -74,7 +74,8 @@ class ScoreContext {
   virtual const QueryWindow& queries() const = 0;
   // The layer's query statistics when needs().query_stats (else null).
   virtual const QueryStats* query_stats() const = 0;
-  // The model's RoPE (how keys were rotated; where future queries will be).
+  // The layer's RoPE (how keys were rotated; where future queries will be):
+  // on a model with sliding-window layers, the local layers have their own.
   virtual const RopeConfig& rope() const = 0;
   virtual int group() const = 0;  // query heads per KV head
   virtual int head_dim() const = 0;

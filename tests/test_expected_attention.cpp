@@ -3,8 +3,10 @@
 // the formula computed the long way (explicit averaged rotation matrix).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "model/ops/rope.h"
@@ -18,11 +20,17 @@ namespace {
 
 constexpr int kD = 8, kQHeads = 4, kGroup = 2;
 
-RopeConfig test_rope() {
+RopeConfig test_rope(bool neox = false, float base = 100.0f) {
   RopeConfig r;
   r.n_dims = 6;  // the last two dimensions pass through
-  r.freq_base = 100.0f;
+  r.freq_base = base;
+  r.neox = neox;
   return r;
+}
+
+void rotate(const RopeConfig& rope, float* x, int n_vectors, int64_t pos) {
+  const auto inv = rope_inv_freq(rope);
+  (rope.neox ? rope_rotate_neox : rope_rotate)(x, n_vectors, kD, pos, inv);
 }
 
 std::vector<float> randoms(size_t n, uint32_t seed) {
@@ -34,11 +42,10 @@ std::vector<float> randoms(size_t n, uint32_t seed) {
 }
 
 // Queries q_t (pre-RoPE) at positions, rotated as the model hands them over.
-std::vector<float> rotated(const std::vector<float>& pre, const std::vector<int32_t>& pos) {
+std::vector<float> rotated(const std::vector<float>& pre, const std::vector<int32_t>& pos,
+                           const RopeConfig& rope = test_rope()) {
   std::vector<float> q = pre;
-  const auto inv = rope_inv_freq(test_rope());
-  for (size_t t = 0; t < pos.size(); ++t)
-    rope_rotate(q.data() + t * kQHeads * kD, kQHeads, kD, pos[t], inv);
+  for (size_t t = 0; t < pos.size(); ++t) rotate(rope, q.data() + t * kQHeads * kD, kQHeads, pos[t]);
   return q;
 }
 
@@ -70,11 +77,47 @@ TEST(QueryStats, MeanAndCovarianceOfTheUnrotatedQueries) {
   EXPECT_EQ(s.count(0), 0);
 }
 
+// A model with sliding-window layers (gemma3): each layer is un-rotated with
+// its own RoPE, here NEOX pairs with base 10 on the local layers and 100 on
+// the global one.
+TEST(QueryStats, EachLayerIsUnrotatedWithItsOwnRope) {
+  const std::vector<int32_t> pos = {3, 8, 21, 60, 61};
+  const RopeConfig global = test_rope(true, 100.0f), local = test_rope(true, 10.0f);
+  const std::vector<RopeConfig> ropes = {local, global, local};
+  QueryStats s(kQHeads, kD, /*skip=*/0, ropes);
+  s.begin(0);
+  const auto pre = randoms(pos.size() * kQHeads * kD, 9);
+  for (int layer = 0; layer < 3; ++layer) {
+    const auto q = rotated(pre, pos, ropes[layer]);
+    s.add(layer, q.data(), pos);
+    for (int h = 0; h < kQHeads; ++h) {
+      std::vector<double> mean(kD), want(kD, 0.0);
+      s.mean(layer, h, mean.data());
+      for (size_t t = 0; t < pos.size(); ++t)
+        for (int c = 0; c < kD; ++c) want[c] += pre[(t * kQHeads + h) * kD + c] / pos.size();
+      for (int c = 0; c < kD; ++c) EXPECT_NEAR(mean[c], want[c], 1e-5) << layer << " " << h;
+    }
+  }
+  // Un-rotating with the other layer kind's RoPE would not recover them.
+  QueryStats wrong(1, kQHeads, kD, 0, global);
+  wrong.begin(0);
+  const auto q = rotated(pre, pos, local);
+  wrong.add(0, q.data(), pos);
+  std::vector<double> mean(kD), want(kD, 0.0);
+  wrong.mean(0, 0, mean.data());
+  double off = 0.0;
+  for (size_t t = 0; t < pos.size(); ++t)
+    for (int c = 0; c < kD; ++c) want[c] += pre[t * kQHeads * kD + c] / pos.size();
+  for (int c = 0; c < kD; ++c) off = std::max(off, std::abs(mean[c] - want[c]));
+  EXPECT_GT(off, 0.1);
+}
+
 // A head's view for the scorer: keys, values, statistics, RoPE.
 class FakeContext final : public ScoreContext {
  public:
-  FakeContext(std::vector<float> k, std::vector<float> v, const QueryStats& s)
-      : k_(std::move(k)), v_(std::move(v)), stats_(s), rope_(test_rope()) {}
+  FakeContext(std::vector<float> k, std::vector<float> v, const QueryStats& s,
+              RopeConfig rope = test_rope())
+      : k_(std::move(k)), v_(std::move(v)), stats_(s), rope_(std::move(rope)) {}
   int32_t view_size() override { return static_cast<int32_t>(k_.size() / kD); }
   const int32_t* view_positions() override { return nullptr; }
   const float* keys() override { return k_.data(); }
@@ -92,18 +135,22 @@ class FakeContext final : public ScoreContext {
   QueryWindow window_;
 };
 
-TEST(ExpectedScorer, ScoresAreTheExpectedAttentionFormula) {
+// Both pairings: pair-wise (llama) and NEOX halves (gemma3).
+class ExpectedFormula : public testing::TestWithParam<bool> {};
+
+TEST_P(ExpectedFormula, ScoresAreTheExpectedAttentionFormula) {
+  const RopeConfig rope = test_rope(GetParam());
   const int n = 12, kv_head = 1, future = 16, sinks = 2;
   const int64_t now = 30;
   // Statistics from 20 queries at positions 2..21.
   std::vector<int32_t> pos(20);
   for (int i = 0; i < 20; ++i) pos[i] = i + 2;
-  const auto q = rotated(randoms(pos.size() * kQHeads * kD, 5), pos);
-  QueryStats stats(1, kQHeads, kD, sinks, test_rope());
+  const auto q = rotated(randoms(pos.size() * kQHeads * kD, 5), pos, rope);
+  QueryStats stats(1, kQHeads, kD, sinks, rope);
   stats.begin(0);
   stats.add(0, q.data(), pos);
   const auto keys = randoms(n * kD, 7), values = randoms(n * kD, 8);
-  FakeContext cx(keys, values, stats);
+  FakeContext cx(keys, values, stats, rope);
 
   std::vector<int32_t> src(n), kpos(n);
   for (int i = 0; i < n; ++i) src[i] = kpos[i] = i;
@@ -128,13 +175,12 @@ TEST(ExpectedScorer, ScoresAreTheExpectedAttentionFormula) {
       scorer->priorities(in, out.data());
 
       // The long way: R = the mean of the rotation matrices at now..now+15.
-      const auto inv = rope_inv_freq(test_rope());
       std::vector<double> R(kD * kD, 0.0);
       for (int f = 0; f < future; ++f) {
         for (int c = 0; c < kD; ++c) {
           std::vector<float> e(kD, 0.0f);
           e[c] = 1.0f;
-          rope_rotate(e.data(), 1, kD, now + f, inv);  // column c of R(now + f)
+          rotate(rope, e.data(), 1, now + f);  // column c of R(now + f)
           for (int r = 0; r < kD; ++r) R[r * kD + c] += e[r] / future;
         }
       }
@@ -181,6 +227,11 @@ TEST(ExpectedScorer, ScoresAreTheExpectedAttentionFormula) {
       }
     }
 }
+
+INSTANTIATE_TEST_SUITE_P(Pairings, ExpectedFormula, testing::Bool(),
+                         [](const testing::TestParamInfo<bool>& i) {
+                           return i.param ? std::string("Neox") : std::string("PairWise");
+                         });
 
 TEST(ExpectedScorer, WithoutQueriesItKeepsTheNewest) {
   QueryStats stats(1, kQHeads, kD, 4, test_rope());

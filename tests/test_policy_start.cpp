@@ -168,8 +168,6 @@ void PolicyStart::check_every_spec() {
       "merges values into kept entries in place, which KIVI's blocks cannot hold"};
   if (ctx_.layer_window.empty())
     reasons.push_back("needs a model with sliding-window layers (gemma3); this one has none");
-  else  // expected attention models RoPE pair-wise with one base
-    reasons.push_back("models RoPE pair-wise with one base");
   std::vector<PolicySpec> specs;
   std::vector<StartPlan> plans;
   std::set<std::string> scorers;

@@ -6,6 +6,7 @@
 // carry all of it.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <numeric>
 #include <sstream>
@@ -256,6 +257,68 @@ TEST(SlidingWindowCache, SnapshotsCarryTheWindowsAndTheLocalRope) {
   append(*back, 9, 9, 3, true);
   for (int l = 0; l < kLayers; ++l) EXPECT_EQ(positions(*back, l), positions(*cache, l));
   EXPECT_EQ(positions(*back, 1), range(8, 12));
+}
+
+// Expected attention models each layer's own RoPE (the local layer's base,
+// NEOX halves): one pre-RoPE query direction q0 seen at every position, and
+// future=1, so each layer keeps the keys with the largest (R(now) q0) . k, R
+// that layer's rotation; the local layer too, from the 4 its window holds.
+// 40 positions, so that the two bases' angles differ by radians.
+TEST(SlidingWindowCache, ExpectedAttentionUsesEachLayersRope) {
+  // Several directions: with one, the wrong base can keep the same pair by chance.
+  const std::vector<std::vector<float>> directions = {
+      {0.9f, -1.4f, 0.3f, 2.0f, -0.7f, 1.1f, 0.5f, -1.8f},
+      {1.5f, 0.2f, -2.0f, 0.4f, 1.0f, -0.6f, 0.8f, 1.3f},
+      {-0.4f, 1.9f, 1.2f, -1.1f, 0.6f, 0.9f, -1.5f, 0.2f},
+      {2.0f, 1.0f, 0.5f, -1.0f, -2.0f, 0.3f, 1.2f, -0.8f}};
+  for (const std::vector<float>& q0 : directions) {
+    SCOPED_TRACE(q0[0]);
+    auto cache = PolicyCache::create(
+        parse_policy_spec("expected:budget=2,sinks=0,future=1,covariance=off,vnorm=off"), ctx());
+    const int n = 40;
+    std::vector<int32_t> pos(n), tok(n, 0);
+    std::iota(pos.begin(), pos.end(), 0);
+    StepInfo info;
+    info.phase = StepPhase::Prefill;
+    info.positions = pos;
+    info.tokens = tok;
+    cache->begin_step(info);
+    std::vector<std::vector<float>> keys(kLayers);
+    for (int l = 0; l < kLayers; ++l) {
+      const auto inv = rope_inv_freq(rope_of(cache->context(), l));
+      std::vector<float> v, q;
+      for (int t = 0; t < n; ++t) {
+        std::vector<float> key = raw_key(l, t), query = q0;
+        rope_rotate_neox(key.data(), 1, kDim, t, inv);
+        rope_rotate_neox(query.data(), 1, kDim, t, inv);
+        keys[l].insert(keys[l].end(), key.begin(), key.end());
+        q.insert(q.end(), query.begin(), query.end());
+        for (int c = 0; c < kDim; ++c) v.push_back(1.0f);
+      }
+      cache->append(l, keys[l].data(), v.data());
+      cache->observe_queries(l, q.data(), pos);
+      cache->view(l, 0);
+    }
+    cache->end_step();
+    std::vector<std::vector<int32_t>> held(kLayers);
+    for (int l = 0; l < kLayers; ++l) held[l] = positions(*cache, l);
+    ASSERT_EQ(held[1], range(n - kWindow, n));
+    cache->end_prefill();
+    for (int l = 0; l < kLayers; ++l) {
+      SCOPED_TRACE(l);
+      std::vector<float> future = q0;  // the query at the next position
+      rope_rotate_neox(future.data(), 1, kDim, n, rope_inv_freq(rope_of(cache->context(), l)));
+      std::vector<std::pair<float, int32_t>> z;
+      for (int32_t t : held[l]) {
+        float dot = 0.0f;
+        for (int c = 0; c < kDim; ++c) dot += future[c] * keys[l][t * kDim + c];
+        z.push_back({dot, t});
+      }
+      std::sort(z.rbegin(), z.rend());
+      EXPECT_EQ(positions(*cache, l), (std::vector<int32_t>{std::min(z[0].second, z[1].second),
+                                                            std::max(z[0].second, z[1].second)}));
+    }
+  }
 }
 
 }  // namespace

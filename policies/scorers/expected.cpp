@@ -13,7 +13,8 @@
 // (which are kept), averaged over the KV head's query heads, times the
 // value's L2 norm (vnorm=on). The priority is the logarithm of that score
 // (same order; no float underflow when the expected attention is peaked). Computed as u = R^T k: (R
-// mu).k = mu.u and k^T R S R^T k = u^T S u.
+// mu).k = mu.u and k^T R S R^T k = u^T S u. R is the layer's RoPE, in its
+// pairing (a gemma3 local layer has its own base; NEOX pairs i with i + d/2).
 #include <cblas.h>
 
 #include <algorithm>
@@ -68,18 +69,21 @@ class ExpectedScorer final : public BudgetScorer {
       cbar[i] /= future_;
       sbar[i] /= future_;
     }
-    // u = R^T k for every candidate: [n][d].
+    // u = R^T k for every candidate: [n][d]. Pair i is dimensions (2i,
+    // 2i + 1), or (i, i + pairs) in the NEOX pairing (model/ops/rope.h).
     const float* keys = cx.keys();
     static thread_local std::vector<double> u, su, mu, cov, z, lp;
     u.resize(static_cast<size_t>(n) * d);
+    const int stride = rope.neox ? 1 : 2, offset = rope.neox ? pairs : 1;
     for (int32_t j = 0; j < n; ++j) {
       const float* k = keys + int64_t{j} * d;
       double* uj = u.data() + int64_t{j} * d;
       for (int c = 2 * pairs; c < d; ++c) uj[c] = k[c];
       for (int i = 0; i < pairs; ++i) {
-        const double kx = k[2 * i], ky = k[2 * i + 1];
-        uj[2 * i] = cbar[i] * kx + sbar[i] * ky;
-        uj[2 * i + 1] = -sbar[i] * kx + cbar[i] * ky;
+        const int a = stride * i, b = a + offset;
+        const double kx = k[a], ky = k[b];
+        uj[a] = cbar[i] * kx + sbar[i] * ky;
+        uj[b] = -sbar[i] * kx + cbar[i] * ky;
       }
     }
     // Log-probabilities per query head of the group: lp[g][j]. Priorities
