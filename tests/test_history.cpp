@@ -45,11 +45,14 @@ struct CellSpec {
 };
 
 // A run folder at `commit` started at `started` holding the given cells.
+// dirty: built with uncommitted changes (meta.json git_dirty).
 std::string make_run(const std::string& out, const std::string& commit, const std::string& started,
-                     const std::vector<CellSpec>& cells, const std::string& experiment = "tiny") {
-  const json meta = {{"git_commit", commit},    {"started_utc", started},
-                     {"model_sha256", "ab12"},  {"cpu", "Test CPU"},
-                     {"cores", 2},              {"plan", {{"cells", cells.size()}}}};
+                     const std::vector<CellSpec>& cells, const std::string& experiment = "tiny",
+                     bool dirty = false) {
+  json meta = {{"git_commit", commit},    {"started_utc", started},
+               {"model_sha256", "ab12"},  {"cpu", "Test CPU"},
+               {"cores", 2},              {"plan", {{"cells", cells.size()}}}};
+  if (dirty) meta["git_dirty"] = true;
   // The folder's name is fixed: the experiment's may be anything.
   RunFolder f =
       RunFolder::create(out, "run", json{{"name", experiment}, {"model", out + "/m.gguf"}}, meta);
@@ -247,6 +250,9 @@ TEST(History, MigratesVersion0And1) {
   Stmt label(*db, "SELECT model_label FROM runs WHERE run_id = 'r1'", "runs");
   ASSERT_TRUE(label.step());
   EXPECT_TRUE(label.is_null(0));  // version 3's column: NULL for a run of one model
+  Stmt dirty(*db, "SELECT git_dirty FROM runs WHERE run_id = 'r1'", "runs");
+  ASSERT_TRUE(dirty.step());
+  EXPECT_TRUE(dirty.is_null(0));  // version 4's: unknown, read as a clean build
   Stmt spec(*db, "SELECT spec FROM cells WHERE cell_id = 'c0'", "cells");
   ASSERT_TRUE(spec.step());
   EXPECT_TRUE(spec.is_null(0));
@@ -505,6 +511,41 @@ TEST(History, ShowCountsAreSingularForOne) {
   t.commits.push_back(CommitInfo{});
   const std::string md = show_markdown(t, "h.sqlite");
   EXPECT_NE(md.find("1 run, 1 cell, 1 commit."), std::string::npos) << md;
+}
+
+// A run built with uncommitted changes is not the commit's: it is a point of
+// its own, after the clean one and labelled "+dirty", so a drop it shows is
+// never charged to the commit (and a clean run of the commit keeps its id).
+TEST(History, RunsWithUncommittedChangesAreAPointOfTheirOwn) {
+  const std::string d = scratch("dirty");
+  const auto db = open_history(d + "/h.sqlite", true);
+  const AddResult clean = add_run(
+      *db, make_run(d + "/a", "aaaaaaa1", "2026-11-21T07:00:00Z", group("h2o", "niah", 8, 0)), "");
+  EXPECT_FALSE(clean.git_dirty);
+  const AddResult dirty =
+      add_run(*db,
+              make_run(d + "/b", "aaaaaaa1", "2026-11-21T07:00:00Z", group("h2o", "niah", 8, 8),
+                       "tiny", true),
+              "");
+  EXPECT_TRUE(dirty.git_dirty);
+  EXPECT_NE(dirty.run_id, clean.run_id);  // same commit and start, another build
+  EXPECT_EQ(dirty.cells_added, 8);
+  const Trend t = load_trend(*db, 0.0);
+  ASSERT_EQ(t.commits.size(), 2u);
+  EXPECT_FALSE(t.commits[0].dirty);
+  EXPECT_TRUE(t.commits[1].dirty);
+  EXPECT_EQ(commit_label(t.commits[0]), "aaaaaaa");
+  EXPECT_EQ(commit_label(t.commits[1]), "aaaaaaa+dirty");
+  const Series* s = find_series(t, "h2o", "niah");
+  ASSERT_NE(s, nullptr);
+  ASSERT_EQ(s->points.size(), 2u);
+  EXPECT_DOUBLE_EQ(s->points[0].score.mean, 1.0);  // the clean run's scores
+  EXPECT_DOUBLE_EQ(s->points[1].score.mean, 0.0);  // not mixed into the commit's
+  EXPECT_TRUE(s->points[1].regressed);             // against the clean point before it
+  const std::string shown = show_markdown(t, d + "/h.sqlite");
+  EXPECT_NE(shown.find("| aaaaaaa+dirty |"), std::string::npos) << shown;
+  EXPECT_NE(shown.find("aaaaaaa+dirty (vs aaaaaaa)"), std::string::npos) << shown;
+  fs::remove_all(d);
 }
 
 }  // namespace

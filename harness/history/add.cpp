@@ -96,6 +96,8 @@ AddResult add_run(const Db& db, const std::string& run_dir, const std::string& r
   if (meta.empty()) throw InputError(meta_file + ": missing (kvbench history needs the run's meta)");
   AddResult r;
   r.git_commit = field(meta, "git_commit", meta_file);
+  // RunFolder::meta() checked it is a boolean when present.
+  r.git_dirty = meta.value("git_dirty", false);
   const std::string started = field(meta, "started_utc", meta_file);
   if (!parse_utc(started))
     throw InputError(meta_file + ": /started_utc: expected YYYY-MM-DDTHH:MM:SSZ");
@@ -127,6 +129,7 @@ AddResult add_run(const Db& db, const std::string& run_dir, const std::string& r
                      {"machine", machine},         {"shard", meta.value("shard", json())}};
     // Unchanged for a run of one model, so its run_id is what it always was.
     if (several) identity["model_label"] = m.label;
+    if (r.git_dirty) identity["git_dirty"] = true;  // a clean run's id stays as it was
     const std::string identity_text = dump_json(identity, -1);
     m.run_id = sha256_hex(identity_text.data(), identity_text.size());
   }
@@ -153,8 +156,8 @@ AddResult add_run(const Db& db, const std::string& run_dir, const std::string& r
   Transaction tx(db, Transaction::Kind::Write);
   Stmt add_run(db,
                "INSERT OR IGNORE INTO runs(run_id, experiment, git_commit, commit_time, "
-               "started_utc, model_sha256, config_hash, machine, folder, added_utc, model_label) "
-               "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
+               "started_utc, model_sha256, config_hash, machine, folder, added_utc, model_label, "
+               "git_dirty) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
                "runs");
   for (const ModelRun& m : models) {
     add_run.reset();
@@ -169,6 +172,7 @@ AddResult add_run(const Db& db, const std::string& run_dir, const std::string& r
       add_run.bind(11, m.label);
     else
       add_run.bind_null(11);
+    add_run.bind(12, int64_t{r.git_dirty ? 1 : 0});
     add_run.step();
   }
   Stmt add_cell(db,

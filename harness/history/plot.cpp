@@ -57,7 +57,7 @@ std::string plot_script(const Trend& t, const std::string& output_file) {
   for (size_t i = 0; i < t.commits.size(); ++i) {
     const CommitInfo& c = t.commits[i];
     tics += (i ? ", " : "") +
-            plot::tic_label(short_commit(c.commit) + " " + utc_day(c.order_time).substr(5)) + " " +
+            plot::tic_label(commit_label(c) + " " + utc_day(c.order_time).substr(5)) + " " +
             std::to_string(i + 1);
   }
   tics += ") rotate by -30 font ',8'\n";

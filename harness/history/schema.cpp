@@ -21,8 +21,13 @@ void to_version_2(const Db& db) {
 // A run folder of several models is one history run per model, labelled.
 void to_version_3(const Db& db) { db.exec("ALTER TABLE runs ADD COLUMN model_label TEXT"); }
 
+// Whether the run's binary was built from a tree with uncommitted changes
+// (meta.json git_dirty): 1 or 0; NULL for runs added before version 4.
+void to_version_4(const Db& db) { db.exec("ALTER TABLE runs ADD COLUMN git_dirty INTEGER"); }
+
 using Migration = void (*)(const Db&);
-constexpr Migration kMigrations[kSchemaVersion] = {to_version_1, to_version_2, to_version_3};
+constexpr Migration kMigrations[kSchemaVersion] = {to_version_1, to_version_2, to_version_3,
+                                                   to_version_4};
 
 // The objects a file at `version` may hold besides SQLite's own.
 std::set<std::string> own_objects(int version) {

@@ -27,7 +27,7 @@
 
 namespace kvbench::history {
 
-inline constexpr int kSchemaVersion = 3;
+inline constexpr int kSchemaVersion = 4;
 
 // Where the CLI keeps the history unless told (--db): under results/, which
 // git ignores, like run folders.

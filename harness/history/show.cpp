@@ -41,7 +41,7 @@ std::string show_markdown(const Trend& t, const std::string& db_path) {
       machines += (machines.empty() ? "" : "; ") + escaped_cell_text(m);
     for (const auto& m : c.models)
       models += (models.empty() ? "" : "; ") + escaped_cell_text(m.substr(0, 12));
-    o << "| " << escaped_cell_text(short_commit(c.commit)) << " | " << commit_day(c) << " | "
+    o << "| " << escaped_cell_text(commit_label(c)) << " | " << commit_day(c) << " | "
       << c.runs << " | " << machines << " | " << models << " |\n";
   }
   o << "\nDate: the commit's (from git); \"(run)\" when git did not know the commit and the run's "
@@ -65,7 +65,7 @@ std::string show_markdown(const Trend& t, const std::string& db_path) {
     std::string rule = by_model ? "|---|---|---|" : "|---|---|";
     for (size_t i = 0; i < t.commits.size(); ++i)
       if (used[i]) {
-        o << " " << escaped_cell_text(short_commit(t.commits[i].commit)) << " |";
+        o << " " << escaped_cell_text(commit_label(t.commits[i])) << " |";
         rule += "---:|";
       }
     o << "\n" << rule << "\n";
@@ -86,8 +86,8 @@ std::string show_markdown(const Trend& t, const std::string& db_path) {
                         << (by_model ? escaped_cell_text(s->model) + " / " : "")
                         << escaped_cell_text(s->configuration) << " / "
                         << escaped_cell_text(s->task) << " at "
-                        << escaped_cell_text(short_commit(t.commits[i].commit)) << " (vs "
-                        << escaped_cell_text(short_commit(t.commits[prev.commit].commit))
+                        << escaped_cell_text(commit_label(t.commits[i])) << " (vs "
+                        << escaped_cell_text(commit_label(t.commits[prev.commit]))
                         << "): mean score " << fixed(prev.score.mean, "%.3f") << " -> "
                         << fixed(p.score.mean, "%.3f") << ", a drop of " << fixed(p.drop, "%.3f")
                         << " over " << p.paired

@@ -4,6 +4,7 @@
 #include <map>
 #include <set>
 #include <tuple>
+#include <utility>
 
 #include "harness/history/time_text.h"
 #include "model/common/error.h"
@@ -14,6 +15,7 @@ namespace {
 
 struct RunRow {
   std::string experiment, commit, model, machine;
+  bool dirty = false;  // built with uncommitted changes: a point of its own
   std::string model_key;  // Series::model
   std::optional<int64_t> commit_time;
   int64_t started = 0;
@@ -25,6 +27,10 @@ struct InstanceScore {
   std::string run_id;
   double score = 0.0;
 };
+
+// A point of the history: a commit, and whether its runs were built with
+// uncommitted changes.
+using PointKey = std::pair<std::string, bool>;
 
 // experiment, task, configuration, model
 using SeriesKey = std::tuple<std::string, std::string, std::string, std::string>;
@@ -45,6 +51,10 @@ std::string short_commit(const std::string& commit) {
   return escaped_text(commit.substr(0, 7), 64);
 }
 
+std::string commit_label(const CommitInfo& c) {
+  return short_commit(c.commit) + (c.dirty ? "+dirty" : "");
+}
+
 Trend load_trend(const Db& db, double tolerance, const std::string& experiment) {
   Trend t;
   t.tolerance = tolerance;
@@ -54,7 +64,7 @@ Trend load_trend(const Db& db, double tolerance, const std::string& experiment) 
   {
     Stmt s(db,
            "SELECT run_id, experiment, git_commit, commit_time, started_utc, model_sha256, "
-           "machine, model_label FROM runs ORDER BY run_id",
+           "machine, model_label, git_dirty FROM runs ORDER BY run_id",
            "runs");
     while (s.step()) {
       if (static_cast<int64_t>(runs.size()) >= kMaxRuns)
@@ -74,13 +84,14 @@ Trend load_trend(const Db& db, double tolerance, const std::string& experiment) 
       r.machine = s.text(6);
       const std::optional<std::string> label = s.optional_text(7);
       r.model_key = label ? *label : r.model.substr(0, 12);
+      r.dirty = s.optional_integer(8).value_or(0) != 0;
       if (!experiment.empty() && r.experiment != experiment) continue;
       runs.emplace(id, std::move(r));
     }
   }
 
-  // series -> commit -> instance -> score
-  std::map<SeriesKey, std::map<std::string, std::map<std::string, InstanceScore>>> data;
+  // series -> point (commit, dirty) -> instance -> score
+  std::map<SeriesKey, std::map<PointKey, std::map<std::string, InstanceScore>>> data;
   {
     Stmt s(db, "SELECT run_id, configuration, task, instance, score FROM cells ORDER BY run_id, cell_id",
            "cells");
@@ -96,7 +107,7 @@ Trend load_trend(const Db& db, double tolerance, const std::string& experiment) 
                     " is out of [0, 1] (not a kvbench history, or damaged)");
       const RunRow& r = run->second;
       InstanceScore& slot =
-          data[{r.experiment, s.text(2), s.text(1), r.model_key}][r.commit][s.text(3)];
+          data[{r.experiment, s.text(2), s.text(1), r.model_key}][{r.commit, r.dirty}][s.text(3)];
       if (slot.run_id.empty() || std::tie(r.started, run_id) > std::tie(slot.started, slot.run_id))
         slot = {r.started, run_id, score};
       ++t.cells;
@@ -105,12 +116,13 @@ Trend load_trend(const Db& db, double tolerance, const std::string& experiment) 
   read.commit();
 
   // Commits in history order.
-  std::map<std::string, CommitInfo> by_commit;
+  std::map<PointKey, CommitInfo> by_commit;
   for (const auto& [id, r] : runs) {
-    auto [it, fresh] = by_commit.try_emplace(r.commit);
+    auto [it, fresh] = by_commit.try_emplace(PointKey{r.commit, r.dirty});
     CommitInfo& c = it->second;
     if (fresh) {
       c.commit = r.commit;
+      c.dirty = r.dirty;
       c.order_time = r.started;
     }
     if (r.commit_time) c.commit_time = r.commit_time;
@@ -127,11 +139,13 @@ Trend load_trend(const Db& db, double tolerance, const std::string& experiment) 
     }
     t.commits.push_back(c);
   }
+  // A dirty point right after its clean commit (same commit time).
   std::sort(t.commits.begin(), t.commits.end(), [](const CommitInfo& a, const CommitInfo& b) {
-    return std::tie(a.order_time, a.commit) < std::tie(b.order_time, b.commit);
+    return std::tie(a.order_time, a.commit, a.dirty) < std::tie(b.order_time, b.commit, b.dirty);
   });
-  std::map<std::string, size_t> commit_index;
-  for (size_t i = 0; i < t.commits.size(); ++i) commit_index[t.commits[i].commit] = i;
+  std::map<PointKey, size_t> commit_index;
+  for (size_t i = 0; i < t.commits.size(); ++i)
+    commit_index[{t.commits[i].commit, t.commits[i].dirty}] = i;
   t.runs = static_cast<int64_t>(runs.size());
 
   for (const auto& [key, commits] : data) {

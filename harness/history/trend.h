@@ -35,6 +35,9 @@ inline constexpr int64_t kMaxCells = 2'000'000;
 
 struct CommitInfo {
   std::string commit;                  // as meta.json gave it
+  // Runs built from that commit with uncommitted changes: a point of their
+  // own, after the clean commit's (their scores are not the commit's).
+  bool dirty = false;
   std::optional<int64_t> commit_time;  // unix seconds, from git
   int64_t order_time = 0;              // commit_time, else the earliest run start
   int runs = 0;
@@ -75,5 +78,8 @@ Trend load_trend(const Db& db, double tolerance, const std::string& experiment =
 
 // The first 7 characters of a commit id, escaped for any text sink.
 std::string short_commit(const std::string& commit);
+// A history point's label: short_commit, "+dirty" for runs built with
+// uncommitted changes.
+std::string commit_label(const CommitInfo& c);
 
 }  // namespace kvbench::history
