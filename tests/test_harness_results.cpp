@@ -6,11 +6,13 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <set>
 #include <sstream>
 
 #include <unistd.h>
 
 #include "harness/report/compare.h"
+#include "harness/report/plot_script.h"
 #include "harness/report/report.h"
 #include "harness/report/table.h"
 #include "harness/run/run_folder.h"
@@ -177,6 +179,28 @@ std::vector<double> passing_but(int flips) {
 std::string h2o_row(const std::string& report) {
   const auto at = report.find("| h2o | passkey |");
   return at == std::string::npos ? "" : report.substr(at, report.find('\n', at) - at);
+}
+
+// A figure with many series (a report of every policy family, a history of
+// many configurations): gnuplot's default cycles 8 colours with one marker,
+// so series 1 and 9 looked alike. No two of the first 128 styles match, and
+// the first 8 keep solid lines.
+TEST(Plots, SeriesStylesDifferUpTo128) {
+  std::set<std::string> styles;
+  std::set<std::pair<std::string, int>> looks;  // colour and the marker it is drawn with
+  for (size_t j = 0; j < 128; ++j) {
+    const std::string style = plot::series_style(j);
+    styles.insert(style);
+    const size_t pt = style.find(" pt ");
+    ASSERT_NE(pt, std::string::npos) << style;
+    looks.insert({plot::series_colour(j), std::stoi(style.substr(pt + 4))});
+    if (j < 8) EXPECT_NE(style.find(" dt 1"), std::string::npos) << style;
+  }
+  EXPECT_EQ(styles.size(), 128u);
+  EXPECT_EQ(looks.size(), 128u);
+  std::set<std::string> colours;
+  for (size_t j = 0; j < 8; ++j) colours.insert(plot::series_colour(j));
+  EXPECT_EQ(colours.size(), 8u);
 }
 
 TEST(Compare, ANoiseSizedDropIsNoRegression) {

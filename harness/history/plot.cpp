@@ -88,7 +88,8 @@ std::string plot_script(const Trend& t, const std::string& output_file) {
         if (p.regressed) marks += num(x) + " " + num(p.score.mean) + "\n";
       }
       data << "EOD\n";
-      plot << (j ? ", " : "") << "$s" << j << " using 1:2:3:4 with yerrorlines lw 1.5 pt 7 ps 0.8 title "
+      plot << (j ? ", " : "") << "$s" << j << " using 1:2:3:4 with yerrorlines lw 1.5 "
+           << plot::series_style(j) << " ps 0.8 title "
            << plot::label(by_model ? s.model + ": " + s.configuration : s.configuration);
     }
     if (!marks.empty()) {

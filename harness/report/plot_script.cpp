@@ -35,6 +35,25 @@ std::string length_label(int64_t n) {
   return std::to_string(n);
 }
 
+const char* series_colour(size_t j) {
+  // Eight hues apart from one another (the old palette had two greens, two
+  // purples and two oranges that read as one).
+  static const char* kColours[] = {"#2b83ba", "#d7191c", "#1a9641", "#7b3294",
+                                   "#e66101", "#00a0a0", "#8c564b", "#555555"};
+  return kColours[j % 8];
+}
+
+int series_point(size_t j) {
+  static const int kPoints[] = {7, 5, 9, 11, 13, 15, 4, 6, 8, 10, 12, 14, 1, 2, 3, 16};
+  return kPoints[j % 16];
+}
+
+std::string series_style(size_t j) {
+  const size_t round = j / 8;  // 0 for the first eight: solid lines, filled circles
+  return std::string("lc rgb '") + series_colour(j) + "' pt " +
+         std::to_string(series_point(round)) + " dt " + std::to_string(round % 5 + 1);
+}
+
 std::string shorten(const std::string& s, size_t max_chars) {
   size_t chars = 0, i = 0;
   for (; i < s.size(); ++i) {

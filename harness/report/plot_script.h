@@ -26,6 +26,14 @@ std::string label_array(const std::string& name, const std::vector<std::string>&
 // "2k" for 2048, "8k" for 8000, "300" for 300.
 std::string length_label(int64_t n);
 
+// Series j of a figure: one of 8 colours (series_colour) and one of 16
+// markers (series_point); series_style(j) turns to another marker and dash
+// pattern every 8 series, so no two of the first 128 series look alike
+// (gnuplot's default cycles 8 colours with one marker).
+const char* series_colour(size_t j);
+int series_point(size_t j);
+std::string series_style(size_t j);
+
 // At most max_chars characters of s (UTF-8 aware), "…" marking a cut.
 std::string shorten(const std::string& s, size_t max_chars);
 

@@ -169,7 +169,8 @@ void score_vs_budget(plot::Script& s, const std::vector<PlotModel>& models,
     }
     cmd << "EOD\n";
     plot += std::string(block ? ", " : "") + "$b" + std::to_string(block) +
-            " using 1:2:3:4 with yerrorlines lw 2 pt 7 title " + label(base);
+            " using 1:2:3:4 with yerrorlines lw 2 " + plot::series_style(block) + " title " +
+            label(base);
     ++block;
   }
   cmd << "set title 'Score vs budget'\nset xlabel 'budget (tokens, or ratio of the context when "
@@ -228,9 +229,6 @@ void speed_bars(plot::Script& s, const std::vector<TableRow>& rows, const std::s
 // labels placed as in score_vs_memory, clear of every model's points.
 void score_vs_memory_models(plot::Script& s, const std::vector<PlotModel>& models,
                             const std::string& dir) {
-  static const char* kColours[] = {"#2b83ba", "#d7191c", "#1a9641", "#7b3294",
-                                   "#e66101", "#008837", "#5e3c99", "#a6611a"};
-  static const int kPoints[] = {7, 5, 9, 11, 13, 15, 4, 6, 8, 10, 12, 14, 1, 2, 3, 16};
   double max_memory = 0;
   for (const PlotModel& m : models)
     for (const auto& r : *m.rows)
@@ -293,11 +291,11 @@ void score_vs_memory_models(plot::Script& s, const std::vector<PlotModel>& model
     cmd << "EOD\n" << label_array("point_label_" + std::to_string(k), names);
     if (pts.empty()) continue;
     any = true;
-    const std::string colour = kColours[k % (sizeof kColours / sizeof *kColours)];
+    const std::string colour = plot::series_colour(k);
     const std::string id = std::to_string(k);
     plot += std::string(plot.empty() ? "plot " : ", ") + "$front" + id +
             " using 1:2 with steps lw 1.5 dt 2 lc rgb '" + colour + "' notitle, $pts" + id +
-            " using 1:2:5:6 with yerrorbars pt " + std::to_string(kPoints[k % 16]) +
+            " using 1:2:5:6 with yerrorbars pt " + std::to_string(plot::series_point(k)) +
             " ps 1.5 lw 1.5 lc rgb '" + colour + "' title " +
             label(plot::shorten(models[k].label, 50)) + ", $pts" + id + " using 1:4:(point_label_" +
             id + "[int($3)]) with labels left offset 1,0 font ',8' tc rgb '" + colour + "' notitle";
