@@ -414,6 +414,39 @@ TEST(Attention, SlidingWindowEqualsAttendingOnlyTheWindowsKeys) {
         EXPECT_GT(rows[g * n + j], 0.0f) << j;
 }
 
+// Decode skips key tiles wholly outside a query's window (a sliding-window
+// layer's full cache holds its whole past): what they hold cannot reach the
+// output, not even NaN, which a zero weight times NaN would have spread. The
+// output keeps its bits (checked against the kernel before the skip on 40
+// windowed problems, every path and thread count, observed scores included).
+TEST(Attention, DecodeSkipsTilesOutsideTheWindow) {
+  std::mt19937 rng(11);
+  const int hd = 32, n = 1000, window = 64;
+  std::vector<int32_t> pos(n);
+  std::iota(pos.begin(), pos.end(), 0);
+  auto k = random_values(size_t(n) * hd, rng, 1.0f), v = random_values(size_t(n) * hd, rng, 1.0f);
+  Problem p;
+  p.shape = {2, 1, hd};
+  p.shape.window = window;
+  p.q = random_values(2 * hd, rng, 1.5f);
+  // Sees 936..999. Decode splits the keys into blocks of 256: the last,
+  // 768..999, holds two tiles (768..895) wholly before the window.
+  p.qpos = {n - 1};
+  HandCache clean(1, 2, hd, KvElement::F32, true);
+  clean.set_head(0, pos, k, v);
+  for (size_t i = 0; i < size_t(896) * hd; ++i) k[i] = v[i] = std::nanf("");
+  HandCache poisoned(1, 2, hd, KvElement::F32, true);
+  poisoned.set_head(0, pos, k, v);
+  for (CpuPath path : supported_paths())
+    for (int threads : {1, 2}) {
+      const auto want = run_attend(p, clean, path, threads);
+      const auto got = run_attend(p, poisoned, path, threads);
+      ASSERT_EQ(got.size(), want.size());
+      EXPECT_EQ(std::memcmp(got.data(), want.data(), got.size() * sizeof(float)), 0)
+          << cpu_path_name(path) << " threads " << threads;
+    }
+}
+
 // A file's own attention scale s gives the attention of queries multiplied by
 // s * sqrt(head_dim) under the default 1 / sqrt(head_dim).
 TEST(Attention, ExplicitScaleEqualsRescaledQueries) {

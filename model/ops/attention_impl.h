@@ -518,6 +518,19 @@ void decode_block_t(const DecodeBlock& a, const DecodeWork& w, float* m, float* 
   const uint16_t* k2_block = nullptr;  // the K2 block w.qk holds the query of
   for (int32_t j0 = a.begin; j0 < a.end; j0 += kKeyTile) {
     const int32_t nk = std::min<int32_t>(kKeyTile, a.end - j0);
+    // A sliding-window layer's full cache holds keys long out of its window:
+    // a tile with no visible key weighs 0 everywhere, so it is skipped (the
+    // same bits: its weights would all be exp2(-inf) = 0, leaving m, l and acc
+    // as they were).
+    if (a.window > 0 && std::none_of(a.pos + j0, a.pos + j0 + nk, [&](int32_t p) {
+          return visible(p, a.qpos, a.window);
+        })) {
+      if (a.scores)
+        for (int g = 0; g < G; ++g)
+          std::fill(a.scores + g * a.scores_stride + j0, a.scores + g * a.scores_stride + j0 + nk,
+                    kNegInf);
+      continue;
+    }
     if constexpr (KE == KvElement::K2)
       dot_k2_heads<I>(w.qs, G, hd, a.k, j0, j0 + nk, w.s, kKeyTile, w.qk, w.qk + G * hd, &k2_block);
     else
