@@ -16,6 +16,7 @@
 #include "harness/report/report.h"
 #include "harness/report/table.h"
 #include "harness/run/run_folder.h"
+#include "model/common/atomic_file.h"
 #include "model/common/error.h"
 #include "tests/support/cli_run.h"
 
@@ -363,6 +364,33 @@ TEST(CompareCli, ExitCodes) {
   test::expect_input_error(test::run_kvbench("compare " + base.dir() + " " + base.dir() + "-none"),
                            base.dir() + "-none");
   for (const auto* f : {&base, &one, &three, &four}) f->remove();
+}
+
+// Records appended during a long job (dataset calibrate --records) reach the
+// file at the path even when it was replaced in between (a git stash or
+// checkout of it: a descriptor kept open lost 87 records that way); a link
+// or a directory at the path is refused.
+TEST(AppendToFile, EachAppendReachesTheFileAtThePath) {
+  const std::string d = testing::TempDir() + "kvbench-append-" + std::to_string(::getpid());
+  std::filesystem::create_directories(d);
+  const std::string path = d + "/records.jsonl";
+  auto read = [](const std::string& p) {
+    std::ifstream in(p);
+    return std::string(std::istreambuf_iterator<char>(in), {});
+  };
+  append_to_file(path, "{\"a\":1}\n");
+  append_to_file(path, "{\"a\":2}\n");
+  EXPECT_EQ(read(path), "{\"a\":1}\n{\"a\":2}\n");
+  // Replaced by another file (a new inode), as git does.
+  write_file_atomic(d + "/other", "{\"a\":1}\n");
+  std::filesystem::rename(d + "/other", path);
+  append_to_file(path, "{\"a\":3}\n");
+  EXPECT_EQ(read(path), "{\"a\":1}\n{\"a\":3}\n");
+  std::filesystem::create_symlink(path, d + "/link");
+  EXPECT_THROW(append_to_file(d + "/link", "x\n"), InputError);
+  EXPECT_THROW(append_to_file(d, "x\n"), InputError);
+  EXPECT_EQ(read(path), "{\"a\":1}\n{\"a\":3}\n");
+  std::filesystem::remove_all(d);
 }
 
 TEST(RunFolder, CellsAreAtomicFilesAndOpenNeedsAConfig) {

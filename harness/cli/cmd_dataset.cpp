@@ -9,7 +9,6 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
 #include <iomanip>
 #include <iostream>
 #include <map>
@@ -348,11 +347,9 @@ int calibrate(const Args& args) {
       }
     }
   }
-  std::ofstream records;
-  if (vm.count("records")) {
-    records.open(vm["records"].as<std::string>(), std::ios::app);
-    if (!records) throw InputError(vm["records"].as<std::string>() + ": cannot open for appending");
-  }
+  // Each record is appended by its own open (append_to_file), so a records
+  // file replaced during a long calibration still gets every record.
+  const std::string records_path = vm.count("records") ? vm["records"].as<std::string>() : "";
   const bool question_first = vm["question-first"].as<bool>();
   const bool verbose = vm["verbose"].as<bool>();
   Evaluator eval(*model, threads);
@@ -426,9 +423,9 @@ int calibrate(const Args& args) {
         ++cell.n;
         // Model output can be invalid UTF-8 (a token may end inside a character): replaced, not
         // thrown.
-        if (records.is_open())
-          records << rec.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << "\n"
-                  << std::flush;
+        if (!records_path.empty())
+          append_to_file(records_path,
+                         rec.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
       }
       const double elapsed =
           std::chrono::duration<double>(std::chrono::steady_clock::now() - t_start).count();

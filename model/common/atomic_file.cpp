@@ -67,6 +67,24 @@ void AtomicFile::commit() {
   tmp_.clear();
 }
 
+void append_to_file(const std::string& path, std::string_view text) {
+  refuse_non_regular_target(path);
+  const int fd = ::open(path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0644);
+  if (fd < 0) throw InputError(path + ": cannot open for appending (" + std::strerror(errno) + ")");
+  size_t done = 0;
+  while (done < text.size()) {
+    const ssize_t w = ::write(fd, text.data() + done, text.size() - done);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) {
+      const int err = errno;
+      ::close(fd);
+      throw InputError(path + ": write failed (" + std::strerror(err) + ")");
+    }
+    done += static_cast<size_t>(w);
+  }
+  if (::close(fd) != 0) throw InputError(path + ": write failed (" + std::strerror(errno) + ")");
+}
+
 void write_file_atomic(const std::string& path, std::string_view content) {
   AtomicFile file(path);
   file.write(content.data(), content.size());

@@ -38,6 +38,13 @@ class AtomicFile {
 // the disk is full; the temporary file is removed on failure.
 void write_file_atomic(const std::string& path, std::string_view content);
 
+// Appends `text` (whole records, newline included) to the file at `path`,
+// created if absent, opened for this one call (O_APPEND, a link not
+// followed): a file replaced meanwhile (an editor's save, a git checkout or
+// stash of it) receives the records, where a descriptor kept open would go
+// on writing into the unlinked old file and lose them.
+void append_to_file(const std::string& path, std::string_view text);
+
 // InputError "<path>: exists and is not a regular file ..." when `path`
 // exists as anything but a regular file (checked without following a link).
 void refuse_non_regular_target(const std::string& path);
