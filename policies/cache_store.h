@@ -149,9 +149,7 @@ class CacheStore {
   const KvShape& shape() const { return config_.shape; }
   // The RoPE the keys of `layer` are rotated with (n_dims filled in when the
   // config leaves it 0): rope_local on a sliding-window layer, else rope.
-  const RopeConfig& rope_of(int layer) const {
-    return is_local(layer) ? rope_local_ : rope_;
-  }
+  const RopeConfig& rope_of(int layer) const { return is_local(layer) ? rope_local_ : rope_; }
   int n_heads() const { return config_.shape.n_layers * config_.shape.n_kv_heads; }
 
   // --- the step protocol

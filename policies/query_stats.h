@@ -51,7 +51,7 @@ class QueryStats {
  private:
   int n_q_heads_ = 0, head_dim_ = 0, skip_ = 0, seq_ = -1;
   std::vector<std::vector<float>> inv_freq_;  // [n_layers][n_dims / 2]
-  std::vector<uint8_t> neox_;                  // [n_layers] 1: NEOX pairing
+  std::vector<uint8_t> neox_;                 // [n_layers] 1: NEOX pairing
   std::vector<int64_t> count_;  // [n_layers]
   std::vector<double> sum_;     // [n_layers][n_q_heads][head_dim]
   std::vector<double> outer_;   // [n_layers][n_q_heads][head_dim][head_dim], upper triangle

@@ -45,7 +45,8 @@ std::vector<float> randoms(size_t n, uint32_t seed) {
 std::vector<float> rotated(const std::vector<float>& pre, const std::vector<int32_t>& pos,
                            const RopeConfig& rope = test_rope()) {
   std::vector<float> q = pre;
-  for (size_t t = 0; t < pos.size(); ++t) rotate(rope, q.data() + t * kQHeads * kD, kQHeads, pos[t]);
+  for (size_t t = 0; t < pos.size(); ++t)
+    rotate(rope, q.data() + t * kQHeads * kD, kQHeads, pos[t]);
   return q;
 }
 

@@ -283,9 +283,10 @@ TEST(Gemma3Cli, TinyGemma3RunsPolicies) {
             std::string::npos)
       << info.out;
   EXPECT_NE(info.out.find("rope pairs: halves (neox)"), std::string::npos);
-  for (const char* policy : {"streaming:budget=6,sinks=2", "streaming:budget=6,sinks=2,pos=contiguous",
-                             "h2o:budget=6,layers=global", "snapkv:budget=6,window=2,layers=local",
-                             "expected:budget=6,sinks=1", "expected:budget=6,sinks=1,layers=local"}) {
+  for (const char* policy :
+       {"streaming:budget=6,sinks=2", "streaming:budget=6,sinks=2,pos=contiguous",
+        "h2o:budget=6,layers=global", "snapkv:budget=6,window=2,layers=local",
+        "expected:budget=6,sinks=1", "expected:budget=6,sinks=1,layers=local"}) {
     const auto gen = test::run_kvbench("generate --prompt 'hello world hello world hello' "
                                        "--max-tokens 6 --policy " + std::string(policy) +
                                        " --model " + path);

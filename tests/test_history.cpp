@@ -49,9 +49,12 @@ struct CellSpec {
 std::string make_run(const std::string& out, const std::string& commit, const std::string& started,
                      const std::vector<CellSpec>& cells, const std::string& experiment = "tiny",
                      bool dirty = false) {
-  json meta = {{"git_commit", commit},    {"started_utc", started},
-               {"model_sha256", "ab12"},  {"cpu", "Test CPU"},
-               {"cores", 2},              {"plan", {{"cells", cells.size()}}}};
+  json meta = {{"git_commit", commit},
+               {"started_utc", started},
+               {"model_sha256", "ab12"},
+               {"cpu", "Test CPU"},
+               {"cores", 2},
+               {"plan", {{"cells", cells.size()}}}};
   if (dirty) meta["git_dirty"] = true;
   // The folder's name is fixed: the experiment's may be anything.
   RunFolder f =
@@ -522,11 +525,10 @@ TEST(History, RunsWithUncommittedChangesAreAPointOfTheirOwn) {
   const AddResult clean = add_run(
       *db, make_run(d + "/a", "aaaaaaa1", "2026-11-21T07:00:00Z", group("h2o", "niah", 8, 0)), "");
   EXPECT_FALSE(clean.git_dirty);
-  const AddResult dirty =
-      add_run(*db,
-              make_run(d + "/b", "aaaaaaa1", "2026-11-21T07:00:00Z", group("h2o", "niah", 8, 8),
-                       "tiny", true),
-              "");
+  const AddResult dirty = add_run(*db,
+                                  make_run(d + "/b", "aaaaaaa1", "2026-11-21T07:00:00Z",
+                                           group("h2o", "niah", 8, 8), "tiny", true),
+                                  "");
   EXPECT_TRUE(dirty.git_dirty);
   EXPECT_NE(dirty.run_id, clean.run_id);  // same commit and start, another build
   EXPECT_EQ(dirty.cells_added, 8);

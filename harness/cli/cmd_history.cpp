@@ -60,8 +60,8 @@ int history_add(const Args& args) {
   for (const std::string& run : vm["run"].as<std::vector<std::string>>()) {
     const history::AddResult r = history::add_run(*db, run, vm["repo"].as<std::string>());
     std::cout << escaped_text(run, 512) << ": commit " << history::short_commit(r.git_commit)
-              << (r.git_dirty ? " (built with uncommitted changes)" : "") << ", " << r.cells_added << " cells added, " << r.cells_present
-              << " already in the history\n";
+              << (r.git_dirty ? " (built with uncommitted changes)" : "") << ", " << r.cells_added
+              << " cells added, " << r.cells_present << " already in the history\n";
   }
   return 0;
 }

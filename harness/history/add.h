@@ -36,7 +36,7 @@ struct AddResult {
   std::string run_id;  // the first model's
   int64_t runs = 1;    // history runs: one per model of the folder
   std::string git_commit;
-  bool git_dirty = false;  // built with uncommitted changes (meta.json git_dirty)
+  bool git_dirty = false;     // built with uncommitted changes (meta.json git_dirty)
   int64_t cells_added = 0;    // new rows
   int64_t cells_present = 0;  // already in the history
 };

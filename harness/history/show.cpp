@@ -41,8 +41,8 @@ std::string show_markdown(const Trend& t, const std::string& db_path) {
       machines += (machines.empty() ? "" : "; ") + escaped_cell_text(m);
     for (const auto& m : c.models)
       models += (models.empty() ? "" : "; ") + escaped_cell_text(m.substr(0, 12));
-    o << "| " << escaped_cell_text(commit_label(c)) << " | " << commit_day(c) << " | "
-      << c.runs << " | " << machines << " | " << models << " |\n";
+    o << "| " << escaped_cell_text(commit_label(c)) << " | " << commit_day(c) << " | " << c.runs
+      << " | " << machines << " | " << models << " |\n";
   }
   o << "\nDate: the commit's (from git); \"(run)\" when git did not know the commit and the run's "
        "start stands in.\n";

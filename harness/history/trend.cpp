@@ -15,7 +15,7 @@ namespace {
 
 struct RunRow {
   std::string experiment, commit, model, machine;
-  bool dirty = false;  // built with uncommitted changes: a point of its own
+  bool dirty = false;     // built with uncommitted changes: a point of its own
   std::string model_key;  // Series::model
   std::optional<int64_t> commit_time;
   int64_t started = 0;

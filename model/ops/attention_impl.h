@@ -522,9 +522,8 @@ void decode_block_t(const DecodeBlock& a, const DecodeWork& w, float* m, float* 
     // a tile with no visible key weighs 0 everywhere, so it is skipped (the
     // same bits: its weights would all be exp2(-inf) = 0, leaving m, l and acc
     // as they were).
-    if (a.window > 0 && std::none_of(a.pos + j0, a.pos + j0 + nk, [&](int32_t p) {
-          return visible(p, a.qpos, a.window);
-        })) {
+    if (a.window > 0 && std::none_of(a.pos + j0, a.pos + j0 + nk,
+                                     [&](int32_t p) { return visible(p, a.qpos, a.window); })) {
       if (a.scores)
         for (int g = 0; g < G; ++g)
           std::fill(a.scores + g * a.scores_stride + j0, a.scores + g * a.scores_stride + j0 + nk,
