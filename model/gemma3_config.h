@@ -22,6 +22,8 @@ struct Gemma3Config {
   // gemma3.attention.sliding_window_pattern: an array of booleans, or a
   // period n (layer l is global when l % n == n - 1); default period 6.
   std::vector<bool> local;
+  // Layer l's window: sliding_window on a local layer, 0 on a global one.
+  int32_t window_of(int l) const { return sliding_window > 0 && local[l] ? sliding_window : 0; }
   // Local layers' RoPE: base gemma3.rope.freq_base_swa (default 10,000);
   // global layers use LlamaConfig::rope (gemma3.rope.freq_base).
   RopeConfig rope_local;

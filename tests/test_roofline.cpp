@@ -6,6 +6,7 @@
 
 #include "harness/bench/compute_peak.h"
 #include "harness/bench/roofline.h"
+#include "tests/support/reference_gemma3.h"
 #include "tests/support/reference_llama.h"
 
 namespace kvbench {
@@ -43,12 +44,15 @@ TEST(Roofline, DecodeBytesAreEveryMatrixOnceAndTheKvRowsAttended) {
     // the output matrix whole plus one embedding row.
     const double head = tied ? b.tok_embd : b.output + b.tok_embd / c.n_vocab;
     const double weights = b.layers + head + b.output_norm;
-    EXPECT_DOUBLE_EQ(decode_bytes_per_token(*model, 0, 2.0), weights) << "tied " << tied;
+    EXPECT_DOUBLE_EQ(decode_bytes_per_token(*model, 0, 1, 2.0), weights) << "tied " << tied;
     const KvShape s = model->kv_shape();
     const double kv_row =
         2.0 * s.n_layers * s.n_kv_heads * s.head_dim;  // K and V, elements per token
-    EXPECT_DOUBLE_EQ(decode_bytes_per_token(*model, 1000, 2.0), weights + 1000 * kv_row * 2.0);
-    EXPECT_DOUBLE_EQ(decode_bytes_per_token(*model, 1000, 4.0), weights + 1000 * kv_row * 4.0);
+    EXPECT_DOUBLE_EQ(decode_bytes_per_token(*model, 1000, 1, 2.0), weights + 1000 * kv_row * 2.0);
+    EXPECT_DOUBLE_EQ(decode_bytes_per_token(*model, 1000, 1, 4.0), weights + 1000 * kv_row * 4.0);
+    // Steps at 1000..1127 (tg128 @ d1000): their mean, 1063.5 cached rows.
+    EXPECT_DOUBLE_EQ(decode_bytes_per_token(*model, 1000, 128, 2.0),
+                     weights + 1063.5 * kv_row * 2.0);
   }
 }
 
@@ -61,11 +65,42 @@ TEST(Roofline, PrefillFlopsAreTwicePerMultiplyAdd) {
   const double q = double(c.dim) * s.n_q_heads * s.head_dim,
                kv = double(c.dim) * s.n_kv_heads * s.head_dim;
   const double per_layer = 2 * q + 2 * kv + 3.0 * c.dim * c.ffn_dim;
-  EXPECT_DOUBLE_EQ(prefill_flops_per_token(*model, 0),
+  EXPECT_DOUBLE_EQ(prefill_flops_per_token(*model, 0, 1),
                    2 * (c.n_layers * per_layer + c.n_layers * 2.0 * s.n_q_heads * s.head_dim));
   // Attention grows by 2 multiply-adds (QK and PV) per head dimension, query head and cached token.
-  EXPECT_DOUBLE_EQ(prefill_flops_per_token(*model, 100) - prefill_flops_per_token(*model, 0),
+  EXPECT_DOUBLE_EQ(prefill_flops_per_token(*model, 100, 1) - prefill_flops_per_token(*model, 0, 1),
                    2.0 * 2 * c.n_layers * s.n_q_heads * s.head_dim * 100);
+  // pp512: the mean over positions 0..511.
+  EXPECT_DOUBLE_EQ(prefill_flops_per_token(*model, 0, 512) - prefill_flops_per_token(*model, 0, 1),
+                   2.0 * 2 * c.n_layers * s.n_q_heads * s.head_dim * 255.5);
+}
+
+// Gemma 3 (the tiny file: 4 layers, 2 of them local with a window of 5): a
+// local layer attends at most its window (decode skips the rest, policy
+// caches do not hold it), and the extra norms are read too.
+TEST(Roofline, SlidingWindowLayersCountTheirWindowOnly) {
+  auto model = LlamaModel::load(test::tiny_gemma3_path());
+  const LlamaConfig& c = model->config();
+  const KvShape s = model->kv_shape();
+  const int w = c.gemma3.sliding_window;
+  int local = 0;
+  for (int l = 0; l < c.n_layers; ++l) local += c.gemma3.window_of(l) > 0;
+  ASSERT_EQ(w, 5);
+  ASSERT_EQ(local, 2);
+  const int global = c.n_layers - local;
+  const TensorBytes b = tensor_bytes(*model);
+  const double weights = b.layers + b.tok_embd + b.output_norm;  // tied
+  const double kv_row = 2.0 * s.n_kv_heads * s.head_dim * 2.0;   // K and V, f16, one layer
+  // A step at 1000: 1000 cached rows on a global layer, the 4 before it on a local one.
+  EXPECT_DOUBLE_EQ(decode_bytes_per_token(*model, 1000, 1, 2.0),
+                   weights + (global * 1000.0 + local * (w - 1)) * kv_row);
+  // Steps at 0..9: a local layer reads 0, 1, 2, 3, 4, 4, ... rows (mean 3).
+  EXPECT_DOUBLE_EQ(decode_bytes_per_token(*model, 0, 10, 2.0),
+                   weights + (global * 4.5 + local * 3.0) * kv_row);
+  // Prefill at 0..9: min(p + 1, 5) keys on a local layer (mean 4), p + 1 on a global one.
+  const double attn = 2.0 * 2 * s.n_q_heads * s.head_dim;  // FLOPs per key per layer
+  EXPECT_DOUBLE_EQ(prefill_flops_per_token(*model, 0, 10) - prefill_flops_per_token(*model, 0, 1),
+                   attn * (global * (5.5 - 1) + local * (4.0 - 1)));
 }
 
 TEST(Roofline, BandwidthMeasurementReadsTheWholeBufferEachPass) {

@@ -25,6 +25,21 @@ uint64_t xor_read(const uint64_t* p, int64_t n) {
 
 int64_t matrix_bytes(const WeightMatrix& w) { return w.rows * static_cast<int64_t>(w.row_bytes); }
 
+// Keys a token at p attends, summed over the layers and averaged over the
+// positions [first, first + n): `self` 1 counts the token's own key (prefill
+// attention), 0 only the cached ones before it (decode's reads).
+double mean_keys_over_layers(const LlamaModel& model, int64_t first, int64_t n, int self) {
+  if (n <= 0) return 0.0;
+  const LlamaConfig& c = model.config();
+  double sum = 0;
+  for (int l = 0; l < c.n_layers; ++l) {
+    const int64_t w = c.gemma3.window_of(l);  // 0: global
+    for (int64_t p = first; p < first + n; ++p)
+      sum += static_cast<double>(w > 0 ? std::min(p + self, w - 1 + self) : p + self);
+  }
+  return sum / static_cast<double>(n);
+}
+
 }  // namespace
 
 double median_of_passes(std::vector<double> rates) {
@@ -60,30 +75,32 @@ BandwidthMeasurement measure_read_bandwidth(ThreadPool& pool, int64_t buffer_byt
   return m;
 }
 
-double decode_bytes_per_token(const LlamaModel& model, double context,
+double decode_bytes_per_token(const LlamaModel& model, int64_t first, int64_t n,
                               double kv_bytes_per_element) {
   const LlamaWeights& w = model.weights();
   double bytes = 0;
   for (const LayerWeights& l : w.layers) {
     for (const WeightMatrix* m : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down})
       bytes += matrix_bytes(*m);
-    bytes += 4.0 * (l.attn_norm.size() + l.ffn_norm.size());
+    bytes += 4.0 * (l.attn_norm.size() + l.ffn_norm.size() + l.q_norm.size() + l.k_norm.size() +
+                    l.attn_post_norm.size() + l.ffn_post_norm.size());
   }
   bytes += matrix_bytes(w.output) + 4.0 * w.output_norm.size();
   if (!w.tied_output) bytes += w.tok_embd.row_bytes;
   const KvShape s = model.kv_shape();
-  bytes += 2.0 * s.n_layers * s.n_kv_heads * s.head_dim * kv_bytes_per_element * context;
+  bytes += 2.0 * s.n_kv_heads * s.head_dim * kv_bytes_per_element *
+           mean_keys_over_layers(model, first, n, 0);
   return bytes;
 }
 
-double prefill_flops_per_token(const LlamaModel& model, double context) {
+double prefill_flops_per_token(const LlamaModel& model, int64_t first, int64_t n) {
   double macs = 0;
   for (const LayerWeights& l : model.weights().layers)
     for (const WeightMatrix* m : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down})
       macs += static_cast<double>(m->rows) * m->cols;
   const KvShape s = model.kv_shape();
   // QK^T and PV: head_dim multiply-adds each per query head and attended position.
-  macs += 2.0 * s.n_layers * s.n_q_heads * s.head_dim * (context + 1);
+  macs += 2.0 * s.n_q_heads * s.head_dim * mean_keys_over_layers(model, first, n, 1);
   return 2.0 * macs;
 }
 

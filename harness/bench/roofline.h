@@ -34,16 +34,21 @@ BandwidthMeasurement measure_read_bandwidth(ThreadPool& pool,
                                             int64_t buffer_bytes = int64_t{1} << 30,
                                             int passes = 7);
 
-// Bytes one decode step reads: every weight matrix of every layer, the output
-// matrix (the whole vocabulary's logits are computed), the norms, one row of
-// the token embedding (when it is not also the output matrix), plus the K and
-// V rows of `context` cached tokens at `kv_bytes_per_element`.
-double decode_bytes_per_token(const LlamaModel& model, double context, double kv_bytes_per_element);
+// Bytes one decode step reads, the mean over steps at positions [first,
+// first + n): every weight matrix of every layer, the output matrix (the
+// whole vocabulary's logits are computed), the norms, one row of the token
+// embedding (when it is not also the output matrix), plus the K and V rows of
+// the cached tokens each layer attends at `kv_bytes_per_element`: the p before
+// a step at p, at most window - 1 of them on a sliding-window layer (Gemma 3's
+// local layers; decode skips what the window hides).
+double decode_bytes_per_token(const LlamaModel& model, int64_t first, int64_t n,
+                              double kv_bytes_per_element);
 
-// FLOPs of one prefill token (2 per multiply-add) with `context` tokens
-// before it: the layer matrices, QK^T and PV over the context (causal mask
-// included: a token attends over context + 1 positions). The output matrix is
-// applied to the last token of a prompt only, so it is left out.
-double prefill_flops_per_token(const LlamaModel& model, double context);
+// FLOPs of one prefill token (2 per multiply-add), the mean over tokens at
+// positions [first, first + n): the layer matrices, QK^T and PV over the
+// positions a token attends (causal: p + 1 at p; at most the window on a
+// sliding-window layer). The output matrix is applied to the last token of a
+// prompt only, so it is left out.
+double prefill_flops_per_token(const LlamaModel& model, int64_t first, int64_t n);
 
 }  // namespace kvbench

@@ -524,14 +524,13 @@ int cmd_bench(const Args& args) {
           r.n_prompt = t.n_prompt;
           r.n_gen = t.n_gen;
           r.depth = depth;
-          // Averaged over the positions the test's tokens occupy (both
-          // figures are linear in the context).
+          // Averaged over the positions the test's tokens occupy.
           const double kv_elem = cfg.kv == KvElement::F16 ? 2.0 : 4.0;
           if (t.n_gen > 0 && !cfg.is_policy)
             r.bytes_per_token =
-                decode_bytes_per_token(*model, depth + (t.n_gen - 1) / 2.0, kv_elem);
+                decode_bytes_per_token(*model, depth, t.n_gen, kv_elem);
           if (t.n_prompt > 0)
-            r.flops_per_token = prefill_flops_per_token(*model, depth + (t.n_prompt - 1) / 2.0);
+            r.flops_per_token = prefill_flops_per_token(*model, depth, t.n_prompt);
           const std::vector<int32_t> ids = bench_tokens(tok, t.n_prompt + t.n_gen, 2);
           std::vector<float> logits(model->config().n_vocab);
           // A policy's bytes read per step at its first / last step: hot K/V
@@ -576,7 +575,7 @@ int cmd_bench(const Args& args) {
           // policy's tg: every step, to measure the bytes it reads).
           run(t.n_gen > 0 && cfg.is_policy ? t.n_gen : 1, cfg.is_policy);
           if (cfg.is_policy && t.n_gen > 0)
-            r.bytes_per_token = decode_bytes_per_token(*model, 0, 0) + (hot_first + hot_last) / 2.0;
+            r.bytes_per_token = decode_bytes_per_token(*model, 0, 1, 0.0) + (hot_first + hot_last) / 2.0;
           for (int i = 0; i < reps; ++i) {
             if (tty)
               std::cerr << "bench: " << r.test() << ", " << n_threads << " threads, " << cfg.label
