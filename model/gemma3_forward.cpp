@@ -61,7 +61,7 @@ void Evaluator::gemma3_layer(int l, std::span<const int32_t> positions, KvCache&
   cache.append(l, k_.data(), v_.data());
   if (cache.attention_request(l).queries) cache.observe_queries(l, q_.data(), positions);
   AttentionShape shape{c.n_heads, c.n_kv_heads, c.head_dim};
-  shape.window = local ? g.sliding_window : 0;
+  shape.window = g.window_of(l);
   shape.scale = g.attn_scale;
   attend(shape, l, q_.data(), positions, cache, attn_.data(), pool_, attention_scratch_);
   matmul(L.wo, attn_.data(), n, proj_.data(), c.dim, pool_, matmul_scratch_, matmul_options_);
