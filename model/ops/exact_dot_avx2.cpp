@@ -1,7 +1,10 @@
-// AVX2 kernels of the exact path (model/ops/exact_dot.h): the portable fallback
-// for machines without AVX-512. Weights are decoded by the scalar
-// dequantize_row() into a buffer of one row; the dot product keeps the
-// reference's 16 lanes in two 8-lane registers (lanes 0..7, 8..15).
+// AVX2 kernels of the exact path (model/ops/exact_dot.h), for machines without
+// AVX-512. The dot product keeps the reference's 16 lanes in two 8-lane
+// registers (lanes 0..7, 8..15). Q4_0, Q4_1 and Q8_0 (the legacy types of
+// most files, SmolLM2's included) are decoded in registers, 8 elements at a
+// time with dequantize_row()'s float steps (a product, then a sum: never
+// fused), two rows at once in decode; the other types go through the scalar
+// dequantize_row() into a buffer of one row.
 #if defined(__clang__)
 #pragma STDC FP_CONTRACT OFF
 #endif
@@ -13,6 +16,7 @@
 #include <immintrin.h>
 
 #include <algorithm>
+#include <cstring>
 
 #if defined(__clang__)
 #pragma clang attribute push(__attribute__((target("avx2,fma,f16c"))), apply_to = function)
@@ -53,9 +57,163 @@ float dot(const float* w, const float* x, int64_t n) {
   return _mm_cvtss_f32(_mm_add_ss(h2, _mm_shuffle_ps(h2, h2, 1)));
 }
 
+float f16(const uint8_t* p) {
+  uint16_t v;
+  std::memcpy(&v, p, 2);
+  return _cvtsh_ss(v);  // exact, as fp16_to_fp32
+}
+
+// A block's 32 elements as v[0..3] = elements [0, 8), [8, 16), [16, 24),
+// [24, 32), each as dequantize_row() computes it.
+// Q4_0 (18 B): (q - 8) * d; element j < 16 the low nibble of byte j, j + 16
+// its high nibble.
+struct Q4_0A {
+  static constexpr size_t kBytes = 18;
+  static void block(const uint8_t* b, __m256 v[4]) {
+    const __m256 d = _mm256_set1_ps(f16(b));
+    const __m128i qs = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b + 2));
+    const __m256i q0 = _mm256_cvtepu8_epi32(qs), q1 = _mm256_cvtepu8_epi32(_mm_srli_si128(qs, 8));
+    const __m256i fifteen = _mm256_set1_epi32(15);
+    v[0] = value(_mm256_and_si256(q0, fifteen), d);
+    v[1] = value(_mm256_and_si256(q1, fifteen), d);
+    v[2] = value(_mm256_srli_epi32(q0, 4), d);
+    v[3] = value(_mm256_srli_epi32(q1, 4), d);
+  }
+  static __m256 value(__m256i q, __m256 d) {
+    return _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_sub_epi32(q, _mm256_set1_epi32(8))), d);
+  }
+};
+
+// Q4_1 (20 B): q * d + m.
+struct Q4_1A {
+  static constexpr size_t kBytes = 20;
+  static void block(const uint8_t* b, __m256 v[4]) {
+    const __m256 d = _mm256_set1_ps(f16(b)), m = _mm256_set1_ps(f16(b + 2));
+    const __m128i qs = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b + 4));
+    const __m256i q0 = _mm256_cvtepu8_epi32(qs), q1 = _mm256_cvtepu8_epi32(_mm_srli_si128(qs, 8));
+    const __m256i fifteen = _mm256_set1_epi32(15);
+    v[0] = value(_mm256_and_si256(q0, fifteen), d, m);
+    v[1] = value(_mm256_and_si256(q1, fifteen), d, m);
+    v[2] = value(_mm256_srli_epi32(q0, 4), d, m);
+    v[3] = value(_mm256_srli_epi32(q1, 4), d, m);
+  }
+  static __m256 value(__m256i q, __m256 d, __m256 m) {
+    return _mm256_add_ps(_mm256_mul_ps(_mm256_cvtepi32_ps(q), d), m);
+  }
+};
+
+// Q8_0 (34 B): q * d, q signed.
+struct Q8_0A {
+  static constexpr size_t kBytes = 34;
+  static void block(const uint8_t* b, __m256 v[4]) {
+    const __m256 d = _mm256_set1_ps(f16(b));
+    for (int p = 0; p < 4; ++p) {
+      const __m128i q = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(b + 2 + 8 * p));
+      v[p] = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(q)), d);
+    }
+  }
+};
+
+// The lane fold of exact_dot_reference on lanes 0..7 (lo) and 8..15 (hi).
+float fold(__m256 lo, __m256 hi) {
+  const __m256 h8 = _mm256_add_ps(lo, hi);
+  const __m128 h4 = _mm_add_ps(_mm256_castps256_ps128(h8), _mm256_extractf128_ps(h8, 1));
+  const __m128 h2 = _mm_add_ps(h4, _mm_movehl_ps(h4, h4));
+  return _mm_cvtss_f32(_mm_add_ss(h2, _mm_shuffle_ps(h2, h2, 1)));
+}
+
+// NR rows x NT tokens over n (a multiple of 32) elements: element i of a row
+// into lane i % 16 by FMA, in increasing i, as the reference.
+template <class D, int NR, int NT>
+void micro(const uint8_t* w, size_t w_stride, const float* x, int64_t ldx, int64_t n, float* out,
+           int64_t ldo) {
+  __m256 lo[NR][NT], hi[NR][NT];
+  for (int r = 0; r < NR; ++r)
+    for (int t = 0; t < NT; ++t) lo[r][t] = hi[r][t] = _mm256_setzero_ps();
+  for (int64_t u = 0; u < n / 32; ++u) {
+    __m256 v[NR][4];
+    for (int r = 0; r < NR; ++r) D::block(w + r * w_stride + D::kBytes * u, v[r]);
+    for (int t = 0; t < NT; ++t) {
+      const float* xt = x + t * ldx + 32 * u;
+      for (int p = 0; p < 4; ++p) {
+        const __m256 xp = _mm256_loadu_ps(xt + 8 * p);
+        for (int r = 0; r < NR; ++r) {
+          __m256& acc = p % 2 == 0 ? lo[r][t] : hi[r][t];
+          acc = _mm256_fmadd_ps(v[r][p], xp, acc);
+        }
+      }
+    }
+  }
+  for (int r = 0; r < NR; ++r)
+    for (int t = 0; t < NT; ++t) out[t * ldo + r] = fold(lo[r][t], hi[r][t]);
+}
+
+// As the AVX-512 kernels: weights stream from memory once per token, so rows
+// 32 ahead are prefetched into L2.
+constexpr int64_t kPrefetchRows = 32;
+
+template <class D>
+void rows(const uint8_t* w, size_t w_stride, int64_t n_rows, const float* x, int64_t ldx,
+          int64_t n_x, int64_t n, float* out, int64_t ldo) {
+  if (n_x == 1) {  // decode: two rows at once, four independent FMA chains
+    int64_t r = 0;
+    for (; r + 2 <= n_rows; r += 2) {
+      if (r + kPrefetchRows < n_rows) {
+        const int64_t bytes =
+            std::min<int64_t>(n_rows - r - kPrefetchRows, 2) * static_cast<int64_t>(w_stride);
+        const uint8_t* next = w + (r + kPrefetchRows) * w_stride;
+        for (int64_t b = 0; b < bytes; b += 64)
+          _mm_prefetch(reinterpret_cast<const char*>(next + b), _MM_HINT_T1);
+      }
+      micro<D, 2, 1>(w + r * w_stride, w_stride, x, ldx, n, out + r, ldo);
+    }
+    if (r < n_rows) micro<D, 1, 1>(w + r * w_stride, w_stride, x, ldx, n, out + r, ldo);
+    return;
+  }
+  for (int64_t t = 0; t < n_x; t += 2) {
+    for (int64_t r = 0; r < n_rows; ++r) {
+      if (n_x - t >= 2)
+        micro<D, 1, 2>(w + r * w_stride, w_stride, x + t * ldx, ldx, n, out + t * ldo + r, ldo);
+      else
+        micro<D, 1, 1>(w + r * w_stride, w_stride, x + t * ldx, ldx, n, out + t * ldo + r, ldo);
+    }
+  }
+}
+
+template <class D>
+void decode_row(const uint8_t* src, float* dst, int64_t n) {
+  for (int64_t u = 0; u < n / 32; ++u) {
+    __m256 v[4];
+    D::block(src + D::kBytes * u, v);
+    for (int p = 0; p < 4; ++p) _mm256_storeu_ps(dst + 32 * u + 8 * p, v[p]);
+  }
+}
+
 void tile(GgmlType type, const uint8_t* w, size_t w_stride, int64_t n_rows, const float* x,
           int64_t ldx, int64_t n_x, int64_t n, float* out, int64_t ldo) {
-  tile_by_rows(type, w, w_stride, n_rows, x, ldx, n_x, n, out, ldo, dot);
+  switch (type) {
+    case GgmlType::Q4_0:
+      return rows<Q4_0A>(w, w_stride, n_rows, x, ldx, n_x, n, out, ldo);
+    case GgmlType::Q4_1:
+      return rows<Q4_1A>(w, w_stride, n_rows, x, ldx, n_x, n, out, ldo);
+    case GgmlType::Q8_0:
+      return rows<Q8_0A>(w, w_stride, n_rows, x, ldx, n_x, n, out, ldo);
+    default:
+      return tile_by_rows(type, w, w_stride, n_rows, x, ldx, n_x, n, out, ldo, dot);
+  }
+}
+
+void dequantize(GgmlType type, const uint8_t* src, float* dst, int64_t n) {
+  switch (type) {
+    case GgmlType::Q4_0:
+      return decode_row<Q4_0A>(src, dst, n);
+    case GgmlType::Q4_1:
+      return decode_row<Q4_1A>(src, dst, n);
+    case GgmlType::Q8_0:
+      return decode_row<Q8_0A>(src, dst, n);
+    default:
+      return dequantize_row(type, src, dst, n);
+  }
 }
 
 }  // namespace
@@ -69,7 +227,7 @@ void tile(GgmlType type, const uint8_t* w, size_t w_stride, int64_t n_rows, cons
 
 namespace kvbench::exact {
 const Kernels* avx2_kernels() {
-  static const Kernels k{nullptr, tile};  // dequantize: the scalar one
+  static const Kernels k{dequantize, tile};  // planar rows: converted back (exact_dot.cpp)
   return &k;
 }
 }  // namespace kvbench::exact
