@@ -1,7 +1,7 @@
 // AVX2 kernels of the exact path (model/ops/exact_dot.h), for machines without
 // AVX-512. The dot product keeps the reference's 16 lanes in two 8-lane
-// registers (lanes 0..7, 8..15). Q4_0, Q4_1 and Q8_0 (the legacy types of
-// most files, SmolLM2's included) are decoded in registers, 8 elements at a
+// registers (lanes 0..7, 8..15). The legacy types (Q4_0, Q4_1, Q5_0, Q5_1,
+// Q8_0: most of SmolLM2's and Gemma 3's matrices) are decoded in registers, 8 elements at a
 // time with dequantize_row()'s float steps (a product, then a sum: never
 // fused), two rows at once in decode; the other types go through the scalar
 // dequantize_row() into a buffer of one row.
@@ -102,6 +102,50 @@ struct Q4_1A {
   }
 };
 
+// The 5-bit codes of a Q5 block: code e of the 32 = nibble (low for e < 16,
+// high for e >= 16) | bit e of qh << 4. q0 / q1: bytes 0-7 / 8-15 widened.
+void five_bit_codes(__m256i q0, __m256i q1, uint32_t qh, __m256i c[4]) {
+  const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7), one = _mm256_set1_epi32(1),
+                fifteen = _mm256_set1_epi32(15), h = _mm256_set1_epi32(static_cast<int>(qh));
+  const __m256i nib[4] = {_mm256_and_si256(q0, fifteen), _mm256_and_si256(q1, fifteen),
+                          _mm256_srli_epi32(q0, 4), _mm256_srli_epi32(q1, 4)};
+  for (int p = 0; p < 4; ++p) {
+    const __m256i bit = _mm256_and_si256(
+        _mm256_srlv_epi32(h, _mm256_add_epi32(lane, _mm256_set1_epi32(8 * p))), one);
+    c[p] = _mm256_or_si256(nib[p], _mm256_slli_epi32(bit, 4));
+  }
+}
+
+// Q5_0 (22 B): (q - 16) * d.
+struct Q5_0A {
+  static constexpr size_t kBytes = 22;
+  static void block(const uint8_t* b, __m256 v[4]) {
+    const __m256 d = _mm256_set1_ps(f16(b));
+    uint32_t qh;
+    std::memcpy(&qh, b + 2, 4);
+    const __m128i qs = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b + 6));
+    __m256i c[4];
+    five_bit_codes(_mm256_cvtepu8_epi32(qs), _mm256_cvtepu8_epi32(_mm_srli_si128(qs, 8)), qh, c);
+    for (int p = 0; p < 4; ++p)
+      v[p] = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_sub_epi32(c[p], _mm256_set1_epi32(16))), d);
+  }
+};
+
+// Q5_1 (24 B): q * d + m.
+struct Q5_1A {
+  static constexpr size_t kBytes = 24;
+  static void block(const uint8_t* b, __m256 v[4]) {
+    const __m256 d = _mm256_set1_ps(f16(b)), m = _mm256_set1_ps(f16(b + 2));
+    uint32_t qh;
+    std::memcpy(&qh, b + 4, 4);
+    const __m128i qs = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b + 8));
+    __m256i c[4];
+    five_bit_codes(_mm256_cvtepu8_epi32(qs), _mm256_cvtepu8_epi32(_mm_srli_si128(qs, 8)), qh, c);
+    for (int p = 0; p < 4; ++p)
+      v[p] = _mm256_add_ps(_mm256_mul_ps(_mm256_cvtepi32_ps(c[p]), d), m);
+  }
+};
+
 // Q8_0 (34 B): q * d, q signed.
 struct Q8_0A {
   static constexpr size_t kBytes = 34;
@@ -196,6 +240,10 @@ void tile(GgmlType type, const uint8_t* w, size_t w_stride, int64_t n_rows, cons
       return rows<Q4_0A>(w, w_stride, n_rows, x, ldx, n_x, n, out, ldo);
     case GgmlType::Q4_1:
       return rows<Q4_1A>(w, w_stride, n_rows, x, ldx, n_x, n, out, ldo);
+    case GgmlType::Q5_0:
+      return rows<Q5_0A>(w, w_stride, n_rows, x, ldx, n_x, n, out, ldo);
+    case GgmlType::Q5_1:
+      return rows<Q5_1A>(w, w_stride, n_rows, x, ldx, n_x, n, out, ldo);
     case GgmlType::Q8_0:
       return rows<Q8_0A>(w, w_stride, n_rows, x, ldx, n_x, n, out, ldo);
     default:
@@ -209,6 +257,10 @@ void dequantize(GgmlType type, const uint8_t* src, float* dst, int64_t n) {
       return decode_row<Q4_0A>(src, dst, n);
     case GgmlType::Q4_1:
       return decode_row<Q4_1A>(src, dst, n);
+    case GgmlType::Q5_0:
+      return decode_row<Q5_0A>(src, dst, n);
+    case GgmlType::Q5_1:
+      return decode_row<Q5_1A>(src, dst, n);
     case GgmlType::Q8_0:
       return decode_row<Q8_0A>(src, dst, n);
     default:
