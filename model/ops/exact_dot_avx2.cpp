@@ -1,7 +1,8 @@
 // AVX2 kernels of the exact path (model/ops/exact_dot.h), for machines without
 // AVX-512. The dot product keeps the reference's 16 lanes in two 8-lane
 // registers (lanes 0..7, 8..15). The legacy types (Q4_0, Q4_1, Q5_0, Q5_1,
-// Q8_0: most of SmolLM2's and Gemma 3's matrices) are decoded in registers, 8 elements at a
+// Q8_0) and Q4_K, Q5_K, Q6_K (every matrix of SmolLM2 and Gemma 3) are
+// decoded in registers, 8 elements at a
 // time with dequantize_row()'s float steps (a product, then a sum: never
 // fused), two rows at once in decode; the other types go through the scalar
 // dequantize_row() into a buffer of one row.
@@ -61,6 +62,11 @@ float f16(const uint8_t* p) {
   uint16_t v;
   std::memcpy(&v, p, 2);
   return _cvtsh_ss(v);  // exact, as fp16_to_fp32
+}
+
+// 8 bytes widened to 8 lanes.
+__m256i bytes8(const uint8_t* p) {
+  return _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p)));
 }
 
 // A block's 32 elements as v[0..3] = elements [0, 8), [8, 16), [16, 24),
@@ -158,6 +164,58 @@ struct Q8_0A {
   }
 };
 
+// K-quants: unit u is sub-block u % 8 (32 elements) of super-block u / 8,
+// decoded as the AVX-512 kernels do (exact_dot_avx512.cpp), 8 elements at a
+// time. Q4_K / Q5_K: x = d1 * q - m1, d1 = d * sc, m1 = dmin * m; sub-blocks
+// 2c and 2c + 1 share chunk c's bytes (low / high nibbles); Q5_K's fifth bit
+// of sub-block k is bit k of qh[l].
+template <bool kFive>
+struct QK45A {
+  static void unit(const uint8_t* row, int64_t u, __m256 v[4]) {
+    const uint8_t* b = row + (kFive ? 176 : 144) * (u / 8);
+    const int k = static_cast<int>(u % 8), c = k / 2;
+    int sc, m;
+    k4_scale_min(k, b + 4, &sc, &m);
+    const __m256 d1 = _mm256_set1_ps(f16(b) * static_cast<float>(sc));
+    const __m256 m1 = _mm256_set1_ps(f16(b + 2) * static_cast<float>(m));
+    const uint8_t* q = b + (kFive ? 48 : 16) + 32 * c;
+    const __m128i shift = _mm_cvtsi32_si128((k & 1) * 4);
+    for (int p = 0; p < 4; ++p) {
+      __m256i code = _mm256_and_si256(_mm256_srl_epi32(bytes8(q + 8 * p), shift),
+                                      _mm256_set1_epi32(15));
+      if constexpr (kFive) {
+        const __m256i bit = _mm256_and_si256(
+            _mm256_srl_epi32(bytes8(b + 16 + 8 * p), _mm_cvtsi32_si128(k)), _mm256_set1_epi32(1));
+        code = _mm256_or_si256(code, _mm256_slli_epi32(bit, 4));
+      }
+      v[p] = _mm256_sub_ps(_mm256_mul_ps(d1, _mm256_cvtepi32_ps(code)), m1);
+    }
+  }
+};
+
+// Q6_K (210 B): sub-block k = half k / 4, quarter k % 4 of that half;
+// x = (d * scale) * (6-bit q - 32), one int8 scale per 16 elements.
+struct Q6KA {
+  static void unit(const uint8_t* row, int64_t u, __m256 v[4]) {
+    const uint8_t* b = row + 210 * (u / 8);
+    const int k = static_cast<int>(u % 8), half = k / 4, quarter = k % 4;
+    const uint8_t* ql = b + 64 * half + (quarter & 1) * 32;
+    const uint8_t* qh = b + 128 + 32 * half;
+    const int8_t* sc = reinterpret_cast<const int8_t*>(b + 192 + 8 * half + 2 * quarter);
+    const float d = f16(b + 208);
+    const __m128i nib = _mm_cvtsi32_si128((quarter >> 1) * 4), hib = _mm_cvtsi32_si128(2 * quarter);
+    for (int p = 0; p < 4; ++p) {
+      const __m256i low =
+          _mm256_and_si256(_mm256_srl_epi32(bytes8(ql + 8 * p), nib), _mm256_set1_epi32(15));
+      const __m256i high =
+          _mm256_and_si256(_mm256_srl_epi32(bytes8(qh + 8 * p), hib), _mm256_set1_epi32(3));
+      const __m256i q =
+          _mm256_sub_epi32(_mm256_or_si256(low, _mm256_slli_epi32(high, 4)), _mm256_set1_epi32(32));
+      v[p] = _mm256_mul_ps(_mm256_set1_ps(d * static_cast<float>(sc[p / 2])), _mm256_cvtepi32_ps(q));
+    }
+  }
+};
+
 // The lane fold of exact_dot_reference on lanes 0..7 (lo) and 8..15 (hi).
 float fold(__m256 lo, __m256 hi) {
   const __m256 h8 = _mm256_add_ps(lo, hi);
@@ -165,6 +223,12 @@ float fold(__m256 lo, __m256 hi) {
   const __m128 h2 = _mm_add_ps(h4, _mm_movehl_ps(h4, h4));
   return _mm_cvtss_f32(_mm_add_ss(h2, _mm_shuffle_ps(h2, h2, 1)));
 }
+
+// A legacy type's unit u: its block u.
+template <class B>
+struct Legacy {
+  static void unit(const uint8_t* row, int64_t u, __m256 v[4]) { B::block(row + B::kBytes * u, v); }
+};
 
 // NR rows x NT tokens over n (a multiple of 32) elements: element i of a row
 // into lane i % 16 by FMA, in increasing i, as the reference.
@@ -176,7 +240,7 @@ void micro(const uint8_t* w, size_t w_stride, const float* x, int64_t ldx, int64
     for (int t = 0; t < NT; ++t) lo[r][t] = hi[r][t] = _mm256_setzero_ps();
   for (int64_t u = 0; u < n / 32; ++u) {
     __m256 v[NR][4];
-    for (int r = 0; r < NR; ++r) D::block(w + r * w_stride + D::kBytes * u, v[r]);
+    for (int r = 0; r < NR; ++r) D::unit(w + r * w_stride, u, v[r]);
     for (int t = 0; t < NT; ++t) {
       const float* xt = x + t * ldx + 32 * u;
       for (int p = 0; p < 4; ++p) {
@@ -228,7 +292,7 @@ template <class D>
 void decode_row(const uint8_t* src, float* dst, int64_t n) {
   for (int64_t u = 0; u < n / 32; ++u) {
     __m256 v[4];
-    D::block(src + D::kBytes * u, v);
+    D::unit(src, u, v);
     for (int p = 0; p < 4; ++p) _mm256_storeu_ps(dst + 32 * u + 8 * p, v[p]);
   }
 }
@@ -237,15 +301,21 @@ void tile(GgmlType type, const uint8_t* w, size_t w_stride, int64_t n_rows, cons
           int64_t ldx, int64_t n_x, int64_t n, float* out, int64_t ldo) {
   switch (type) {
     case GgmlType::Q4_0:
-      return rows<Q4_0A>(w, w_stride, n_rows, x, ldx, n_x, n, out, ldo);
+      return rows<Legacy<Q4_0A>>(w, w_stride, n_rows, x, ldx, n_x, n, out, ldo);
     case GgmlType::Q4_1:
-      return rows<Q4_1A>(w, w_stride, n_rows, x, ldx, n_x, n, out, ldo);
+      return rows<Legacy<Q4_1A>>(w, w_stride, n_rows, x, ldx, n_x, n, out, ldo);
     case GgmlType::Q5_0:
-      return rows<Q5_0A>(w, w_stride, n_rows, x, ldx, n_x, n, out, ldo);
+      return rows<Legacy<Q5_0A>>(w, w_stride, n_rows, x, ldx, n_x, n, out, ldo);
     case GgmlType::Q5_1:
-      return rows<Q5_1A>(w, w_stride, n_rows, x, ldx, n_x, n, out, ldo);
+      return rows<Legacy<Q5_1A>>(w, w_stride, n_rows, x, ldx, n_x, n, out, ldo);
     case GgmlType::Q8_0:
-      return rows<Q8_0A>(w, w_stride, n_rows, x, ldx, n_x, n, out, ldo);
+      return rows<Legacy<Q8_0A>>(w, w_stride, n_rows, x, ldx, n_x, n, out, ldo);
+    case GgmlType::Q4_K:
+      return rows<QK45A<false>>(w, w_stride, n_rows, x, ldx, n_x, n, out, ldo);
+    case GgmlType::Q5_K:
+      return rows<QK45A<true>>(w, w_stride, n_rows, x, ldx, n_x, n, out, ldo);
+    case GgmlType::Q6_K:
+      return rows<Q6KA>(w, w_stride, n_rows, x, ldx, n_x, n, out, ldo);
     default:
       return tile_by_rows(type, w, w_stride, n_rows, x, ldx, n_x, n, out, ldo, dot);
   }
@@ -254,15 +324,21 @@ void tile(GgmlType type, const uint8_t* w, size_t w_stride, int64_t n_rows, cons
 void dequantize(GgmlType type, const uint8_t* src, float* dst, int64_t n) {
   switch (type) {
     case GgmlType::Q4_0:
-      return decode_row<Q4_0A>(src, dst, n);
+      return decode_row<Legacy<Q4_0A>>(src, dst, n);
     case GgmlType::Q4_1:
-      return decode_row<Q4_1A>(src, dst, n);
+      return decode_row<Legacy<Q4_1A>>(src, dst, n);
     case GgmlType::Q5_0:
-      return decode_row<Q5_0A>(src, dst, n);
+      return decode_row<Legacy<Q5_0A>>(src, dst, n);
     case GgmlType::Q5_1:
-      return decode_row<Q5_1A>(src, dst, n);
+      return decode_row<Legacy<Q5_1A>>(src, dst, n);
     case GgmlType::Q8_0:
-      return decode_row<Q8_0A>(src, dst, n);
+      return decode_row<Legacy<Q8_0A>>(src, dst, n);
+    case GgmlType::Q4_K:
+      return decode_row<QK45A<false>>(src, dst, n);
+    case GgmlType::Q5_K:
+      return decode_row<QK45A<true>>(src, dst, n);
+    case GgmlType::Q6_K:
+      return decode_row<Q6KA>(src, dst, n);
     default:
       return dequantize_row(type, src, dst, n);
   }
