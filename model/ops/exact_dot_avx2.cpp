@@ -2,10 +2,9 @@
 // AVX-512. The dot product keeps the reference's 16 lanes in two 8-lane
 // registers (lanes 0..7, 8..15). The legacy types (Q4_0, Q4_1, Q5_0, Q5_1,
 // Q8_0) and Q4_K, Q5_K, Q6_K (every matrix of SmolLM2 and Gemma 3) are
-// decoded in registers, 8 elements at a
-// time with dequantize_row()'s float steps (a product, then a sum: never
-// fused), two rows at once in decode; the other types go through the scalar
-// dequantize_row() into a buffer of one row.
+// decoded in registers, 8 elements at a time with dequantize_row()'s float
+// steps (a product, then a sum: never fused), two rows at once in decode; the
+// other types go through the scalar dequantize_row() into a buffer of one row.
 #if defined(__clang__)
 #pragma STDC FP_CONTRACT OFF
 #endif
@@ -36,6 +35,14 @@ __m256i first_lanes(int64_t count) {
                             index);
 }
 
+// The lane fold of exact_dot_reference on lanes 0..7 (lo) and 8..15 (hi).
+float fold(__m256 lo, __m256 hi) {
+  const __m256 h8 = _mm256_add_ps(lo, hi);
+  const __m128 h4 = _mm_add_ps(_mm256_castps256_ps128(h8), _mm256_extractf128_ps(h8, 1));
+  const __m128 h2 = _mm_add_ps(h4, _mm_movehl_ps(h4, h4));
+  return _mm_cvtss_f32(_mm_add_ss(h2, _mm_shuffle_ps(h2, h2, 1)));
+}
+
 float dot(const float* w, const float* x, int64_t n) {
   __m256 a = _mm256_setzero_ps(), b = _mm256_setzero_ps();
   int64_t i = 0;
@@ -52,10 +59,7 @@ float dot(const float* w, const float* x, int64_t n) {
     a = _mm256_blendv_ps(a, fa, _mm256_castsi256_ps(m0));
     b = _mm256_blendv_ps(b, fb, _mm256_castsi256_ps(m1));
   }
-  const __m256 h8 = _mm256_add_ps(a, b);
-  const __m128 h4 = _mm_add_ps(_mm256_castps256_ps128(h8), _mm256_extractf128_ps(h8, 1));
-  const __m128 h2 = _mm_add_ps(h4, _mm_movehl_ps(h4, h4));
-  return _mm_cvtss_f32(_mm_add_ss(h2, _mm_shuffle_ps(h2, h2, 1)));
+  return fold(a, b);
 }
 
 float f16(const uint8_t* p) {
@@ -215,14 +219,6 @@ struct Q6KA {
     }
   }
 };
-
-// The lane fold of exact_dot_reference on lanes 0..7 (lo) and 8..15 (hi).
-float fold(__m256 lo, __m256 hi) {
-  const __m256 h8 = _mm256_add_ps(lo, hi);
-  const __m128 h4 = _mm_add_ps(_mm256_castps256_ps128(h8), _mm256_extractf128_ps(h8, 1));
-  const __m128 h2 = _mm_add_ps(h4, _mm_movehl_ps(h4, h4));
-  return _mm_cvtss_f32(_mm_add_ss(h2, _mm_shuffle_ps(h2, h2, 1)));
-}
 
 // A legacy type's unit u: its block u.
 template <class B>
