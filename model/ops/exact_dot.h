@@ -12,6 +12,7 @@
 // four accumulator chains hide the FMA latency.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 
@@ -43,6 +44,23 @@ void exact_dot_tile_planar(GgmlType type, const void* w, size_t w_stride, int64_
                            int64_t ldo, CpuPath path);
 
 namespace exact {
+// How far ahead decode prefetches weight rows, and into L2 (locality 2,
+// prefetcht1), not L1: a thread streaming from memory needs more misses in
+// flight than L1 tracks. Measured on SmolLM2's output matrix (49152 x 576
+// Q8_0, 30 MB, one thread, AVX-512): 8 rows into L1 5.2-5.4 ms, 32 rows into
+// L2 2.2-2.3 ms; 64 rows no better.
+inline constexpr int64_t kPrefetchRows = 32;
+
+// Called before rows [r, r + count) of n_rows (w_stride bytes apart) are
+// read: prefetches the rows kPrefetchRows further on.
+inline void prefetch_rows_ahead(const uint8_t* w, size_t w_stride, int64_t n_rows, int64_t r,
+                                int64_t count) {
+  const int64_t first = r + kPrefetchRows;
+  if (first >= n_rows) return;
+  const int64_t bytes = std::min(n_rows - first, count) * static_cast<int64_t>(w_stride);
+  for (int64_t b = 0; b < bytes; b += 64) __builtin_prefetch(w + first * w_stride + b, 0, 2);
+}
+
 // Internal to exact_dot*.cpp: each instruction-set path's entry points
 // (nullptr when the path is not compiled in).
 struct Kernels {

@@ -252,23 +252,13 @@ void micro(const uint8_t* w, size_t w_stride, const float* x, int64_t ldx, int64
     for (int t = 0; t < NT; ++t) out[t * ldo + r] = fold(lo[r][t], hi[r][t]);
 }
 
-// As the AVX-512 kernels: weights stream from memory once per token, so rows
-// 32 ahead are prefetched into L2.
-constexpr int64_t kPrefetchRows = 32;
-
 template <class D>
 void rows(const uint8_t* w, size_t w_stride, int64_t n_rows, const float* x, int64_t ldx,
           int64_t n_x, int64_t n, float* out, int64_t ldo) {
   if (n_x == 1) {  // decode: two rows at once, four independent FMA chains
     int64_t r = 0;
     for (; r + 2 <= n_rows; r += 2) {
-      if (r + kPrefetchRows < n_rows) {
-        const int64_t bytes =
-            std::min<int64_t>(n_rows - r - kPrefetchRows, 2) * static_cast<int64_t>(w_stride);
-        const uint8_t* next = w + (r + kPrefetchRows) * w_stride;
-        for (int64_t b = 0; b < bytes; b += 64)
-          _mm_prefetch(reinterpret_cast<const char*>(next + b), _MM_HINT_T1);
-      }
+      prefetch_rows_ahead(w, w_stride, n_rows, r, 2);  // weights stream from memory once per token
       micro<D, 2, 1>(w + r * w_stride, w_stride, x, ldx, n, out + r, ldo);
     }
     if (r < n_rows) micro<D, 1, 1>(w + r * w_stride, w_stride, x, ldx, n, out + r, ldo);
@@ -293,51 +283,41 @@ void decode_row(const uint8_t* src, float* dst, int64_t n) {
   }
 }
 
-void tile(GgmlType type, const uint8_t* w, size_t w_stride, int64_t n_rows, const float* x,
-          int64_t ldx, int64_t n_x, int64_t n, float* out, int64_t ldo) {
+// Calls f.template operator()<D>() with the decoder of `type`; false when
+// this file has none for it.
+template <class F>
+bool with_decoder(GgmlType type, F&& f) {
   switch (type) {
     case GgmlType::Q4_0:
-      return rows<Legacy<Q4_0A>>(w, w_stride, n_rows, x, ldx, n_x, n, out, ldo);
+      return f.template operator()<Legacy<Q4_0A>>(), true;
     case GgmlType::Q4_1:
-      return rows<Legacy<Q4_1A>>(w, w_stride, n_rows, x, ldx, n_x, n, out, ldo);
+      return f.template operator()<Legacy<Q4_1A>>(), true;
     case GgmlType::Q5_0:
-      return rows<Legacy<Q5_0A>>(w, w_stride, n_rows, x, ldx, n_x, n, out, ldo);
+      return f.template operator()<Legacy<Q5_0A>>(), true;
     case GgmlType::Q5_1:
-      return rows<Legacy<Q5_1A>>(w, w_stride, n_rows, x, ldx, n_x, n, out, ldo);
+      return f.template operator()<Legacy<Q5_1A>>(), true;
     case GgmlType::Q8_0:
-      return rows<Legacy<Q8_0A>>(w, w_stride, n_rows, x, ldx, n_x, n, out, ldo);
+      return f.template operator()<Legacy<Q8_0A>>(), true;
     case GgmlType::Q4_K:
-      return rows<QK45A<false>>(w, w_stride, n_rows, x, ldx, n_x, n, out, ldo);
+      return f.template operator()<QK45A<false>>(), true;
     case GgmlType::Q5_K:
-      return rows<QK45A<true>>(w, w_stride, n_rows, x, ldx, n_x, n, out, ldo);
+      return f.template operator()<QK45A<true>>(), true;
     case GgmlType::Q6_K:
-      return rows<Q6KA>(w, w_stride, n_rows, x, ldx, n_x, n, out, ldo);
+      return f.template operator()<Q6KA>(), true;
     default:
-      return tile_by_rows(type, w, w_stride, n_rows, x, ldx, n_x, n, out, ldo, dot);
+      return false;
   }
 }
 
+void tile(GgmlType type, const uint8_t* w, size_t w_stride, int64_t n_rows, const float* x,
+          int64_t ldx, int64_t n_x, int64_t n, float* out, int64_t ldo) {
+  if (!with_decoder(type, [&]<class D>() { rows<D>(w, w_stride, n_rows, x, ldx, n_x, n, out, ldo); }))
+    tile_by_rows(type, w, w_stride, n_rows, x, ldx, n_x, n, out, ldo, dot);
+}
+
 void dequantize(GgmlType type, const uint8_t* src, float* dst, int64_t n) {
-  switch (type) {
-    case GgmlType::Q4_0:
-      return decode_row<Legacy<Q4_0A>>(src, dst, n);
-    case GgmlType::Q4_1:
-      return decode_row<Legacy<Q4_1A>>(src, dst, n);
-    case GgmlType::Q5_0:
-      return decode_row<Legacy<Q5_0A>>(src, dst, n);
-    case GgmlType::Q5_1:
-      return decode_row<Legacy<Q5_1A>>(src, dst, n);
-    case GgmlType::Q8_0:
-      return decode_row<Legacy<Q8_0A>>(src, dst, n);
-    case GgmlType::Q4_K:
-      return decode_row<QK45A<false>>(src, dst, n);
-    case GgmlType::Q5_K:
-      return decode_row<QK45A<true>>(src, dst, n);
-    case GgmlType::Q6_K:
-      return decode_row<Q6KA>(src, dst, n);
-    default:
-      return dequantize_row(type, src, dst, n);
-  }
+  if (!with_decoder(type, [&]<class D>() { decode_row<D>(src, dst, n); }))
+    dequantize_row(type, src, dst, n);
 }
 
 }  // namespace

@@ -407,24 +407,12 @@ void micro(const uint8_t* w, size_t w_stride, const float* x, int64_t ldx, int64
   }
 }
 
-// How far ahead decode prefetches weight rows, and into L2 (T1), not L1: a
-// thread streaming from memory needs more misses in flight than L1 tracks.
-// Measured on SmolLM2's output matrix (49152 x 576 Q8_0, 30 MB, one thread):
-// 8 rows into L1 5.2-5.4 ms, 32 rows into L2 2.2-2.3 ms; 64 rows no better.
-constexpr int64_t kPrefetchRows = 32;
-
 template <class D, int NT>
 void rows_nt(const uint8_t* w, size_t w_stride, int64_t n_rows, const float* x, int64_t ldx,
              int64_t n, float* out, int64_t ldo) {
   int64_t r = 0;
   for (; r + 4 <= n_rows; r += 4) {
-    if (r + kPrefetchRows < n_rows) {
-      const int64_t bytes =
-          std::min<int64_t>(n_rows - r - kPrefetchRows, 4) * static_cast<int64_t>(w_stride);
-      const uint8_t* next = w + (r + kPrefetchRows) * w_stride;
-      for (int64_t b = 0; b < bytes; b += 64)
-        _mm_prefetch(reinterpret_cast<const char*>(next + b), _MM_HINT_T1);
-    }
+    prefetch_rows_ahead(w, w_stride, n_rows, r, 4);  // weights stream from memory once per token
     micro<D, 4, NT>(w + r * w_stride, w_stride, x, ldx, n, out + r, ldo);
   }
   for (; r < n_rows; ++r) micro<D, 1, NT>(w + r * w_stride, w_stride, x, ldx, n, out + r, ldo);
