@@ -633,37 +633,71 @@ inline void qk_rows(const float* qs, int hd, const float* kt, float* s) {
   }
 }
 
+// Masks the keys of a [rows][kKeyTile] score tile some query may not see
+// (-inf): padding past the tile's count, keys after the query, keys before
+// its window. Skipped when the whole tile is visible to every query.
+inline void mask_tile(const PrefillTile& a, const KeyTile& tile, int32_t qmin, int32_t qmax,
+                      float* s) {
+  const int32_t nk = tile.count;
+  if (nk == kKeyTile && tile.pos_max <= qmin && (a.window <= 0 || qmax - tile.pos_min < a.window))
+    return;
+  const int G = a.group;
+  for (int t = 0; t < a.n_queries; ++t) {
+    for (int32_t j = 0; j < kKeyTile; ++j) {
+      if (j < nk && visible(tile.pos[j], a.qpos[t], a.window)) continue;
+      for (int g = 0; g < G; ++g) s[(t * G + g) * kKeyTile + j] = kNegInf;
+    }
+  }
+}
+
+// Whether no query of the unit sees any key of the tile (skipped).
+inline bool tile_hidden(const PrefillTile& a, const KeyTile& tile, int32_t qmin, int32_t qmax) {
+  if (tile.pos_min > qmax) return true;                    // every key after every query
+  return a.window > 0 && qmin - tile.pos_max >= a.window;  // every key before every window
+}
+
+// Queries scaled into w.qs, running max / sum / accumulator reset.
+template <class I>
+void start_tile(const PrefillTile& a, const PrefillWork& w) {
+  const int G = a.group, hd = a.head_dim, rows = a.n_queries * G;
+  for (int t = 0; t < a.n_queries; ++t)
+    scale_rows<I>(a.q + t * a.q_stride, G, hd, a.scale, w.qs + t * G * hd);
+  std::fill(w.m, w.m + rows, kNegInf);
+  std::fill(w.l, w.l + rows, 0.0f);
+  std::fill(w.acc, w.acc + rows * hd, 0.0f);
+}
+
+// out = acc / l per row.
+template <class I>
+void finish_tile(const PrefillTile& a, const PrefillWork& w) {
+  const int G = a.group, hd = a.head_dim;
+  for (int t = 0; t < a.n_queries; ++t) {
+    for (int g = 0; g < G; ++g) {
+      const int r = t * G + g;
+      // l == 0 only when every key is masked for this query: output 0.
+      const float inv = w.l[r] > 0.0f ? 1.0f / w.l[r] : 0.0f;
+      scale_rows<I>(w.acc + r * hd, 1, hd, inv, a.out + t * a.out_stride + g * hd);
+    }
+  }
+}
+
 template <class I>
 void prefill_tile_kernel(const PrefillTile& a, const PrefillWork& w) {
   const int G = a.group, hd = a.head_dim;
   const int nq = a.n_queries;
   const int rows = nq * G;  // row r = t * G + g
-  for (int t = 0; t < nq; ++t)
-    scale_rows<I>(a.q + t * a.q_stride, G, hd, a.scale, w.qs + t * G * hd);
-  std::fill(w.m, w.m + rows, kNegInf);
-  std::fill(w.l, w.l + rows, 0.0f);
-  std::fill(w.acc, w.acc + rows * hd, 0.0f);
+  start_tile<I>(a, w);
   const int32_t qmin = *std::min_element(a.qpos, a.qpos + nq);
   const int32_t qmax = *std::max_element(a.qpos, a.qpos + nq);
   for (int32_t kt = 0; kt < a.n_tiles; ++kt) {
     const KeyTile& tile = a.tiles[kt];
-    if (tile.pos_min > qmax) continue;  // every key after every query: all masked
-    // Every key before every query's window: all masked.
-    if (a.window > 0 && qmin - tile.pos_max >= a.window) continue;
+    if (tile_hidden(a, tile, qmin, qmax)) continue;
     const int32_t nk = tile.count;
     const float* ktile = a.kt + int64_t{kt} * hd * kKeyTile;
     int r0 = 0;
     for (; r0 + 4 <= rows; r0 += 4) qk_rows<I, 4>(w.qs + r0 * hd, hd, ktile, w.s + r0 * kKeyTile);
     for (; r0 < rows; ++r0) qk_rows<I, 1>(w.qs + r0 * hd, hd, ktile, w.s + r0 * kKeyTile);
-    // Some key may be masked for some query:
-    if (nk < kKeyTile || tile.pos_max > qmin || (a.window > 0 && qmax - tile.pos_min >= a.window)) {
-      for (int t = 0; t < nq; ++t) {
-        for (int32_t j = 0; j < kKeyTile; ++j) {
-          if (j < nk && visible(tile.pos[j], a.qpos[t], a.window)) continue;
-          for (int g = 0; g < G; ++g) w.s[(t * G + g) * kKeyTile + j] = kNegInf;
-        }
-      }
-    }
+    mask_tile(a, tile, qmin, qmax, w.s);
     softmax_step<I>(w.s, rows, w.m, w.l, w.acc, hd);
     if (tile.v.type == KvElement::F32 && tile.v.contiguous()) {
       pv_rows<I, KvElement::F32>(w.s, rows, tile.v, tile.j0, nk, hd, w.acc);
@@ -675,14 +709,7 @@ void prefill_tile_kernel(const PrefillTile& a, const PrefillWork& w) {
       pv_rows<I, KvElement::F32>(w.s, rows, vt, 0, nk, hd, w.acc);
     }
   }
-  for (int t = 0; t < nq; ++t) {
-    for (int g = 0; g < G; ++g) {
-      const int r = t * G + g;
-      // l == 0 only when every key is masked for this query: output 0.
-      const float inv = w.l[r] > 0.0f ? 1.0f / w.l[r] : 0.0f;
-      scale_rows<I>(w.acc + r * hd, 1, hd, inv, a.out + t * a.out_stride + g * hd);
-    }
-  }
+  finish_tile<I>(a, w);
 }
 
 template <class I>

@@ -1,0 +1,102 @@
+// Internal to attention_avx512.cpp and attention_avx512_bf16.cpp: the
+// AVX-512 vector interface of the shared attention algorithm
+// (attention_impl.h). Included inside each file's target region, with
+// internal linkage, so each file compiles its own copy.
+#pragma once
+
+#include <immintrin.h>
+
+#include <cstdint>
+#include <cstring>
+
+#include "model/ops/attention_f16c.h"
+#include "model/ops/attention_kernels.h"
+
+namespace kvbench::attn {
+namespace {
+
+struct Avx512 {
+  using V = __m512;
+  static constexpr int W = 16;
+  static constexpr int kRegs = 32;
+  static constexpr int kGemmCols = 4;
+  static V zero() { return _mm512_setzero_ps(); }
+  static V set1(float x) { return _mm512_set1_ps(x); }
+  static V load(const float* p) { return _mm512_loadu_ps(p); }
+  static void store(float* p, V v) { _mm512_storeu_ps(p, v); }
+  static V load_f16(const uint16_t* p) {
+    return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+  }
+  static V load_bf16(const uint16_t* p) {
+    const __m512i w =
+        _mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+    return _mm512_castsi512_ps(_mm512_slli_epi32(w, 16));
+  }
+  static V load_i8(const int8_t* p) {
+    return _mm512_cvtepi32_ps(
+        _mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))));
+  }
+  // 8 bytes: low nibbles are the even elements, high nibbles the odd ones;
+  // interleaving the two puts the 16 codes in element order.
+  static V load_u4(const uint8_t* codes, int d) {
+    const __m128i b = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(codes + d / 2));
+    const __m128i m = _mm_set1_epi8(15);
+    const __m128i c =
+        _mm_unpacklo_epi8(_mm_and_si128(b, m), _mm_and_si128(_mm_srli_epi16(b, 4), m));
+    return _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(c));
+  }
+  // 16 bytes: their low nibbles (elements d, d + 2, ...) and high nibbles.
+  static void load_u4_pair(const uint8_t* codes, int d, V& lo, V& hi) {
+    const __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i*>(codes + d / 2));
+    const __m128i m = _mm_set1_epi8(15);
+    lo = _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm_and_si128(b, m)));
+    hi = _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm_and_si128(_mm_srli_epi16(b, 4), m)));
+  }
+  // 4 bytes: element d + i sits at bits 2i of the little-endian word.
+  static V load_u2(const uint8_t* codes, int d) {
+    int32_t w;
+    std::memcpy(&w, codes + d / 4, 4);
+    const __m512i shifts =
+        _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+    const __m512i c =
+        _mm512_and_si512(_mm512_srlv_epi32(_mm512_set1_epi32(w), shifts), _mm512_set1_epi32(3));
+    return _mm512_cvtepi32_ps(c);
+  }
+  static void halves(const uint16_t* h, int n, float* out) { f16c_halves(h, n, out); }
+  static V fmadd(V a, V b, V c) { return _mm512_fmadd_ps(a, b, c); }
+  static V mul(V a, V b) { return _mm512_mul_ps(a, b); }
+  static V add(V a, V b) { return _mm512_add_ps(a, b); }
+  static V sub(V a, V b) { return _mm512_sub_ps(a, b); }
+  static V max(V a, V b) { return _mm512_max_ps(a, b); }
+  static float hsum(V v) { return _mm512_reduce_add_ps(v); }
+  static float hmax(V v) { return _mm512_reduce_max_ps(v); }
+  // Four horizontal sums at once: fold each to 256 bits, then two rounds of
+  // pairwise adds and the two 128-bit halves.
+  static void hsum4(const V* a, float* out) {
+    __m256 y[4];
+    for (int i = 0; i < 4; ++i)
+      y[i] = _mm256_add_ps(_mm512_castps512_ps256(a[i]), _mm512_extractf32x8_ps(a[i], 1));
+    const __m256 t = _mm256_hadd_ps(_mm256_hadd_ps(y[0], y[1]), _mm256_hadd_ps(y[2], y[3]));
+    _mm_storeu_ps(out, _mm_add_ps(_mm256_castps256_ps128(t), _mm256_extractf128_ps(t, 1)));
+  }
+  // 2^x = 2^n * 2^f with n = round(x), |f| <= 1/2, 2^f by its Taylor series
+  // to degree 7; 0 below -126 (no subnormals), x capped at 127.
+  static V exp2(V x) {
+    const V xc = _mm512_min_ps(_mm512_max_ps(x, _mm512_set1_ps(-126.0f)), _mm512_set1_ps(127.0f));
+    const V n = _mm512_roundscale_ps(xc, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    const V f = _mm512_sub_ps(xc, n);
+    V p = _mm512_set1_ps(1.5252734e-5f);
+    p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(1.5403530e-4f));
+    p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(1.3333558e-3f));
+    p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(9.6181291e-3f));
+    p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(5.5504109e-2f));
+    p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(2.4022651e-1f));
+    p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(6.9314718e-1f));
+    p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(1.0f));
+    const __mmask16 keep = _mm512_cmp_ps_mask(x, _mm512_set1_ps(-126.0f), _CMP_GE_OQ);
+    return _mm512_maskz_mov_ps(keep, _mm512_scalef_ps(p, n));
+  }
+};
+
+}  // namespace
+}  // namespace kvbench::attn
