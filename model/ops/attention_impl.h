@@ -488,7 +488,9 @@ void softmax_step(float* s, int rows, float* m, float* l, float* acc, int hd) {
       I::store(sr + c, w);
       sum = I::add(sum, w);
     }
-    const float alpha = m[r] == kNegInf ? 0.0f : std::exp2(m[r] - m_new);
+    // exp2(0) = 1 exactly: no library call while the running max holds
+    // (most tiles of a long prefill).
+    const float alpha = m[r] == m_new ? 1.0f : m[r] == kNegInf ? 0.0f : std::exp2(m[r] - m_new);
     l[r] = l[r] * alpha + I::hsum(sum);
     m[r] = m_new;
     if (alpha != 1.0f) {
