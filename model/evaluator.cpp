@@ -67,7 +67,8 @@ void Evaluator::llama_layer(int l, std::span<const int32_t> positions, KvCache& 
   const LlamaConfig& c = model_.config();
   const LayerWeights& L = model_.weights().layers[l];
   const int64_t n = static_cast<int64_t>(positions.size());
-  const AttentionShape attn_shape{c.n_heads, c.n_kv_heads, c.head_dim};
+  AttentionShape attn_shape{c.n_heads, c.n_kv_heads, c.head_dim};
+  attn_shape.bf16 = bf16_attention_;
   // Attention block: x += Wo . attention(rope(Wq xn), rope(Wk xn), Wv xn)
   rms_norm(x_.data(), L.attn_norm, xn_.data(), n);
   const MatmulOutput qkv[] = {{&L.wq, q_.data(), c.q_dim()},

@@ -41,6 +41,12 @@ class Evaluator {
   // The matmul kernels' instruction-set path (tests compare paths); it must
   // be supported (cpu_path_supported).
   void set_matmul_path(CpuPath path) { matmul_options_.path = path; }
+  // Prefill attention with bfloat16 products (AttentionShape::bf16: about
+  // twice the f32 rate where the CPU has AVX-512 BF16) instead of f32 ones.
+  // Off by default: the f32 arithmetic is llama.cpp's, which the golden
+  // tests compare. Decode attention stays f32 either way.
+  void set_bf16_attention(bool on) { bf16_attention_ = on; }
+  bool bf16_attention() const { return bf16_attention_; }
 
  private:
   void ensure_capacity(int64_t n_tokens);
@@ -65,6 +71,7 @@ class Evaluator {
   const LlamaModel& model_;
   ThreadPool pool_;
   MatmulOptions matmul_options_;
+  bool bf16_attention_ = false;
   MatmulScratch matmul_scratch_;
   AttentionScratch attention_scratch_;
   std::vector<float> inv_freq_;        // [rope.n_dims / 2]

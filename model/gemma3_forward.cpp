@@ -63,6 +63,7 @@ void Evaluator::gemma3_layer(int l, std::span<const int32_t> positions, KvCache&
   AttentionShape shape{c.n_heads, c.n_kv_heads, c.head_dim};
   shape.window = g.window_of(l);
   shape.scale = g.attn_scale;
+  shape.bf16 = bf16_attention_;
   attend(shape, l, q_.data(), positions, cache, attn_.data(), pool_, attention_scratch_);
   matmul(L.wo, attn_.data(), n, proj_.data(), c.dim, pool_, matmul_scratch_, matmul_options_);
   rms_norm(proj_.data(), L.attn_post_norm, proj_.data(), n);

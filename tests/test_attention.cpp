@@ -2,7 +2,9 @@
 // flash prefill and split-K decode on every instruction-set path this CPU
 // runs, f32 and f16 rows, the generic keys()/values() fallback, GQA, gaps in
 // positions, masked keys; probabilities reported to an observing cache;
-// determinism; the f16 full cache (exact bytes, logits close to f32).
+// determinism; the f16 full cache (exact bytes, logits close to f32); the
+// bf16 prefill (native against emulated products, every path near exact
+// attention).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -16,6 +18,7 @@
 #include "model/llama_model.h"
 #include "model/ops/attention.h"
 #include "model/ops/attention_f16.h"
+#include "model/ops/attention_kernels.h"
 #include "policies/full_cache.h"
 #include "tests/support/reference_llama.h"
 
@@ -462,6 +465,133 @@ TEST(Attention, ExplicitScaleEqualsRescaledQueries) {
     for (CpuPath path : supported_paths())
       EXPECT_LE(max_abs_diff(run_attend(p, cache, path, 2).data(), want.data(), want.size()), 1e-5f)
           << describe(c, path, KvElement::F32, true);
+  }
+}
+
+// ---- Prefill with bfloat16 products (AttentionShape::bf16) ----
+
+std::vector<float> run_attend_bf16(const Problem& p, HandCache& cache, CpuPath path, int threads,
+                                   bool native) {
+  ThreadPool pool(threads);
+  AttentionScratch scratch;
+  scratch.path = path;
+  scratch.native_bf16 = native;
+  AttentionShape shape = p.shape;
+  shape.bf16 = true;
+  std::vector<float> out(p.q.size(), NAN);
+  attend(shape, 0, p.q.data(), p.qpos, cache, out.data(), pool, scratch);
+  return out;
+}
+
+bool native_bf16_runs() {
+  return cpu_path_supported(CpuPath::Avx512) && attn::avx512_bf16_kernels() != nullptr;
+}
+
+// vdpbf16ps and the f32-FMA emulation compute the same sums (they part only
+// where a partial sum is subnormal, which these values never produce): bit
+// for bit, on every prefill case the AVX-512 path takes, f32 and f16 rows.
+TEST(AttentionBf16, NativeProductsEqualTheEmulationBitForBit) {
+  if (!native_bf16_runs()) GTEST_SKIP() << "this CPU has no AVX-512 BF16";
+  uint32_t seed = 300;
+  for (const Case& c : kPrefillCases) {
+    for (KvElement e : {KvElement::F32, KvElement::F16}) {
+      HandCache cache(c.n_kv_heads, c.n_kv_heads * c.group, c.head_dim, e, true);
+      const Problem p = fill(cache, c, seed++);
+      const auto emulated = run_attend_bf16(p, cache, CpuPath::Avx512, 2, false);
+      const auto native = run_attend_bf16(p, cache, CpuPath::Avx512, 2, true);
+      EXPECT_EQ(0, std::memcmp(emulated.data(), native.data(), native.size() * 4))
+          << describe(c, CpuPath::Avx512, e, true) << " max diff "
+          << max_abs_diff(emulated.data(), native.data(), native.size());
+    }
+  }
+}
+
+// Every path (scalar reference, AVX2, AVX-512 emulated and native) stays
+// within bfloat16's rounding of exact attention, and near the scalar
+// reference; a pair-order or layout mistake moves outputs by far more.
+TEST(AttentionBf16, EveryPathStaysNearExactAttention) {
+  uint32_t seed = 400;
+  float worst_exact = 0.0f, worst_scalar = 0.0f;
+  for (const Case& c : kPrefillCases) {
+    for (KvElement e : {KvElement::F32, KvElement::F16}) {
+      HandCache cache(c.n_kv_heads, c.n_kv_heads * c.group, c.head_dim, e, true);
+      const Problem p = fill(cache, c, seed++);
+      const auto exact = run_naive(p, cache);
+      const auto scalar = run_attend_bf16(p, cache, CpuPath::Scalar, 1, false);
+      for (CpuPath path : supported_paths()) {
+        for (bool native : {false, true}) {
+          const auto got = run_attend_bf16(p, cache, path, 2, native);
+          const float de = max_abs_diff(got.data(), exact.data(), exact.size());
+          const float ds = max_abs_diff(got.data(), scalar.data(), scalar.size());
+          worst_exact = std::max(worst_exact, de);
+          worst_scalar = std::max(worst_scalar, ds);
+          EXPECT_LE(de, 2e-2f) << describe(c, path, e, true) << " native " << native;
+          EXPECT_LE(ds, 4e-3f) << describe(c, path, e, true) << " native " << native;
+        }
+      }
+    }
+  }
+  std::printf("bf16 prefill: worst |out - exact| %.3g, worst |out - scalar bf16| %.3g\n",
+              worst_exact, worst_scalar);
+}
+
+TEST(AttentionBf16, BitIdenticalWhateverTheThreads) {
+  const Case c{37, 300, 3, 3, 64};
+  HandCache cache(c.n_kv_heads, c.n_kv_heads * c.group, c.head_dim, KvElement::F16, true);
+  const Problem p = fill(cache, c, 12);
+  for (CpuPath path : supported_paths()) {
+    for (bool native : {false, true}) {
+      const auto one = run_attend_bf16(p, cache, path, 1, native);
+      for (int threads : {2, 3}) {
+        const auto again = run_attend_bf16(p, cache, path, threads, native);
+        EXPECT_EQ(0, std::memcmp(one.data(), again.data(), one.size() * 4))
+            << describe(c, path, KvElement::F16, true) << " threads " << threads;
+      }
+    }
+  }
+}
+
+TEST(AttentionBf16, RoundingIsToNearestEvenWithSubnormalsToZero) {
+  auto bits = [](float x) {
+    uint32_t b;
+    std::memcpy(&b, &x, 4);
+    return b;
+  };
+  EXPECT_EQ(attn::bf16_round(1.0f), 1.0f);
+  EXPECT_EQ(attn::bf16_round(1.0f + 0x1p-8f), 1.0f);            // tie: to the even 1.0
+  EXPECT_EQ(attn::bf16_round(1.0f + 0x3p-8f), 1.0f + 0x1p-6f);  // tie: to the even 1 + 2^-6
+  EXPECT_EQ(attn::bf16_round(1.0f + 0x1p-8f + 0x1p-20f), 1.0f + 0x1p-7f);  // above the tie
+  EXPECT_EQ(attn::bf16_round(-3.14159265f), -3.140625f);
+  EXPECT_EQ(bits(attn::bf16_round(1e-39f)), 0u);            // subnormal: +0
+  EXPECT_EQ(bits(attn::bf16_round(-1e-39f)), 0x80000000u);  // -0
+  EXPECT_EQ(attn::bf16_round(0x1p-126f), 0x1p-126f);        // smallest normal kept
+}
+
+// Each table's pack_keys_bf16 rounds like the scalar reference: the
+// emulation's layout (pairs swapped) holds exactly bf16_round of each key.
+TEST(AttentionBf16, PackedKeysAreTheRoundedKeys) {
+  const int hd = 64;
+  const int32_t n = 50;
+  std::mt19937 rng(21);
+  std::vector<float> k = random_values(size_t(n) * hd, rng, 3.0f);
+  k[5] = 1e-39f;          // a subnormal
+  k[6] = 1.0f + 0x1p-8f;  // a tie
+  attn::Rows rows{KvElement::F32, reinterpret_cast<const uint8_t*>(k.data()), hd * 4};
+  rows.n = n;
+  std::vector<const attn::Kernels*> tables = {attn::scalar_kernels(), attn::avx2_kernels(),
+                                              attn::avx512_kernels()};
+  for (size_t t = 0; t < tables.size(); ++t) {
+    if (!tables[t] || (t == 1 && !cpu_path_supported(CpuPath::Avx2)) ||
+        (t == 2 && !cpu_path_supported(CpuPath::Avx512)))
+      continue;
+    std::vector<float> kt(size_t(hd) * attn::kKeyTile, NAN);
+    tables[t]->pack_keys_bf16(rows, hd, 0, n, kt.data());
+    for (int32_t j = 0; j < attn::kKeyTile; ++j)
+      for (int d = 0; d < hd; ++d) {
+        const float want = j < n ? attn::bf16_round(k[size_t(j) * hd + d]) : 0.0f;
+        ASSERT_EQ(0, std::memcmp(&want, &kt[size_t(d ^ 1) * attn::kKeyTile + j], 4))
+            << "table " << t << " key " << j << " element " << d;
+      }
   }
 }
 

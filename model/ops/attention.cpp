@@ -35,9 +35,10 @@ constexpr int32_t kMinBlock = 4 * kKeyTile;
 // Observed probability rows are computed in batches of at most this many floats.
 constexpr int64_t kProbBatchFloats = int64_t{1} << 22;
 
-const attn::Kernels* kernels_of(CpuPath path) {
+const attn::Kernels* kernels_of(CpuPath path, bool native_bf16) {
   switch (path) {
     case CpuPath::Avx512:
+      if (native_bf16 && attn::avx512_bf16_kernels()) return attn::avx512_bf16_kernels();
       return attn::avx512_kernels();
     case CpuPath::Avx2:
       return attn::avx2_kernels();
@@ -50,10 +51,10 @@ const attn::Kernels* kernels_of(CpuPath path) {
 // The widest path at or below `path` whose vector width divides head_dim and
 // `group` (the gcd of the parameter groups of the layer's Q8 / Q4 / Q2 pieces;
 // head_dim when there are none).
-const attn::Kernels& kernels_for(CpuPath path, int head_dim, int group) {
+const attn::Kernels& kernels_for(CpuPath path, bool native_bf16, int head_dim, int group) {
   for (CpuPath p : {CpuPath::Avx512, CpuPath::Avx2}) {
     if (static_cast<int>(p) > static_cast<int>(path)) continue;
-    const attn::Kernels* k = kernels_of(p);
+    const attn::Kernels* k = kernels_of(p, native_bf16);
     if (k && head_dim % k->width == 0 && group % k->width == 0) return *k;
   }
   return *attn::scalar_kernels();
@@ -290,7 +291,8 @@ void prefill(const attn::Kernels& K, const AttentionShape& s, const float* q,
 
   // 1. Key tiles of every KV head, piece by piece (a tile never spans two
   //    pieces), with each tile's position range (for skipping fully masked
-  //    tiles); keys packed into transposed f32 tiles.
+  //    tiles); keys packed into transposed f32 tiles (bf16: the layout of
+  //    the table's prefill_tile_bf16, in the same space).
   sc.head_tile0.resize(s.n_kv_heads + 1);
   sc.tiles.clear();
   sc.tile_piece.clear();
@@ -318,10 +320,11 @@ void prefill(const attn::Kernels& K, const AttentionShape& s, const float* q,
   const int64_t tile_floats = int64_t{hd} * kKeyTile;
   if (sc.packed_keys.size() < static_cast<size_t>(n_tiles * tile_floats))
     sc.packed_keys.resize(n_tiles * tile_floats);
+  const auto pack = s.bf16 ? K.pack_keys_bf16 : K.pack_keys;
   run_units(pool, n_tiles, [&](int64_t tile, int) {
     const attn::KeyTile& t = sc.tiles[tile];
-    K.pack_keys(sc.piece_k[sc.tile_piece[tile]], hd, t.j0, t.count,
-                sc.packed_keys.data() + tile * tile_floats);
+    pack(sc.piece_k[sc.tile_piece[tile]], hd, t.j0, t.count,
+         sc.packed_keys.data() + tile * tile_floats);
   });
 
   // 2. Units (KV head, query tile), heaviest first: the cost of a unit is the
@@ -348,6 +351,7 @@ void prefill(const attn::Kernels& K, const AttentionShape& s, const float* q,
 
   // 3. Flash attention per unit.
   const int rows = kQueryTile * G;
+  const auto tile_kernel = s.bf16 ? K.prefill_tile_bf16 : K.prefill_tile;
   run_units(pool, n_units, [&](int64_t i, int thread) {
     const int64_t u = sc.order[i];
     const int h = static_cast<int>(u / n_qtiles);
@@ -374,7 +378,7 @@ void prefill(const attn::Kernels& K, const AttentionShape& s, const float* q,
     work.m = work.acc + rows * hd;
     work.l = work.m + rows;
     work.vt = work.l + rows;
-    K.prefill_tile(a, work);
+    tile_kernel(a, work);
   });
 }
 
@@ -492,7 +496,7 @@ void attend(const AttentionShape& s, int layer, const float* q, std::span<const 
   for (auto& w : sc.work)
     if (w.size() < work) w.resize(work);
 
-  const attn::Kernels& K = kernels_for(sc.path, hd, group);
+  const attn::Kernels& K = kernels_for(sc.path, sc.native_bf16, hd, group);
   const AttentionRequest request = cache.attention_request(layer);
   const bool observe = request.wanted && request.last_queries != 0;
   if (n_tokens == 1) {

@@ -45,6 +45,11 @@ struct AttentionShape {
   // Scores are q . k * scale when > 0 (a file's own attention scale), else
   // q . k / sqrt(head_dim).
   float scale = 0.0f;
+  // Prefill (several queries) with bfloat16 products
+  // (attn::Kernels::prefill_tile_bf16; vdpbf16ps where the CPU has it, at
+  // twice the f32 FMA rate), an option of the fast mode
+  // (Evaluator::set_bf16_attention). Decode and observed probabilities stay f32.
+  bool bf16 = false;
 };
 
 // Buffers reused across steps; grow only when a step needs more.
@@ -53,6 +58,9 @@ struct AttentionScratch {
   // runs. A path must be supported (cpu_path_supported) when set by hand.
   // Head sizes the path's vectors do not divide use the next narrower path.
   CpuPath path = default_cpu_path();
+  // On the AVX-512 path, bf16 prefill by vdpbf16ps where the CPU has it;
+  // false: the f32-FMA emulation every path runs (tests compare the two).
+  bool native_bf16 = true;
 
   struct Head {
     int32_t n = 0;

@@ -118,6 +118,19 @@ struct Avx2 {
     const V r = _mm256_mul_ps(p, _mm256_castsi256_ps(e));
     return _mm256_and_ps(r, _mm256_cmp_ps(x, _mm256_set1_ps(-126.0f), _CMP_GE_OQ));
   }
+  // bf16_round on each lane: add 0x7fff plus the kept part's lowest bit and
+  // cut the low half; subnormals to signed zero.
+  static V round_bf16(V x) {
+    const __m256i b = _mm256_castps_si256(x);
+    const __m256i lsb = _mm256_and_si256(_mm256_srli_epi32(b, 16), _mm256_set1_epi32(1));
+    const __m256i r =
+        _mm256_and_si256(_mm256_add_epi32(b, _mm256_add_epi32(lsb, _mm256_set1_epi32(0x7fff))),
+                         _mm256_set1_epi32(static_cast<int>(0xffff0000u)));
+    const __m256i sub = _mm256_cmpeq_epi32(_mm256_and_si256(b, _mm256_set1_epi32(0x7f800000)),
+                                           _mm256_setzero_si256());
+    const __m256i sign = _mm256_and_si256(b, _mm256_set1_epi32(static_cast<int>(0x80000000u)));
+    return _mm256_castsi256_ps(_mm256_blendv_epi8(r, sign, sub));
+  }
 };
 
 }  // namespace

@@ -43,12 +43,23 @@ constexpr Kernels kAvx512Kernels = make_kernels<Avx512>();
 
 namespace kvbench::attn {
 const Kernels* avx512_kernels() { return &kAvx512Kernels; }
+const Kernels* avx512_bf16_kernels() {
+  static const Kernels native = [] {
+    Kernels k = kAvx512Kernels;
+    k.pack_keys_bf16 = bf16_native_pack_keys;
+    k.prefill_tile_bf16 = bf16_native_prefill_tile;
+    return k;
+  }();
+  static const bool supported = cpu_has_avx512_bf16();
+  return supported ? &native : nullptr;
+}
 }  // namespace kvbench::attn
 
 #else  // not x86-64
 
 namespace kvbench::attn {
 const Kernels* avx512_kernels() { return nullptr; }
+const Kernels* avx512_bf16_kernels() { return nullptr; }
 }  // namespace kvbench::attn
 
 #endif

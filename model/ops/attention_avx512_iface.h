@@ -96,6 +96,18 @@ struct Avx512 {
     const __mmask16 keep = _mm512_cmp_ps_mask(x, _mm512_set1_ps(-126.0f), _CMP_GE_OQ);
     return _mm512_maskz_mov_ps(keep, _mm512_scalef_ps(p, n));
   }
+  // bf16_round on each lane: add 0x7fff plus the kept part's lowest bit and
+  // cut the low half; subnormals to signed zero.
+  static V round_bf16(V x) {
+    const __m512i b = _mm512_castps_si512(x);
+    const __m512i lsb = _mm512_and_si512(_mm512_srli_epi32(b, 16), _mm512_set1_epi32(1));
+    const __m512i r =
+        _mm512_and_si512(_mm512_add_epi32(b, _mm512_add_epi32(lsb, _mm512_set1_epi32(0x7fff))),
+                         _mm512_set1_epi32(static_cast<int>(0xffff0000u)));
+    const __mmask16 sub = _mm512_testn_epi32_mask(b, _mm512_set1_epi32(0x7f800000));
+    const __m512i sign = _mm512_and_si512(b, _mm512_set1_epi32(static_cast<int>(0x80000000u)));
+    return _mm512_castsi512_ps(_mm512_mask_mov_epi32(r, sub, sign));
+  }
 };
 
 }  // namespace

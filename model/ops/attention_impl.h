@@ -27,6 +27,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <utility>
 
 #include "model/ops/attention_kernels.h"
 
@@ -714,6 +715,121 @@ void prefill_tile_kernel(const PrefillTile& a, const PrefillWork& w) {
   finish_tile<I>(a, w);
 }
 
+// ---- Prefill with bfloat16 products (Kernels::prefill_tile_bf16)
+//
+// One algorithm over a "product" policy P, which owns the layouts and the
+// two products (Q.K and P.V):
+//   P::put_keys(kt, j, d, vals, n): rounded elements [d, d + n) of key j
+//   P::zero_columns(kt, hd, count): key columns [count, kKeyTile) zero
+//   P::prepare_queries(qs, rows, hd): rounded scaled queries into P's layout,
+//     row r still starting at qs + r * hd
+//   P::qk<RB>(qs, hd, kt, s): s[r][0, kKeyTile) for RB rows
+//   P::prepare_weights(s, rows, npairs): softmax weights into P's layout,
+//     row r still at s + r * kKeyTile; pairs past npairs are not read
+//   P::prepare_values<E>(v, hd, j0, nk, vt): rows [j0, j0 + nk) rounded,
+//     padded to an even count with zeros
+//   P::pv(s, rows, vt, npairs, hd, acc): acc[r] += the pairs' weighted rows
+// Bf16Emulated is the policy of every table (f32 FMAs on rounded values);
+// attention_avx512_bf16.cpp's Bf16Native runs vdpbf16ps.
+
+// f32 FMAs on bf16-rounded values. A pair's odd element goes first, as in
+// vdpbf16ps, by swapping the elements of every pair in the packed operands:
+// key element d at row d ^ 1, query element d at d ^ 1, weight j at column
+// j ^ 1 and V row j at row j ^ 1, so the f32 kernels' running order (d, then
+// j, ascending) takes each pair odd first.
+template <class I>
+struct Bf16Emulated {
+  static void put_keys(float* kt, int32_t j, int d, const float* vals, int n) {
+    for (int i = 0; i < n; ++i) kt[((d + i) ^ 1) * kKeyTile + j] = vals[i];
+  }
+  static void zero_columns(float* kt, int hd, int32_t count) {
+    for (int d = 0; d < hd; ++d)
+      std::fill(kt + d * kKeyTile + count, kt + (d + 1) * kKeyTile, 0.0f);
+  }
+  static void prepare_queries(float* qs, int rows, int hd) {
+    for (int i = 0; i < rows * hd; i += I::W) I::store(qs + i, I::round_bf16(I::load(qs + i)));
+    for (int i = 0; i < rows * hd; i += 2) std::swap(qs[i], qs[i + 1]);
+  }
+  template <int RB>
+  static void qk(const float* qs, int hd, const float* kt, float* s) {
+    qk_rows<I, RB>(qs, hd, kt, s);
+  }
+  static void prepare_weights(float* s, int rows, int npairs) {
+    for (int r = 0; r < rows; ++r) {
+      float* sr = s + r * kKeyTile;
+      for (int j = 0; j < kKeyTile; j += I::W) I::store(sr + j, I::round_bf16(I::load(sr + j)));
+      for (int j = 0; j < 2 * npairs; j += 2) std::swap(sr[j], sr[j + 1]);
+    }
+  }
+  template <KvElement E>
+  static void prepare_values(const Rows& v, int hd, int32_t j0, int32_t nk, float* vt) {
+    float prm[E == KvElement::Q8 || E == KvElement::Q4 || E == KvElement::Q2 ? kMaxRowParams : 1];
+    for (int32_t j = 0; j < nk; ++j) {
+      const RowRef row = prepare_row<I, E>(v.row(j0 + j), hd, v.group, nullptr, prm);
+      float* dst = vt + int64_t{j ^ 1} * hd;
+      for (int d = 0; d < hd; d += I::W)
+        I::store(dst + d, I::round_bf16(load_row<I, E>(row, d, hd, v.group)));
+    }
+    if (nk & 1) std::fill(vt + int64_t{nk ^ 1} * hd, vt + int64_t{(nk ^ 1) + 1} * hd, 0.0f);
+  }
+  static void pv(const float* s, int rows, const float* vt, int npairs, int hd, float* acc) {
+    const Rows r{KvElement::F32, reinterpret_cast<const uint8_t*>(vt), int64_t{hd} * 4};
+    pv_rows<I, KvElement::F32>(s, rows, r, 0, 2 * npairs, hd, acc);
+  }
+};
+
+template <class I, class P, KvElement KE>
+void pack_keys_bf16_t(const Rows& k, int hd, int32_t begin, int32_t count, float* kt) {
+  alignas(64) float tmp[64];
+  static_assert(I::W <= 64);
+  for (int32_t j = 0; j < count; ++j) {
+    float prm[kMaxRowParams];
+    const RowRef row =
+        prepare_row<I, KE>(k.row(begin + j), hd, k.group, params_of(k, begin + j), prm);
+    for (int d = 0; d < hd; d += I::W) {
+      I::store(tmp, I::round_bf16(load_row<I, KE>(row, d, hd, k.group)));
+      P::put_keys(kt, j, d, tmp, I::W);
+    }
+  }
+  P::zero_columns(kt, hd, count);
+}
+
+template <class I, class P>
+void pack_keys_bf16_kernel(const Rows& k, int hd, int32_t begin, int32_t count, float* kt) {
+  with_element(k.type, [&]<KvElement E>() { pack_keys_bf16_t<I, P, E>(k, hd, begin, count, kt); });
+}
+
+template <class I, class P>
+void prefill_tile_bf16_kernel(const PrefillTile& a, const PrefillWork& w) {
+  const int G = a.group, hd = a.head_dim;
+  const int nq = a.n_queries;
+  const int rows = nq * G;  // row r = t * G + g
+  start_tile<I>(a, w);
+  P::prepare_queries(w.qs, rows, hd);
+  const int32_t qmin = *std::min_element(a.qpos, a.qpos + nq);
+  const int32_t qmax = *std::max_element(a.qpos, a.qpos + nq);
+  for (int32_t kt = 0; kt < a.n_tiles; ++kt) {
+    const KeyTile& tile = a.tiles[kt];
+    if (tile_hidden(a, tile, qmin, qmax)) continue;
+    const int32_t nk = tile.count, npairs = (nk + 1) / 2;
+    const float* ktile = a.kt + int64_t{kt} * hd * kKeyTile;
+    int r0 = 0;
+    for (; r0 + 4 <= rows; r0 += 4)
+      P::template qk<4>(w.qs + r0 * hd, hd, ktile, w.s + r0 * kKeyTile);
+    for (; r0 < rows; ++r0) P::template qk<1>(w.qs + r0 * hd, hd, ktile, w.s + r0 * kKeyTile);
+    mask_tile(a, tile, qmin, qmax, w.s);
+    // The running sum l adds the weights before rounding; the rounded ones
+    // weigh the V rows.
+    softmax_step<I>(w.s, rows, w.m, w.l, w.acc, hd);
+    P::prepare_weights(w.s, rows, npairs);
+    with_value_element(tile.v.type, [&]<KvElement E>() {
+      P::template prepare_values<E>(tile.v, hd, tile.j0, nk, w.vt);
+    });
+    P::pv(w.s, rows, w.vt, npairs, hd, w.acc);
+  }
+  finish_tile<I>(a, w);
+}
+
 template <class I>
 float exp2_shift_kernel(float* row, int32_t n, float shift, float mul) {
   using V = typename I::V;
@@ -757,6 +873,8 @@ constexpr Kernels make_kernels() {
   k.decode_block = decode_block_kernel<I>;
   k.pack_keys = pack_keys_kernel<I>;
   k.prefill_tile = prefill_tile_kernel<I>;
+  k.pack_keys_bf16 = pack_keys_bf16_kernel<I, Bf16Emulated<I>>;
+  k.prefill_tile_bf16 = prefill_tile_bf16_kernel<I, Bf16Emulated<I>>;
   k.exp2_shift = exp2_shift_kernel<I>;
   k.row_max = row_max_kernel<I>;
   return k;

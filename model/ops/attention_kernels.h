@@ -17,6 +17,7 @@
 #pragma once
 
 #include <cstdint>
+#include <cstring>
 
 #include "model/ops/kv_cache.h"
 
@@ -27,6 +28,22 @@ constexpr int kKeyTile = 64;  // keys per online-softmax step
 // group): the kernels convert a row's parameters into a buffer this long.
 constexpr int kMaxRowParams = 512;
 constexpr int kQueryTile = 16;  // query tokens per prefill work unit
+
+// x rounded to bfloat16, returned as the f32 of that value: round to nearest
+// even; a subnormal becomes a zero of its sign. This is vcvtne2ps2bf16's
+// conversion on every finite float (all 2^32 bit patterns compared on a Zen 4
+// core); infinities and NaN never reach it. The bf16 prefill attention
+// rounds its inputs with it (Kernels::prefill_tile_bf16).
+inline float bf16_round(float x) {
+  uint32_t b;
+  std::memcpy(&b, &x, 4);
+  if ((b & 0x7f800000u) == 0)
+    b &= 0x80000000u;
+  else
+    b = (b + 0x7fffu + ((b >> 16) & 1u)) & 0xffff0000u;
+  std::memcpy(&x, &b, 4);
+  return x;
+}
 
 // Rows of one piece of a KV head (see KvRawRows): row j at row(j).
 struct Rows {
@@ -137,6 +154,20 @@ struct Kernels {
   // kt[head_dim][kKeyTile] as f32; columns >= count are zero.
   void (*pack_keys)(const Rows& k, int head_dim, int32_t begin, int32_t count, float* kt) = nullptr;
   void (*prefill_tile)(const PrefillTile& a, const PrefillWork& w) = nullptr;
+  // Prefill with bfloat16 products (AttentionShape::bf16): Q (scaled), K, the
+  // softmax weights and V rounded to bfloat16 (bf16_round), and every dot
+  // product taken in pairs of terms, the odd element's product then the even
+  // one's, each a fused multiply-add into an f32 sum. That is what vdpbf16ps
+  // (AVX-512 BF16) computes, at twice the f32 FMA rate; tables without it
+  // compute the same sums with f32 FMAs on the rounded values (they differ
+  // from the instruction only where it flushes a subnormal sum to zero).
+  // pack_keys_bf16 packs a tile (at most head_dim x kKeyTile x 4 bytes) in
+  // the layout this table's prefill_tile_bf16 reads: f32 rows
+  // [head_dim][kKeyTile] with each pair's elements swapped (d at row d ^ 1)
+  // for f32 FMAs, bf16 pairs [head_dim / 2][kKeyTile][2] for vdpbf16ps.
+  void (*pack_keys_bf16)(const Rows& k, int head_dim, int32_t begin, int32_t count,
+                         float* kt) = nullptr;
+  void (*prefill_tile_bf16)(const PrefillTile& a, const PrefillWork& w) = nullptr;
   // row[j] = exp2(row[j] - shift) * mul for j < n; returns the sum of
   // exp2(row[j] - shift) (before the multiply).
   float (*exp2_shift)(float* row, int32_t n, float shift, float mul) = nullptr;
@@ -154,5 +185,13 @@ constexpr bool kernels_read(KvElement k, KvElement v) {
 const Kernels* scalar_kernels();
 const Kernels* avx2_kernels();
 const Kernels* avx512_kernels();
+// The AVX-512 table with vdpbf16ps in prefill_tile_bf16; nullptr when this
+// CPU (or build) lacks AVX-512 BF16.
+const Kernels* avx512_bf16_kernels();
+
+// attention_avx512_bf16.cpp's parts of that table.
+bool cpu_has_avx512_bf16();
+void bf16_native_pack_keys(const Rows& k, int head_dim, int32_t begin, int32_t count, float* kt);
+void bf16_native_prefill_tile(const PrefillTile& a, const PrefillWork& w);
 
 }  // namespace kvbench::attn

@@ -54,6 +54,7 @@ struct Scalar {
     for (int i = 0; i < 4; ++i) out[i] = a[i];
   }
   static V exp2(V x) { return x < -126.0f ? 0.0f : std::exp2(x); }
+  static V round_bf16(V x) { return bf16_round(x); }
 };
 
 }  // namespace

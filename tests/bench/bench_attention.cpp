@@ -185,9 +185,13 @@ BENCHMARK(BM_DecodeAttentionScalar)
     ->Unit(benchmark::kMicrosecond);
 
 // Args: depth, f16 (0/1), threads; 512 new tokens.
+// bf16: the bfloat16 products (AttentionShape::bf16; vdpbf16ps where the
+// CPU has it). GFLOP/s counts 4 * head_dim flops per causal query-key pair
+// and query head (Q.K and P.V multiply-adds).
 void BM_PrefillAttention(benchmark::State& state) {
   const int depth = static_cast<int>(state.range(0)), n_tokens = 512;
   const KvElement e = element_arg(state.range(1));
+  const bool bf16 = state.range(3) != 0;
   FullCache cache({1, kKvHeads, kHeads, kHeadDim}, e);
   fill(cache, depth, n_tokens);
   const auto q = random_values(size_t(n_tokens) * kHeads * kHeadDim, 8);
@@ -196,19 +200,24 @@ void BM_PrefillAttention(benchmark::State& state) {
   std::iota(pos.begin(), pos.end(), depth);
   ThreadPool pool(static_cast<int>(state.range(2)));
   AttentionScratch scratch;
+  AttentionShape shape{kHeads, kKvHeads, kHeadDim};
+  shape.bf16 = bf16;
   for (auto _ : state) {
-    attend({kHeads, kKvHeads, kHeadDim}, 0, q.data(), pos, cache, out.data(), pool, scratch);
+    attend(shape, 0, q.data(), pos, cache, out.data(), pool, scratch);
     benchmark::DoNotOptimize(out.data());
   }
   // Causal query-key pairs per query head.
   const int64_t pairs = int64_t{n_tokens} * depth + int64_t{n_tokens} * (n_tokens + 1) / 2;
   state.SetItemsProcessed(state.iterations() * pairs);
-  state.SetLabel(std::string(cpu_path_name(scratch.path)) +
-                 (e == KvElement::F16 ? " f16" : " f32"));
+  state.counters["GFLOP/s"] = benchmark::Counter(
+      static_cast<double>(state.iterations()) * pairs * kHeads * 4.0 * kHeadDim * 1e-9,
+      benchmark::Counter::kIsRate);
+  state.SetLabel(std::string(cpu_path_name(scratch.path)) + (e == KvElement::F16 ? " f16" : " f32") +
+                 (bf16 ? " bf16-products" : ""));
 }
 BENCHMARK(BM_PrefillAttention)
-    ->ArgNames({"depth", "f16", "threads"})
-    ->ArgsProduct({{0, 4096}, {0, 1}, {1, 2}})
+    ->ArgNames({"depth", "f16", "threads", "bf16"})
+    ->ArgsProduct({{0, 4096}, {0, 1}, {1, 2}, {0, 1}})
     ->UseRealTime()
     ->Unit(benchmark::kMillisecond);
 
