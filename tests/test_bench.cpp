@@ -166,6 +166,27 @@ TEST(Bench, BadValuesAreOneLineErrors) {
   expect_input_error(run(m + " -d 1000000 -p 64"),
                      "--n-depth 1000000 plus a test of 64 tokens exceeds");
   expect_input_error(run(" -m /no/such/model.gguf"), "/no/such/model.gguf");
+  expect_input_error(run(m + " --attention f16"), "--attention: unknown value 'f16' (f32, bf16)");
+  expect_input_error(run(m + " --attention bf16 --exact"), "--attention bf16 needs the fast mode");
+}
+
+// --attention bf16 runs (on both model families) and says so in the backend
+// column; the default row does not.
+TEST(Bench, Bf16AttentionIsNamedInTheBackend) {
+  for (const std::string& model : {test::tiny_model_path(), test::tiny_gemma3_path()}) {
+    const Result b = run("-m " + model + " -p 70 -n 2 -r 1 -t 2 --attention bf16 -o json");
+    ASSERT_EQ(b.code, 0) << b.err;
+    const auto j = nlohmann::json::parse(b.out);
+    ASSERT_EQ(j.size(), 2u);
+    for (const auto& row : j) {
+      EXPECT_NE(row["backend"].get<std::string>().find(" bf16-attn"), std::string::npos) << row;
+      EXPECT_GT(row["median_ts"].get<double>(), 0.0);
+    }
+    const Result f = run("-m " + model + " -p 8 -n 0 -r 1 -t 1 -o json");
+    ASSERT_EQ(f.code, 0) << f.err;
+    EXPECT_EQ(nlohmann::json::parse(f.out)[0]["backend"].get<std::string>().find("bf16"),
+              std::string::npos);
+  }
 }
 
 }  // namespace

@@ -115,6 +115,27 @@ TEST(Cli, PerplexityBeyondTheContextOnlyWhenAsked) {
   EXPECT_NEAR(sum / j["scored"].get<double>(), j["nll"].get<double>(), 1e-9);
 }
 
+// --attention bf16 (with --fast only) moves perplexity by bfloat16's
+// rounding: a different number, close to the f32 one.
+TEST(Cli, PerplexityWithBf16AttentionNeedsFastAndStaysClose) {
+  const std::string text = testing::TempDir() + "kvbench-bf16.txt";
+  {
+    std::ofstream out(text);
+    for (int i = 0; i < 200; ++i) out << "the river runs by mill " << i << " and ";
+  }
+  const std::string args = "perplexity --model " + test::tiny_model_path() + " -t 2 --file " +
+                           text + " --ctx 256 --json";
+  expect_input_error(run(args + " --attention bf16"), "--attention bf16 needs the fast mode");
+  const Result f32 = run(args + " --fast");
+  const Result bf16 = run(args + " --fast --attention bf16");
+  ASSERT_EQ(f32.code, 0) << f32.err;
+  ASSERT_EQ(bf16.code, 0) << bf16.err;
+  const double a = nlohmann::json::parse(f32.out)["ppl"].get<double>();
+  const double b = nlohmann::json::parse(bf16.out)["ppl"].get<double>();
+  EXPECT_NE(a, b);
+  EXPECT_NEAR(b / a, 1.0, 1e-2) << a << " " << b;
+}
+
 TEST(Cli, SmolLM2AnswersParis) {
   const std::string m = test::smollm2_path();
   if (m.empty()) GTEST_SKIP() << "SmolLM2 not found: run scripts/setup.sh (or set KVBENCH_MODEL)";

@@ -97,6 +97,33 @@ TEST(ExperimentConfig, SetOverridesAnyField) {
   EXPECT_NE(error_of(d).find("/decoding/temperature: unknown field"), std::string::npos);
 }
 
+// decoding.attention: "f32" (default, not written back, so older configs
+// read back unchanged) or "bf16" (fast mode only).
+TEST(ExperimentConfig, AttentionPrecisionIsF32OrBf16) {
+  EXPECT_FALSE(parse_experiment(minimal(), "x.json").decoding.bf16_attention);
+  EXPECT_FALSE(to_json(parse_experiment(minimal(), "x.json"))["decoding"].contains("attention"));
+  json d = minimal();
+  apply_override(d, "decoding.attention=bf16");
+  const ExperimentConfig c = parse_experiment(d, "x.json");
+  EXPECT_TRUE(c.decoding.bf16_attention);
+  EXPECT_EQ(to_json(c)["decoding"]["attention"], "bf16");
+  EXPECT_TRUE(parse_experiment(to_json(c), "resolved").decoding.bf16_attention);
+  d = minimal();
+  d["decoding"] = {{"attention", "f32"}};
+  EXPECT_FALSE(parse_experiment(d, "x.json").decoding.bf16_attention);
+  d["decoding"] = {{"attention", "fp8"}};
+  EXPECT_NE(error_of(d).find("experiments/x.json: /decoding/attention: expected \"f32\" or "
+                             "\"bf16\", got \"fp8\""),
+            std::string::npos)
+      << error_of(d);
+  d["decoding"] = {{"attention", true}};
+  EXPECT_NE(error_of(d).find("/decoding/attention: expected a string"), std::string::npos)
+      << error_of(d);
+  d["decoding"] = {{"exact", true}, {"attention", "bf16"}};
+  EXPECT_NE(error_of(d).find("/decoding/attention: bf16 needs the fast mode"), std::string::npos)
+      << error_of(d);
+}
+
 TEST(ExperimentConfig, MalformedFileGivesLineAndColumn) {
   const std::string path = testing::TempDir() + "bad-experiment.json";
   std::ofstream(path) << "{\n  \"tasks\": [\n  }\n";

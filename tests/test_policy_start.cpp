@@ -4,7 +4,7 @@
 // compared with the same spec prefilling alone (what `kvbench run
 // --no-share` does): last prompt logits, then logits of decode steps, bit for
 // bit, and every entry of every tier (position, stream index, sequences,
-// precision) plus the memory report.
+// precision) plus the memory report; with f32 and with bf16 prefill attention.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -154,6 +154,16 @@ TEST_F(PolicyStart, SharingEqualsPrefillingAloneForEverySpecTheRegistryBuilds) {
   check_every_spec();
 }
 TEST_F(PolicyStartGemma3, SharingEqualsPrefillingAloneForEverySpecTheRegistryBuilds) {
+  check_every_spec();
+}
+// The same with bf16 prefill attention (decoding.attention = "bf16"): its
+// rounding must not make a shared start differ either.
+TEST_F(PolicyStart, SharingEqualsPrefillingAloneWithBf16Attention) {
+  eval_->set_bf16_attention(true);
+  check_every_spec();
+}
+TEST_F(PolicyStartGemma3, SharingEqualsPrefillingAloneWithBf16Attention) {
+  eval_->set_bf16_attention(true);
   check_every_spec();
 }
 

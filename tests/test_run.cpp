@@ -101,6 +101,33 @@ std::map<std::string, json> run_shared_and_unshared(const std::string& name,
   return shared;
 }
 
+// decoding.attention = "bf16": the run records it in its config, shares
+// prefills with the same numbers as prefilling alone, and its numbers are
+// its own (the teacher-forced NLL moves by bfloat16's rounding).
+TEST(Run, Bf16AttentionRunsRecordItAndShareExactly) {
+  const std::string body = R"(
+    "tasks": [{"task": "niah", "lengths": [160], "samples": 2}],
+    "policies": ["full", "snapkv:budget=64", "window:budget=64"],
+    "decoding": {"chunk": 64)";
+  const auto bf16 = run_shared_and_unshared("bf16", body + R"(, "attention": "bf16"})");
+  const auto f32 = run_shared_and_unshared("f32", body + "}");
+  ASSERT_EQ(bf16.size(), 6u);
+  ASSERT_EQ(f32.size(), bf16.size());
+  int moved = 0;
+  for (const auto& [id, c] : bf16) {
+    ASSERT_TRUE(f32.count(id)) << id;
+    const double a = c["retention"]["answer_nll"].get<double>();
+    const double b = f32.at(id)["retention"]["answer_nll"].get<double>();
+    moved += a != b;
+    EXPECT_NEAR(a, b, 0.05 * std::fabs(b) + 1e-3) << id;
+  }
+  EXPECT_GT(moved, 0);
+  const std::string dir =
+      testing::TempDir() + "kvbench-run-" + std::to_string(::getpid()) + "/bf16/a";
+  const json config = read_json_file(only_run_folder(dir) + "/config.json");
+  EXPECT_EQ(config["decoding"]["attention"], "bf16");
+}
+
 TEST(Run, TwoRunsGiveIdenticalMetricsAndSharingChangesNothing) {
   const std::string dir = scratch_dir("determinism");
   const std::string exp = write_experiment(dir);

@@ -457,6 +457,11 @@ TEST_F(SnapshotFile, AnotherModelTokenizerOrPrecisionIsRefusedListingTheFields) 
   what = message({expect_.model, "q8"});
   EXPECT_NE(what.find("precision.activations (snapshot f32, expected q8)"), std::string::npos)
       << what;
+  // Nor bf16 prefill attention (its K/V differ after the first layer).
+  what = message({expect_.model, activations_name(MatmulMode::Quantized, true)});
+  EXPECT_NE(what.find("precision.activations (snapshot f32, expected q8+bf16-attn)"),
+            std::string::npos)
+      << what;
   // A hyper-parameter the file does not carry (e.g. a hand-edited GGUF).
   SnapshotExpect e3 = expect_;
   e3.model.hparams["n_ctx_train"] = 4096;
@@ -466,6 +471,11 @@ TEST_F(SnapshotFile, AnotherModelTokenizerOrPrecisionIsRefusedListingTheFields) 
       << what;
   EXPECT_NE(what.find("model.rms_eps"), std::string::npos) << what;
   EXPECT_EQ(message(expect_), "accepted");
+  // A state saved with bf16 prefill attention loads where that is expected.
+  doc.activations = activations_name(MatmulMode::Quantized, true);
+  save_cache_snapshot(path, *cache, doc, expect_.model);
+  EXPECT_EQ(message({expect_.model, "q8+bf16-attn"}), "accepted");
+  EXPECT_NE(message(expect_).find("(snapshot q8+bf16-attn, expected f32)"), std::string::npos);
 }
 
 TEST_F(SnapshotFile, WritesAreAtomicAndLeaveNothingBehindOnFailure) {

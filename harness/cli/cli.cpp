@@ -57,6 +57,15 @@ void print_usage(std::ostream& os) {
 
 }  // namespace
 
+bool attention_option(const std::string& value, bool exact) {
+  if (value != "f32" && value != "bf16")
+    throw InputError("--attention: unknown value '" + value + "' (f32, bf16)");
+  if (value == "bf16" && exact)
+    throw InputError(
+        "--attention bf16 needs the fast mode (8-bit activations), not the exact reference path");
+  return value == "bf16";
+}
+
 bool parse(const Args& args, const po::options_description& desc, po::variables_map& vm,
            std::string_view usage, const po::positional_options_description* positional) {
   po::options_description all;

@@ -32,6 +32,10 @@ bool parse(const Args& args, const boost::program_options::options_description& 
 void add_model_options(boost::program_options::options_description& desc);
 std::string model_path(const boost::program_options::variables_map& vm);
 int thread_count(const boost::program_options::variables_map& vm);  // validated
+// The value of --attention (f32 or bf16): whether prefill attention runs on
+// bfloat16 products (Evaluator::set_bf16_attention). bf16 needs the fast
+// mode: exact = true with bf16 throws InputError, as does any other value.
+bool attention_option(const std::string& value, bool exact);
 
 // Reads a whole text file; InputError naming it when unreadable.
 std::string read_text_file(const std::string& path);

@@ -197,7 +197,7 @@ struct ModelInfo {
   std::string name;     // "llama 135M Q4_1", "gemma3 268M Q4_K_M"
   uint64_t bytes = 0;   // all tensors
   uint64_t params = 0;  // all tensor elements
-  std::string backend;  // "CPU avx512" (+ " exact")
+  std::string backend;  // "CPU avx512" (+ " exact" or " bf16-attn")
 };
 
 // llama.cpp's names of general.file_type (llama_ftype), which llama-bench
@@ -216,7 +216,7 @@ std::string file_type_name(const GgufFile& f) {
   }
 }
 
-ModelInfo model_info(const LlamaModel& m, bool exact) {
+ModelInfo model_info(const LlamaModel& m, bool exact, bool bf16_attention) {
   ModelInfo info;
   std::map<std::string, uint64_t> bytes_by_type;
   for (const GgufTensor& t : m.file().tensors()) {
@@ -236,7 +236,8 @@ ModelInfo model_info(const LlamaModel& m, bool exact) {
   std::string type = file_type_name(m.file());
   if (type.empty() && main_type != bytes_by_type.end()) type = main_type->first;
   info.name = m.config().arch_name + " " + size + (type.empty() ? "" : " " + type);
-  info.backend = "CPU " + std::string(cpu_path_name(default_cpu_path())) + (exact ? " exact" : "");
+  info.backend = "CPU " + std::string(cpu_path_name(default_cpu_path())) + (exact ? " exact" : "") +
+                 (bf16_attention ? " bf16-attn" : "");
   return info;
 }
 
@@ -413,14 +414,16 @@ int cmd_bench(const Args& args) {
       "output,o", po::value<std::string>()->default_value("md"), "output format: md, csv, json")(
       "exact", po::bool_switch(),
       "multiply with f32 activations (the exact reference path) instead of activations quantized "
-      "to 8 bits")("roofline", po::bool_switch(),
-                   "also measure the memory read bandwidth (1 GiB) and the arithmetic peaks "
-                   "(AVX-512 f32 FMA and VNNI "
-                   "int8, with each -t value's threads) and print each test against its limit: tg "
-                   "vs bandwidth / bytes "
-                   "read per token, pp vs the peak of the mode's instructions (f32 FMA with "
-                   "--exact, VNNI otherwise) / "
-                   "operations per token");
+      "to 8 bits")(
+      "attention", po::value<std::string>()->default_value("f32"),
+      "prefill attention's products: f32 (llama.cpp's arithmetic) or bf16 (Q, K, softmax weights "
+      "and V rounded to bfloat16, f32 sums: about twice the f32 rate with AVX-512 BF16; not with "
+      "--exact); the backend column says bf16-attn")(
+      "roofline", po::bool_switch(),
+      "also measure the memory read bandwidth (1 GiB) and the arithmetic peaks (AVX-512 f32 FMA "
+      "and VNNI int8, with each -t value's threads) and print each test against its limit: tg vs "
+      "bandwidth / bytes read per token, pp vs the peak of the mode's instructions (f32 FMA with "
+      "--exact, VNNI otherwise) / operations per token");
   po::variables_map vm;
   if (!parse(args, desc, vm,
              "kvbench bench [-m PATH] [-p 512] [-n 128] [-d DEPTH] [-r REPS] [-t THREADS] [--kv "
@@ -462,6 +465,7 @@ int cmd_bench(const Args& args) {
     throw InputError("--output: unknown format '" + format + "' (md, csv, json)");
   const bool exact = vm["exact"].as<bool>();
   const bool roofline = vm["roofline"].as<bool>();
+  const bool bf16_attention = attention_option(vm["attention"].as<std::string>(), exact);
 
   // Tests in llama-bench's order: every pp, then every tg; zeros skipped.
   struct Test {
@@ -483,13 +487,14 @@ int cmd_bench(const Args& args) {
         throw InputError("--n-depth " + std::to_string(d) + " plus a test of " +
                          std::to_string(t.n_prompt + t.n_gen) +
                          " tokens exceeds the model's context of " + std::to_string(n_ctx));
-  const ModelInfo info = model_info(*model, exact);
+  const ModelInfo info = model_info(*model, exact, bf16_attention);
   const Tokenizer& tok = model->tokenizer();
   const bool tty = isatty(STDERR_FILENO);
 
   std::vector<Result> results;
   for (int n_threads : threads) {
     Evaluator eval(*model, n_threads, exact ? MatmulMode::Exact : MatmulMode::Quantized);
+    eval.set_bf16_attention(bf16_attention);
     for (const CacheConfig& cfg : configs) {
       for (int depth : depths) {
         int max_test = 0;

@@ -43,7 +43,10 @@ int cmd_perplexity(const Args& args) {
       "fast", po::bool_switch(),
       "multiply with activations quantized to 8 bits, as llama.cpp and `kvbench run` do (default "
       "here: f32 "
-      "activations, the exact reference path)");
+      "activations, the exact reference path)")(
+      "attention", po::value<std::string>()->default_value("f32"),
+      "prefill attention's products with --fast: f32 (llama.cpp's arithmetic) or bf16 (Q, K, "
+      "softmax weights and V rounded to bfloat16, f32 sums)");
   po::variables_map vm;
   if (!parse(
           args, desc, vm,
@@ -63,6 +66,8 @@ int cmd_perplexity(const Args& args) {
     throw InputError(std::string("--policy: ") + e.what());
   }
   o.seed = vm["seed"].as<uint64_t>();
+  const bool bf16_attention =
+      attention_option(vm["attention"].as<std::string>(), !vm["fast"].as<bool>());
   const int threads = thread_count(vm);
   const std::string file = vm["file"].as<std::string>();
   const std::string text = read_text_file(file);
@@ -87,6 +92,7 @@ int cmd_perplexity(const Args& args) {
 
   Evaluator eval(*model, threads,
                  vm["fast"].as<bool>() ? MatmulMode::Quantized : MatmulMode::Exact);
+  eval.set_bf16_attention(bf16_attention);
   const bool tty = isatty(STDERR_FILENO);
   const auto t0 = std::chrono::steady_clock::now();
   const PerplexityResult r =

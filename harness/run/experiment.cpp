@@ -368,12 +368,20 @@ ExperimentConfig parse_experiment(const json& doc, const std::string& source) {
     c.policies.push_back(parse_policy(policies.at(i)));
   if (root.has("decoding")) {
     const Node d = root.at("decoding");
-    d.expect_object({"max_new_tokens", "chunk", "question_first", "exact"});
+    d.expect_object({"max_new_tokens", "chunk", "question_first", "exact", "attention"});
     if (d.has("max_new_tokens"))
       c.decoding.max_new_tokens = static_cast<int>(d.at("max_new_tokens").integer(0, 4096));
     if (d.has("chunk")) c.decoding.chunk = static_cast<int>(d.at("chunk").integer(1, 1 << 16));
     if (d.has("question_first")) c.decoding.question_first = d.at("question_first").boolean();
     if (d.has("exact")) c.decoding.exact = d.at("exact").boolean();
+    if (d.has("attention")) {
+      const Node a = d.at("attention");
+      const std::string v = a.string();
+      if (v != "f32" && v != "bf16") a.fail("expected \"f32\" or \"bf16\", got \"" + v + "\"");
+      if (v == "bf16" && c.decoding.exact)
+        a.fail("bf16 needs the fast mode (8-bit activations), not \"exact\": true");
+      c.decoding.bf16_attention = v == "bf16";
+    }
   }
   if (root.has("metrics")) {
     const Node m = root.at("metrics");
@@ -436,6 +444,8 @@ json to_json(const ExperimentConfig& c) {
                 {"needle_survival", c.metrics.needle_survival}}},
               {"output", c.output},
               {"keep_prefills", c.keep_prefills}};
+  // Written only when set, so configs without it read back as before.
+  if (c.decoding.bf16_attention) out["decoding"]["attention"] = "bf16";
   // A config that gave "model" reads back exactly as before.
   if (c.models_listed) {
     json models = json::array();

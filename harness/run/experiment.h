@@ -18,7 +18,8 @@
 //   "policies": [ "full", "snapkv:window=32+int8",
 //                 {"spec": "h2o", "budgets": [128, 256, 0.2], "label": "Attention-based"},
 //                 {"policy": "snapkv", "budget": 256, "window": 8} ],  // parameters as fields
-//   "decoding": {"max_new_tokens": 0, "chunk": 512, "question_first": false, "exact": false},
+//   "decoding": {"max_new_tokens": 0, "chunk": 512, "question_first": false, "exact": false,
+//                "attention": "f32"},
 //                                           // max_new_tokens 0 = the task's own
 //   "metrics": {"teacher_forced": true, "needle_survival": true},
 //   "output": "results"
@@ -59,6 +60,9 @@ struct DecodingConfig {
   // f32 activations (the exact reference path) instead of 8-bit ones (as
   // llama.cpp computes; the default, several times faster).
   bool exact = false;
+  // "attention": "bf16": prefill attention on bfloat16 products
+  // (Evaluator::set_bf16_attention; fast mode only). Default "f32".
+  bool bf16_attention = false;
 };
 
 struct MetricsConfig {

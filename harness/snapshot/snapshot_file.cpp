@@ -52,6 +52,11 @@ void write_document(StateWriter& out, const SnapshotDocument& d) {
   out.tag(state_tag("DEND"));
 }
 
+// The activations field's values (activations_name, snapshot_model.h).
+bool known_activations(const std::string& name) {
+  return name == "f32" || name == "q8" || name == "q8+bf16-attn";
+}
+
 SnapshotDocument read_document(StateReader& in) {
   in.set_context("document");
   in.expect_tag(state_tag("DOCS"), "document");
@@ -63,8 +68,7 @@ SnapshotDocument read_document(StateReader& in) {
   d.chunk = in.i32("chunk");
   if (d.chunk < 1) in.fail("chunk " + std::to_string(d.chunk));
   d.activations = in.str("activations", 16);
-  if (d.activations != "f32" && d.activations != "q8")
-    in.fail("activation precision '" + d.activations + "'");
+  if (!known_activations(d.activations)) in.fail("activation precision '" + d.activations + "'");
   in.array_upto(d.logits, 1 << 24, "logits");
   in.expect_tag(state_tag("DEND"), "end of document");
   return d;

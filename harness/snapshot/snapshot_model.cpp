@@ -32,6 +32,9 @@ ModelIdentity model_identity(const LlamaModel& model) {
   return id;
 }
 
-std::string activations_name(MatmulMode mode) { return mode == MatmulMode::Exact ? "f32" : "q8"; }
+std::string activations_name(MatmulMode mode, bool bf16_attention) {
+  if (mode == MatmulMode::Exact) return "f32";
+  return bf16_attention ? "q8+bf16-attn" : "q8";
+}
 
 }  // namespace kvbench

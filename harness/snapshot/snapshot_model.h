@@ -14,7 +14,9 @@ namespace kvbench {
 // Hashes the model file (about 0.1 s for the 98 MB default model).
 ModelIdentity model_identity(const LlamaModel& model);
 
-// "f32" (MatmulMode::Exact) or "q8" (MatmulMode::Quantized).
-std::string activations_name(MatmulMode mode);
+// "f32" (MatmulMode::Exact), "q8" (MatmulMode::Quantized) or
+// "q8+bf16-attn" (Quantized with bf16 prefill attention,
+// Evaluator::set_bf16_attention): a state made with one is not another's.
+std::string activations_name(MatmulMode mode, bool bf16_attention = false);
 
 }  // namespace kvbench
