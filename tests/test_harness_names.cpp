@@ -26,6 +26,7 @@ const std::map<std::string, std::set<std::string>> kSameWordElsewhere = {
     {"cli.cpp", {"merge", "f32", "bf16"}},  // the `merge` subcommand; --attention f32|bf16
     {"cmd_perplexity.cpp", {"f32"}},        // --attention's default
     {"experiment.cpp", {"f32", "bf16"}},    // decoding.attention: f32 or bf16 products
+    {"arithmetic.cpp", {"f32"}},            //   "  (a run's arithmetic, in reports)
     {"cmd_submit.cpp", {"merge"}},          // `submit --merge`: a job that merges the shards
     {"snapshot_file.h", {"f32"}},           // snapshot activations: f32 or q8
     {"snapshot_file.cpp", {"f32"}},         //   "

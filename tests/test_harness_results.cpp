@@ -146,6 +146,12 @@ TEST(Report, WritesTableReportAndPlots) {
   // to its prediction.
   EXPECT_NE(html.find("<li>The full cache (full) scores 1.000 [0.510, 1.000] (n=4)"),
             std::string::npos);
+  // The run's arithmetic (no decoding fields: the defaults), in both reports.
+  EXPECT_NE(html.find("; arithmetic: fast (8-bit activations), f32 attention;"), std::string::npos);
+  std::ifstream md_in(run.path("report.md"));
+  const std::string md((std::istreambuf_iterator<char>(md_in)), std::istreambuf_iterator<char>());
+  EXPECT_NE(md.find("\n- arithmetic: fast (8-bit activations), f32 attention\n"),
+            std::string::npos);
   if (s.plot_warning.empty())
     EXPECT_NE(html.find("<img src=\"plots/heatmaps.svg\""), std::string::npos);
   EXPECT_NE(html.find("<a href=\"predictions.html#cell-passkey-3--h2o\">0.00</a>"),
@@ -239,6 +245,35 @@ TEST(Compare, ANoiseSizedDropIsNoRegression) {
       std::string::npos)
       << r3.report;
   for (const auto* f : {&base, &same, &one, &three}) f->remove();
+}
+
+// Runs of different arithmetic (decoding.exact, decoding.attention) are
+// compared, with a note first; runs of the same arithmetic get none.
+TEST(Compare, AnotherArithmeticIsNamedFirst) {
+  const std::string out = testing::TempDir() + "kvbench-results-" + std::to_string(::getpid());
+  auto run_with = [&](const std::string& name, const json& decoding) {
+    RunFolder f = RunFolder::create(out, name, json{{"name", name}, {"decoding", decoding}},
+                                    json{{"plan", {{"cells", 10}}}});
+    for (const auto& c : ten(passing_but(0))) f.write_cell(c["id"].get<std::string>(), c);
+    return f;
+  };
+  const RunFolder f32 = run_with("f32", {{"exact", false}});
+  const RunFolder bf16 = run_with("bf16", {{"exact", false}, {"attention", "bf16"}});
+  const RunFolder exact = run_with("exact", {{"exact", true}});
+  const RunFolder plain = make_run("plain", ten(passing_but(0)));  // no decoding: the defaults
+  const CompareResult same = compare_runs(f32.dir(), plain.dir(), 0);
+  EXPECT_EQ(same.report.find("Note:"), std::string::npos) << same.report;
+  const CompareResult r = compare_runs(f32.dir(), bf16.dir(), 0);
+  EXPECT_EQ(r.report.rfind("Note: the runs compute with different arithmetic (base: fast (8-bit "
+                           "activations), f32 attention; new: fast (8-bit activations), bf16 "
+                           "attention)",
+                           0),
+            0u)
+      << r.report;
+  EXPECT_FALSE(r.regressed);
+  EXPECT_NE(compare_runs(exact.dir(), f32.dir(), 0).report.find("base: exact (f32 activations)"),
+            std::string::npos);
+  for (const auto* f : {&f32, &bf16, &exact, &plain}) f->remove();
 }
 
 TEST(Compare, ASignificantDropBeyondTheToleranceRegresses) {

@@ -6,6 +6,7 @@
 #include <sstream>
 #include <vector>
 
+#include "harness/report/arithmetic.h"
 #include "harness/report/models.h"
 #include "harness/report/stats.h"
 #include "harness/run/run_folder.h"
@@ -195,6 +196,14 @@ CompareResult compare_runs(const std::string& base_dir, const std::string& new_d
   }
 
   std::ostringstream o;
+  // Another arithmetic moves scores by itself (bf16 attention, exact
+  // activations): said first, so that no change is read as a policy's alone.
+  const std::string base_arith = escaped_text(arithmetic_text(base.config()), 80),
+                    new_arith = escaped_text(arithmetic_text(next.config()), 80);
+  if (base_arith != new_arith)
+    o << "Note: the runs compute with different arithmetic (base: " << base_arith
+      << "; new: " << new_arith
+      << "): scores move by that as well as by any change of the policies.\n\n";
   o << "## Per configuration and task (tolerance " << tolerance << ")\n\n"
     << "A drop is a regression when the paired test calls it significant (p < " << stats::kAlpha
     << ", one-sided: mid-p McNemar when every score is 0 or 1; otherwise the larger p of a "

@@ -4,6 +4,7 @@
 #include <map>
 #include <sstream>
 
+#include "harness/report/arithmetic.h"
 #include "harness/report/html.h"
 #include "harness/report/models.h"
 #include "harness/report/plots.h"
@@ -281,6 +282,7 @@ ReportSummary write_report(const RunFolder& run) {
     about << "\n- models:";
     for (const auto& m : model_list) about << "\n  - " << markdown_cell(m);
   }
+  about << "\n- arithmetic: " << escaped_text(arithmetic_text(config), 80);
   about << "\n- threads: " << config.value("threads", 0);
   // meta.json comes from whoever shared the folder: one line each, escaped.
   if (meta.contains("cpu")) about << ", CPU: " << escaped_text(meta["cpu"].get<std::string>(), 200);
@@ -382,6 +384,7 @@ ReportSummary write_report(const RunFolder& run) {
     for (size_t i = 0; i < model_list.size(); ++i)
       html << (i ? ";" : "") << " <code>" << html_escape(model_list[i]) << "</code>";
   }
+  html << "; arithmetic: " << html_escape(arithmetic_text(config));
   html << "; threads: " << config.value("threads", 0);
   if (meta.contains("cpu")) html << "; CPU: " << html_escape(meta["cpu"].get<std::string>());
   if (meta.contains("git_commit"))
