@@ -288,6 +288,8 @@ void prefill(const attn::Kernels& K, const AttentionShape& s, const float* q,
   const int64_t n_tokens = static_cast<int64_t>(positions.size());
   const int64_t q_stride = int64_t{s.n_heads} * hd;
   const float scale = log2_scale(s);
+  // bf16 products take a head's elements in pairs (model configs refuse odd head sizes).
+  assert(!s.bf16 || hd % 2 == 0);
 
   // 1. Key tiles of every KV head, piece by piece (a tile never spans two
   //    pieces), with each tile's position range (for skipping fully masked
