@@ -10,7 +10,8 @@
 #
 # Each round runs ppN for each N of the comma-separated prompt lengths
 # (default 512,2048) and tgGEN (default 64, at depth 0) in transformers,
-# kvbench bench and kvbench bench --exact, three repetitions each. Prints each
+# kvbench bench, kvbench bench --attention bf16 and kvbench bench --exact,
+# three repetitions each. Prints each
 # tool's per-round medians, their medians over the rounds, and the medians of
 # the per-round ratios kvbench / transformers.
 set -euo pipefail
@@ -36,8 +37,8 @@ trap 'rm -f "$log"' EXIT
 for ((r = 1; r <= rounds; r++)); do
   echo "round $r/$rounds" >&2
   "$python" "$here/scripts/hf_bench.py" "$model" "$threads" "$r" "$prompts" "$gen" 2>/dev/null >> "$log"
-  for mode in fast exact; do
-    flag=(); [ $mode = exact ] && flag=(--exact)
+  for mode in fast bf16 exact; do
+    flag=(); [ $mode = exact ] && flag=(--exact); [ $mode = bf16 ] && flag=(--attention bf16)
     "$kvbench" bench -m "$model" -t "$threads" -p "$prompts" -n "$gen" -r 3 "${flag[@]}" -o csv 2>/dev/null |
       python3 -c '
 import csv, sys
@@ -53,9 +54,10 @@ ts = collections.defaultdict(lambda: collections.defaultdict(list))  # test -> (
 for line in open(sys.argv[1]):
     tool, rnd, test, v = line.strip().split(",")
     ts[test][(tool, rnd)].append(float(v))
-tools = ["transformers", "kvbench fast", "kvbench exact"]
-print("| test | " + " | ".join(f"{t} t/s (rounds)" for t in tools) + " | fast / transformers | exact / transformers |")
-print("| --- |" + " ---: |" * (len(tools) + 2))
+tools = ["transformers", "kvbench fast", "kvbench bf16", "kvbench exact"]
+print("| test | " + " | ".join(f"{t} t/s (rounds)" for t in tools) +
+      " | fast / transformers | bf16 / transformers | exact / transformers |")
+print("| --- |" + " ---: |" * (len(tools) + 3))
 for test in sorted(ts, key=lambda t: (t[:2], int(t[2:]))):
     rounds = sorted({r for (_, r) in ts[test]}, key=int)
     per = {t: [statistics.median(ts[test][(t, r)]) for r in rounds if ts[test][(t, r)]] for t in tools}
