@@ -59,7 +59,7 @@ void print_usage(std::ostream& os) {
 
 bool attention_option(const std::string& value, bool exact) {
   if (value != "f32" && value != "bf16")
-    throw InputError("--attention: unknown value '" + value + "' (f32, bf16)");
+    throw InputError("--attention: unknown value '" + value.substr(0, 40) + "' (f32, bf16)");
   if (value == "bf16" && exact)
     throw InputError(
         "--attention bf16 needs the fast mode (8-bit activations), not the exact reference path");

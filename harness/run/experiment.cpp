@@ -377,7 +377,8 @@ ExperimentConfig parse_experiment(const json& doc, const std::string& source) {
     if (d.has("attention")) {
       const Node a = d.at("attention");
       const std::string v = a.string();
-      if (v != "f32" && v != "bf16") a.fail("expected \"f32\" or \"bf16\", got \"" + v + "\"");
+      if (v != "f32" && v != "bf16")
+        a.fail("expected \"f32\" or \"bf16\", got \"" + v.substr(0, 40) + "\"");
       if (v == "bf16" && c.decoding.exact)
         a.fail("bf16 needs the fast mode (8-bit activations), not \"exact\": true");
       c.decoding.bf16_attention = v == "bf16";
