@@ -73,14 +73,16 @@ struct Bf16Native {
     for (int p = 0; p < hd / 2; ++p)
       std::fill(k32 + p * kKeyTile + count, k32 + (p + 1) * kKeyTile, 0u);
   }
-  // In place, ascending: half word i of a row is written after float i was read.
+  // In place, ascending, 16 at a time (head_dim is a multiple of 16 here,
+  // not always of 32): half words [d, d + 16) are written after floats
+  // [d, d + 16) were read, below every float not yet read.
   static void prepare_queries(float* qs, int rows, int hd) {
     for (int r = 0; r < rows; ++r) {
       float* q = qs + r * hd;
       uint16_t* q16 = reinterpret_cast<uint16_t*>(q);
-      for (int d = 0; d < hd; d += 32) {
-        const __m512bh b = _mm512_cvtne2ps_pbh(I::load(q + d + 16), I::load(q + d));
-        std::memcpy(q16 + d, &b, 64);
+      for (int d = 0; d < hd; d += 16) {
+        const __m256bh b = _mm512_cvtneps_pbh(I::load(q + d));
+        std::memcpy(q16 + d, &b, 32);
       }
     }
   }
