@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <sstream>
 
 #include <nlohmann/json.hpp>
@@ -48,7 +49,7 @@ struct CellSpec {
 // dirty: built with uncommitted changes (meta.json git_dirty).
 std::string make_run(const std::string& out, const std::string& commit, const std::string& started,
                      const std::vector<CellSpec>& cells, const std::string& experiment = "tiny",
-                     bool dirty = false) {
+                     bool dirty = false, const json& decoding = json()) {
   json meta = {{"git_commit", commit},
                {"started_utc", started},
                {"model_sha256", "ab12"},
@@ -57,8 +58,9 @@ std::string make_run(const std::string& out, const std::string& commit, const st
                {"plan", {{"cells", cells.size()}}}};
   if (dirty) meta["git_dirty"] = true;
   // The folder's name is fixed: the experiment's may be anything.
-  RunFolder f =
-      RunFolder::create(out, "run", json{{"name", experiment}, {"model", out + "/m.gguf"}}, meta);
+  json config = {{"name", experiment}, {"model", out + "/m.gguf"}};
+  if (!decoding.is_null()) config["decoding"] = decoding;
+  RunFolder f = RunFolder::create(out, "run", config, meta);
   int k = 0;
   for (const CellSpec& c : cells) {
     const std::string id = "c" + std::to_string(k++);
@@ -186,6 +188,38 @@ TEST(History, RegressionPointIsTheFirstSignificantDrop) {
   // The plot marks it.
   const std::string script = plot_script(t, d + "/trend.png");
   EXPECT_NE(script.find("title 'regression point'"), std::string::npos) << script;
+  fs::remove_all(d);
+}
+
+// A run of another arithmetic (bf16 attention, exact activations) is a
+// series of its own: at the same commit it neither replaces the default
+// run's cells nor becomes the point the next default run is compared with.
+TEST(History, RunsOfAnotherArithmeticAreTheirOwnSeries) {
+  const std::string d = scratch("arithmetic");
+  const auto db = open_history(d + "/h.sqlite", true);
+  add_run(*db, make_run(d, "1111111", "2026-11-21T07:00:00Z", group("snapkv", "niah", 4, 0)), "");
+  add_run(*db,
+          make_run(d, "1111111", "2026-11-21T08:00:00Z", group("snapkv", "niah", 4, 4), "tiny",
+                   false, json{{"attention", "bf16"}}),
+          "");
+  add_run(*db,
+          make_run(d, "1111111", "2026-11-21T09:00:00Z", group("snapkv", "niah", 4, 4), "tiny",
+                   false, json{{"exact", true}}),
+          "");
+  add_run(*db, make_run(d, "2222222", "2026-11-22T07:00:00Z", group("snapkv", "niah", 4, 0)), "");
+  const Trend t = load_trend(*db, 0.05);
+  std::map<std::string, size_t> points;
+  for (const Series& s : t.series) points[s.experiment] = s.points.size();
+  EXPECT_EQ(points,
+            (std::map<std::string, size_t>{{"tiny", 2},
+                                           {"tiny [fast (8-bit activations), bf16 attention]", 1},
+                                           {"tiny [exact (f32 activations), f32 attention]", 1}}));
+  // The default series kept its own cells at the first commit: no drop.
+  for (const Series& s : t.series)
+    if (s.experiment == "tiny") {
+      EXPECT_DOUBLE_EQ(s.points[0].score.mean, 1.0);
+      EXPECT_FALSE(s.points[1].regressed);
+    }
   fs::remove_all(d);
 }
 

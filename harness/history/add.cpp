@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "harness/history/time_text.h"
+#include "harness/report/arithmetic.h"
 #include "harness/report/models.h"
 #include "harness/run/run_folder.h"
 #include "harness/sha256.h"
@@ -119,10 +120,14 @@ AddResult add_run(const Db& db, const std::string& run_dir, const std::string& r
   const bool several = meta.contains("models");
   const std::string machine = machine_key(meta, meta_file);
   const std::string chash = config_hash(run.config());
-  const std::string experiment =
-      run.config().contains("name") && run.config()["name"].is_string()
-          ? run.config()["name"].get<std::string>().substr(0, kMaxFieldBytes)
-          : std::string("experiment");
+  std::string experiment = run.config().contains("name") && run.config()["name"].is_string()
+                               ? run.config()["name"].get<std::string>().substr(0, kMaxFieldBytes)
+                               : std::string("experiment");
+  // A run of another arithmetic than the default (exact activations, bf16
+  // attention) is a series of its own: its scores move by the arithmetic,
+  // which is no change of the code. Default runs keep the bare name.
+  const std::string arithmetic = arithmetic_text(run.config());
+  if (arithmetic != arithmetic_text(json::object())) experiment += " [" + arithmetic + "]";
   for (ModelRun& m : models) {
     json identity = {{"git_commit", r.git_commit}, {"started_utc", started},
                      {"model_sha256", m.sha256},   {"config_hash", chash},
