@@ -60,6 +60,7 @@ inline __m512 dp(__m512 acc, __m512i a, __m512i b) {
 // of the tile, element d of each).
 struct Bf16Native {
   using I = Avx512;
+  static constexpr bool kRound = true;
 
   static void put_keys(float* kt, int32_t j, int d, const float* vals, int n) {
     uint16_t* k16 = reinterpret_cast<uint16_t*>(kt);
@@ -194,7 +195,7 @@ struct Bf16Native {
 }  // namespace
 
 void bf16_native_pack_keys(const Rows& k, int hd, int32_t begin, int32_t count, float* kt) {
-  pack_keys_bf16_kernel<Avx512, Bf16Native>(k, hd, begin, count, kt);
+  pack_keys_kernel<Avx512, Bf16Native>(k, hd, begin, count, kt);
 }
 void bf16_native_prefill_tile(const PrefillTile& a, const PrefillWork& w) {
   prefill_tile_bf16_kernel<Avx512, Bf16Native>(a, w);

@@ -580,7 +580,24 @@ void decode_block_kernel(const DecodeBlock& a, const DecodeWork& w, float* m, fl
   }
 }
 
-template <class I, KvElement KE>
+// The layout of a packed key tile, a policy of pack_keys_t:
+// put_keys(kt, j, d, vals, n) stores elements [d, d + n) of key j,
+// zero_columns(kt, hd, count) clears the columns past the tile's keys, and
+// kRound rounds the keys to bfloat16 first (bf16 products: Bf16Emulated,
+// Bf16Native). F32Keys is the f32 products' layout: transposed f32 rows,
+// element d at row d.
+struct F32Keys {
+  static constexpr bool kRound = false;
+  static void put_keys(float* kt, int32_t j, int d, const float* vals, int n) {
+    for (int i = 0; i < n; ++i) kt[(d + i) * kKeyTile + j] = vals[i];
+  }
+  static void zero_columns(float* kt, int hd, int32_t count) {
+    for (int d = 0; d < hd; ++d)
+      std::fill(kt + d * kKeyTile + count, kt + (d + 1) * kKeyTile, 0.0f);
+  }
+};
+
+template <class I, class P, KvElement KE>
 void pack_keys_t(const Rows& k, int hd, int32_t begin, int32_t count, float* kt) {
   alignas(64) float tmp[64];
   static_assert(I::W <= 64);
@@ -589,16 +606,20 @@ void pack_keys_t(const Rows& k, int hd, int32_t begin, int32_t count, float* kt)
     const RowRef row =
         prepare_row<I, KE>(k.row(begin + j), hd, k.group, params_of(k, begin + j), prm);
     for (int d = 0; d < hd; d += I::W) {
-      I::store(tmp, load_row<I, KE>(row, d, hd, k.group));
-      for (int i = 0; i < I::W; ++i) kt[(d + i) * kKeyTile + j] = tmp[i];
+      const typename I::V v = load_row<I, KE>(row, d, hd, k.group);
+      if constexpr (P::kRound)
+        I::store(tmp, I::round_bf16(v));
+      else
+        I::store(tmp, v);
+      P::put_keys(kt, j, d, tmp, I::W);
     }
   }
-  for (int d = 0; d < hd; ++d) std::fill(kt + d * kKeyTile + count, kt + (d + 1) * kKeyTile, 0.0f);
+  P::zero_columns(kt, hd, count);
 }
 
-template <class I>
+template <class I, class P>
 void pack_keys_kernel(const Rows& k, int hd, int32_t begin, int32_t count, float* kt) {
-  with_element(k.type, [&]<KvElement E>() { pack_keys_t<I, E>(k, hd, begin, count, kt); });
+  with_element(k.type, [&]<KvElement E>() { pack_keys_t<I, P, E>(k, hd, begin, count, kt); });
 }
 
 // Rows [j0, j0 + count) of r as f32 into out [count][hd].
@@ -719,8 +740,8 @@ void prefill_tile_kernel(const PrefillTile& a, const PrefillWork& w) {
 //
 // One algorithm over a "product" policy P, which owns the layouts and the
 // two products (Q.K and P.V):
-//   P::put_keys(kt, j, d, vals, n): rounded elements [d, d + n) of key j
-//   P::zero_columns(kt, hd, count): key columns [count, kKeyTile) zero
+//   the key layout (F32Keys's members, kRound = true): the keys rounded,
+//     then packed by pack_keys_t
 //   P::prepare_queries(qs, rows, hd): rounded scaled queries into P's layout,
 //     row r still starting at qs + r * hd
 //   P::qk<RB>(qs, hd, kt, s): s[r][0, kKeyTile) for RB rows
@@ -739,12 +760,12 @@ void prefill_tile_kernel(const PrefillTile& a, const PrefillWork& w) {
 // j, ascending) takes each pair odd first.
 template <class I>
 struct Bf16Emulated {
+  static constexpr bool kRound = true;
   static void put_keys(float* kt, int32_t j, int d, const float* vals, int n) {
     for (int i = 0; i < n; ++i) kt[((d + i) ^ 1) * kKeyTile + j] = vals[i];
   }
   static void zero_columns(float* kt, int hd, int32_t count) {
-    for (int d = 0; d < hd; ++d)
-      std::fill(kt + d * kKeyTile + count, kt + (d + 1) * kKeyTile, 0.0f);
+    F32Keys::zero_columns(kt, hd, count);  // the same rows, in another order
   }
   static void prepare_queries(float* qs, int rows, int hd) {
     for (int i = 0; i < rows * hd; i += I::W) I::store(qs + i, I::round_bf16(I::load(qs + i)));
@@ -777,27 +798,6 @@ struct Bf16Emulated {
     pv_rows<I, KvElement::F32>(s, rows, r, 0, 2 * npairs, hd, acc);
   }
 };
-
-template <class I, class P, KvElement KE>
-void pack_keys_bf16_t(const Rows& k, int hd, int32_t begin, int32_t count, float* kt) {
-  alignas(64) float tmp[64];
-  static_assert(I::W <= 64);
-  for (int32_t j = 0; j < count; ++j) {
-    float prm[kMaxRowParams];
-    const RowRef row =
-        prepare_row<I, KE>(k.row(begin + j), hd, k.group, params_of(k, begin + j), prm);
-    for (int d = 0; d < hd; d += I::W) {
-      I::store(tmp, I::round_bf16(load_row<I, KE>(row, d, hd, k.group)));
-      P::put_keys(kt, j, d, tmp, I::W);
-    }
-  }
-  P::zero_columns(kt, hd, count);
-}
-
-template <class I, class P>
-void pack_keys_bf16_kernel(const Rows& k, int hd, int32_t begin, int32_t count, float* kt) {
-  with_element(k.type, [&]<KvElement E>() { pack_keys_bf16_t<I, P, E>(k, hd, begin, count, kt); });
-}
 
 template <class I, class P>
 void prefill_tile_bf16_kernel(const PrefillTile& a, const PrefillWork& w) {
@@ -871,9 +871,9 @@ constexpr Kernels make_kernels() {
   k.width = I::W;
   k.scores = scores_kernel<I>;
   k.decode_block = decode_block_kernel<I>;
-  k.pack_keys = pack_keys_kernel<I>;
+  k.pack_keys = pack_keys_kernel<I, F32Keys>;
   k.prefill_tile = prefill_tile_kernel<I>;
-  k.pack_keys_bf16 = pack_keys_bf16_kernel<I, Bf16Emulated<I>>;
+  k.pack_keys_bf16 = pack_keys_kernel<I, Bf16Emulated<I>>;
   k.prefill_tile_bf16 = prefill_tile_bf16_kernel<I, Bf16Emulated<I>>;
   k.exp2_shift = exp2_shift_kernel<I>;
   k.row_max = row_max_kernel<I>;
