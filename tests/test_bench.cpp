@@ -8,12 +8,15 @@
 #include <sys/wait.h>
 #include <array>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <map>
 
 #include <nlohmann/json.hpp>
 
 #include "harness/bench/compute_peak.h"
+#include "model/ops/attention.h"
+#include "model/ops/quant_dot.h"
 #include "tests/support/cli_run.h"
 #include "tests/support/reference_gemma3.h"
 #include "tests/support/reference_llama.h"
@@ -187,6 +190,28 @@ TEST(Bench, Bf16AttentionIsNamedInTheBackend) {
     EXPECT_EQ(nlohmann::json::parse(f.out)[0]["backend"].get<std::string>().find("bf16"),
               std::string::npos);
   }
+}
+
+// The backend says when bf16 products are emulated by f32 FMAs (the same
+// numbers at about f32 speed): always on the AVX2 path, and on AVX-512 where
+// the CPU lacks AVX-512 BF16.
+TEST(Bench, Bf16AttentionSaysWhenItIsEmulated) {
+  const std::string args = "-m " + test::tiny_model_path() + " -p 8 -n 0 -r 1 -t 1 -o json";
+  auto backend = [&](const char* cpu) {
+    const char* old = std::getenv("KVBENCH_CPU");
+    const std::string saved = old ? old : "";
+    if (cpu) setenv("KVBENCH_CPU", cpu, 1);
+    const Result r = run(args + " --attention bf16");
+    if (cpu) old ? setenv("KVBENCH_CPU", saved.c_str(), 1) : unsetenv("KVBENCH_CPU");
+    EXPECT_EQ(r.code, 0) << r.err;
+    return r.code == 0 ? nlohmann::json::parse(r.out)[0]["backend"].get<std::string>() : "";
+  };
+  if (cpu_path_supported(CpuPath::Avx2))
+    EXPECT_EQ(backend("avx2"), "CPU avx2 bf16-attn (emulated)");
+  const std::string best = backend(nullptr);
+  const bool native = bf16_attention_native(default_cpu_path());
+  EXPECT_EQ(best.ends_with(" bf16-attn (emulated)"), !native) << best;
+  EXPECT_EQ(best.ends_with(" bf16-attn"), native) << best;
 }
 
 }  // namespace

@@ -37,6 +37,7 @@
 #include "model/evaluator.h"
 #include "model/gguf/ggml_types.h"
 #include "model/llama_model.h"
+#include "model/ops/attention.h"
 #include "model/ops/quant_dot.h"
 #include "model/steps.h"
 #include "policies/full_cache.h"
@@ -197,7 +198,7 @@ struct ModelInfo {
   std::string name;     // "llama 135M Q4_1", "gemma3 268M Q4_K_M"
   uint64_t bytes = 0;   // all tensors
   uint64_t params = 0;  // all tensor elements
-  std::string backend;  // "CPU avx512" (+ " exact" or " bf16-attn")
+  std::string backend;  // "CPU avx512" (+ " exact", " bf16-attn" or " bf16-attn (emulated)")
 };
 
 // llama.cpp's names of general.file_type (llama_ftype), which llama-bench
@@ -236,8 +237,13 @@ ModelInfo model_info(const LlamaModel& m, bool exact, bool bf16_attention) {
   std::string type = file_type_name(m.file());
   if (type.empty() && main_type != bytes_by_type.end()) type = main_type->first;
   info.name = m.config().arch_name + " " + size + (type.empty() ? "" : " " + type);
-  info.backend = "CPU " + std::string(cpu_path_name(default_cpu_path())) + (exact ? " exact" : "") +
-                 (bf16_attention ? " bf16-attn" : "");
+  // Emulated bf16 (no AVX-512 BF16 on this CPU, or KVBENCH_CPU below
+  // avx512): the same numbers at about f32 speed, so the row says so.
+  const CpuPath path = default_cpu_path();
+  const std::string bf16 = !bf16_attention               ? ""
+                           : bf16_attention_native(path) ? " bf16-attn"
+                                                         : " bf16-attn (emulated)";
+  info.backend = "CPU " + std::string(cpu_path_name(path)) + (exact ? " exact" : "") + bf16;
   return info;
 }
 
@@ -418,7 +424,8 @@ int cmd_bench(const Args& args) {
       "attention", po::value<std::string>()->default_value("f32"),
       "prefill attention's products: f32 (llama.cpp's arithmetic) or bf16 (Q, K, softmax weights "
       "and V rounded to bfloat16, f32 sums: about twice the f32 rate with AVX-512 BF16; not with "
-      "--exact); the backend column says bf16-attn")(
+      "--exact); the backend column says bf16-attn, or bf16-attn (emulated) where the CPU lacks "
+      "AVX-512 BF16 (the same numbers at about f32 speed)")(
       "roofline", po::bool_switch(),
       "also measure the memory read bandwidth (1 GiB) and the arithmetic peaks (AVX-512 f32 FMA "
       "and VNNI int8, with each -t value's threads) and print each test against its limit: tg vs "

@@ -430,6 +430,10 @@ void observe_prefill(const attn::Kernels& K, const AttentionShape& s, int layer,
 
 }  // namespace
 
+bool bf16_attention_native(CpuPath path) {
+  return path == CpuPath::Avx512 && attn::avx512_bf16_kernels() != nullptr;
+}
+
 void attend(const AttentionShape& s, int layer, const float* q, std::span<const int32_t> positions,
             KvCache& cache, float* out, ThreadPool& pool, AttentionScratch& sc) {
   const int64_t n_tokens = static_cast<int64_t>(positions.size());

@@ -87,6 +87,11 @@ struct AttentionScratch {
   std::vector<float> group_sums;                // decode: per head [n], probs summed over the group
 };
 
+// Whether AttentionShape::bf16 runs vdpbf16ps along `path` on this CPU (the
+// AVX-512 path on a CPU whose CPUID reports AVX-512 BF16). Elsewhere the same
+// numbers come from f32 FMAs on the rounded values, at about f32 speed.
+bool bf16_attention_native(CpuPath path);
+
 // q:   [n_tokens][n_heads][head_dim]  (rotated)
 // out: [n_tokens][n_heads][head_dim]
 // positions: [n_tokens] of the queries.
