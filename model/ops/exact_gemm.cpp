@@ -21,15 +21,24 @@ int64_t exact_gemm_panel_floats(int64_t n_rows, int64_t k) {
   return (n_rows + kPanelRows - 1) / kPanelRows * k * kPanelRows;
 }
 
+constexpr int64_t kPackCols = 16;
+
 void exact_gemm_pack(const float* w, int64_t ldw, int64_t n_rows, int64_t k, float* panels) {
   const int64_t n_panels = (n_rows + kPanelRows - 1) / kPanelRows;
   for (int64_t p = 0; p < n_panels; ++p) {
     float* dst = panels + p * k * kPanelRows;
     const int64_t r0 = p * kPanelRows, nr = std::min(kPanelRows, n_rows - r0);
     if (nr < kPanelRows) std::memset(dst, 0, sizeof(float) * k * kPanelRows);
-    for (int64_t r = 0; r < nr; ++r) {
-      const float* src = w + (r0 + r) * ldw;
-      for (int64_t c = 0; c < k; ++c) dst[c * kPanelRows + r] = src[c];
+    // In blocks of kPackCols columns, so that the block's part of the panel
+    // (kPackCols x 32 floats) stays in L1 while every row writes into it: a
+    // whole row at a time strides over the panel's k x 128 bytes, more than
+    // L1 holds at SmolLM2's widths, and made packing 14% of exact pp512.
+    for (int64_t c0 = 0; c0 < k; c0 += kPackCols) {
+      const int64_t c1 = std::min(k, c0 + kPackCols);
+      for (int64_t r = 0; r < nr; ++r) {
+        const float* src = w + (r0 + r) * ldw;
+        for (int64_t c = c0; c < c1; ++c) dst[c * kPanelRows + r] = src[c];
+      }
     }
   }
 }
