@@ -43,7 +43,7 @@ TEST(ExactGemm, EveryPathIsBitIdenticalToTheReference) {
   std::vector<CpuPath> paths = test::simd_paths();
   paths.push_back(CpuPath::Scalar);
   for (int64_t rows : {1, 16, 31, 32, 33, 96, 100})
-    for (int64_t tokens : {1, 2, 5, 8, 9, 17})
+    for (int64_t tokens : {1, 2, 5, 8, 9, 12, 17, 25})
       for (int64_t k : {1, 7, 64, 576}) {
         const auto w = test::gaussian(rng, rows * k, 0.1f);
         const auto x = test::gaussian(rng, tokens * k, 1.0f);

@@ -10,9 +10,9 @@
 //
 // The SIMD kernels read the rows packed into panels of kPanelRows rows,
 // column-major inside a panel ([c][row]: one vector load gives 16 rows'
-// element c), and broadcast each token's x[c]: a register tile of 6 tokens x
-// 32 rows keeps 12 independent accumulator chains, two loads and six
-// broadcasts per 12 FMAs.
+// element c), and broadcast each token's x[c]: the AVX-512 register tile of
+// 12 tokens x 32 rows keeps 24 independent accumulator chains, two loads and
+// twelve broadcasts per 24 FMAs (AVX2: 2 tokens x 32 rows).
 #pragma once
 
 #include <cstdint>

@@ -12,6 +12,8 @@
 #include <immintrin.h>
 
 #include <algorithm>
+#include <array>
+#include <utility>
 
 #if defined(__clang__)
 #define KVBENCH_UNROLL _Pragma("unroll")
@@ -26,8 +28,11 @@
 namespace kvbench::exact {
 namespace {
 
-// AVX-512: T tokens x 2 vectors of 16 rows. T = 8: 16 accumulators, the two
-// panel vectors, and the broadcasts folded into the FMAs' memory operands.
+// AVX-512: T tokens x 2 vectors of 16 rows. T = 12: 24 accumulators, the two
+// panel vectors, and the broadcasts folded into the FMAs' memory operands;
+// each panel load serves 12 FMAs instead of 8. SmolLM2's four Q4_1 shapes, 512
+// tokens, one thread, Xeon, medians of 5 alternating rounds: 139.7-143.6
+// GFLOP/s against 126.6-132.0 with T = 8; T = 14 was within the noise of 12.
 template <int T>
 void micro512(const float* panel, const float* x, int64_t ldx, int64_t k, float* y, int64_t ldy,
               int64_t nr) {
@@ -91,14 +96,16 @@ struct M256 {
   static constexpr MicroFn fn = micro256<T>;
 };
 
+template <template <int> class M, int... I>
+constexpr std::array<MicroFn, sizeof...(I)> micro_table(std::integer_sequence<int, I...>) {
+  return {M<I + 1>::fn...};
+}
+
 template <int kT, template <int> class M>
 void gemm_panels(const float* panels, int64_t n_rows, const float* x, int64_t ldx,
                  int64_t n_tokens, int64_t k, float* y, int64_t ldy) {
-  static constexpr MicroFn by_tokens[8] = {M<1>::fn, M<std::min(2, kT)>::fn, M<std::min(3, kT)>::fn,
-                                           M<std::min(4, kT)>::fn, M<std::min(5, kT)>::fn,
-                                           M<std::min(6, kT)>::fn, M<std::min(7, kT)>::fn,
-                                           M<std::min(8, kT)>::fn};
-  static_assert(kT >= 1 && kT <= 8);
+  // by_tokens[n - 1]: the micro-kernel of n tokens.
+  static constexpr auto by_tokens = micro_table<M>(std::make_integer_sequence<int, kT>());
   for (int64_t t0 = 0; t0 < n_tokens; t0 += kT) {
     const int64_t nt = std::min<int64_t>(kT, n_tokens - t0);
     for (int64_t r0 = 0; r0 < n_rows; r0 += kPanelRows)
@@ -109,7 +116,7 @@ void gemm_panels(const float* panels, int64_t n_rows, const float* x, int64_t ld
 
 }  // namespace
 
-GemmPanelsFn avx512_gemm_panels() { return gemm_panels<8, M512>; }
+GemmPanelsFn avx512_gemm_panels() { return gemm_panels<12, M512>; }
 GemmPanelsFn avx2_gemm_panels() { return gemm_panels<2, M256>; }
 
 }  // namespace kvbench::exact
