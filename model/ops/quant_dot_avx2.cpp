@@ -304,8 +304,12 @@ int quant_q8_block(const float* x, uint8_t* qs, float* d_out) {
   return hsum_i32(_mm256_add_epi32(_mm256_add_epi32(q[0], q[1]), _mm256_add_epi32(q[2], q[3])));
 }
 
+// F16C's round-to-nearest-even conversion: the bits of fp32_to_fp16 for every
+// input (non-NaN: AttentionF16.F16cConversionMatchesScalarReferenceBitForBit;
+// NaN: both keep the sign and the top payload bits, quiet), at a fraction of
+// the scalar function's cost (0.9% of pp2048, two calls per 32 activations).
 void store_f16(uint8_t* p, float v) {
-  const uint16_t h = fp32_to_fp16(v);
+  const auto h = static_cast<uint16_t>(_cvtss_sh(v, _MM_FROUND_TO_NEAREST_INT));
   std::memcpy(p, &h, 2);
 }
 
