@@ -119,6 +119,10 @@ TEST(Roofline, ComputePeaksCountTheLoopsOperations) {
   const PeakLoop f = f32_fma_loop(), v = int8_vnni_loop();
   if (f.ops > 0) EXPECT_EQ(f.ops, int64_t{1 << 16} * 12 * 16 * 2);
   if (v.ops > 0) EXPECT_EQ(v.ops, int64_t{1 << 16} * 12 * 64 * 2);
+  // The Q4_1 mix counts its vpdpbusd only: 16 per round, half as many rounds.
+  const PeakLoop mix = int8_vnni_q4_1_mix_loop();
+  EXPECT_EQ(mix.ops > 0, v.ops > 0);
+  if (mix.ops > 0) EXPECT_EQ(mix.ops, int64_t{1 << 15} * 16 * 64 * 2);
   ThreadPool pool(2);
   const ComputePeak p = measure_compute_peak(pool, 1);
   EXPECT_EQ(p.f32_flops_per_s > 0, f.ops > 0);

@@ -25,6 +25,10 @@ struct PeakLoop {
 };
 PeakLoop f32_fma_loop();
 PeakLoop int8_vnni_loop();
+// int8_vnni_loop's vpdpbusd (only they are counted) among the other vector
+// instructions the quantized Q4_1 products need per block: the ceiling that
+// llama.cpp's arithmetic puts on those products, below the bare VNNI peak.
+PeakLoop int8_vnni_q4_1_mix_loop();
 
 struct ComputePeak {
   double f32_flops_per_s = 0;  // 0: no AVX-512 on this CPU

@@ -5,7 +5,10 @@
 //    (2 per multiply-add) per thread;
 //  - PeakVnni: AVX-512 VNNI u8 x s8 dot products (vpdpbusd: 64 multiply-adds
 //    each), integer ops/s (2 per multiply-add) per thread — what the 8-bit
-//    activation kernels are built on.
+//    activation kernels are built on;
+//  - PeakVnniQ4_1Mix: the same vpdpbusd among the other vector instructions
+//    the Q4_1 products need per block (counted: the vpdpbusd alone), the
+//    ceiling llama.cpp's arithmetic puts on those products.
 // The peak loops are kvbench bench --roofline's (harness/bench/compute_peak.h).
 //
 //   build/tests/kvbench_microbench --benchmark_filter='ReadBandwidth|Peak'
@@ -67,6 +70,21 @@ void BM_PeakVnni(benchmark::State& state) {
   state.SetItemsProcessed(ops);  // integer ops
 }
 BENCHMARK(BM_PeakVnni)->Threads(1)->Threads(2)->UseRealTime();
+
+void BM_PeakVnniQ4_1Mix(benchmark::State& state) {
+  if (int8_vnni_q4_1_mix_loop().ops == 0) {
+    state.SkipWithError("no AVX-512 VNNI");
+    return;
+  }
+  int64_t ops = 0;
+  for (auto _ : state) {
+    const PeakLoop l = int8_vnni_q4_1_mix_loop();
+    benchmark::DoNotOptimize(l.result);
+    ops += l.ops;
+  }
+  state.SetItemsProcessed(ops);  // integer ops of the vpdpbusd alone
+}
+BENCHMARK(BM_PeakVnniQ4_1Mix)->Threads(1)->Threads(2)->UseRealTime();
 
 }  // namespace
 }  // namespace kvbench
