@@ -4,12 +4,14 @@
 // and the float steps of a block (convert, scale, FMA) serve 16 outputs each.
 // Float order: the legacy chain of quant_dot_scalar.cpp, one lane per output.
 //
-// Per block, 16 rows and one activation: 8 vpdpbusd, then an integer start
-// value, a conversion, a multiply and an FMA (two FMAs for Q4_1 / Q5_1); the
-// weight codes are decoded once per block and group and meet kT activations.
-// Measured alone (SmolLM2's 1536 x 576 Q4_1, 512 tokens, Zen 4): 290-320 G
-// int ops/s per thread, about 65% of the measured vpdpbusd peak, against
-// 123-152 for the earlier per-row kernels.
+// Per block, 16 rows and one activation: 8 vpdpbusd in two sums, then their
+// integer add, an integer start value, a conversion, a multiply and an FMA
+// (two FMAs for Q4_1 / Q5_1); the weight codes are decoded once per block
+// and group and meet kT activations. Measured alone (SmolLM2's 1536 x 576
+// Q4_1, 512 tokens, one thread): Zen 4, 290-320 G int ops/s, about 65% of
+// the measured vpdpbusd peak (123-152 for the earlier per-row kernels); a
+// Xeon, 297.5, 69% of the ceiling this instruction mix allows there
+// (BM_PeakVnniQ4_1Mix, docs/PERFORMANCE.md).
 //
 // GGUF rows (no interleaved copy: odd row counts, tests) are repacked 16 at a
 // time into a per-thread group and go through the same micro-kernel.
