@@ -77,8 +77,9 @@ void Evaluator::llama_layer(int l, std::span<const int32_t> positions, KvCache& 
   matmul_group(qkv, xn_.data(), n, pool_, matmul_scratch_, matmul_options_);
   for_tokens(n, [&](int64_t t0, int64_t t1) {
     for (int64_t t = t0; t < t1; ++t) {
-      rope_rotate(q_.data() + t * c.q_dim(), c.n_heads, c.head_dim, positions[t], inv_freq_);
-      rope_rotate(k_.data() + t * c.kv_dim(), c.n_kv_heads, c.head_dim, positions[t], inv_freq_);
+      const float *cs = rope_.cos_at(t), *sn = rope_.sin_at(t);
+      rope_rotate_cs(q_.data() + t * c.q_dim(), c.n_heads, c.head_dim, cs, sn, rope_.half);
+      rope_rotate_cs(k_.data() + t * c.kv_dim(), c.n_kv_heads, c.head_dim, cs, sn, rope_.half);
     }
   });
   cache.append(l, k_.data(), v_.data());
@@ -114,6 +115,15 @@ void Evaluator::step(std::span<const int32_t> tokens, std::span<const int32_t> p
     dequantize_row(w.tok_embd.type, w.tok_embd.row(tokens[t]), x_.data() + t * c.dim, c.dim);
   }
   if (c.arch == Arch::Gemma3) gemma3_scale_embeddings(n);
+
+  // The rotary angles' cosines and sines at this step's positions, once for
+  // all layers.
+  rope_.resize(n, inv_freq_);
+  if (c.arch == Arch::Gemma3) rope_local_.resize(n, inv_freq_local_);
+  for_tokens(n, [&](int64_t t0, int64_t t1) {
+    rope_.fill(positions, t0, t1, inv_freq_);
+    if (c.arch == Arch::Gemma3) rope_local_.fill(positions, t0, t1, inv_freq_local_);
+  });
 
   StepInfo info;
   info.seq = seq;

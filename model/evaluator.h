@@ -15,6 +15,7 @@
 #include "model/ops/attention.h"
 #include "model/ops/kv_cache.h"
 #include "model/ops/matmul.h"
+#include "model/ops/rope.h"
 #include "model/ops/thread_pool.h"
 
 namespace kvbench {
@@ -76,6 +77,10 @@ class Evaluator {
   AttentionScratch attention_scratch_;
   std::vector<float> inv_freq_;        // [rope.n_dims / 2]
   std::vector<float> inv_freq_local_;  // gemma3's local layers: [rope.n_dims / 2]
+  // This step's RoPE cosines and sines, built once in step() for every layer:
+  // rope_ from inv_freq_, rope_local_ from inv_freq_local_ (gemma3).
+  RopeTable rope_;
+  RopeTable rope_local_;
   int64_t capacity_ = 0;
   // Activations, [capacity][width]:
   std::vector<float> x_;     // residual stream [dim]

@@ -40,7 +40,7 @@ void Evaluator::gemma3_layer(int l, std::span<const int32_t> positions, KvCache&
   const LayerWeights& L = model_.weights().layers[l];
   const int64_t n = static_cast<int64_t>(positions.size());
   const bool local = g.local[l];
-  const std::vector<float>& inv_freq = local ? inv_freq_local_ : inv_freq_;
+  const RopeTable& rope = local ? rope_local_ : rope_;
 
   // Attention block: x += post_norm(Wo . attention(q, k, v)) with
   // q = rope(q_norm(Wq xn)), k = rope(k_norm(Wk xn)), v = Wv xn.
@@ -53,9 +53,9 @@ void Evaluator::gemma3_layer(int l, std::span<const int32_t> positions, KvCache&
   rms_norm_rows(k_.data(), L.k_norm, k_.data(), n * c.n_kv_heads, c.head_dim);
   for_tokens(n, [&](int64_t t0, int64_t t1) {
     for (int64_t t = t0; t < t1; ++t) {
-      rope_rotate_neox(q_.data() + t * c.q_dim(), c.n_heads, c.head_dim, positions[t], inv_freq);
-      rope_rotate_neox(k_.data() + t * c.kv_dim(), c.n_kv_heads, c.head_dim, positions[t],
-                       inv_freq);
+      const float *cs = rope.cos_at(t), *sn = rope.sin_at(t);
+      rope_rotate_neox_cs(q_.data() + t * c.q_dim(), c.n_heads, c.head_dim, cs, sn, rope.half);
+      rope_rotate_neox_cs(k_.data() + t * c.kv_dim(), c.n_kv_heads, c.head_dim, cs, sn, rope.half);
     }
   });
   cache.append(l, k_.data(), v_.data());

@@ -21,34 +21,82 @@ std::vector<float> rope_inv_freq(const RopeConfig& rope) {
   return inv;
 }
 
+namespace {
+
+// One position's angles: pos * theta_i, then cos and sin in f32.
+void angles(int64_t pos, const std::vector<float>& inv_freq, float* c, float* s) {
+  for (size_t i = 0; i < inv_freq.size(); ++i) {
+    const float angle = static_cast<float>(pos) * inv_freq[i];
+    c[i] = std::cos(angle);
+    s[i] = std::sin(angle);
+  }
+}
+
+// One position's cosines then sines, [2][half], for the calls without a table
+// (per thread: any head size the loaders accept, no allocation per call).
+float* scratch(size_t half) {
+  thread_local std::vector<float> buf;
+  if (buf.size() < 2 * half) buf.resize(2 * half);
+  return buf.data();
+}
+
+}  // namespace
+
+void RopeTable::resize(int64_t n, const std::vector<float>& inv_freq) {
+  half = static_cast<int>(inv_freq.size());
+  const auto size = static_cast<size_t>(n * half);
+  if (cos.size() < size) {
+    cos.resize(size);
+    sin.resize(size);
+  }
+}
+
+void RopeTable::fill(std::span<const int32_t> positions, int64_t t0, int64_t t1,
+                     const std::vector<float>& inv_freq) {
+  assert(static_cast<int>(inv_freq.size()) == half);
+  for (int64_t t = t0; t < t1; ++t)
+    angles(positions[t], inv_freq, cos.data() + t * half, sin.data() + t * half);
+}
+
+void rope_rotate_cs(float* x, int n_vectors, int stride, const float* c, const float* s, int half) {
+  // Vector by vector, along each one (each element's arithmetic is the same
+  // in any order; this one reads memory in sequence).
+  for (int v = 0; v < n_vectors; ++v) {
+    float* p = x + static_cast<int64_t>(v) * stride;
+    for (int i = 0; i < half; ++i) {
+      const float a = p[2 * i], b = p[2 * i + 1];
+      p[2 * i] = a * c[i] - b * s[i];
+      p[2 * i + 1] = a * s[i] + b * c[i];
+    }
+  }
+}
+
+void rope_rotate_neox_cs(float* x, int n_vectors, int stride, const float* c, const float* s,
+                         int half) {
+  for (int v = 0; v < n_vectors; ++v) {
+    float* p = x + static_cast<int64_t>(v) * stride;
+    for (int i = 0; i < half; ++i) {
+      const float a = p[i], b = p[i + half];
+      p[i] = a * c[i] - b * s[i];
+      p[i + half] = a * s[i] + b * c[i];
+    }
+  }
+}
+
 void rope_rotate(float* x, int n_vectors, int stride, int64_t pos,
                  const std::vector<float>& inv_freq) {
   const int half = static_cast<int>(inv_freq.size());
-  for (int i = 0; i < half; ++i) {
-    const float angle = static_cast<float>(pos) * inv_freq[i];
-    const float c = std::cos(angle), s = std::sin(angle);
-    for (int v = 0; v < n_vectors; ++v) {
-      float* p = x + static_cast<int64_t>(v) * stride + 2 * i;
-      const float a = p[0], b = p[1];
-      p[0] = a * c - b * s;
-      p[1] = a * s + b * c;
-    }
-  }
+  float* c = scratch(half);
+  angles(pos, inv_freq, c, c + half);
+  rope_rotate_cs(x, n_vectors, stride, c, c + half, half);
 }
 
 void rope_rotate_neox(float* x, int n_vectors, int stride, int64_t pos,
                       const std::vector<float>& inv_freq) {
   const int half = static_cast<int>(inv_freq.size());
-  for (int i = 0; i < half; ++i) {
-    const float angle = static_cast<float>(pos) * inv_freq[i];
-    const float c = std::cos(angle), s = std::sin(angle);
-    for (int v = 0; v < n_vectors; ++v) {
-      float* p = x + static_cast<int64_t>(v) * stride;
-      const float a = p[i], b = p[i + half];
-      p[i] = a * c - b * s;
-      p[i + half] = a * s + b * c;
-    }
-  }
+  float* c = scratch(half);
+  angles(pos, inv_freq, c, c + half);
+  rope_rotate_neox_cs(x, n_vectors, stride, c, c + half, half);
 }
 
 }  // namespace kvbench

@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <vector>
 
 namespace kvbench {
@@ -33,5 +34,28 @@ void rope_rotate(float* x, int n_vectors, int stride, int64_t pos,
 // x[v * stride + i + n_dims / 2] for i < n_dims / 2 (n_dims = 2 * inv_freq.size()).
 void rope_rotate_neox(float* x, int n_vectors, int stride, int64_t pos,
                       const std::vector<float>& inv_freq);
+
+// The cosines and sines of a step's angles, pos * theta_i for each position
+// and i < n_dims / 2: the values rope_rotate computes per call, computed once
+// per step and shared by every layer (a forward pass rotates Q and K at the
+// same positions in each of its layers; the libm calls were 1.9% of pp2048).
+struct RopeTable {
+  int half = 0;
+  std::vector<float> cos, sin;  // [positions][half]
+
+  // Room for n positions of inv_freq's pairs (keeps what it holds).
+  void resize(int64_t n, const std::vector<float>& inv_freq);
+  // Rows [t0, t1): the angles at positions[t0, t1) (threads fill disjoint ranges).
+  void fill(std::span<const int32_t> positions, int64_t t0, int64_t t1,
+            const std::vector<float>& inv_freq);
+  const float* cos_at(int64_t t) const { return cos.data() + t * half; }
+  const float* sin_at(int64_t t) const { return sin.data() + t * half; }
+};
+
+// rope_rotate / rope_rotate_neox with the angles' cosines c[i] and sines s[i]
+// given (a RopeTable row): the same bits.
+void rope_rotate_cs(float* x, int n_vectors, int stride, const float* c, const float* s, int half);
+void rope_rotate_neox_cs(float* x, int n_vectors, int stride, const float* c, const float* s,
+                         int half);
 
 }  // namespace kvbench
