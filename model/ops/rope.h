@@ -38,7 +38,8 @@ void rope_rotate_neox(float* x, int n_vectors, int stride, int64_t pos,
 // The cosines and sines of a step's angles, pos * theta_i for each position
 // and i < n_dims / 2: the values rope_rotate computes per call, computed once
 // per step and shared by every layer (a forward pass rotates Q and K at the
-// same positions in each of its layers; the libm calls were 1.9% of pp2048).
+// same positions in each of its layers; RoPE was 1.9% of pp2048, half of it
+// the calls to cos and sin).
 struct RopeTable {
   int half = 0;
   std::vector<float> cos, sin;  // [positions][half]
