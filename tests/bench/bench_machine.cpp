@@ -41,48 +41,31 @@ BENCHMARK(BM_ReadBandwidth)
     ->Iterations(3)
     ->Unit(benchmark::kMillisecond);
 
-void BM_PeakFma(benchmark::State& state) {
-  if (f32_fma_loop().ops == 0) {
-    state.SkipWithError("no AVX-512F");
+// One peak loop per iteration on each benchmark thread; its operations
+// counted as items (FLOPs or integer ops). Skipped where the CPU lacks them.
+void run_peak(benchmark::State& state, PeakLoop (*loop)(), const char* missing) {
+  if (loop().ops == 0) {
+    state.SkipWithError(missing);
     return;
   }
   int64_t ops = 0;
   for (auto _ : state) {
-    const PeakLoop l = f32_fma_loop();
+    const PeakLoop l = loop();
     benchmark::DoNotOptimize(l.result);
     ops += l.ops;
   }
-  state.SetItemsProcessed(ops);  // FLOPs
+  state.SetItemsProcessed(ops);
 }
+
+void BM_PeakFma(benchmark::State& state) { run_peak(state, f32_fma_loop, "no AVX-512F"); }
 BENCHMARK(BM_PeakFma)->Threads(1)->Threads(2)->UseRealTime();
 
-void BM_PeakVnni(benchmark::State& state) {
-  if (int8_vnni_loop().ops == 0) {
-    state.SkipWithError("no AVX-512 VNNI");
-    return;
-  }
-  int64_t ops = 0;
-  for (auto _ : state) {
-    const PeakLoop l = int8_vnni_loop();
-    benchmark::DoNotOptimize(l.result);
-    ops += l.ops;
-  }
-  state.SetItemsProcessed(ops);  // integer ops
-}
+void BM_PeakVnni(benchmark::State& state) { run_peak(state, int8_vnni_loop, "no AVX-512 VNNI"); }
 BENCHMARK(BM_PeakVnni)->Threads(1)->Threads(2)->UseRealTime();
 
+// Items: the vpdpbusd's integer ops alone.
 void BM_PeakVnniQ4_1Mix(benchmark::State& state) {
-  if (int8_vnni_q4_1_mix_loop().ops == 0) {
-    state.SkipWithError("no AVX-512 VNNI");
-    return;
-  }
-  int64_t ops = 0;
-  for (auto _ : state) {
-    const PeakLoop l = int8_vnni_q4_1_mix_loop();
-    benchmark::DoNotOptimize(l.result);
-    ops += l.ops;
-  }
-  state.SetItemsProcessed(ops);  // integer ops of the vpdpbusd alone
+  run_peak(state, int8_vnni_q4_1_mix_loop, "no AVX-512 VNNI");
 }
 BENCHMARK(BM_PeakVnniQ4_1Mix)->Threads(1)->Threads(2)->UseRealTime();
 
