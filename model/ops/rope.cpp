@@ -40,6 +40,17 @@ float* scratch(size_t half) {
   return buf.data();
 }
 
+// A rotation at `pos` through one of the *_cs kernels, its angles computed
+// for this call.
+using RotateCs = void (*)(float*, int, int, const float*, const float*, int);
+void rotate_at(RotateCs rotate, float* x, int n_vectors, int stride, int64_t pos,
+               const std::vector<float>& inv_freq) {
+  const int half = static_cast<int>(inv_freq.size());
+  float* c = scratch(half);
+  angles(pos, inv_freq, c, c + half);
+  rotate(x, n_vectors, stride, c, c + half, half);
+}
+
 }  // namespace
 
 void RopeTable::resize(int64_t n, const std::vector<float>& inv_freq) {
@@ -85,18 +96,12 @@ void rope_rotate_neox_cs(float* x, int n_vectors, int stride, const float* c, co
 
 void rope_rotate(float* x, int n_vectors, int stride, int64_t pos,
                  const std::vector<float>& inv_freq) {
-  const int half = static_cast<int>(inv_freq.size());
-  float* c = scratch(half);
-  angles(pos, inv_freq, c, c + half);
-  rope_rotate_cs(x, n_vectors, stride, c, c + half, half);
+  rotate_at(rope_rotate_cs, x, n_vectors, stride, pos, inv_freq);
 }
 
 void rope_rotate_neox(float* x, int n_vectors, int stride, int64_t pos,
                       const std::vector<float>& inv_freq) {
-  const int half = static_cast<int>(inv_freq.size());
-  float* c = scratch(half);
-  angles(pos, inv_freq, c, c + half);
-  rope_rotate_neox_cs(x, n_vectors, stride, c, c + half, half);
+  rotate_at(rope_rotate_neox_cs, x, n_vectors, stride, pos, inv_freq);
 }
 
 }  // namespace kvbench
