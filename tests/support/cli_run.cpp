@@ -7,17 +7,23 @@
 #include <algorithm>
 #include <array>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <iterator>
 
 namespace kvbench::test {
+
+std::string binary_under_test() {
+  const char* other = std::getenv("KVBENCH_TEST_BINARY");
+  return other && *other ? other : KVBENCH_BINARY;
+}
 
 CliResult run_kvbench(const std::string& args) {
   const std::string err_path =
       testing::TempDir() + "kvbench-cli-stderr-" + std::to_string(::getpid()) + ".txt";
   CliResult r;
   r.args = args;
-  FILE* p = popen((std::string(KVBENCH_BINARY) + " " + args + " 2>" + err_path).c_str(), "r");
+  FILE* p = popen((binary_under_test() + " " + args + " 2>" + err_path).c_str(), "r");
   if (!p) return r;
   std::array<char, 4096> buf;
   size_t n;

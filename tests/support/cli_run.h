@@ -12,6 +12,10 @@ struct CliResult {
   std::string out, err;
 };
 
+// The kvbench binary the CLI tests run: KVBENCH_TEST_BINARY when set (an
+// older build, to show a test fails there), else the one CMake built.
+std::string binary_under_test();
+
 // `kvbench <args>` through the shell (args may quote and redirect stdin).
 // stderr goes to a file named by this process's id, so parallel test
 // processes never read each other's output.

@@ -29,6 +29,7 @@
 #include "harness/run/plan.h"
 #include "harness/run/run_folder.h"
 #include "harness/sha256.h"
+#include "tests/hostile/hostile_support.h"
 #include "tests/support/cli_run.h"
 #include "tests/support/reference_llama.h"
 
@@ -39,56 +40,12 @@ namespace fs = std::filesystem;
 using json = nlohmann::json;
 using test::expect_input_error;
 using test::run_kvbench;
-
-std::string scratch(const std::string& name) {
-  const std::string d =
-      testing::TempDir() + "kvbench-hostile-" + std::to_string(::getpid()) + "/" + name;
-  fs::remove_all(d);
-  fs::create_directories(d);
-  return d;
-}
-
-std::string slurp(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  return {std::istreambuf_iterator<char>(in), {}};
-}
-
-// A one-instance experiment on the tiny model (two cells: full and a window).
-std::string tiny_experiment(const std::string& dir, const std::string& extra = "") {
-  const std::string path = dir + "/tiny.json";
-  std::ofstream(path) << R"({"name": "tiny", "model": ")" << test::tiny_model_path()
-                      << R"(", "threads": 1,
-    "tasks": [{"task": "passkey", "lengths": [128]}],
-    "policies": ["full", {"spec": "window:budget=64", "label": "win"}],
-    "decoding": {"chunk": 64, "max_new_tokens": 2})"
-                      << extra << "}";
-  return path;
-}
-
-// A finished run folder of the tiny experiment.
-std::string tiny_run(const std::string& dir) {
-  const auto r = run_kvbench("run " + tiny_experiment(dir) + " -q --out " + dir + "/out");
-  EXPECT_EQ(r.code, 0) << r.err;
-  for (const auto& e : fs::directory_iterator(dir + "/out")) return e.path().string();
-  return "";
-}
-
-// Every entry under `dir` (relative path -> content, "<dir>" for folders).
-std::map<std::string, std::string> tree(const std::string& dir) {
-  std::map<std::string, std::string> out;
-  if (!fs::exists(dir)) return out;
-  for (const auto& e : fs::recursive_directory_iterator(dir))
-    out[fs::relative(e.path(), dir).string()] =
-        e.is_regular_file() ? slurp(e.path().string()) : "<dir>";
-  return out;
-}
-
-std::vector<std::string> cell_files(const std::string& run) {
-  std::vector<std::string> out;
-  for (const auto& e : fs::directory_iterator(run + "/cells")) out.push_back(e.path().string());
-  std::sort(out.begin(), out.end());
-  return out;
-}
+using test::cell_files;
+using test::scratch;
+using test::slurp;
+using test::tiny_experiment;
+using test::tiny_run;
+using test::tree;
 
 // --- class 1: nothing in a run folder or config reaches a shell --------------
 
@@ -579,7 +536,7 @@ TEST(Hostile, ARunFolderHasOneWriterAndResumeRemovesStaleTemporaries) {
       const int null_fd = ::open("/dev/null", O_WRONLY);
       ::dup2(null_fd, STDOUT_FILENO);
       ::dup2(null_fd, STDERR_FILENO);
-      const std::string binary = KVBENCH_BINARY;
+      const std::string binary = test::binary_under_test();
       execl(binary.c_str(), binary.c_str(), "report", run.c_str(), nullptr);
       _exit(127);
     }
@@ -642,7 +599,7 @@ TEST(Hostile, KilledAtTwentyRandomMomentsLeavesNoTemporaries) {
   for (int round = 0; round < 20; ++round) {
     const pid_t pid = fork();
     if (pid == 0) {
-      const std::string binary = KVBENCH_BINARY, out = dir + "/killed";
+      const std::string binary = test::binary_under_test(), out = dir + "/killed";
       const int null_fd = ::open("/dev/null", O_WRONLY);
       ::dup2(null_fd, STDOUT_FILENO);
       ::dup2(null_fd, STDERR_FILENO);

@@ -1,0 +1,65 @@
+#include "tests/hostile/hostile_support.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+
+#include "tests/support/cli_run.h"
+#include "tests/support/reference_llama.h"
+
+namespace kvbench::test {
+
+namespace fs = std::filesystem;
+
+std::string scratch(const std::string& name) {
+  const std::string d =
+      testing::TempDir() + "kvbench-hostile-" + std::to_string(::getpid()) + "/" + name;
+  fs::remove_all(d);
+  fs::create_directories(d);
+  return d;
+}
+
+std::string slurp(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), {}};
+}
+
+std::string tiny_experiment(const std::string& dir, const std::string& extra) {
+  const std::string path = dir + "/tiny.json";
+  std::ofstream(path) << R"({"name": "tiny", "model": ")" << tiny_model_path()
+                      << R"(", "threads": 1,
+    "tasks": [{"task": "passkey", "lengths": [128]}],
+    "policies": ["full", {"spec": "window:budget=64", "label": "win"}],
+    "decoding": {"chunk": 64, "max_new_tokens": 2})"
+                      << extra << "}";
+  return path;
+}
+
+std::string tiny_run(const std::string& dir) {
+  const auto r = run_kvbench("run " + tiny_experiment(dir) + " -q --out " + dir + "/out");
+  EXPECT_EQ(r.code, 0) << r.err;
+  for (const auto& e : fs::directory_iterator(dir + "/out")) return e.path().string();
+  return "";
+}
+
+std::map<std::string, std::string> tree(const std::string& dir) {
+  std::map<std::string, std::string> out;
+  if (!fs::exists(dir)) return out;
+  for (const auto& e : fs::recursive_directory_iterator(dir))
+    out[fs::relative(e.path(), dir).string()] =
+        e.is_regular_file() ? slurp(e.path().string()) : "<dir>";
+  return out;
+}
+
+std::vector<std::string> cell_files(const std::string& run) {
+  std::vector<std::string> out;
+  for (const auto& e : fs::directory_iterator(run + "/cells")) out.push_back(e.path().string());
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+}  // namespace kvbench::test

@@ -1,0 +1,32 @@
+// What every hostile-input test needs: a scratch folder per test process, a
+// tiny experiment on the tests' tiny model and a finished run folder of it,
+// and snapshots of a folder's files (to show that nothing was written).
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+namespace kvbench::test {
+
+// An empty folder <TempDir>/kvbench-hostile-<pid>/<name> (removed first).
+std::string scratch(const std::string& name);
+
+// A file's bytes ("" when it cannot be read).
+std::string slurp(const std::string& path);
+
+// A one-instance experiment on the tiny model (two cells: full and a
+// 64-token window labelled "win"), written to <dir>/tiny.json; `extra` is
+// JSON text appended inside the top-level object (", \"key\": value").
+std::string tiny_experiment(const std::string& dir, const std::string& extra = "");
+
+// A finished run folder of tiny_experiment under <dir>/out (its path).
+std::string tiny_run(const std::string& dir);
+
+// Every entry under `dir` (relative path -> content, "<dir>" for folders).
+std::map<std::string, std::string> tree(const std::string& dir);
+
+// The files of <run>/cells, sorted.
+std::vector<std::string> cell_files(const std::string& run);
+
+}  // namespace kvbench::test
