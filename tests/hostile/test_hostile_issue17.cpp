@@ -38,9 +38,9 @@ namespace {
 
 namespace fs = std::filesystem;
 using json = nlohmann::json;
+using test::cell_files;
 using test::expect_input_error;
 using test::run_kvbench;
-using test::cell_files;
 using test::scratch;
 using test::slurp;
 using test::tiny_experiment;
@@ -118,7 +118,8 @@ TEST(Hostile, MetaTextStaysOneLineInTheReport) {
   meta["cpu"] = "Fast CPU\n# Injected heading";
   meta["git_dirty"] = "yes";
   std::ofstream(run + "/meta.json") << meta.dump();
-  expect_input_error(run_kvbench("report " + run), run + "/meta.json: /git_dirty: expected true or false");
+  expect_input_error(run_kvbench("report " + run),
+                     run + "/meta.json: /git_dirty: expected true or false");
   meta["git_dirty"] = true;
   std::ofstream(run + "/meta.json") << meta.dump();
   const auto r = run_kvbench("report " + run);
@@ -127,7 +128,8 @@ TEST(Hostile, MetaTextStaysOneLineInTheReport) {
   EXPECT_EQ(md.find("\n# Injected heading"), std::string::npos);
   EXPECT_NE(md.find("CPU: Fast CPU\\n# Injected heading"), std::string::npos);
   EXPECT_NE(md.find("(built with uncommitted changes)"), std::string::npos);
-  EXPECT_NE(slurp(run + "/report.html").find("(built with uncommitted changes)"), std::string::npos);
+  EXPECT_NE(slurp(run + "/report.html").find("(built with uncommitted changes)"),
+            std::string::npos);
 }
 
 // compare prints markdown to a terminal: a label from a shared run folder can
@@ -314,7 +316,9 @@ TEST(Hostile, DamagedCellsAreErrorsNamingTheFileAndMergeWritesNothing) {
       {"/needle_survival: expected an object or null",
        [](json& c) { c["needle_survival"] = "all"; }},
       {"/needle_survival/per_layer: expected shares in [0, 1]",
-       [](json& c) { c["needle_survival"] = {{"per_layer", {0.5, 2.0}}}; }},
+       [](json& c) {
+         c["needle_survival"] = {{"per_layer", {0.5, 2.0}}};
+       }},
       {"/needle_survival/attended/per_layer: more than 4096 layers",
        [](json& c) {
          c["needle_survival"] = {{"attended", {{"per_layer", json(std::vector<double>(5000))}}}};
