@@ -3,10 +3,10 @@
 namespace kvbench {
 
 std::string arithmetic_text(const nlohmann::json& config) {
-  const nlohmann::json* d = config.is_object() && config.contains("decoding") &&
-                                    config["decoding"].is_object()
-                                ? &config["decoding"]
-                                : nullptr;
+  const nlohmann::json* d =
+      config.is_object() && config.contains("decoding") && config["decoding"].is_object()
+          ? &config["decoding"]
+          : nullptr;
   const bool exact =
       d && d->contains("exact") && (*d)["exact"].is_boolean() && (*d)["exact"].get<bool>();
   std::string attention = "f32";

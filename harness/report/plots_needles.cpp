@@ -134,7 +134,8 @@ void needle_heatmaps(Script& s, const std::vector<json>& cells, const std::vecto
         << "plot $h" << k
         << " using 1:2:(0.5):(0.5):3 with boxxyerror fillstyle solid 1.0 noborder "
            "linecolor palette notitle";
-    if (values) cmd << ", $h" << k << " using 1:2:(sprintf('%.2f', $3)) with labels font ',8' notitle";
+    if (values)
+      cmd << ", $h" << k << " using 1:2:(sprintf('%.2f', $3)) with labels font ',8' notitle";
     cmd << "\n";
   }
   cmd << "unset multiplot\n";
@@ -211,8 +212,8 @@ void needle_layers(Script& s, const std::vector<json>& cells, const std::vector<
                   "%.5f\nset bmargin at screen %.5f\n",
                   left / width, (left + panel_px - 20) / width, 1.0 - title_px / height,
                   bottom_px / height);
-    cmd << margins
-        << "set title " << (which == 0 ? "'held (in any tier)'" : "'attended (at question time)'")
+    cmd << margins << "set title "
+        << (which == 0 ? "'held (in any tier)'" : "'attended (at question time)'")
         << " font ',9'\nset xlabel 'layer' font ',9'\n"
         << "set xrange [-0.5:" << layers - 0.5 << "]\nset yrange [" << n - 0.5 << ":-0.5]\n"
         << "set xtics 0, " << (layers > 40 ? 10 : 5) << " font ',8'\n";

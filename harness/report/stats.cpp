@@ -163,8 +163,8 @@ int64_t min_detectable_flips(ScoreKind kind, int64_t n) {
       // none of the k is drawn.
       const double none_drawn =
           std::pow(static_cast<double>(n - k) / static_cast<double>(n), static_cast<double>(n));
-      p = std::max(p, std::min(1.0, (1.0 + kBootstrapResamples * none_drawn) /
-                                        (kBootstrapResamples + 1)));
+      p = std::max(
+          p, std::min(1.0, (1.0 + kBootstrapResamples * none_drawn) / (kBootstrapResamples + 1)));
     }
     if (significant(p)) return k;
   }

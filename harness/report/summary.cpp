@@ -98,12 +98,12 @@ std::vector<std::string> summary_sentences(const std::vector<json>& cells,
 
   if (!full) {
     // No reference: memory and retention have nothing to be relative to.
-    const auto best = std::max_element(rows.begin(), rows.end(), [](const auto& a, const auto& b) {
-      return a.score < b.score;
-    });
-    out.push_back("The run has no full-cache cells, so memory and retention have no reference; the "
-                  "highest mean score is " +
-                  best->label + "'s, " + estimate(*best) + ".");
+    const auto best = std::max_element(
+        rows.begin(), rows.end(), [](const auto& a, const auto& b) { return a.score < b.score; });
+    out.push_back(
+        "The run has no full-cache cells, so memory and retention have no reference; the "
+        "highest mean score is " +
+        best->label + "'s, " + estimate(*best) + ".");
     return out;
   }
   out.push_back("The full cache (" + full->label + ") scores " + estimate(*full) + ", " +
@@ -116,8 +116,7 @@ std::vector<std::string> summary_sentences(const std::vector<json>& cells,
   for (const auto& r : rows)
     if (r.memory_rel) by_memory.push_back(&r);
   std::stable_sort(by_memory.begin(), by_memory.end(), [](const TableRow* a, const TableRow* b) {
-    return *a->memory_rel != *b->memory_rel ? *a->memory_rel < *b->memory_rel
-                                            : a->score > b->score;
+    return *a->memory_rel != *b->memory_rel ? *a->memory_rel < *b->memory_rel : a->score > b->score;
   });
   std::vector<std::string> front;
   double best = -1;
@@ -137,8 +136,7 @@ std::vector<std::string> summary_sentences(const std::vector<json>& cells,
     // The runner-up: the best other configuration that needs no more memory.
     const TableRow* runner = nullptr;
     for (const TableRow* o : by_memory)
-      if (*o->memory_rel <= *r.memory_rel &&
-          std::find(tied.begin(), tied.end(), o) == tied.end() &&
+      if (*o->memory_rel <= *r.memory_rel && std::find(tied.begin(), tied.end(), o) == tied.end() &&
           (!runner || o->score > runner->score))
         runner = o;
     if (runner) {
@@ -152,9 +150,10 @@ std::vector<std::string> summary_sentences(const std::vector<json>& cells,
     front.push_back(point);
   }
   if (!front.empty())
-    out.push_back("What keeps the most at each memory (the Pareto front of score against KV "
-                  "memory): " +
-                  join(front, "; ") + ".");
+    out.push_back(
+        "What keeps the most at each memory (the Pareto front of score against KV "
+        "memory): " +
+        join(front, "; ") + ".");
 
   // Each configuration against the full cache on the same instances.
   struct Versus {
@@ -185,9 +184,10 @@ std::vector<std::string> summary_sentences(const std::vector<json>& cells,
     out.push_back("Significantly above the full cache on the same instances: " + listing(above) +
                   ".");
   if (!same.empty()) {
-    out.push_back("Not significantly different from the full cache on the same instances (p >= "
-                  "0.05): " +
-                  listing(same) + ".");
+    out.push_back(
+        "Not significantly different from the full cache on the same instances (p >= "
+        "0.05): " +
+        listing(same) + ".");
     // A lower point estimate the test cannot call a drop: say how large a
     // drop this many instances could have shown, so "not significant" is not
     // read as "equal".
@@ -212,8 +212,8 @@ std::vector<std::string> summary_sentences(const std::vector<json>& cells,
     // The least memory at which the score holds (as far as this run can tell).
     const Versus& least = same.front();  // by_memory order
     if (*least.row->memory_rel < 1.0)
-      out.push_back("The least memory not significantly below the full cache: " +
-                    least.row->label + " at " + percent(*least.row->memory_rel) + ".");
+      out.push_back("The least memory not significantly below the full cache: " + least.row->label +
+                    " at " + percent(*least.row->memory_rel) + ".");
   }
   // Collapse: even the optimistic end of the interval keeps less than half
   // of the full cache's score.
@@ -223,8 +223,9 @@ std::vector<std::string> summary_sentences(const std::vector<json>& cells,
         r->score_ci.hi < 0.5 * full->score)
       collapsed.push_back(r->label + " at " + percent(*r->memory_rel));
   if (!collapsed.empty())
-    out.push_back("Collapsed (the 95% interval's upper end is below half the full cache's score): " +
-                  join(collapsed) + ".");
+    out.push_back(
+        "Collapsed (the 95% interval's upper end is below half the full cache's score): " +
+        join(collapsed) + ".");
   return out;
 }
 
