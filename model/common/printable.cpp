@@ -18,7 +18,26 @@ bool c1_control(std::string_view s, size_t i, size_t n) {
   return n == 2 && static_cast<uint8_t>(s[i]) == 0xC2 && static_cast<uint8_t>(s[i + 1]) < 0xA0;
 }
 
+// The code point of the valid UTF-8 sequence of n bytes at s[i].
+uint32_t code_point(std::string_view s, size_t i, size_t n) {
+  static constexpr uint8_t kLeadMask[] = {0, 0x7F, 0x1F, 0x0F, 0x07};
+  uint32_t cp = static_cast<uint8_t>(s[i]) & kLeadMask[n];
+  for (size_t k = 1; k < n; ++k) cp = (cp << 6) | (static_cast<uint8_t>(s[i + k]) & 0x3F);
+  return cp;
+}
+
+void append_code_point_escape(std::string& out, uint32_t cp) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  out += "\\u";
+  for (int shift = 12; shift >= 0; shift -= 4) out += kHex[(cp >> shift) & 15];
+}
+
 }  // namespace
+
+bool invisible_control(uint32_t cp) {
+  return cp == 0x061C || cp == 0x200E || cp == 0x200F || (cp >= 0x202A && cp <= 0x202E) ||
+         (cp >= 0x2066 && cp <= 0x2069) || cp == 0x2028 || cp == 0x2029;
+}
 
 size_t utf8_sequence(std::string_view s, size_t i) {
   const auto b = [&](size_t k) { return static_cast<uint8_t>(s[k]); };
@@ -60,10 +79,12 @@ std::string escaped_text(std::string_view s, size_t max_bytes, bool escape_backs
       out += "\\\\";
     else if (n == 0 || c < 0x20 || c == 0x7F)
       append_hex_escape(out, c);
-    else if (!c1_control(s, i, n))
-      out.append(s.substr(i, n));
-    else
+    else if (c1_control(s, i, n))
       for (size_t k = 0; k < n; ++k) append_hex_escape(out, static_cast<uint8_t>(s[i + k]));
+    else if (n == 3 && invisible_control(code_point(s, i, n)))
+      append_code_point_escape(out, code_point(s, i, n));
+    else
+      out.append(s.substr(i, n));
     i += std::max<size_t>(n, 1);
   }
   if (i < s.size()) out += "...";
