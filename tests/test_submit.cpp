@@ -13,6 +13,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "harness/encode/shell.h"
 #include "harness/run/run_folder.h"
 #include "harness/run/slurm_job.h"
 #include "harness/subprocess.h"

@@ -13,6 +13,7 @@
 #include <map>
 #include <sstream>
 
+#include "harness/encode/gnuplot.h"
 #include "harness/history/time_text.h"
 #include "harness/report/plot_script.h"
 #include "harness/report/plots.h"
@@ -62,9 +63,10 @@ std::string plot_script(const Trend& t, const std::string& output_file) {
   }
   tics += ") rotate by -30 font ',8'\n";
   o << "set multiplot layout " << rows << "," << cols << " title "
-    << plot::label("Score per configuration over commits (bars: 95% interval; circles: "
-                     "regression point, one-sided p < 0.05 and drop > " +
-                     num(t.tolerance) + ")")
+    << plot::label(
+           "Score per configuration over commits (bars: 95% interval; circles: "
+           "regression point, one-sided p < 0.05 and drop > " +
+           num(t.tolerance) + ")")
     << "\n";
   for (const auto& [key, series] : panels) {
     std::ostringstream data, plot;
@@ -119,8 +121,7 @@ void write_trend_plot(const Trend& t, const std::string& out) {
   const std::string tmp = out + ".tmp." + std::to_string(::getpid()) + ext;
   const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
   if (fd < 0)
-    throw InputError(escaped_text(out, 512) + ": cannot write beside it: " +
-                     std::strerror(errno));
+    throw InputError(escaped_text(out, 512) + ": cannot write beside it: " + std::strerror(errno));
   ::close(fd);
   const int status = run_with_input({"gnuplot"}, plot_script(t, tmp));
   std::error_code ec;

@@ -5,33 +5,6 @@
 
 namespace kvbench {
 
-std::string html_escape(const std::string& s) {
-  std::string o;
-  o.reserve(s.size());
-  for (char c : s) {
-    switch (c) {
-      case '&':
-        o += "&amp;";
-        break;
-      case '<':
-        o += "&lt;";
-        break;
-      case '>':
-        o += "&gt;";
-        break;
-      case '"':
-        o += "&quot;";
-        break;
-      case '\'':
-        o += "&#39;";
-        break;
-      default:
-        o += c;
-    }
-  }
-  return o;
-}
-
 namespace {
 
 // The cells of one markdown table row "| a | b \\| c |": split at '|' but
@@ -66,7 +39,7 @@ std::string keep_together(const std::string& s) {
   std::string out;
   for (size_t i = 0; i < s.size(); ++i)
     out += s[i] == ' ' && !(i + 1 < s.size() && s[i + 1] == '[') ? std::string("&nbsp;")
-                                                                   : std::string(1, s[i]);
+                                                                 : std::string(1, s[i]);
   return out;
 }
 

@@ -6,10 +6,9 @@
 #include <functional>
 #include <string>
 
-namespace kvbench {
+#include "harness/encode/html.h"
 
-// Text and attribute values alike: & < > " ' become entities.
-std::string html_escape(const std::string& s);
+namespace kvbench {
 
 // One of our markdown tables (a header row, a |---| rule, body rows) as an
 // HTML table, every cell escaped. link(i), for body row i (0-based), returns

@@ -1,5 +1,6 @@
 #include "harness/report/plot_script.h"
 
+#include "harness/encode/gnuplot.h"
 #include "harness/report/plots.h"
 
 namespace kvbench::plot {

@@ -46,10 +46,4 @@ PlotResult write_plots(const std::vector<PlotModel>& models, const std::string& 
 PlotResult write_plots(const std::vector<nlohmann::json>& cells, const std::vector<TableRow>& rows,
                        const std::string& dir);
 
-// `s` as a gnuplot string literal that stays one literal whatever it holds:
-// single-quoted (no escapes, no `command` substitution, no @macros), quotes
-// doubled, newlines and other control characters written as visible escapes
-// (\n, \x01). Every string in every plot script goes through it.
-std::string gnuplot_string(const std::string& s);
-
 }  // namespace kvbench

@@ -7,6 +7,7 @@
 #include <sstream>
 #include <tuple>
 
+#include "harness/encode/html.h"
 #include "harness/report/html.h"
 #include "harness/report/stats.h"
 #include "harness/run/run_folder.h"
@@ -118,9 +119,8 @@ std::string predictions_html(const std::vector<json>& cells, const std::vector<T
       // (instance and policy spec), is its tooltip rather than a column.
       o << "<tr id=\"" << html_escape(cell_anchor(id)) << "\"><td><a href=\"#"
         << html_escape(cell_anchor(id)) << "\" title=\"cells/" << html_escape(id)
-        << ".json\">&para;</a></td><td>"
-        << html_escape(inst["id"].get<std::string>()) << "</td><td>"
-        << html_escape(inst["task"].get<std::string>()) << "</td><td class=\"num\">"
+        << ".json\">&para;</a></td><td>" << html_escape(inst["id"].get<std::string>())
+        << "</td><td>" << html_escape(inst["task"].get<std::string>()) << "</td><td class=\"num\">"
         << length_text(inst) << "</td><td class=\"num\">" << depth_text(inst)
         << "</td><td class=\"num\" style=\"background:" << score_colour(score) << "\">"
         << number(score, "%.3f") << "</td><td><code>"

@@ -4,6 +4,7 @@
 #include <map>
 #include <sstream>
 
+#include "harness/encode/markdown.h"
 #include "harness/report/arithmetic.h"
 #include "harness/report/html.h"
 #include "harness/report/models.h"

@@ -1,5 +1,7 @@
 #include "harness/report/table.h"
 
+#include "harness/encode/markdown.h"
+
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -83,19 +85,6 @@ std::string percent_with_interval(std::optional<double> v, stats::Interval ci) {
 
 }  // namespace
 
-std::string markdown_cell(const std::string& s) {
-  std::string out;
-  for (char c : s) {
-    if (c == '|')
-      out += "\\|";
-    else if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f)
-      out += ' ';
-    else
-      out += c;
-  }
-  return out;
-}
-
 std::string speed_markdown(const std::vector<TableRow>& rows) {
   const auto spread = [](double median, stats::Interval r, const char* f) {
     if (std::isnan(median)) return std::string("–");
@@ -111,8 +100,8 @@ std::string speed_markdown(const std::vector<TableRow>& rows) {
   for (const auto& r : rows)
     o << "| " << markdown_cell(r.label) << " | " << spread(r.decode_tok_s, r.decode_range, "%.1f")
       << " | " << spread(r.prefill_tok_s, r.prefill_range, "%.1f") << " | "
-      << spread(r.ttft_seconds, r.ttft_range, "%.3f") << " | " << fmt(r.speed_rel, "%.2fx")
-      << " | " << r.cells << " |\n";
+      << spread(r.ttft_seconds, r.ttft_range, "%.3f") << " | " << fmt(r.speed_rel, "%.2fx") << " | "
+      << r.cells << " |\n";
   return o.str();
 }
 

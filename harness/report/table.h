@@ -51,9 +51,9 @@ struct TableRow {
   // largest values (NaN when no cell has one). Not a confidence interval:
   // the cells differ in context length and task as well as in noise.
   stats::Interval decode_range, prefill_range, ttft_range;
-  double policy_share = 0.0;           // median share of time inside the policy
-  std::optional<double> nll_delta;     // mean teacher-forced answer NLL minus full's
-  std::optional<double> kl_full;       // mean KL(full || policy) at answer positions
+  double policy_share = 0.0;        // median share of time inside the policy
+  std::optional<double> nll_delta;  // mean teacher-forced answer NLL minus full's
+  std::optional<double> kl_full;    // mean KL(full || policy) at answer positions
   std::optional<double> top1_agreement;
   std::optional<double> needle_survival;  // held in any tier
   std::optional<double> needle_attended;  // in the set attention read at question time
@@ -71,10 +71,6 @@ nlohmann::json table_json(const std::vector<TableRow>& rows);
 // prefill tokens/s and time to first token, each with its spread over the
 // cells [slowest, fastest], and the number of cells.
 std::string speed_markdown(const std::vector<TableRow>& rows);
-
-// Text as one markdown table cell: '|' escaped as "\|", line breaks and
-// other control characters as spaces (labels are untrusted text).
-std::string markdown_cell(const std::string& s);
 
 // "3.4 MiB", "512 B"
 std::string format_bytes(double bytes);

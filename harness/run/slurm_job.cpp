@@ -3,6 +3,8 @@
 #include <cctype>
 #include <sstream>
 
+#include "harness/encode/shell.h"
+
 namespace kvbench {
 namespace {
 
@@ -17,17 +19,6 @@ std::string job_name(std::string_view name) {
 }
 
 }  // namespace
-
-std::string shell_quote(std::string_view text) {
-  std::string out = "'";
-  for (const char c : text) {
-    if (c == '\'')
-      out += "'\\''";
-    else
-      out += c;
-  }
-  return out + "'";
-}
 
 std::string shard_script(const SlurmJob& job) {
   std::ostringstream s;

@@ -21,10 +21,6 @@
 
 namespace kvbench {
 
-// `text` as one sh word: inside single quotes, each ' written as '\''.
-// Every byte but ' is literal there, newlines and NULs' absence included.
-std::string shell_quote(std::string_view text);
-
 struct SlurmJob {
   std::string kvbench;  // absolute path of the kvbench binary
   std::string workdir;  // where relative paths of the config resolve (the submitting cwd)

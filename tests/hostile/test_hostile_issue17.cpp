@@ -25,6 +25,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "harness/encode/gnuplot.h"
 #include "harness/report/plots.h"
 #include "harness/run/plan.h"
 #include "harness/run/run_folder.h"
