@@ -4,11 +4,16 @@
 #include <poll.h>
 #include <signal.h>
 #include <spawn.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdlib>
+#include <string>
+
+#include "model/common/temporaries.h"
 
 extern char** environ;
 
@@ -26,25 +31,53 @@ int wait_for(pid_t pid) {
 
 }  // namespace
 
-int run_with_input(const std::vector<std::string>& argv, std::string_view input) {
+// argv0 as execve needs it: a path with a '/' as it is, else the first
+// executable file of that name on PATH ("" when there is none).
+std::string resolve_on_path(const std::string& argv0) {
+  if (argv0.find('/') != std::string::npos) return argv0;
+  const char* path = std::getenv("PATH");
+  std::string dirs = path && *path ? path : "/usr/local/bin:/usr/bin:/bin";
+  size_t start = 0;
+  while (start <= dirs.size()) {
+    size_t end = dirs.find(':', start);
+    if (end == std::string::npos) end = dirs.size();
+    const std::string dir = end > start ? dirs.substr(start, end - start) : ".";
+    const std::string candidate = dir + "/" + argv0;
+    if (::access(candidate.c_str(), X_OK) == 0) return candidate;
+    start = end + 1;
+  }
+  return "";
+}
+
+int run_with_input(const std::vector<std::string>& argv, std::string_view input, int inherit_fd) {
+  const std::string program = resolve_on_path(argv.at(0));
+  if (program.empty()) return 127;
   int pipe_fds[2];
   if (::pipe2(pipe_fds, O_CLOEXEC) != 0) return 127;
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_adddup2(&actions, pipe_fds[0], STDIN_FILENO);
-  posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, "/dev/null", O_WRONLY, 0);
-  posix_spawn_file_actions_addopen(&actions, STDERR_FILENO, "/dev/null", O_WRONLY, 0);
   std::vector<char*> args;
   for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
   args.push_back(nullptr);
-  pid_t pid = -1;
-  const int spawned = posix_spawnp(&pid, args[0], &actions, nullptr, args.data(), environ);
-  posix_spawn_file_actions_destroy(&actions);
+  const pid_t parent = ::getpid();
+  // fork + execve rather than posix_spawn: the child must ask for a signal
+  // on its parent's death (prctl) and keep `inherit_fd`, between the two.
+  // Only async-signal-safe calls in the child (the parent has threads).
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    if (::prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || ::getppid() != parent) _exit(127);
+    if (::dup2(pipe_fds[0], STDIN_FILENO) < 0) _exit(127);
+    const int null_fd = ::open("/dev/null", O_WRONLY);
+    if (null_fd < 0 || ::dup2(null_fd, STDOUT_FILENO) < 0 || ::dup2(null_fd, STDERR_FILENO) < 0)
+      _exit(127);
+    if (inherit_fd >= 0 && ::fcntl(inherit_fd, F_SETFD, 0) != 0) _exit(127);
+    ::execve(program.c_str(), args.data(), environ);
+    _exit(127);
+  }
   ::close(pipe_fds[0]);
-  if (spawned != 0) {
+  if (pid < 0) {
     ::close(pipe_fds[1]);
     return 127;
   }
+  const int child_slot = register_child(pid);
   // A child that exits early must not kill us with SIGPIPE.
   struct sigaction ignore {
   }, old{};
@@ -59,7 +92,9 @@ int run_with_input(const std::vector<std::string>& argv, std::string_view input)
   }
   ::close(pipe_fds[1]);
   sigaction(SIGPIPE, &old, nullptr);
-  return wait_for(pid);
+  const int code = wait_for(pid);
+  forget_child(child_slot);
+  return code;
 }
 
 Captured run_capture(const std::vector<std::string>& argv, const std::string& dir,

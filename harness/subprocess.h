@@ -1,6 +1,6 @@
 // Child processes without a shell: the program is found on PATH and started
-// with posix_spawnp, its arguments passed as they are (no word splitting, no
-// quoting, no shell metacharacters).
+// directly (execve / posix_spawnp), its arguments passed as they are (no
+// word splitting, no quoting, no shell metacharacters).
 #pragma once
 
 #include <string>
@@ -11,8 +11,14 @@ namespace kvbench {
 
 // Runs argv[0] with `input` on its stdin. Returns the exit code, 127 when
 // the program could not be started, 128 + N when killed by signal N.
-// stdout and stderr go to /dev/null.
-int run_with_input(const std::vector<std::string>& argv, std::string_view input);
+// stdout and stderr go to /dev/null. The child never outlives kvbench: it
+// is killed (SIGKILL) when the calling thread dies, a kill -9 included
+// (PR_SET_PDEATHSIG), and by the SIGINT/SIGTERM handlers
+// (model/common/temporaries.h). `inherit_fd` (when >= 0) stays open in the
+// child: a run folder's lock descriptor, so that the lock lasts as long as
+// gnuplot writes there, not just as long as kvbench lives.
+int run_with_input(const std::vector<std::string>& argv, std::string_view input,
+                   int inherit_fd = -1);
 
 struct Captured {
   int code = 127;       // as run_with_input's

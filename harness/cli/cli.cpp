@@ -9,6 +9,7 @@
 #include "model/common/error.h"
 #include "model/common/input_file.h"
 #include "model/common/printable.h"
+#include "model/common/temporaries.h"
 #include "model/llama_model.h"
 
 namespace po = boost::program_options;
@@ -116,6 +117,9 @@ std::string read_text_file(const std::string& path) {
 
 int main(int argc, char** argv) {
   std::ios::sync_with_stdio(false);
+  // SIGINT/SIGTERM/SIGHUP: temporaries removed, gnuplot killed, exit
+  // 128 + the signal (model/common/temporaries.h).
+  install_exit_cleanup();
   if (argc < 2) {
     print_usage(std::cerr);
     return 2;

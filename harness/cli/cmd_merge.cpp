@@ -12,6 +12,7 @@
 #include "harness/report/report.h"
 #include "harness/run/run_folder.h"
 #include "model/common/error.h"
+#include "model/common/printable.h"
 
 namespace po = boost::program_options;
 
@@ -72,6 +73,7 @@ int cmd_merge(const Args& args) {
   if (!parse(args, desc, vm, "kvbench merge DIR... -o DIR", &pos)) return 0;
   const auto dirs = vm["dirs"].as<std::vector<std::string>>();
   const std::string out = vm["output"].as<std::string>();
+  check_run_folder_path(out);
   if (std::filesystem::exists(out))
     throw InputError(out + ": already exists (merge writes a new folder)");
 
@@ -128,7 +130,7 @@ int cmd_merge(const Args& args) {
     for (const auto& [id, c] : cells) merged.write_cell(id, c);
     const ReportSummary s = write_report(merged);
     std::cout << s.table_markdown << "\nmerged " << dirs.size() << " shards, " << s.cells
-              << " cells into " << out << "\n";
+              << " cells into " << escaped_text(out, 2000) << "\n";
   } catch (...) {
     std::filesystem::remove_all(out, ec);
     throw;

@@ -6,9 +6,6 @@
 // created, so a bad config leaves nothing behind; every finished cell is
 // written atomically, so `--resume DIR` after Ctrl-C or kill -9 continues
 // with nothing lost and nothing repeated.
-#include <unistd.h>
-#include <csignal>
-#include <cstring>
 #include <filesystem>
 #include <iomanip>
 #include <iostream>
@@ -22,21 +19,12 @@
 #include "harness/run/runner.h"
 #include "model/common/error.h"
 #include "model/common/printable.h"
+#include "model/common/temporaries.h"
 
 namespace po = boost::program_options;
 
 namespace kvbench::cli {
 namespace {
-
-char g_interrupt_message[4096];
-
-void on_interrupt(int) {
-  // Only async-signal-safe calls here.
-  const ssize_t ignored =
-      write(STDERR_FILENO, g_interrupt_message, std::strlen(g_interrupt_message));
-  (void)ignored;
-  _exit(130);
-}
 
 std::pair<int, int> parse_shard(const std::string& s) {
   int i = 0, n = 0;
@@ -185,12 +173,10 @@ int cmd_run(const Args& args) {
   if (!folder)
     folder = std::make_unique<RunFolder>(
         RunFolder::create(config.output, config.name, to_json(config), meta));
-  std::snprintf(g_interrupt_message, sizeof g_interrupt_message,
-                "\ninterrupted: finished cells are saved; continue with: kvbench run --resume %s\n",
-                folder->dir().c_str());
-  std::signal(SIGINT, on_interrupt);
-  std::signal(SIGTERM, on_interrupt);
-  std::cerr << "run folder: " << folder->dir() << " (";
+  set_interrupt_message(
+      "\ninterrupted: finished cells are saved; continue with: kvbench run --resume " +
+      escaped_text(folder->dir(), 2000) + "\n");
+  std::cerr << "run folder: " << escaped_text(folder->dir(), 2000) << " (";
   if (several) std::cerr << plans.size() << " models, ";
   std::cerr << instances << " instances x " << n_policies << " policies";
   if (options.shard_count > 1)
@@ -229,7 +215,7 @@ int cmd_run(const Args& args) {
 
   const ReportSummary report = write_report(*folder);
   std::cout << report.table_markdown << "\n"
-            << report.cells << " of " << cells << " cells in " << folder->dir()
+            << report.cells << " of " << cells << " cells in " << escaped_text(folder->dir(), 2000)
             << " (this invocation ran " << sum.cells_run << ", " << sum.cells_skipped
             << " were already done)\n"
             << "prefill tokens computed: " << sum.prefill_tokens_computed << " of a naive "

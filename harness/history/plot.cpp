@@ -1,11 +1,5 @@
 #include "harness/history/plot.h"
 
-#include <fcntl.h>
-#include <unistd.h>
-
-#include <cerrno>
-#include <cstring>
-
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -15,10 +9,9 @@
 
 #include "harness/encode/gnuplot.h"
 #include "harness/history/time_text.h"
+#include "harness/report/plot_files.h"
 #include "harness/report/plot_script.h"
 #include "harness/report/plots.h"
-#include "harness/subprocess.h"
-#include "model/common/atomic_file.h"
 #include "model/common/error.h"
 #include "model/common/printable.h"
 
@@ -52,7 +45,7 @@ std::string plot_script(const Trend& t, const std::string& output_file) {
     << (svg ? "set terminal svg enhanced font 'Sans,10' size "
             : "set terminal pngcairo enhanced font 'Sans,10' size ")
     << width << "," << height << "\n"
-    << "set output " << gnuplot_string(output_file) << "\n";
+    << "set output " << gnuplot_output(plot_temporary(output_file)) << "\n";
   // Commit tics: short id and date, in history order at x = 1..N.
   std::string tics = "set xtics (";
   for (size_t i = 0; i < t.commits.size(); ++i) {
@@ -114,30 +107,15 @@ void write_trend_plot(const Trend& t, const std::string& out) {
   if (!ends_with(out, ".png") && !ends_with(out, ".svg"))
     throw InputError("-o " + escaped_text(out, 512) + ": expected a .png or .svg file name");
   if (t.series.empty()) throw InputError("nothing to plot: the history has no cells");
-  refuse_non_regular_target(out);
-  // gnuplot writes a temporary beside the target (created here exclusively,
-  // so no link is followed), renamed over it once gnuplot succeeded.
-  const std::string ext = out.substr(out.size() - 4);
-  const std::string tmp = out + ".tmp." + std::to_string(::getpid()) + ext;
-  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
-  if (fd < 0)
-    throw InputError(escaped_text(out, 512) + ": cannot write beside it: " + std::strerror(errno));
-  ::close(fd);
-  const int status = run_with_input({"gnuplot"}, plot_script(t, tmp));
-  std::error_code ec;
-  if (status != 0 || !std::filesystem::is_regular_file(tmp, ec) ||
-      std::filesystem::file_size(tmp, ec) == 0) {
-    std::filesystem::remove(tmp, ec);
+  // gnuplot writes a temporary beside the target, renamed over it once
+  // gnuplot succeeded (harness/report/plot_files.h).
+  const PlotRun run = run_gnuplot({out}, plot_script(t, out));
+  if (run.status != 0 || !run.published.front())
     throw InputError(escaped_text(out, 512) + ": " +
-                     (status == 127 ? "gnuplot could not be started (scripts/setup.sh installs "
-                                      "gnuplot-nox)"
-                                    : "gnuplot failed (exit " + std::to_string(status) + ")"));
-  }
-  std::filesystem::rename(tmp, out, ec);
-  if (ec) {
-    std::filesystem::remove(tmp, ec);
-    throw InputError(escaped_text(out, 512) + ": cannot write: " + ec.message());
-  }
+                     (run.status == 127 ? "gnuplot could not be started (scripts/setup.sh installs "
+                                          "gnuplot-nox)"
+                      : run.status != 0 ? "gnuplot failed (exit " + std::to_string(run.status) + ")"
+                                        : std::string("gnuplot wrote nothing")));
 }
 
 }  // namespace kvbench::history

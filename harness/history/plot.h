@@ -5,8 +5,9 @@
 // apart), and each regression point (trend.h) circled in red. Drawn by
 // gnuplot through a pipe (no shell); every string from the database reaches
 // the script through plot::label / plot::tic_label (harness/report/plot_script.h)
-// or gnuplot_string (harness/report/plots.h),
-// so no label can end a string, start a command or a macro.
+// or gnuplot_string (harness/encode/gnuplot.h), so no label can end a
+// string, start a command or a macro; the output path through
+// gnuplot_output, so it cannot open a pipe.
 #pragma once
 
 #include <string>
@@ -15,7 +16,8 @@
 
 namespace kvbench::history {
 
-// The gnuplot script that draws `trend` into `output_file` (a .png or .svg).
+// The gnuplot script that draws `trend` for `output_file` (a .png or .svg),
+// into its temporary (plot_temporary, harness/report/plot_files.h).
 std::string plot_script(const Trend& trend, const std::string& output_file);
 
 // Writes the plot to `out` (.png or .svg) atomically: gnuplot writes a

@@ -1,6 +1,7 @@
 #include "harness/report/plot_script.h"
 
 #include "harness/encode/gnuplot.h"
+#include "harness/report/plot_files.h"
 #include "harness/report/plots.h"
 
 namespace kvbench::plot {
@@ -73,7 +74,7 @@ void Script::emit(const std::string& dir, const std::string& stem, const std::st
     body << (std::string(ext) == "png"
                  ? "set terminal pngcairo enhanced font 'Sans,10' size " + size + "\n"
                  : "set terminal svg enhanced font 'Sans,10' size " + size + "\n")
-         << "set output " << gnuplot_string(dir + "/" + file) << "\n"
+         << "set output " << gnuplot_output(plot_temporary(dir + "/" + file)) << "\n"
          << "reset\nset grid\n"
          << commands << "unset output\n";
     files.push_back(file);

@@ -42,7 +42,8 @@ struct Script {
   std::ostringstream body;
   std::vector<std::string> files;  // relative to the run folder
   // Draws `commands` twice, to plots/<stem>.png and plots/<stem>.svg, at
-  // `size` ("900,600" pixels).
+  // `size` ("900,600" pixels); gnuplot writes their temporaries
+  // (plot_files.h), renamed into place by run_gnuplot.
   void emit(const std::string& dir, const std::string& stem, const std::string& size,
             const std::string& commands);
 };

@@ -9,11 +9,10 @@
 #include <sstream>
 
 #include "harness/encode/gnuplot.h"
+#include "harness/report/plot_files.h"
 #include "harness/report/plot_script.h"
 #include "harness/report/plots_needles.h"
 #include "harness/report/stats.h"
-#include "harness/subprocess.h"
-#include "model/common/atomic_file.h"
 
 namespace kvbench {
 namespace {
@@ -287,11 +286,12 @@ void score_vs_memory_models(plot::Script& s, const std::vector<PlotModel>& model
 }  // namespace
 
 PlotResult write_plots(const std::vector<json>& cells, const std::vector<TableRow>& rows,
-                       const std::string& dir) {
-  return write_plots({PlotModel{"", &cells, &rows}}, dir);
+                       const std::string& dir, int inherit_fd) {
+  return write_plots({PlotModel{"", &cells, &rows}}, dir, inherit_fd);
 }
 
-PlotResult write_plots(const std::vector<PlotModel>& models, const std::string& dir) {
+PlotResult write_plots(const std::vector<PlotModel>& models, const std::string& dir,
+                       int inherit_fd) {
   PlotResult result;
   std::error_code ec;
   std::filesystem::create_directories(dir + "/plots", ec);
@@ -321,23 +321,23 @@ PlotResult write_plots(const std::vector<PlotModel>& models, const std::string& 
   }
 
   if (s.files.empty()) return result;
-  // gnuplot opens its outputs itself and would follow a symbolic link: every
+  // gnuplot writes temporaries, renamed into place (plot_files.h); every
   // target is a regular file or absent (RunFolder::open checked plots/).
-  for (const auto& f : s.files) refuse_non_regular_target(dir + "/" + f);
-  // No shell: gnuplot itself, the script on its stdin.
-  const int status = run_with_input({"gnuplot"}, s.body.str());
-  if (status == 127) {
+  std::vector<std::string> targets;
+  for (const auto& f : s.files) targets.push_back(dir + "/" + f);
+  const PlotRun run = run_gnuplot(targets, s.body.str(), inherit_fd);
+  if (run.status == 127) {
     result.warning =
         "gnuplot could not be started (is gnuplot installed? scripts/setup.sh installs "
         "gnuplot-nox); no plots written";
     return result;
   }
-  if (status != 0)
-    result.warning =
-        "gnuplot failed (is gnuplot installed? scripts/setup.sh installs gnuplot-nox); plots may "
-        "be missing";
-  for (const auto& f : s.files)
-    if (std::filesystem::exists(dir + "/" + f)) result.files.push_back(f);
+  if (run.status != 0)
+    result.warning = "gnuplot failed (exit " + std::to_string(run.status) +
+                     "); no plots written (is gnuplot installed? scripts/setup.sh installs "
+                     "gnuplot-nox)";
+  for (size_t i = 0; i < s.files.size(); ++i)
+    if (run.published[i]) result.files.push_back(s.files[i]);
   return result;
 }
 

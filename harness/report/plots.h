@@ -41,9 +41,12 @@ struct PlotModel {
 // marker each, named in the legend, each with its own Pareto front, memory as
 // a share of that model's full cache); one score-vs-budget with a line per
 // model and base policy.
-PlotResult write_plots(const std::vector<PlotModel>& models, const std::string& dir);
+// Written through temporaries renamed into place (plot_files.h);
+// `inherit_fd`: the run folder's lock, which gnuplot holds while it writes.
+PlotResult write_plots(const std::vector<PlotModel>& models, const std::string& dir,
+                       int inherit_fd = -1);
 // The one-model form.
 PlotResult write_plots(const std::vector<nlohmann::json>& cells, const std::vector<TableRow>& rows,
-                       const std::string& dir);
+                       const std::string& dir, int inherit_fd = -1);
 
 }  // namespace kvbench

@@ -4,6 +4,7 @@
 #include <map>
 #include <sstream>
 
+#include "harness/encode/csv.h"
 #include "harness/encode/markdown.h"
 #include "harness/report/arithmetic.h"
 #include "harness/report/html.h"
@@ -14,7 +15,6 @@
 #include "harness/report/summary.h"
 #include "harness/report/table.h"
 #include "model/common/atomic_file.h"
-#include "model/common/printable.h"
 
 namespace kvbench {
 namespace {
@@ -148,11 +148,6 @@ std::string html_heading(const Section& s, bool several) {
 
 // table.csv with several models: a first column naming the model.
 std::string csv_with_model(const std::vector<Section>& sections) {
-  const auto quote = [](const std::string& v) {
-    std::string q = "\"";
-    for (char c : v) q += c == '"' ? std::string("\"\"") : std::string(1, c);
-    return q + "\"";
-  };
   std::string out;
   for (size_t k = 0; k < sections.size(); ++k) {
     std::istringstream lines(table_csv(sections[k].rows));
@@ -164,7 +159,7 @@ std::string csv_with_model(const std::vector<Section>& sections) {
         header = false;
         continue;
       }
-      out += quote(sections[k].label) + "," + line + "\n";
+      out += csv_field(sections[k].label) + "," + line + "\n";
     }
   }
   return out;
@@ -267,7 +262,7 @@ ReportSummary write_report(const RunFolder& run) {
 
   std::vector<PlotModel> plot_models;
   for (const auto& s : sections) plot_models.push_back({s.label, s.cells, &s.rows});
-  const PlotResult plots = write_plots(plot_models, run.dir());
+  const PlotResult plots = write_plots(plot_models, run.dir(), run.lock_fd());
   summary.plot_warning = plots.warning;
 
   const std::vector<std::string> model_list = model_lines(config, meta);
@@ -275,20 +270,20 @@ ReportSummary write_report(const RunFolder& run) {
   about << "- cells: " << summary.cells;
   if (summary.expected_cells) about << " of " << summary.expected_cells;
   if (model_list.size() == 1) {
-    // As before models were listed (the model path in backticks).
-    about << "\n- model: `" << config.value("model", "") << "`";
+    about << "\n- model: " << markdown_text(config.value("model", ""));
     if (meta.contains("model_sha256"))
       about << " (sha256 " << meta["model_sha256"].get<std::string>().substr(0, 16) << "…)";
   } else {
     about << "\n- models:";
     for (const auto& m : model_list) about << "\n  - " << markdown_cell(m);
   }
-  about << "\n- arithmetic: " << escaped_text(arithmetic_text(config), 80);
+  about << "\n- arithmetic: " << markdown_text(arithmetic_text(config), 80);
   about << "\n- threads: " << config.value("threads", 0);
   // meta.json comes from whoever shared the folder: one line each, escaped.
-  if (meta.contains("cpu")) about << ", CPU: " << escaped_text(meta["cpu"].get<std::string>(), 200);
+  if (meta.contains("cpu"))
+    about << ", CPU: " << markdown_text(meta["cpu"].get<std::string>(), 200);
   if (meta.contains("git_commit"))
-    about << "\n- kvbench commit: " << escaped_text(meta["git_commit"].get<std::string>(), 80)
+    about << "\n- kvbench commit: " << markdown_text(meta["git_commit"].get<std::string>(), 80)
           << (meta.value("git_dirty", false) ? " (built with uncommitted changes)" : "");
   if (meta.contains("work")) {
     const json& w = meta["work"];
@@ -315,13 +310,15 @@ ReportSummary write_report(const RunFolder& run) {
       "difference is called one only when the paired test on the same instances gives p < 0.05.";
 
   std::ostringstream md;
-  md << "# kvbench report: " << name << "\n\n";
+  // Text from config.json (others' folders included): one line each,
+  // through the Markdown encoder (no HTML, no markup of its own).
+  md << "# kvbench report: " << markdown_text(name, 200) << "\n\n";
   if (!config.value("description", "").empty())
-    md << config["description"].get<std::string>() << "\n\n";
+    md << markdown_text(config["description"].get<std::string>(), 4000, true) << "\n\n";
   md << "## Summary\n\n" << summary_legend << "\n\n";
   for (const auto& s : sections) {
     md << md_heading(s, several);
-    for (const auto& sentence : s.sentences) md << "- " << sentence << "\n";
+    for (const auto& sentence : s.sentences) md << "- " << markdown_text(sentence) << "\n";
     if (several) md << "\n";
   }
   md << "\n"
@@ -341,7 +338,7 @@ ReportSummary write_report(const RunFolder& run) {
     for (const auto& f : plots.files)
       if (f.size() > 4 && f.substr(f.size() - 4) == ".png") md << "![" << f << "](" << f << ")\n\n";
   }
-  if (!plots.warning.empty()) md << "> " << plots.warning << "\n";
+  if (!plots.warning.empty()) md << "> " << markdown_text(plots.warning) << "\n";
   write_file_atomic(run.path("report.md"), md.str());
 
   // Figures drawn once per model with several models.

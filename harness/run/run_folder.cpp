@@ -17,6 +17,8 @@
 #include "harness/run/experiment.h"
 #include "model/common/atomic_file.h"
 #include "model/common/error.h"
+#include "model/common/printable.h"
+#include "model/common/temporaries.h"
 
 namespace fs = std::filesystem;
 
@@ -43,12 +45,27 @@ std::string utc_stamp() {
   return stamp;
 }
 
+void check_run_folder_path(const std::string& path) {
+  // A NUL would cut the path short for the system calls (a folder's name
+  // would name an existing directory, and create_stamped_folder's loop
+  // never end).
+  if (path.find('\0') != std::string::npos)
+    throw InputError(escaped_text(path, 512) +
+                     ": a run folder path must not contain a NUL character");
+  // gnuplot writes the plots there, and its strings have no escapes.
+  for (size_t i = 0, n = 0; i < path.size(); i += n) {
+    const auto c = static_cast<unsigned char>(path[i]);
+    n = utf8_sequence(path, i);
+    if (n == 0 || c < 0x20 || c == 0x7f)
+      throw InputError(escaped_text(path, 512) +
+                       ": a run folder path must not contain control characters or invalid "
+                       "UTF-8 (its plots are written there by gnuplot)");
+  }
+}
+
 std::string create_stamped_folder(const std::string& output, const std::string& name) {
   const std::string stamp = utc_stamp();
-  // A NUL would cut the path short for the system calls (the folder's name
-  // would name an existing directory, and the loop below never end).
-  if (output.find('\0') != std::string::npos || name.find('\0') != std::string::npos)
-    throw InputError(output + ": a run folder path must not contain a NUL character");
+  check_run_folder_path(output + "/" + name);
   std::error_code ec;
   fs::create_directories(output, ec);
   if (ec) throw InputError(output + ": cannot create output directory (" + ec.message() + ")");
@@ -100,21 +117,14 @@ void RunFolder::lock() {
 
 namespace {
 
-// "<name>.tmp.<digits>": a temporary of AtomicFile.
-bool is_temporary(const std::string& name) {
-  const auto at = name.rfind(".tmp.");
-  return at != std::string::npos && at + 5 < name.size() &&
-         name.find_first_not_of("0123456789", at + 5) == std::string::npos;
-}
-
 // Temporaries an interrupted writer left (only called with the lock held:
 // no live writer owns them).
 void remove_temporaries(const std::string& dir) {
   std::error_code ec;
-  for (const char* sub : {"", "/cells", "/prefills"}) {
+  for (const char* sub : {"", "/cells", "/prefills", "/plots"}) {
     if (!fs::is_directory(dir + sub, ec)) continue;
     for (const auto& e : fs::directory_iterator(dir + sub, ec))
-      if (e.is_regular_file(ec) && is_temporary(e.path().filename().string()))
+      if (e.is_regular_file(ec) && is_temporary_name(e.path().filename().string()))
         fs::remove(e.path(), ec);
   }
 }
@@ -132,6 +142,7 @@ bool safe_cell_id(const std::string& id) {
 
 RunFolder RunFolder::open(const std::string& dir, Access access) {
   if (dir.size() > 4000) throw InputError(dir.substr(0, 60) + "...: path too long");
+  if (access == Access::Write) check_run_folder_path(dir);
   if (!fs::is_directory(dir)) throw InputError(dir + ": not a run folder (no such directory)");
   RunFolder f;
   f.dir_ = dir;
@@ -308,7 +319,8 @@ void RunFolder::write_cell(const std::string& id, const nlohmann::json& cell) co
   if (!safe_cell_id(id))
     throw InputError(dir_ + "/cells: the cell id '" + id.substr(0, 80) +
                      "' is not a safe file name");
-  write_file_atomic(dir_ + "/cells/" + id + ".json", dump_json(cell, 1) + "\n");
+  // cells/ holds thousands: its temporaries are swept under the lock.
+  write_file_atomic(dir_ + "/cells/" + id + ".json", dump_json(cell, 1) + "\n", Sweep::None);
 }
 
 std::vector<nlohmann::json> RunFolder::cells() const {

@@ -28,6 +28,10 @@ namespace kvbench {
 // The current UTC time as run folders are named: 20261121-063533.
 std::string utc_stamp();
 
+// InputError naming `path` when it holds a NUL, a control character or
+// invalid UTF-8: no run folder is made or written there.
+void check_run_folder_path(const std::string& path);
+
 // Creates <output>/<name>-<UTC timestamp>/ (and <output>), with a numeric
 // suffix when that exists: never an existing folder. Returns its path;
 // InputError when not writable.
@@ -48,6 +52,10 @@ class RunFolder {
 
   const std::string& dir() const { return dir_; }
   const nlohmann::json& config() const { return config_; }
+  // The descriptor that holds the folder's lock (-1 when opened to read):
+  // a child that writes into the folder (gnuplot) inherits it, so the lock
+  // lasts as long as the child writes.
+  int lock_fd() const { return lock_fd_ ? *lock_fd_ : -1; }
   nlohmann::json meta() const;
 
   bool has_cell(const std::string& id) const;

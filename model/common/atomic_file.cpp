@@ -8,6 +8,8 @@
 #include <cstring>
 
 #include "model/common/error.h"
+#include "model/common/printable.h"
+#include "model/common/temporaries.h"
 
 namespace kvbench {
 
@@ -24,9 +26,12 @@ void refuse_non_regular_target(const std::string& path) {
                      "); refusing to replace it");
 }
 
-AtomicFile::AtomicFile(std::string path)
+AtomicFile::AtomicFile(std::string path, Sweep sweep)
     : path_(std::move(path)), tmp_(path_ + ".tmp." + std::to_string(::getpid())) {
+  if (path_.find('\0') != std::string::npos)
+    throw InputError(escaped_text(path_, 512) + ": a path must not contain a NUL character");
   refuse_non_regular_target(path_);
+  if (sweep == Sweep::StaleTemporaries) remove_stale_temporaries(path_);
   // A leftover of an earlier process with this pid (or anything planted
   // there) is removed, never written through.
   ::unlink(tmp_.c_str());
@@ -36,11 +41,13 @@ AtomicFile::AtomicFile(std::string path)
     tmp_.clear();  // not ours: never unlinked
     throw InputError(path_ + ": cannot create (" + std::strerror(err) + ")");
   }
+  slot_ = register_temporary(tmp_);
 }
 
 AtomicFile::~AtomicFile() {
   if (fd_ >= 0) ::close(fd_);
   if (!tmp_.empty()) ::unlink(tmp_.c_str());  // not committed
+  forget_temporary(slot_);
 }
 
 void AtomicFile::fail(const char* what, int err) {
@@ -65,6 +72,8 @@ void AtomicFile::commit() {
   if (::close(fd) != 0) fail("write failed", errno);
   if (::rename(tmp_.c_str(), path_.c_str()) != 0) fail("cannot rename into place", errno);
   tmp_.clear();
+  forget_temporary(slot_);
+  slot_ = -1;
 }
 
 void append_to_file(const std::string& path, std::string_view text) {
@@ -85,8 +94,8 @@ void append_to_file(const std::string& path, std::string_view text) {
   if (::close(fd) != 0) throw InputError(path + ": write failed (" + std::strerror(errno) + ")");
 }
 
-void write_file_atomic(const std::string& path, std::string_view content) {
-  AtomicFile file(path);
+void write_file_atomic(const std::string& path, std::string_view content, Sweep sweep) {
+  AtomicFile file(path, sweep);
   file.write(content.data(), content.size());
   file.commit();
 }

@@ -18,12 +18,15 @@ std::string binary_under_test() {
   return other && *other ? other : KVBENCH_BINARY;
 }
 
-CliResult run_kvbench(const std::string& args) {
+CliResult run_kvbench(const std::string& args) { return run_kvbench_in("", args); }
+
+CliResult run_kvbench_in(const std::string& dir, const std::string& args) {
   const std::string err_path =
       testing::TempDir() + "kvbench-cli-stderr-" + std::to_string(::getpid()) + ".txt";
   CliResult r;
   r.args = args;
-  FILE* p = popen((binary_under_test() + " " + args + " 2>" + err_path).c_str(), "r");
+  const std::string cd = dir.empty() ? "" : "cd '" + dir + "' && ";
+  FILE* p = popen((cd + binary_under_test() + " " + args + " 2>" + err_path).c_str(), "r");
   if (!p) return r;
   std::array<char, 4096> buf;
   size_t n;

@@ -20,6 +20,8 @@ std::string binary_under_test();
 // stderr goes to a file named by this process's id, so parallel test
 // processes never read each other's output.
 CliResult run_kvbench(const std::string& args);
+// The same in working directory `dir` (a path without a single quote).
+CliResult run_kvbench_in(const std::string& dir, const std::string& args);
 
 // The contract for bad input: exit 2, nothing on stdout, exactly one line
 // on stderr starting "error: " and containing `contains`.
