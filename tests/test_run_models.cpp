@@ -17,6 +17,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "harness/encode/markdown.h"
 #include "harness/run/experiment.h"
 #include "harness/run/file_names.h"
 #include "harness/run/run_folder.h"
@@ -68,6 +69,9 @@ std::map<std::string, json> stable_cells(const std::string& dir) {
 // The tiny LLaMA (label: its file's stem) and the tiny Gemma 3 under a label
 // that HTML, gnuplot and file names must each encode.
 const char* kGemmaLabel = "Gemma <b>3</b> 'tiny' \\\" $x";
+// kGemmaLabel in markdown (harness/encode/markdown.h): the tags' brackets
+// backslash-escaped, the backslash doubled.
+const char* kGemmaLabelMarkdown = "Gemma \\<b\\>3\\</b\\> 'tiny' \\\\\" $x";
 
 std::string write_two_model_experiment(const std::string& dir) {
   const std::string path = dir + "/two.json";
@@ -271,7 +275,7 @@ TEST(RunModels, TheReportIsSectionedByModelWithOneScoreVsMemoryFigure) {
   const std::string run = only_run_folder(dir + "/out");
   const std::string table = read_text(run + "/table.md");
   const size_t a = table.find("### Model: " + tiny_label() + "\n");
-  const size_t b = table.find(std::string("### Model: ") + kGemmaLabel + "\n");
+  const size_t b = table.find(std::string("### Model: ") + kGemmaLabelMarkdown + "\n");
   ASSERT_NE(a, std::string::npos) << table;
   ASSERT_NE(b, std::string::npos) << table;
   EXPECT_LT(a, b);  // the config's order
@@ -323,7 +327,9 @@ TEST(RunModels, CompareGoesModelByModelAndNamesAModelOfOneRunOnly) {
   const auto same = run_kvbench("compare " + two + " " + two);
   EXPECT_EQ(same.code, 0) << same.err;
   EXPECT_NE(same.out.find("### Model: " + tiny_label()), std::string::npos) << same.out;
-  EXPECT_NE(same.out.find("### Model: Gemma <b>3</b> 'tiny' "), std::string::npos) << same.out;
+  EXPECT_NE(same.out.find(std::string("### Model: ") + kGemmaLabelMarkdown + "\n"),
+            std::string::npos)
+      << same.out;
   EXPECT_NE(same.out.find("12 base cells, 12 new cells, 0 missing from new"), std::string::npos)
       << same.out;
 
@@ -335,10 +341,10 @@ TEST(RunModels, CompareGoesModelByModelAndNamesAModelOfOneRunOnly) {
   const std::string one_dir = only_run_folder(dir + "/one");
   const auto c = run_kvbench("compare " + one_dir + " " + two);
   EXPECT_EQ(c.code, 0) << c.err;
-  // (the label escaped for a terminal: its backslash doubled)
-  EXPECT_NE(
-      c.out.find("- model Gemma <b>3</b> 'tiny' \\\\\" $x: only in " + two + ", not compared"),
-      std::string::npos)
+  // (the label in markdown: the tags escaped, its backslash doubled)
+  EXPECT_NE(c.out.find(std::string("- model ") + kGemmaLabelMarkdown + ": only in " +
+                       markdown_text(two, 400) + ", not compared"),
+            std::string::npos)
       << c.out;
   // Counted over the models compared.
   EXPECT_NE(c.out.find("6 base cells, 6 new cells, 0 missing from new"), std::string::npos)

@@ -4,6 +4,7 @@
 
 #include "harness/cli/cli.h"
 #include "harness/report/report.h"
+#include "model/common/printable.h"
 
 namespace po = boost::program_options;
 
@@ -20,7 +21,8 @@ int cmd_report(const Args& args) {
   const ReportSummary s = write_report(run);
   std::cout << s.table_markdown << "\n" << s.cells << " cells";
   if (s.expected_cells) std::cout << " of " << s.expected_cells;
-  std::cout << "; wrote " << run.dir() << "/report.md, report.html and predictions.html\n";
+  std::cout << "; wrote " << escaped_text(run.dir(), 2000)
+            << "/report.md, report.html and predictions.html\n";
   if (!s.plot_warning.empty()) std::cerr << "warning: " << s.plot_warning << "\n";
   return 0;
 }

@@ -1,14 +1,35 @@
 // The Markdown sink: text from cells, configs and meta.json inside the
 // markdown kvbench writes (table.md, report.md, compare's and history's
-// tables).
+// tables) and prints to a terminal.
 #pragma once
 
+#include <cstddef>
 #include <string>
+#include <string_view>
 
 namespace kvbench {
 
-// Text as one markdown table cell: '|' escaped as "\|", line breaks and
-// other control characters as spaces (labels are untrusted text).
+// `s` as Markdown inline text that shows exactly its characters, on one
+// line, in a Markdown viewer (raw HTML passed through included) and on a
+// terminal alike:
+// - first the terminal's encoding (escaped_text, model/common/printable.h):
+//   control characters, C1 controls, bidi controls and invalid UTF-8 become
+//   visible escapes (\n, \x01, \u202e), a backslash becomes "\\" (which
+//   Markdown shows as one backslash); cut after max_bytes ("...");
+// - then every character that Markdown or HTML would read as markup is
+//   backslash-escaped (CommonMark shows "\<" as "<"): < > & ` * _ [ ] | ~ #,
+//   so no label opens a tag (<script>, <img onerror>), an entity, a code
+//   span, emphasis, a link or a table cell;
+// - at_line_start: also the characters that would start a block there (a
+//   list's - + or "1.", a setext underline's =).
+std::string markdown_text(std::string_view s, size_t max_bytes = 4096, bool at_line_start = false);
+
+// markdown_text as one table cell (at most 200 bytes).
 std::string markdown_cell(const std::string& s);
+
+// What a Markdown viewer shows for markdown_text's output: a backslash
+// before ASCII punctuation is dropped (the HTML report renders kvbench's own
+// markdown tables through it, then html_escape).
+std::string markdown_unescape(std::string_view md);
 
 }  // namespace kvbench

@@ -8,7 +8,8 @@
 namespace kvbench {
 
 // `text` as one sh word: inside single quotes, each ' written as '\''.
-// Every byte but ' is literal there, newlines and NULs' absence included.
+// Every byte but ' is literal there, newlines included; a NUL (which no
+// shell word can hold) is an InputError naming the text.
 std::string shell_quote(std::string_view text);
 
 }  // namespace kvbench

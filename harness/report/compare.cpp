@@ -6,6 +6,7 @@
 #include <sstream>
 #include <vector>
 
+#include "harness/encode/markdown.h"
 #include "harness/report/arithmetic.h"
 #include "harness/report/models.h"
 #include "harness/report/stats.h"
@@ -93,11 +94,11 @@ CompareResult compare_runs(const std::string& base_dir, const std::string& new_d
     if (new_models.count(model))
       ++common;
     else
-      only << "- model " << escaped_text(model, 200) << ": only in " << escaped_text(base_dir, 400)
-           << ", not compared\n";
+      only << "- model " << markdown_text(model, 200) << ": only in "
+           << markdown_text(base_dir, 400) << ", not compared\n";
   for (const auto& [model, groups] : new_models)
     if (!base_models.count(model))
-      only << "- model " << escaped_text(model, 200) << ": only in " << escaped_text(new_dir, 400)
+      only << "- model " << markdown_text(model, 200) << ": only in " << markdown_text(new_dir, 400)
            << ", not compared\n";
   if (per_model && common == 0)
     throw InputError(new_dir + ": no model in common with " + base_dir +
@@ -112,8 +113,8 @@ CompareResult compare_runs(const std::string& base_dir, const std::string& new_d
   for (const auto& [model, base_groups] : base_models) {
     if (!new_models.count(model)) continue;
     const Groups& new_groups = new_models.at(model);
-    const std::string in_model = per_model ? escaped_cell_text(model) + ": " : "";
-    if (per_model) table << "\n### Model: " << escaped_text(model, 200) << "\n\n";
+    const std::string in_model = per_model ? markdown_cell(model) + ": " : "";
+    if (per_model) table << "\n### Model: " << markdown_text(model, 200) << "\n\n";
     table << header;
     for (const auto& [key, instances] : new_groups) {
       n_new += static_cast<int>(instances.size());
@@ -143,9 +144,8 @@ CompareResult compare_runs(const std::string& base_dir, const std::string& new_d
           char buf[96];
           std::snprintf(buf, sizeof buf, " | %.3f | %.3f | %+.3f |\n", cell.score, score_new,
                         score_new - cell.score);
-          changed << "| " << escaped_cell_text(cell.id, 400) << " | "
-                  << escaped_cell_text(instance, 400) << " | " << in_model
-                  << escaped_cell_text(key.first) << buf;
+          changed << "| " << markdown_text(cell.id, 400) << " | " << markdown_text(instance, 400)
+                  << " | " << in_model << markdown_cell(key.first) << buf;
         }
       }
       n_missing += missing;
@@ -171,8 +171,8 @@ CompareResult compare_runs(const std::string& base_dir, const std::string& new_d
                                      : "";
       if (missing)
         status += (status.empty() ? "" : ", ") + std::to_string(missing) + " instance(s) missing";
-      table << "| " << escaped_cell_text(key.first) << " | " << escaped_cell_text(key.second)
-            << " | " << n << " | " << (n ? stats::paired_test_name(kind) : "–") << " | "
+      table << "| " << markdown_cell(key.first) << " | " << markdown_cell(key.second) << " | " << n
+            << " | " << (n ? stats::paired_test_name(kind) : "–") << " | "
             << stats::format_estimate(eb.mean, eb.ci) << " | "
             << stats::format_estimate(en.mean, en.ci) << " | "
             << fixed(n ? mean(sn) - mean(sb) : NAN, "%+.3f") << " | " << fixed(p, "%.4g") << " | "
@@ -180,9 +180,9 @@ CompareResult compare_runs(const std::string& base_dir, const std::string& new_d
       // A group that could not have shown a drop of the tolerance's size.
       const double mdd = stats::min_detectable_drop(kind, n);
       if (n && !(mdd <= tolerance))
-        notes << "- " << in_model << escaped_cell_text(key.first) << " / "
-              << escaped_cell_text(key.second) << ": with " << n << " paired instances the "
-              << stats::paired_test_name(kind) << " test "
+        notes << "- " << in_model << markdown_cell(key.first) << " / " << markdown_cell(key.second)
+              << ": with " << n << " paired instances the " << stats::paired_test_name(kind)
+              << " test "
               << (std::isnan(mdd)
                       ? std::string("can call no drop significant: no drop, however large, fails "
                                     "the gate.")
@@ -198,8 +198,8 @@ CompareResult compare_runs(const std::string& base_dir, const std::string& new_d
   std::ostringstream o;
   // Another arithmetic moves scores by itself (bf16 attention, exact
   // activations): said first, so that no change is read as a policy's alone.
-  const std::string base_arith = escaped_text(arithmetic_text(base.config()), 80),
-                    new_arith = escaped_text(arithmetic_text(next.config()), 80);
+  const std::string base_arith = markdown_text(arithmetic_text(base.config()), 80),
+                    new_arith = markdown_text(arithmetic_text(next.config()), 80);
   if (base_arith != new_arith)
     o << "Note: the runs compute with different arithmetic (base: " << base_arith
       << "; new: " << new_arith

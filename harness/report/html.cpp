@@ -3,18 +3,21 @@
 #include <sstream>
 #include <vector>
 
+#include "harness/encode/markdown.h"
+
 namespace kvbench {
 
 namespace {
 
-// The cells of one markdown table row "| a | b \\| c |": split at '|' but
-// not at "\\|" (markdown_cell's escape, unescaped here), each trimmed.
+// The cells of one markdown table row "| a | b \\| c |": split at each '|'
+// that is not backslash-escaped, each trimmed, then shown as a Markdown
+// viewer shows it (markdown_unescape: markdown_cell's escapes undone).
 std::vector<std::string> row_cells(const std::string& line) {
   std::vector<std::string> cells;
   std::string cell;
   for (size_t i = 1; i < line.size(); ++i) {
-    if (line[i] == '\\' && i + 1 < line.size() && line[i + 1] == '|') {
-      cell += '|';
+    if (line[i] == '\\' && i + 1 < line.size()) {
+      cell += line.substr(i, 2);  // an escape: both characters, never a split
       ++i;
     } else if (line[i] == '|') {
       cells.push_back(cell);
@@ -26,7 +29,7 @@ std::vector<std::string> row_cells(const std::string& line) {
   if (!cell.empty()) cells.push_back(cell);  // a row without its closing bar
   for (auto& c : cells) {
     const auto b = c.find_first_not_of(' '), e = c.find_last_not_of(' ');
-    c = b == std::string::npos ? "" : c.substr(b, e - b + 1);
+    c = markdown_unescape(b == std::string::npos ? "" : c.substr(b, e - b + 1));
   }
   return cells;
 }

@@ -1,5 +1,6 @@
 #include "harness/report/table.h"
 
+#include "harness/encode/csv.h"
 #include "harness/encode/markdown.h"
 
 #include <algorithm>
@@ -243,14 +244,9 @@ std::string table_csv(const std::vector<TableRow>& rows) {
        "policy_share,kv_bytes_peak_prefill,score_lo,score_hi,score_interval,score_rel_lo,score_"
        "rel_hi\n";
   auto v = [](std::optional<double> x) { return x ? fmt(x, "%.6g") : std::string(); };
-  auto quote = [](const std::string& s) {
-    std::string q = "\"";
-    for (char c : s) q += c == '"' ? std::string("\"\"") : std::string(1, c);
-    return q + "\"";
-  };
   for (const auto& r : rows) {
-    o << quote(r.label) << "," << quote(r.spec) << "," << r.cells << "," << v(r.memory_rel) << ","
-      << v(r.speed_rel) << "," << v(r.score_rel) << "," << v(opt(r.kv_bytes_hot)) << ","
+    o << csv_field(r.label) << "," << csv_field(r.spec) << "," << r.cells << "," << v(r.memory_rel)
+      << "," << v(r.speed_rel) << "," << v(r.score_rel) << "," << v(opt(r.kv_bytes_hot)) << ","
       << v(opt(r.kv_bytes_cold)) << "," << v(opt(r.decode_tok_s)) << "," << v(opt(r.prefill_tok_s))
       << "," << v(opt(r.ttft_seconds)) << "," << v(opt(r.score)) << "," << v(r.nll_delta) << ","
       << v(r.kl_full) << "," << v(r.top1_agreement) << "," << v(r.needle_survival) << ","
