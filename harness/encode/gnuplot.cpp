@@ -1,6 +1,6 @@
 #include "harness/encode/gnuplot.h"
 
-#include <cstdio>
+#include <algorithm>
 #include <filesystem>
 
 #include "model/common/error.h"
@@ -9,29 +9,27 @@
 namespace kvbench {
 
 std::string gnuplot_string(const std::string& s) {
+  // The terminal's visible escapes first: a newline would end the command,
+  // and control, C1 and bidi characters have no business in a figure (an
+  // SVG shown in a browser would reorder text around a bidi override).
+  const std::string text = escaped_text(s, s.size(), false);
   // Single quotes: gnuplot expands no backslash escapes, no `command`
-  // substitution and no @macros inside them; a quote is written twice.
-  // A newline would end the command, so control characters are written as
-  // visible escapes instead.
-  std::string q = "'";
-  for (char ch : s) {
-    const auto c = static_cast<unsigned char>(ch);
-    if (c == '\'')
-      q += "''";
-    else if (c == '\n')
-      q += "\\n";
-    else if (c == '\r')
-      q += "\\r";
-    else if (c == '\t')
-      q += "\\t";
-    else if (c < 0x20 || c == 0x7f) {
-      char hex[8];
-      std::snprintf(hex, sizeof hex, "\\x%02X", c);
-      q += hex;
-    } else
-      q += ch;
+  // substitution and no @macros inside them; a quote is written twice. But
+  // gnuplot 5.4 reads a literal that *begins* with a doubled quote ('''a')
+  // as an empty string and another token (a syntax error): leading quotes
+  // go in a double-quoted string of quotes alone (no backslash, no
+  // backquote in it) concatenated with the rest ("''" . 'rest').
+  const size_t leading = std::min(text.find_first_not_of('\''), text.size());
+  std::string out;
+  if (leading > 0) {
+    out = "\"" + text.substr(0, leading) + "\"";
+    if (leading == text.size()) return out;
+    out += " . ";
   }
-  return q + "'";
+  out += "'";
+  for (size_t i = leading; i < text.size(); ++i)
+    out += text[i] == '\'' ? std::string("''") : std::string(1, text[i]);
+  return out + "'";
 }
 
 std::string gnuplot_output(const std::string& path) {

@@ -8,10 +8,12 @@
 
 namespace kvbench {
 
-// `s` as a gnuplot string literal that stays one literal whatever it holds:
-// single-quoted (no escapes, no `command` substitution, no @macros), quotes
-// doubled, newlines and other control characters written as visible escapes
-// (\n, \x01). Every string in every plot script goes through it.
+// `s` as a gnuplot string expression that stays one string whatever it
+// holds: single-quoted (no escapes, no `command` substitution, no @macros),
+// quotes doubled, leading quotes as "''" . '...' (gnuplot misreads a literal
+// that begins with a doubled quote); control characters, C1 and bidi
+// controls and invalid UTF-8 written as the terminal's visible escapes (\n,
+// \x01, \u202e). Every string in every plot script goes through it.
 std::string gnuplot_string(const std::string& s);
 
 // The argument of `set output` for the file at `path`: gnuplot reads a name

@@ -8,7 +8,15 @@
 namespace kvbench {
 namespace {
 
-bool markup(char c) { return c != 0 && std::strchr("<>&`*_[]|~#", c) != nullptr; }
+bool markup(char c) { return c != 0 && std::strchr("<>&`*_[]|~#$@", c) != nullptr; }
+
+// Where GitHub-flavoured Markdown would make a link of plain text: the ':'
+// of "://" and the '.' of a "www." that starts a word.
+bool autolink_mark(const std::string& t, size_t i) {
+  if (t[i] == ':') return t.compare(i, 3, "://") == 0;
+  if (t[i] != '.' || i < 3 || t.compare(i - 3, 3, "www") != 0) return false;
+  return i == 3 || !std::isalnum(static_cast<unsigned char>(t[i - 4]));
+}
 
 }  // namespace
 
@@ -36,7 +44,7 @@ std::string markdown_text(std::string_view s, size_t max_bytes, bool at_line_sta
       ++i;
       continue;
     }
-    if (markup(text[i])) out += '\\';
+    if (markup(text[i]) || autolink_mark(text, i)) out += '\\';
     out += text[i];
   }
   return out;

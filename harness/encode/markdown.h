@@ -17,9 +17,10 @@ namespace kvbench {
 //   visible escapes (\n, \x01, \u202e), a backslash becomes "\\" (which
 //   Markdown shows as one backslash); cut after max_bytes ("...");
 // - then every character that Markdown or HTML would read as markup is
-//   backslash-escaped (CommonMark shows "\<" as "<"): < > & ` * _ [ ] | ~ #,
-//   so no label opens a tag (<script>, <img onerror>), an entity, a code
-//   span, emphasis, a link or a table cell;
+//   backslash-escaped (CommonMark shows "\<" as "<"): < > & ` * _ [ ] | ~ #
+//   $ @, and the ':' of "://" and the '.' of "www.", so no label opens a tag
+//   (<script>, <img onerror>), an entity, a code span, emphasis, math, a
+//   link or autolink, or a table cell;
 // - at_line_start: also the characters that would start a block there (a
 //   list's - + or "1.", a setext underline's =).
 std::string markdown_text(std::string_view s, size_t max_bytes = 4096, bool at_line_start = false);
