@@ -1,5 +1,7 @@
 #include "datasets/instance.h"
 
+#include <limits>
+
 #include "datasets/grader.h"
 #include "model/common/error.h"
 
@@ -49,9 +51,20 @@ T get(const nlohmann::json& j, const char* name, const char* parent = nullptr) {
     } else if constexpr (std::is_floating_point_v<T>) {
       if (!v.is_number()) throw InputError("");
     } else if constexpr (std::is_integral_v<T>) {
+      // In T's range, not wrapped (4294967297 read as an int is 1).
       if (!v.is_number_integer()) throw InputError("");
+      const bool fits =
+          v.is_number_unsigned()
+              ? v.get<uint64_t>() <= static_cast<uint64_t>(std::numeric_limits<T>::max())
+              : v.get<int64_t>() >= static_cast<int64_t>(std::numeric_limits<T>::min()) &&
+                    (std::is_unsigned_v<T> ||
+                     v.get<int64_t>() <= static_cast<int64_t>(std::numeric_limits<T>::max()));
+      if (!fits) throw InputError("field '" + where + "' is out of range (" + v.dump() + ")");
     }
     return v.get<T>();
+  } catch (const InputError& e) {
+    if (*e.what()) throw;
+    throw InputError("field '" + where + "' has the wrong type (" + v.type_name() + ")");
   } catch (const std::exception&) {
     throw InputError("field '" + where + "' has the wrong type (" + v.type_name() + ")");
   }
@@ -80,6 +93,13 @@ Instance instance_from_json(const nlohmann::json& j) {
     throw InputError("field 'grader': unknown grader '" + in.grader +
                      "' (graders: exact, contains, numeric, all_values, per_query, perplexity)");
   in.max_new_tokens = get<int>(j, "max_new_tokens");
+  // The ranges a config allows for the same numbers (harness/run/experiment.cpp).
+  if (in.max_new_tokens < 0 || in.max_new_tokens > 4096)
+    throw InputError("field 'max_new_tokens' must be in [0, 4096], got " +
+                     std::to_string(in.max_new_tokens));
+  if (in.sample < 0) throw InputError("field 'sample' must be >= 0");
+  if (in.length.requested < 0 || in.length.actual < 0 || in.length.question < 0)
+    throw InputError("field 'length' must hold counts >= 0");
   const auto& answers = field(j, "answers");
   if (!answers.is_array()) throw InputError("field 'answers' must be an array of strings");
   for (const auto& a : answers) {

@@ -70,8 +70,8 @@ std::map<std::string, json> stable_cells(const std::string& dir) {
 // that HTML, gnuplot and file names must each encode.
 const char* kGemmaLabel = "Gemma <b>3</b> 'tiny' \\\" $x";
 // kGemmaLabel in markdown (harness/encode/markdown.h): the tags' brackets
-// backslash-escaped, the backslash doubled.
-const char* kGemmaLabelMarkdown = "Gemma \\<b\\>3\\</b\\> 'tiny' \\\\\" $x";
+// and the '$' backslash-escaped, the backslash doubled.
+const char* kGemmaLabelMarkdown = "Gemma \\<b\\>3\\</b\\> 'tiny' \\\\\" \\$x";
 
 std::string write_two_model_experiment(const std::string& dir) {
   const std::string path = dir + "/two.json";

@@ -66,6 +66,11 @@ std::vector<int64_t> parse_lengths(const std::string& s) {
     }
     if (used != p.size() || p.empty())
       throw InputError("--lengths: '" + part + "' is not a token count");
+    // Positive and at most a config's largest length (tasks[].lengths),
+    // checked before the multiplication can overflow; the generator says
+    // what a length too short for its needles lacks.
+    if (v < 1 || v > (int64_t{1} << 20) / mul)
+      throw InputError("--lengths: " + part + " is outside [1, 1048576] tokens");
     out.push_back(v * mul);
   }
   if (out.empty()) throw InputError("--lengths: no lengths given");

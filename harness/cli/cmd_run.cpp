@@ -6,6 +6,7 @@
 // created, so a bad config leaves nothing behind; every finished cell is
 // written atomically, so `--resume DIR` after Ctrl-C or kill -9 continues
 // with nothing lost and nothing repeated.
+#include <charconv>
 #include <filesystem>
 #include <iomanip>
 #include <iostream>
@@ -18,6 +19,7 @@
 #include "harness/run/run_meta.h"
 #include "harness/run/runner.h"
 #include "model/common/error.h"
+#include "model/common/input_file.h"
 #include "model/common/printable.h"
 #include "model/common/temporaries.h"
 
@@ -26,12 +28,21 @@ namespace po = boost::program_options;
 namespace kvbench::cli {
 namespace {
 
+// "I/N" with 1 <= I <= N <= 1000000, each a whole decimal number (no sign,
+// no spaces, nothing after: "1/4294967297" must not read as 1/1).
 std::pair<int, int> parse_shard(const std::string& s) {
-  int i = 0, n = 0;
-  char extra = 0;
-  if (std::sscanf(s.c_str(), "%d/%d%c", &i, &n, &extra) != 2 || n < 1 || i < 1 || i > n)
-    throw InputError("--shard '" + s + "': expected I/N with 1 <= I <= N (e.g. 2/4)");
-  return {i, n};
+  constexpr int64_t kMaxShards = 1000000;
+  const auto slash = s.find('/');
+  int64_t i = 0, n = 0;
+  const auto whole = [](std::string_view t, int64_t& v) {
+    const auto r = std::from_chars(t.data(), t.data() + t.size(), v);
+    return !t.empty() && t[0] != '-' && r.ec == std::errc() && r.ptr == t.data() + t.size();
+  };
+  if (slash == std::string::npos || !whole(std::string_view(s).substr(0, slash), i) ||
+      !whole(std::string_view(s).substr(slash + 1), n) || n < 1 || n > kMaxShards || i < 1 || i > n)
+    throw InputError("--shard '" + escaped_text(s, 80) +
+                     "': expected I/N with 1 <= I <= N <= 1000000 (e.g. 2/4)");
+  return {static_cast<int>(i), static_cast<int>(n)};
 }
 
 }  // namespace
@@ -163,7 +174,14 @@ int cmd_run(const Args& args) {
   if (folder) {
     const nlohmann::json old = folder->meta();
     check_same_models(old, meta, folder->path("meta.json"));
+    check_same_inputs(
+        old,
+        input_hashes(config, read_regular_file(folder->path("config.json"), kMaxConfigBytes,
+                                               "a run folder's config.json")),
+        folder->dir());
     meta = old;
+  } else {
+    meta["inputs"] = input_hashes(config, json_file_text(to_json(config)));
   }
   meta["plan"] = {{"instances", instances}, {"policies", n_policies}, {"cells", cells}};
   if (several) meta["plan"]["models"] = plans.size();

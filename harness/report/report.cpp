@@ -1,6 +1,9 @@
 #include "harness/report/report.h"
 
+#include <sys/stat.h>
+
 #include <algorithm>
+#include <charconv>
 #include <map>
 #include <sstream>
 
@@ -15,6 +18,8 @@
 #include "harness/report/summary.h"
 #include "harness/report/table.h"
 #include "model/common/atomic_file.h"
+#include "model/common/error.h"
+#include "model/common/input_file.h"
 
 namespace kvbench {
 namespace {
@@ -181,10 +186,45 @@ std::vector<std::string> model_lines(const json& config, const json& meta) {
   return out;
 }
 
+// How many cells the folder's current table was made from: the sum of
+// table.csv's "cells" column (0 without one). A damaged table.csv is an
+// InputError naming it.
+int64_t cells_in_table(const RunFolder& run) {
+  const std::string path = run.path("table.csv");
+  struct stat st {};
+  if (::lstat(path.c_str(), &st) != 0) return 0;
+  const auto records = parse_csv(read_regular_file(path, kMaxConfigBytes, "a table"), path, 100000);
+  if (records.empty()) return 0;
+  const auto column = std::find(records[0].begin(), records[0].end(), "cells");
+  if (column == records[0].end()) throw InputError(path + ": no \"cells\" column");
+  const size_t at = static_cast<size_t>(column - records[0].begin());
+  int64_t total = 0;
+  for (size_t r = 1; r < records.size(); ++r) {
+    if (records[r].size() == 1 && records[r][0].empty()) continue;  // a blank line
+    int64_t n = -1;
+    const std::string& v = at < records[r].size() ? records[r][at] : "";
+    const auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), n);
+    if (ec != std::errc() || end != v.data() + v.size() || n < 0 || n > (int64_t{1} << 40))
+      throw InputError(path + ": record " + std::to_string(r + 1) + ": \"cells\" is not a count");
+    total += n;
+  }
+  return total;
+}
+
 }  // namespace
 
 ReportSummary write_report(const RunFolder& run) {
   const auto cells = run.cells();
+  // A table is never replaced by one of fewer cells: a folder whose cells/
+  // is gone (a committed results folder keeps its tables only) or lost some
+  // would otherwise overwrite its findings with an empty or smaller table.
+  if (const int64_t had = cells_in_table(run); static_cast<int64_t>(cells.size()) < had)
+    throw InputError(
+        run.path("table.csv") + ": made from " + std::to_string(had) +
+        " cells, but the folder holds " + std::to_string(cells.size()) +
+        (cells.empty() ? " (no cells/: a results folder committed without them?)" : "") +
+        ": refusing to replace it with a table of fewer cells (remove table.csv "
+        "to render from the cells there are)");
   const json meta = run.meta();
   const json& config = run.config();
   const std::string name = config.value("name", "");

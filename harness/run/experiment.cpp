@@ -103,7 +103,7 @@ TaskGrid parse_task(const Node& n) {
   TaskGrid t;
   if (n.raw().is_object() && n.has("jsonl")) {
     n.expect_object({"jsonl", "question_first", "policies"});
-    t.jsonl = n.at("jsonl").string();
+    t.jsonl = n.at("jsonl").name(4096);
     if (t.jsonl.empty()) n.at("jsonl").fail("must not be empty");
   } else {
     n.expect_object(
@@ -160,7 +160,8 @@ std::string policy_object_spec(const Node& n) {
     for (ComponentSpec* c : parts) {
       if (!owner && c->info().param(key)) owner = c;
       const std::string names = c->info().param_names();
-      if (!names.empty() && names != "none") valid += (valid.empty() ? "" : "; ") + c->name + ": " + names;
+      if (!names.empty() && names != "none")
+        valid += (valid.empty() ? "" : "; ") + c->name + ": " + names;
     }
     if (!owner)
       v.fail("unknown field: not a parameter of '" + to_string(spec) + "' (" +
@@ -351,7 +352,7 @@ ExperimentConfig parse_experiment(const json& doc, const std::string& source) {
     c.models = parse_models(root.at("models"));
     c.models_listed = true;
   } else {
-    const std::string path = root.has("model") ? root.at("model").string() : default_model_path();
+    const std::string path = root.has("model") ? root.at("model").name(4096) : default_model_path();
     c.models.push_back({path, model_label_of_path(path)});
   }
   c.model = c.models.front().path;

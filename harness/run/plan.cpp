@@ -66,6 +66,7 @@ Plan make_plan(const ExperimentConfig& c, const LlamaModel& model, size_t model_
   };
   // Policies: the full cache first (added when the config does not list it).
   std::vector<PlannedPolicy> listed;
+  std::vector<std::string> listed_where;  // the config field each one's label comes from
   for (size_t i = 0; i < c.policies.size(); ++i) {
     const PolicyGrid& g = c.policies[i];
     const std::string where = "/policies/" + std::to_string(i);
@@ -111,6 +112,7 @@ Plan make_plan(const ExperimentConfig& c, const LlamaModel& model, size_t model_
         p.label = p.canonical;
       p.slug = file_name_safe(p.canonical);
       listed.push_back(p);
+      listed_where.push_back(where + (g.label.empty() ? "" : "/label"));
     }
   }
   bool has_full = false;
@@ -136,6 +138,19 @@ Plan make_plan(const ExperimentConfig& c, const LlamaModel& model, size_t model_
       plan.policies.insert(plan.policies.begin(), p);
     else
       plan.policies.push_back(p);
+  }
+  // Labels name the table's rows, the heatmap panels and the history's
+  // series: one configuration each, generated ones (a spec, "(budget N)")
+  // and the full cache's "full" included.
+  std::map<std::string, std::string> labels;  // label -> where it was given
+  if (!has_full) labels.emplace(kReferencePolicy, "the full cache kvbench adds");
+  for (size_t i = 0; i < listed.size(); ++i) {
+    const auto [it, fresh] = labels.emplace(listed[i].label, listed_where[i]);
+    if (!fresh)
+      throw InputError(field(c, listed_where[i]) + "the label '" + listed[i].label + "' is also " +
+                       (it->second[0] == '/' ? "the label of " : "") + it->second +
+                       " (every configuration needs a label of its own: they name the table's "
+                       "rows and the history's series)");
   }
   for (size_t i = 0; i < plan.policies.size(); ++i) plan.policies[i].index = static_cast<int>(i);
   // Which policies a task runs: every one, or those named by label, spec as

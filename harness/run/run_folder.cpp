@@ -12,6 +12,8 @@
 #include <ctime>
 #include <filesystem>
 #include <fstream>
+#include <map>
+#include <optional>
 
 #include "datasets/json_text.h"
 #include "harness/run/experiment.h"
@@ -32,8 +34,10 @@ std::string dump_json(const nlohmann::json& value, int indent) {
   return value.dump(indent, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
+std::string json_file_text(const nlohmann::json& value) { return dump_json(value) + "\n"; }
+
 void write_json_atomic(const std::string& path, const nlohmann::json& value) {
-  write_file_atomic(path, dump_json(value) + "\n");
+  write_file_atomic(path, json_file_text(value));
 }
 
 std::string utc_stamp() {
@@ -117,6 +121,35 @@ void RunFolder::lock() {
 
 namespace {
 
+// What cells/ holds: the cell files (sorted), every entry checked with
+// lstat. An entry that is not a regular file (a FIFO, a symbolic link, a
+// directory, a device) is an InputError naming it: a cell skipped silently
+// would change every figure computed from the rest. Temporaries of an
+// interrupted write and files not named *.json are not cells.
+std::vector<std::string> cell_files(const std::string& dir) {
+  std::vector<std::string> files;
+  struct stat st {};
+  if (::lstat(dir.c_str(), &st) != 0) return files;
+  if (!S_ISDIR(st.st_mode))
+    throw InputError(dir + ": not a directory (a run folder's cells are files in it)");
+  std::error_code ec;
+  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    const std::string p = it->path().string();
+    if (::lstat(p.c_str(), &st) != 0) continue;  // removed meanwhile
+    if (!S_ISREG(st.st_mode))
+      throw InputError(p + ": not a regular file (" +
+                       (S_ISLNK(st.st_mode)    ? "a symbolic link"
+                        : S_ISDIR(st.st_mode)  ? "a directory"
+                        : S_ISFIFO(st.st_mode) ? "a FIFO"
+                                               : "a special file") +
+                       "): a run folder's cells/ holds cell files only");
+    if (it->path().extension() == ".json") files.push_back(p);
+  }
+  if (ec) throw InputError(dir + ": cannot list (" + ec.message() + ")");
+  std::sort(files.begin(), files.end());
+  return files;
+}
+
 // Temporaries an interrupted writer left (only called with the lock held:
 // no live writer owns them).
 void remove_temporaries(const std::string& dir) {
@@ -156,6 +189,9 @@ RunFolder RunFolder::open(const std::string& dir, Access access) {
         throw InputError(dir + "/" + sub +
                          ": not a directory (a symbolic link or a file; kvbench writes there)");
     }
+    // A cell or kept prefill that is not a regular file would be skipped
+    // (or, for resume, taken as done): refused up front.
+    cell_files(dir + "/cells");
     // gnuplot opens plot files itself (following links): refused up front,
     // before report writes anything.
     std::error_code ec;
@@ -189,8 +225,6 @@ RunFolder RunFolder::open(const std::string& dir, Access access) {
       if (!list[i].is_object() || !list[i].contains("label") || !list[i]["label"].is_string())
         bad("/models/" + std::to_string(i), "an object with a string \"label\"");
   }
-  std::error_code ec;
-  if (access == Access::Write) fs::create_directories(dir + "/cells", ec);
   return f;
 }
 
@@ -215,6 +249,17 @@ nlohmann::json RunFolder::meta() const {
       if (!list[i].is_object()) bad(at, "an object");
       for (const char* k : {"path", "label", "sha256"})
         if (!list[i].contains(k) || !list[i][k].is_string()) bad(at + "/" + k, "a string");
+    }
+  }
+  if (m.contains("inputs")) {
+    const nlohmann::json& in = m["inputs"];
+    if (!in.is_object() || !in.contains("config.json") || !in["config.json"].is_string())
+      bad("/inputs", "an object with a string \"config.json\"");
+    if (in.contains("jsonl")) {
+      if (!in["jsonl"].is_object() || in["jsonl"].size() > 10000)
+        bad("/inputs/jsonl", "an object of at most 10000 files");
+      for (const auto& [path, sha] : in["jsonl"].items())
+        if (!sha.is_string()) bad("/inputs/jsonl", "file names with their sha256 as a string");
     }
   }
   for (const char* k : {"plan", "work", "shard"}) {
@@ -310,7 +355,9 @@ void check_cell(const nlohmann::json& c, const std::string& path, const std::str
 }
 
 bool RunFolder::has_cell(const std::string& id) const {
-  return fs::exists(dir_ + "/cells/" + id + ".json");
+  // A regular file only (open(Write) refused anything else up front).
+  struct stat st {};
+  return ::lstat((dir_ + "/cells/" + id + ".json").c_str(), &st) == 0 && S_ISREG(st.st_mode);
 }
 
 void RunFolder::write_cell(const std::string& id, const nlohmann::json& cell) const {
@@ -319,26 +366,68 @@ void RunFolder::write_cell(const std::string& id, const nlohmann::json& cell) co
   if (!safe_cell_id(id))
     throw InputError(dir_ + "/cells: the cell id '" + id.substr(0, 80) +
                      "' is not a safe file name");
+  // Made by the first cell written (a refused command writes nothing).
+  std::error_code ec;
+  fs::create_directory(dir_ + "/cells", ec);
   // cells/ holds thousands: its temporaries are swept under the lock.
   write_file_atomic(dir_ + "/cells/" + id + ".json", dump_json(cell, 1) + "\n", Sweep::None);
 }
 
-std::vector<nlohmann::json> RunFolder::cells() const {
-  std::vector<std::string> files;
-  std::error_code ec;
-  if (!fs::is_directory(dir_ + "/cells", ec)) return {};
-  for (const auto& e : fs::directory_iterator(dir_ + "/cells", ec)) {
-    const std::string p = e.path().string();
-    // Leftover temporaries of an interrupted write are not cells.
-    if (e.is_regular_file(ec) && e.path().extension() == ".json") files.push_back(p);
+namespace {
+
+// A label names one configuration of a model (its row, its heatmap panel,
+// its history series), and a configuration has one label: two cells that
+// disagree (a label given twice, a spec or index changed by hand) are an
+// InputError naming the second one's file.
+void check_labels(const std::vector<nlohmann::json>& cells, const std::vector<std::string>& files) {
+  struct Seen {
+    std::string file;
+    std::optional<int64_t> index;
+    std::optional<std::string> spec;
+  };
+  std::map<std::pair<std::string, std::string>, Seen> by_label;     // (model, label)
+  std::map<std::pair<std::string, int64_t>, std::string> by_index;  // (model, index) -> label
+  for (size_t i = 0; i < cells.size(); ++i) {
+    const nlohmann::json& c = cells[i];
+    const nlohmann::json& p = c["policy"];
+    const std::string model = c.contains("model") ? c["model"]["label"].get<std::string>() : "";
+    const std::string label = p["label"].get<std::string>();
+    Seen now{files[i], std::nullopt, std::nullopt};
+    if (p.contains("index")) now.index = p["index"].get<int64_t>();
+    if (p.contains("spec")) now.spec = p["spec"].get<std::string>();
+    const auto [it, fresh] = by_label.emplace(std::make_pair(model, label), now);
+    const Seen& was = it->second;
+    const auto fail = [&](const std::string& field, const std::string& what) {
+      throw InputError(files[i] + ": " + field + ": " + what + " (cell " +
+                       fs::path(was.file).filename().string() +
+                       "): every configuration needs a label of its own");
+    };
+    if (!fresh && now.spec && was.spec && *now.spec != *was.spec)
+      fail("/policy/label", "'" + escaped_text(label, 200) + "' is the label of the spec '" +
+                                escaped_text(*was.spec, 200) + "' too");
+    if (!fresh && now.index && was.index && *now.index != *was.index)
+      fail("/policy/label", "'" + escaped_text(label, 200) + "' is the label of configuration " +
+                                std::to_string(*was.index) + " too");
+    if (now.index) {
+      const auto [at, first] = by_index.emplace(std::make_pair(model, *now.index), label);
+      if (!first && at->second != label)
+        throw InputError(files[i] + ": /policy/label: configuration " + std::to_string(*now.index) +
+                         " is labelled '" + escaped_text(at->second, 200) + "' in another cell");
+    }
   }
-  std::sort(files.begin(), files.end());
+}
+
+}  // namespace
+
+std::vector<nlohmann::json> RunFolder::cells() const {
+  const std::vector<std::string> files = cell_files(dir_ + "/cells");
   std::vector<nlohmann::json> out;
   out.reserve(files.size());
   for (const auto& p : files) {
     out.push_back(read_json_file(p, kMaxCellBytes));
     check_cell(out.back(), p, fs::path(p).stem().string());
   }
+  check_labels(out, files);
   return out;
 }
 

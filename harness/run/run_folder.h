@@ -86,6 +86,8 @@ nlohmann::json read_json_file(const std::string& path, size_t max_bytes = kMaxCo
 // JSON text with invalid UTF-8 (model output can hold partial characters)
 // replaced by U+FFFD instead of throwing.
 std::string dump_json(const nlohmann::json& value, int indent = 2);
+// The text write_json_atomic writes for `value` (pretty JSON and a newline).
+std::string json_file_text(const nlohmann::json& value);
 // Writes pretty JSON atomically.
 void write_json_atomic(const std::string& path, const nlohmann::json& value);
 

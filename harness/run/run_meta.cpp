@@ -93,4 +93,32 @@ void check_same_models(const nlohmann::json& old_meta, const nlohmann::json& met
   }
 }
 
+nlohmann::json input_hashes(const ExperimentConfig& config, const std::string& config_json_text) {
+  nlohmann::json jsonl = nlohmann::json::object();
+  for (const auto& t : config.tasks)
+    if (!t.jsonl.empty()) jsonl[t.jsonl] = sha256_file(t.jsonl);
+  return {{"config.json", sha256_hex(config_json_text.data(), config_json_text.size())},
+          {"jsonl", jsonl}};
+}
+
+void check_same_inputs(const nlohmann::json& old_meta, const nlohmann::json& inputs,
+                       const std::string& run_dir) {
+  if (!old_meta.contains("inputs")) return;  // a folder from before inputs were recorded
+  const nlohmann::json& was = old_meta["inputs"];
+  const auto changed = [&](const std::string& file, const std::string& what) {
+    throw InputError(file + ": " + what +
+                     " since this run started (resuming would pair other inputs with the "
+                     "finished cells): restore it, or start a new run");
+  };
+  if (was.value("config.json", "") != inputs["config.json"].get<std::string>())
+    changed(run_dir + "/config.json", "changed");
+  const nlohmann::json old_jsonl = was.value("jsonl", nlohmann::json::object());
+  for (const auto& [path, sha] : inputs["jsonl"].items()) {
+    if (!old_jsonl.contains(path)) changed(path, "was not an instance file of this run");
+    if (old_jsonl[path] != sha) changed(path, "changed");
+  }
+  for (const auto& [path, sha] : old_jsonl.items())
+    if (!inputs["jsonl"].contains(path)) changed(path, "is no longer read by the config");
+}
+
 }  // namespace kvbench

@@ -28,6 +28,17 @@ std::string model_sha256(const nlohmann::json& meta, size_t index);
 void check_same_models(const nlohmann::json& old_meta, const nlohmann::json& meta,
                        const std::string& meta_file);
 
+// The inputs of a run besides its models, as meta.json's "inputs" records
+// them: {"config.json": sha256 of the run folder's config.json text,
+// "jsonl": {path: sha256} of every instance file the experiment reads}.
+nlohmann::json input_hashes(const ExperimentConfig& config, const std::string& config_json_text);
+
+// A resumed run must read what it started with: InputError naming the file
+// (config.json, an instance file) whose sha256 differs between the run's
+// meta.json (`old_meta`, where it recorded "inputs") and now (`inputs`).
+void check_same_inputs(const nlohmann::json& old_meta, const nlohmann::json& inputs,
+                       const std::string& run_dir);
+
 std::string cpu_model_name();
 
 }  // namespace kvbench

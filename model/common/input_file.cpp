@@ -7,10 +7,14 @@
 #include <cstring>
 
 #include "model/common/error.h"
+#include "model/common/printable.h"
 
 namespace kvbench {
 
 int open_regular_file(const std::string& path, struct stat* st_out) {
+  // The system would read the path only up to a NUL: another file.
+  if (path.find('\0') != std::string::npos)
+    throw InputError(escaped_text(path, 512) + ": a path must not contain a NUL character");
   const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
   if (fd < 0) throw InputError(path + ": cannot open (" + std::strerror(errno) + ")");
   struct stat st {};

@@ -55,6 +55,22 @@ std::map<std::string, std::string> tree(const std::string& dir) {
   return out;
 }
 
+::testing::AssertionResult same_tree(const std::map<std::string, std::string>& before,
+                                     const std::map<std::string, std::string>& after) {
+  std::string diff;
+  for (const auto& [path, bytes] : before) {
+    const auto it = after.find(path);
+    if (it == after.end())
+      diff += "\n  removed: " + path;
+    else if (it->second != bytes)
+      diff += "\n  changed: " + path;
+  }
+  for (const auto& [path, bytes] : after)
+    if (!before.count(path)) diff += "\n  added: " + path;
+  if (diff.empty()) return ::testing::AssertionSuccess();
+  return ::testing::AssertionFailure() << "the tree changed:" << diff;
+}
+
 std::vector<std::string> cell_files(const std::string& run) {
   std::vector<std::string> out;
   for (const auto& e : fs::directory_iterator(run + "/cells")) out.push_back(e.path().string());

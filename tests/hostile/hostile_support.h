@@ -3,6 +3,8 @@
 // and snapshots of a folder's files (to show that nothing was written).
 #pragma once
 
+#include <gtest/gtest.h>
+
 #include <map>
 #include <string>
 #include <vector>
@@ -25,6 +27,11 @@ std::string tiny_run(const std::string& dir);
 
 // Every entry under `dir` (relative path -> content, "<dir>" for folders).
 std::map<std::string, std::string> tree(const std::string& dir);
+
+// Compares two tree() snapshots, naming only the paths that differ (the
+// files themselves can be megabytes).
+::testing::AssertionResult same_tree(const std::map<std::string, std::string>& before,
+                                     const std::map<std::string, std::string>& after);
 
 // The files of <run>/cells, sorted.
 std::vector<std::string> cell_files(const std::string& run);
