@@ -73,8 +73,7 @@ std::string make_run(const std::string& out, const std::string& commit, const st
 }
 
 // n instances of (label, task) scoring 1, the first `failing` of them 0.
-std::vector<CellSpec> group(const std::string& label, const std::string& task, int n,
-                            int failing) {
+std::vector<CellSpec> group(const std::string& label, const std::string& task, int n, int failing) {
   std::vector<CellSpec> v;
   for (int i = 0; i < n; ++i)
     v.push_back({label, task, task + "-" + std::to_string(i), i < failing ? 0.0 : 1.0});
@@ -102,12 +101,15 @@ TEST(History, AddShowRoundTripAndIdempotentReAdd) {
   const std::string d = scratch("roundtrip");
   // Three commits; started times out of commit order on purpose: with no
   // git dates the start time orders them.
-  const std::string a = make_run(d + "/runs", "aaaaaaa1", "2026-11-21T07:00:00Z",
-                                 join(group("h2o", "passkey", 4, 0), group("full", "passkey", 4, 0)));
-  const std::string b = make_run(d + "/runs", "bbbbbbb2", "2026-11-22T07:00:00Z",
-                                 join(group("h2o", "passkey", 4, 1), group("full", "passkey", 4, 0)));
-  const std::string c = make_run(d + "/runs", "ccccccc3", "2026-11-23T07:00:00Z",
-                                 join(group("h2o", "passkey", 4, 4), group("full", "passkey", 4, 0)));
+  const std::string a =
+      make_run(d + "/runs", "aaaaaaa1", "2026-11-21T07:00:00Z",
+               join(group("h2o", "passkey", 4, 0), group("full", "passkey", 4, 0)));
+  const std::string b =
+      make_run(d + "/runs", "bbbbbbb2", "2026-11-22T07:00:00Z",
+               join(group("h2o", "passkey", 4, 1), group("full", "passkey", 4, 0)));
+  const std::string c =
+      make_run(d + "/runs", "ccccccc3", "2026-11-23T07:00:00Z",
+               join(group("h2o", "passkey", 4, 4), group("full", "passkey", 4, 0)));
   const auto db = open_history(d + "/h.sqlite", true);
   EXPECT_EQ(schema_version(*db), kSchemaVersion);
   const AddResult rc = add_run(*db, c, "");
@@ -230,17 +232,17 @@ TEST(History, ConcurrentWritersLoseNothing) {
   const std::string d = scratch("concurrent");
   std::string first, second;
   for (int i = 0; i < 12; ++i) {
-    const std::string run =
-        make_run(d + "/runs", "c" + std::to_string(1000000 + i),
-                 "2026-11-2" + std::to_string(1 + i % 8) + "T0" + std::to_string(i % 10) + ":00:00Z",
-                 join(group("h2o", "passkey", 20, i % 3), group("full", "passkey", 20, 0)));
+    const std::string run = make_run(
+        d + "/runs", "c" + std::to_string(1000000 + i),
+        "2026-11-2" + std::to_string(1 + i % 8) + "T0" + std::to_string(i % 10) + ":00:00Z",
+        join(group("h2o", "passkey", 20, i % 3), group("full", "passkey", 20, 0)));
     (i % 2 ? second : first) += " '" + run + "'";
   }
   const std::string db = d + "/h.sqlite";
   const std::string bin = KVBENCH_BINARY;
-  const std::string cmd = "(" + bin + " history add" + first + " --db '" + db +
-                          "' --repo '' > " + d + "/a.out 2>&1; echo $? > " + d + "/a.rc) & (" +
-                          bin + " history add" + second + " --db '" + db + "' --repo '' > " + d +
+  const std::string cmd = "(" + bin + " history add" + first + " --db '" + db + "' --repo '' > " +
+                          d + "/a.out 2>&1; echo $? > " + d + "/a.rc) & (" + bin + " history add" +
+                          second + " --db '" + db + "' --repo '' > " + d +
                           "/b.out 2>&1; echo $? > " + d + "/b.rc) & wait";
   ASSERT_EQ(std::system(cmd.c_str()), 0);
   for (const char* who : {"a", "b"}) {
@@ -411,9 +413,8 @@ TEST(History, ForeignNewerAndCorruptFilesAreOneErrorLine) {
     other.exec("CREATE TABLE customers(name TEXT)");
   }
   const auto before = fs::file_size(d + "/other.sqlite");
-  test::expect_input_error(
-      test::run_kvbench("history add " + d + " --db " + d + "/other.sqlite"),
-      d + "/other.sqlite: not a kvbench history: it holds table customers");
+  test::expect_input_error(test::run_kvbench("history add " + d + " --db " + d + "/other.sqlite"),
+                           d + "/other.sqlite: not a kvbench history: it holds table customers");
   EXPECT_EQ(fs::file_size(d + "/other.sqlite"), before);
   // A newer kvbench's file.
   {
@@ -427,9 +428,10 @@ TEST(History, ForeignNewerAndCorruptFilesAreOneErrorLine) {
   const std::string good = d + "/good.sqlite";
   {
     const auto db = open_history(good, true);
-    add_run(*db, make_run(d + "/runs", "abcdef1", "2026-11-22T07:00:00Z",
-                          group("h2o", "passkey", 300, 7)),
-            "");
+    add_run(
+        *db,
+        make_run(d + "/runs", "abcdef1", "2026-11-22T07:00:00Z", group("h2o", "passkey", 300, 7)),
+        "");
   }
   ASSERT_GT(fs::file_size(good), 3 * 4096u);
   {
@@ -446,9 +448,10 @@ TEST(History, ForeignNewerAndCorruptFilesAreOneErrorLine) {
   // A cell whose score is text: the reader checks every column's type.
   {
     const auto db = open_history(d + "/typed.sqlite", true);
-    add_run(*db, make_run(d + "/runs2", "abcdef1", "2026-11-22T07:00:00Z",
-                          group("h2o", "passkey", 2, 0)),
-            "");
+    add_run(
+        *db,
+        make_run(d + "/runs2", "abcdef1", "2026-11-22T07:00:00Z", group("h2o", "passkey", 2, 0)),
+        "");
     db->exec("UPDATE cells SET score = 'high'");
   }
   test::expect_input_error(test::run_kvbench("history show --db " + d + "/typed.sqlite"),
@@ -475,11 +478,8 @@ TEST(History, HostileLabelsStayText) {
   const std::string d = scratch("labels");
   const std::string marker = d + "/pwned";
   const std::vector<std::string> labels = {
-      "it's \"quoted\"",
-      "line\nbreak' ; system('touch " + marker + "') ; '",
-      "@macro `touch " + marker + "` $x {sub}_^ \\ & ~",
-      "a|b | c",
-      "\x1b[31mred\x07"};
+      "it's \"quoted\"", "line\nbreak' ; system('touch " + marker + "') ; '",
+      "@macro `touch " + marker + "` $x {sub}_^ \\ & ~", "a|b | c", "\x1b[31mred\x07"};
   std::vector<CellSpec> cells;
   for (const auto& l : labels) {
     const auto g = group(l, "pass'key\n", 4, 0);
@@ -499,8 +499,7 @@ TEST(History, HostileLabelsStayText) {
   // The script: every label appears only as its plot::label literal, and
   // no line of the script holds a raw piece of a label after a newline.
   const std::string script = plot_script(t, d + "/trend.png");
-  for (const auto& l : labels)
-    EXPECT_NE(script.find(plot::label(l)), std::string::npos) << l;
+  for (const auto& l : labels) EXPECT_NE(script.find(plot::label(l)), std::string::npos) << l;
   EXPECT_EQ(script.find("\nbreak"), std::string::npos);
   EXPECT_EQ(script.find('\x1b'), std::string::npos);
   EXPECT_EQ(script.find("system('touch"), std::string::npos);  // only as ''touch
@@ -527,7 +526,8 @@ TEST(History, HostileLabelsStayText) {
     if (!in_table) continue;
     if (line.empty()) break;
     long bars = 0;
-    for (size_t i = 0; i < line.size(); ++i) bars += line[i] == '|' && (i == 0 || line[i - 1] != '\\');
+    for (size_t i = 0; i < line.size(); ++i)
+      bars += line[i] == '|' && (i == 0 || line[i - 1] != '\\');
     if (columns < 0) columns = bars;
     EXPECT_EQ(bars, columns) << line;
   }

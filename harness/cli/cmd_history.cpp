@@ -53,8 +53,7 @@ int history_add(const Args& args) {
   po::positional_options_description pos;
   pos.add("run", -1);
   po::variables_map vm;
-  if (!parse(args, desc, vm, "kvbench history add RUN... [--db FILE] [--repo DIR]", &pos))
-    return 0;
+  if (!parse(args, desc, vm, "kvbench history add RUN... [--db FILE] [--repo DIR]", &pos)) return 0;
   const std::string db_path = vm["db"].as<std::string>();
   const auto db = history::open_history(db_path, true);
   for (const std::string& run : vm["run"].as<std::vector<std::string>>()) {
@@ -71,7 +70,8 @@ int history_show(const Args& args) {
   add_db_option(desc);
   add_trend_options(desc);
   po::variables_map vm;
-  if (!parse(args, desc, vm, "kvbench history show [--db FILE] [--experiment NAME] [--tolerance X]"))
+  if (!parse(args, desc, vm,
+             "kvbench history show [--db FILE] [--experiment NAME] [--tolerance X]"))
     return 0;
   const double tol = tolerance(vm);
   const std::string db_path = vm["db"].as<std::string>();
@@ -83,8 +83,7 @@ int history_show(const Args& args) {
 
 int history_plot(const Args& args) {
   po::options_description desc("options");
-  desc.add_options()("output,o", po::value<std::string>()->required(),
-                     "the plot, .png or .svg");
+  desc.add_options()("output,o", po::value<std::string>()->required(), "the plot, .png or .svg");
   add_db_option(desc);
   add_trend_options(desc);
   po::variables_map vm;

@@ -94,7 +94,8 @@ AddResult add_run(const Db& db, const std::string& run_dir, const std::string& r
   const RunFolder run = RunFolder::open(run_dir);
   const std::string meta_file = run.path("meta.json");
   const json meta = run.meta();
-  if (meta.empty()) throw InputError(meta_file + ": missing (kvbench history needs the run's meta)");
+  if (meta.empty())
+    throw InputError(meta_file + ": missing (kvbench history needs the run's meta)");
   AddResult r;
   r.git_commit = field(meta, "git_commit", meta_file);
   // RunFolder::meta() checked it is a boolean when present.

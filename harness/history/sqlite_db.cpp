@@ -8,8 +8,8 @@
 namespace kvbench::history {
 
 Db::Db(const std::string& path, Mode mode) : path_(path) {
-  const int flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX |
-                    (mode == Mode::Create ? SQLITE_OPEN_CREATE : 0);
+  const int flags =
+      SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX | (mode == Mode::Create ? SQLITE_OPEN_CREATE : 0);
   const int rc = sqlite3_open_v2(path.c_str(), &db_, flags, nullptr);
   if (rc != SQLITE_OK) {
     const std::string msg = db_ ? sqlite3_errmsg(db_) : sqlite3_errstr(rc);
@@ -50,10 +50,9 @@ void Db::exec(std::string_view sql) const {
   }
 }
 
-Stmt::Stmt(const Db& db, std::string_view sql, std::string what)
-    : db_(db), what_(std::move(what)) {
-  const int rc = sqlite3_prepare_v2(db.handle(), sql.data(), static_cast<int>(sql.size()), &stmt_,
-                                    nullptr);
+Stmt::Stmt(const Db& db, std::string_view sql, std::string what) : db_(db), what_(std::move(what)) {
+  const int rc =
+      sqlite3_prepare_v2(db.handle(), sql.data(), static_cast<int>(sql.size()), &stmt_, nullptr);
   if (rc != SQLITE_OK) db.fail(what_, rc);
 }
 

@@ -93,8 +93,10 @@ Trend load_trend(const Db& db, double tolerance, const std::string& experiment) 
   // series -> point (commit, dirty) -> instance -> score
   std::map<SeriesKey, std::map<PointKey, std::map<std::string, InstanceScore>>> data;
   {
-    Stmt s(db, "SELECT run_id, configuration, task, instance, score FROM cells ORDER BY run_id, cell_id",
-           "cells");
+    Stmt s(
+        db,
+        "SELECT run_id, configuration, task, instance, score FROM cells ORDER BY run_id, cell_id",
+        "cells");
     int64_t rows = 0;
     while (s.step()) {
       if (++rows > kMaxCells) bad(db, "more than " + std::to_string(kMaxCells) + " cells");
