@@ -43,7 +43,10 @@ bool is_hex_commit(const std::string& s) {
   return true;
 }
 
-// The commit's date from git, unix seconds; nullopt when git cannot say.
+// The commit's date from git, unix seconds; nullopt when git cannot say (no
+// repository, an unknown commit). A date git does print but that lies
+// outside 1970 to 9999 (a forged committer time) is an error naming the field:
+// stored, it would reach gmtime and the plot's date labels.
 std::optional<int64_t> commit_time(const std::string& repo, const std::string& commit) {
   if (repo.empty() || !is_hex_commit(commit)) return std::nullopt;  // never an option to git
   const Captured git =
@@ -51,12 +54,11 @@ std::optional<int64_t> commit_time(const std::string& repo, const std::string& c
   if (git.code != 0) return std::nullopt;
   std::string out = git.out;
   while (!out.empty() && (out.back() == '\n' || out.back() == '\r')) out.pop_back();
-  if (out.empty() || out.size() > 19) return std::nullopt;
-  int64_t t = 0;
-  for (char c : out) {
-    if (!std::isdigit(static_cast<unsigned char>(c))) return std::nullopt;
-    t = t * 10 + (c - '0');
-  }
+  const std::optional<int64_t> t = parse_unix_seconds(out);
+  if (!t)
+    throw InputError(escaped_text(repo, 512) + ": commit " + commit +
+                     ": commit_time: git gives the committer time '" + escaped_text(out, 64) +
+                     "', not unix seconds from 1970 to 9999 (a forged commit date?)");
   return t;
 }
 

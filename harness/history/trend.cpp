@@ -74,6 +74,10 @@ Trend load_trend(const Db& db, double tolerance, const std::string& experiment) 
       r.experiment = s.text(1);
       r.commit = s.text(2);
       r.commit_time = s.optional_integer(3);
+      // Checked before any use: it orders commits and becomes a date.
+      if (r.commit_time && !time_in_range(*r.commit_time))
+        bad(db, "runs.commit_time: " + std::to_string(*r.commit_time) +
+                    " is not unix seconds from 1970 to 9999 (not a kvbench history, or damaged)");
       const std::string started = s.text(4);
       const auto when = parse_utc(started);
       if (!when)
