@@ -21,6 +21,10 @@
 //                time stands in for it); a date git gives outside 1970 to
 //                9999 is an error (time_text.h)
 //
+// A cell already in the history (same run id and cell id) is counted as
+// present, decided by that key; every other row is a plain INSERT whose
+// failure is an error, never a row dropped in silence.
+//
 // One write transaction per run folder: a folder lands whole or not at all,
 // and concurrent writers (BEGIN IMMEDIATE, a busy timeout; sqlite_db.h)
 // lose nothing.

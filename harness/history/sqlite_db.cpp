@@ -92,8 +92,6 @@ void Stmt::reset() {
   sqlite3_clear_bindings(stmt_);
 }
 
-int64_t Stmt::changes() const { return sqlite3_changes64(db_.handle()); }
-
 void Stmt::bad_column(int column, const char* expected) const {
   const char* name = sqlite3_column_name(stmt_, column);
   throw InputError(escaped_text(db_.path(), 512) + ": " + what_ + "." + (name ? name : "?") +

@@ -49,8 +49,6 @@ class Stmt {
   Stmt& bind_null(int index);
   bool step();
   void reset();
-  // Rows the last INSERT/UPDATE/DELETE changed.
-  int64_t changes() const;
 
   bool is_null(int column) const;
   std::string text(int column) const;
