@@ -264,9 +264,18 @@ TEST(History, ConcurrentWritersLoseNothing) {
 
 TEST(History, MigratesVersion0And1) {
   const std::string d = scratch("migrate");
-  // Version 0: an empty SQLite file (what sqlite3_open leaves) becomes the
-  // current layout.
-  { Db empty(d + "/v0.sqlite", Db::Mode::Create); }
+  // An empty file (what sqlite3_open leaves) is no history: refused, for
+  // adding too, and left empty.
+  { Db empty(d + "/empty.sqlite", Db::Mode::Create); }
+  EXPECT_THROW(open_history(d + "/empty.sqlite", false), InputError);
+  EXPECT_THROW(open_history(d + "/empty.sqlite", true), InputError);
+  EXPECT_EQ(fs::file_size(d + "/empty.sqlite"), 0u);
+  // Version 0: an SQLite file without tables becomes the current layout.
+  {
+    Db v0(d + "/v0.sqlite", Db::Mode::Create);
+    v0.exec("CREATE TABLE t(x)");  // pages written, then no table left
+    v0.exec("DROP TABLE t");
+  }
   EXPECT_EQ(schema_version(*open_history(d + "/v0.sqlite", false)), kSchemaVersion);
   // Version 1 with a run and a cell in it: the rows survive; the spec column
   // version 1 did not keep reads NULL.

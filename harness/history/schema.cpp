@@ -2,6 +2,8 @@
 
 #include <set>
 
+#include "harness/history/db_file.h"
+
 #include "model/common/error.h"
 #include "model/common/printable.h"
 
@@ -94,6 +96,9 @@ void create_version_1(const Db& db) {
 }
 
 std::unique_ptr<Db> open_history(const std::string& path, bool create) {
+  // What the file is, before SQLite sees it (db_file.h); a missing file is
+  // created only when asked.
+  open_history_file(path, create ? Purpose::Add : Purpose::Read);
   auto db = std::make_unique<Db>(path, create ? Db::Mode::Create : Db::Mode::ReadWrite);
   // Reading the version is the first read of the file: a file that is not
   // SQLite fails here ("file is not a database").
