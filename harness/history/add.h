@@ -23,11 +23,9 @@
 //
 // A cell already in the history (same run id and cell id) is counted as
 // present, decided by that key; every other row is a plain INSERT whose
-// failure is an error, never a row dropped in silence.
-//
-// One write transaction per run folder: a folder lands whole or not at all,
-// and concurrent writers (BEGIN IMMEDIATE, a busy timeout; sqlite_db.h)
-// lose nothing.
+// failure is an error, never a row dropped in silence. `db` is a writer's
+// copy (writer.h): a command's folders land together, or, on any error,
+// not at all.
 #pragma once
 
 #include <cstdint>

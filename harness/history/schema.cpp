@@ -3,7 +3,6 @@
 #include <set>
 
 #include "harness/history/db_file.h"
-
 #include "model/common/error.h"
 #include "model/common/printable.h"
 
@@ -30,6 +29,14 @@ void to_version_4(const Db& db) { db.exec("ALTER TABLE runs ADD COLUMN git_dirty
 using Migration = void (*)(const Db&);
 constexpr Migration kMigrations[kSchemaVersion] = {to_version_1, to_version_2, to_version_3,
                                                    to_version_4};
+
+void migrate(const Db& db, int from) {
+  for (int v = from; v < kSchemaVersion; ++v) {
+    kMigrations[v](db);
+    // A pragma takes no bound parameter; the number is ours, not input.
+    db.exec("PRAGMA user_version = " + std::to_string(v + 1));
+  }
+}
 
 // The objects a file at `version` may hold besides SQLite's own.
 std::set<std::string> own_objects(int version) {
@@ -95,35 +102,34 @@ void create_version_1(const Db& db) {
   db.exec("PRAGMA user_version = 1");
 }
 
-std::unique_ptr<Db> open_history(const std::string& path, bool create) {
-  // What the file is, before SQLite sees it (db_file.h); a missing file is
-  // created only when asked.
-  open_history_file(path, create ? Purpose::Add : Purpose::Read);
-  auto db = std::make_unique<Db>(path, create ? Db::Mode::Create : Db::Mode::ReadWrite);
+int check_schema(const Db& db) {
   // Reading the version is the first read of the file: a file that is not
   // SQLite fails here ("file is not a database").
-  int version = schema_version(*db);
-  if (version == kSchemaVersion) {
-    Transaction read(*db, Transaction::Kind::Read);
-    check_objects(*db, version);
-    read.commit();
-    return db;
-  }
+  const int version = schema_version(db);
   if (version < 0 || version > kSchemaVersion)
-    throw InputError(escaped_text(path, 512) + ": schema version " + std::to_string(version) +
+    throw InputError(escaped_text(db.path(), 512) + ": schema version " + std::to_string(version) +
                      " is not one this kvbench knows (0 to " + std::to_string(kSchemaVersion) +
                      "): written by a newer kvbench, or not a kvbench history");
-  Transaction write(*db, Transaction::Kind::Write);
-  // Another process may have migrated it while we waited for the lock.
-  version = schema_version(*db);
-  check_objects(*db, version);
-  for (int v = version; v < kSchemaVersion; ++v) {
-    kMigrations[v](*db);
-    // A pragma takes no bound parameter; the number is ours, not input.
-    db->exec("PRAGMA user_version = " + std::to_string(v + 1));
-  }
-  check_objects(*db, kSchemaVersion);
+  Transaction read(db, Transaction::Kind::Read);
+  check_objects(db, version);
+  read.commit();
+  return version;
+}
+
+int check_and_migrate(const Db& db) {
+  const int version = check_schema(db);
+  if (version == kSchemaVersion) return version;
+  Transaction write(db, Transaction::Kind::Write);
+  migrate(db, version);
+  check_objects(db, kSchemaVersion);
   write.commit();
+  return version;
+}
+
+std::unique_ptr<Db> open_history_read(const std::string& path) {
+  open_history_file(path, Purpose::Read);  // checked, then closed: SQLite opens it by name
+  auto db = std::make_unique<Db>(path, Db::Mode::ReadOnly);
+  check_schema(*db);
   return db;
 }
 

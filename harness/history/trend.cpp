@@ -6,6 +6,7 @@
 #include <tuple>
 #include <utility>
 
+#include "harness/history/schema.h"
 #include "harness/history/time_text.h"
 #include "model/common/error.h"
 #include "model/common/printable.h"
@@ -39,6 +40,20 @@ using SeriesKey = std::tuple<std::string, std::string, std::string, std::string>
   throw InputError(escaped_text(db.path(), 512) + ": " + what);
 }
 
+// The runs, with the columns a file of `version` lacks read as NULL: a reader
+// never migrates (it writes nothing), so an older file is read as it is
+// (check_schema() has checked it is exactly that version's layout).
+const char* runs_query(int version) {
+  if (version >= 4)
+    return "SELECT run_id, experiment, git_commit, commit_time, started_utc, model_sha256, "
+           "machine, model_label, git_dirty FROM runs ORDER BY run_id";
+  if (version == 3)
+    return "SELECT run_id, experiment, git_commit, commit_time, started_utc, model_sha256, "
+           "machine, model_label, NULL FROM runs ORDER BY run_id";
+  return "SELECT run_id, experiment, git_commit, commit_time, started_utc, model_sha256, "
+         "machine, NULL, NULL FROM runs ORDER BY run_id";
+}
+
 double mean(const std::vector<double>& v) {
   double s = 0.0;
   for (double x : v) s += x;
@@ -59,13 +74,12 @@ Trend load_trend(const Db& db, double tolerance, const std::string& experiment) 
   Trend t;
   t.tolerance = tolerance;
   Transaction read(db, Transaction::Kind::Read);
+  const int version = schema_version(db);
+  if (version == 0) return t;  // no tables yet
 
   std::map<std::string, RunRow> runs;  // run_id -> run
   {
-    Stmt s(db,
-           "SELECT run_id, experiment, git_commit, commit_time, started_utc, model_sha256, "
-           "machine, model_label, git_dirty FROM runs ORDER BY run_id",
-           "runs");
+    Stmt s(db, runs_query(version), "runs");
     while (s.step()) {
       if (static_cast<int64_t>(runs.size()) >= kMaxRuns)
         bad(db, "more than " + std::to_string(kMaxRuns) + " runs");

@@ -71,6 +71,8 @@ struct Trend {
 };
 
 // Reads the whole history (one read transaction) and computes every point.
+// `db`: opened by open_history_read or a HistoryWriter (its schema checked);
+// a file of an older version is read as it is.
 // experiment: only runs of that experiment ("" for all). InputError naming
 // the file for a row that breaks the layout (a foreign or damaged file) and
 // for more than kMaxRuns runs or kMaxCells cells.
