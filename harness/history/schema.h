@@ -17,9 +17,12 @@
 //              uncommitted changes, 0 when not, NULL for runs added before
 //
 // A file is refused with "<file>: ..." when it is newer than this kvbench,
-// when it is not an SQLite file or is damaged, and when it holds tables,
-// views, triggers or indexes that are not the history's own (a foreign
-// database: nothing is written to it).
+// when it is not an SQLite file or is damaged, and when its schema is not
+// exactly what this kvbench creates for its version: every object in
+// sqlite_schema (type, name, table and full SQL text) is compared with the
+// objects the migrations up to that version make, so an extra index, a
+// trigger, a view, a CHECK constraint or a changed column type names the
+// object and nothing is read or written.
 #pragma once
 
 #include <memory>
@@ -41,8 +44,8 @@ inline constexpr const char* kDefaultHistoryDb = "results/history.sqlite";
 std::unique_ptr<Db> open_history_read(const std::string& path);
 
 // The file's version after checking it is one this kvbench knows and that
-// it holds that version's objects and no others; InputError naming the file
-// and the object.
+// its schema is exactly that version's; InputError naming the file and the
+// first object that differs.
 int check_schema(const Db& db);
 
 // check_schema, then the migrations from the file's version to
