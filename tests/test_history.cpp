@@ -21,6 +21,7 @@
 #include "harness/history/schema.h"
 #include "harness/history/show.h"
 #include "harness/history/trend.h"
+#include "harness/history/writer.h"
 #include "harness/report/plot_script.h"
 #include "harness/run/run_folder.h"
 #include "model/common/error.h"
@@ -73,8 +74,7 @@ std::string make_run(const std::string& out, const std::string& commit, const st
 }
 
 // n instances of (label, task) scoring 1, the first `failing` of them 0.
-std::vector<CellSpec> group(const std::string& label, const std::string& task, int n,
-                            int failing) {
+std::vector<CellSpec> group(const std::string& label, const std::string& task, int n, int failing) {
   std::vector<CellSpec> v;
   for (int i = 0; i < n; ++i)
     v.push_back({label, task, task + "-" + std::to_string(i), i < failing ? 0.0 : 1.0});
@@ -102,30 +102,34 @@ TEST(History, AddShowRoundTripAndIdempotentReAdd) {
   const std::string d = scratch("roundtrip");
   // Three commits; started times out of commit order on purpose: with no
   // git dates the start time orders them.
-  const std::string a = make_run(d + "/runs", "aaaaaaa1", "2026-11-21T07:00:00Z",
-                                 join(group("h2o", "passkey", 4, 0), group("full", "passkey", 4, 0)));
-  const std::string b = make_run(d + "/runs", "bbbbbbb2", "2026-11-22T07:00:00Z",
-                                 join(group("h2o", "passkey", 4, 1), group("full", "passkey", 4, 0)));
-  const std::string c = make_run(d + "/runs", "ccccccc3", "2026-11-23T07:00:00Z",
-                                 join(group("h2o", "passkey", 4, 4), group("full", "passkey", 4, 0)));
-  const auto db = open_history(d + "/h.sqlite", true);
-  EXPECT_EQ(schema_version(*db), kSchemaVersion);
-  const AddResult rc = add_run(*db, c, "");
+  const std::string a =
+      make_run(d + "/runs", "aaaaaaa1", "2026-11-21T07:00:00Z",
+               join(group("h2o", "passkey", 4, 0), group("full", "passkey", 4, 0)));
+  const std::string b =
+      make_run(d + "/runs", "bbbbbbb2", "2026-11-22T07:00:00Z",
+               join(group("h2o", "passkey", 4, 1), group("full", "passkey", 4, 0)));
+  const std::string c =
+      make_run(d + "/runs", "ccccccc3", "2026-11-23T07:00:00Z",
+               join(group("h2o", "passkey", 4, 4), group("full", "passkey", 4, 0)));
+  HistoryWriter writer(d + "/h.sqlite");
+  const Db& db = writer.db();
+  EXPECT_EQ(schema_version(db), kSchemaVersion);
+  const AddResult rc = add_run(db, c, "");
   EXPECT_EQ(rc.cells_added, 8);
   EXPECT_EQ(rc.git_commit, "ccccccc3");
   EXPECT_EQ(rc.run_id.size(), 64u);
-  EXPECT_EQ(add_run(*db, a, "").cells_added, 8);
-  EXPECT_EQ(add_run(*db, b, "").cells_added, 8);
+  EXPECT_EQ(add_run(db, a, "").cells_added, 8);
+  EXPECT_EQ(add_run(db, b, "").cells_added, 8);
   // The same folder again, and a copy of it elsewhere: nothing new.
-  const AddResult again = add_run(*db, b, "");
+  const AddResult again = add_run(db, b, "");
   EXPECT_EQ(again.cells_added, 0);
   EXPECT_EQ(again.cells_present, 8);
   fs::copy(b, d + "/copy", fs::copy_options::recursive);
-  EXPECT_EQ(add_run(*db, d + "/copy", "").cells_added, 0);
-  EXPECT_EQ(count(*db, "runs"), 3);
-  EXPECT_EQ(count(*db, "cells"), 24);
+  EXPECT_EQ(add_run(db, d + "/copy", "").cells_added, 0);
+  EXPECT_EQ(count(db, "runs"), 3);
+  EXPECT_EQ(count(db, "cells"), 24);
 
-  const Trend t = load_trend(*db, 0.0);
+  const Trend t = load_trend(db, 0.0);
   ASSERT_EQ(t.commits.size(), 3u);
   EXPECT_EQ(t.commits[0].commit, "aaaaaaa1");
   EXPECT_EQ(t.commits[2].commit, "ccccccc3");
@@ -163,12 +167,13 @@ TEST(History, AddShowRoundTripAndIdempotentReAdd) {
 
 TEST(History, RegressionPointIsTheFirstSignificantDrop) {
   const std::string d = scratch("regression");
-  const auto db = open_history(d + "/h.sqlite", true);
+  HistoryWriter writer(d + "/h.sqlite");
+  const Db& db = writer.db();
   // All 4 instances fail at the second commit: mid-p McNemar p = 1/32.
-  add_run(*db, make_run(d, "1111111", "2026-11-21T07:00:00Z", group("snapkv", "niah", 4, 0)), "");
-  add_run(*db, make_run(d, "2222222", "2026-11-22T07:00:00Z", group("snapkv", "niah", 4, 4)), "");
-  add_run(*db, make_run(d, "3333333", "2026-11-23T07:00:00Z", group("snapkv", "niah", 4, 4)), "");
-  const Trend t = load_trend(*db, 0.05);
+  add_run(db, make_run(d, "1111111", "2026-11-21T07:00:00Z", group("snapkv", "niah", 4, 0)), "");
+  add_run(db, make_run(d, "2222222", "2026-11-22T07:00:00Z", group("snapkv", "niah", 4, 4)), "");
+  add_run(db, make_run(d, "3333333", "2026-11-23T07:00:00Z", group("snapkv", "niah", 4, 4)), "");
+  const Trend t = load_trend(db, 0.05);
   const Series* s = find_series(t, "snapkv", "niah");
   ASSERT_NE(s, nullptr);
   ASSERT_EQ(s->points.size(), 3u);
@@ -184,7 +189,7 @@ TEST(History, RegressionPointIsTheFirstSignificantDrop) {
             std::string::npos)
       << md;
   // Beyond a tolerance of the whole drop it is accepted.
-  EXPECT_FALSE(find_series(load_trend(*db, 1.0), "snapkv", "niah")->points[1].regressed);
+  EXPECT_FALSE(find_series(load_trend(db, 1.0), "snapkv", "niah")->points[1].regressed);
   // The plot marks it.
   const std::string script = plot_script(t, d + "/trend.png");
   EXPECT_NE(script.find("title 'regression point'"), std::string::npos) << script;
@@ -196,18 +201,19 @@ TEST(History, RegressionPointIsTheFirstSignificantDrop) {
 // run's cells nor becomes the point the next default run is compared with.
 TEST(History, RunsOfAnotherArithmeticAreTheirOwnSeries) {
   const std::string d = scratch("arithmetic");
-  const auto db = open_history(d + "/h.sqlite", true);
-  add_run(*db, make_run(d, "1111111", "2026-11-21T07:00:00Z", group("snapkv", "niah", 4, 0)), "");
-  add_run(*db,
+  HistoryWriter writer(d + "/h.sqlite");
+  const Db& db = writer.db();
+  add_run(db, make_run(d, "1111111", "2026-11-21T07:00:00Z", group("snapkv", "niah", 4, 0)), "");
+  add_run(db,
           make_run(d, "1111111", "2026-11-21T08:00:00Z", group("snapkv", "niah", 4, 4), "tiny",
                    false, json{{"attention", "bf16"}}),
           "");
-  add_run(*db,
+  add_run(db,
           make_run(d, "1111111", "2026-11-21T09:00:00Z", group("snapkv", "niah", 4, 4), "tiny",
                    false, json{{"exact", true}}),
           "");
-  add_run(*db, make_run(d, "2222222", "2026-11-22T07:00:00Z", group("snapkv", "niah", 4, 0)), "");
-  const Trend t = load_trend(*db, 0.05);
+  add_run(db, make_run(d, "2222222", "2026-11-22T07:00:00Z", group("snapkv", "niah", 4, 0)), "");
+  const Trend t = load_trend(db, 0.05);
   std::map<std::string, size_t> points;
   for (const Series& s : t.series) points[s.experiment] = s.points.size();
   EXPECT_EQ(points,
@@ -230,17 +236,17 @@ TEST(History, ConcurrentWritersLoseNothing) {
   const std::string d = scratch("concurrent");
   std::string first, second;
   for (int i = 0; i < 12; ++i) {
-    const std::string run =
-        make_run(d + "/runs", "c" + std::to_string(1000000 + i),
-                 "2026-11-2" + std::to_string(1 + i % 8) + "T0" + std::to_string(i % 10) + ":00:00Z",
-                 join(group("h2o", "passkey", 20, i % 3), group("full", "passkey", 20, 0)));
+    const std::string run = make_run(
+        d + "/runs", "c" + std::to_string(1000000 + i),
+        "2026-11-2" + std::to_string(1 + i % 8) + "T0" + std::to_string(i % 10) + ":00:00Z",
+        join(group("h2o", "passkey", 20, i % 3), group("full", "passkey", 20, 0)));
     (i % 2 ? second : first) += " '" + run + "'";
   }
   const std::string db = d + "/h.sqlite";
   const std::string bin = KVBENCH_BINARY;
-  const std::string cmd = "(" + bin + " history add" + first + " --db '" + db +
-                          "' --repo '' > " + d + "/a.out 2>&1; echo $? > " + d + "/a.rc) & (" +
-                          bin + " history add" + second + " --db '" + db + "' --repo '' > " + d +
+  const std::string cmd = "(" + bin + " history add" + first + " --db '" + db + "' --repo '' > " +
+                          d + "/a.out 2>&1; echo $? > " + d + "/a.rc) & (" + bin + " history add" +
+                          second + " --db '" + db + "' --repo '' > " + d +
                           "/b.out 2>&1; echo $? > " + d + "/b.rc) & wait";
   ASSERT_EQ(std::system(cmd.c_str()), 0);
   for (const char* who : {"a", "b"}) {
@@ -253,7 +259,7 @@ TEST(History, ConcurrentWritersLoseNothing) {
     EXPECT_EQ(std::count(text.begin(), text.end(), '\n'), 6) << text;
     EXPECT_NE(text.find("40 cells added, 0 already in the history"), std::string::npos) << text;
   }
-  const auto h = open_history(db, false);
+  const auto h = open_history_read(db);
   EXPECT_EQ(count(*h, "runs"), 12);
   EXPECT_EQ(count(*h, "cells"), 12 * 40);
   EXPECT_EQ(schema_version(*h), kSchemaVersion);
@@ -262,14 +268,26 @@ TEST(History, ConcurrentWritersLoseNothing) {
 
 TEST(History, MigratesVersion0And1) {
   const std::string d = scratch("migrate");
-  // Version 0: an empty SQLite file (what sqlite3_open leaves) becomes the
-  // current layout.
-  { Db empty(d + "/v0.sqlite", Db::Mode::Create); }
-  EXPECT_EQ(schema_version(*open_history(d + "/v0.sqlite", false)), kSchemaVersion);
+  // Version 0: an SQLite file without tables (not an empty file: history.h
+  // refuses those) becomes the current layout when added to, and reads as
+  // an empty history.
+  {
+    Db v0(d + "/v0.sqlite", Db::Mode::Create);
+    v0.exec("CREATE TABLE t(x)");  // pages written, then no table left
+    v0.exec("DROP TABLE t");
+  }
+  EXPECT_EQ(load_trend(*open_history_read(d + "/v0.sqlite"), 0.0).runs, 0);
+  {
+    HistoryWriter writer(d + "/v0.sqlite");
+    EXPECT_EQ(schema_version(writer.db()), kSchemaVersion);
+    writer.commit();
+  }
+  EXPECT_EQ(schema_version(*open_history_read(d + "/v0.sqlite")), kSchemaVersion);
   // Version 1 with a run and a cell in it: the rows survive; the spec column
   // version 1 did not keep reads NULL.
+  const std::string v1_path = d + "/v1.sqlite";
   {
-    Db v1(d + "/v1.sqlite", Db::Mode::Create);
+    Db v1(v1_path, Db::Mode::Create);
     create_version_1(v1);
     Stmt run(v1,
              "INSERT INTO runs VALUES ('r1', 'tiny', 'abcdef0', NULL, '2026-11-21T07:00:00Z', "
@@ -281,26 +299,76 @@ TEST(History, MigratesVersion0And1) {
     cell.step();
     EXPECT_EQ(schema_version(v1), 1);
   }
-  const auto db = open_history(d + "/v1.sqlite", false);
-  EXPECT_EQ(schema_version(*db), kSchemaVersion);
-  EXPECT_EQ(count(*db, "cells"), 1);
-  Stmt label(*db, "SELECT model_label FROM runs WHERE run_id = 'r1'", "runs");
+  // A reader reads version 1 as it is (the later columns as NULL) and never
+  // migrates: the file stays byte for byte.
+  std::ifstream in(v1_path, std::ios::binary);
+  const std::string v1_bytes{std::istreambuf_iterator<char>(in), {}};
+  {
+    const auto reader = open_history_read(v1_path);
+    EXPECT_EQ(schema_version(*reader), 1);
+    const Trend t = load_trend(*reader, 0.0);
+    ASSERT_EQ(t.series.size(), 1u);
+    EXPECT_DOUBLE_EQ(t.series[0].points[0].score.mean, 1.0);
+    EXPECT_EQ(t.series[0].model, "ab12");  // no model_label: the sha256's digits
+    EXPECT_FALSE(t.commits[0].dirty);      // no git_dirty: a clean build
+  }
+  std::ifstream again(v1_path, std::ios::binary);
+  EXPECT_EQ(std::string(std::istreambuf_iterator<char>(again), {}), v1_bytes);
+  // A writer migrates its copy.
+  HistoryWriter writer(v1_path);
+  const Db& db = writer.db();
+  EXPECT_EQ(schema_version(db), kSchemaVersion);
+  EXPECT_EQ(count(db, "cells"), 1);
+  Stmt label(db, "SELECT model_label FROM runs WHERE run_id = 'r1'", "runs");
   ASSERT_TRUE(label.step());
   EXPECT_TRUE(label.is_null(0));  // version 3's column: NULL for a run of one model
-  Stmt dirty(*db, "SELECT git_dirty FROM runs WHERE run_id = 'r1'", "runs");
+  Stmt dirty(db, "SELECT git_dirty FROM runs WHERE run_id = 'r1'", "runs");
   ASSERT_TRUE(dirty.step());
   EXPECT_TRUE(dirty.is_null(0));  // version 4's: unknown, read as a clean build
-  Stmt spec(*db, "SELECT spec FROM cells WHERE cell_id = 'c0'", "cells");
+  Stmt spec(db, "SELECT spec FROM cells WHERE cell_id = 'c0'", "cells");
   ASSERT_TRUE(spec.step());
   EXPECT_TRUE(spec.is_null(0));
-  const Trend t = load_trend(*db, 0.0);
+  const Trend t = load_trend(db, 0.0);
   ASSERT_EQ(t.series.size(), 1u);
   EXPECT_DOUBLE_EQ(t.series[0].points[0].score.mean, 1.0);
   // New cells after the migration keep their spec.
-  add_run(*db, make_run(d, "abcdef1", "2026-11-22T07:00:00Z", group("h2o", "passkey", 1, 0)), "");
-  Stmt spec2(*db, "SELECT spec FROM cells WHERE run_id <> 'r1'", "cells");
+  add_run(db, make_run(d, "abcdef1", "2026-11-22T07:00:00Z", group("h2o", "passkey", 1, 0)), "");
+  Stmt spec2(db, "SELECT spec FROM cells WHERE run_id <> 'r1'", "cells");
   ASSERT_TRUE(spec2.step());
   EXPECT_EQ(spec2.text(0), "h2o:spec");
+  writer.commit();
+  const auto migrated = open_history_read(v1_path);
+  EXPECT_EQ(schema_version(*migrated), kSchemaVersion);
+  EXPECT_EQ(count(*migrated, "cells"), 2);
+  fs::remove_all(d);
+}
+
+// Why readers may open a history immutable: a writer never changes the
+// file in place but renames a new one over it, so a reader that opened the
+// file keeps reading what it opened, whole, while a writer adds; the next
+// reader sees the new file.
+TEST(History, AReaderKeepsItsFileWhileAWriterReplacesIt) {
+  const std::string d = scratch("immutable");
+  const std::string path = d + "/h.sqlite";
+  {
+    HistoryWriter writer(path);
+    add_run(writer.db(),
+            make_run(d + "/a", "aaaaaaa1", "2026-11-21T07:00:00Z", group("h2o", "niah", 4, 0)), "");
+    writer.commit();
+  }
+  const auto reader = open_history_read(path);
+  EXPECT_EQ(load_trend(*reader, 0.0).runs, 1);
+  {
+    HistoryWriter writer(path);
+    add_run(writer.db(),
+            make_run(d + "/b", "bbbbbbb2", "2026-11-22T07:00:00Z", group("h2o", "niah", 4, 4)), "");
+    writer.commit();
+  }
+  EXPECT_EQ(load_trend(*reader, 0.0).runs, 1);  // the file it opened, unchanged
+  EXPECT_EQ(count(*reader, "cells"), 4);
+  EXPECT_EQ(load_trend(*open_history_read(path), 0.0).runs, 2);
+  for (const auto& e : fs::directory_iterator(d))  // no journal, no temporary
+    EXPECT_TRUE(e.is_directory() || e.path() == path) << e.path();
   fs::remove_all(d);
 }
 
@@ -336,19 +404,20 @@ TEST(History, RunsOfSeveralModelsAreOneHistoryRunPerModel) {
     }
     return f.dir();
   };
-  const auto db = open_history(d + "/h.sqlite", true);
-  const AddResult r1 = add_run(*db, make("aaaaaaa1", "2026-11-21T07:00:00Z", 0), "");
+  HistoryWriter writer(d + "/h.sqlite");
+  const Db& db = writer.db();
+  const AddResult r1 = add_run(db, make("aaaaaaa1", "2026-11-21T07:00:00Z", 0), "");
   EXPECT_EQ(r1.runs, 2);
   EXPECT_EQ(r1.cells_added, 12);
   // Gemma loses all six at the next commit; SmolLM keeps them.
-  EXPECT_EQ(add_run(*db, make("bbbbbbb2", "2026-11-22T07:00:00Z", 6), "").cells_added, 12);
-  EXPECT_EQ(count(*db, "runs"), 4);
-  Stmt labels(*db, "SELECT DISTINCT model_label FROM runs ORDER BY model_label", "runs");
+  EXPECT_EQ(add_run(db, make("bbbbbbb2", "2026-11-22T07:00:00Z", 6), "").cells_added, 12);
+  EXPECT_EQ(count(db, "runs"), 4);
+  Stmt labels(db, "SELECT DISTINCT model_label FROM runs ORDER BY model_label", "runs");
   ASSERT_TRUE(labels.step());
   EXPECT_EQ(labels.text(0), "Gemma");
   ASSERT_TRUE(labels.step());
   EXPECT_EQ(labels.text(0), "Small|LM");
-  const Trend t = load_trend(*db, 0.0);
+  const Trend t = load_trend(db, 0.0);
   ASSERT_EQ(t.series.size(), 2u);
   for (const Series& s : t.series) {
     ASSERT_EQ(s.points.size(), 2u) << s.model;
@@ -367,7 +436,7 @@ TEST(History, RunsOfSeveralModelsAreOneHistoryRunPerModel) {
   c["model"]["label"] = "Other";
   std::ofstream(bad + "/cells/g0.json") << c.dump();
   try {
-    add_run(*db, bad, "");
+    add_run(db, bad, "");
     ADD_FAILURE() << "accepted a cell of an unlisted model";
   } catch (const InputError& e) {
     EXPECT_NE(
@@ -375,12 +444,13 @@ TEST(History, RunsOfSeveralModelsAreOneHistoryRunPerModel) {
         std::string::npos)
         << e.what();
   }
-  EXPECT_EQ(count(*db, "runs"), 4);
+  EXPECT_EQ(count(db, "runs"), 4);
 
   // Single-model runs of one experiment on two files: two series.
   const std::string e = scratch("models-single");
-  const auto db2 = open_history(e + "/h.sqlite", true);
-  add_run(*db2,
+  HistoryWriter writer2(e + "/h.sqlite");
+  const Db& db2 = writer2.db();
+  add_run(db2,
           make_run(e + "/runs", "aaaaaaa1", "2026-11-21T07:00:00Z", group("full", "passkey", 4, 0)),
           "");
   const std::string other =
@@ -388,8 +458,8 @@ TEST(History, RunsOfSeveralModelsAreOneHistoryRunPerModel) {
   json meta = json::parse(std::ifstream(other + "/meta.json"));
   meta["model_sha256"] = "cd34cd34cd34cd34";
   std::ofstream(other + "/meta.json") << meta.dump();
-  add_run(*db2, other, "");
-  const Trend t2 = load_trend(*db2, 0.0);
+  add_run(db2, other, "");
+  const Trend t2 = load_trend(db2, 0.0);
   ASSERT_EQ(t2.series.size(), 2u);
   EXPECT_EQ(t2.series[0].points.size(), 1u);
   EXPECT_FALSE(t2.series[1].points[0].regressed);  // a model change is not a regression
@@ -411,9 +481,8 @@ TEST(History, ForeignNewerAndCorruptFilesAreOneErrorLine) {
     other.exec("CREATE TABLE customers(name TEXT)");
   }
   const auto before = fs::file_size(d + "/other.sqlite");
-  test::expect_input_error(
-      test::run_kvbench("history add " + d + " --db " + d + "/other.sqlite"),
-      d + "/other.sqlite: not a kvbench history: it holds table customers");
+  test::expect_input_error(test::run_kvbench("history add " + d + " --db " + d + "/other.sqlite"),
+                           d + "/other.sqlite: not a kvbench history: it holds table customers");
   EXPECT_EQ(fs::file_size(d + "/other.sqlite"), before);
   // A newer kvbench's file.
   {
@@ -426,10 +495,12 @@ TEST(History, ForeignNewerAndCorruptFilesAreOneErrorLine) {
   // b-tree pages.
   const std::string good = d + "/good.sqlite";
   {
-    const auto db = open_history(good, true);
-    add_run(*db, make_run(d + "/runs", "abcdef1", "2026-11-22T07:00:00Z",
-                          group("h2o", "passkey", 300, 7)),
-            "");
+    HistoryWriter writer(good);
+    add_run(
+        writer.db(),
+        make_run(d + "/runs", "abcdef1", "2026-11-22T07:00:00Z", group("h2o", "passkey", 300, 7)),
+        "");
+    writer.commit();
   }
   ASSERT_GT(fs::file_size(good), 3 * 4096u);
   {
@@ -445,11 +516,13 @@ TEST(History, ForeignNewerAndCorruptFilesAreOneErrorLine) {
   EXPECT_FALSE(fs::exists(d + "/p.png"));
   // A cell whose score is text: the reader checks every column's type.
   {
-    const auto db = open_history(d + "/typed.sqlite", true);
-    add_run(*db, make_run(d + "/runs2", "abcdef1", "2026-11-22T07:00:00Z",
-                          group("h2o", "passkey", 2, 0)),
-            "");
-    db->exec("UPDATE cells SET score = 'high'");
+    HistoryWriter writer(d + "/typed.sqlite");
+    add_run(
+        writer.db(),
+        make_run(d + "/runs2", "abcdef1", "2026-11-22T07:00:00Z", group("h2o", "passkey", 2, 0)),
+        "");
+    writer.db().exec("UPDATE cells SET score = 'high'");
+    writer.commit();
   }
   test::expect_input_error(test::run_kvbench("history show --db " + d + "/typed.sqlite"),
                            "cells.score: expected a number");
@@ -465,6 +538,7 @@ TEST(History, ForeignNewerAndCorruptFilesAreOneErrorLine) {
       test::run_kvbench("history add " + fs::directory_iterator(d + "/bare")->path().string() +
                         " --db " + d + "/fresh.sqlite"),
       "meta.json: missing");
+  EXPECT_FALSE(fs::exists(d + "/fresh.sqlite"));
   fs::remove_all(d);
 }
 
@@ -475,11 +549,8 @@ TEST(History, HostileLabelsStayText) {
   const std::string d = scratch("labels");
   const std::string marker = d + "/pwned";
   const std::vector<std::string> labels = {
-      "it's \"quoted\"",
-      "line\nbreak' ; system('touch " + marker + "') ; '",
-      "@macro `touch " + marker + "` $x {sub}_^ \\ & ~",
-      "a|b | c",
-      "\x1b[31mred\x07"};
+      "it's \"quoted\"", "line\nbreak' ; system('touch " + marker + "') ; '",
+      "@macro `touch " + marker + "` $x {sub}_^ \\ & ~", "a|b | c", "\x1b[31mred\x07"};
   std::vector<CellSpec> cells;
   for (const auto& l : labels) {
     const auto g = group(l, "pass'key\n", 4, 0);
@@ -490,17 +561,19 @@ TEST(History, HostileLabelsStayText) {
     const auto g = group(l, "pass'key\n", 4, 4);
     worse.insert(worse.end(), g.begin(), g.end());
   }
-  const auto db = open_history(d + "/h.sqlite", true);
-  add_run(*db, make_run(d, "commit'1\n", "2026-11-21T07:00:00Z", cells, "exp`x`"), "");
-  add_run(*db, make_run(d, "commit;2", "2026-11-22T07:00:00Z", worse, "exp`x`"), "");
-  const Trend t = load_trend(*db, 0.0);
+  {
+    HistoryWriter writer(d + "/h.sqlite");
+    add_run(writer.db(), make_run(d, "commit'1\n", "2026-11-21T07:00:00Z", cells, "exp`x`"), "");
+    add_run(writer.db(), make_run(d, "commit;2", "2026-11-22T07:00:00Z", worse, "exp`x`"), "");
+    writer.commit();
+  }
+  const Trend t = load_trend(*open_history_read(d + "/h.sqlite"), 0.0);
   ASSERT_EQ(t.series.size(), labels.size());
 
   // The script: every label appears only as its plot::label literal, and
   // no line of the script holds a raw piece of a label after a newline.
   const std::string script = plot_script(t, d + "/trend.png");
-  for (const auto& l : labels)
-    EXPECT_NE(script.find(plot::label(l)), std::string::npos) << l;
+  for (const auto& l : labels) EXPECT_NE(script.find(plot::label(l)), std::string::npos) << l;
   EXPECT_EQ(script.find("\nbreak"), std::string::npos);
   EXPECT_EQ(script.find('\x1b'), std::string::npos);
   EXPECT_EQ(script.find("system('touch"), std::string::npos);  // only as ''touch
@@ -527,7 +600,8 @@ TEST(History, HostileLabelsStayText) {
     if (!in_table) continue;
     if (line.empty()) break;
     long bars = 0;
-    for (size_t i = 0; i < line.size(); ++i) bars += line[i] == '|' && (i == 0 || line[i - 1] != '\\');
+    for (size_t i = 0; i < line.size(); ++i)
+      bars += line[i] == '|' && (i == 0 || line[i - 1] != '\\');
     if (columns < 0) columns = bars;
     EXPECT_EQ(bars, columns) << line;
   }
@@ -555,18 +629,19 @@ TEST(History, ShowCountsAreSingularForOne) {
 // never charged to the commit (and a clean run of the commit keeps its id).
 TEST(History, RunsWithUncommittedChangesAreAPointOfTheirOwn) {
   const std::string d = scratch("dirty");
-  const auto db = open_history(d + "/h.sqlite", true);
+  HistoryWriter writer(d + "/h.sqlite");
+  const Db& db = writer.db();
   const AddResult clean = add_run(
-      *db, make_run(d + "/a", "aaaaaaa1", "2026-11-21T07:00:00Z", group("h2o", "niah", 8, 0)), "");
+      db, make_run(d + "/a", "aaaaaaa1", "2026-11-21T07:00:00Z", group("h2o", "niah", 8, 0)), "");
   EXPECT_FALSE(clean.git_dirty);
-  const AddResult dirty = add_run(*db,
+  const AddResult dirty = add_run(db,
                                   make_run(d + "/b", "aaaaaaa1", "2026-11-21T07:00:00Z",
                                            group("h2o", "niah", 8, 8), "tiny", true),
                                   "");
   EXPECT_TRUE(dirty.git_dirty);
   EXPECT_NE(dirty.run_id, clean.run_id);  // same commit and start, another build
   EXPECT_EQ(dirty.cells_added, 8);
-  const Trend t = load_trend(*db, 0.0);
+  const Trend t = load_trend(db, 0.0);
   ASSERT_EQ(t.commits.size(), 2u);
   EXPECT_FALSE(t.commits[0].dirty);
   EXPECT_TRUE(t.commits[1].dirty);

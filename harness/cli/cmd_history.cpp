@@ -10,6 +10,7 @@
 #include "harness/history/schema.h"
 #include "harness/history/show.h"
 #include "harness/history/trend.h"
+#include "harness/history/writer.h"
 #include "model/common/error.h"
 #include "model/common/printable.h"
 
@@ -53,16 +54,21 @@ int history_add(const Args& args) {
   po::positional_options_description pos;
   pos.add("run", -1);
   po::variables_map vm;
-  if (!parse(args, desc, vm, "kvbench history add RUN... [--db FILE] [--repo DIR]", &pos))
-    return 0;
+  if (!parse(args, desc, vm, "kvbench history add RUN... [--db FILE] [--repo DIR]", &pos)) return 0;
   const std::string db_path = vm["db"].as<std::string>();
-  const auto db = history::open_history(db_path, true);
+  history::HistoryWriter writer(db_path);
+  // Every folder goes into the one copy; the lines are printed once it has
+  // replaced the database, so an error prints nothing but itself.
+  std::string report;
   for (const std::string& run : vm["run"].as<std::vector<std::string>>()) {
-    const history::AddResult r = history::add_run(*db, run, vm["repo"].as<std::string>());
-    std::cout << escaped_text(run, 512) << ": commit " << history::short_commit(r.git_commit)
-              << (r.git_dirty ? " (built with uncommitted changes)" : "") << ", " << r.cells_added
-              << " cells added, " << r.cells_present << " already in the history\n";
+    const history::AddResult r = history::add_run(writer.db(), run, vm["repo"].as<std::string>());
+    report += escaped_text(run, 512) + ": commit " + history::short_commit(r.git_commit) +
+              (r.git_dirty ? " (built with uncommitted changes)" : "") + ", " +
+              std::to_string(r.cells_added) + " cells added, " + std::to_string(r.cells_present) +
+              " already in the history\n";
   }
+  writer.commit();
+  std::cout << report;
   return 0;
 }
 
@@ -71,11 +77,12 @@ int history_show(const Args& args) {
   add_db_option(desc);
   add_trend_options(desc);
   po::variables_map vm;
-  if (!parse(args, desc, vm, "kvbench history show [--db FILE] [--experiment NAME] [--tolerance X]"))
+  if (!parse(args, desc, vm,
+             "kvbench history show [--db FILE] [--experiment NAME] [--tolerance X]"))
     return 0;
   const double tol = tolerance(vm);
   const std::string db_path = vm["db"].as<std::string>();
-  const auto db = history::open_history(db_path, false);
+  const auto db = history::open_history_read(db_path);
   const history::Trend t = history::load_trend(*db, tol, vm["experiment"].as<std::string>());
   std::cout << history::show_markdown(t, db_path);
   return 0;
@@ -83,8 +90,7 @@ int history_show(const Args& args) {
 
 int history_plot(const Args& args) {
   po::options_description desc("options");
-  desc.add_options()("output,o", po::value<std::string>()->required(),
-                     "the plot, .png or .svg");
+  desc.add_options()("output,o", po::value<std::string>()->required(), "the plot, .png or .svg");
   add_db_option(desc);
   add_trend_options(desc);
   po::variables_map vm;
@@ -94,7 +100,7 @@ int history_plot(const Args& args) {
     return 0;
   const double tol = tolerance(vm);
   const std::string db_path = vm["db"].as<std::string>();
-  const auto db = history::open_history(db_path, false);
+  const auto db = history::open_history_read(db_path);
   const history::Trend t = history::load_trend(*db, tol, vm["experiment"].as<std::string>());
   const std::string out = vm["output"].as<std::string>();
   history::write_trend_plot(t, out);

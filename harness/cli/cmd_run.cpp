@@ -13,7 +13,7 @@
 
 #include "harness/cli/cli.h"
 #include "harness/history/add.h"
-#include "harness/history/schema.h"
+#include "harness/history/writer.h"
 #include "harness/report/report.h"
 #include "harness/run/plan.h"
 #include "harness/run/run_meta.h"
@@ -111,13 +111,12 @@ int cmd_run(const Args& args) {
   }
 
   // Validate everything that can be validated before writing anything.
-  // The history is opened (created, migrated, checked) before the run, so a
-  // bad --history file fails now rather than after the run.
-  std::unique_ptr<history::Db> history_db;
+  // The history is checked (what it is, its schema, its directory) before
+  // the run, so a bad --history file fails now rather than after the run; it
+  // is written only at the end (a writer's copy, history/writer.h).
   const bool several = config.models.size() > 1;
-  if (vm.count("history") && !vm["dry-run"].as<bool>()) {
-    history_db = history::open_history(vm["history"].as<std::string>(), true);
-  }
+  const bool add_to_history = vm.count("history") && !vm["dry-run"].as<bool>();
+  if (add_to_history) history::check_history_writable(vm["history"].as<std::string>());
   // Every model's grid is planned (its tokenizer makes its instances) before
   // anything is written; with several, each model is loaded again to run
   // (one at a time in memory), the only one is kept.
@@ -244,8 +243,14 @@ int cmd_run(const Args& args) {
                     : std::string())
             << "\nreport: " << folder->path("report.md") << "\n";
   if (!report.plot_warning.empty()) std::cerr << "warning: " << report.plot_warning << "\n";
-  if (history_db) {
-    const history::AddResult h = history::add_run(*history_db, folder->dir(), KVBENCH_SOURCE_DIR);
+  if (add_to_history) {
+    // The run folder is complete: its lock is released first, so a history
+    // kept inside it can take its directory's writer lock.
+    const std::string dir = folder->dir();
+    folder.reset();
+    history::HistoryWriter writer(vm["history"].as<std::string>());
+    const history::AddResult h = history::add_run(writer.db(), dir, KVBENCH_SOURCE_DIR);
+    writer.commit();
     std::cout << "history: " << h.cells_added << " cells added to "
               << escaped_text(vm["history"].as<std::string>(), 512) << " (" << h.cells_present
               << " already there)\n";

@@ -43,7 +43,10 @@ bool is_hex_commit(const std::string& s) {
   return true;
 }
 
-// The commit's date from git, unix seconds; nullopt when git cannot say.
+// The commit's date from git, unix seconds; nullopt when git cannot say (no
+// repository, an unknown commit). A date git does print but that lies
+// outside 1970 to 9999 (a forged committer time) is an error naming the field:
+// stored, it would reach gmtime and the plot's date labels.
 std::optional<int64_t> commit_time(const std::string& repo, const std::string& commit) {
   if (repo.empty() || !is_hex_commit(commit)) return std::nullopt;  // never an option to git
   const Captured git =
@@ -51,12 +54,11 @@ std::optional<int64_t> commit_time(const std::string& repo, const std::string& c
   if (git.code != 0) return std::nullopt;
   std::string out = git.out;
   while (!out.empty() && (out.back() == '\n' || out.back() == '\r')) out.pop_back();
-  if (out.empty() || out.size() > 19) return std::nullopt;
-  int64_t t = 0;
-  for (char c : out) {
-    if (!std::isdigit(static_cast<unsigned char>(c))) return std::nullopt;
-    t = t * 10 + (c - '0');
-  }
+  const std::optional<int64_t> t = parse_unix_seconds(out);
+  if (!t)
+    throw InputError(escaped_text(repo, 512) + ": commit " + commit +
+                     ": commit_time: git gives the committer time '" + escaped_text(out, 64) +
+                     "', not unix seconds from 1970 to 9999 (a forged commit date?)");
   return t;
 }
 
@@ -94,7 +96,8 @@ AddResult add_run(const Db& db, const std::string& run_dir, const std::string& r
   const RunFolder run = RunFolder::open(run_dir);
   const std::string meta_file = run.path("meta.json");
   const json meta = run.meta();
-  if (meta.empty()) throw InputError(meta_file + ": missing (kvbench history needs the run's meta)");
+  if (meta.empty())
+    throw InputError(meta_file + ": missing (kvbench history needs the run's meta)");
   AddResult r;
   r.git_commit = field(meta, "git_commit", meta_file);
   // RunFolder::meta() checked it is a boolean when present.
@@ -158,13 +161,19 @@ AddResult add_run(const Db& db, const std::string& run_dir, const std::string& r
   }
   const std::optional<int64_t> when = commit_time(repo, r.git_commit);
 
+  // "Already present" is decided by the key, explicitly; then a plain INSERT,
+  // whose failure (a constraint the file should not have, a full disk) is an
+  // error: a row is never dropped in silence, as INSERT OR IGNORE would.
   Transaction tx(db, Transaction::Kind::Write);
+  Stmt run_present(db, "SELECT 1 FROM runs WHERE run_id = ?1", "runs");
   Stmt add_run(db,
-               "INSERT OR IGNORE INTO runs(run_id, experiment, git_commit, commit_time, "
+               "INSERT INTO runs(run_id, experiment, git_commit, commit_time, "
                "started_utc, model_sha256, config_hash, machine, folder, added_utc, model_label, "
                "git_dirty) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
                "runs");
   for (const ModelRun& m : models) {
+    run_present.reset();
+    if (run_present.bind(1, m.run_id).step()) continue;  // added before (its cells may not all be)
     add_run.reset();
     add_run.bind(1, m.run_id).bind(2, experiment).bind(3, r.git_commit);
     if (when)
@@ -180,16 +189,24 @@ AddResult add_run(const Db& db, const std::string& run_dir, const std::string& r
     add_run.bind(12, int64_t{r.git_dirty ? 1 : 0});
     add_run.step();
   }
+  Stmt cell_present(db, "SELECT 1 FROM cells WHERE run_id = ?1 AND cell_id = ?2", "cells");
   Stmt add_cell(db,
-                "INSERT OR IGNORE INTO cells(run_id, cell_id, configuration, task, instance, "
+                "INSERT INTO cells(run_id, cell_id, configuration, task, instance, "
                 "score, spec) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
                 "cells");
   for (size_t i = 0; i < cells.size(); ++i) {
     const json& c = cells[i];
     const std::string file = run.path("cells/" + c["id"].get<std::string>() + ".json");
+    const std::string& run_id = models[cell_model[i]].run_id;
+    const std::string cell_id = field(c, "id", file);
+    cell_present.reset();
+    if (cell_present.bind(1, run_id).bind(2, cell_id).step()) {
+      ++r.cells_present;
+      continue;
+    }
     add_cell.reset();
-    add_cell.bind(1, models[cell_model[i]].run_id)
-        .bind(2, field(c, "id", file))
+    add_cell.bind(1, run_id)
+        .bind(2, cell_id)
         .bind(3, field(c["policy"], "label", file + ": /policy"))
         .bind(4, field(c["instance"], "task", file + ": /instance"))
         .bind(5, field(c["instance"], "id", file + ": /instance"))
@@ -200,7 +217,7 @@ AddResult add_run(const Db& db, const std::string& run_dir, const std::string& r
     else
       add_cell.bind(7, spec);
     add_cell.step();
-    (add_cell.changes() ? r.cells_added : r.cells_present) += 1;
+    ++r.cells_added;
   }
   tx.commit();
   return r;

@@ -18,11 +18,14 @@
 //                --format=%ct COMMIT`, no shell), so commits run later than
 //                they were made (a backfill) still sort in history order;
 //                NULL when git does not know the commit (then the run's start
-//                time stands in for it)
+//                time stands in for it); a date git gives outside 1970 to
+//                9999 is an error (time_text.h)
 //
-// One write transaction per run folder: a folder lands whole or not at all,
-// and concurrent writers (BEGIN IMMEDIATE, a busy timeout; sqlite_db.h)
-// lose nothing.
+// A cell already in the history (same run id and cell id) is counted as
+// present, decided by that key; every other row is a plain INSERT whose
+// failure is an error, never a row dropped in silence. `db` is a writer's
+// copy (writer.h): a command's folders land together, or, on any error,
+// not at all.
 #pragma once
 
 #include <cstdint>

@@ -1,7 +1,11 @@
 #include "harness/history/schema.h"
 
-#include <set>
+#include <array>
+#include <map>
+#include <optional>
+#include <tuple>
 
+#include "harness/history/db_file.h"
 #include "model/common/error.h"
 #include "model/common/printable.h"
 
@@ -10,6 +14,7 @@ namespace {
 
 // Migrations: kMigrations[v] takes a file at version v to version v + 1.
 // Each statement runs on its own (sqlite3_prepare compiles one statement).
+// Never edit one: a file's schema is checked against what they make.
 
 void to_version_1(const Db& db) { create_version_1(db); }
 
@@ -29,35 +34,67 @@ using Migration = void (*)(const Db&);
 constexpr Migration kMigrations[kSchemaVersion] = {to_version_1, to_version_2, to_version_3,
                                                    to_version_4};
 
-// The objects a file at `version` may hold besides SQLite's own.
-std::set<std::string> own_objects(int version) {
-  std::set<std::string> names;
-  if (version >= 1) names.insert({"table runs", "table cells"});
-  if (version >= 2) names.insert("index cells_by_group");
-  return names;
+void migrate(const Db& db, int from) {
+  for (int v = from; v < kSchemaVersion; ++v) {
+    kMigrations[v](db);
+    // A pragma takes no bound parameter; the number is ours, not input.
+    db.exec("PRAGMA user_version = " + std::to_string(v + 1));
+  }
 }
 
-// Refuses a file holding anything the history did not create.
-void check_objects(const Db& db, int version) {
-  const std::set<std::string> own = own_objects(version);
-  Stmt s(db, "SELECT type, name FROM sqlite_schema", "sqlite_schema");
-  std::set<std::string> seen;
+// One row of sqlite_schema: type and name -> (table, SQL text; NULL for the
+// indexes SQLite makes for a primary key).
+using ObjectKey = std::pair<std::string, std::string>;
+using ObjectDef = std::pair<std::string, std::optional<std::string>>;
+using Objects = std::map<ObjectKey, ObjectDef>;
+
+Objects read_objects(const Db& db) {
+  Objects out;
+  Stmt s(db, "SELECT type, name, tbl_name, sql FROM sqlite_schema", "sqlite_schema");
   while (s.step()) {
-    const std::string type = s.text(0), name = s.text(1);
-    // SQLite's own objects (primary-key indexes, ANALYZE's statistics); no
-    // one else may create a name starting with "sqlite_".
-    if (name.rfind("sqlite_", 0) == 0) continue;
-    const std::string object = type + " " + name;
-    if (!own.count(object))
-      throw InputError(escaped_text(db.path(), 512) + ": not a kvbench history: it holds " +
-                       escaped_text(object, 200) + " (schema version " + std::to_string(version) +
-                       ")");
-    seen.insert(object);
+    // The schema of a file with at most the history's 5 objects: more is a
+    // foreign file, refused below; a bound keeps a huge one from being read.
+    if (out.size() > 64) break;
+    out[{s.text(0), s.text(1)}] = {s.text(2), s.optional_text(3)};
   }
-  for (const std::string& object : own)
-    if (!seen.count(object))
-      throw InputError(escaped_text(db.path(), 512) + ": not a kvbench history: " + object +
-                       " is missing (schema version " + std::to_string(version) + ")");
+  return out;
+}
+
+// What the migrations make for each version, read back from an in-memory
+// database that ran them (so the check can never drift from the code that
+// creates the files): the text SQLite stores, ALTER TABLE's edits included.
+const Objects& expected_objects(int version) {
+  static const std::array<Objects, kSchemaVersion + 1> all = [] {
+    std::array<Objects, kSchemaVersion + 1> out;
+    Db db(":memory:", Db::Mode::Create, "(kvbench's own schema)");
+    out[0] = read_objects(db);
+    for (int v = 0; v < kSchemaVersion; ++v) {
+      kMigrations[v](db);
+      out[v + 1] = read_objects(db);
+    }
+    return out;
+  }();
+  return all[static_cast<size_t>(version)];
+}
+
+std::string object_name(const ObjectKey& key) {
+  return escaped_text(key.first, 64) + " " + escaped_text(key.second, 200);
+}
+
+// Refuses a file whose schema is not exactly what `version` created.
+void check_objects(const Db& db, int version) {
+  const Objects& own = expected_objects(version);
+  const Objects seen = read_objects(db);
+  const std::string where = escaped_text(db.path(), 512) + ": not a kvbench history: ";
+  const std::string which = " (schema version " + std::to_string(version) + ")";
+  for (const auto& [key, def] : seen) {
+    const auto it = own.find(key);
+    if (it == own.end()) throw InputError(where + "it holds " + object_name(key) + which);
+    if (it->second != def)
+      throw InputError(where + object_name(key) + " is not defined as kvbench defines it" + which);
+  }
+  for (const auto& [key, def] : own)
+    if (!seen.count(key)) throw InputError(where + object_name(key) + " is missing" + which);
 }
 
 }  // namespace
@@ -93,32 +130,34 @@ void create_version_1(const Db& db) {
   db.exec("PRAGMA user_version = 1");
 }
 
-std::unique_ptr<Db> open_history(const std::string& path, bool create) {
-  auto db = std::make_unique<Db>(path, create ? Db::Mode::Create : Db::Mode::ReadWrite);
+int check_schema(const Db& db) {
   // Reading the version is the first read of the file: a file that is not
   // SQLite fails here ("file is not a database").
-  int version = schema_version(*db);
-  if (version == kSchemaVersion) {
-    Transaction read(*db, Transaction::Kind::Read);
-    check_objects(*db, version);
-    read.commit();
-    return db;
-  }
+  const int version = schema_version(db);
   if (version < 0 || version > kSchemaVersion)
-    throw InputError(escaped_text(path, 512) + ": schema version " + std::to_string(version) +
+    throw InputError(escaped_text(db.path(), 512) + ": schema version " + std::to_string(version) +
                      " is not one this kvbench knows (0 to " + std::to_string(kSchemaVersion) +
                      "): written by a newer kvbench, or not a kvbench history");
-  Transaction write(*db, Transaction::Kind::Write);
-  // Another process may have migrated it while we waited for the lock.
-  version = schema_version(*db);
-  check_objects(*db, version);
-  for (int v = version; v < kSchemaVersion; ++v) {
-    kMigrations[v](*db);
-    // A pragma takes no bound parameter; the number is ours, not input.
-    db->exec("PRAGMA user_version = " + std::to_string(v + 1));
-  }
-  check_objects(*db, kSchemaVersion);
+  Transaction read(db, Transaction::Kind::Read);
+  check_objects(db, version);
+  read.commit();
+  return version;
+}
+
+int check_and_migrate(const Db& db) {
+  const int version = check_schema(db);
+  if (version == kSchemaVersion) return version;
+  Transaction write(db, Transaction::Kind::Write);
+  migrate(db, version);
+  check_objects(db, kSchemaVersion);
   write.commit();
+  return version;
+}
+
+std::unique_ptr<Db> open_history_read(const std::string& path) {
+  open_history_file(path, Purpose::Read);  // checked, then closed: SQLite opens it by name
+  auto db = std::make_unique<Db>(path, Db::Mode::ReadOnly);
+  check_schema(*db);
   return db;
 }
 

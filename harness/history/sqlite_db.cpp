@@ -2,23 +2,51 @@
 
 #include <sqlite3.h>
 
+#include <cctype>
+#include <filesystem>
+
 #include "model/common/error.h"
 #include "model/common/printable.h"
 
 namespace kvbench::history {
 
-Db::Db(const std::string& path, Mode mode) : path_(path) {
-  const int flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX |
-                    (mode == Mode::Create ? SQLITE_OPEN_CREATE : 0);
-  const int rc = sqlite3_open_v2(path.c_str(), &db_, flags, nullptr);
+namespace {
+
+// "file:///abs/path?mode=ro&immutable=1" with every byte of the absolute path
+// but [A-Za-z0-9/._~-] percent-encoded: a '?', '#' or '%' in a file name
+// stays part of the name, and a path starting "//" names no URI authority.
+std::string read_only_uri(const std::string& file) {
+  std::error_code ec;
+  const std::string abs = std::filesystem::absolute(file, ec).string();
+  std::string uri = "file://";
+  static const char* hex = "0123456789ABCDEF";
+  for (unsigned char c : ec ? file : abs) {
+    if (std::isalnum(c) || c == '/' || c == '.' || c == '_' || c == '~' || c == '-') {
+      uri += static_cast<char>(c);
+    } else {
+      uri += '%';
+      uri += hex[c >> 4];
+      uri += hex[c & 15];
+    }
+  }
+  return uri + "?mode=ro&immutable=1";
+}
+
+}  // namespace
+
+Db::Db(const std::string& file, Mode mode, std::string name)
+    : name_(name.empty() ? file : std::move(name)) {
+  const std::string target = mode == Mode::ReadOnly ? read_only_uri(file) : file;
+  const int flags =
+      SQLITE_OPEN_NOMUTEX |
+      (mode == Mode::ReadOnly ? SQLITE_OPEN_READONLY | SQLITE_OPEN_URI : SQLITE_OPEN_READWRITE) |
+      (mode == Mode::Create ? SQLITE_OPEN_CREATE : 0);
+  const int rc = sqlite3_open_v2(target.c_str(), &db_, flags, nullptr);
   if (rc != SQLITE_OK) {
     const std::string msg = db_ ? sqlite3_errmsg(db_) : sqlite3_errstr(rc);
     sqlite3_close(db_);
     db_ = nullptr;
-    throw InputError(escaped_text(path, 512) + ": cannot open: " + msg +
-                     (mode == Mode::ReadWrite && rc == SQLITE_CANTOPEN
-                          ? " (no history there yet? kvbench history add creates it)"
-                          : ""));
+    throw InputError(escaped_text(name_, 512) + ": cannot open: " + msg);
   }
   sqlite3_extended_result_codes(db_, 1);
   // Hardening before the first read of the file (see the header).
@@ -30,10 +58,24 @@ Db::Db(const std::string& path, Mode mode) : path_(path) {
   sqlite3_db_config(db_, SQLITE_DBCONFIG_ENABLE_LOAD_EXTENSION, 0, &ignored);
   sqlite3_limit(db_, SQLITE_LIMIT_LENGTH, kMaxValueBytes);
   sqlite3_limit(db_, SQLITE_LIMIT_ATTACHED, 0);
-  sqlite3_busy_timeout(db_, kBusyTimeoutMs);
+  try {
+    // Sorts and temporary indexes in memory: nothing of a history goes to a
+    // temporary file elsewhere either.
+    exec("PRAGMA temp_store = MEMORY");
+    if (mode == Mode::Copy) {
+      // Before the first write, so no journal file is ever created.
+      exec("PRAGMA journal_mode = MEMORY");
+      exec("PRAGMA synchronous = OFF");
+    }
+  } catch (...) {
+    sqlite3_close(db_);  // the destructor does not run for a throwing constructor
+    throw;
+  }
 }
 
 Db::~Db() { sqlite3_close(db_); }
+
+int64_t Db::total_changes() const { return sqlite3_total_changes64(db_); }
 
 void Db::fail(const std::string& what) const { fail(what, sqlite3_extended_errcode(db_)); }
 
@@ -41,7 +83,7 @@ void Db::fail(const std::string& what, int code) const {
   std::string msg = sqlite3_errmsg(db_);
   if ((code & 0xff) == SQLITE_NOTADB || (code & 0xff) == SQLITE_CORRUPT)
     msg += " (not a kvbench history, or damaged)";
-  throw InputError(escaped_text(path_, 512) + ": " + what + ": " + escaped_text(msg, 512));
+  throw InputError(escaped_text(name_, 512) + ": " + what + ": " + escaped_text(msg, 512));
 }
 
 void Db::exec(std::string_view sql) const {
@@ -50,10 +92,9 @@ void Db::exec(std::string_view sql) const {
   }
 }
 
-Stmt::Stmt(const Db& db, std::string_view sql, std::string what)
-    : db_(db), what_(std::move(what)) {
-  const int rc = sqlite3_prepare_v2(db.handle(), sql.data(), static_cast<int>(sql.size()), &stmt_,
-                                    nullptr);
+Stmt::Stmt(const Db& db, std::string_view sql, std::string what) : db_(db), what_(std::move(what)) {
+  const int rc =
+      sqlite3_prepare_v2(db.handle(), sql.data(), static_cast<int>(sql.size()), &stmt_, nullptr);
   if (rc != SQLITE_OK) db.fail(what_, rc);
 }
 
@@ -92,8 +133,6 @@ void Stmt::reset() {
   sqlite3_reset(stmt_);
   sqlite3_clear_bindings(stmt_);
 }
-
-int64_t Stmt::changes() const { return sqlite3_changes64(db_.handle()); }
 
 void Stmt::bad_column(int column, const char* expected) const {
   const char* name = sqlite3_column_name(stmt_, column);

@@ -9,12 +9,10 @@
 // cannot run code of its own when we read or write a table), and a 1 MiB
 // cap on any string or blob SQLite hands back (SQLITE_LIMIT_LENGTH).
 //
-// Concurrent writers: every write runs inside BEGIN IMMEDIATE (the write
-// lock is taken up front, so two writers never both read and then both try
-// to upgrade, the case where SQLite gives up with SQLITE_BUSY at once), and
-// the connection waits up to kBusyTimeoutMs for another writer's lock. The
-// rollback journal, not WAL: WAL needs shared memory between the processes,
-// which network file systems (a cluster's results folder) do not give.
+// Never in place: readers open a file read-only and immutable (nothing is
+// locked, journalled or created beside it), and writers change a private
+// copy that replaces the file once complete (writer.h). So no connection ever
+// keeps a rollback journal or WAL beside the history.
 #pragma once
 
 #include <cstdint>
@@ -27,7 +25,6 @@ struct sqlite3_stmt;
 
 namespace kvbench::history {
 
-inline constexpr int kBusyTimeoutMs = 60'000;
 inline constexpr int kMaxValueBytes = 1 << 20;
 
 class Db;
@@ -49,8 +46,6 @@ class Stmt {
   Stmt& bind_null(int index);
   bool step();
   void reset();
-  // Rows the last INSERT/UPDATE/DELETE changed.
-  int64_t changes() const;
 
   bool is_null(int column) const;
   std::string text(int column) const;
@@ -68,16 +63,32 @@ class Stmt {
 
 class Db {
  public:
-  enum class Mode { ReadWrite, Create };
-  // Opens (Create: creates when missing) `path`; InputError when it cannot
-  // be opened. No schema check here (schema.h does it).
-  Db(const std::string& path, Mode mode);
+  enum class Mode {
+    // SQLite's "file:...?mode=ro&immutable=1": no lock, no journal, no file
+    // created, nothing written. Right for a history because kvbench never
+    // changes a history file in place (writer.h replaces it by rename): the
+    // file a reader opened stays as it was while it reads.
+    ReadOnly,
+    // A private copy being written (writer.h): read-write, the rollback
+    // journal in memory (the copy is discarded on any failure, so nothing on
+    // disk needs one), no fsync of its own (the writer syncs the copy once).
+    Copy,
+    // Read-write, created when missing, SQLite's default journal: only for
+    // tests that build fixture files and for in-memory databases.
+    Create,
+  };
+  // Opens `file`; InputError naming `name` (default: the file) when it
+  // cannot be opened. No schema check here (schema.h does it).
+  Db(const std::string& file, Mode mode, std::string name = "");
   ~Db();
   Db(const Db&) = delete;
   Db& operator=(const Db&) = delete;
 
-  const std::string& path() const { return path_; }
+  // The file as messages name it (a copy is named by the file it replaces).
+  const std::string& path() const { return name_; }
   sqlite3* handle() const { return db_; }
+  // Rows inserted, updated or deleted since the connection was opened.
+  int64_t total_changes() const;
   // A statement without parameters or rows (BEGIN, COMMIT, DDL).
   void exec(std::string_view sql) const;
   // InputError "<file>: <what>: <sqlite's message>".
@@ -85,7 +96,7 @@ class Db {
   [[noreturn]] void fail(const std::string& what, int code) const;
 
  private:
-  std::string path_;
+  std::string name_;
   sqlite3* db_ = nullptr;
 };
 

@@ -6,6 +6,7 @@
 #include <tuple>
 #include <utility>
 
+#include "harness/history/schema.h"
 #include "harness/history/time_text.h"
 #include "model/common/error.h"
 #include "model/common/printable.h"
@@ -39,6 +40,20 @@ using SeriesKey = std::tuple<std::string, std::string, std::string, std::string>
   throw InputError(escaped_text(db.path(), 512) + ": " + what);
 }
 
+// The runs, with the columns a file of `version` lacks read as NULL: a reader
+// never migrates (it writes nothing), so an older file is read as it is
+// (check_schema() has checked it is exactly that version's layout).
+const char* runs_query(int version) {
+  if (version >= 4)
+    return "SELECT run_id, experiment, git_commit, commit_time, started_utc, model_sha256, "
+           "machine, model_label, git_dirty FROM runs ORDER BY run_id";
+  if (version == 3)
+    return "SELECT run_id, experiment, git_commit, commit_time, started_utc, model_sha256, "
+           "machine, model_label, NULL FROM runs ORDER BY run_id";
+  return "SELECT run_id, experiment, git_commit, commit_time, started_utc, model_sha256, "
+         "machine, NULL, NULL FROM runs ORDER BY run_id";
+}
+
 double mean(const std::vector<double>& v) {
   double s = 0.0;
   for (double x : v) s += x;
@@ -59,13 +74,12 @@ Trend load_trend(const Db& db, double tolerance, const std::string& experiment) 
   Trend t;
   t.tolerance = tolerance;
   Transaction read(db, Transaction::Kind::Read);
+  const int version = schema_version(db);
+  if (version == 0) return t;  // no tables yet
 
   std::map<std::string, RunRow> runs;  // run_id -> run
   {
-    Stmt s(db,
-           "SELECT run_id, experiment, git_commit, commit_time, started_utc, model_sha256, "
-           "machine, model_label, git_dirty FROM runs ORDER BY run_id",
-           "runs");
+    Stmt s(db, runs_query(version), "runs");
     while (s.step()) {
       if (static_cast<int64_t>(runs.size()) >= kMaxRuns)
         bad(db, "more than " + std::to_string(kMaxRuns) + " runs");
@@ -74,6 +88,10 @@ Trend load_trend(const Db& db, double tolerance, const std::string& experiment) 
       r.experiment = s.text(1);
       r.commit = s.text(2);
       r.commit_time = s.optional_integer(3);
+      // Checked before any use: it orders commits and becomes a date.
+      if (r.commit_time && !time_in_range(*r.commit_time))
+        bad(db, "runs.commit_time: " + std::to_string(*r.commit_time) +
+                    " is not unix seconds from 1970 to 9999 (not a kvbench history, or damaged)");
       const std::string started = s.text(4);
       const auto when = parse_utc(started);
       if (!when)
@@ -93,8 +111,10 @@ Trend load_trend(const Db& db, double tolerance, const std::string& experiment) 
   // series -> point (commit, dirty) -> instance -> score
   std::map<SeriesKey, std::map<PointKey, std::map<std::string, InstanceScore>>> data;
   {
-    Stmt s(db, "SELECT run_id, configuration, task, instance, score FROM cells ORDER BY run_id, cell_id",
-           "cells");
+    Stmt s(
+        db,
+        "SELECT run_id, configuration, task, instance, score FROM cells ORDER BY run_id, cell_id",
+        "cells");
     int64_t rows = 0;
     while (s.step()) {
       if (++rows > kMaxCells) bad(db, "more than " + std::to_string(kMaxCells) + " cells");

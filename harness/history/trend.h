@@ -34,7 +34,7 @@ inline constexpr int64_t kMaxRuns = 100'000;
 inline constexpr int64_t kMaxCells = 2'000'000;
 
 struct CommitInfo {
-  std::string commit;                  // as meta.json gave it
+  std::string commit;  // as meta.json gave it
   // Runs built from that commit with uncommitted changes: a point of their
   // own, after the clean commit's (their scores are not the commit's).
   bool dirty = false;
@@ -48,7 +48,7 @@ struct TrendPoint {
   size_t commit = 0;  // index into Trend::commits
   stats::Estimate score;
   // Against the previous point of the series (none for the first).
-  int64_t paired = 0;  // instances both points have
+  int64_t paired = 0;   // instances both points have
   double p_drop = NAN;  // one-sided paired p; NaN without a previous point
   double drop = NAN;    // mean over the paired instances, previous - this
   bool regressed = false;
@@ -71,6 +71,8 @@ struct Trend {
 };
 
 // Reads the whole history (one read transaction) and computes every point.
+// `db`: opened by open_history_read or a HistoryWriter (its schema checked);
+// a file of an older version is read as it is.
 // experiment: only runs of that experiment ("" for all). InputError naming
 // the file for a row that breaks the layout (a foreign or damaged file) and
 // for more than kMaxRuns runs or kMaxCells cells.

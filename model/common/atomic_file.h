@@ -34,6 +34,9 @@ class AtomicFile {
   AtomicFile& operator=(const AtomicFile&) = delete;
 
   int fd() const { return fd_; }  // for streaming writers
+  // "<path>.tmp.<pid>", for a writer that reopens the file by name (an
+  // SQLite copy); valid until commit() or destruction.
+  const std::string& temp_path() const { return tmp_; }
   void write(const void* data, size_t n);
   void commit();
 
