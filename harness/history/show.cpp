@@ -5,6 +5,7 @@
 #include <set>
 #include <sstream>
 
+#include "harness/encode/markdown.h"
 #include "harness/history/time_text.h"
 #include "model/common/printable.h"
 
@@ -30,18 +31,17 @@ std::string count(int64_t n, const char* noun) {
 
 std::string show_markdown(const Trend& t, const std::string& db_path) {
   std::ostringstream o;
-  o << "# Recall history: " << escaped_cell_text(db_path, 512) << "\n\n"
+  o << "# Recall history: " << markdown_text(db_path, 512) << "\n\n"
     << count(t.runs, "run") << ", " << count(t.cells, "cell") << ", "
     << count(static_cast<int64_t>(t.commits.size()), "commit") << ".\n\n";
   if (t.commits.empty()) return o.str() + "No runs yet: kvbench history add RUN...\n";
   o << "| Commit | Date | Runs | Machine | Model sha256 |\n|---|---|---:|---|---|\n";
   for (const CommitInfo& c : t.commits) {
     std::string machines, models;
-    for (const auto& m : c.machines)
-      machines += (machines.empty() ? "" : "; ") + escaped_cell_text(m);
+    for (const auto& m : c.machines) machines += (machines.empty() ? "" : "; ") + markdown_cell(m);
     for (const auto& m : c.models)
-      models += (models.empty() ? "" : "; ") + escaped_cell_text(m.substr(0, 12));
-    o << "| " << escaped_cell_text(commit_label(c)) << " | " << commit_day(c) << " | " << c.runs
+      models += (models.empty() ? "" : "; ") + markdown_cell(m.substr(0, 12));
+    o << "| " << markdown_cell(commit_label(c)) << " | " << commit_day(c) << " | " << c.runs
       << " | " << machines << " | " << models << " |\n";
   }
   o << "\nDate: the commit's (from git); \"(run)\" when git did not know the commit and the run's "
@@ -60,19 +60,18 @@ std::string show_markdown(const Trend& t, const std::string& db_path) {
     std::set<std::string> models;
     for (const Series* s : series) models.insert(s->model);
     const bool by_model = models.size() > 1;
-    o << "\n## " << escaped_cell_text(experiment) << "\n\n"
+    o << "\n## " << markdown_cell(experiment) << "\n\n"
       << (by_model ? "| Model " : "") << "| Configuration | Task |";
     std::string rule = by_model ? "|---|---|---|" : "|---|---|";
     for (size_t i = 0; i < t.commits.size(); ++i)
       if (used[i]) {
-        o << " " << escaped_cell_text(commit_label(t.commits[i])) << " |";
+        o << " " << markdown_cell(commit_label(t.commits[i])) << " |";
         rule += "---:|";
       }
     o << "\n" << rule << "\n";
     for (const Series* s : series) {
-      if (by_model) o << "| " << escaped_cell_text(s->model) << " ";
-      o << "| " << escaped_cell_text(s->configuration) << " | " << escaped_cell_text(s->task)
-        << " |";
+      if (by_model) o << "| " << markdown_cell(s->model) << " ";
+      o << "| " << markdown_cell(s->configuration) << " | " << markdown_cell(s->task) << " |";
       size_t next = 0;
       for (size_t i = 0; i < t.commits.size(); ++i) {
         if (!used[i]) continue;
@@ -82,15 +81,13 @@ std::string show_markdown(const Trend& t, const std::string& db_path) {
           if (p.regressed) {
             o << " ▼ p=" << fixed(p.p_drop, "%.3g");
             const TrendPoint& prev = s->points[next - 2];
-            regressions << "- " << escaped_cell_text(experiment) << " / "
-                        << (by_model ? escaped_cell_text(s->model) + " / " : "")
-                        << escaped_cell_text(s->configuration) << " / "
-                        << escaped_cell_text(s->task) << " at "
-                        << escaped_cell_text(commit_label(t.commits[i])) << " (vs "
-                        << escaped_cell_text(commit_label(t.commits[prev.commit]))
-                        << "): mean score " << fixed(prev.score.mean, "%.3f") << " -> "
-                        << fixed(p.score.mean, "%.3f") << ", a drop of " << fixed(p.drop, "%.3f")
-                        << " over " << p.paired
+            regressions << "- " << markdown_cell(experiment) << " / "
+                        << (by_model ? markdown_cell(s->model) + " / " : "")
+                        << markdown_cell(s->configuration) << " / " << markdown_cell(s->task)
+                        << " at " << markdown_cell(commit_label(t.commits[i])) << " (vs "
+                        << markdown_cell(commit_label(t.commits[prev.commit])) << "): mean score "
+                        << fixed(prev.score.mean, "%.3f") << " -> " << fixed(p.score.mean, "%.3f")
+                        << ", a drop of " << fixed(p.drop, "%.3f") << " over " << p.paired
                         << " paired instances, one-sided p = " << fixed(p.p_drop, "%.4g") << "\n";
             ++n_regressions;
           }

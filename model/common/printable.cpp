@@ -91,13 +91,4 @@ std::string escaped_text(std::string_view s, size_t max_bytes, bool escape_backs
   return out;
 }
 
-std::string escaped_cell_text(std::string_view s, size_t max_bytes) {
-  std::string out;
-  for (char c : escaped_text(s, max_bytes)) {
-    if (c == '|') out += '\\';
-    out += c;
-  }
-  return out;
-}
-
 }  // namespace kvbench

@@ -29,8 +29,4 @@ size_t utf8_sequence(std::string_view s, size_t i);
 // own escapes must stay as they are (a whole error message).
 std::string escaped_text(std::string_view s, size_t max_bytes, bool escape_backslash = true);
 
-// escaped_text() as one markdown table cell: a '|' is escaped too, so the
-// text cannot end its cell (compare's and history's tables).
-std::string escaped_cell_text(std::string_view s, size_t max_bytes = 200);
-
 }  // namespace kvbench
