@@ -18,6 +18,7 @@
 #include "harness/snapshot/snapshot_file.h"
 #include "policies/cache_errors.h"
 #include "policies/policy_cache.h"
+#include "tests/hostile/forged_files.h"
 #include "tests/hostile/hostile_support.h"
 #include "tests/support/cli_run.h"
 #include "tests/support/reference_llama.h"
@@ -119,5 +120,154 @@ TEST(HostileModel, StepsAndShiftsStayWithinTheLargestPosition) {
 // A payload's other positions and counters: the query ring's positions and
 // the decode-step counter (incremented after each decode step: loaded at
 // INT64_MAX it overflowed).
+// --- positions in snapshots (item 9) -----------------------------------------
+
+// The names under `dir` (what a command may have written there).
+std::vector<std::string> names(const std::string &dir) {
+  std::vector<std::string> out;
+  for (const auto &[name, content] : tree(dir))
+    out.push_back(name);
+  return out;
+}
+
+// A snapshot of a short document on the tiny model (policy `full`), written by
+// the kvbench under test: <dir>/doc.kvc.
+std::string saved_snapshot(const std::string &dir) {
+  std::ofstream(dir + "/doc.txt")
+      << "A short document about the river and the town.";
+  const std::string kvc = dir + "/doc.kvc";
+  const auto r = run_kvbench("cache save -m " + test::tiny_model_path() +
+                             " --policy full -c " + dir + "/doc.txt -o " + kvc);
+  EXPECT_EQ(r.code, 0) << r.err;
+  return kvc;
+}
+
+// `ask` on the snapshot must refuse it naming the file and `field`, and
+// write nothing.
+void expect_refused(const std::string &dir, const std::string &kvc,
+                    const std::string &field) {
+  const auto before = names(dir);
+  const auto r = run_kvbench("ask -m " + test::tiny_model_path() + " --cache " +
+                             kvc + " --question hi");
+  expect_input_error(r, kvc + ": payload byte ");
+  EXPECT_NE(r.err.find(field), std::string::npos) << r.err;
+  EXPECT_EQ(names(dir), before) << "something was written";
+}
+
+// The fuzzer's finding: an entry at position 2^31 - 1 made next_position()
+// (largest + 1) overflow. Every position a snapshot holds is now checked when
+// it is read; the other spellings: INT32_MIN, -2, one past the maximum, and
+// the evicted-position mark.
+TEST(HostileModel, SnapshotPositionsAreRangeCheckedWhenRead) {
+  const std::string dir = scratch("kvc-positions");
+  const std::string clean = saved_snapshot(dir);
+  const std::string max = std::to_string(kMaxPosition);
+  struct Case {
+    int32_t pos;
+    std::string message;
+  };
+  for (const Case &c : std::vector<Case>{
+           {INT32_MAX, "positions[0] = 2147483647 is outside [0, " + max + "]"},
+           {INT32_MIN,
+            "positions[0] = -2147483648 is outside [0, " + max + "]"},
+           {-2, "positions[0] = -2 is outside [0, " + max + "]"},
+           {kMaxPosition + 1,
+            "positions[0] = 1073741824 is outside [0, " + max + "]"}}) {
+    SCOPED_TRACE(c.pos);
+    const std::string kvc = dir + "/pos.kvc";
+    fs::copy_file(clean, kvc, fs::copy_options::overwrite_existing);
+    test::forge_payload(kvc, [&](std::string &raw) {
+      test::put_i32(raw, test::first_position_offset(raw), c.pos);
+    });
+    expect_refused(dir, kvc, "layer 0 KV head 0 main segment: " + c.message);
+  }
+  const std::string kvc = dir + "/evicted.kvc";
+  fs::copy_file(clean, kvc, fs::copy_options::overwrite_existing);
+  test::forge_payload(kvc, [&](std::string &raw) {
+    test::put_i32(raw, test::evicted_mark_offset(raw), INT32_MAX);
+  });
+  expect_refused(dir, kvc,
+                 "store: evicted positions[0] = 2147483647 is outside [-1, " +
+                     max + "]");
+  // The largest position a cache holds, but beyond the document: the question
+  // would continue where the document does not end.
+  fs::copy_file(clean, kvc, fs::copy_options::overwrite_existing);
+  test::forge_payload(kvc, [&](std::string &raw) {
+    test::put_i32(raw, test::first_position_offset(raw), kMaxPosition);
+  });
+  expect_refused(
+      dir, kvc,
+      "document: sequence 0 continues at position 1073741824, beyond the");
+  // The unchanged file, forged the same way with no change, still answers.
+  fs::copy_file(clean, kvc, fs::copy_options::overwrite_existing);
+  test::forge_payload(kvc, [](std::string &) {});
+  const auto ok = run_kvbench("ask -m " + test::tiny_model_path() +
+                              " --cache " + kvc + " --question hi");
+  EXPECT_EQ(ok.code, 0) << ok.err;
+}
+
+TEST(HostileModel, PayloadRingPositionsAndCountersAreRangeChecked) {
+  CacheContext ctx = small_context();
+  auto cache =
+      PolicyCache::create(parse_policy_spec("snapkv:budget=10,window=4"), ctx);
+  std::vector<int32_t> pos(6);
+  std::iota(pos.begin(), pos.end(), 0);
+  StepInfo info;
+  info.seq = 0;
+  info.positions = pos;
+  cache->begin_step(info);
+  const KvShape &sh = cache->shape();
+  const std::vector<float> kv(pos.size() * sh.n_kv_heads * sh.head_dim, 0.5f);
+  const std::vector<float> q(pos.size() * sh.n_q_heads * sh.head_dim, 0.25f);
+  // A marker position the ring records (and nothing else holds).
+  const std::vector<int32_t> marked(pos.size(), 777777);
+  for (int l = 0; l < sh.n_layers; ++l) {
+    cache->append(l, kv.data(), kv.data());
+    cache->observe_queries(l, q.data(), marked);
+  }
+  cache->end_step();
+  SnapshotDocument doc;
+  doc.tokens.assign(pos.size(), 1);
+  std::ostringstream out;
+  StateWriter w(out);
+  write_snapshot_payload(w, *cache, doc);
+  const std::string clean = out.str();
+
+  auto read_error = [](const std::string &raw) {
+    return error_of<SnapshotError>([&] {
+      std::istringstream in(raw);
+      StateReader r(in, raw.size(), "payload");
+      read_snapshot_payload(r);
+    });
+  };
+  EXPECT_EQ(read_error(clean), "(no error)");
+  std::string raw = clean;
+  int32_t marker = 777777;
+  const size_t at =
+      raw.find(std::string(reinterpret_cast<const char *>(&marker), 4));
+  ASSERT_NE(at, std::string::npos);
+  test::put_i32(raw, at, INT32_MAX);
+  EXPECT_NE(read_error(raw).find(
+                "cache: ring positions[0] = 2147483647 is outside [0, " +
+                std::to_string(kMaxPosition) + "]"),
+            std::string::npos)
+      << read_error(raw);
+  // The decode-step counter: the i64 right before the ring's sequence (0)
+  // and capacity (4) in the cache section.
+  raw = clean;
+  const int64_t steps = 0;
+  const int32_t seq_cap[2] = {0, 4};
+  std::string pattern(reinterpret_cast<const char *>(&steps), 8);
+  pattern.append(reinterpret_cast<const char *>(seq_cap), 8);
+  const size_t c = raw.find(pattern, raw.find("PCAC"));
+  ASSERT_NE(c, std::string::npos);
+  const int64_t huge = INT64_MAX;
+  std::memcpy(raw.data() + c, &huge, 8);
+  EXPECT_NE(read_error(raw).find(
+                "decode steps: 9223372036854775807 is outside [0, 2147483647]"),
+            std::string::npos)
+      << read_error(raw);
+}
+
 } // namespace
 } // namespace kvbench
