@@ -28,6 +28,7 @@ namespace {
 
 namespace fs = std::filesystem;
 using test::expect_input_error;
+using test::ForgedModel;
 using test::run_kvbench;
 using test::scratch;
 using test::tree;
@@ -267,6 +268,112 @@ TEST(HostileModel, PayloadRingPositionsAndCountersAreRangeChecked) {
                 "decode steps: 9223372036854775807 is outside [0, 2147483647]"),
             std::string::npos)
       << read_error(raw);
+}
+
+// --- GGUF keys of the wrong type (item 13a)
+// --------------------------------------
+
+// `info` loads the whole model: the error names the file and the key.
+void expect_key_error(const ForgedModel &m, const std::string &dir,
+                      const std::string &name, const std::string &message) {
+  const std::string path = dir + "/" + name + ".gguf";
+  m.write(path);
+  expect_input_error(run_kvbench("info --model " + path),
+                     path + ": " + message);
+}
+
+// The reproducer: gemma3.attention.sliding_window_pattern as an array of u32
+// instead of booleans was read through an accessor that knew the key but not
+// the file. Every typed key now goes through the file's getters.
+TEST(HostileModel, GgufKeysOfTheWrongTypeNameTheFileAndTheKey) {
+  const std::string dir = scratch("gguf-key-types");
+  {
+    ForgedModel m = test::tiny_model(true);
+    std::vector<GgufValue> items(3, test::gguf_u32(1));
+    m.key("gemma3.attention.sliding_window_pattern") =
+        test::gguf_array(GgufType::U32, items);
+    expect_key_error(m, dir, "pattern-u32",
+                     "key 'gemma3.attention.sliding_window_pattern' has type "
+                     "array[u32], expected "
+                     "array[bool]");
+  }
+  // block_count (a u32) of every other type, in both architectures.
+  struct Wrong {
+    std::string name;
+    GgufValue value;
+    std::string type;
+  };
+  const std::vector<Wrong> wrongs = {
+      {"string", test::gguf_string("17"), "string"},
+      {"f32", test::gguf_f32(17.0), "f32"},
+      {"f64", test::gguf_f64(17.0), "f64"},
+      {"bool", test::gguf_bool(true), "bool"},
+      {"array", test::gguf_array(GgufType::U32, {test::gguf_u32(17)}),
+       "array[u32]"},
+  };
+  for (bool gemma3 : {false, true}) {
+    const std::string key =
+        std::string(gemma3 ? "gemma3" : "llama") + ".block_count";
+    for (const Wrong &w : wrongs) {
+      ForgedModel m = test::tiny_model(gemma3);
+      m.key(key) = w.value;
+      expect_key_error(m, dir, key + "-" + w.name,
+                       "key '" + key + "' has type " + w.type +
+                           ", expected an unsigned integer");
+    }
+    ForgedModel m = test::tiny_model(gemma3);
+    m.key(key) = test::gguf_i32(-17);
+    expect_key_error(m, dir, key + "-negative",
+                     "key '" + key + "' is negative (-17)");
+  }
+  // Keys of the other accessors: string, float, bool, and arrays of each
+  // element type.
+  struct KeyCase {
+    std::string key;
+    GgufValue value;
+    std::string message;
+  };
+  const std::vector<KeyCase> cases = {
+      {"general.architecture", test::gguf_u32(1),
+       "key 'general.architecture' has type u32, expected string"},
+      {"llama.rope.freq_base", test::gguf_string("1e4"),
+       "key 'llama.rope.freq_base' has type string, expected a number"},
+      {"llama.attention.layer_norm_rms_epsilon", test::gguf_bool(true),
+       "key 'llama.attention.layer_norm_rms_epsilon' has type bool, expected a "
+       "number"},
+      {"tokenizer.ggml.add_bos_token", test::gguf_u32(1),
+       "key 'tokenizer.ggml.add_bos_token' has type u32, expected bool"},
+      {"tokenizer.ggml.model", test::gguf_f32(2.0),
+       "key 'tokenizer.ggml.model' has type f32, expected string"},
+      {"tokenizer.ggml.tokens",
+       test::gguf_array(GgufType::U32, {test::gguf_u32(0)}),
+       "key 'tokenizer.ggml.tokens' has type array[u32], expected "
+       "array[string]"},
+      {"tokenizer.ggml.merges", test::gguf_string("a b"),
+       "key 'tokenizer.ggml.merges' has type string, expected array"},
+      {"tokenizer.ggml.token_type",
+       test::gguf_array(GgufType::STRING, {test::gguf_string("1")}),
+       "key 'tokenizer.ggml.token_type' has type array[string], expected "
+       "array[i32]"},
+      {"tokenizer.ggml.bos_token_id", test::gguf_string("1"),
+       "key 'tokenizer.ggml.bos_token_id' has type string, expected an "
+       "unsigned integer"},
+      {"tokenizer.chat_template", test::gguf_u32(7),
+       "key 'tokenizer.chat_template' has type u32, expected string"},
+  };
+  for (const KeyCase &c : cases) {
+    ForgedModel m = test::tiny_model(false);
+    m.key(c.key) = c.value;
+    expect_key_error(m, dir, c.key, c.message);
+  }
+  {
+    ForgedModel m = test::tiny_model(true);
+    m.key("tokenizer.ggml.scores") =
+        test::gguf_array(GgufType::STRING, {test::gguf_string("0")});
+    expect_key_error(m, dir, "scores-strings",
+                     "key 'tokenizer.ggml.scores' has type array[string], "
+                     "expected array[f32]");
+  }
 }
 
 } // namespace
