@@ -376,5 +376,132 @@ TEST(HostileModel, GgufKeysOfTheWrongTypeNameTheFileAndTheKey) {
   }
 }
 
+// --- tensors that do not match the hyper-parameters (item 13b)
+// --------------------
+
+// `info` refuses the file naming it and the tensor; `cache save` from it
+// writes nothing.
+void expect_tensor_error(const ForgedModel &m, const std::string &dir,
+                         const std::string &name, const std::string &message) {
+  const std::string path = dir + "/" + name + ".gguf";
+  m.write(path);
+  expect_input_error(run_kvbench("info --model " + path),
+                     path + ": " + message);
+  std::ofstream(dir + "/doc.txt") << "A document.";
+  const auto before = names(dir);
+  expect_input_error(run_kvbench("cache save -m " + path + " -c " + dir +
+                                 "/doc.txt -o " + dir + "/out.kvc"),
+                     path + ": " + message);
+  EXPECT_EQ(names(dir), before) << "something was written";
+}
+
+// The reproducer: a Gemma 3 file declaring 17 layers with 18 layers of
+// tensors ran as 17 layers, the 18th silently unused.
+TEST(HostileModel, Gemma3WithALayerBeyondBlockCountIsRefused) {
+  const std::string dir = scratch("gguf-gemma3-18");
+  ForgedModel m = test::tiny_model(true);
+  for (int l = 3; l < 18; ++l)
+    m.copy_layer(l % 3, l);
+  m.key("gemma3.block_count") = test::gguf_u32(17);
+  expect_tensor_error(m, dir, "gemma3-18-of-17",
+                      "tensor 'blk.17.attn_norm.weight' is for layer 17, but "
+                      "gemma3.block_count "
+                      "is 17 (layers 0..16)");
+  // The same file declaring its 18 layers loads.
+  m.key("gemma3.block_count") = test::gguf_u32(18);
+  m.write(dir + "/gemma3-18.gguf");
+  const auto ok = run_kvbench("info --model " + dir + "/gemma3-18.gguf");
+  EXPECT_EQ(ok.code, 0) << ok.err;
+  EXPECT_NE(ok.out.find("layers 18,"), std::string::npos) << ok.out;
+}
+
+// An extra layer, a missing layer, a stray tensor, a tensor of the other
+// architecture, and counts that disagree with shapes, in both architectures.
+TEST(HostileModel, TensorsMustMatchTheHyperParameters) {
+  const std::string dir = scratch("gguf-tensors");
+  for (bool gemma3 : {false, true}) {
+    const std::string arch = gemma3 ? "gemma3" : "llama";
+    SCOPED_TRACE(arch);
+    { // block_count 2, three layers of tensors
+      ForgedModel m = test::tiny_model(gemma3);
+      m.key(arch + ".block_count") = test::gguf_u32(2);
+      expect_tensor_error(
+          m, dir, arch + "-extra-layer",
+          "tensor 'blk.2.attn_norm.weight' is for layer 2, but " + arch +
+              ".block_count is 2 (layers 0..1)");
+    }
+    { // block_count 3, layer 2's tensors gone
+      ForgedModel m = test::tiny_model(gemma3);
+      m.drop_tensors(
+          [](const std::string &n) { return n.rfind("blk.2.", 0) == 0; });
+      expect_tensor_error(m, dir, arch + "-missing-layer",
+                          "missing tensor 'blk.2.attn_norm.weight' (" + arch +
+                              ".block_count is 3)");
+    }
+    { // one tensor of a layer missing
+      ForgedModel m = test::tiny_model(gemma3);
+      m.drop_tensors(
+          [](const std::string &n) { return n == "blk.1.ffn_up.weight"; });
+      expect_tensor_error(m, dir, arch + "-missing-tensor",
+                          "missing tensor 'blk.1.ffn_up.weight' (" + arch +
+                              ".block_count is 3)");
+    }
+    { // a stray tensor, and a layer tensor of no known kind
+      for (const std::string stray :
+           {"stray.weight", "blk.0.attn_rot_embd", "blk.x.attn_q.weight",
+            "blk.-1.attn_norm.weight"}) {
+        ForgedModel m = test::tiny_model(gemma3);
+        test::ForgedTensor t = *m.tensor("output_norm.weight");
+        t.name = stray;
+        m.tensors.push_back(t);
+        expect_tensor_error(m, dir, arch + "-stray",
+                            "unknown tensor '" + stray + "' (not part of a " +
+                                arch + " model");
+      }
+    }
+    { // head_count_kv that the K and V shapes contradict
+      ForgedModel m = test::tiny_model(gemma3);
+      m.key(arch + ".attention.head_count_kv") = test::gguf_u32(1);
+      const std::string k = gemma3 ? "[96, 64], expected [96, 32]"
+                                   : "[96, 32], expected [96, 16]";
+      expect_tensor_error(m, dir, arch + "-kv-heads",
+                          "tensor 'blk.0.attn_k.weight' has shape " + k);
+    }
+    { // the vocabulary: ARCH.vocab_size, and the tokenizer against token_embd's
+      // rows
+      ForgedModel m = test::tiny_model(gemma3);
+      const int64_t rows = m.tensor("token_embd.weight")->ne[1];
+      m.key(arch + ".vocab_size") = test::gguf_u32(rows + 1);
+      expect_tensor_error(m, dir, arch + "-vocab-size",
+                          "key '" + arch +
+                              ".vocab_size' = " + std::to_string(rows + 1) +
+                              ", but tensor 'token_embd.weight' has " +
+                              std::to_string(rows) + " rows");
+      m = test::tiny_model(gemma3);
+      test::ForgedTensor &e = *m.tensor("token_embd.weight");
+      e.data.resize(e.data.size() / rows * (rows + 1),
+                    0); // one more (zero) row
+      e.ne[1] = rows + 1;
+      m.drop_key(arch + ".vocab_size");
+      if (test::ForgedTensor *out = m.tensor("output.weight")) {
+        out->data.resize(out->data.size() / rows * (rows + 1), 0);
+        out->ne[1] = rows + 1;
+      }
+      expect_tensor_error(m, dir, arch + "-embedding-rows",
+                          "tokenizer.ggml.tokens has " + std::to_string(rows) +
+                              " tokens, but tensor 'token_embd.weight' has " +
+                              std::to_string(rows + 1) + " rows");
+    }
+  }
+  // A gemma3 tensor in a llama file.
+  ForgedModel m = test::tiny_model(false);
+  test::ForgedTensor t = *m.tensor("blk.0.attn_norm.weight");
+  t.name = "blk.0.post_ffw_norm.weight";
+  m.tensors.push_back(t);
+  expect_tensor_error(
+      m, dir, "llama-gemma3-norm",
+      "unknown tensor 'blk.0.post_ffw_norm.weight' (not part of a llama model");
+}
+
 } // namespace
 } // namespace kvbench
