@@ -21,7 +21,8 @@ void read_gemma3_config(const GgufFile& f, LlamaConfig& c) {
   const std::string window_key = "gemma3.attention.sliding_window";
   if (f.has(window_key)) {
     const uint32_t w = f.get_u32(window_key);
-    if (w > (1u << 24)) fail(f, "key '" + window_key + "' = " + std::to_string(w) + " is out of range");
+    if (w > (1u << 24))
+      fail(f, "key '" + window_key + "' = " + std::to_string(w) + " is out of range");
     g.sliding_window = static_cast<int32_t>(w);
   }
   g.local.assign(c.n_layers, false);
@@ -29,11 +30,11 @@ void read_gemma3_config(const GgufFile& f, LlamaConfig& c) {
     const std::string pattern_key = "gemma3.attention.sliding_window_pattern";
     const GgufValue* pattern = f.find(pattern_key);
     if (pattern != nullptr && pattern->type == GgufType::ARRAY) {
-      const auto& items = pattern->as_array(pattern_key);
+      const std::vector<bool> items = f.get_bool_array(pattern_key);
       if (items.size() != static_cast<size_t>(c.n_layers))
-        fail(f, "key '" + pattern_key + "' has " + std::to_string(items.size()) +
-                    " entries for " + std::to_string(c.n_layers) + " layers");
-      for (int l = 0; l < c.n_layers; ++l) g.local[l] = items[l].as_bool(pattern_key);
+        fail(f, "key '" + pattern_key + "' has " + std::to_string(items.size()) + " entries for " +
+                    std::to_string(c.n_layers) + " layers (gemma3.block_count)");
+      for (int l = 0; l < c.n_layers; ++l) g.local[l] = items[l];
     } else {
       const uint32_t period = pattern != nullptr ? f.get_u32(pattern_key) : 6;
       // llama.cpp's set_swa_pattern: period 0 makes every layer local.

@@ -10,12 +10,12 @@
 
 namespace kvbench {
 
-class GgufFile;
+class ModelTensors;
 
 // Reads blk.N.attn_q_norm / attn_k_norm ([head_dim]) and post_attention_norm /
 // post_ffw_norm ([dim]) into L; `prefix` is "blk.N.". The file stores these
 // (like every Gemma 3 norm) as 1 + w, the form the forward multiplies by.
-void load_gemma3_norms(const GgufFile& file, const LlamaConfig& c, const std::string& prefix,
+void load_gemma3_norms(ModelTensors& tensors, const LlamaConfig& c, const std::string& prefix,
                        LayerWeights& L);
 
 }  // namespace kvbench

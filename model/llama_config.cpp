@@ -36,7 +36,8 @@ LlamaConfig read_llama_config(const GgufFile& f) {
   } else if (arch == "gemma3") {
     c.arch = Arch::Gemma3;
   } else {
-    fail(f, "unsupported architecture '" + escaped_text(arch, 64) + "' (kvbench runs 'llama' and 'gemma3')");
+    fail(f, "unsupported architecture '" + escaped_text(arch, 64) +
+                "' (kvbench runs 'llama' and 'gemma3')");
   }
   c.arch_name = arch;
   // Keys under the architecture's name: llama.block_count, gemma3.block_count.
@@ -51,20 +52,26 @@ LlamaConfig read_llama_config(const GgufFile& f) {
                      : c.n_heads;
   if (c.n_heads % c.n_kv_heads != 0)
     fail(f, p + "attention.head_count (" + std::to_string(c.n_heads) + ") is not a multiple of " +
-                p + "attention.head_count_kv (" +
-                std::to_string(c.n_kv_heads) + ")");
+                p + "attention.head_count_kv (" + std::to_string(c.n_kv_heads) + ")");
   if (f.has(p + "attention.key_length")) {
     c.head_dim = read_count(f, p + "attention.key_length", 1024);
     const int v_len = f.has(p + "attention.value_length")
                           ? read_count(f, p + "attention.value_length", 1024)
                           : c.head_dim;
-    if (v_len != c.head_dim) fail(f, "key_length != value_length is not supported");
+    if (v_len != c.head_dim)
+      fail(f, p + "attention.value_length (" + std::to_string(v_len) + ") differs from " + p +
+                  "attention.key_length (" + std::to_string(c.head_dim) + "): not supported");
   } else {
     if (c.dim % c.n_heads != 0)
       fail(f, p + "embedding_length is not a multiple of " + p + "attention.head_count");
     c.head_dim = c.dim / c.n_heads;
   }
-  if (c.head_dim % 2 != 0) fail(f, "head dimension " + std::to_string(c.head_dim) + " is odd");
+  if (c.head_dim % 2 != 0)
+    fail(f, "head dimension " + std::to_string(c.head_dim) + " (" +
+                (f.has(p + "attention.key_length")
+                     ? p + "attention.key_length"
+                     : p + "embedding_length / " + p + "attention.head_count") +
+                ") is odd");
   c.n_ctx_train = read_count(f, p + "context_length", 1u << 24);
   c.rms_eps = f.get_f32_or(p + "attention.layer_norm_rms_epsilon", 1e-5f);
   if (!(c.rms_eps > 0.0f && c.rms_eps < 1.0f))
@@ -83,7 +90,8 @@ LlamaConfig read_llama_config(const GgufFile& f) {
     if (!(factor > 0.0f)) fail(f, p + "rope.scaling.factor must be > 0");
     c.rope.freq_scale = 1.0f / factor;
   } else if (scaling != "none" && scaling != "") {
-    fail(f, "unsupported " + p + "rope.scaling.type '" + escaped_text(scaling, 64) + "' (supported: none, linear)");
+    fail(f, "unsupported " + p + "rope.scaling.type '" + escaped_text(scaling, 64) +
+                "' (supported: none, linear)");
   }
   // llama3-style scaling arrives as the tensor rope_freqs.weight; the weights
   // loader reads it into rope.freq_factors.

@@ -13,9 +13,12 @@ std::unique_ptr<LlamaModel> LlamaModel::load(const std::string& path, bool plana
   m->weights_ = load_llama_weights(*m->file_, m->config_);
   if (planar_copies) add_planar_copies(m->weights_, default_cpu_path());
   m->tokenizer_ = Tokenizer::from_gguf(*m->file_);
-  if (m->tokenizer_->n_vocab() > m->config_.n_vocab)
-    throw InputError(path + ": the vocabulary has " + std::to_string(m->tokenizer_->n_vocab()) +
-                     " tokens but token_embd.weight has only " +
+  // One embedding row per token, as llama.cpp requires: a row without a token
+  // would be a logit the tokenizer cannot decode.
+  if (m->tokenizer_->n_vocab() != m->config_.n_vocab)
+    throw InputError(path + ": tokenizer.ggml.tokens has " +
+                     std::to_string(m->tokenizer_->n_vocab()) +
+                     " tokens, but tensor 'token_embd.weight' has " +
                      std::to_string(m->config_.n_vocab) + " rows");
   m->chat_template_ = ChatTemplate::from_gguf(*m->file_);
   return m;

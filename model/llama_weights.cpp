@@ -8,90 +8,55 @@
 #include "model/common/error.h"
 #include "model/gemma3_weights.h"
 #include "model/gguf/gguf.h"
+#include "model/model_tensors.h"
 #include "model/ops/exact_dot.h"
 #include "model/ops/interleave.h"
 #include "model/ops/planar.h"
 #include "model/ops/quant_dot.h"
 
 namespace kvbench {
-namespace {
-
-std::string shape_str(const GgufTensor& t) {
-  std::string s = "[";
-  for (int i = 0; i < t.n_dims; ++i) s += (i ? ", " : "") + std::to_string(t.ne[i]);
-  return s + "]";
-}
-
-const GgufTensor& require(const GgufFile& f, const std::string& name) {
-  const GgufTensor* t = f.find_tensor(name);
-  if (!t) throw InputError(f.path() + ": missing tensor '" + name + "'");
-  const auto tr = type_traits(static_cast<uint32_t>(t->type));
-  if (!tr || !tr->dequantizable)
-    throw InputError(f.path() + ": tensor '" + name + "' has type " +
-                     std::string(type_name(t->type)) + ", which kvbench cannot read");
-  return *t;
-}
-
-// Checks that the tensor is a matrix with ne = {cols, rows}.
-WeightMatrix matrix(const GgufFile& f, const std::string& name, int64_t rows, int64_t cols) {
-  const GgufTensor& t = require(f, name);
-  if (t.n_dims > 2 || t.ne[0] != cols || t.ne[1] != rows)
-    throw InputError(f.path() + ": tensor '" + name + "' has shape " + shape_str(t) +
-                     ", expected [" + std::to_string(cols) + ", " + std::to_string(rows) + "]");
-  WeightMatrix m;
-  m.type = t.type;
-  m.rows = rows;
-  m.cols = cols;
-  m.row_bytes = row_bytes(t.type, cols);
-  m.data = t.data;
-  return m;
-}
-
-}  // namespace
-
-std::vector<float> load_vector_f32(const GgufFile& f, const std::string& name, int64_t n) {
-  const GgufTensor& t = require(f, name);
-  if (t.n_dims != 1 || t.ne[0] != n)
-    throw InputError(f.path() + ": tensor '" + name + "' has shape " + shape_str(t) +
-                     ", expected [" + std::to_string(n) + "]");
-  std::vector<float> out(n);
-  dequantize_row(t.type, t.data, out.data(), n);
-  return out;
-}
 
 LlamaWeights load_llama_weights(const GgufFile& f, LlamaConfig& c) {
   LlamaWeights w;
+  ModelTensors tensors(f, c);
   const GgufTensor* embd = f.find_tensor("token_embd.weight");
   if (!embd) throw InputError(f.path() + ": missing tensor 'token_embd.weight'");
   if (embd->ne[1] <= 0 || embd->ne[1] > (1 << 22))
     throw InputError(f.path() + ": tensor 'token_embd.weight' has an implausible vocabulary size");
   c.n_vocab = static_cast<int>(embd->ne[1]);
-  w.tok_embd = matrix(f, "token_embd.weight", c.n_vocab, c.dim);
+  // The vocabulary is token_embd's rows; a file that states it must agree.
+  const std::string vocab_key = c.arch_name + ".vocab_size";
+  if (f.has(vocab_key) && f.get_u32(vocab_key) != static_cast<uint32_t>(c.n_vocab))
+    throw InputError(f.path() + ": key '" + vocab_key +
+                     "' = " + std::to_string(f.get_u32(vocab_key)) +
+                     ", but tensor 'token_embd.weight' has " + std::to_string(c.n_vocab) + " rows");
+  w.tok_embd = tensors.matrix("token_embd.weight", c.n_vocab, c.dim);
 
   w.layers.resize(c.n_layers);
   for (int l = 0; l < c.n_layers; ++l) {
     const std::string p = "blk." + std::to_string(l) + ".";
     LayerWeights& L = w.layers[l];
-    L.attn_norm = load_vector_f32(f, p + "attn_norm.weight", c.dim);
-    L.wq = matrix(f, p + "attn_q.weight", c.q_dim(), c.dim);
-    L.wk = matrix(f, p + "attn_k.weight", c.kv_dim(), c.dim);
-    L.wv = matrix(f, p + "attn_v.weight", c.kv_dim(), c.dim);
-    L.wo = matrix(f, p + "attn_output.weight", c.dim, c.q_dim());
-    L.ffn_norm = load_vector_f32(f, p + "ffn_norm.weight", c.dim);
-    L.w_gate = matrix(f, p + "ffn_gate.weight", c.ffn_dim, c.dim);
-    L.w_up = matrix(f, p + "ffn_up.weight", c.ffn_dim, c.dim);
-    L.w_down = matrix(f, p + "ffn_down.weight", c.dim, c.ffn_dim);
-    if (c.arch == Arch::Gemma3) load_gemma3_norms(f, c, p, L);
+    L.attn_norm = tensors.vector_f32(p + "attn_norm.weight", c.dim);
+    L.wq = tensors.matrix(p + "attn_q.weight", c.q_dim(), c.dim);
+    L.wk = tensors.matrix(p + "attn_k.weight", c.kv_dim(), c.dim);
+    L.wv = tensors.matrix(p + "attn_v.weight", c.kv_dim(), c.dim);
+    L.wo = tensors.matrix(p + "attn_output.weight", c.dim, c.q_dim());
+    L.ffn_norm = tensors.vector_f32(p + "ffn_norm.weight", c.dim);
+    L.w_gate = tensors.matrix(p + "ffn_gate.weight", c.ffn_dim, c.dim);
+    L.w_up = tensors.matrix(p + "ffn_up.weight", c.ffn_dim, c.dim);
+    L.w_down = tensors.matrix(p + "ffn_down.weight", c.dim, c.ffn_dim);
+    if (c.arch == Arch::Gemma3) load_gemma3_norms(tensors, c, p, L);
   }
-  w.output_norm = load_vector_f32(f, "output_norm.weight", c.dim);
-  if (f.find_tensor("output.weight")) {
-    w.output = matrix(f, "output.weight", c.n_vocab, c.dim);
+  w.output_norm = tensors.vector_f32("output_norm.weight", c.dim);
+  if (tensors.has("output.weight")) {
+    w.output = tensors.matrix("output.weight", c.n_vocab, c.dim);
   } else {
     w.output = w.tok_embd;  // tied embeddings (SmolLM2)
     w.tied_output = true;
   }
-  if (f.find_tensor("rope_freqs.weight"))
-    c.rope.freq_factors = load_vector_f32(f, "rope_freqs.weight", c.rope.n_dims / 2);
+  if (tensors.has("rope_freqs.weight"))
+    c.rope.freq_factors = tensors.vector_f32("rope_freqs.weight", c.rope.n_dims / 2);
+  tensors.check_nothing_left();
   return w;
 }
 

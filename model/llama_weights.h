@@ -43,14 +43,13 @@ struct LlamaWeights {
 };
 
 // Throws InputError("<path>: ...") naming the tensor for a missing tensor, a
-// wrong shape, or a type kvbench cannot dequantize. Also fills
-// config.n_vocab and, when rope_freqs.weight is present, config.rope.freq_factors.
-// Loads the tensors of config.arch (gemma3's extra norms included).
+// wrong shape, a type kvbench cannot dequantize, or a tensor the
+// hyper-parameters do not account for (model_tensors.h: a layer beyond
+// ARCH.block_count, an unknown name); naming the key when ARCH.vocab_size
+// differs from token_embd's rows. Also fills config.n_vocab and, when
+// rope_freqs.weight is present, config.rope.freq_factors. Loads the tensors
+// of config.arch (gemma3's extra norms included).
 LlamaWeights load_llama_weights(const GgufFile& file, LlamaConfig& config);
-
-// The f32 vector tensor `name` of n elements (norm weights). Throws like
-// load_llama_weights.
-std::vector<float> load_vector_f32(const GgufFile& file, const std::string& name, int64_t n);
 
 // Gives the matrices the copies their kernels on `path` read:
 // - a planar copy (model/ops/planar.h) where exact decode has a planar kernel

@@ -9,7 +9,8 @@ namespace kvbench {
 
 // A sequence id outside [0, 64) (or -1 where "all" is not allowed), an
 // unknown sequence, a position beyond int32 or negative other than -1, an
-// empty or reversed range.
+// empty or reversed range; a step's position or a shifted one outside
+// [0, kMaxPosition] (positions.h).
 class SequenceError : public InputError {
  public:
   using InputError::InputError;

@@ -50,12 +50,11 @@ void load_meta(StateReader& in, EntryMeta& m) {
     in.fail(std::to_string(ns) + " statistics per entry where the policy keeps " +
             std::to_string(m.n_stats));
   in.array_upto(m.pos, kInt32Max, "positions");
+  in.check_positions(m.pos, 0, "positions");
   const uint64_t n = m.pos.size();
   in.array(m.src, n, "stream indices");
   in.array(m.seqs, n, "sequence sets");
   in.array(m.stats, n * static_cast<uint64_t>(ns), "statistics");
-  for (int32_t p : m.pos)
-    if (p < 0) in.fail("negative position " + std::to_string(p));
 }
 
 // Every entry belongs to a known sequence, and its stream index was handed
@@ -205,7 +204,8 @@ void KiviSegment::load_state(StateReader& in) {
   live_blocks_ = in.i32("live key blocks");
   if (live_blocks_ != live) in.fail("the live key block count is wrong");
   in.array(kfull_, static_cast<uint64_t>(n - kq_) * dim_, "full-precision keys");
-  if (keys_ == KiviKeys::F32 && kq_ != 0) in.fail("quantized keys in a cache that keeps keys in f32");
+  if (keys_ == KiviKeys::F32 && kq_ != 0)
+    in.fail("quantized keys in a cache that keeps keys in f32");
   if (values_ == KiviValues::F32 && vq_ != 0)
     in.fail("quantized values in a cache that keeps values in f32");
   in.array(vcodes_, static_cast<uint64_t>(vq_) * vcodec_.row_bytes(), "value codes");
@@ -300,10 +300,12 @@ void CacheStore::load_state(StateReader& in) {
   known_ = in.u64("known sequences");
   std::vector<int32_t> em;
   in.array(em, kMaxSeqs, "evicted positions");
-  for (int s = 0; s < kMaxSeqs; ++s) {
-    if (em[s] < -1) in.fail("evicted position " + std::to_string(em[s]));
-    evicted_max_[s] = em[s];
-  }
+  in.check_positions(em, -1, "evicted positions");  // per sequence; -1: none evicted
+  for (int s = 0; s < kMaxSeqs; ++s)
+    if (em[s] >= 0 && !(known_ >> s & 1))  // only a sequence's own eviction sets its mark
+      in.fail("evicted positions[" + std::to_string(s) + "] = " + std::to_string(em[s]) +
+              " for sequence " + std::to_string(s) + ", which the cache does not know");
+  std::copy(em.begin(), em.end(), evicted_max_.begin());
   step_seq_ = static_cast<int>(in.i32("last step's sequence"));
   if (step_seq_ < 0 || step_seq_ >= kMaxSeqs)
     in.fail("last step's sequence " + std::to_string(step_seq_));
@@ -476,7 +478,9 @@ std::unique_ptr<PolicyCache> PolicyCache::load_state(StateReader& in) {
     in.fail(std::string("policy: ") + e.what());
   }
   c->step_decode_ = in.boolean("last step's phase");
-  c->decode_steps_ = in.count("decode steps", 0, std::numeric_limits<int64_t>::max());
+  // Each decode step streams a token, and a cache streams at most 2^31 - 1
+  // (CacheStore::begin_step): the counter then never overflows when it grows.
+  c->decode_steps_ = in.count("decode steps", 0, kInt32Max);
   c->window_.load(in, CacheStore::kMaxSeqs);
   if (in.u64("importance tables") != c->importance_.size())
     in.fail("importance tables do not match the policy");

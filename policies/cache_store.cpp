@@ -110,6 +110,10 @@ void CacheStore::begin_step(int seq, std::span<const int32_t> positions, bool de
   assert(!in_step_);
   if (next_src_ + static_cast<int64_t>(positions.size()) > std::numeric_limits<int32_t>::max())
     throw InputError("cache: more than 2^31 tokens streamed through one cache");
+  for (int32_t p : positions)
+    if (p < 0 || p > kMaxPosition)
+      throw SequenceError("step: position " + std::to_string(p) + " is outside [0, " +
+                          std::to_string(kMaxPosition) + "]");
   in_step_ = true;
   step_seq_ = seq;
   step_decode_ = decode;
@@ -526,8 +530,8 @@ void CacheStore::renumber_contiguous(int seq, int layer, int kv_head) {
   // the sinks move). RoPE sees relative positions only: the same attention
   // as numbering from 0.
   const Item& last = items.back();
-  const int32_t base = hs.segs[last.slot]->meta.pos[last.idx] -
-                       static_cast<int32_t>(items.size() - 1);
+  const int32_t base =
+      hs.segs[last.slot]->meta.pos[last.idx] - static_cast<int32_t>(items.size() - 1);
   for (size_t r = 0; r < items.size(); ++r) {
     Segment& seg = *hs.segs[items[r].slot];
     int32_t& pos = seg.meta.pos[items[r].idx];
@@ -769,9 +773,10 @@ void CacheStore::shift_positions(int seq, int32_t lo, int32_t hi, F f, const cha
                                  std::to_string(pos) +
                                  " is shared with other sequences (remove or copy them first)");
     const int64_t np = f(pos);
-    if (np > std::numeric_limits<int32_t>::max())
+    if (np > kMaxPosition)
       throw SequenceError(std::string(op) + ": position " + std::to_string(pos) +
-                          " would move beyond int32");
+                          " would move to " + std::to_string(np) +
+                          ", beyond the largest position " + std::to_string(kMaxPosition));
     if (np >= 0 && np != pos && !rotatable)
       throw UnsupportedOperation(std::string(op) + ": " + prec +
                                  " keys cannot be re-rotated to a new position");
@@ -865,7 +870,9 @@ void CacheStore::seq_add(int seq, int64_t p0, int64_t p1, int64_t delta) {
   check_known(seq, "seq_add");
   int32_t lo, hi;
   check_range(p0, p1, "seq_add", lo, hi);
-  if (std::llabs(delta) > std::numeric_limits<int32_t>::max())
+  // Compared without llabs: llabs(INT64_MIN) overflows.
+  constexpr int64_t kMax = std::numeric_limits<int32_t>::max();
+  if (delta < -kMax || delta > kMax)
     throw SequenceError("seq_add: shift " + std::to_string(delta) + " is beyond int32");
   if (delta == 0) return;
   shift_positions(
@@ -905,6 +912,8 @@ int32_t CacheStore::pos_min(int seq) const { return pos_range(seq, "pos_min").fi
 int32_t CacheStore::pos_max(int seq) const { return pos_range(seq, "pos_max").second; }
 
 int32_t CacheStore::next_position(int seq) const {
+  // At most kMaxPosition + 1: every position a store holds or has evicted is
+  // at most kMaxPosition (begin_step, shift_positions, load_state check it).
   return std::max(pos_max(seq), evicted_max_[seq]) + 1;
 }
 

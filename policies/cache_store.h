@@ -35,6 +35,7 @@
 #include "policies/clone_ptr.h"
 #include "policies/cold_tier.h"
 #include "policies/memory_report.h"
+#include "policies/positions.h"
 #include "policies/scorer.h"
 #include "policies/segment.h"
 
@@ -153,6 +154,8 @@ class CacheStore {
   int n_heads() const { return config_.shape.n_layers * config_.shape.n_kv_heads; }
 
   // --- the step protocol
+  // SequenceError, before anything changes, for a position outside
+  // [0, kMaxPosition] (positions.h).
   void begin_step(int seq, std::span<const int32_t> positions, bool decode);
   // k, v: [n_tokens][n_kv_heads][head_dim]
   void append(int layer, const float* k, const float* v);
@@ -213,6 +216,8 @@ class CacheStore {
   void seq_rm(int seq, int64_t p0, int64_t p1);
   void seq_cp(int src, int dst, int64_t p0, int64_t p1);
   void seq_keep(int seq);
+  // SequenceError, changing nothing, when an entry would move beyond
+  // kMaxPosition (entries moved below 0 are removed, as in llama.cpp).
   void seq_add(int seq, int64_t p0, int64_t p1, int64_t delta);
   void seq_div(int seq, int64_t p0, int64_t p1, int64_t d);
   // The smallest / largest position `seq` holds, hot or cold (-1: none).
@@ -243,8 +248,9 @@ class CacheStore {
   // stream counter, sequences. Not inside a step.
   void save_state(StateWriter& out) const;
   // Into a store freshly made from the same StoreConfig (empty). Checks each
-  // segment's kind against the configuration and every entry's sequence set
-  // and stream index against the counters; SnapshotError otherwise.
+  // segment's kind against the configuration, every entry's sequence set
+  // and stream index against the counters, and every position (held or
+  // evicted) against kMaxPosition; SnapshotError otherwise.
   void load_state(StateReader& in);
 
   // --- checkpoints (policies/cache_checkpoint.h / .cpp)

@@ -114,8 +114,8 @@ std::unique_ptr<PolicyCache> PolicyCache::create(const PolicySpec& spec, const C
   sc.rope = ctx.rope;
   if (!ctx.layer_window.empty()) {
     if (static_cast<int>(ctx.layer_window.size()) != sh.n_layers)
-      throw InputError("cache: " + std::to_string(ctx.layer_window.size()) +
-                       " layer windows for " + std::to_string(sh.n_layers) + " layers");
+      throw InputError("cache: " + std::to_string(ctx.layer_window.size()) + " layer windows for " +
+                       std::to_string(sh.n_layers) + " layers");
     for (int32_t w : ctx.layer_window)
       if (w < 0) throw InputError("cache: a negative sliding window");
     sc.layer_window = ctx.layer_window;
@@ -146,8 +146,9 @@ std::unique_ptr<PolicyCache> PolicyCache::create(const PolicySpec& spec, const C
     sc.kivi_group = static_cast<int>(st.get_int("group"));
     sc.kivi_residual = static_cast<int>(st.get_int("residual"));
     const std::string keys = st.get("keys"), values = st.get("values");
-    sc.kivi_keys = keys == "token" ? KiviKeys::Token : keys == "f32" ? KiviKeys::F32
-                                                                       : KiviKeys::Channel;
+    sc.kivi_keys = keys == "token" ? KiviKeys::Token
+                   : keys == "f32" ? KiviKeys::F32
+                                   : KiviKeys::Channel;
     sc.kivi_values = values == "f32" ? KiviValues::F32 : KiviValues::Token;
     sc.codec = RowCodec(CodecKind::F32, hd, hd);
   } else if (st.name == "mixed") {
@@ -171,10 +172,11 @@ std::unique_ptr<PolicyCache> PolicyCache::create(const PolicySpec& spec, const C
   int32_t local_window = 0;  // the longest native window (Gemma 3: one for all local layers)
   for (int32_t w : ctx.layer_window) local_window = std::max(local_window, w);
   c->main_budget_local_ =
-      local_window == 0 ? c->main_budget_
-                        : c->scorer_->budget(ctx.context_tokens > 0
-                                                 ? std::min<int64_t>(ctx.context_tokens, local_window)
-                                                 : local_window);
+      local_window == 0
+          ? c->main_budget_
+          : c->scorer_->budget(ctx.context_tokens > 0
+                                   ? std::min<int64_t>(ctx.context_tokens, local_window)
+                                   : local_window);
   c->dense_ = c->scorer_->evicts() ? c->scorer_->dense_layers() : 0;
   if (spec.scorer.has("layers")) {
     const std::string l = spec.scorer.get("layers");
@@ -186,9 +188,8 @@ std::unique_ptr<PolicyCache> PolicyCache::create(const PolicySpec& spec, const C
   const ComponentSpec* off = spec.extra("offload");  // not with a paging scorer (check_combination)
   int32_t restore_tokens = 0, restore_tokens_local = 0;
   // What a local layer's full cache holds: its window, or the context when shorter.
-  const int64_t local_context = ctx.context_tokens > 0
-                                    ? std::min<int64_t>(ctx.context_tokens, local_window)
-                                    : local_window;
+  const int64_t local_context =
+      ctx.context_tokens > 0 ? std::min<int64_t>(ctx.context_tokens, local_window) : local_window;
   if (c->scorer_->page() > 0) {
     sc.offload = true;
     sc.page = c->scorer_->page();
@@ -252,12 +253,14 @@ std::unique_ptr<PolicyCache> PolicyCache::create(const PolicySpec& spec, const C
 // --- the step protocol ---
 
 void PolicyCache::begin_step(const StepInfo& info) {
+  const bool decode = info.phase == StepPhase::Decode;
+  // The store checks the step first (sequence, positions): a refused step changes nothing.
+  store_->begin_step(info.seq, info.positions, decode);
   window_.begin(info.seq);
   if (qstats_.enabled()) qstats_.begin(info.seq);
-  step_decode_ = info.phase == StepPhase::Decode;
+  step_decode_ = decode;
   step_last_pos_ = -1;
   for (int32_t p : info.positions) step_last_pos_ = std::max(step_last_pos_, p);
-  store_->begin_step(info.seq, info.positions, step_decode_);
 }
 
 void PolicyCache::append(int layer, const float* k, const float* v) { store_->append(layer, k, v); }

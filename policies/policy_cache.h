@@ -14,7 +14,8 @@
 // open end; seq_rm with seq = -1 removes from every sequence. Several
 // sequences share entries (seq_cp copies nothing). Errors: SequenceError
 // (bad ids, unknown sequences, positions beyond int32 or negative other than
-// -1, reversed ranges), UnsupportedOperation (shifting shared entries, or
+// -1, reversed ranges; a step's position, or one seq_add would make, outside
+// [0, kMaxPosition] of positions.h), UnsupportedOperation (shifting shared entries, or
 // entries whose keys are quantized and cannot be re-rotated); both are
 // InputErrors. Sequence operations must not be called inside a step.
 #pragma once
@@ -41,13 +42,13 @@ namespace kvbench {
 
 struct CacheContext {
   KvShape shape;
-  RopeConfig rope;             // the model's RoPE (shifts re-rotate stored keys with it)
+  RopeConfig rope;  // the model's RoPE (shifts re-rotate stored keys with it)
   // Models with sliding-window layers (Gemma 3), as llama.cpp's ISWA cache:
   // [n_layers] a layer's native window W (0: a global layer); after each step
   // a local layer keeps only the positions (p - W, p] of the step's last
   // position p, whatever the policy. Empty: every layer is global.
   std::vector<int32_t> layer_window;
-  RopeConfig rope_local;  // the local layers' RoPE (when layer_window is set)
+  RopeConfig rope_local;       // the local layers' RoPE (when layer_window is set)
   int64_t context_tokens = 0;  // the context a ratio budget refers to
   uint64_t seed = 0;           // random scorer's default seed
   // For a `full` cache that other policies branch from (import_from):

@@ -91,6 +91,7 @@ void QueryWindow::load(StateReader& in, int max_seqs) {
       in.fail("query ring out of range");
     in.array(r.q, r.q.size(), "ring queries");
     in.array(r.pos, r.pos.size(), "ring positions");
+    in.check_positions(r.pos, 0, "ring positions");
   }
 }
 

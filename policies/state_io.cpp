@@ -31,6 +31,14 @@ void StateReader::bytes(void* p, size_t n, const char* what) {
   consumed_ += n;
 }
 
+void StateReader::check_positions(std::span<const int32_t> positions, int32_t lo,
+                                  const char* what) const {
+  for (size_t i = 0; i < positions.size(); ++i)
+    if (positions[i] < lo || positions[i] > kMaxPosition)
+      fail(std::string(what) + "[" + std::to_string(i) + "] = " + std::to_string(positions[i]) +
+           " is outside [" + std::to_string(lo) + ", " + std::to_string(kMaxPosition) + "]");
+}
+
 bool StateReader::boolean(const char* what) {
   const uint8_t v = u8(what);
   if (v > 1) fail(std::string(what) + ": " + std::to_string(v) + " is not a boolean");

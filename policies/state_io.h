@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "model/common/error.h"
+#include "policies/positions.h"
 
 namespace kvbench {
 
@@ -135,6 +136,10 @@ class StateReader {
   void bytes(void* p, size_t n, const char* what);
   // Throws unless n elements of `size` bytes fit in what remains.
   void fit(uint64_t n, uint64_t size, const char* what);
+  // Positions just read as `what`: each in [lo, kMaxPosition] (lo is -1
+  // where -1 means "none"), so no sum on them can overflow once they are in
+  // a cache (positions.h). The first one outside is named with its index.
+  void check_positions(std::span<const int32_t> positions, int32_t lo, const char* what) const;
 
   uint64_t consumed() const { return consumed_; }
   uint64_t remaining() const { return limit_ - consumed_; }

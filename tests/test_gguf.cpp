@@ -500,6 +500,8 @@ class GgufGetters : public ::testing::Test {
     w.set_f32_array("scores", {0.5f, -1.0f});
     w.set_i32_array("types", {1, 2, 3});
     w.set("u32s", array(GgufType::U32, {scalar(GgufType::U32, uint64_t{3000000000u})}));
+    w.set("flags",
+          array(GgufType::BOOL, {scalar(GgufType::BOOL, true), scalar(GgufType::BOOL, false)}));
     bytes_ = w.to_bytes();
     f_ = parse(bytes_, "g.gguf");
   }
@@ -572,6 +574,11 @@ TEST_F(GgufGetters, ArrayGettersCheckElementTypes) {
   EXPECT_EQ(error_of([&] { f_->get_i32_array("u32"); }),
             "g.gguf: key 'u32' has type u32, expected array");
   EXPECT_EQ(error_of([&] { f_->get_string_array("nope"); }), "g.gguf: missing key 'nope'");
+  EXPECT_EQ(f_->get_bool_array("flags"), (std::vector<bool>{true, false}));
+  EXPECT_EQ(error_of([&] { f_->get_bool_array("u32s"); }),
+            "g.gguf: key 'u32s' has type array[u32], expected array[bool]");
+  EXPECT_EQ(error_of([&] { f_->get_bool_array("yes"); }),
+            "g.gguf: key 'yes' has type bool, expected array");
 }
 
 // --- display ----------------------------------------------------------------------

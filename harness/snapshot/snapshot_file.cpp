@@ -291,6 +291,17 @@ SnapshotPayload read_snapshot_payload(StateReader& in) {
   SnapshotPayload p;
   p.doc = read_document(in);
   p.cache = PolicyCache::load_state(in);
+  // The cache holds the document at positions 0..n-1 (a policy that renumbers
+  // them makes them smaller), so every sequence continues at n at most: a
+  // larger position would put the question where the document does not end.
+  in.set_context("document");
+  const int64_t n = static_cast<int64_t>(p.doc.tokens.size());
+  const uint64_t known = p.cache->store().known_sequences();
+  for (int s = 0; s < CacheStore::kMaxSeqs; ++s)
+    if (known >> s & 1)
+      if (const int32_t next = p.cache->next_position(s); next > n)
+        in.fail("sequence " + std::to_string(s) + " continues at position " + std::to_string(next) +
+                ", beyond the document's " + std::to_string(n) + " tokens");
   return p;
 }
 

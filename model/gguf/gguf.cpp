@@ -482,6 +482,52 @@ std::string display_number(double v, GgufType type) {
 
 constexpr size_t kMaxDisplayBytes = 60;  // of a string value in to_display
 
+// Typed access to a value, for the GgufFile getters only: their errors name
+// the key but not the file, which the getters add (with_path). Keeping them
+// here means no caller can raise a metadata error that does not name the file.
+uint64_t as_u64(const GgufValue& v, std::string_view key) {
+  if (const auto* u = std::get_if<uint64_t>(&v.data)) return *u;
+  if (const auto* i = std::get_if<int64_t>(&v.data)) {
+    if (*i >= 0) return static_cast<uint64_t>(*i);
+    throw InputError("key '" + escaped_text(key, kMaxShownBytes) + "' is negative (" +
+                     std::to_string(*i) + "), expected an unsigned integer");
+  }
+  type_error(key, v, "an unsigned integer");
+}
+
+int64_t as_i64(const GgufValue& v, std::string_view key) {
+  if (const auto* i = std::get_if<int64_t>(&v.data)) return *i;
+  if (const auto* u = std::get_if<uint64_t>(&v.data)) {
+    if (*u <= uint64_t(std::numeric_limits<int64_t>::max())) return static_cast<int64_t>(*u);
+    throw InputError("key '" + escaped_text(key, kMaxShownBytes) + "' value " + std::to_string(*u) +
+                     " does not fit in i64");
+  }
+  type_error(key, v, "an integer");
+}
+
+double as_f64(const GgufValue& v, std::string_view key) {
+  if (const auto* d = std::get_if<double>(&v.data)) return *d;
+  // Integers are accepted: a float hyperparameter written as an int is harmless.
+  if (const auto* i = std::get_if<int64_t>(&v.data)) return static_cast<double>(*i);
+  if (const auto* u = std::get_if<uint64_t>(&v.data)) return static_cast<double>(*u);
+  type_error(key, v, "a number");
+}
+
+bool as_bool(const GgufValue& v, std::string_view key) {
+  if (const auto* b = std::get_if<bool>(&v.data)) return *b;
+  type_error(key, v, "bool");
+}
+
+const std::string& as_string(const GgufValue& v, std::string_view key) {
+  if (const auto* s = std::get_if<std::string>(&v.data)) return *s;
+  type_error(key, v, "string");
+}
+
+const std::vector<GgufValue>& as_array(const GgufValue& v, std::string_view key) {
+  if (const auto* a = std::get_if<std::vector<GgufValue>>(&v.data)) return *a;
+  type_error(key, v, "array");
+}
+
 }  // namespace
 
 // --- GgufValue ----------------------------------------------------------------
@@ -516,49 +562,6 @@ std::string_view gguf_type_name(GgufType type) {
       return "f64";
   }
   return "invalid";
-}
-
-uint64_t GgufValue::as_u64(std::string_view key) const {
-  if (const auto* u = std::get_if<uint64_t>(&data)) return *u;
-  if (const auto* i = std::get_if<int64_t>(&data)) {
-    if (*i >= 0) return static_cast<uint64_t>(*i);
-    throw InputError("key '" + escaped_text(key, kMaxShownBytes) + "' is negative (" +
-                     std::to_string(*i) + "), expected an unsigned integer");
-  }
-  type_error(key, *this, "an unsigned integer");
-}
-
-int64_t GgufValue::as_i64(std::string_view key) const {
-  if (const auto* i = std::get_if<int64_t>(&data)) return *i;
-  if (const auto* u = std::get_if<uint64_t>(&data)) {
-    if (*u <= uint64_t(std::numeric_limits<int64_t>::max())) return static_cast<int64_t>(*u);
-    throw InputError("key '" + escaped_text(key, kMaxShownBytes) + "' value " + std::to_string(*u) +
-                     " does not fit in i64");
-  }
-  type_error(key, *this, "an integer");
-}
-
-double GgufValue::as_f64(std::string_view key) const {
-  if (const auto* d = std::get_if<double>(&data)) return *d;
-  // Integers are accepted: a float hyperparameter written as an int is harmless.
-  if (const auto* i = std::get_if<int64_t>(&data)) return static_cast<double>(*i);
-  if (const auto* u = std::get_if<uint64_t>(&data)) return static_cast<double>(*u);
-  type_error(key, *this, "a number");
-}
-
-bool GgufValue::as_bool(std::string_view key) const {
-  if (const auto* b = std::get_if<bool>(&data)) return *b;
-  type_error(key, *this, "bool");
-}
-
-const std::string& GgufValue::as_string(std::string_view key) const {
-  if (const auto* s = std::get_if<std::string>(&data)) return *s;
-  type_error(key, *this, "string");
-}
-
-const std::vector<GgufValue>& GgufValue::as_array(std::string_view key) const {
-  if (const auto* a = std::get_if<std::vector<GgufValue>>(&data)) return *a;
-  type_error(key, *this, "array");
 }
 
 std::string GgufValue::to_display(size_t max_items) const {
@@ -661,7 +664,7 @@ const GgufValue& require(const GgufFile& f, std::string_view key) {
 }
 
 uint32_t to_u32(const GgufValue& v, std::string_view key) {
-  const uint64_t x = v.as_u64(key);
+  const uint64_t x = as_u64(v, key);
   if (x > std::numeric_limits<uint32_t>::max()) {
     throw InputError("key '" + escaped_text(key, kMaxShownBytes) + "' value " + std::to_string(x) +
                      " does not fit in u32");
@@ -670,7 +673,7 @@ uint32_t to_u32(const GgufValue& v, std::string_view key) {
 }
 
 float to_f32(const GgufValue& v, std::string_view key) {
-  const double x = v.as_f64(key);
+  const double x = as_f64(v, key);
   if (std::isfinite(x) && std::fabs(x) > double(std::numeric_limits<float>::max())) {
     throw InputError("key '" + escaped_text(key, kMaxShownBytes) + "' value " +
                      display_number(x, GgufType::F64) + " does not fit in f32");
@@ -681,12 +684,13 @@ float to_f32(const GgufValue& v, std::string_view key) {
 // Checks the element type of an array, e.g. tokens must be strings.
 const std::vector<GgufValue>& typed_array(const GgufValue& v, std::string_view key,
                                           bool (*ok)(GgufType), const char* expected) {
-  const auto& items = v.as_array(key);
+  const auto& items = as_array(v, key);
   if (!ok(v.elem_type)) type_error(key, v, expected);
   return items;
 }
 
 bool is_float_type(GgufType t) { return t == GgufType::F32 || t == GgufType::F64; }
+bool is_bool_type(GgufType t) { return t == GgufType::BOOL; }
 bool is_string_type(GgufType t) { return t == GgufType::STRING; }
 bool is_int_type(GgufType t) {
   switch (t) {
@@ -711,7 +715,7 @@ std::string element_key(std::string_view key, size_t i) {
 // Element i of array `key` as i32; the key text is built only for errors.
 int32_t to_i32(const GgufValue& v, std::string_view key, size_t i) {
   const auto* s = std::get_if<int64_t>(&v.data);
-  const int64_t x = s ? *s : v.as_i64(element_key(key, i));
+  const int64_t x = s ? *s : as_i64(v, element_key(key, i));
   if (x < std::numeric_limits<int32_t>::min() || x > std::numeric_limits<int32_t>::max()) {
     throw InputError("key '" + escaped_text(element_key(key, i), kMaxShownBytes) + "' value " +
                      std::to_string(x) + " does not fit in i32");
@@ -722,11 +726,11 @@ int32_t to_i32(const GgufValue& v, std::string_view key, size_t i) {
 }  // namespace
 
 uint64_t GgufFile::get_u64(std::string_view key) const {
-  return with_path(path_, [&] { return require(*this, key).as_u64(key); });
+  return with_path(path_, [&] { return as_u64(require(*this, key), key); });
 }
 
 int64_t GgufFile::get_i64(std::string_view key) const {
-  return with_path(path_, [&] { return require(*this, key).as_i64(key); });
+  return with_path(path_, [&] { return as_i64(require(*this, key), key); });
 }
 
 uint32_t GgufFile::get_u32(std::string_view key) const {
@@ -738,12 +742,12 @@ float GgufFile::get_f32(std::string_view key) const {
 }
 
 bool GgufFile::get_bool(std::string_view key) const {
-  return with_path(path_, [&] { return require(*this, key).as_bool(key); });
+  return with_path(path_, [&] { return as_bool(require(*this, key), key); });
 }
 
 const std::string& GgufFile::get_string(std::string_view key) const {
   return with_path(path_,
-                   [&]() -> const std::string& { return require(*this, key).as_string(key); });
+                   [&]() -> const std::string& { return as_string(require(*this, key), key); });
 }
 
 uint32_t GgufFile::get_u32_or(std::string_view key, uint32_t fallback) const {
@@ -758,12 +762,12 @@ float GgufFile::get_f32_or(std::string_view key, float fallback) const {
 
 bool GgufFile::get_bool_or(std::string_view key, bool fallback) const {
   const GgufValue* v = find(key);
-  return v ? with_path(path_, [&] { return v->as_bool(key); }) : fallback;
+  return v ? with_path(path_, [&] { return as_bool(*v, key); }) : fallback;
 }
 
 std::string GgufFile::get_string_or(std::string_view key, std::string_view fallback) const {
   const GgufValue* v = find(key);
-  return v ? with_path(path_, [&] { return v->as_string(key); }) : std::string(fallback);
+  return v ? with_path(path_, [&] { return as_string(*v, key); }) : std::string(fallback);
 }
 
 std::vector<std::string_view> GgufFile::get_string_array(std::string_view key) const {
@@ -773,7 +777,7 @@ std::vector<std::string_view> GgufFile::get_string_array(std::string_view key) c
     out.reserve(items.size());
     for (size_t i = 0; i < items.size(); ++i) {
       const auto* s = std::get_if<std::string>(&items[i].data);
-      out.emplace_back(s ? *s : items[i].as_string(element_key(key, i)));
+      out.emplace_back(s ? *s : as_string(items[i], element_key(key, i)));
     }
     return out;
   });
@@ -802,6 +806,16 @@ std::vector<int32_t> GgufFile::get_i32_array(std::string_view key) const {
     for (size_t i = 0; i < items.size(); ++i) {
       out.push_back(to_i32(items[i], key, i));
     }
+    return out;
+  });
+}
+
+std::vector<bool> GgufFile::get_bool_array(std::string_view key) const {
+  return with_path(path_, [&] {
+    const auto& items = typed_array(require(*this, key), key, is_bool_type, "array[bool]");
+    std::vector<bool> out;
+    out.reserve(items.size());
+    for (size_t i = 0; i < items.size(); ++i) out.push_back(as_bool(items[i], element_key(key, i)));
     return out;
   });
 }

@@ -43,14 +43,8 @@ struct GgufValue {
   GgufType elem_type = GgufType::U8;  // meaningful for ARRAY only
   std::variant<uint64_t, int64_t, double, bool, std::string, std::vector<GgufValue>> data;
 
-  // Typed accessors: throw InputError naming `key` when the stored type does
-  // not fit (e.g. a negative value read as unsigned, a string read as number).
-  uint64_t as_u64(std::string_view key) const;
-  int64_t as_i64(std::string_view key) const;
-  double as_f64(std::string_view key) const;
-  bool as_bool(std::string_view key) const;
-  const std::string& as_string(std::string_view key) const;
-  const std::vector<GgufValue>& as_array(std::string_view key) const;
+  // Typed values are read through GgufFile's getters only, so that every
+  // metadata error names the file as well as the key.
   std::string to_display(size_t max_items = 8) const;  // for `kvbench info`
 };
 
@@ -88,8 +82,10 @@ class GgufFile {
   const GgufValue* find(std::string_view key) const;
   bool has(std::string_view key) const { return find(key) != nullptr; }
 
-  // Required getters: throw InputError("<path>: missing key '<key>'") or a
-  // type error naming the key.
+  // Required getters: throw InputError("<path>: missing key '<key>'") or
+  // InputError("<path>: key '<key>' has type T, expected E") when the stored
+  // type does not fit (a string or float read as an integer, a negative value
+  // read as unsigned, an array read as a scalar, ...).
   uint64_t get_u64(std::string_view key) const;
   int64_t get_i64(std::string_view key) const;
   uint32_t get_u32(std::string_view key) const;  // range-checked
@@ -105,6 +101,7 @@ class GgufFile {
   std::vector<std::string_view> get_string_array(std::string_view key) const;
   std::vector<float> get_f32_array(std::string_view key) const;
   std::vector<int32_t> get_i32_array(std::string_view key) const;
+  std::vector<bool> get_bool_array(std::string_view key) const;
 
   const std::vector<GgufTensor>& tensors() const { return tensors_; }
   const GgufTensor* find_tensor(std::string_view name) const;

@@ -61,14 +61,11 @@ std::string extract_default_system(std::string_view tmpl) {
 }
 
 std::string token_text(const GgufFile& f, const char* id_key, std::string fallback) {
-  const GgufValue* id = f.find(id_key);
-  const GgufValue* tokens = f.find("tokenizer.ggml.tokens");
-  if (!id || !tokens) return fallback;
+  if (!f.has(id_key) || !f.has("tokenizer.ggml.tokens")) return fallback;
   const uint64_t i = f.get_u64(id_key);
-  const auto& list = tokens->as_array("tokenizer.ggml.tokens");
+  const auto list = f.get_string_array("tokenizer.ggml.tokens");
   if (i >= list.size()) return fallback;  // the tokenizer reports bad ids
-  const auto* s = std::get_if<std::string>(&list[i].data);
-  return s && !s->empty() ? *s : fallback;
+  return list[i].empty() ? fallback : std::string(list[i]);
 }
 
 }  // namespace
@@ -109,9 +106,10 @@ ChatTemplate ChatTemplate::from_gguf(const GgufFile& file) {
     for (char& c : head) {
       if (c == '\n') c = ' ';
     }
-    throw InputError(file.path() +
-                     ": unrecognised chat template (not ChatML, Llama-2, Llama-3, Zephyr, Gemma " +
-                     "or Phi-3): \"" + head + (tmpl.size() > 60 ? "...\"" : "\""));
+    throw InputError(
+        file.path() +
+        ": tokenizer.chat_template: unrecognised chat template (not ChatML, Llama-2, " +
+        "Llama-3, Zephyr, Gemma " + "or Phi-3): \"" + head + (tmpl.size() > 60 ? "...\"" : "\""));
   }
   t.bos_text_ = token_text(file, "tokenizer.ggml.bos_token_id", t.bos_text_);
   t.eos_text_ = token_text(file, "tokenizer.ggml.eos_token_id", t.eos_text_);

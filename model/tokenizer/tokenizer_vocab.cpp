@@ -206,17 +206,20 @@ Vocab Vocab::load(const GgufFile& f) {
     v.text[i] = tokens[i].empty() ? "[EMPTY_" + std::to_string(i) + "]" : std::string(tokens[i]);
     if (!types.empty()) {
       if (types[i] < 0 || types[i] > 6) {
-        fail(f, "token " + std::to_string(i) + " has invalid type " + std::to_string(types[i]));
+        fail(f, "tokenizer.ggml.token_type: token " + std::to_string(i) + " has invalid type " +
+                    std::to_string(types[i]));
       }
       v.attr[i] = attr_of_type(types[i]);
       if (types[i] == 6 && parse_byte_token(v.text[i]) < 0) {
-        fail(f, "byte token " + std::to_string(i) + " is not spelled <0xNN>");
+        fail(f,
+             "tokenizer.ggml.tokens: byte token " + std::to_string(i) + " is not spelled <0xNN>");
       }
     }
-    if (std::isnan(v.score[i])) fail(f, "token " + std::to_string(i) + " has a NaN score");
+    if (std::isnan(v.score[i]))
+      fail(f, "tokenizer.ggml.scores: token " + std::to_string(i) + " has a NaN score");
     if (!v.token_to_id.emplace(v.text[i], id).second) {
-      fail(f, "tokens " + std::to_string(v.token_to_id[v.text[i]]) + " and " + std::to_string(i) +
-                  " have the same text");
+      fail(f, "tokenizer.ggml.tokens: tokens " + std::to_string(v.token_to_id[v.text[i]]) +
+                  " and " + std::to_string(i) + " have the same text");
     }
   }
 
@@ -230,7 +233,8 @@ Vocab Vocab::load(const GgufFile& f) {
       // llama.cpp splits at the first space after the first character.
       const size_t sp = m.find(' ', 1);
       if (sp == std::string_view::npos || sp + 1 >= m.size()) {
-        fail(f, "merge " + std::to_string(i) + " is not of the form '<left> <right>'");
+        fail(f, "tokenizer.ggml.merges: merge " + std::to_string(i) +
+                    " is not of the form '<left> <right>'");
       }
       v.merge_rank.try_emplace(std::string(m), static_cast<int32_t>(i));  // first rank wins
       fp.str(m);

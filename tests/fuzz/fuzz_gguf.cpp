@@ -41,6 +41,7 @@ void exercise_getters(const GgufFile& f, const std::string& key) {
   attempt([&] { f.get_string_array(key); });
   attempt([&] { f.get_f32_array(key); });
   attempt([&] { f.get_i32_array(key); });
+  attempt([&] { f.get_bool_array(key); });
 }
 
 // Reads every byte of the tensor (ASan checks the range) and dequantizes the
