@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include <md4c-html.h>
+#include <sqlite3.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -231,6 +232,47 @@ TEST(HostileSinks, Gnuplot) {
     if (html.find(bad) != std::string::npos)
       return ::testing::AssertionFailure() << bad << " in " << html;
   return ::testing::AssertionSuccess();
+}
+
+// SQL: bound parameters only. A label made of SQL, quotes and controls goes
+// into the history and comes back byte for byte; the tables are intact;
+// history show prints it through the Markdown encoder.
+TEST(HostileSinks, SqlStoresLabelsByteForByte) {
+  const std::string dir = scratch("sql-sink");
+  const std::string label =
+      "x'); DROP TABLE cells; --\" `$(id)` \xc2\x9b"
+      "31m \xe2\x80\xae"
+      "gnp <script>";
+  // (The config as a file: the label's quotes would end a shell word.)
+  json config = json::parse(slurp(test::tiny_experiment(dir)));
+  config["policies"] = json::array({"full", {{"spec", "window:budget=64"}, {"label", label}}});
+  std::ofstream(dir + "/sql.json") << config.dump();
+  const auto r = run_kvbench("run " + dir + "/sql.json -q --out " + dir + "/out");
+  ASSERT_EQ(r.code, 0) << r.err;
+  std::string run;
+  for (const auto& e : fs::directory_iterator(dir + "/out")) run = e.path().string();
+  const std::string db = dir + "/h.sqlite";
+  ASSERT_EQ(run_kvbench("history add " + run + " --db " + db).code, 0);
+  sqlite3* conn = nullptr;
+  ASSERT_EQ(sqlite3_open_v2(db.c_str(), &conn, SQLITE_OPEN_READONLY, nullptr), SQLITE_OK);
+  sqlite3_stmt* st = nullptr;
+  ASSERT_EQ(
+      sqlite3_prepare_v2(conn, "SELECT configuration, count(*) FROM cells GROUP BY 1 ORDER BY 1",
+                         -1, &st, nullptr),
+      SQLITE_OK);
+  std::vector<std::pair<std::string, int>> rows;
+  while (sqlite3_step(st) == SQLITE_ROW)
+    rows.emplace_back(reinterpret_cast<const char*>(sqlite3_column_text(st, 0)),
+                      sqlite3_column_int(st, 1));
+  sqlite3_finalize(st);
+  sqlite3_close(conn);
+  ASSERT_EQ(rows.size(), 2u);
+  EXPECT_EQ(rows[0], std::make_pair(std::string("full"), 1));
+  EXPECT_EQ(rows[1], std::make_pair(label, 1));
+  const auto show = run_kvbench("history show --db " + db);
+  ASSERT_EQ(show.code, 0) << show.err;
+  EXPECT_TRUE(terminal_safe(show.out, true));
+  EXPECT_NE(show.out.find(markdown_cell(label)), std::string::npos) << show.out;
 }
 
 // The commands: a shared run folder whose labels, task, description and
