@@ -11,6 +11,7 @@
 #include <sqlite3.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -87,8 +88,11 @@ const std::vector<std::string>& hostile() {
       const uint32_t cp = ((c & 0x0F) << 12) |
                           ((static_cast<unsigned char>(s[i + 1]) & 0x3F) << 6) |
                           (static_cast<unsigned char>(s[i + 2]) & 0x3F);
-      if (invisible_control(cp))
-        return ::testing::AssertionFailure() << "invisible control U+" << std::hex << cp;
+      if (invisible_control(cp)) {
+        char hex[16];
+        std::snprintf(hex, sizeof hex, "U+%04X", cp);
+        return ::testing::AssertionFailure() << "invisible control " << hex;
+      }
     }
   }
   return ::testing::AssertionSuccess();
