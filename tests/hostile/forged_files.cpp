@@ -125,16 +125,55 @@ void put_i32(std::string& raw, size_t at, int32_t v) {
   std::memcpy(raw.data() + at, &v, 4);
 }
 
-void forge_payload(const std::string& kvc, const std::function<void(std::string& raw)>& edit) {
+namespace {
+
+// A snapshot split at its header: the bytes before it, the header, and the
+// header's offset.
+struct SnapshotParts {
+  std::string file;
+  size_t header_at = 0;
+  nlohmann::ordered_json header;
+};
+
+SnapshotParts read_snapshot(const std::string& kvc) {
   std::ifstream in(kvc, std::ios::binary);
-  const std::string file{std::istreambuf_iterator<char>(in), {}};
-  ASSERT_GT(file.size(), 16 + kTrailer);
+  SnapshotParts p;
+  p.file.assign(std::istreambuf_iterator<char>(in), {});
+  EXPECT_GT(p.file.size(), 16 + kTrailer);
   uint32_t h = 0;
-  std::memcpy(&h, file.data() + file.size() - kTrailer, 4);
-  const size_t header_at = file.size() - kTrailer - h;
-  auto header = nlohmann::ordered_json::parse(file.substr(header_at, h));
-  ASSERT_EQ(header["payload"]["compression"], "zstd");
-  const std::string payload = file.substr(16, header_at - 16);
+  std::memcpy(&h, p.file.data() + p.file.size() - kTrailer, 4);  // little-endian, like the format
+  p.header_at = p.file.size() - kTrailer - h;
+  p.header = nlohmann::ordered_json::parse(p.file.substr(p.header_at, h));
+  return p;
+}
+
+// Writes `body` (magic and payload) and the header `text`, sealed: its size
+// and sha256 recomputed, the end marker kept.
+void seal(const std::string& kvc, const SnapshotParts& p, const std::string& body,
+          const std::string& text) {
+  std::string forged = body + text;
+  const uint32_t n = static_cast<uint32_t>(text.size());
+  forged.append(reinterpret_cast<const char*>(&n), 4);
+  const std::string hex = sha256_hex(text.data(), text.size());
+  for (size_t i = 0; i < 32; ++i)
+    forged += static_cast<char>(std::stoi(hex.substr(2 * i, 2), nullptr, 16));
+  forged += p.file.substr(p.file.size() - 8);
+  std::ofstream(kvc, std::ios::binary | std::ios::trunc) << forged;
+}
+
+}  // namespace
+
+void forge_header(const std::string& kvc,
+                  const std::function<std::string(nlohmann::ordered_json&)>& edit) {
+  SnapshotParts p = read_snapshot(kvc);
+  const std::string text = edit(p.header);
+  seal(kvc, p, p.file.substr(0, p.header_at), text);
+}
+
+void forge_payload(const std::string& kvc, const std::function<void(std::string& raw)>& edit) {
+  SnapshotParts p = read_snapshot(kvc);
+  ASSERT_EQ(p.header["payload"]["compression"], "zstd");
+  const std::string payload = p.file.substr(16, p.header_at - 16);
 
   std::vector<char> raw_bytes;
   decompress_payload({reinterpret_cast<const uint8_t*>(payload.data()), payload.size()},
@@ -151,17 +190,9 @@ void forge_payload(const std::string& kvc, const std::function<void(std::string&
     out.push(io::back_inserter(packed));
     out.write(raw.data(), static_cast<std::streamsize>(raw.size()));
   }  // closing the chain writes the last frame
-  header["payload"]["bytes"] = packed.size();
-  header["payload"]["sha256"] = sha256_hex(packed.data(), packed.size());
-  const std::string text = header.dump(1);
-  std::string forged = file.substr(0, 16) + packed + text;
-  const uint32_t n = static_cast<uint32_t>(text.size());
-  forged.append(reinterpret_cast<const char*>(&n), 4);
-  const std::string hex = sha256_hex(text.data(), text.size());
-  for (size_t i = 0; i < 32; ++i)
-    forged += static_cast<char>(std::stoi(hex.substr(2 * i, 2), nullptr, 16));
-  forged += file.substr(file.size() - 8);
-  std::ofstream(kvc, std::ios::binary | std::ios::trunc) << forged;
+  p.header["payload"]["bytes"] = packed.size();
+  p.header["payload"]["sha256"] = sha256_hex(packed.data(), packed.size());
+  seal(kvc, p, p.file.substr(0, 16) + packed, p.header.dump(1));
 }
 
 }  // namespace kvbench::test

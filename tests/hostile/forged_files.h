@@ -11,6 +11,8 @@
 #include <utility>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "model/gguf/gguf.h"
 
 namespace kvbench::test {
@@ -65,6 +67,12 @@ size_t evicted_mark_offset(const std::string& raw);
 
 // Writes an int32 in the snapshot's byte order (little-endian, the host's).
 void put_i32(std::string& raw, size_t at, int32_t v);
+
+// Lets `edit` rewrite a snapshot's header (it returns the new header text)
+// and seals the file again: the header's size and checksum recomputed (no
+// secret: anyone can).
+void forge_header(const std::string& kvc,
+                  const std::function<std::string(nlohmann::ordered_json&)>& edit);
 
 // Decompresses the snapshot's (zstd) payload, lets `edit` change its bytes
 // (keeping their number), compresses it again and seals the file: the

@@ -30,6 +30,7 @@
 #include "harness/run/plan.h"
 #include "harness/run/run_folder.h"
 #include "harness/sha256.h"
+#include "tests/hostile/forged_files.h"
 #include "tests/hostile/hostile_support.h"
 #include "tests/support/cli_run.h"
 #include "tests/support/reference_llama.h"
@@ -41,6 +42,7 @@ namespace fs = std::filesystem;
 using json = nlohmann::json;
 using test::cell_files;
 using test::expect_input_error;
+using test::forge_header;
 using test::run_kvbench;
 using test::scratch;
 using test::slurp;
@@ -452,28 +454,6 @@ TEST(Hostile, SpecialFilesAsInputsAreRefusedWithoutBlocking) {
   expect_input_error(run_kvbench("dataset show /dev/zero"), "/dev/zero: not a regular file");
   EXPECT_FALSE(fs::exists(dir + "/out"));
   EXPECT_FALSE(fs::exists(dir + "/x.kvc"));
-}
-
-// Rewrites a snapshot's header with `edit` and seals it again (the header
-// checksum is no secret: anyone can recompute it).
-void forge_header(const std::string& kvc,
-                  const std::function<std::string(nlohmann::ordered_json&)>& edit) {
-  const std::string file = slurp(kvc);
-  const size_t trailer = 4 + 32 + 8;
-  uint32_t h = 0;
-  std::memcpy(&h, file.data() + file.size() - trailer,
-              4);  // little-endian hosts only, like the format
-  const size_t header_at = file.size() - trailer - h;
-  auto header = nlohmann::ordered_json::parse(file.substr(header_at, h));
-  const std::string text = edit(header);
-  std::string forged = file.substr(0, header_at) + text;
-  const uint32_t n = static_cast<uint32_t>(text.size());
-  forged.append(reinterpret_cast<const char*>(&n), 4);
-  const std::string hex = sha256_hex(text.data(), text.size());
-  for (size_t i = 0; i < 32; ++i)
-    forged += static_cast<char>(std::stoi(hex.substr(2 * i, 2), nullptr, 16));
-  forged += file.substr(file.size() - 8);
-  std::ofstream(kvc, std::ios::binary | std::ios::trunc) << forged;
 }
 
 // Forged snapshots: a header claiming a payload of 8.6 GB behind a few

@@ -45,31 +45,30 @@ CacheContext small_context() {
 }
 
 // One step of `positions` for sequence 0 (constant keys and values).
-void step(PolicyCache &c, std::vector<int32_t> positions) {
+void step(PolicyCache& c, std::vector<int32_t> positions) {
   StepInfo info;
   info.seq = 0;
   info.phase = StepPhase::Prefill;
   info.positions = positions;
   c.begin_step(info);
-  const KvShape &sh = c.shape();
-  const std::vector<float> kv(positions.size() * sh.n_kv_heads * sh.head_dim,
-                              0.5f);
-  for (int l = 0; l < sh.n_layers; ++l)
-    c.append(l, kv.data(), kv.data());
+  const KvShape& sh = c.shape();
+  const std::vector<float> kv(positions.size() * sh.n_kv_heads * sh.head_dim, 0.5f);
+  for (int l = 0; l < sh.n_layers; ++l) c.append(l, kv.data(), kv.data());
   c.end_step();
 }
 
-std::string state_of(const PolicyCache &c) {
+std::string state_of(const PolicyCache& c) {
   std::ostringstream out;
   StateWriter w(out);
   c.save_state(w);
   return out.str();
 }
 
-template <typename E, typename F> std::string error_of(F &&f) {
+template <typename E, typename F>
+std::string error_of(F&& f) {
   try {
     f();
-  } catch (const E &e) {
+  } catch (const E& e) {
     return e.what();
   }
   return "(no error)";
@@ -87,35 +86,30 @@ TEST(HostileModel, StepsAndShiftsStayWithinTheLargestPosition) {
     EXPECT_EQ(error_of<SequenceError>([&] {
                 step(*cache, {4, p});
               }),
-              "step: position " + std::to_string(p) + " is outside [0, " + max +
-                  "]");
+              "step: position " + std::to_string(p) + " is outside [0, " + max + "]");
     EXPECT_FALSE(cache->store().in_step());
     EXPECT_TRUE(state_of(*cache) == before) << "a refused step changed the cache";
   }
   // seq_add pushing past the maximum: refused before anything moves.
-  EXPECT_EQ(
-      error_of<SequenceError>([&] { cache->seq_add(0, -1, -1, kMaxPosition); }),
-      "seq_add: position 1 would move to 1073741824, beyond the largest "
-      "position " +
-          max);
-  EXPECT_EQ(
-      error_of<SequenceError>([&] { cache->seq_add(0, 3, 4, INT32_MAX); }),
-      "seq_add: position 3 would move to 2147483650, beyond the largest "
-      "position " +
-          max);
+  EXPECT_EQ(error_of<SequenceError>([&] { cache->seq_add(0, -1, -1, kMaxPosition); }),
+            "seq_add: position 1 would move to 1073741824, beyond the largest "
+            "position " +
+                max);
+  EXPECT_EQ(error_of<SequenceError>([&] { cache->seq_add(0, 3, 4, INT32_MAX); }),
+            "seq_add: position 3 would move to 2147483650, beyond the largest "
+            "position " +
+                max);
   // llabs(INT64_MIN) overflows: the shift is compared without it.
-  EXPECT_EQ(
-      error_of<SequenceError>([&] { cache->seq_add(0, -1, -1, INT64_MIN); }),
-      "seq_add: shift -9223372036854775808 is beyond int32");
+  EXPECT_EQ(error_of<SequenceError>([&] { cache->seq_add(0, -1, -1, INT64_MIN); }),
+            "seq_add: shift -9223372036854775808 is beyond int32");
   EXPECT_TRUE(state_of(*cache) == before) << "a refused shift changed the cache";
   // Up to the maximum itself: next_position is then 2^30, and a step there is
   // refused.
   cache->seq_add(0, 3, 4, kMaxPosition - 3);
   EXPECT_EQ(cache->pos_max(0), kMaxPosition);
   EXPECT_EQ(cache->next_position(0), kMaxPosition + 1);
-  EXPECT_EQ(
-      error_of<SequenceError>([&] { step(*cache, {cache->next_position(0)}); }),
-      "step: position 1073741824 is outside [0, " + max + "]");
+  EXPECT_EQ(error_of<SequenceError>([&] { step(*cache, {cache->next_position(0)}); }),
+            "step: position 1073741824 is outside [0, " + max + "]");
 }
 
 // A payload's other positions and counters: the query ring's positions and
@@ -124,32 +118,29 @@ TEST(HostileModel, StepsAndShiftsStayWithinTheLargestPosition) {
 // --- positions in snapshots (item 9) -----------------------------------------
 
 // The names under `dir` (what a command may have written there).
-std::vector<std::string> names(const std::string &dir) {
+std::vector<std::string> names(const std::string& dir) {
   std::vector<std::string> out;
-  for (const auto &[name, content] : tree(dir))
-    out.push_back(name);
+  for (const auto& [name, content] : tree(dir)) out.push_back(name);
   return out;
 }
 
 // A snapshot of a short document on the tiny model (policy `full`), written by
 // the kvbench under test: <dir>/doc.kvc.
-std::string saved_snapshot(const std::string &dir) {
-  std::ofstream(dir + "/doc.txt")
-      << "A short document about the river and the town.";
+std::string saved_snapshot(const std::string& dir) {
+  std::ofstream(dir + "/doc.txt") << "A short document about the river and the town.";
   const std::string kvc = dir + "/doc.kvc";
-  const auto r = run_kvbench("cache save -m " + test::tiny_model_path() +
-                             " --policy full -c " + dir + "/doc.txt -o " + kvc);
+  const auto r = run_kvbench("cache save -m " + test::tiny_model_path() + " --policy full -c " +
+                             dir + "/doc.txt -o " + kvc);
   EXPECT_EQ(r.code, 0) << r.err;
   return kvc;
 }
 
 // `ask` on the snapshot must refuse it naming the file and `field`, and
 // write nothing.
-void expect_refused(const std::string &dir, const std::string &kvc,
-                    const std::string &field) {
+void expect_refused(const std::string& dir, const std::string& kvc, const std::string& field) {
   const auto before = names(dir);
-  const auto r = run_kvbench("ask -m " + test::tiny_model_path() + " --cache " +
-                             kvc + " --question hi");
+  const auto r =
+      run_kvbench("ask -m " + test::tiny_model_path() + " --cache " + kvc + " --question hi");
   expect_input_error(r, kvc + ": payload byte ");
   EXPECT_NE(r.err.find(field), std::string::npos) << r.err;
   EXPECT_EQ(names(dir), before) << "something was written";
@@ -167,57 +158,50 @@ TEST(HostileModel, SnapshotPositionsAreRangeCheckedWhenRead) {
     int32_t pos;
     std::string message;
   };
-  for (const Case &c : std::vector<Case>{
+  for (const Case& c : std::vector<Case>{
            {INT32_MAX, "positions[0] = 2147483647 is outside [0, " + max + "]"},
-           {INT32_MIN,
-            "positions[0] = -2147483648 is outside [0, " + max + "]"},
+           {INT32_MIN, "positions[0] = -2147483648 is outside [0, " + max + "]"},
            {-2, "positions[0] = -2 is outside [0, " + max + "]"},
-           {kMaxPosition + 1,
-            "positions[0] = 1073741824 is outside [0, " + max + "]"}}) {
+           {kMaxPosition + 1, "positions[0] = 1073741824 is outside [0, " + max + "]"}}) {
     SCOPED_TRACE(c.pos);
     const std::string kvc = dir + "/pos.kvc";
     fs::copy_file(clean, kvc, fs::copy_options::overwrite_existing);
-    test::forge_payload(kvc, [&](std::string &raw) {
+    test::forge_payload(kvc, [&](std::string& raw) {
       test::put_i32(raw, test::first_position_offset(raw), c.pos);
     });
     expect_refused(dir, kvc, "layer 0 KV head 0 main segment: " + c.message);
   }
   const std::string kvc = dir + "/evicted.kvc";
   fs::copy_file(clean, kvc, fs::copy_options::overwrite_existing);
-  test::forge_payload(kvc, [&](std::string &raw) {
+  test::forge_payload(kvc, [&](std::string& raw) {
     test::put_i32(raw, test::evicted_mark_offset(raw), INT32_MAX);
   });
-  expect_refused(dir, kvc,
-                 "store: evicted positions[0] = 2147483647 is outside [-1, " +
-                     max + "]");
+  expect_refused(dir, kvc, "store: evicted positions[0] = 2147483647 is outside [-1, " + max + "]");
   // The largest position a cache holds, but beyond the document: the question
   // would continue where the document does not end.
   fs::copy_file(clean, kvc, fs::copy_options::overwrite_existing);
-  test::forge_payload(kvc, [&](std::string &raw) {
+  test::forge_payload(kvc, [&](std::string& raw) {
     test::put_i32(raw, test::first_position_offset(raw), kMaxPosition);
   });
-  expect_refused(
-      dir, kvc,
-      "document: sequence 0 continues at position 1073741824, beyond the");
+  expect_refused(dir, kvc, "document: sequence 0 continues at position 1073741824, beyond the");
   // The unchanged file, forged the same way with no change, still answers.
   fs::copy_file(clean, kvc, fs::copy_options::overwrite_existing);
-  test::forge_payload(kvc, [](std::string &) {});
-  const auto ok = run_kvbench("ask -m " + test::tiny_model_path() +
-                              " --cache " + kvc + " --question hi");
+  test::forge_payload(kvc, [](std::string&) {});
+  const auto ok =
+      run_kvbench("ask -m " + test::tiny_model_path() + " --cache " + kvc + " --question hi");
   EXPECT_EQ(ok.code, 0) << ok.err;
 }
 
 TEST(HostileModel, PayloadRingPositionsAndCountersAreRangeChecked) {
   CacheContext ctx = small_context();
-  auto cache =
-      PolicyCache::create(parse_policy_spec("snapkv:budget=10,window=4"), ctx);
+  auto cache = PolicyCache::create(parse_policy_spec("snapkv:budget=10,window=4"), ctx);
   std::vector<int32_t> pos(6);
   std::iota(pos.begin(), pos.end(), 0);
   StepInfo info;
   info.seq = 0;
   info.positions = pos;
   cache->begin_step(info);
-  const KvShape &sh = cache->shape();
+  const KvShape& sh = cache->shape();
   const std::vector<float> kv(pos.size() * sh.n_kv_heads * sh.head_dim, 0.5f);
   const std::vector<float> q(pos.size() * sh.n_q_heads * sh.head_dim, 0.25f);
   // A marker position the ring records (and nothing else holds).
@@ -234,7 +218,7 @@ TEST(HostileModel, PayloadRingPositionsAndCountersAreRangeChecked) {
   write_snapshot_payload(w, *cache, doc);
   const std::string clean = out.str();
 
-  auto read_error = [](const std::string &raw) {
+  auto read_error = [](const std::string& raw) {
     return error_of<SnapshotError>([&] {
       std::istringstream in(raw);
       StateReader r(in, raw.size(), "payload");
@@ -244,13 +228,11 @@ TEST(HostileModel, PayloadRingPositionsAndCountersAreRangeChecked) {
   EXPECT_EQ(read_error(clean), "(no error)");
   std::string raw = clean;
   int32_t marker = 777777;
-  const size_t at =
-      raw.find(std::string(reinterpret_cast<const char *>(&marker), 4));
+  const size_t at = raw.find(std::string(reinterpret_cast<const char*>(&marker), 4));
   ASSERT_NE(at, std::string::npos);
   test::put_i32(raw, at, INT32_MAX);
-  EXPECT_NE(read_error(raw).find(
-                "cache: ring positions[0] = 2147483647 is outside [0, " +
-                std::to_string(kMaxPosition) + "]"),
+  EXPECT_NE(read_error(raw).find("cache: ring positions[0] = 2147483647 is outside [0, " +
+                                 std::to_string(kMaxPosition) + "]"),
             std::string::npos)
       << read_error(raw);
   // The decode-step counter: the i64 right before the ring's sequence (0)
@@ -258,14 +240,13 @@ TEST(HostileModel, PayloadRingPositionsAndCountersAreRangeChecked) {
   raw = clean;
   const int64_t steps = 0;
   const int32_t seq_cap[2] = {0, 4};
-  std::string pattern(reinterpret_cast<const char *>(&steps), 8);
-  pattern.append(reinterpret_cast<const char *>(seq_cap), 8);
+  std::string pattern(reinterpret_cast<const char*>(&steps), 8);
+  pattern.append(reinterpret_cast<const char*>(seq_cap), 8);
   const size_t c = raw.find(pattern, raw.find("PCAC"));
   ASSERT_NE(c, std::string::npos);
   const int64_t huge = INT64_MAX;
   std::memcpy(raw.data() + c, &huge, 8);
-  EXPECT_NE(read_error(raw).find(
-                "decode steps: 9223372036854775807 is outside [0, 2147483647]"),
+  EXPECT_NE(read_error(raw).find("decode steps: 9223372036854775807 is outside [0, 2147483647]"),
             std::string::npos)
       << read_error(raw);
 }
@@ -274,12 +255,11 @@ TEST(HostileModel, PayloadRingPositionsAndCountersAreRangeChecked) {
 // --------------------------------------
 
 // `info` loads the whole model: the error names the file and the key.
-void expect_key_error(const ForgedModel &m, const std::string &dir,
-                      const std::string &name, const std::string &message) {
+void expect_key_error(const ForgedModel& m, const std::string& dir, const std::string& name,
+                      const std::string& message) {
   const std::string path = dir + "/" + name + ".gguf";
   m.write(path);
-  expect_input_error(run_kvbench("info --model " + path),
-                     path + ": " + message);
+  expect_input_error(run_kvbench("info --model " + path), path + ": " + message);
 }
 
 // The reproducer: gemma3.attention.sliding_window_pattern as an array of u32
@@ -290,8 +270,7 @@ TEST(HostileModel, GgufKeysOfTheWrongTypeNameTheFileAndTheKey) {
   {
     ForgedModel m = test::tiny_model(true);
     std::vector<GgufValue> items(3, test::gguf_u32(1));
-    m.key("gemma3.attention.sliding_window_pattern") =
-        test::gguf_array(GgufType::U32, items);
+    m.key("gemma3.attention.sliding_window_pattern") = test::gguf_array(GgufType::U32, items);
     expect_key_error(m, dir, "pattern-u32",
                      "key 'gemma3.attention.sliding_window_pattern' has type "
                      "array[u32], expected "
@@ -308,23 +287,19 @@ TEST(HostileModel, GgufKeysOfTheWrongTypeNameTheFileAndTheKey) {
       {"f32", test::gguf_f32(17.0), "f32"},
       {"f64", test::gguf_f64(17.0), "f64"},
       {"bool", test::gguf_bool(true), "bool"},
-      {"array", test::gguf_array(GgufType::U32, {test::gguf_u32(17)}),
-       "array[u32]"},
+      {"array", test::gguf_array(GgufType::U32, {test::gguf_u32(17)}), "array[u32]"},
   };
   for (bool gemma3 : {false, true}) {
-    const std::string key =
-        std::string(gemma3 ? "gemma3" : "llama") + ".block_count";
-    for (const Wrong &w : wrongs) {
+    const std::string key = std::string(gemma3 ? "gemma3" : "llama") + ".block_count";
+    for (const Wrong& w : wrongs) {
       ForgedModel m = test::tiny_model(gemma3);
       m.key(key) = w.value;
       expect_key_error(m, dir, key + "-" + w.name,
-                       "key '" + key + "' has type " + w.type +
-                           ", expected an unsigned integer");
+                       "key '" + key + "' has type " + w.type + ", expected an unsigned integer");
     }
     ForgedModel m = test::tiny_model(gemma3);
     m.key(key) = test::gguf_i32(-17);
-    expect_key_error(m, dir, key + "-negative",
-                     "key '" + key + "' is negative (-17)");
+    expect_key_error(m, dir, key + "-negative", "key '" + key + "' is negative (-17)");
   }
   // Keys of the other accessors: string, float, bool, and arrays of each
   // element type.
@@ -345,14 +320,12 @@ TEST(HostileModel, GgufKeysOfTheWrongTypeNameTheFileAndTheKey) {
        "key 'tokenizer.ggml.add_bos_token' has type u32, expected bool"},
       {"tokenizer.ggml.model", test::gguf_f32(2.0),
        "key 'tokenizer.ggml.model' has type f32, expected string"},
-      {"tokenizer.ggml.tokens",
-       test::gguf_array(GgufType::U32, {test::gguf_u32(0)}),
+      {"tokenizer.ggml.tokens", test::gguf_array(GgufType::U32, {test::gguf_u32(0)}),
        "key 'tokenizer.ggml.tokens' has type array[u32], expected "
        "array[string]"},
       {"tokenizer.ggml.merges", test::gguf_string("a b"),
        "key 'tokenizer.ggml.merges' has type string, expected array"},
-      {"tokenizer.ggml.token_type",
-       test::gguf_array(GgufType::STRING, {test::gguf_string("1")}),
+      {"tokenizer.ggml.token_type", test::gguf_array(GgufType::STRING, {test::gguf_string("1")}),
        "key 'tokenizer.ggml.token_type' has type array[string], expected "
        "array[i32]"},
       {"tokenizer.ggml.bos_token_id", test::gguf_string("1"),
@@ -361,15 +334,14 @@ TEST(HostileModel, GgufKeysOfTheWrongTypeNameTheFileAndTheKey) {
       {"tokenizer.chat_template", test::gguf_u32(7),
        "key 'tokenizer.chat_template' has type u32, expected string"},
   };
-  for (const KeyCase &c : cases) {
+  for (const KeyCase& c : cases) {
     ForgedModel m = test::tiny_model(false);
     m.key(c.key) = c.value;
     expect_key_error(m, dir, c.key, c.message);
   }
   {
     ForgedModel m = test::tiny_model(true);
-    m.key("tokenizer.ggml.scores") =
-        test::gguf_array(GgufType::STRING, {test::gguf_string("0")});
+    m.key("tokenizer.ggml.scores") = test::gguf_array(GgufType::STRING, {test::gguf_string("0")});
     expect_key_error(m, dir, "scores-strings",
                      "key 'tokenizer.ggml.scores' has type array[string], "
                      "expected array[f32]");
@@ -381,17 +353,16 @@ TEST(HostileModel, GgufKeysOfTheWrongTypeNameTheFileAndTheKey) {
 
 // `info` refuses the file naming it and the tensor; `cache save` from it
 // writes nothing.
-void expect_tensor_error(const ForgedModel &m, const std::string &dir,
-                         const std::string &name, const std::string &message) {
+void expect_tensor_error(const ForgedModel& m, const std::string& dir, const std::string& name,
+                         const std::string& message) {
   const std::string path = dir + "/" + name + ".gguf";
   m.write(path);
-  expect_input_error(run_kvbench("info --model " + path),
-                     path + ": " + message);
+  expect_input_error(run_kvbench("info --model " + path), path + ": " + message);
   std::ofstream(dir + "/doc.txt") << "A document.";
   const auto before = names(dir);
-  expect_input_error(run_kvbench("cache save -m " + path + " -c " + dir +
-                                 "/doc.txt -o " + dir + "/out.kvc"),
-                     path + ": " + message);
+  expect_input_error(
+      run_kvbench("cache save -m " + path + " -c " + dir + "/doc.txt -o " + dir + "/out.kvc"),
+      path + ": " + message);
   EXPECT_EQ(names(dir), before) << "something was written";
 }
 
@@ -400,8 +371,7 @@ void expect_tensor_error(const ForgedModel &m, const std::string &dir,
 TEST(HostileModel, Gemma3WithALayerBeyondBlockCountIsRefused) {
   const std::string dir = scratch("gguf-gemma3-18");
   ForgedModel m = test::tiny_model(true);
-  for (int l = 3; l < 18; ++l)
-    m.copy_layer(l % 3, l);
+  for (int l = 3; l < 18; ++l) m.copy_layer(l % 3, l);
   m.key("gemma3.block_count") = test::gguf_u32(17);
   expect_tensor_error(m, dir, "gemma3-18-of-17",
                       "tensor 'blk.17.attn_norm.weight' is for layer 17, but "
@@ -422,68 +392,60 @@ TEST(HostileModel, TensorsMustMatchTheHyperParameters) {
   for (bool gemma3 : {false, true}) {
     const std::string arch = gemma3 ? "gemma3" : "llama";
     SCOPED_TRACE(arch);
-    { // block_count 2, three layers of tensors
+    {  // block_count 2, three layers of tensors
       ForgedModel m = test::tiny_model(gemma3);
       m.key(arch + ".block_count") = test::gguf_u32(2);
+      expect_tensor_error(m, dir, arch + "-extra-layer",
+                          "tensor 'blk.2.attn_norm.weight' is for layer 2, but " + arch +
+                              ".block_count is 2 (layers 0..1)");
+    }
+    {  // block_count 3, layer 2's tensors gone
+      ForgedModel m = test::tiny_model(gemma3);
+      m.drop_tensors([](const std::string& n) { return n.rfind("blk.2.", 0) == 0; });
       expect_tensor_error(
-          m, dir, arch + "-extra-layer",
-          "tensor 'blk.2.attn_norm.weight' is for layer 2, but " + arch +
-              ".block_count is 2 (layers 0..1)");
+          m, dir, arch + "-missing-layer",
+          "missing tensor 'blk.2.attn_norm.weight' (" + arch + ".block_count is 3)");
     }
-    { // block_count 3, layer 2's tensors gone
+    {  // one tensor of a layer missing
       ForgedModel m = test::tiny_model(gemma3);
-      m.drop_tensors(
-          [](const std::string &n) { return n.rfind("blk.2.", 0) == 0; });
-      expect_tensor_error(m, dir, arch + "-missing-layer",
-                          "missing tensor 'blk.2.attn_norm.weight' (" + arch +
-                              ".block_count is 3)");
-    }
-    { // one tensor of a layer missing
-      ForgedModel m = test::tiny_model(gemma3);
-      m.drop_tensors(
-          [](const std::string &n) { return n == "blk.1.ffn_up.weight"; });
+      m.drop_tensors([](const std::string& n) { return n == "blk.1.ffn_up.weight"; });
       expect_tensor_error(m, dir, arch + "-missing-tensor",
-                          "missing tensor 'blk.1.ffn_up.weight' (" + arch +
-                              ".block_count is 3)");
+                          "missing tensor 'blk.1.ffn_up.weight' (" + arch + ".block_count is 3)");
     }
-    { // a stray tensor, and a layer tensor of no known kind
-      for (const std::string stray :
-           {"stray.weight", "blk.0.attn_rot_embd", "blk.x.attn_q.weight",
-            "blk.-1.attn_norm.weight"}) {
+    {  // a stray tensor, and a layer tensor of no known kind
+      for (const std::string stray : {"stray.weight", "blk.0.attn_rot_embd", "blk.x.attn_q.weight",
+                                      "blk.-1.attn_norm.weight"}) {
         ForgedModel m = test::tiny_model(gemma3);
         test::ForgedTensor t = *m.tensor("output_norm.weight");
         t.name = stray;
         m.tensors.push_back(t);
         expect_tensor_error(m, dir, arch + "-stray",
-                            "unknown tensor '" + stray + "' (not part of a " +
-                                arch + " model");
+                            "unknown tensor '" + stray + "' (not part of a " + arch + " model");
       }
     }
-    { // head_count_kv that the K and V shapes contradict
+    {  // head_count_kv that the K and V shapes contradict
       ForgedModel m = test::tiny_model(gemma3);
       m.key(arch + ".attention.head_count_kv") = test::gguf_u32(1);
-      const std::string k = gemma3 ? "[96, 64], expected [96, 32]"
-                                   : "[96, 32], expected [96, 16]";
+      const std::string k = gemma3 ? "[96, 64], expected [96, 32]" : "[96, 32], expected [96, 16]";
       expect_tensor_error(m, dir, arch + "-kv-heads",
                           "tensor 'blk.0.attn_k.weight' has shape " + k);
     }
-    { // the vocabulary: ARCH.vocab_size, and the tokenizer against token_embd's
+    {  // the vocabulary: ARCH.vocab_size, and the tokenizer against token_embd's
       // rows
       ForgedModel m = test::tiny_model(gemma3);
       const int64_t rows = m.tensor("token_embd.weight")->ne[1];
       m.key(arch + ".vocab_size") = test::gguf_u32(rows + 1);
       expect_tensor_error(m, dir, arch + "-vocab-size",
-                          "key '" + arch +
-                              ".vocab_size' = " + std::to_string(rows + 1) +
-                              ", but tensor 'token_embd.weight' has " +
-                              std::to_string(rows) + " rows");
+                          "key '" + arch + ".vocab_size' = " + std::to_string(rows + 1) +
+                              ", but tensor 'token_embd.weight' has " + std::to_string(rows) +
+                              " rows");
       m = test::tiny_model(gemma3);
-      test::ForgedTensor &e = *m.tensor("token_embd.weight");
+      test::ForgedTensor& e = *m.tensor("token_embd.weight");
       e.data.resize(e.data.size() / rows * (rows + 1),
-                    0); // one more (zero) row
+                    0);  // one more (zero) row
       e.ne[1] = rows + 1;
       m.drop_key(arch + ".vocab_size");
-      if (test::ForgedTensor *out = m.tensor("output.weight")) {
+      if (test::ForgedTensor* out = m.tensor("output.weight")) {
         out->data.resize(out->data.size() / rows * (rows + 1), 0);
         out->ne[1] = rows + 1;
       }
@@ -498,10 +460,9 @@ TEST(HostileModel, TensorsMustMatchTheHyperParameters) {
   test::ForgedTensor t = *m.tensor("blk.0.attn_norm.weight");
   t.name = "blk.0.post_ffw_norm.weight";
   m.tensors.push_back(t);
-  expect_tensor_error(
-      m, dir, "llama-gemma3-norm",
-      "unknown tensor 'blk.0.post_ffw_norm.weight' (not part of a llama model");
+  expect_tensor_error(m, dir, "llama-gemma3-norm",
+                      "unknown tensor 'blk.0.post_ffw_norm.weight' (not part of a llama model");
 }
 
-} // namespace
-} // namespace kvbench
+}  // namespace
+}  // namespace kvbench
