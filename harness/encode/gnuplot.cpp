@@ -33,13 +33,9 @@ std::string gnuplot_string(const std::string& s) {
 }
 
 std::string gnuplot_output(const std::string& path) {
-  for (size_t i = 0, n = 0; i < path.size(); i += n) {
-    const auto c = static_cast<unsigned char>(path[i]);
-    n = utf8_sequence(path, i);
-    if (n == 0 || c < 0x20 || c == 0x7f)
-      throw InputError(escaped_text(path, 512) +
-                       ": a plot's path must not hold control characters or invalid UTF-8");
-  }
+  if (!one_line_utf8(path))
+    throw InputError(escaped_text(path, 512) +
+                     ": a plot's path must not hold control characters or invalid UTF-8");
   const std::string absolute = std::filesystem::absolute(path).string();
   // Cannot happen (absolute paths begin with '/'); kept as the sink's own
   // guarantee, whatever `absolute` does on another system.

@@ -57,14 +57,10 @@ void check_run_folder_path(const std::string& path) {
     throw InputError(escaped_text(path, 512) +
                      ": a run folder path must not contain a NUL character");
   // gnuplot writes the plots there, and its strings have no escapes.
-  for (size_t i = 0, n = 0; i < path.size(); i += n) {
-    const auto c = static_cast<unsigned char>(path[i]);
-    n = utf8_sequence(path, i);
-    if (n == 0 || c < 0x20 || c == 0x7f)
-      throw InputError(escaped_text(path, 512) +
-                       ": a run folder path must not contain control characters or invalid "
-                       "UTF-8 (its plots are written there by gnuplot)");
-  }
+  if (!one_line_utf8(path))
+    throw InputError(escaped_text(path, 512) +
+                     ": a run folder path must not contain control characters or invalid "
+                     "UTF-8 (its plots are written there by gnuplot)");
 }
 
 std::string create_stamped_folder(const std::string& output, const std::string& name) {

@@ -63,6 +63,15 @@ size_t utf8_sequence(std::string_view s, size_t i) {
   return len;
 }
 
+bool one_line_utf8(std::string_view s) {
+  for (size_t i = 0, n = 0; i < s.size(); i += n) {
+    const auto c = static_cast<uint8_t>(s[i]);
+    n = utf8_sequence(s, i);
+    if (n == 0 || c < 0x20 || c == 0x7F) return false;
+  }
+  return true;
+}
+
 std::string escaped_text(std::string_view s, size_t max_bytes, bool escape_backslash) {
   std::string out;
   size_t i = 0;

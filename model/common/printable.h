@@ -23,6 +23,10 @@ bool invisible_control(uint32_t cp);
 // (overlong forms, surrogates and code points past U+10FFFF included).
 size_t utf8_sequence(std::string_view s, size_t i);
 
+// Whether s is valid UTF-8 without C0 control characters or DEL: text that
+// can be one line of a file name or a gnuplot string as it is.
+bool one_line_utf8(std::string_view s);
+
 // s escaped as above, truncated at a character boundary after max_bytes
 // ("..." marks the cut). escape_backslash: a backslash becomes "\\" too, so
 // the escapes can be told from the text (quoted names); off for text whose
