@@ -40,10 +40,6 @@ class Allocator {
   }
 };
 
-std::shared_ptr<const Allocator> make_uniform_allocator(const ComponentSpec& spec);
-std::shared_ptr<const Allocator> make_pyramid_allocator(const ComponentSpec& spec);
-std::shared_ptr<const Allocator> make_adakv_allocator(const ComponentSpec& spec);
-
 // PyramidKV's per-layer budgets (same total as n_layers x budget up to rounding).
 std::vector<int32_t> pyramid_budgets(int n_layers, int32_t budget, int32_t reserved, double beta);
 

@@ -12,6 +12,7 @@ namespace {
 
 class UniformAllocator final : public Allocator {
  public:
+  explicit UniformAllocator(const ComponentSpec&) {}
   void keep_counts(const AllocationInput& in, std::span<int32_t> keep) const override {
     for (size_t h = 0; h < keep.size(); ++h)
       keep[h] = std::min<int32_t>(in.budget, static_cast<int32_t>(in.priorities[h].size()));
@@ -20,7 +21,7 @@ class UniformAllocator final : public Allocator {
 
 class PyramidAllocator final : public Allocator {
  public:
-  explicit PyramidAllocator(double beta) : beta_(beta) {}
+  explicit PyramidAllocator(const ComponentSpec& s) : beta_(s.get_number("beta")) {}
   int32_t layer_budget(int layer, int n_layers, int32_t budget, int32_t reserved) const override {
     // Recomputed per call: a handful of layers, once per maintenance.
     return pyramid_budgets(n_layers, budget, reserved, beta_)[layer];
@@ -40,7 +41,7 @@ class PyramidAllocator final : public Allocator {
 // across all heads.
 class AdaKvAllocator final : public Allocator {
  public:
-  explicit AdaKvAllocator(double floor) : floor_(floor) {}
+  explicit AdaKvAllocator(const ComponentSpec& s) : floor_(s.get_number("floor")) {}
   bool needs_priorities() const override { return true; }
   void keep_counts(const AllocationInput& in, std::span<int32_t> keep) const override {
     const size_t heads = keep.size();
@@ -94,14 +95,33 @@ std::vector<int32_t> pyramid_budgets(int n_layers, int32_t budget, int32_t reser
   return out;
 }
 
-std::shared_ptr<const Allocator> make_uniform_allocator(const ComponentSpec&) {
-  return std::make_shared<UniformAllocator>();
+namespace {
+
+template <class T>
+ComponentInfo allocator(std::string_view name, std::string_view summary,
+                        std::vector<ParamInfo> params) {
+  ComponentInfo c{name, ComponentKind::Allocator, summary, std::move(params)};
+  c.make_allocator = [](const ComponentSpec& s) -> std::shared_ptr<const Allocator> {
+    return std::make_shared<T>(s);
+  };
+  return c;
 }
-std::shared_ptr<const Allocator> make_pyramid_allocator(const ComponentSpec& s) {
-  return std::make_shared<PyramidAllocator>(s.get_number("beta"));
+
+}  // namespace
+
+ComponentInfo declare_uniform() {
+  return allocator<UniformAllocator>("uniform", "every KV head keeps the budget", {});
 }
-std::shared_ptr<const Allocator> make_adakv_allocator(const ComponentSpec& s) {
-  return std::make_shared<AdaKvAllocator>(s.get_number("floor"));
+ComponentInfo declare_pyramid() {
+  return allocator<PyramidAllocator>(
+      "pyramid", "PyramidKV: per-layer budgets decreasing linearly from bottom to top, same total",
+      {{"beta", ParamType::Number, "20", "top layer keeps budget / beta", 1, 1e6}});
+}
+ComponentInfo declare_adakv() {
+  return allocator<AdaKvAllocator>(
+      "adakv",
+      "Ada-KV: a layer's budget goes to its heads' highest priorities, with a per-head floor",
+      {{"floor", ParamType::Number, "0.2", "share of the budget every head keeps at least", 0, 1}});
 }
 
 }  // namespace kvbench

@@ -446,8 +446,7 @@ std::unique_ptr<PolicyCache> PolicyCache::load_state(StateReader& in) {
   // kind byte per head and slot, and its query rings are written in full.
   int ring_capacity = 0;
   try {
-    ring_capacity = PolicyCache::query_ring_capacity(*spec.scorer.info().make_scorer(spec.scorer),
-                                                     spec, ctx.keep_queries);
+    ring_capacity = PolicyCache::query_ring_capacity(spec, ctx);
   } catch (const InputError& e) {
     in.fail(std::string("policy: ") + e.what());
   }

@@ -29,9 +29,11 @@
 #include "model/ops/kv_cache.h"
 #include "model/ops/rope.h"
 #include "policies/allocator.h"
+#include "policies/cache_context.h"
 #include "policies/cache_store.h"
 #include "policies/clone_ptr.h"
 #include "policies/memory_report.h"
+#include "policies/part.h"
 #include "policies/policy_spec.h"
 #include "policies/query_stats.h"
 #include "policies/query_window.h"
@@ -39,22 +41,6 @@
 #include "policies/state_io.h"
 
 namespace kvbench {
-
-struct CacheContext {
-  KvShape shape;
-  RopeConfig rope;  // the model's RoPE (shifts re-rotate stored keys with it)
-  // Models with sliding-window layers (Gemma 3), as llama.cpp's ISWA cache:
-  // [n_layers] a layer's native window W (0: a global layer); after each step
-  // a local layer keeps only the positions (p - W, p] of the step's last
-  // position p, whatever the policy. Empty: every layer is global.
-  std::vector<int32_t> layer_window;
-  RopeConfig rope_local;       // the local layers' RoPE (when layer_window is set)
-  int64_t context_tokens = 0;  // the context a ratio budget refers to
-  uint64_t seed = 0;           // random scorer's default seed
-  // For a `full` cache that other policies branch from (import_from):
-  bool collect_attention = false;  // keep attention statistics (h2o, hybrid, tova can resume)
-  int keep_queries = 0;            // keep the last N queries per layer (snapkv's window)
-};
 
 class PolicyCache final : public KvCache {
  public:
@@ -125,7 +111,7 @@ class PolicyCache final : public KvCache {
   // is stream_pos: stream_pos itself, or next_position() for a policy that
   // renumbers its cache contiguously (StreamingLLM's position shift).
   int32_t position_for(int seq, int32_t stream_pos) const override {
-    return scorer_->contiguous_positions() ? next_position(seq) : stream_pos;
+    return renumbers_ ? next_position(seq) : stream_pos;
   }
   void compact();
 
@@ -201,12 +187,15 @@ class PolicyCache final : public KvCache {
   // until its maintenance first evicts (lossless storage, no extra that acts
   // earlier): the condition for starting it from the full cache's prefill.
   static bool prefill_matches_full(const PolicySpec& spec);
-  // Queries kept per layer: the scorer's window, one for restoring pages at
-  // end_prefill (offload, paging scorers), or CacheContext.keep_queries.
-  static int query_ring_capacity(const Scorer& scorer, const PolicySpec& spec, int keep_queries);
+  // Queries kept per layer: the scorer's window, what the parts need (one
+  // for restoring pages at end_prefill), or CacheContext.keep_queries.
+  static int query_ring_capacity(const PolicySpec& spec, const CacheContext& ctx);
   bool streaming() const { return scorer_->evicts() && scorer_->timing() == Timing::Stream; }
   // Whether maintenance changes kept entries' values (CaM folds evicted ones in).
-  bool merges_values() const { return scorer_->merges_values(); }
+  bool merges_values() const { return changes_values_; }
+  // Whether the policy renumbers positions contiguously (StreamingLLM's
+  // position shift): the next token's position is next_position().
+  bool contiguous_positions() const { return renumbers_; }
   const CacheStore& store() const { return *store_; }
 
  private:
@@ -214,25 +203,31 @@ class PolicyCache final : public KvCache {
   // clone(): every member copied (the store through its clone(); the scorer
   // and allocator are immutable and shared).
   PolicyCache(const PolicyCache&) = default;
-  void maintain_layer(int seq, int layer, bool evict);
-  void merge_before_eviction(int seq, int layer, int kv_head, int32_t drop);
+  // Budgets and the parts' configuration of the store (create).
+  void configure(StoreConfig& sc);
+  static int query_ring_capacity(const Scorer& scorer, const PartList& parts, int keep_queries);
+  // A layer's maintenance (policy_maintenance.cpp): evict to its budget with
+  // the scorer when `use_scorer`, and the parts' work at each point.
+  void maintain_layer(int seq, int layer, bool use_scorer);
+  bool within_budget(int seq, int layer, int32_t limit) const;
+  bool gather_layer(int seq, int layer, int32_t limit);
+  void score_layer(int seq, int layer, int32_t limit, bool use_scorer);
+  void evict_layer(int seq, int layer);
+  void evict_head(int seq, int layer, int kv_head, int32_t keep);
+  bool keeps_all(int layer, int kv_head) const;
   ScoreInput score_input(int layer, int kv_head, int32_t keep) const;
-  // q: [n_queries][n_q_heads * head_dim], the queries that bound the pages.
-  void restore_layer(int seq, int layer, const float* q, int64_t n_queries);
 
   PolicySpec spec_;
   CacheContext ctx_;
   std::shared_ptr<const Scorer> scorer_;
   std::shared_ptr<const Allocator> allocator_;
+  PartList parts_;  // immutable, shared by clones
   ClonePtr<CacheStore> store_;
   ScorerNeeds needs_;
   bool observe_attention_ = false;
   int32_t budget_ = 0;       // per head
   int32_t main_budget_ = 0;  // per head, without restored pages
   int32_t reserved_ = 0;
-  int restore_pages_ = 0;
-  int restore_every_ = 1;
-  int dense_ = 0;  // layers never compressed
   enum class Layers { All, Global, Local } layers_ = Layers::All;
   // A ratio budget on a local layer is a ratio of what its full cache holds
   // (its window, when shorter than the context).
@@ -240,17 +235,12 @@ class PolicyCache final : public KvCache {
   int32_t main_budget_of(int layer) const {
     return window(layer) > 0 ? main_budget_local_ : main_budget_;
   }
-  // So is a ratio restore budget (offload's `restore`, Quest's budget):
-  // restoring a ratio of the whole context to a layer that sees only its
-  // window would hold most of that window.
-  int restore_pages_local_ = 0;
-  int restore_pages_of(int layer) const {
-    return window(layer) > 0 ? restore_pages_local_ : restore_pages_;
-  }
-  int32_t step_last_pos_ = -1;  // the open step's largest position
+  // What the parts do, asked once at create.
+  bool renumbers_ = false;         // contiguous positions
+  bool changes_values_ = false;    // value merging
+  bool maintains_always_ = false;  // maintenance at every step (mixed)
+  int32_t step_last_pos_ = -1;     // the open step's largest position
   bool eviction_paused_ = false;
-  bool mixed_ = false;
-  double mixed_full_ = 0.0;
   bool step_decode_ = false;
   int64_t decode_steps_ = 0;
   QueryWindow window_;  // recent queries: SnapKV's window, restore's query, kept queries
@@ -277,11 +267,8 @@ class PolicyCache final : public KvCache {
   std::vector<int32_t> order_, keep_;
   std::vector<std::span<const float>> spans_;
   std::vector<EntryRef> refs_;
-  std::vector<uint8_t> kept_;       // merging scorers: candidate i stays
-  std::vector<ValueMerge> merges_;  // merging scorers: the plan
-  std::vector<std::pair<int32_t, float>> by_src_;
-  std::vector<std::vector<std::pair<int32_t, float>>>
-      head_prio_;  // mixed: per head (src, priority)
+  std::vector<std::pair<int32_t, float>> pairs_;  // the parts' scratch (LayerWork)
+  std::vector<std::vector<std::pair<int32_t, float>>> head_pairs_;
 };
 
 class PolicyCache::Checkpoint {

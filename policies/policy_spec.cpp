@@ -148,44 +148,13 @@ ComponentSpec make_component(std::string_view name,
   return out;
 }
 
-// Cross-component rules that parsing alone cannot see.
+// Cross-component rules that parsing alone cannot see: each component's
+// own (ComponentInfo::check, in its declaration).
 void check_combination(const PolicySpec& s) {
-  const std::string spec = to_string(s);
-  const bool quantized =
-      s.storage.name != "f32" && s.storage.name != "f16" && s.storage.name != "bf16";
-  if (s.scorer.name == "tova" && s.allocator.name == "adakv")
-    throw InputError("policy '" + spec +
-                     "': tova keeps one token set per layer, adakv gives heads different budgets");
-  if (s.extra("offload") && (s.storage.name == "kivi2" || s.storage.name == "mixed"))
-    throw InputError("policy '" + spec +
-                     "': offload needs one row codec (f32, f16, bf16, int8, int4), not " +
-                     s.storage.name);
-  if (s.scorer.name == "streaming" && s.scorer.get("pos") == "contiguous" && quantized)
-    throw InputError("policy '" + spec + "': contiguous positions re-rotate stored keys, which " +
-                     s.storage.name + " keys cannot be");
-  if (s.scorer.name == "streaming" && s.scorer.get("pos") == "contiguous" && s.extra("offload"))
-    throw InputError("policy '" + spec +
-                     "': contiguous positions renumber the cache, restored pages keep their own");
-  if (s.extra("offload") && s.scorer.info().make_scorer(s.scorer)->page() > 0)
-    throw InputError("policy '" + spec + "': " + s.scorer.name +
-                     " pages what it evicts itself; drop +offload");
-  if (s.scorer.name == "snapkv") {
-    const Budget b = s.scorer.get_budget("budget");
-    if (!b.ratio && b.value <= static_cast<double>(s.scorer.get_int("window")))
-      throw InputError("policy '" + spec + "': snapkv budget must exceed its window");
-    if (s.scorer.get_int("kernel") % 2 == 0)
-      throw InputError("policy '" + spec + "': snapkv kernel must be odd");
-  }
-  if (s.scorer.name == "streaming") {
-    const Budget b = s.scorer.get_budget("budget");
-    if (!b.ratio && b.value <= static_cast<double>(s.scorer.get_int("sinks")))
-      throw InputError("policy '" + spec + "': streaming budget must exceed its sinks");
-  }
-  if (s.storage.name == "kivi2" && s.storage.get_int("residual") % s.storage.get_int("group") != 0)
-    throw InputError("policy '" + spec + "': kivi2 residual must be a multiple of its group");
-  if (s.storage.name == "kivi2" && s.storage.get("keys") == "f32" && s.storage.get("values") == "f32")
-    throw InputError("policy '" + spec + "': kivi2 with keys=f32 and values=f32 quantizes nothing; " +
-                     "use f32");
+  std::vector<const ComponentSpec*> parts = {&s.scorer, &s.allocator, &s.storage};
+  for (const auto& e : s.extras) parts.push_back(&e);
+  for (const ComponentSpec* c : parts)
+    if (const auto check = c->info().check) check(s, *c);
 }
 
 void place(PolicySpec& s, ComponentSpec c, bool& has_scorer, bool& has_alloc, bool& has_storage) {

@@ -8,8 +8,10 @@
 //   storage    precision of the hot entries (f32, f16, bf16, int8, int4, kivi2, mixed)
 //   extra      what happens to evicted entries (offload to a cold tier, merge into a summary)
 //
-// Adding a scorer: its class and factory in one file of policies/scorers/,
-// the factory's declaration and one row in registry.cpp.
+// Every component declares itself in its own file (`declare_<name>()`:
+// name, summary, parameters, factory, the parts it brings, its rules);
+// registry.cpp lists the declarations, one line each. Adding a scorer: its
+// file in policies/scorers/ and that line.
 #pragma once
 
 #include <memory>
@@ -44,8 +46,21 @@ struct ParamInfo {
   std::vector<std::string_view> choices = {};  // Choice
 };
 
+class Part;
+struct CacheContext;
+struct PolicySpec;
+
+// What a part's factory may read besides its component's spec: the cache's
+// context (a ratio budget's context, the layers' windows) and its scorer.
+struct PartEnv {
+  const CacheContext& ctx;
+  const Scorer& scorer;
+};
+
 using ScorerFactory = std::shared_ptr<const Scorer> (*)(const ComponentSpec&);
 using AllocatorFactory = std::shared_ptr<const Allocator> (*)(const ComponentSpec&);
+using PartsFactory = std::vector<std::shared_ptr<const Part>> (*)(const ComponentSpec&,
+                                                                  const PartEnv&);
 
 struct ComponentInfo {
   std::string_view name;
@@ -54,6 +69,20 @@ struct ComponentInfo {
   std::vector<ParamInfo> params;
   ScorerFactory make_scorer = nullptr;        // scorers
   AllocatorFactory make_allocator = nullptr;  // allocators
+  // The parts the component brings (policies/part.h): an extra is one; a
+  // scorer may bring some with it (quest: paging and dense layers).
+  PartsFactory make_parts = nullptr;
+  // Rules across components that parsing alone cannot see (tova's one token
+  // set per layer against adakv's per-head budgets): InputError naming the
+  // spec. Called for every component of a parsed spec.
+  void (*check)(const PolicySpec& spec, const ComponentSpec& self) = nullptr;
+  // Storage and extras: true when a cache with it holds exactly what a full
+  // f32 cache holds until maintenance first evicts (f32; extras that act on
+  // evicted entries only), so the runner may start it from the full cache's
+  // prefill.
+  bool lossless_until_eviction = false;
+  // A spec the registry-wide tests build for this component ("" = its name).
+  std::string_view example = "";
 
   const ParamInfo* param(std::string_view name) const;
   std::string param_names() const;  // "budget, sinks, pos"

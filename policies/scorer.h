@@ -9,17 +9,17 @@
 #include <cstdint>
 #include <limits>
 #include <memory>
+#include <string>
 #include <string_view>
 #include <vector>
 
 #include "model/ops/kv_cache.h"
 #include "model/ops/rope.h"
+#include "policies/policy_spec.h"
 #include "policies/query_stats.h"
 #include "policies/query_window.h"
 
 namespace kvbench {
-
-struct ComponentSpec;
 
 // When maintenance runs.
 enum class Timing {
@@ -104,57 +104,42 @@ struct ValueMerge {
   float weight = 0.0f;
 };
 
+// A scorer in kvpress's shape: a name, what it needs the cache to collect,
+// its budget and the entries it reserves, and priorities(). Everything else
+// a policy does is a part (policies/part.h) that a spec composes: paging and
+// restore, dense layers, heads that keep everything, one token set per
+// layer, value merging, contiguous positions, precision by importance.
 class Scorer {
  public:
   static constexpr float kKeep = std::numeric_limits<float>::infinity();
 
+  // Reads the spec's `budget`, `timing` and `every` where the component
+  // declares them (a scorer without `timing` maintains after every step
+  // unless its constructor says otherwise).
+  explicit Scorer(const ComponentSpec& spec);
   virtual ~Scorer() = default;
-  virtual std::string_view name() const = 0;
+
+  std::string_view name() const { return name_; }
+  Timing timing() const { return timing_; }
+  int every() const { return every_; }     // decode steps between maintenance (Timing::Every)
+  bool evicts() const { return evicts_; }  // false: the scorer never evicts (full)
+
   virtual ScorerNeeds needs() const { return {}; }
-  virtual Timing timing() const { return Timing::Stream; }
-  virtual int every() const { return 1; }  // decode steps between maintenance (Timing::Every)
-  // false: the scorer never evicts (full).
-  virtual bool evicts() const { return true; }
-  // true: one token set per layer (TOVA) — priorities are summed over the
-  // layer's KV heads and every head keeps the same entries.
-  virtual bool per_layer() const { return false; }
+  // Budget per KV head for a context of `context_tokens` (ratio budgets):
+  // the spec's `budget`.
+  virtual int32_t budget(int64_t context_tokens) const;
   // Entries of the budget the scorer always protects (recent window, sinks);
   // PyramidKV's schedule spreads only the rest across layers.
   virtual int32_t reserved(int32_t budget) const { return 0; }
-  // Budget per KV head for a context of `context_tokens` (ratio budgets).
-  virtual int32_t budget(int64_t context_tokens) const = 0;
-  // Positions re-assigned contiguously after eviction (StreamingLLM).
-  virtual bool contiguous_positions() const { return false; }
-  // Quest-style paging owned by the scorer: page() > 0 makes the cache move
-  // everything it evicts into a cold tier of pages of that many tokens and
-  // attend, at every step, the pages of highest bound within
-  // restore_budget() tokens per KV head (as `+offload` does for other scorers).
-  virtual int page() const { return 0; }
-  virtual int32_t restore_budget(int64_t context_tokens) const { return 0; }
-  // Layers [0, dense_layers()) are never compressed (Quest keeps the first
-  // layers dense).
-  virtual int dense_layers() const { return 0; }
-  // Heads that keep every entry while the others evict to the budget
-  // (DuoAttention's retrieval heads). A scorer with such heads works with
-  // the uniform allocator only.
-  virtual bool has_full_heads() const { return false; }
-  virtual bool full_head(int layer, int kv_head) const { return false; }
-  // Called once by PolicyCache::create: InputError when the scorer's own
-  // configuration (e.g. a heads file) does not fit the model's shape.
-  virtual void check_shape(const KvShape& shape) const {}
-
   // out: [in.n] keep-priorities.
   virtual void priorities(const ScoreInput& in, float* out) const = 0;
 
-  // Scorers that fold evicted entries' values into kept ones (CaM). Called
-  // once a head's keep set is chosen (kept[i] != 0: candidate i stays, in
-  // ScoreInput order; in.context is null): appends the merges, grouped by
-  // `from`. The cache applies a group only when the evicted entry and all
-  // its targets belong to the maintained sequence alone (an entry another
-  // sequence shares must not change under it).
-  virtual bool merges_values() const { return false; }
-  virtual void value_merges(const ScoreInput& in, const uint8_t* kept,
-                            std::vector<ValueMerge>& out) const {}
+ protected:
+  std::string name_;
+  Budget budget_;
+  Timing timing_ = Timing::Stream;
+  int every_ = 1;
+  bool evicts_ = true;
 };
 
 // Helpers shared by scorers.

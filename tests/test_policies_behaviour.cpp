@@ -15,6 +15,7 @@
 #include <set>
 
 #include "policies/cache_errors.h"
+#include "policies/parts/value_merge.h"
 #include "policies/policy_cache.h"
 
 namespace kvbench {
@@ -484,9 +485,7 @@ TEST(Cam, EvictedValuesSpreadOverTheNextKeptOnesInProportionToAttention) {
 TEST(Cam, TheMergeProbabilityIsTheAttentionRatio) {
   // Candidates alternate evicted (attention a) / kept (attention 1) with
   // span 1: each evicted token merges into the next one with p = a.
-  const PolicySpec spec = parse_policy_spec("cam:span=1");
-  const auto scorer = spec.scorer.info().make_scorer(spec.scorer);
-  ASSERT_TRUE(scorer->merges_values());
+  ASSERT_TRUE(PolicyCache::create(parse_policy_spec("cam:span=1"), ctx())->merges_values());
   for (const float a : {0.0f, 0.25f, 0.5f, 1.0f, 3.0f}) {
     constexpr int32_t kPairs = 4000;
     std::vector<int32_t> src(2 * kPairs), pos(2 * kPairs);
@@ -506,7 +505,7 @@ TEST(Cam, TheMergeProbabilityIsTheAttentionRatio) {
     in.layout.n = 1;
     in.seed = 7;
     std::vector<ValueMerge> merges;
-    scorer->value_merges(in, kept.data(), merges);
+    plan_value_merges(in, kept.data(), 1, merges);
     for (const ValueMerge& m : merges) {
       EXPECT_EQ(m.to, m.from + 1);
       EXPECT_EQ(m.weight, 1.0f);

@@ -93,7 +93,7 @@ DocumentAnswer answer_from_document(Evaluator& eval, PolicyCache& cache,
   if (seq < 1 || seq >= CacheStore::kMaxSeqs)
     throw InputError("answer_from_document: sequence " + std::to_string(seq));
   if (suffix.empty()) throw InputError("answer_from_document: empty question");
-  if (cache.scorer().contiguous_positions())
+  if (cache.contiguous_positions())
     throw InputError(
         "policy '" + to_string(cache.spec()) +
         "': contiguous positions renumber each sequence, so questions cannot share the document");

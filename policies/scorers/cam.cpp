@@ -1,54 +1,23 @@
-// The `cam` scorer (policies/registry.cpp has its row and parameters): Cache
-// Merging, Zhang et al. 2024 (ICML, "CaM: Cache Merging for Memory-efficient
-// LLMs Inference", zyxxmu/cam). Eviction is StreamingLLM's: the first tokens
-// (`start` share of the budget) and the most recent ones stay. What CaM adds:
-// an evicted token i does not vanish; with probability
-//   p_i = clamp(A_i / mean_{j in T_i} A_j, 0, 1)
-// its value is spread over T_i, the `span` kept tokens that follow it:
-//   v_j += v_i / |T_i|  for j in T_i,
-// where A is the attention each token has received so far (summed over the
-// observed queries and, here, the KV head's group of query heads). Keys are
-// not merged. The Bernoulli draw restores a_i v_i in expectation: a token
-// that drew little attention rarely moves the kept values.
-// Where kvbench differs (docs/LITERATURE.md): the draw is a seeded hash of
-// (seed, layer, head, stream index), so a token's fate does not depend on
-// when maintenance runs; every evicted token merges, the prompt's too (the
-// paper streams token by token, where every token leaving the window merges);
-// |T_i| < span near the end of the cache divides by |T_i|. during=decode
-// merges only tokens evicted by decode steps (the official HELM variant:
-// the prompt's evicted middle is dropped unmerged).
-#include <algorithm>
+// The `cam` scorer (its declaration at the end): Cache Merging, Zhang et al.
+// 2024 (ICML, zyxxmu/cam). Eviction is StreamingLLM's: the first tokens
+// (`start` share of the budget) and the most recent ones stay; what CaM adds,
+// merging an evicted token's value into the kept ones that follow it, is
+// the value-merge part (policies/parts/value_merge.h).
 #include <cmath>
 #include <cstdint>
 #include <memory>
-#include <numeric>
 #include <vector>
 
-#include "policies/scorers/budget_scorer.h"
+#include "policies/params.h"
+#include "policies/parts/value_merge.h"
+#include "policies/scorer.h"
 
 namespace kvbench {
 namespace {
 
-// Uniform in [0, 1) from (seed, layer, head, src): splitmix64's finaliser.
-double draw(uint64_t seed, int layer, int head, int32_t src) {
-  uint64_t z = (seed + 0x632BE59BD9B4E019ull) * 0x9E3779B97F4A7C15ull +
-               (static_cast<uint64_t>(layer) << 48) + (static_cast<uint64_t>(head) << 32) +
-               static_cast<uint32_t>(src);
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  z ^= z >> 31;
-  return static_cast<double>(z >> 11) * 0x1.0p-53;
-}
-
-class CamScorer final : public BudgetScorer {
+class CamScorer final : public Scorer {
  public:
-  explicit CamScorer(const ComponentSpec& spec)
-      : BudgetScorer(spec),
-        start_(spec.get_number("start")),
-        span_(static_cast<int32_t>(spec.get_int("span"))),
-        merge_(spec.get("merge") == "on"),
-        decode_only_(spec.get("during") == "decode") {}
-  std::string_view name() const override { return "cam"; }
+  explicit CamScorer(const ComponentSpec& spec) : Scorer(spec), start_(spec.get_number("start")) {}
   ScorerNeeds needs() const override {
     ScorerNeeds n;
     n.attention = true;
@@ -59,51 +28,53 @@ class CamScorer final : public BudgetScorer {
     sinks_then_recent(in, start_tokens(in.keep), out);
   }
 
-  // merge=off: the same eviction, nothing merged (the ablation's control).
-  bool merges_values() const override { return merge_; }
-  void value_merges(const ScoreInput& in, const uint8_t* kept,
-                    std::vector<ValueMerge>& out) const override {
-    if (decode_only_ && !in.decode) return;  // the prompt's evictions drop plainly
-    // Kept candidates in stream order: T_i is the first `span` after src_i.
-    std::vector<int32_t> stay, gone;
-    for (int32_t i = 0; i < in.n; ++i) (kept[i] ? stay : gone).push_back(i);
-    std::sort(stay.begin(), stay.end(),
-              [&](int32_t a, int32_t b) { return in.src[a] < in.src[b]; });
-    std::sort(gone.begin(), gone.end(),
-              [&](int32_t a, int32_t b) { return in.src[a] < in.src[b]; });
-    const int acc = in.layout.acc;
-    auto attention = [&](int32_t i) {
-      return acc >= 0 ? static_cast<double>(in.stats[int64_t{i} * in.layout.n + acc]) : 0.0;
-    };
-    for (int32_t i : gone) {
-      const auto first =
-          std::upper_bound(stay.begin(), stay.end(), in.src[i],
-                           [&](int32_t s, int32_t cand) { return s < in.src[cand]; });
-      const int32_t m = static_cast<int32_t>(std::min<std::ptrdiff_t>(span_, stay.end() - first));
-      if (m == 0) continue;
-      double mean = 0.0;
-      for (int32_t t = 0; t < m; ++t) mean += attention(first[t]) / m;
-      const double a = attention(i);
-      const double p = mean > 0.0 ? std::clamp(a / mean, 0.0, 1.0) : (a > 0.0 ? 1.0 : 0.0);
-      if (draw(in.seed, in.layer, in.kv_head, in.src[i]) >= p) continue;
-      for (int32_t t = 0; t < m; ++t) out.push_back({i, first[t], 1.0f / static_cast<float>(m)});
-    }
-  }
-
  private:
   int32_t start_tokens(int32_t budget) const {
     return static_cast<int32_t>(std::lround(start_ * budget));
   }
   double start_;
-  int32_t span_;
-  bool merge_;
-  bool decode_only_;
 };
+
+// merge=off: the same eviction, nothing merged (the ablation's control).
+std::vector<std::shared_ptr<const Part>> cam_parts(const ComponentSpec& s, const PartEnv&) {
+  if (s.get("merge") != "on") return {};
+  return {
+      make_value_merge_part(static_cast<int32_t>(s.get_int("span")), s.get("during") == "decode")};
+}
 
 }  // namespace
 
-std::shared_ptr<const Scorer> make_cam_scorer(const ComponentSpec& s) {
-  return std::make_shared<CamScorer>(s);
+ComponentInfo declare_cam() {
+  // CaM's experiments: start and recent 10% of the prompt each.
+  std::vector<ParamInfo> p = scorer_params(
+      "stream",
+      {{"start", ParamType::Number, "0.5",
+        "share of the budget held by the first tokens (the rest: the most recent)", 0, 1},
+       {"span", ParamType::Int, "16",
+        "kept tokens after an evicted one that share its value when it merges", 1, 1e6},
+       {"merge",
+        ParamType::Choice,
+        "on",
+        "off: the same eviction without merging (the control CaM is measured against)",
+        0,
+        0,
+        {"on", "off"}},
+       {"during",
+        ParamType::Choice,
+        "all",
+        "which evictions merge: all, or only those of decode steps (the prompt's dropped plainly)",
+        0,
+        0,
+        {"all", "decode"}}});
+  p[0].default_value = "0.2";
+  ComponentInfo c = scorer_component<CamScorer>(
+      "cam",
+      "CaM cache merging: StreamingLLM eviction (first + recent tokens); an evicted token's "
+      "value is spread over the next `span` kept values with probability its attention / "
+      "theirs",
+      std::move(p));
+  c.make_parts = cam_parts;
+  return c;
 }
 
 }  // namespace kvbench

@@ -1,4 +1,4 @@
-// The `expected` scorer (policies/registry.cpp has its row and parameters):
+// The `expected` scorer (its declaration at the end):
 // expected attention, as NVIDIA kvpress's ExpectedAttentionPress (Devoto et
 // al. 2025, arXiv 2510.00636). Every entry is scored by the attention the
 // queries still to come are expected to pay it. Each query head's future
@@ -24,21 +24,21 @@
 #include <memory>
 #include <vector>
 
-#include "policies/scorers/budget_scorer.h"
+#include "policies/params.h"
+#include "policies/scorer.h"
 
 namespace kvbench {
 namespace {
 
-class ExpectedScorer final : public BudgetScorer {
+class ExpectedScorer final : public Scorer {
  public:
   explicit ExpectedScorer(const ComponentSpec& spec)
-      : BudgetScorer(spec),
+      : Scorer(spec),
         future_(static_cast<int>(spec.get_int("future"))),
         sinks_(static_cast<int32_t>(spec.get_int("sinks"))),
         window_(static_cast<int32_t>(spec.get_int("window"))),
         covariance_(spec.get("covariance") == "on"),
         vnorm_(spec.get("vnorm") == "on") {}
-  std::string_view name() const override { return "expected"; }
   ScorerNeeds needs() const override { return {.query_stats = true, .query_stats_skip = sinks_}; }
   int32_t reserved(int32_t budget) const override { return std::min(sinks_ + window_, budget); }
 
@@ -159,8 +159,35 @@ class ExpectedScorer final : public BudgetScorer {
 
 }  // namespace
 
-std::shared_ptr<const Scorer> make_expected_scorer(const ComponentSpec& s) {
-  return std::make_shared<ExpectedScorer>(s);
+ComponentInfo declare_expected() {
+  return scorer_component<ExpectedScorer>(
+      "expected",
+      "expected attention (kvpress): the attention future queries, a Gaussian fitted to the "
+      "prompt's queries and rotated to the next positions, are expected to pay, times the "
+      "value norm; sinks kept",
+      scorer_params("once",
+                    {{"future", ParamType::Int, "512",
+                      "future positions the query rotation is averaged over", 1, 1e6},
+                     {"sinks", ParamType::Int, "4",
+                      "first tokens always kept, their queries left out of the statistics", 0, 1e6},
+                     {"window", ParamType::Int, "0",
+                      "last prompt tokens always kept (kvpress compresses the context before the "
+                      "question arrives; here the question is the prompt's tail)",
+                      0, 1e6},
+                     {"covariance",
+                      ParamType::Choice,
+                      "on",
+                      "the queries' covariance term k^T S k / 2d",
+                      0,
+                      0,
+                      {"on", "off"}},
+                     {"vnorm",
+                      ParamType::Choice,
+                      "on",
+                      "scores times the value's L2 norm",
+                      0,
+                      0,
+                      {"on", "off"}}}));
 }
 
 }  // namespace kvbench

@@ -1,9 +1,9 @@
-// The `full` scorer (policies/registry.cpp has its row and parameters).
+// The `full` scorer (its declaration at the end): every entry, never evicted.
 #include <algorithm>
+#include <climits>
 #include <cstdint>
-#include <memory>
 
-#include "policies/policy_spec.h"
+#include "policies/params.h"
 #include "policies/scorer.h"
 
 namespace kvbench {
@@ -11,8 +11,7 @@ namespace {
 
 class FullScorer final : public Scorer {
  public:
-  std::string_view name() const override { return "full"; }
-  bool evicts() const override { return false; }
+  explicit FullScorer(const ComponentSpec& spec) : Scorer(spec) { evicts_ = false; }
   int32_t budget(int64_t) const override { return INT32_MAX; }
   void priorities(const ScoreInput& in, float* out) const override {
     std::fill(out, out + in.n, kKeep);
@@ -21,8 +20,9 @@ class FullScorer final : public Scorer {
 
 }  // namespace
 
-std::shared_ptr<const Scorer> make_full_scorer(const ComponentSpec&) {
-  return std::make_shared<FullScorer>();
+ComponentInfo declare_full() {
+  return scorer_component<FullScorer>(
+      "full", "keeps every entry: the reference every policy is measured against", {});
 }
 
 }  // namespace kvbench

@@ -1,21 +1,21 @@
-// The `h2o` scorer (policies/registry.cpp has its row and parameters).
+// The `h2o` scorer (its declaration at the end).
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <memory>
 
-#include "policies/scorers/budget_scorer.h"
+#include "policies/params.h"
+#include "policies/scorer.h"
 
 namespace kvbench {
 namespace {
 
 // H2O: heavy hitters by attention accumulated over every query that saw the
 // entry (summed over the KV head's query heads), plus the most recent tokens.
-class H2oScorer final : public BudgetScorer {
+class H2oScorer final : public Scorer {
  public:
   explicit H2oScorer(const ComponentSpec& spec)
-      : BudgetScorer(spec), recent_(spec.get_number("recent")) {}
-  std::string_view name() const override { return "h2o"; }
+      : Scorer(spec), recent_(spec.get_number("recent")) {}
   ScorerNeeds needs() const override { return {.attention = true}; }
   int32_t reserved(int32_t budget) const override { return recent_count(budget); }
   void priorities(const ScoreInput& in, float* out) const override {
@@ -32,8 +32,13 @@ class H2oScorer final : public BudgetScorer {
 
 }  // namespace
 
-std::shared_ptr<const Scorer> make_h2o_scorer(const ComponentSpec& s) {
-  return std::make_shared<H2oScorer>(s);
+ComponentInfo declare_h2o() {
+  return scorer_component<H2oScorer>(
+      "h2o",
+      "Heavy-Hitter Oracle: attention accumulated over every query so far + the most recent "
+      "tokens",
+      scorer_params("stream", {{"recent", ParamType::Number, "0.5",
+                                "share of the budget kept for the most recent tokens", 0, 1}}));
 }
 
 }  // namespace kvbench

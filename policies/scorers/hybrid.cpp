@@ -1,10 +1,11 @@
-// The `hybrid` scorer (policies/registry.cpp has its row and parameters).
+// The `hybrid` scorer (its declaration at the end).
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <memory>
 
-#include "policies/scorers/budget_scorer.h"
+#include "policies/params.h"
+#include "policies/scorer.h"
 
 namespace kvbench {
 namespace {
@@ -12,11 +13,10 @@ namespace {
 // Attention share + recency share. The attention statistic is the mean
 // attention per query the entry has seen, so old entries are not favoured
 // merely for having been seen by more queries (H2O's sum favours them).
-class HybridScorer final : public BudgetScorer {
+class HybridScorer final : public Scorer {
  public:
   explicit HybridScorer(const ComponentSpec& spec)
-      : BudgetScorer(spec), split_(spec.get_number("split")) {}
-  std::string_view name() const override { return "hybrid"; }
+      : Scorer(spec), split_(spec.get_number("split")) {}
   ScorerNeeds needs() const override { return {.attention = true}; }
   int32_t reserved(int32_t budget) const override { return recent_count(budget); }
   void priorities(const ScoreInput& in, float* out) const override {
@@ -36,8 +36,15 @@ class HybridScorer final : public BudgetScorer {
 
 }  // namespace
 
-std::shared_ptr<const Scorer> make_hybrid_scorer(const ComponentSpec& s) {
-  return std::make_shared<HybridScorer>(s);
+ComponentInfo declare_hybrid() {
+  return scorer_component<HybridScorer>(
+      "hybrid",
+      "attention share (mean attention per query seen, which does not favour old tokens) + "
+      "recency share",
+      scorer_params("stream", {{"split", ParamType::Number, "0.7",
+                                "share of the budget chosen by attention; the rest is the most "
+                                "recent tokens",
+                                0, 1}}));
 }
 
 }  // namespace kvbench

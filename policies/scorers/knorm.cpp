@@ -1,19 +1,19 @@
-// The `knorm` scorer (policies/registry.cpp has its row and parameters).
+// The `knorm` scorer (its declaration at the end).
 #include <algorithm>
 #include <cstdint>
 #include <memory>
 
-#include "policies/scorers/budget_scorer.h"
+#include "policies/params.h"
+#include "policies/scorer.h"
 
 namespace kvbench {
 namespace {
 
 // Key norm: keys of low L2 norm draw attention (Devoto et al. 2024), so the
 // lowest norms are kept.
-class KnormScorer final : public BudgetScorer {
+class KnormScorer final : public Scorer {
  public:
-  using BudgetScorer::BudgetScorer;
-  std::string_view name() const override { return "knorm"; }
+  using Scorer::Scorer;
   ScorerNeeds needs() const override { return {.key_norm = true}; }
   void priorities(const ScoreInput& in, float* out) const override {
     for (int32_t i = 0; i < in.n; ++i)
@@ -23,8 +23,9 @@ class KnormScorer final : public BudgetScorer {
 
 }  // namespace
 
-std::shared_ptr<const Scorer> make_knorm_scorer(const ComponentSpec& s) {
-  return std::make_shared<KnormScorer>(s);
+ComponentInfo declare_knorm() {
+  return scorer_component<KnormScorer>("knorm", "keeps the keys of lowest L2 norm (Devoto et al.)",
+                                       scorer_params("stream"));
 }
 
 }  // namespace kvbench

@@ -1,19 +1,19 @@
-// The `oracle` scorer (policies/registry.cpp has its row and parameters).
+// The `oracle` scorer (its declaration at the end).
 #include <algorithm>
 #include <cstdint>
 #include <memory>
 
-#include "policies/scorers/budget_scorer.h"
+#include "policies/params.h"
+#include "policies/scorer.h"
 
 namespace kvbench {
 namespace {
 
 // Hindsight: importance per (layer, head, stream index) from a full-cache
 // run, set on the cache by the harness (PolicyCache::set_importance).
-class OracleScorer final : public BudgetScorer {
+class OracleScorer final : public Scorer {
  public:
-  using BudgetScorer::BudgetScorer;
-  std::string_view name() const override { return "oracle"; }
+  using Scorer::Scorer;
   ScorerNeeds needs() const override { return {.hindsight = true}; }
   void priorities(const ScoreInput& in, float* out) const override {
     std::copy(in.importance, in.importance + in.n, out);
@@ -22,8 +22,12 @@ class OracleScorer final : public BudgetScorer {
 
 }  // namespace
 
-std::shared_ptr<const Scorer> make_oracle_scorer(const ComponentSpec& s) {
-  return std::make_shared<OracleScorer>(s);
+ComponentInfo declare_oracle() {
+  return scorer_component<OracleScorer>(
+      "oracle",
+      "hindsight upper bound: keeps what the answer attends to in a full-cache run (importance "
+      "supplied by the harness)",
+      scorer_params("once"));
 }
 
 }  // namespace kvbench

@@ -1,20 +1,20 @@
-// The `random` scorer (policies/registry.cpp has its row and parameters).
+// The `random` scorer (its declaration at the end).
 #include <algorithm>
 #include <cstdint>
 #include <memory>
 
-#include "policies/scorers/budget_scorer.h"
+#include "policies/params.h"
+#include "policies/scorer.h"
 
 namespace kvbench {
 namespace {
 
 // A control: a seeded hash of (seed, layer, head, stream index), so an
 // entry's fate does not depend on when maintenance runs.
-class RandomScorer final : public BudgetScorer {
+class RandomScorer final : public Scorer {
  public:
   explicit RandomScorer(const ComponentSpec& spec)
-      : BudgetScorer(spec), seed_(static_cast<uint64_t>(spec.get_int("seed"))) {}
-  std::string_view name() const override { return "random"; }
+      : Scorer(spec), seed_(static_cast<uint64_t>(spec.get_int("seed"))) {}
   void priorities(const ScoreInput& in, float* out) const override {
     const uint64_t seed = seed_ != 0 ? seed_ : in.seed;
     for (int32_t i = 0; i < in.n; ++i) {
@@ -33,8 +33,11 @@ class RandomScorer final : public BudgetScorer {
 
 }  // namespace
 
-std::shared_ptr<const Scorer> make_random_scorer(const ComponentSpec& s) {
-  return std::make_shared<RandomScorer>(s);
+ComponentInfo declare_random() {
+  return scorer_component<RandomScorer>(
+      "random", "seeded uniform random eviction (a control)",
+      scorer_params("stream", {{"seed", ParamType::Int, "0",
+                                "random seed (0 = the cache context's seed)", 0, 9e15}}));
 }
 
 }  // namespace kvbench

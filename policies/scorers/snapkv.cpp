@@ -1,4 +1,4 @@
-// The `snapkv` scorer (policies/registry.cpp has its row and parameters).
+// The `snapkv` scorer (its declaration at the end).
 #include <cblas.h>
 
 #include <algorithm>
@@ -8,7 +8,9 @@
 #include <memory>
 #include <vector>
 
-#include "policies/scorers/budget_scorer.h"
+#include "model/common/error.h"
+#include "policies/params.h"
+#include "policies/scorer.h"
 
 namespace kvbench {
 namespace {
@@ -67,16 +69,15 @@ void window_votes(const ScoreInput& in, float* votes) {
 // (kernel k, zero padding; avg divides by k as avg_pool1d does), the
 // window's own entries are kept, the rest of the budget goes to the highest
 // pooled votes.
-class SnapKvScorer final : public BudgetScorer {
+class SnapKvScorer final : public Scorer {
  public:
   explicit SnapKvScorer(const ComponentSpec& spec)
-      : BudgetScorer(spec),
+      : Scorer(spec),
         window_(static_cast<int32_t>(spec.get_int("window"))),
         kernel_(static_cast<int32_t>(spec.get_int("kernel"))),
         avg_(spec.get("pool") == "avg") {
     timing_ = Timing::Once;
   }
-  std::string_view name() const override { return "snapkv"; }
   ScorerNeeds needs() const override { return {.window_queries = window_}; }
   int32_t reserved(int32_t budget) const override { return std::min(window_, budget); }
   void priorities(const ScoreInput& in, float* out) const override {
@@ -112,10 +113,30 @@ class SnapKvScorer final : public BudgetScorer {
   bool avg_;
 };
 
+void check_snapkv(const PolicySpec& s, const ComponentSpec& self) {
+  const Budget b = self.get_budget("budget");
+  if (!b.ratio && b.value <= static_cast<double>(self.get_int("window")))
+    throw InputError("policy '" + to_string(s) + "': snapkv budget must exceed its window");
+  if (self.get_int("kernel") % 2 == 0)
+    throw InputError("policy '" + to_string(s) + "': snapkv kernel must be odd");
+}
+
 }  // namespace
 
-std::shared_ptr<const Scorer> make_snapkv_scorer(const ComponentSpec& s) {
-  return std::make_shared<SnapKvScorer>(s);
+ComponentInfo declare_snapkv() {
+  ComponentInfo c{
+      "snapkv",
+      ComponentKind::Scorer,
+      "SnapKV, once after prefill: the last `window` prompt queries' attention, "
+      "pooled, picks the rest of the budget; the window itself is kept",
+      {budget_param(),
+       {"window", ParamType::Int, "32", "observation window (last prompt queries)", 1, 1e6},
+       {"kernel", ParamType::Int, "7", "1-D pooling kernel over positions (odd)", 1, 1e3},
+       {"pool", ParamType::Choice, "max", "pooling", 0, 0, {"max", "avg"}},
+       layers_param()}};
+  c.make_scorer = scorer_component<SnapKvScorer>("", "", {}).make_scorer;
+  c.check = check_snapkv;
+  return c;
 }
 
 }  // namespace kvbench

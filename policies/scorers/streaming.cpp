@@ -1,36 +1,73 @@
-// The `streaming` scorer (policies/registry.cpp has its row and parameters).
+// The `streaming` scorer (its declaration at the end).
 #include <algorithm>
 #include <cstdint>
 #include <memory>
+#include <vector>
 
-#include "policies/scorers/budget_scorer.h"
+#include "model/common/error.h"
+#include "policies/params.h"
+#include "policies/parts/rerotate.h"
+#include "policies/scorer.h"
 
 namespace kvbench {
 namespace {
 
-// StreamingLLM: the oldest `sinks` entries are attention sinks, never evicted.
-class StreamingScorer final : public BudgetScorer {
+// StreamingLLM: the oldest `sinks` entries are attention sinks, never
+// evicted; pos=contiguous brings the re-rotation part (the paper's position
+// shift).
+class StreamingScorer final : public Scorer {
  public:
   explicit StreamingScorer(const ComponentSpec& spec)
-      : BudgetScorer(spec),
-        sinks_(static_cast<int32_t>(spec.get_int("sinks"))),
-        contiguous_(spec.get("pos") == "contiguous") {}
-  std::string_view name() const override { return "streaming"; }
+      : Scorer(spec), sinks_(static_cast<int32_t>(spec.get_int("sinks"))) {}
   int32_t reserved(int32_t budget) const override { return std::min(sinks_, budget); }
-  bool contiguous_positions() const override { return contiguous_; }
   void priorities(const ScoreInput& in, float* out) const override {
     sinks_then_recent(in, sinks_, out);
   }
 
  private:
   int32_t sinks_;
-  bool contiguous_;
 };
+
+std::vector<std::shared_ptr<const Part>> streaming_parts(const ComponentSpec& s, const PartEnv&) {
+  if (s.get("pos") != "contiguous") return {};
+  return {make_rerotate_part()};
+}
+
+void check_streaming(const PolicySpec& s, const ComponentSpec& self) {
+  const std::string spec = to_string(s);
+  if (self.get("pos") == "contiguous") {
+    const bool quantized =
+        s.storage.name != "f32" && s.storage.name != "f16" && s.storage.name != "bf16";
+    if (quantized)
+      throw InputError("policy '" + spec + "': contiguous positions re-rotate stored keys, which " +
+                       s.storage.name + " keys cannot be");
+    if (s.extra("offload"))
+      throw InputError("policy '" + spec +
+                       "': contiguous positions renumber the cache, restored pages keep their own");
+  }
+  const Budget b = self.get_budget("budget");
+  if (!b.ratio && b.value <= static_cast<double>(self.get_int("sinks")))
+    throw InputError("policy '" + spec + "': streaming budget must exceed its sinks");
+}
 
 }  // namespace
 
-std::shared_ptr<const Scorer> make_streaming_scorer(const ComponentSpec& s) {
-  return std::make_shared<StreamingScorer>(s);
+ComponentInfo declare_streaming() {
+  ComponentInfo c = scorer_component<StreamingScorer>(
+      "streaming", "StreamingLLM: the first `sinks` tokens (attention sinks) + the most recent",
+      scorer_params("stream",
+                    {{"sinks", ParamType::Int, "4", "attention-sink tokens always kept", 0, 1e6},
+                     {"pos",
+                      ParamType::Choice,
+                      "original",
+                      "positions: original, or contiguous inside the cache (keys re-rotated "
+                      "after each eviction, as StreamingLLM)",
+                      0,
+                      0,
+                      {"original", "contiguous"}}}));
+  c.make_parts = streaming_parts;
+  c.check = check_streaming;
+  return c;
 }
 
 }  // namespace kvbench

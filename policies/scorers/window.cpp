@@ -1,18 +1,18 @@
-// The `window` scorer (policies/registry.cpp has its row and parameters).
+// The `window` scorer (its declaration at the end).
 #include <algorithm>
 #include <cstdint>
 #include <memory>
 
-#include "policies/scorers/budget_scorer.h"
+#include "policies/params.h"
+#include "policies/scorer.h"
 
 namespace kvbench {
 namespace {
 
 // Sliding window: recency is the stream index.
-class WindowScorer final : public BudgetScorer {
+class WindowScorer final : public Scorer {
  public:
-  using BudgetScorer::BudgetScorer;
-  std::string_view name() const override { return "window"; }
+  using Scorer::Scorer;
   void priorities(const ScoreInput& in, float* out) const override {
     for (int32_t i = 0; i < in.n; ++i) out[i] = static_cast<float>(in.src[i]);
   }
@@ -20,8 +20,9 @@ class WindowScorer final : public BudgetScorer {
 
 }  // namespace
 
-std::shared_ptr<const Scorer> make_window_scorer(const ComponentSpec& s) {
-  return std::make_shared<WindowScorer>(s);
+ComponentInfo declare_window() {
+  return scorer_component<WindowScorer>("window", "sliding window: the most recent `budget` tokens",
+                                        scorer_params("stream"));
 }
 
 }  // namespace kvbench

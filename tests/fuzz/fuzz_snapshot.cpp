@@ -149,7 +149,7 @@ void exercise(PolicyCache& c) {
   const int fresh = ~known ? __builtin_ctzll(~known) : -1;
   try {
     if (c.next_position(seq) > (1 << 30)) return;
-    if (known && fresh >= 0 && !c.scorer().contiguous_positions()) {
+    if (known && fresh >= 0 && !c.contiguous_positions()) {
       const std::string before = state_of(c);
       const auto cp = c.checkpoint();
       c.seq_cp(seq, fresh, -1, -1);
@@ -248,8 +248,8 @@ void write_seeds(const std::string& dir) {
     }
   }
   // Sliding-window layers, contiguous positions re-rotated in halves.
-  for (const char* spec :
-       {"streaming:budget=6,sinks=1,pos=contiguous", "h2o:budget=12,layers=global+offload:page=4"}) {
+  for (const char* spec : {"streaming:budget=6,sinks=1,pos=contiguous",
+                           "h2o:budget=12,layers=global+offload:page=4"}) {
     std::string header;
     std::vector<uint8_t> payload;
     split(make_file(spec, SnapshotCompression::Zstd, true), header, payload);

@@ -1,0 +1,30 @@
+// What a cache is made for: the model's KV shape and RoPE, its
+// sliding-window layers, the context a ratio budget refers to, and what a
+// full cache others branch from must collect.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "model/ops/kv_cache.h"
+#include "model/ops/rope.h"
+
+namespace kvbench {
+
+struct CacheContext {
+  KvShape shape;
+  RopeConfig rope;  // the model's RoPE (shifts re-rotate stored keys with it)
+  // Models with sliding-window layers (Gemma 3), as llama.cpp's ISWA cache:
+  // [n_layers] a layer's native window W (0: a global layer); after each step
+  // a local layer keeps only the positions (p - W, p] of the step's last
+  // position p, whatever the policy. Empty: every layer is global.
+  std::vector<int32_t> layer_window;
+  RopeConfig rope_local;       // the local layers' RoPE (when layer_window is set)
+  int64_t context_tokens = 0;  // the context a ratio budget refers to
+  uint64_t seed = 0;           // random scorer's default seed
+  // For a `full` cache that other policies branch from (import_from):
+  bool collect_attention = false;  // keep attention statistics (h2o, hybrid, tova can resume)
+  int keep_queries = 0;            // keep the last N queries per layer (snapkv's window)
+};
+
+}  // namespace kvbench

@@ -1,0 +1,161 @@
+// PolicyCache's maintenance of one layer: count, gather, score, allocate,
+// evict, with the policy's parts (policies/part.h) called at each point.
+#include <algorithm>
+#include <limits>
+#include <numeric>
+
+#include "policies/head_context.h"
+#include "policies/part.h"
+#include "policies/policy_cache.h"
+
+namespace kvbench {
+
+// The scorer's view of head h's gathered candidates (cand_[h]); the
+// context is set by the caller that needs one.
+ScoreInput PolicyCache::score_input(int layer, int h, int32_t keep) const {
+  const Candidates& c = cand_[h];
+  ScoreInput in;
+  in.layer = layer;
+  in.kv_head = h;
+  in.n = c.size();
+  in.src = c.src.data();
+  in.pos = c.pos.data();
+  in.stats = c.stats.data();
+  in.layout = store_->config().stats;
+  in.now = store_->tokens_seen();
+  in.keep = keep;
+  in.seed = ctx_.seed;
+  in.decode = step_decode_;
+  return in;
+}
+
+bool PolicyCache::keeps_all(int layer, int kv_head) const {
+  for (const auto& p : parts_)
+    if (p->keeps_all(layer, kv_head)) return true;
+  return false;
+}
+
+void PolicyCache::maintain_layer(int seq, int layer, bool use_scorer) {
+  if (!acts_on(layer)) return;
+  const int32_t limit = evict_above(layer);
+  if (!maintains_always_ && within_budget(seq, layer, limit)) return;
+  const bool over = gather_layer(seq, layer, limit);
+  const bool evict = use_scorer && scorer_->evicts() && over && !eviction_paused_;
+  if (!evict && !maintains_always_) return;
+  score_layer(seq, layer, limit, use_scorer);
+  LayerWork work{seq, layer, cand_, prio_, pairs_, head_pairs_, order_, refs_};
+  if (use_scorer)
+    for (const auto& p : parts_) p->combine(work);
+  for (const auto& p : parts_) p->before_evictions(work);
+  if (evict) evict_layer(seq, layer);
+  for (const auto& p : parts_) p->after_evictions(work, evict, *store_);
+}
+
+// Nothing to do while every head is within its budget: count, copy nothing;
+// first by the segments' sizes (every sequence's entries, O(1)), then, only
+// if those exceed it, by the sequence's own entries.
+bool PolicyCache::within_budget(int seq, int layer, int32_t limit) const {
+  const int H = ctx_.shape.n_kv_heads;
+  for (int pass = 0; pass < 2; ++pass) {
+    int64_t total = 0;
+    bool any_over = false;
+    for (int h = 0; h < H; ++h) {
+      const int32_t n = pass == 0 ? store_->candidates_at_most(layer, h)
+                                  : store_->count_candidates(seq, layer, h);
+      total += n;
+      any_over = any_over || (n > limit && !keeps_all(layer, h));
+    }
+    if (allocator_->needs_priorities() ? total <= int64_t{main_budget_of(layer)} * H : !any_over)
+      return true;
+  }
+  return false;
+}
+
+// Every head's candidates into cand_; whether the layer is over its budget.
+bool PolicyCache::gather_layer(int seq, int layer, int32_t limit) {
+  const int H = ctx_.shape.n_kv_heads;
+  cand_.resize(H);
+  prio_.resize(H);
+  int64_t total = 0;
+  bool over = false;
+  for (int h = 0; h < H; ++h) {
+    store_->gather(seq, layer, h, cand_[h]);
+    total += cand_[h].size();
+    over = over || (cand_[h].size() > limit && !keeps_all(layer, h));
+  }
+  if (allocator_->needs_priorities()) over = total > int64_t{main_budget_of(layer)} * H;
+  return over;
+}
+
+// Keep-priorities per head: the scorer's, or recency when maintenance runs
+// without it (mixed's demotion between evictions).
+void PolicyCache::score_layer(int seq, int layer, int32_t limit, bool use_scorer) {
+  const int H = ctx_.shape.n_kv_heads;
+  for (int h = 0; h < H; ++h) {
+    const Candidates& c = cand_[h];
+    auto& p = prio_[h];
+    p.resize(c.size());
+    if (!use_scorer) {
+      for (int32_t i = 0; i < c.size(); ++i) p[i] = static_cast<float>(c.src[i]);
+      continue;
+    }
+    ScoreInput in = score_input(layer, h, std::min(limit, c.size()));
+    HeadContext context(*store_, window_, qstats_, seq, layer, h);
+    in.context = &context;
+    if (!importance_.empty()) {
+      const auto& table = importance_[layer * H + h];
+      gathered_.resize(c.size());
+      for (int32_t i = 0; i < c.size(); ++i)
+        gathered_[i] = c.src[i] < static_cast<int32_t>(table.size()) ? table[c.src[i]] : 0.0f;
+      in.importance = gathered_.data();
+    }
+    scorer_->priorities(in, p.data());
+  }
+}
+
+// The allocator's keep count per head (heads that keep everything keep
+// everything), then each head's eviction.
+void PolicyCache::evict_layer(int seq, int layer) {
+  const int H = ctx_.shape.n_kv_heads;
+  spans_.resize(H);
+  for (int h = 0; h < H; ++h) spans_[h] = prio_[h];
+  keep_.resize(H);
+  AllocationInput ai;
+  ai.layer = layer;
+  ai.n_layers = ctx_.shape.n_layers;
+  ai.budget = main_budget_of(layer);
+  ai.reserved = reserved_;
+  ai.priorities = spans_;
+  allocator_->keep_counts(ai, keep_);
+  for (int h = 0; h < H; ++h) {
+    if (keeps_all(layer, h)) keep_[h] = cand_[h].size();
+    evict_head(seq, layer, h, keep_[h]);
+  }
+}
+
+void PolicyCache::evict_head(int seq, int layer, int h, int32_t keep) {
+  const Candidates& c = cand_[h];
+  const int32_t n = c.size(), drop = n - keep;
+  if (drop <= 0) return;
+  const auto& p = prio_[h];
+  order_.resize(n);
+  std::iota(order_.begin(), order_.end(), 0);
+  // Lowest priority first; ties: the older entry goes first.
+  std::nth_element(
+      order_.begin(), order_.begin() + (drop - 1), order_.end(),
+      [&](int32_t a, int32_t b) { return p[a] != p[b] ? p[a] < p[b] : c.src[a] < c.src[b]; });
+  // Evicted in position order, so the cold tier's pages hold neighbouring
+  // tokens and their key bounds stay tight.
+  std::sort(order_.begin(), order_.begin() + drop, [&](int32_t a, int32_t b) {
+    return c.pos[a] != c.pos[b] ? c.pos[a] < c.pos[b] : c.src[a] < c.src[b];
+  });
+  const ScoreInput in = score_input(layer, h, n - drop);
+  const HeadEviction e{seq, layer, h, c, order_, drop, in, *store_};
+  for (const auto& part : parts_) part->before_eviction(e);
+  refs_.clear();
+  for (int32_t i = 0; i < drop; ++i) refs_.push_back(c.refs[order_[i]]);
+  store_->evict(seq, layer, h, refs_);
+  for (const auto& part : parts_) part->after_eviction(e);
+}
+
+}  // namespace kvbench
