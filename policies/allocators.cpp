@@ -113,9 +113,12 @@ ComponentInfo declare_uniform() {
   return allocator<UniformAllocator>("uniform", "every KV head keeps the budget", {});
 }
 ComponentInfo declare_pyramid() {
-  return allocator<PyramidAllocator>(
+  ComponentInfo c = allocator<PyramidAllocator>(
       "pyramid", "PyramidKV: per-layer budgets decreasing linearly from bottom to top, same total",
       {{"beta", ParamType::Number, "20", "top layer keeps budget / beta", 1, 1e6}});
+  // Parameters that fit the registry-wide tests' small budgets.
+  c.example = "beta=4";
+  return c;
 }
 ComponentInfo declare_adakv() {
   return allocator<AdaKvAllocator>(

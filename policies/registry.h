@@ -81,7 +81,8 @@ struct ComponentInfo {
   // evicted entries only), so the runner may start it from the full cache's
   // prefill.
   bool lossless_until_eviction = false;
-  // A spec the registry-wide tests build for this component ("" = its name).
+  // Parameters the registry-wide tests give the component besides a small
+  // token budget ("window=4,kernel=3": snapkv's window must fit it).
   std::string_view example = "";
 
   const ParamInfo* param(std::string_view name) const;

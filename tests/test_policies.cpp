@@ -23,6 +23,7 @@
 
 #include "policies/cache_errors.h"
 #include "policies/policy_cache.h"
+#include "tests/support/registry_specs.h"
 
 namespace kvbench {
 namespace {
@@ -700,28 +701,29 @@ TEST_P(RandomOps, ShadowModelHoldsAfterEveryOperation) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    Policies, RandomOps,
-    ::testing::Values("full", "full+f16", "full+kivi2:group=4,residual=8", "window:budget=12",
-                      "streaming:budget=12,sinks=2", "streaming:budget=12,sinks=2,pos=contiguous",
-                      "h2o:budget=12", "hybrid:budget=12,split=0.5",
-                      "snapkv:budget=16,window=4,kernel=3", "tova:budget=12+pyramid:beta=4",
-                      "knorm:budget=12+bf16", "random:budget=12+int8:group=4",
-                      "oracle:budget=12,timing=stream", "h2o:budget=12+int4:group=4+adakv",
-                      "window:budget=12+kivi2:group=4,residual=8",
-                      "window:budget=12+kivi2:group=4,residual=8,keys=token,values=f32",
-                      "h2o:budget=12+kivi2:group=4,residual=8,keys=f32",
-                      "h2o:budget=16+mixed:group=4,full=0.5", "h2o:budget=16+offload:page=4",
-                      "window:budget=16+bf16+offload:page=4,tier=file", "h2o:budget=12+merge",
-                      "h2o:budget=12,timing=every,every=3", "full+offload",
-                      "expected:budget=12,sinks=2,timing=stream", "duo:budget=12,sinks=2",
-                      "duo:budget=12,sinks=2,retrieval=0.5,heads=@HEADS", "cam:budget=12,span=3",
-                      "cam:budget=12,start=0.25,span=4+int8:group=4"),
-    [](const auto& info) { return "spec" + std::to_string(info.index); });
+// Every registered component (registry_specs), then combinations of them.
+std::vector<std::string> random_ops_specs() {
+  std::vector<std::string> specs = test::registry_specs(12);
+  for (const char* combination :
+       {"full+f16", "full+kivi2:group=4,residual=8", "streaming:budget=12,sinks=2,pos=contiguous",
+        "snapkv:budget=16,window=4,kernel=3", "tova:budget=12+pyramid:beta=4",
+        "knorm:budget=12+bf16", "random:budget=12+int8:group=4", "h2o:budget=12+int4:group=4+adakv",
+        "window:budget=12+kivi2:group=4,residual=8",
+        "window:budget=12+kivi2:group=4,residual=8,keys=token,values=f32",
+        "h2o:budget=12+kivi2:group=4,residual=8,keys=f32", "h2o:budget=16+mixed:group=4,full=0.5",
+        "window:budget=16+bf16+offload:page=4,tier=file", "h2o:budget=12,timing=every,every=3",
+        "full+offload", "duo:budget=12,sinks=2,retrieval=0.5,heads=@HEADS",
+        "cam:budget=12,start=0.25,span=4+int8:group=4"})
+    specs.push_back(combination);
+  return specs;
+}
+
+INSTANTIATE_TEST_SUITE_P(Policies, RandomOps, ::testing::ValuesIn(random_ops_specs()),
+                         [](const auto& info) { return "spec" + std::to_string(info.index); });
 
 // ctest runs each test in its own process, so the total is printed when the
-// binary runs these tests together: 13 stream cases (15,000 steps) + 26 specs
-// x 5,000 random operations = 145,000 operations.
+// binary runs these tests together: the stream cases' steps + every spec's
+// 5,000 random operations.
 class OperationCount : public ::testing::Environment {
  public:
   void TearDown() override {

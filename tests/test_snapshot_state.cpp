@@ -18,38 +18,29 @@
 #include "policies/policy_cache.h"
 #include "policies/state_io.h"
 #include "tests/support/reference_llama.h"
+#include "tests/support/registry_specs.h"
 
 namespace kvbench {
 namespace {
 
 using test::some_tokens;
 
-// Every layout (rows in each codec, KIVI, mixed), eviction families,
-// allocators, offload (RAM and file), merge, the oracle, contiguous positions.
-const std::vector<std::string> kSpecs = {
-    "full",
-    "f16",
-    "bf16",
-    "int8",
-    "int4",
-    "kivi2:group=16,residual=32",
-    "mixed:full=0.3",
-    "h2o:budget=48",
-    "hybrid:budget=40+pyramid",
-    "snapkv:budget=40,window=8",
-    "expected:budget=40,sinks=2,future=64",
-    "tova:budget=32+merge",
-    "knorm:budget=40+adakv",
-    "random:budget=40",
-    "h2o:budget=48+offload:page=8",
-    "window:budget=40+int8+offload:page=8,tier=file",
-    "h2o:budget=40+kivi2:group=16,residual=32",
-    "h2o:budget=40+kivi2:group=16,residual=32,keys=token",
-    "kivi2:group=16,residual=32,keys=f32",
-    "kivi2:group=16,residual=32,values=f32",
-    "oracle:budget=40",
-    "streaming:budget=40,sinks=4,pos=contiguous",
-};
+// Every registered component (registry_specs: every codec, KIVI, mixed,
+// every scorer, allocator and extra), then combinations: offload to a
+// file, KIVI's variants, contiguous positions.
+std::vector<std::string> snapshot_specs() {
+  std::vector<std::string> specs = test::registry_specs(40);
+  for (const char* combination :
+       {"hybrid:budget=40+pyramid", "snapkv:budget=40,window=8",
+        "expected:budget=40,sinks=2,future=64", "tova:budget=32+merge", "knorm:budget=40+adakv",
+        "h2o:budget=48+offload:page=8", "window:budget=40+int8+offload:page=8,tier=file",
+        "h2o:budget=40+kivi2:group=16,residual=32,keys=token",
+        "kivi2:group=16,residual=32,keys=f32", "kivi2:group=16,residual=32,values=f32",
+        "streaming:budget=40,sinks=4,pos=contiguous"})
+    specs.push_back(combination);
+  return specs;
+}
+const std::vector<std::string> kSpecs = snapshot_specs();
 
 std::string state_bytes(const PolicyCache& c) {
   std::ostringstream out;

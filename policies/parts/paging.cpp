@@ -141,6 +141,8 @@ ComponentInfo declare_offload() {
   c.make_parts = offload_parts;
   c.check = check_offload;
   c.lossless_until_eviction = true;
+  // Parameters that fit the registry-wide tests' small budgets.
+  c.example = "page=4";
   return c;
 }
 

@@ -90,6 +90,8 @@ ComponentInfo declare_mixed() {
        {"bits", ParamType::Choice, "4", "precision of the rest", 0, 0, {"4", "8"}},
        group_param()}};
   c.make_parts = mixed_parts;
+  // Parameters that fit the registry-wide tests' small budgets.
+  c.example = "group=4,full=0.5";
   return c;
 }
 

@@ -96,12 +96,20 @@ ComponentInfo declare_f16() {
 }
 ComponentInfo declare_bf16() { return storage("bf16", "bfloat16", {}, row_parts<CodecKind::BF16>); }
 ComponentInfo declare_int8() {
-  return storage("int8", "8-bit symmetric, one f16 scale per group, quantized on the fly",
-                 {group_param()}, row_parts<CodecKind::Int8>);
+  ComponentInfo c =
+      storage("int8", "8-bit symmetric, one f16 scale per group, quantized on the fly",
+              {group_param()}, row_parts<CodecKind::Int8>);
+  // Parameters that fit the registry-wide tests' small budgets.
+  c.example = "group=4";
+  return c;
 }
 ComponentInfo declare_int4() {
-  return storage("int4", "4-bit asymmetric, f16 (min, step) per group, two codes per byte",
-                 {group_param()}, row_parts<CodecKind::Int4>);
+  ComponentInfo c =
+      storage("int4", "4-bit asymmetric, f16 (min, step) per group, two codes per byte",
+              {group_param()}, row_parts<CodecKind::Int4>);
+  // Parameters that fit the registry-wide tests' small budgets.
+  c.example = "group=4";
+  return c;
 }
 ComponentInfo declare_kivi2() {
   ComponentInfo c = storage(
@@ -127,6 +135,8 @@ ComponentInfo declare_kivi2() {
         {"token", "f32"}}},
       kivi_parts);
   c.check = check_kivi;
+  // Parameters that fit the registry-wide tests' small budgets.
+  c.example = "group=4,residual=8";
   return c;
 }
 

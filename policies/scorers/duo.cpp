@@ -59,6 +59,8 @@ ComponentInfo declare_duo() {
       "file",
       std::move(p));
   c.make_parts = duo_parts;
+  // Parameters that fit the registry-wide tests' small budgets.
+  c.example = "sinks=2";
   return c;
 }
 

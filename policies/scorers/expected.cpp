@@ -160,7 +160,7 @@ class ExpectedScorer final : public Scorer {
 }  // namespace
 
 ComponentInfo declare_expected() {
-  return scorer_component<ExpectedScorer>(
+  ComponentInfo c = scorer_component<ExpectedScorer>(
       "expected",
       "expected attention (kvpress): the attention future queries, a Gaussian fitted to the "
       "prompt's queries and rotated to the next positions, are expected to pay, times the "
@@ -188,6 +188,9 @@ ComponentInfo declare_expected() {
                       0,
                       0,
                       {"on", "off"}}}));
+  // Parameters that fit the registry-wide tests' small budgets.
+  c.example = "sinks=2,timing=stream";
+  return c;
 }
 
 }  // namespace kvbench

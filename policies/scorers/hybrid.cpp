@@ -37,7 +37,7 @@ class HybridScorer final : public Scorer {
 }  // namespace
 
 ComponentInfo declare_hybrid() {
-  return scorer_component<HybridScorer>(
+  ComponentInfo c = scorer_component<HybridScorer>(
       "hybrid",
       "attention share (mean attention per query seen, which does not favour old tokens) + "
       "recency share",
@@ -45,6 +45,9 @@ ComponentInfo declare_hybrid() {
                                 "share of the budget chosen by attention; the rest is the most "
                                 "recent tokens",
                                 0, 1}}));
+  // Parameters that fit the registry-wide tests' small budgets.
+  c.example = "split=0.5";
+  return c;
 }
 
 }  // namespace kvbench

@@ -69,6 +69,8 @@ ComponentInfo declare_quest() {
        layers_param()});
   c.make_parts = quest_parts;
   c.check = check_quest;
+  // Parameters that fit the registry-wide tests' small budgets.
+  c.example = "page=4,dense=1";
   return c;
 }
 

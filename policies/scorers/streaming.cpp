@@ -67,6 +67,8 @@ ComponentInfo declare_streaming() {
                       {"original", "contiguous"}}}));
   c.make_parts = streaming_parts;
   c.check = check_streaming;
+  // Parameters that fit the registry-wide tests' small budgets.
+  c.example = "sinks=2";
   return c;
 }
 
