@@ -189,6 +189,7 @@ void CacheStore::rollback(const StoreCheckpoint& cp) {
         heads_[h].segs[slot] = cp.copies[h][slot]->clone();
     }
   if (cold_) cold_->rollback(cp.cold);
+  recount_positions();  // the segments and pages took the checkpoint's arrays
   next_src_ = cp.next_src;
   known_ = cp.known;
   evicted_max_ = cp.evicted_max;

@@ -344,6 +344,7 @@ void CacheStore::load_state(StateReader& in) {
   }
   in.set_context("store");
   in.expect_tag(state_tag("SEND"), "end of store");
+  recount_positions();  // the arrays were filled directly
 }
 
 // --- the cache ---

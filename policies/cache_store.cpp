@@ -94,13 +94,36 @@ CacheStore::CacheStore(const StoreConfig& c)
     hs.view.dim_ = hd;
   }
   if (c.offload) cold_ = std::make_unique<ColdTier>(c.codec, c.page, n_heads(), c.file_tier, c.dir);
+  link_positions();
   evicted_max_.fill(-1);
   row_k_.resize(hd);
   row_v_.resize(hd);
 }
 
 std::unique_ptr<CacheStore> CacheStore::clone() const {
-  return std::unique_ptr<CacheStore>(new CacheStore(*this));
+  auto c = std::unique_ptr<CacheStore>(new CacheStore(*this));
+  c->link_positions();  // the copy's segments and pages count into its own index
+  return c;
+}
+
+void CacheStore::link_positions() {
+  // What pos_min / pos_max see: every tier but the restored pages (which
+  // point at cold entries, counted there).
+  for (auto& hs : heads_)
+    for (int slot : {kMain, kIncoming, kSummary})
+      if (Segment* seg = hs.segs[slot].get()) seg->meta.index = &positions_;
+  if (cold_) cold_->link_positions(&positions_);
+}
+
+void CacheStore::recount_positions() {
+  positions_.clear();
+  link_positions();
+  for (const auto& hs : heads_)
+    for (int slot : {kMain, kIncoming, kSummary})
+      if (const Segment* seg = hs.segs[slot].get()) seg->meta.count_into(positions_);
+  if (cold_)
+    for (int h = 0; h < n_heads(); ++h)
+      for (const auto& p : cold_->head(h).pages) p.meta.count_into(positions_);
 }
 
 // --- step protocol ---
@@ -394,7 +417,7 @@ void CacheStore::fold_into_summary(HeadState& hs, const Segment& from, int32_t i
       v[c] = (W * v[c] + w * row_v_[c]) / (W + w);
     }
     st[wslot] = W + w;
-    sum.meta.pos[j] = std::max(sum.meta.pos[j], from.meta.pos[i]);
+    sum.meta.set_pos(j, std::max(sum.meta.pos[j], from.meta.pos[i]));
     return;
   }
   static thread_local std::vector<float> st;
@@ -417,7 +440,7 @@ void CacheStore::evict(int seq, int layer, int kv_head, std::span<const EntryRef
     assert(mask & bit);
     note_evicted(seq, seg.meta.pos[r.idx]);
     if (mask != bit) {
-      seg.meta.seqs[r.idx] = mask & ~bit;  // other sequences still hold it
+      seg.meta.set_seqs(r.idx, mask & ~bit);  // other sequences still hold it
       continue;
     }
     if (cold_) {
@@ -534,11 +557,11 @@ void CacheStore::renumber_contiguous(int seq, int layer, int kv_head) {
       hs.segs[last.slot]->meta.pos[last.idx] - static_cast<int32_t>(items.size() - 1);
   for (size_t r = 0; r < items.size(); ++r) {
     Segment& seg = *hs.segs[items[r].slot];
-    int32_t& pos = seg.meta.pos[items[r].idx];
+    const int32_t pos = seg.meta.pos[items[r].idx];
     const int32_t target = base + static_cast<int32_t>(r);
     if (pos == target) continue;
     seg.rotate_key(items[r].idx, rotation_for(layer, int64_t{target} - pos));
-    pos = target;
+    seg.meta.set_pos(items[r].idx, target);
   }
   evicted_max_[seq] = -1;
 }
@@ -555,10 +578,10 @@ void CacheStore::release_entries(uint64_t bit, int h0, int h1, std::initializer_
       f.assign(seg->size(), 0);
       bool any = false;
       for (int32_t i = 0; i < seg->size(); ++i) {
-        uint64_t& m = seg->meta.seqs[i];
+        const uint64_t m = seg->meta.seqs[i];
         if (!(m & bit) || !selected(seg->meta.pos[i])) continue;
-        m &= ~bit;
-        if (m == 0) f[i] = any = true;
+        seg->meta.set_seqs(i, m & ~bit);
+        if ((m & ~bit) == 0) f[i] = any = true;
       }
       if (any) seg->remove(f);
     }
@@ -570,10 +593,10 @@ void CacheStore::release_entries(uint64_t bit, int h0, int h1, std::initializer_
       std::vector<char> f(p.meta.size(), 0);
       bool any = false;
       for (int32_t i = 0; i < p.meta.size(); ++i) {
-        uint64_t& m = p.meta.seqs[i];
+        const uint64_t m = p.meta.seqs[i];
         if (!(m & bit) || !selected(p.meta.pos[i])) continue;
-        m &= ~bit;
-        if (m == 0) f[i] = any = true;
+        p.meta.set_seqs(i, m & ~bit);
+        if ((m & ~bit) == 0) f[i] = any = true;
       }
       if (!any) continue;
       // Restored rows point into cold pages: copy them before pages change.
@@ -684,6 +707,7 @@ void CacheStore::clear() {
     for (auto& s : hs.segs)
       if (s) s->clear();
   if (cold_) cold_->clear();
+  positions_.clear();  // nothing held (the cold tier drops its pages whole)
   known_ = 0;
   evicted_max_.fill(-1);
 }
@@ -716,13 +740,15 @@ void CacheStore::seq_cp(int src, int dst, int64_t p0, int64_t p1) {
       Segment* seg = hs.segs[slot].get();
       if (!seg) continue;
       for (int32_t i = 0; i < seg->size(); ++i)
-        if ((seg->meta.seqs[i] & sb) && in_range(seg->meta.pos[i], lo, hi)) seg->meta.seqs[i] |= db;
+        if ((seg->meta.seqs[i] & sb) && in_range(seg->meta.pos[i], lo, hi))
+          seg->meta.set_seqs(i, seg->meta.seqs[i] | db);
     }
   if (cold_)
     for (int h = 0; h < n_heads(); ++h)
       for (auto& p : cold_->head(h).pages)
         for (int32_t i = 0; i < p.meta.size(); ++i)
-          if ((p.meta.seqs[i] & sb) && in_range(p.meta.pos[i], lo, hi)) p.meta.seqs[i] |= db;
+          if ((p.meta.seqs[i] & sb) && in_range(p.meta.pos[i], lo, hi))
+            p.meta.set_seqs(i, p.meta.seqs[i] | db);
   known_ |= db;
   if (evicted_max_[src] >= 0 && in_range(evicted_max_[src], lo, hi))
     evicted_max_[dst] = std::max(evicted_max_[dst], evicted_max_[src]);
@@ -741,7 +767,7 @@ void CacheStore::seq_keep(int seq) {
       f.assign(seg->size(), 0);
       bool any = false;
       for (int32_t i = 0; i < seg->size(); ++i) {
-        seg->meta.seqs[i] &= bit;
+        seg->meta.set_seqs(i, seg->meta.seqs[i] & bit);
         if (!seg->meta.seqs[i]) f[i] = any = true;
       }
       if (any) seg->remove(f);
@@ -754,7 +780,7 @@ void CacheStore::seq_keep(int seq) {
         std::vector<char> f(p.meta.size(), 0);
         bool any = false;
         for (int32_t i = 0; i < p.meta.size(); ++i) {
-          p.meta.seqs[i] &= bit;
+          p.meta.set_seqs(i, p.meta.seqs[i] & bit);
           if (!p.meta.seqs[i]) f[i] = any = true;
         }
         if (any) cold_->remove(h, pi, f);
@@ -813,7 +839,7 @@ void CacheStore::shift_positions(int seq, int32_t lo, int32_t hi, F f, const cha
       fl.assign(seg->size(), 0);
       bool any = false;
       for (int32_t i = 0; i < seg->size(); ++i) {
-        int32_t& pos = seg->meta.pos[i];
+        const int32_t pos = seg->meta.pos[i];
         if (!(seg->meta.seqs[i] & bit) || !in_range(pos, lo, hi)) continue;
         const int64_t np = f(pos);
         if (np < 0) {
@@ -822,7 +848,7 @@ void CacheStore::shift_positions(int seq, int32_t lo, int32_t hi, F f, const cha
         }
         if (np == pos) continue;
         seg->rotate_key(i, rotation_for(layer, np - pos));
-        pos = static_cast<int32_t>(np);
+        seg->meta.set_pos(i, static_cast<int32_t>(np));
       }
       if (any) seg->remove(fl);
     }
@@ -836,7 +862,7 @@ void CacheStore::shift_positions(int seq, int32_t lo, int32_t hi, F f, const cha
         std::vector<char> fl(p.meta.size(), 0);
         bool any = false, moved = false;
         for (int32_t i = 0; i < p.meta.size(); ++i) {
-          int32_t& pos = p.meta.pos[i];
+          const int32_t pos = p.meta.pos[i];
           if (!(p.meta.seqs[i] & bit) || !in_range(pos, lo, hi)) continue;
           const int64_t np = f(pos);
           if (np < 0) {
@@ -848,7 +874,7 @@ void CacheStore::shift_positions(int seq, int32_t lo, int32_t hi, F f, const cha
           codec.decode(kb, row_k_.data());
           rotation_for(h / n_kv, np - pos).apply(row_k_.data());
           codec.encode(row_k_.data(), kb);
-          pos = static_cast<int32_t>(np);
+          p.meta.set_pos(i, static_cast<int32_t>(np));
           moved = true;
         }
         if (any)
@@ -893,19 +919,11 @@ void CacheStore::seq_div(int seq, int64_t p0, int64_t p1, int64_t d) {
 
 std::pair<int32_t, int32_t> CacheStore::pos_range(int seq, const char* what) const {
   check_seq(seq, false, what);
-  const uint64_t bit = bit_of(seq);
-  int32_t lo = std::numeric_limits<int32_t>::max(), hi = -1;
-  auto scan = [&](const EntryMeta& meta, int32_t n) {
-    for (int32_t i = 0; i < n; ++i)
-      if (meta.seqs[i] & bit) lo = std::min(lo, meta.pos[i]), hi = std::max(hi, meta.pos[i]);
-  };
-  for (const auto& hs : heads_)
-    for (int slot : {kMain, kIncoming, kSummary})
-      if (const Segment* seg = hs.segs[slot].get()) scan(seg->meta, seg->size());
-  if (cold_)
-    for (int h = 0; h < n_heads(); ++h)
-      for (const auto& p : cold_->head(h).pages) scan(p.meta, p.meta.size());
-  return {hi < 0 ? -1 : lo, hi};
+  // As a scan from hi = -1 found them: entries at negative positions (a
+  // contiguous renumbering of duplicate positions) raise no maximum, and
+  // with no position >= 0 there is no minimum either.
+  const int32_t hi = std::max(positions_.max(seq), -1);
+  return {hi < 0 ? -1 : positions_.min(seq), hi};
 }
 
 int32_t CacheStore::pos_min(int seq) const { return pos_range(seq, "pos_min").first; }

@@ -220,8 +220,8 @@ class CacheStore {
   // kMaxPosition (entries moved below 0 are removed, as in llama.cpp).
   void seq_add(int seq, int64_t p0, int64_t p1, int64_t delta);
   void seq_div(int seq, int64_t p0, int64_t p1, int64_t d);
-  // The smallest / largest position `seq` holds, hot or cold (-1: none).
-  // Both scan every entry (one pass: pos_range); callers ask rarely.
+  // The smallest / largest position `seq` holds, hot or cold (-1: none),
+  // from the position index (no scan).
   int32_t pos_min(int seq) const;
   int32_t pos_max(int seq) const;
   std::pair<int32_t, int32_t> pos_range(int seq, const char* what = "pos_range") const;
@@ -285,6 +285,11 @@ class CacheStore {
   template <typename F>
   void release_entries(uint64_t bit, int h0, int h1, std::initializer_list<int> slots, F selected);
   void flush_incoming();
+  // The segments and cold pages pos_min / pos_max see count their entries
+  // into positions_ (link), or are counted anew (after their arrays were
+  // filled directly: a snapshot loaded, a checkpoint rolled back).
+  void link_positions();
+  void recount_positions();
   void fold_into_summary(HeadState& hs, const Segment& from, int32_t i, uint64_t seqs);
   void note_evicted(int seq, int32_t pos);
 
@@ -309,6 +314,7 @@ class CacheStore {
   int64_t next_src_ = 0;
   // Sequences.
   uint64_t known_ = 0;
+  PositionIndex positions_;  // per sequence, entries per position (hot and cold)
   std::array<int32_t, kMaxSeqs>
       evicted_max_{};  // largest position evicted by the policy (-1: none)
   // Scratch reused across calls.

@@ -127,6 +127,7 @@ void ColdTier::put(int h, const uint8_t* k, const uint8_t* v, int32_t pos, int32
   auto& pages = heads_[h].pages;
   if (pages.empty() || pages.back().meta.size() >= page_) {
     ColdPage p;
+    p.meta.index = index_;
     p.slot = arena_->alloc();
     p.kmin.assign(codec_.dim(), std::numeric_limits<float>::infinity());
     p.kmax.assign(codec_.dim(), -std::numeric_limits<float>::infinity());
@@ -148,6 +149,12 @@ void ColdTier::put(int h, const uint8_t* k, const uint8_t* v, int32_t pos, int32
   }
 }
 
+void ColdTier::link_positions(PositionIndex* index) {
+  index_ = index;
+  for (auto& head : heads_)
+    for (auto& p : head.pages) p.meta.index = index;
+}
+
 void ColdTier::recompute_bounds(ColdPage& p) const {
   static thread_local std::vector<float> key;
   key.resize(codec_.dim());
@@ -167,7 +174,10 @@ void ColdTier::drop_oldest(int h, int64_t capacity) {
   int64_t n = heads_[h].entries();
   size_t drop = 0;
   while (drop < pages.size() && n > capacity) n -= pages[drop++].meta.size();
-  for (size_t i = 0; i < drop; ++i) arena_->release(pages[i].slot);
+  for (size_t i = 0; i < drop; ++i) {
+    pages[i].meta.clear();  // out of the position index before the page goes
+    arena_->release(pages[i].slot);
+  }
   pages.erase(pages.begin(), pages.begin() + static_cast<std::ptrdiff_t>(drop));
 }
 

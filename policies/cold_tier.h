@@ -75,6 +75,9 @@ class ColdTier {
 
   int page_size() const { return page_; }
   const RowCodec& codec() const { return codec_; }
+  // Every page's entries, and those of pages made later, count into `index`
+  // (the store's pos_min / pos_max; null: not counted).
+  void link_positions(PositionIndex* index);
   ColdHead& head(int h) { return heads_[h]; }
   const ColdHead& head(int h) const { return heads_[h]; }
   int n_heads() const { return static_cast<int>(heads_.size()); }
@@ -116,6 +119,7 @@ class ColdTier {
   RowCodec codec_;
   int page_;
   std::vector<ColdHead> heads_;
+  PositionIndex* index_ = nullptr;
   ClonePtr<PageArena> arena_;
 };
 

@@ -19,6 +19,7 @@ void EntryMeta::push(int32_t p, int32_t s, uint64_t q, const float* st) {
     else
       stats.resize(stats.size() + n_stats, 0.0f);
   }
+  if (index) index->add(q, p);
 }
 
 void EntryMeta::push_from(const EntryMeta& o, int32_t i) {
@@ -27,6 +28,10 @@ void EntryMeta::push_from(const EntryMeta& o, int32_t i) {
 }
 
 void EntryMeta::copy_entry(int32_t to, int32_t from) {
+  if (index) {
+    index->remove(seqs[to], pos[to]);
+    index->add(seqs[from], pos[from]);
+  }
   pos[to] = pos[from];
   src[to] = src[from];
   seqs[to] = seqs[from];
@@ -34,17 +39,42 @@ void EntryMeta::copy_entry(int32_t to, int32_t from) {
 }
 
 void EntryMeta::pop_back() {
+  if (index) index->remove(seqs.back(), pos.back());
   pos.pop_back();
   src.pop_back();
   seqs.pop_back();
   if (n_stats > 0) stats.resize(stats.size() - n_stats);
 }
 
+void EntryMeta::set_pos(int32_t i, int32_t p) {
+  if (index) {
+    index->remove(seqs[i], pos[i]);
+    index->add(seqs[i], p);
+  }
+  pos[i] = p;
+}
+
+void EntryMeta::set_seqs(int32_t i, uint64_t q) {
+  if (index) {
+    index->remove(seqs[i] & ~q, pos[i]);  // the sequences that leave
+    index->add(q & ~seqs[i], pos[i]);     // and those that join
+  }
+  seqs[i] = q;
+}
+
 void EntryMeta::compact(const std::vector<char>& keep) {
   int32_t w = 0;
   for (int32_t i = 0; i < size(); ++i) {
-    if (!keep[i]) continue;
-    if (w != i) copy_entry(w, i);
+    if (!keep[i]) {
+      if (index) index->remove(seqs[i], pos[i]);
+      continue;
+    }
+    if (w != i) {
+      pos[w] = pos[i];
+      src[w] = src[i];
+      seqs[w] = seqs[i];
+      if (n_stats > 0) std::memcpy(stat(w), stat(i), sizeof(float) * n_stats);
+    }
     ++w;
   }
   pos.resize(w);
@@ -54,10 +84,16 @@ void EntryMeta::compact(const std::vector<char>& keep) {
 }
 
 void EntryMeta::clear() {
+  if (index)
+    for (int32_t i = 0; i < size(); ++i) index->remove(seqs[i], pos[i]);
   pos.clear();
   src.clear();
   seqs.clear();
   stats.clear();
+}
+
+void EntryMeta::count_into(PositionIndex& idx) const {
+  for (int32_t i = 0; i < size(); ++i) idx.add(seqs[i], pos[i]);
 }
 
 void EntryMeta::shrink() {

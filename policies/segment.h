@@ -9,11 +9,13 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "model/ops/kv_cache.h"
 #include "policies/codec.h"
 #include "policies/memory_report.h"
+#include "policies/position_index.h"
 
 namespace kvbench {
 
@@ -25,13 +27,51 @@ struct SegmentMark;
 // sequence set (8); statistics add 4 each.
 inline constexpr int64_t kEntryMetaBytes = 16;
 
-// Per-entry metadata, one array per field.
+// Per-entry metadata, one array per field. The arrays are read directly;
+// they change only through the functions below (pos and seqs of an entry
+// through set_pos / set_seqs), which keep `index`, when set, counting
+// exactly the (sequence, position) pairs the arrays hold. A copy carries the
+// arrays, not the index link: the store links its own segments and pages.
 struct EntryMeta {
   std::vector<int32_t> pos;    // [n] rotary position
   std::vector<int32_t> src;    // [n] stream index (arrival order); -1 for a summary entry
   std::vector<uint64_t> seqs;  // [n] bit s set = sequence s holds the entry
   std::vector<float> stats;    // [n][n_stats]
   int n_stats = 0;
+  PositionIndex* index = nullptr;  // the store's position counts (null: not counted)
+
+  // A copy is not counted (a checkpoint's, a clone's until the store links
+  // it); a move carries the entries and their link along (pages moved by a
+  // vector). An assignment keeps the target's link: its entries were taken
+  // out of the index before (or are counted anew after a rollback).
+  EntryMeta() = default;
+  EntryMeta(const EntryMeta& o)
+      : pos(o.pos), src(o.src), seqs(o.seqs), stats(o.stats), n_stats(o.n_stats) {}
+  EntryMeta(EntryMeta&& o) noexcept
+      : pos(std::move(o.pos)),
+        src(std::move(o.src)),
+        seqs(std::move(o.seqs)),
+        stats(std::move(o.stats)),
+        n_stats(o.n_stats),
+        index(o.index) {
+    o.index = nullptr;
+  }
+  EntryMeta& operator=(const EntryMeta& o) {
+    pos = o.pos;
+    src = o.src;
+    seqs = o.seqs;
+    stats = o.stats;
+    n_stats = o.n_stats;
+    return *this;
+  }
+  EntryMeta& operator=(EntryMeta&& o) noexcept {
+    pos = std::move(o.pos);
+    src = std::move(o.src);
+    seqs = std::move(o.seqs);
+    stats = std::move(o.stats);
+    n_stats = o.n_stats;
+    return *this;
+  }
 
   int32_t size() const { return static_cast<int32_t>(pos.size()); }
   float* stat(int32_t i) { return stats.data() + int64_t{i} * n_stats; }
@@ -41,10 +81,15 @@ struct EntryMeta {
   void push_from(const EntryMeta& o, int32_t i);
   void copy_entry(int32_t to, int32_t from);
   void pop_back();
+  void set_pos(int32_t i, int32_t p);
+  void set_seqs(int32_t i, uint64_t q);
   // Keeps the entries whose keep[i] is true, in order.
   void compact(const std::vector<char>& keep);
   void clear();
   void shrink();
+  // Adds every entry to index (after the arrays were filled directly: a
+  // snapshot loaded, a checkpoint rolled back).
+  void count_into(PositionIndex& index) const;
   uint64_t bytes() const { return static_cast<uint64_t>(size()) * (kEntryMetaBytes + 4 * n_stats); }
 };
 
@@ -56,7 +101,7 @@ struct Rotation {
   int64_t delta = 0;
   bool neox = false;
   const std::vector<float>* inv_freq = nullptr;  // what cos / sin were made from
-  std::vector<float> cos, sin;  // [n_dims / 2]
+  std::vector<float> cos, sin;                   // [n_dims / 2]
   void set(int64_t d, const std::vector<float>& inv_freq, bool neox);
   // Whether set(d, f, neox) would make this same rotation.
   bool is(int64_t d, const std::vector<float>& f, bool nx) const {
