@@ -251,6 +251,7 @@ void ColdTier::load_state(StateReader& in) {
     in.fit(n_pages, 4 + 4 * 8, "cold pages");  // each page: n_stats + four array counts
     for (uint64_t i = 0; i < n_pages; ++i) {
       ColdPage p;
+      p.meta.n_stats = n_stats_;
       load_meta(in, p.meta);
       const int32_t n = p.meta.size();
       if (n < 1 || n > page_)

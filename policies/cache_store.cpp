@@ -1,5 +1,7 @@
 #include "policies/cache_store.h"
 
+#include <cblas.h>
+
 #include <algorithm>
 #include <cassert>
 #include <cmath>
@@ -93,7 +95,9 @@ CacheStore::CacheStore(const StoreConfig& c)
     if (c.merge) hs.segs[kSummary] = std::make_unique<RowSegment>(f32, ns + 1);
     hs.view.dim_ = hd;
   }
-  if (c.offload) cold_ = std::make_unique<ColdTier>(c.codec, c.page, n_heads(), c.file_tier, c.dir);
+  if (c.offload)
+    cold_ =
+        std::make_unique<ColdTier>(c.codec, c.page, n_heads(), c.file_tier, c.dir, c.cold_stats);
   link_positions();
   evicted_max_.fill(-1);
   row_k_.resize(hd);
@@ -616,28 +620,42 @@ void CacheStore::trim_window(int seq, int layer, int32_t cutoff) {
 void CacheStore::restore(int seq, int layer, int kv_head, const float* q, int64_t n_queries,
                          int64_t q_stride, int group, int max_pages) {
   assert(cold_);
-  HeadState& hs = head(layer, kv_head);
-  auto& restored = static_cast<RowSegment&>(*hs.segs[kRestored]);
-  restored.clear();
-  const int hidx = layer * shape().n_kv_heads + kv_head;
-  const ColdHead& ch = cold_->head(hidx);
+  const ColdHead& ch = cold_->head(layer * shape().n_kv_heads + kv_head);
   const uint64_t bit = bit_of(seq);
   const int hd = shape().head_dim;
-  static thread_local std::vector<std::pair<float, int32_t>> ranked;
-  ranked.clear();
+  static thread_local std::vector<float> scores;
+  scores.assign(ch.pages.size(), std::numeric_limits<float>::quiet_NaN());
   for (int32_t pi = 0; pi < static_cast<int32_t>(ch.pages.size()); ++pi) {
     const ColdPage& p = ch.pages[pi];
-    // One sequence known: every entry is its own (no scan per page and step).
-    bool visible = known_ == bit && p.meta.size() > 0;
-    if (!visible)
-      for (uint64_t m : p.meta.seqs) visible = visible || (m & bit);
-    if (!visible) continue;
+    if (!visible(p, bit)) continue;
     float b = -std::numeric_limits<float>::infinity();
     for (int64_t t = 0; t < n_queries; ++t)
       for (int g = 0; g < group; ++g)
         b = std::max(b, ColdTier::bound(p, q + t * q_stride + int64_t{g} * hd, hd));
-    ranked.emplace_back(b, pi);
+    scores[pi] = b;
   }
+  restore_pages(seq, layer, kv_head, scores, max_pages);
+}
+
+bool CacheStore::visible(const ColdPage& p, uint64_t bit) const {
+  // One sequence known: every entry is its own (no scan per page and step).
+  if (known_ == bit) return p.meta.size() > 0;
+  for (uint64_t m : p.meta.seqs)
+    if (m & bit) return true;
+  return false;
+}
+
+void CacheStore::restore_pages(int seq, int layer, int kv_head, std::span<const float> scores,
+                               int max_pages) {
+  HeadState& hs = head(layer, kv_head);
+  auto& restored = static_cast<RowSegment&>(*hs.segs[kRestored]);
+  restored.clear();
+  const ColdHead& ch = cold_->head(layer * shape().n_kv_heads + kv_head);
+  const uint64_t bit = bit_of(seq);
+  static thread_local std::vector<std::pair<float, int32_t>> ranked;
+  ranked.clear();
+  for (int32_t pi = 0; pi < static_cast<int32_t>(scores.size()); ++pi)
+    if (!std::isnan(scores[pi])) ranked.emplace_back(scores[pi], pi);
   const size_t take = std::min<size_t>(ranked.size(), static_cast<size_t>(std::max(0, max_pages)));
   std::partial_sort(ranked.begin(), ranked.begin() + take, ranked.end(), [](auto& a, auto& b) {
     return a.first != b.first ? a.first > b.first : a.second < b.second;
@@ -650,6 +668,88 @@ void CacheStore::restore(int seq, int layer, int kv_head, const float* q, int64_
       if (p.meta.seqs[i] & bit)
         restored.append_ref(cold_->key_bytes(p, i), cold_->value_bytes(p, i), p.meta.pos[i],
                             p.meta.src[i], p.meta.seqs[i]);
+  }
+}
+
+void CacheStore::observe_cold(int seq, int layer, int kv_head, const float* q, int group,
+                              float alpha) {
+  assert(cold_ && cold_->n_stats() >= 2);
+  const uint64_t bit = bit_of(seq);
+  const int hd = shape().head_dim;
+  const HeadState& hs = head(layer, kv_head);
+  ColdHead& ch = cold_->head(layer * shape().n_kv_heads + kv_head);
+  // Keys [entries][head_dim] of every entry `seq` holds, each once: the hot
+  // segments but the restored pages (cold entries, counted in the cold
+  // tier), then every cold entry, in that order; one product with the
+  // group's queries gives the logits [entries][group].
+  static thread_local std::vector<float> keys, logits;
+  keys.clear();
+  const auto grow = [&](size_t rows) {
+    keys.resize(keys.size() + rows * hd);
+    return keys.data() + keys.size() - rows * hd;
+  };
+  for (int slot : {kMain, kIncoming, kSummary}) {
+    const Segment* seg = hs.segs[slot].get();
+    if (!seg || seg->size() == 0) continue;
+    const size_t at = keys.size();
+    seg->decode_keys(0, seg->size(), grow(seg->size()));
+    // Entries of other sequences out, in order.
+    size_t w = at;
+    for (int32_t i = 0; i < seg->size(); ++i)
+      if (seg->meta.seqs[i] & bit) {
+        if (w != at + size_t(i) * hd)
+          std::copy_n(keys.data() + at + size_t(i) * hd, hd, keys.data() + w);
+        w += hd;
+      }
+    keys.resize(w);
+  }
+  const size_t n_hot = keys.size() / hd;
+  for (const ColdPage& p : ch.pages)
+    for (int32_t i = 0; i < p.meta.size(); ++i)
+      if (p.meta.seqs[i] & bit) cold_->codec().decode(cold_->key_bytes(p, i), grow(1));
+  const size_t n = keys.size() / hd;
+  if (n == n_hot) return;
+  logits.resize(n * group);
+  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, static_cast<int>(n), group, hd,
+              1.0f / std::sqrt(static_cast<float>(hd)), keys.data(), hd, q, hd, 0.0f,
+              logits.data(), group);
+  // Softmax per query head; an entry's attention is its mean over the group.
+  static thread_local std::vector<float> mass;
+  mass.assign(n, 0.0f);
+  for (int g = 0; g < group; ++g) {
+    float top = -std::numeric_limits<float>::infinity();
+    for (size_t e = 0; e < n; ++e) top = std::max(top, logits[e * group + g]);
+    double sum = 0.0;
+    for (size_t e = 0; e < n; ++e) sum += std::exp(logits[e * group + g] - top);
+    for (size_t e = 0; e < n; ++e)
+      mass[e] += static_cast<float>(std::exp(logits[e * group + g] - top) / sum) / group;
+  }
+  // Each cold entry's running average: stat 0 the average, stat 1 its
+  // weight (1 - (1 - alpha)^steps), so average / weight is the mean of what
+  // was seen while fewer than 1 / alpha steps went by.
+  size_t e = n_hot;
+  for (ColdPage& p : ch.pages)
+    for (int32_t i = 0; i < p.meta.size(); ++i)
+      if (p.meta.seqs[i] & bit) {
+        float* st = p.meta.stat(i);
+        st[0] += alpha * (mass[e++] - st[0]);
+        st[1] += alpha * (1.0f - st[1]);
+      }
+}
+
+void CacheStore::importance_scores(int seq, int layer, int kv_head, float threshold,
+                                   std::vector<float>& out) const {
+  const ColdHead& ch = cold_->head(layer * shape().n_kv_heads + kv_head);
+  const uint64_t bit = bit_of(seq);
+  out.assign(ch.pages.size(), std::numeric_limits<float>::quiet_NaN());
+  for (size_t pi = 0; pi < ch.pages.size(); ++pi) {
+    const ColdPage& p = ch.pages[pi];
+    for (int32_t i = 0; i < p.meta.size(); ++i) {
+      const float* st = p.meta.stat(i);
+      if (!(p.meta.seqs[i] & bit) || st[1] <= 0.0f) continue;
+      const float importance = st[0] / st[1];
+      if (importance >= threshold && !(importance <= out[pi])) out[pi] = importance;
+    }
   }
 }
 
@@ -951,6 +1051,7 @@ void CacheStore::compact() {
       continue;
     std::vector<uint8_t> k(n * rb), v(n * rb);
     EntryMeta meta;
+    meta.n_stats = cold_->n_stats();
     int32_t at = 0;
     for (const auto& p : pages)
       for (int32_t i = 0; i < p.meta.size(); ++i, ++at) {
@@ -961,7 +1062,8 @@ void CacheStore::compact() {
     for (int32_t pi = static_cast<int32_t>(pages.size()) - 1; pi >= 0; --pi)
       cold_->remove(h, pi, std::vector<char>(pages[pi].meta.size(), 1));
     for (int32_t i = 0; i < n; ++i)
-      cold_->put(h, k.data() + i * rb, v.data() + i * rb, meta.pos[i], meta.src[i], meta.seqs[i]);
+      cold_->put(h, k.data() + i * rb, v.data() + i * rb, meta.pos[i], meta.src[i], meta.seqs[i],
+                 meta.n_stats > 0 ? meta.stat(i) : nullptr);
   }
 }
 

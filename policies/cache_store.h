@@ -60,6 +60,7 @@ struct StoreConfig {
   bool offload = false;
   int page = 16;
   int64_t cold_capacity = 0;  // entries per KV head in the cold tier; 0: unbounded
+  int cold_stats = 0;         // statistics per cold entry (restore by importance: 2)
   bool file_tier = false;
   std::string dir = "/tmp";
   bool merge = false;
@@ -208,6 +209,19 @@ class CacheStore {
   // q: [n_queries] rows `q_stride` floats apart, each [group][head_dim].
   void restore(int seq, int layer, int kv_head, const float* q, int64_t n_queries, int64_t q_stride,
                int group, int max_pages);
+  // offload: replaces the head's restored pages by the `max_pages` pages of
+  // highest score (scores: [pages of the head], NaN: not eligible).
+  void restore_pages(int seq, int layer, int kv_head, std::span<const float> scores, int max_pages);
+  // offload, restore by importance (the seed's rule): adds the attention one
+  // query q ([group][head_dim], rotated) pays each cold entry of `seq`, a
+  // softmax over every entry the sequence holds (hot and cold, each once;
+  // scale 1/sqrt(head_dim), as LLaMA and Gemma 3 attend), averaged over the
+  // group, into the entry's running average (span 2 / alpha - 1 steps).
+  void observe_cold(int seq, int layer, int kv_head, const float* q, int group, float alpha);
+  // Per cold page of the head: the largest running average of its entries
+  // that reaches `threshold`, NaN when none does.
+  void importance_scores(int seq, int layer, int kv_head, float threshold,
+                         std::vector<float>& out) const;
   void clear_restored();
   int32_t restored(int layer, int kv_head) const;
 
@@ -285,6 +299,8 @@ class CacheStore {
   template <typename F>
   void release_entries(uint64_t bit, int h0, int h1, std::initializer_list<int> slots, F selected);
   void flush_incoming();
+  // Whether `bit`'s sequence holds an entry of the page.
+  bool visible(const ColdPage& p, uint64_t bit) const;
   // The segments and cold pages pos_min / pos_max see count their entries
   // into positions_ (link), or are counted anew (after their arrays were
   // filled directly: a snapshot loaded, a checkpoint rolled back).

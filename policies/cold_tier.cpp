@@ -102,9 +102,11 @@ int32_t ColdHead::entries() const {
   return n;
 }
 
-ColdTier::ColdTier(const RowCodec& codec, int page, int n_heads, bool file, const std::string& dir)
+ColdTier::ColdTier(const RowCodec& codec, int page, int n_heads, bool file, const std::string& dir,
+                   int n_stats)
     : codec_(codec),
       page_(page),
+      n_stats_(n_stats),
       heads_(n_heads),
       arena_(std::make_unique<PageArena>(2 * page * codec.row_bytes(), file, dir)) {}
 
@@ -123,11 +125,12 @@ const uint8_t* ColdTier::value_bytes(const ColdPage& p, int32_t i) const {
 }
 
 void ColdTier::put(int h, const uint8_t* k, const uint8_t* v, int32_t pos, int32_t src,
-                   uint64_t seqs) {
+                   uint64_t seqs, const float* stats) {
   auto& pages = heads_[h].pages;
   if (pages.empty() || pages.back().meta.size() >= page_) {
     ColdPage p;
     p.meta.index = index_;
+    p.meta.n_stats = n_stats_;
     p.slot = arena_->alloc();
     p.kmin.assign(codec_.dim(), std::numeric_limits<float>::infinity());
     p.kmax.assign(codec_.dim(), -std::numeric_limits<float>::infinity());
@@ -138,7 +141,7 @@ void ColdTier::put(int h, const uint8_t* k, const uint8_t* v, int32_t pos, int32
   const int64_t rb = codec_.row_bytes();
   std::memcpy(arena_->slot(p.slot) + i * rb, k, rb);
   std::memcpy(arena_->slot(p.slot) + (page_ + i) * rb, v, rb);
-  p.meta.push(pos, src, seqs, nullptr);
+  p.meta.push(pos, src, seqs, stats);
   // Bounds from the key as attention will see it (decoded).
   static thread_local std::vector<float> key;
   key.resize(codec_.dim());

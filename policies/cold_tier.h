@@ -56,7 +56,7 @@ class PageArena {
 
 struct ColdPage {
   int32_t slot = -1;
-  EntryMeta meta;                 // n_stats = 0
+  EntryMeta meta;                 // n_stats: the tier's (restore by importance keeps 2)
   std::vector<float> kmin, kmax;  // [dim] per-channel key bounds of the live entries
 };
 
@@ -70,7 +70,10 @@ class ColdHead {
 
 class ColdTier {
  public:
-  ColdTier(const RowCodec& codec, int page, int n_heads, bool file, const std::string& dir);
+  // n_stats: statistics per entry (restore by importance: its running
+  // attention average, policies/parts/paging.h).
+  ColdTier(const RowCodec& codec, int page, int n_heads, bool file, const std::string& dir,
+           int n_stats = 0);
   std::unique_ptr<ColdTier> clone() const;
 
   int page_size() const { return page_; }
@@ -86,7 +89,10 @@ class ColdTier {
   uint64_t bound_bytes() const;
 
   // Moves an encoded entry into head h's open page (a new page when full).
-  void put(int h, const uint8_t* k, const uint8_t* v, int32_t pos, int32_t src, uint64_t seqs);
+  // stats: [n_stats] (null: zeros).
+  void put(int h, const uint8_t* k, const uint8_t* v, int32_t pos, int32_t src, uint64_t seqs,
+           const float* stats = nullptr);
+  int n_stats() const { return n_stats_; }
   const uint8_t* key_bytes(const ColdPage& p, int32_t i) const;
   const uint8_t* value_bytes(const ColdPage& p, int32_t i) const;
   uint8_t* key_bytes(ColdPage& p, int32_t i);
@@ -118,6 +124,7 @@ class ColdTier {
   ColdTier(const ColdTier&) = default;  // clone(): the arena's slots copied
   RowCodec codec_;
   int page_;
+  int n_stats_ = 0;
   std::vector<ColdHead> heads_;
   PositionIndex* index_ = nullptr;
   ClonePtr<PageArena> arena_;

@@ -305,7 +305,8 @@ class Driver {
             cold.entries += n;
             cold.kv += 2 * n * ct->codec().data_bytes();
             cold.scales += 2 * n * ct->codec().param_bytes();
-            cold.meta += n * kEntryMetaBytes + 2 * 4 * kDim;
+            // Metadata, statistics (restore by importance's running averages), bounds.
+            cold.meta += n * (kEntryMetaBytes + 4 * p.meta.n_stats) + 2 * 4 * kDim;
           }
       }
     ASSERT_EQ(r.hot, hot);
@@ -712,7 +713,8 @@ std::vector<std::string> random_ops_specs() {
         "window:budget=12+kivi2:group=4,residual=8,keys=token,values=f32",
         "h2o:budget=12+kivi2:group=4,residual=8,keys=f32", "h2o:budget=16+mixed:group=4,full=0.5",
         "window:budget=16+bf16+offload:page=4,tier=file", "h2o:budget=12,timing=every,every=3",
-        "full+offload", "duo:budget=12,sinks=2,retrieval=0.5,heads=@HEADS",
+        "full+offload", "h2o:budget=12+offload:page=4,rule=importance,threshold=0.05",
+        "duo:budget=12,sinks=2,retrieval=0.5,heads=@HEADS",
         "cam:budget=12,start=0.25,span=4+int8:group=4"})
     specs.push_back(combination);
   return specs;

@@ -33,7 +33,9 @@ std::vector<std::string> snapshot_specs() {
   for (const char* combination :
        {"hybrid:budget=40+pyramid", "snapkv:budget=40,window=8",
         "expected:budget=40,sinks=2,future=64", "tova:budget=32+merge", "knorm:budget=40+adakv",
-        "h2o:budget=48+offload:page=8", "window:budget=40+int8+offload:page=8,tier=file",
+        "h2o:budget=48+offload:page=8",
+        "h2o:budget=40+offload:page=8,rule=importance,threshold=0.05",
+        "window:budget=40+int8+offload:page=8,tier=file",
         "h2o:budget=40+kivi2:group=16,residual=32,keys=token",
         "kivi2:group=16,residual=32,keys=f32", "kivi2:group=16,residual=32,values=f32",
         "streaming:budget=40,sinks=4,pos=contiguous"})

@@ -39,6 +39,7 @@ class PagingPart final : public Part {
 
   void configure(CacheSetup& s) const override {
     s.store.offload = true;
+    if (options_.by_importance) s.store.cold_stats = 2;  // running average, its weight
     s.store.page = options_.page;
     s.store.file_tier = options_.file_tier;
     s.store.cold_capacity = options_.capacity;
@@ -52,13 +53,14 @@ class PagingPart final : public Part {
   void on_queries(const RestoreStep& step) const override {
     if (pages_ == 0) return;
     if (step.decode && step.decode_steps % options_.every != 0) return;
-    restore(step);
+    options_.by_importance ? restore_by_importance(step) : restore(step);
   }
   // Eviction that waited for the prompt (timing once / every / call) has
   // just filled the cold tier: the prompt's last query picks the pages held
   // at question time. (Streaming restored during the question's own step.)
   void after_prefill(const RestoreStep& step) const override {
-    if (pages_ > 0 && evicts_ && after_prompt_) restore(step);
+    if (pages_ == 0 || !evicts_ || !after_prompt_) return;
+    options_.by_importance ? restore_by_importance(step) : restore(step);
   }
   double restore_bytes_per_step(const CacheStore& store) const override {
     const ColdTier* cold = store.cold();
@@ -83,6 +85,25 @@ class PagingPart final : public Part {
                          group, pages);
   }
 
+  // The seed's rule: the step's last query updates every cold token's
+  // running attention, then the eligible pages are restored.
+  void restore_by_importance(const RestoreStep& step) const {
+    const int pages = local(step.layer) ? pages_local_ : pages_;
+    if (pages == 0) return;
+    const KvShape& sh = step.store.shape();
+    const int group = sh.n_q_heads / sh.n_kv_heads;
+    const int64_t hd = sh.head_dim;
+    const float* last = step.q + (step.n_queries - 1) * int64_t{sh.n_q_heads} * hd;
+    const float alpha = 2.0f / static_cast<float>(options_.window + 1);
+    static thread_local std::vector<float> scores;
+    for (int h = 0; h < sh.n_kv_heads; ++h) {
+      step.store.observe_cold(step.seq, step.layer, h, last + h * group * hd, group, alpha);
+      step.store.importance_scores(step.seq, step.layer, h, static_cast<float>(options_.threshold),
+                                   scores);
+      step.store.restore_pages(step.seq, step.layer, h, scores, pages);
+    }
+  }
+
   PagingOptions options_;
   bool evicts_, after_prompt_;
   std::vector<int32_t> layer_window_;
@@ -97,6 +118,9 @@ std::vector<std::shared_ptr<const Part>> offload_parts(const ComponentSpec& s, c
   o.file_tier = s.get("tier") == "file";
   o.dir = s.get("dir");
   o.capacity = s.get_int("capacity");
+  o.by_importance = s.get("rule") == "importance";
+  o.window = static_cast<int>(s.get_int("window"));
+  o.threshold = s.get_number("threshold");
   return {make_paging_part(o, env)};
 }
 
@@ -137,7 +161,19 @@ ComponentInfo declare_offload() {
        {"capacity", ParamType::Int, "16384",
         "cold-tier capacity in tokens per KV head (the seed's offload_size); when full, the oldest "
         "pages are dropped",
-        1, 1e9}}};
+        1, 1e9},
+       {"rule",
+        ParamType::Choice,
+        "bound",
+        "which pages come back: bound (each step's queries bound a page's attention by its key "
+        "min/max, as Quest) or importance (the seed's: a token's attention over a rolling window "
+        "of `window` steps reaches `threshold`)",
+        0,
+        0,
+        {"bound", "importance"}},
+       {"window", ParamType::Int, "100", "rule=importance: steps of the rolling window", 1, 1e6},
+       {"threshold", ParamType::Number, "0.1",
+        "rule=importance: the attention (a share of the query's) that brings a token back", 0, 1}}};
   c.make_parts = offload_parts;
   c.check = check_offload;
   c.lossless_until_eviction = true;
