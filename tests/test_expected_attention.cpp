@@ -14,6 +14,7 @@
 #include "policies/query_stats.h"
 #include "policies/registry.h"
 #include "policies/scorer.h"
+#include "tests/support/fake_score_context.h"
 
 namespace kvbench {
 namespace {
@@ -114,27 +115,10 @@ TEST(QueryStats, EachLayerIsUnrotatedWithItsOwnRope) {
 }
 
 // A head's view for the scorer: keys, values, statistics, RoPE.
-class FakeContext final : public ScoreContext {
- public:
-  FakeContext(std::vector<float> k, std::vector<float> v, const QueryStats& s,
-              RopeConfig rope = test_rope())
-      : k_(std::move(k)), v_(std::move(v)), stats_(s), rope_(std::move(rope)) {}
-  int32_t view_size() override { return static_cast<int32_t>(k_.size() / kD); }
-  const int32_t* view_positions() override { return nullptr; }
-  const float* keys() override { return k_.data(); }
-  const float* values() override { return v_.data(); }
-  const QueryWindow& queries() const override { return window_; }
-  const QueryStats* query_stats() const override { return &stats_; }
-  const RopeConfig& rope() const override { return rope_; }
-  int group() const override { return kGroup; }
-  int head_dim() const override { return kD; }
-
- private:
-  std::vector<float> k_, v_;
-  const QueryStats& stats_;
-  RopeConfig rope_;
-  QueryWindow window_;
-};
+test::FakeScoreContext fake_context(std::vector<float> k, std::vector<float> v, const QueryStats& s,
+                                    RopeConfig rope = test_rope()) {
+  return test::FakeScoreContext(kD, kGroup, std::move(k), std::move(v), std::move(rope), &s);
+}
 
 // Both pairings: pair-wise (llama) and NEOX halves (gemma3).
 class ExpectedFormula : public testing::TestWithParam<bool> {};
@@ -151,7 +135,7 @@ TEST_P(ExpectedFormula, ScoresAreTheExpectedAttentionFormula) {
   stats.begin(0);
   stats.add(0, q.data(), pos);
   const auto keys = randoms(n * kD, 7), values = randoms(n * kD, 8);
-  FakeContext cx(keys, values, stats, rope);
+  auto cx = fake_context(keys, values, stats, rope);
 
   std::vector<int32_t> src(n), kpos(n);
   for (int i = 0; i < n; ++i) src[i] = kpos[i] = i;
@@ -236,7 +220,7 @@ INSTANTIATE_TEST_SUITE_P(Pairings, ExpectedFormula, testing::Bool(),
 
 TEST(ExpectedScorer, WithoutQueriesItKeepsTheNewest) {
   QueryStats stats(1, kQHeads, kD, 4, test_rope());
-  FakeContext cx(randoms(5 * kD, 1), randoms(5 * kD, 2), stats);
+  auto cx = fake_context(randoms(5 * kD, 1), randoms(5 * kD, 2), stats);
   std::vector<int32_t> src = {0, 1, 2, 3, 4};
   ScoreInput in;
   in.n = 5;
