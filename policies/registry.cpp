@@ -19,6 +19,7 @@ namespace kvbench {
   X(cam)                      \
   X(tova)                     \
   X(knorm)                    \
+  X(keydiff)                  \
   X(random)                   \
   X(oracle)                   \
   X(quest)                    \
