@@ -20,6 +20,7 @@ namespace kvbench {
   X(tova)                     \
   X(knorm)                    \
   X(keydiff)                  \
+  X(lagkv)                    \
   X(random)                   \
   X(oracle)                   \
   X(quest)                    \
