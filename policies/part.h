@@ -122,6 +122,10 @@ class Part {
   virtual void combine(LayerWork& work) const {}
   // The layer's priorities are final, before any eviction.
   virtual void before_evictions(LayerWork& work) const {}
+  // The allocator's keep count per head is set (heads that keep everything
+  // keep everything): a part may change the counts and the priorities
+  // (ChunkKV keeps whole chunks, however many tokens they hold).
+  virtual void allocate(LayerWork& work, std::span<int32_t> keep) const {}
   // One head: its evicted candidates are chosen but still in place (CaM
   // folds their values into kept entries).
   virtual void before_eviction(const HeadEviction& e) const {}

@@ -127,10 +127,11 @@ void PolicyCache::evict_layer(int seq, int layer) {
   ai.reserved = reserved_;
   ai.priorities = spans_;
   allocator_->keep_counts(ai, keep_);
-  for (int h = 0; h < H; ++h) {
+  for (int h = 0; h < H; ++h)
     if (keeps_all(layer, h)) keep_[h] = cand_[h].size();
-    evict_head(seq, layer, h, keep_[h]);
-  }
+  LayerWork work{seq, layer, cand_, prio_, pairs_, head_pairs_, order_, refs_};
+  for (const auto& p : parts_) p->allocate(work, keep_);
+  for (int h = 0; h < H; ++h) evict_head(seq, layer, h, keep_[h]);
 }
 
 void PolicyCache::evict_head(int seq, int layer, int h, int32_t keep) {

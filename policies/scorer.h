@@ -123,6 +123,9 @@ class Scorer {
   Timing timing() const { return timing_; }
   int every() const { return every_; }     // decode steps between maintenance (Timing::Every)
   bool evicts() const { return evicts_; }  // false: the scorer never evicts (full)
+  // The spec's `budget` as given (tokens or a ratio): a part that counts in
+  // other units than entries (ChunkKV's chunks) reads it.
+  const Budget& budget_setting() const { return budget_; }
 
   virtual ScorerNeeds needs() const { return {}; }
   // Budget per KV head for a context of `context_tokens` (ratio budgets):
