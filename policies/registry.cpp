@@ -35,7 +35,8 @@ namespace kvbench {
   X(kivi2)                    \
   X(mixed)                    \
   X(offload)                  \
-  X(merge)
+  X(merge)                    \
+  X(chunkkv)
 
 #define KVBENCH_DECLARE(name) ComponentInfo declare_##name();
 KVBENCH_COMPONENTS(KVBENCH_DECLARE)
