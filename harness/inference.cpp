@@ -1,8 +1,42 @@
 #include "harness/inference.h"
 
+#include <memory>
+#include <mutex>
+#include <vector>
+
 #include "model/common/error.h"
+#include "model/gguf/ggml_types.h"
 
 namespace kvbench {
+namespace {
+
+// The model's o_proj, each layer dequantized (dequantize_row: exactly the
+// f32 the exact path multiplies with) the first time a part asks for it.
+// Holds pointers into the model's mapping: the model outlives its caches.
+class ModelOutputProjection final : public OutputProjection {
+ public:
+  explicit ModelOutputProjection(const LlamaModel& model)
+      : model_(model),
+        once_(std::make_unique<std::once_flag[]>(model.config().n_layers)),
+        rows_(model.config().n_layers) {}
+  const float* layer(int l) const override {
+    std::call_once(once_[l], [&] {
+      const WeightMatrix& w = model_.weights().layers[l].wo;
+      rows_[l].resize(static_cast<size_t>(w.rows * w.cols));
+      for (int64_t r = 0; r < w.rows; ++r)
+        dequantize_row(w.type, w.row(r), rows_[l].data() + r * w.cols, w.cols);
+    });
+    return rows_[l].data();
+  }
+  int64_t dim() const override { return model_.config().dim; }
+
+ private:
+  const LlamaModel& model_;
+  std::unique_ptr<std::once_flag[]> once_;
+  mutable std::vector<std::vector<float>> rows_;  // [n_layers][dim * n_q_heads * head_dim]
+};
+
+}  // namespace
 
 std::vector<int32_t> prompt_tokens(const LlamaModel& model, const std::string& prompt, bool chat) {
   std::string text = prompt;
@@ -29,6 +63,7 @@ CacheContext cache_context(const LlamaModel& model, int64_t context_tokens, uint
   }
   cc.context_tokens = context_tokens;
   cc.seed = seed;
+  cc.output_projection = std::make_shared<ModelOutputProjection>(model);
   return cc;
 }
 

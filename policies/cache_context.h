@@ -4,12 +4,27 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "model/ops/kv_cache.h"
 #include "model/ops/rope.h"
 
 namespace kvbench {
+
+// The model's attention output projection (o_proj) as f32, per layer: what a
+// value row becomes in the residual stream. CriticalKV's projected value
+// norm reads it; the harness supplies it from the model's weights (each
+// layer dequantized on first use, then kept: 4 x dim x n_q_heads x head_dim
+// bytes per layer read).
+class OutputProjection {
+ public:
+  virtual ~OutputProjection() = default;
+  // [dim][n_q_heads * head_dim] row-major: output o reads query head q's
+  // channel c at column q * head_dim + c.
+  virtual const float* layer(int l) const = 0;
+  virtual int64_t dim() const = 0;  // the model's hidden size
+};
 
 struct CacheContext {
   KvShape shape;
@@ -22,6 +37,9 @@ struct CacheContext {
   RopeConfig rope_local;       // the local layers' RoPE (when layer_window is set)
   int64_t context_tokens = 0;  // the context a ratio budget refers to
   uint64_t seed = 0;           // random scorer's default seed
+  // The output projection, for parts that weigh values by it (null when the
+  // cache was made without a model: a snapshot read on its own).
+  std::shared_ptr<const OutputProjection> output_projection;
   // For a `full` cache that other policies branch from (import_from):
   bool collect_attention = false;  // keep attention statistics (h2o, hybrid, tova can resume)
   int keep_queries = 0;            // keep the last N queries per layer (snapkv's window)

@@ -61,6 +61,13 @@ struct LayerWork {
   std::vector<std::vector<std::pair<int32_t, float>>>& head_pairs;
   std::vector<int32_t>& order;
   std::vector<EntryRef>& refs;
+  // [n_kv_heads] each head's view for scoring (its candidates' K/V, the
+  // layer's queries), the same the scorer read; valid until the layer's
+  // first eviction (combine, before_evictions, allocate).
+  std::span<ScoreContext* const> contexts;
+  // The model's output projection (CacheContext::output_projection), null
+  // when the cache has none.
+  const OutputProjection* projection = nullptr;
 };
 
 // One head's eviction, as the parts see it: the candidates, their

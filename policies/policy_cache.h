@@ -155,6 +155,11 @@ class PolicyCache final : public KvCache {
   // --- introspection
   const PolicySpec& spec() const { return spec_; }
   const CacheContext& context() const { return ctx_; }
+  // The model's output projection for a cache read from a snapshot, which
+  // does not carry it (CacheContext::output_projection).
+  void set_output_projection(std::shared_ptr<const OutputProjection> p) {
+    ctx_.output_projection = std::move(p);
+  }
   const Scorer& scorer() const { return *scorer_; }
   int32_t budget() const { return budget_; }  // per KV head, including restored pages
   // A layer's native window (0: global; see CacheContext::layer_window).
@@ -269,6 +274,7 @@ class PolicyCache final : public KvCache {
   std::vector<EntryRef> refs_;
   std::vector<std::pair<int32_t, float>> pairs_;  // the parts' scratch (LayerWork)
   std::vector<std::vector<std::pair<int32_t, float>>> head_pairs_;
+  std::vector<ScoreContext*> contexts_;  // the layer's heads' views during maintain_layer
 };
 
 class PolicyCache::Checkpoint {

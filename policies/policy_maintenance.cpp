@@ -42,12 +42,25 @@ void PolicyCache::maintain_layer(int seq, int layer, bool use_scorer) {
   const bool over = gather_layer(seq, layer, limit);
   const bool evict = use_scorer && scorer_->evicts() && over && !eviction_paused_;
   if (!evict && !maintains_always_) return;
+  // The heads' views (K/V decoded only when asked), shared by the scorer
+  // and the parts until the first eviction changes the heads.
+  const int H = ctx_.shape.n_kv_heads;
+  std::vector<HeadContext> contexts;
+  contexts.reserve(H);
+  contexts_.clear();
+  for (int h = 0; h < H; ++h) {
+    contexts.emplace_back(*store_, window_, qstats_, seq, layer, h);
+    contexts_.push_back(&contexts.back());
+  }
   score_layer(seq, layer, limit, use_scorer);
-  LayerWork work{seq, layer, cand_, prio_, pairs_, head_pairs_, order_, refs_};
+  LayerWork work{seq,         layer,  cand_, prio_,     pairs_,
+                 head_pairs_, order_, refs_, contexts_, ctx_.output_projection.get()};
   if (use_scorer)
     for (const auto& p : parts_) p->combine(work);
   for (const auto& p : parts_) p->before_evictions(work);
   if (evict) evict_layer(seq, layer);
+  contexts_.clear();
+  work.contexts = {};
   for (const auto& p : parts_) p->after_evictions(work, evict, *store_);
 }
 
@@ -100,8 +113,7 @@ void PolicyCache::score_layer(int seq, int layer, int32_t limit, bool use_scorer
       continue;
     }
     ScoreInput in = score_input(layer, h, std::min(limit, c.size()));
-    HeadContext context(*store_, window_, qstats_, seq, layer, h);
-    in.context = &context;
+    in.context = contexts_[h];
     if (!importance_.empty()) {
       const auto& table = importance_[layer * H + h];
       gathered_.resize(c.size());
@@ -129,8 +141,10 @@ void PolicyCache::evict_layer(int seq, int layer) {
   allocator_->keep_counts(ai, keep_);
   for (int h = 0; h < H; ++h)
     if (keeps_all(layer, h)) keep_[h] = cand_[h].size();
-  LayerWork work{seq, layer, cand_, prio_, pairs_, head_pairs_, order_, refs_};
+  LayerWork work{seq,         layer,  cand_, prio_,     pairs_,
+                 head_pairs_, order_, refs_, contexts_, ctx_.output_projection.get()};
   for (const auto& p : parts_) p->allocate(work, keep_);
+  contexts_.clear();  // eviction changes the heads' views
   for (int h = 0; h < H; ++h) evict_head(seq, layer, h, keep_[h]);
 }
 

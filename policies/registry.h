@@ -46,6 +46,17 @@ struct ParamInfo {
   std::vector<std::string_view> choices = {};  // Choice
 };
 
+// What a scorer's priorities are, for a part that needs them in kvpress's
+// linear units (CriticalKV adds an epsilon to them): anything but Opaque is
+// attention probability up to a known transform.
+enum class ScoreUnits {
+  Opaque,          // an order only (recency, norms, hindsight, ...)
+  Probability,     // attention probabilities as kvpress scores them
+  LogProbability,  // their logarithm (expected attention)
+  WindowSum,       // summed over the layer's kept queries and the group's
+                   // query heads (SnapKV's votes): kvpress's mean times their count
+};
+
 class Part;
 struct CacheContext;
 struct PolicySpec;
@@ -81,9 +92,13 @@ struct ComponentInfo {
   // evicted entries only), so the runner may start it from the full cache's
   // prefill.
   bool lossless_until_eviction = false;
+  // Scorers: what their priorities are (ScoreUnits).
+  ScoreUnits units = ScoreUnits::Opaque;
   // Parameters the registry-wide tests give the component besides a small
   // token budget ("window=4,kernel=3": snapkv's window must fit it).
   std::string_view example = "";
+  // Extras: the scorer the registry-wide tests compose the extra with.
+  std::string_view example_scorer = "h2o";
 
   const ParamInfo* param(std::string_view name) const;
   std::string param_names() const;  // "budget, sinks, pos"

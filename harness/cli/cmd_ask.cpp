@@ -7,6 +7,7 @@
 #include <iostream>
 
 #include "harness/cli/cli.h"
+#include "harness/inference.h"
 #include "harness/sha256.h"
 #include "harness/snapshot/document_qa.h"
 #include "harness/snapshot/snapshot_file.h"
@@ -100,6 +101,8 @@ int cmd_ask(const Args& args) {
   const auto t0 = std::chrono::steady_clock::now();
   if (from_cache) {
     doc = load_cache_snapshot(vm["cache"].as<std::string>(), expect, cache);
+    // What a snapshot does not carry: the model's weights some parts read.
+    cache->set_output_projection(cache_context(*model, 0).output_projection);
   } else {
     doc =
         document_prefix(*model, vm.count("preamble") ? vm["preamble"].as<std::string>() : "", text);

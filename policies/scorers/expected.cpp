@@ -188,6 +188,7 @@ ComponentInfo declare_expected() {
                       0,
                       0,
                       {"on", "off"}}}));
+  c.units = ScoreUnits::LogProbability;
   // Parameters that fit the registry-wide tests' small budgets.
   c.example = "sinks=2,timing=stream";
   return c;

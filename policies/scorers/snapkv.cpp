@@ -136,6 +136,7 @@ ComponentInfo declare_snapkv() {
        layers_param()}};
   c.make_scorer = scorer_component<SnapKvScorer>("", "", {}).make_scorer;
   c.check = check_snapkv;
+  c.units = ScoreUnits::WindowSum;
   // Parameters that fit the registry-wide tests' small budgets.
   c.example = "window=4,kernel=3";
   return c;
