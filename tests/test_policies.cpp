@@ -23,6 +23,7 @@
 
 #include "policies/cache_errors.h"
 #include "policies/policy_cache.h"
+#include "tests/support/random_projection.h"
 #include "tests/support/registry_specs.h"
 
 namespace kvbench {
@@ -37,6 +38,7 @@ CacheContext tiny_context(int64_t context = 256) {
   c.rope.freq_base = 10000.0f;
   c.context_tokens = context;
   c.seed = 7;
+  c.output_projection = std::make_shared<test::RandomProjection>(c.shape, 5);
   return c;
 }
 

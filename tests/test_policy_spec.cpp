@@ -192,8 +192,11 @@ TEST(Registry, EveryComponentIsConsistent) {
       EXPECT_FALSE(p.description.empty());
       EXPECT_EQ(p.name.find_first_of(",+=:"), std::string_view::npos);
     }
-    // The component alone (its defaults) parses, and a scorer builds.
-    const PolicySpec s = parse_policy_spec(std::string(c.name));
+    // The component alone (its defaults; an extra with the scorer it
+    // names) parses, and a scorer builds.
+    const PolicySpec s = parse_policy_spec(
+        c.kind == ComponentKind::Extra ? std::string(c.example_scorer) + "+" + std::string(c.name)
+                                       : std::string(c.name));
     if (c.kind == ComponentKind::Scorer) {
       auto scorer = c.make_scorer(s.scorer);
       EXPECT_EQ(scorer->name(), c.name);

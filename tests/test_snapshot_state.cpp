@@ -18,6 +18,7 @@
 #include "policies/policy_cache.h"
 #include "policies/state_io.h"
 #include "tests/support/reference_llama.h"
+#include "tests/support/random_projection.h"
 #include "tests/support/registry_specs.h"
 
 namespace kvbench {
@@ -71,6 +72,7 @@ class SnapshotState : public testing::Test {
     c.rope = model_->config().rope;
     c.context_tokens = context;
     c.seed = 7;
+    c.output_projection = std::make_shared<test::RandomProjection>(c.shape, model_->config().dim);
     return PolicyCache::create(parse_policy_spec(spec), c);
   }
 
