@@ -36,7 +36,8 @@ namespace kvbench {
   X(mixed)                    \
   X(offload)                  \
   X(merge)                    \
-  X(chunkkv)
+  X(chunkkv)                  \
+  X(critical)
 
 #define KVBENCH_DECLARE(name) ComponentInfo declare_##name();
 KVBENCH_COMPONENTS(KVBENCH_DECLARE)
