@@ -20,6 +20,7 @@ namespace {
 
 using kvbench::GgufFile;
 using kvbench::GgufTensor;
+using kvbench::GgufValue;
 using kvbench::InputError;
 
 constexpr int64_t kMaxDequantized = 4096;  // elements per tensor, keeps runs fast
