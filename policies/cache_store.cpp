@@ -522,6 +522,26 @@ const Rotation& CacheStore::rotation_for(int layer, int64_t delta) {
   return rotation_;
 }
 
+int32_t CacheStore::zero_key_channels(int seq, int layer, int kv_head, std::span<const char> zero) {
+  HeadState& hs = head(layer, kv_head);
+  const uint64_t bit = bit_of(seq);
+  int32_t changed = 0;
+  for (int slot : {kMain, kIncoming}) {
+    Segment* seg = hs.segs[slot].get();
+    if (!seg || seg->size() == 0) continue;
+    auto* rows = dynamic_cast<RowSegment*>(seg);
+    if (!rows)
+      throw UnsupportedOperation("key channels: " + seg->precision() +
+                                 " keys are quantized per channel block and cannot be rewritten");
+    for (int32_t i = 0; i < seg->size(); ++i)
+      if (seg->meta.seqs[i] == bit) {
+        rows->zero_key_channels(i, zero);
+        ++changed;
+      }
+  }
+  return changed;
+}
+
 void CacheStore::renumber_contiguous(int seq, int layer, int kv_head) {
   HeadState& hs = head(layer, kv_head);
   const uint64_t bit = bit_of(seq);
@@ -711,8 +731,8 @@ void CacheStore::observe_cold(int seq, int layer, int kv_head, const float* q, i
   if (n == n_hot) return;
   logits.resize(n * group);
   cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, static_cast<int>(n), group, hd,
-              1.0f / std::sqrt(static_cast<float>(hd)), keys.data(), hd, q, hd, 0.0f,
-              logits.data(), group);
+              1.0f / std::sqrt(static_cast<float>(hd)), keys.data(), hd, q, hd, 0.0f, logits.data(),
+              group);
   // Softmax per query head; an entry's attention is its mean over the group.
   static thread_local std::vector<float> mass;
   mass.assign(n, 0.0f);

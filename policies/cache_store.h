@@ -199,6 +199,11 @@ class CacheStore {
   // contiguous in arrival order, ending at the newest entry's position (it
   // does not move); keys re-rotated.
   void renumber_contiguous(int seq, int layer, int kv_head);
+  // ThinK: the key channels marked in zero[c] (head_dim flags) become 0 in
+  // the keys of `seq`'s hot entries in this head that no other sequence
+  // holds (re-encoded in their codec); returns how many entries changed.
+  // UnsupportedOperation for KIVI's key blocks.
+  int32_t zero_key_channels(int seq, int layer, int kv_head, std::span<const char> zero);
   // A local layer's native window (llama.cpp's ISWA): `seq`'s entries of
   // `layer` at positions <= cutoff leave every tier (no queries of the
   // sequence can see them again). Not eviction: nothing goes to the cold tier

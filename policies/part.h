@@ -85,6 +85,15 @@ struct HeadEviction {
   CacheStore& store;
 };
 
+// The end of a prompt (end_prefill), one layer, after its maintenance.
+struct PromptEnd {
+  int seq = 0;
+  int layer = 0;
+  const QueryWindow& queries;  // the layer's kept queries, the prompt's last ones newest
+  CacheStore& store;
+  bool paused = false;  // eviction is paused (a question added whole): compress nothing
+};
+
 // Restore-time state the paging part reads.
 struct RestoreStep {
   int seq = 0;
@@ -141,6 +150,11 @@ class Part {
   // Every head has been evicted (or nothing was: `evicted` false).
   virtual void after_evictions(LayerWork& work, bool evicted, CacheStore& store) const {}
 
+  // --- the end of a prompt
+  // Every layer the policy acts on, once the prompt is in and maintenance
+  // has run (ThinK prunes the prompt's key channels), before restore.
+  virtual void after_prompt(const PromptEnd& e) const {}
+
   // --- restore (paging)
   // The step's queries are known for a layer (before it attends): restore
   // the cold pages they need.
@@ -157,6 +171,8 @@ class Part {
   virtual bool renumbers_positions() const { return false; }
   // true: maintenance changes kept entries' values (CaM).
   virtual bool changes_values() const { return false; }
+  // true: the part zeroes channels of kept entries' keys (ThinK).
+  virtual bool changes_keys() const { return false; }
 };
 
 using PartList = std::vector<std::shared_ptr<const Part>>;

@@ -124,6 +124,7 @@ void PolicyCache::configure(StoreConfig& sc) {
     p->configure(setup);
     renumbers_ = renumbers_ || p->renumbers_positions();
     changes_values_ = changes_values_ || p->changes_values();
+    changes_keys_ = changes_keys_ || p->changes_keys();
     maintains_always_ = maintains_always_ || p->maintains_without_eviction();
   }
   if (scorer_->evicts() && std::min(main_budget_, main_budget_local_) < 1)
@@ -221,7 +222,11 @@ void PolicyCache::end_prefill() {
   if (store_->known_sequences() == 0) return;
   const int seq = store_->step_seq();
   if (scorer_->evicts()) maintain(seq);
-  // Parts that act once the prompt is in (restore for the prompt's last query).
+  // Parts that act once the prompt is in: on the prompt's entries, then
+  // restore for the prompt's last query.
+  for (int l = 0; l < ctx_.shape.n_layers; ++l)
+    if (acts_on(l))
+      for (const auto& p : parts_) p->after_prompt({seq, l, window_, *store_, eviction_paused_});
   for (int l = 0; l < ctx_.shape.n_layers; ++l)
     if (const float* q = window_.last(l); q && acts_on(l)) {
       const RestoreStep step{seq, l, q, 1, step_decode_, decode_steps_, *store_};

@@ -198,6 +198,8 @@ class PolicyCache final : public KvCache {
   bool streaming() const { return scorer_->evicts() && scorer_->timing() == Timing::Stream; }
   // Whether maintenance changes kept entries' values (CaM folds evicted ones in).
   bool merges_values() const { return changes_values_; }
+  // Whether the policy zeroes key channels of the prompt's entries (think).
+  bool zeroes_key_channels() const { return changes_keys_; }
   // Whether the policy renumbers positions contiguously (StreamingLLM's
   // position shift): the next token's position is next_position().
   bool contiguous_positions() const { return renumbers_; }
@@ -243,6 +245,7 @@ class PolicyCache final : public KvCache {
   // What the parts do, asked once at create.
   bool renumbers_ = false;         // contiguous positions
   bool changes_values_ = false;    // value merging
+  bool changes_keys_ = false;      // key channels zeroed
   bool maintains_always_ = false;  // maintenance at every step (mixed)
   int32_t step_last_pos_ = -1;     // the open step's largest position
   bool eviction_paused_ = false;

@@ -288,6 +288,23 @@ void RowSegment::rotate_key(int32_t i, const Rotation& r) {
   codec_.encode(tmp.data(), row);
 }
 
+void RowSegment::zero_key_channels(int32_t i, std::span<const char> zero) {
+  materialize();
+  uint8_t* row = k_.data() + i * codec_.row_bytes();
+  if (codec_.kind() == CodecKind::F32) {
+    float* x = reinterpret_cast<float*>(row);
+    for (int c = 0; c < dim_; ++c)
+      if (zero[c]) x[c] = 0.0f;
+    return;
+  }
+  static thread_local std::vector<float> tmp;
+  tmp.resize(dim_);
+  codec_.decode(row, tmp.data());
+  for (int c = 0; c < dim_; ++c)
+    if (zero[c]) tmp[c] = 0.0f;
+  codec_.encode(tmp.data(), row);
+}
+
 void RowSegment::add_to_value(int32_t i, const float* v, float w) {
   materialize();
   uint8_t* row = v_.data() + i * codec_.row_bytes();

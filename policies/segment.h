@@ -205,6 +205,9 @@ class RowSegment final : public Segment {
 
   // Value row i += w * v (v: [dim]), re-encoded in the codec (CaM's merge).
   void add_to_value(int32_t i, const float* v, float w);
+  // Key row i's channels marked in zero[c] set to 0, re-encoded (ThinK);
+  // exact for f32 / f16 / bf16, one more rounding for the integer codecs.
+  void zero_key_channels(int32_t i, std::span<const char> zero);
 
   void remove(const std::vector<char>& remove) override;
   void clear() override;
