@@ -37,7 +37,8 @@ namespace kvbench {
   X(offload)                  \
   X(merge)                    \
   X(chunkkv)                  \
-  X(critical)
+  X(critical)                 \
+  X(think)
 
 #define KVBENCH_DECLARE(name) ComponentInfo declare_##name();
 KVBENCH_COMPONENTS(KVBENCH_DECLARE)
