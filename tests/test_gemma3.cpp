@@ -4,9 +4,9 @@
 // decode past the sliding window) against the naive double-precision
 // reference of tests/support/reference_gemma3.cpp. Agreement with llama.cpp
 // on the real Gemma 3 270M is in test_golden_gemma3.cpp.
+#include <gtest/gtest.h>
 #include <cstring>
 #include <vector>
-#include <gtest/gtest.h>
 
 #include <cmath>
 #include <numeric>
@@ -19,9 +19,9 @@
 #include "model/ops/rope.h"
 #include "model/testing/tiny_model.h"
 #include "policies/full_cache.h"
-#include "tests/support/reference_gemma3.h"
 #include "tests/support/cli_run.h"
 #include "tests/support/decode_check.h"
+#include "tests/support/reference_gemma3.h"
 #include "tests/support/reference_llama.h"
 
 namespace kvbench {
@@ -67,7 +67,8 @@ std::string edited(const std::string& name, const std::string& key, const std::s
   for (const auto& [k, v] : src->metadata())
     if (k != key) w.set(k, v);
   for (const auto& t : src->tensors())
-    if (t.name != tensor) w.add_tensor(t.name, t.type, std::vector<int64_t>(t.ne, t.ne + t.n_dims), t.data, t.bytes);
+    if (t.name != tensor)
+      w.add_tensor(t.name, t.type, std::vector<int64_t>(t.ne, t.ne + t.n_dims), t.data, t.bytes);
   const std::string path = testing::TempDir() + name + ".gguf";
   w.write(path);
   return path;
@@ -97,8 +98,9 @@ TEST(Gemma3Config, MissingKeysAndTensorsAreNamed) {
     EXPECT_NE(err.find("gemma3-missing-key.gguf: missing key '" + key + "'"), std::string::npos)
         << err;
   }
-  for (const std::string tensor : {"blk.1.attn_q_norm.weight", "blk.0.attn_k_norm.weight",
-                                   "blk.2.post_attention_norm.weight", "blk.1.post_ffw_norm.weight"}) {
+  for (const std::string tensor :
+       {"blk.1.attn_q_norm.weight", "blk.0.attn_k_norm.weight", "blk.2.post_attention_norm.weight",
+        "blk.1.post_ffw_norm.weight"}) {
     const std::string err = load_error(edited("gemma3-missing-tensor", "", tensor));
     EXPECT_NE(err.find("missing tensor '" + tensor + "'"), std::string::npos) << err;
   }
@@ -274,7 +276,8 @@ TEST(Gemma3Forward, QuantizedActivationsStayNearExact) {
 // models each layer's RoPE (halves, a base per layer kind).
 TEST(Gemma3Cli, TinyGemma3RunsPolicies) {
   const std::string path = testing::TempDir() + "kvbench-cli-tiny-gemma3.gguf";
-  ASSERT_EQ(test::run_kvbench("tiny-model -o " + path + " --shape tiny-gemma3 --vocab spm").code, 0);
+  ASSERT_EQ(test::run_kvbench("tiny-model -o " + path + " --shape tiny-gemma3 --vocab spm").code,
+            0);
   const auto info = test::run_kvbench("info --model " + path);
   ASSERT_EQ(info.code, 0) << info.err;
   EXPECT_NE(info.out.find("gemma3: 2 local layers (sliding window 5, rope base 10000), global "
@@ -287,9 +290,10 @@ TEST(Gemma3Cli, TinyGemma3RunsPolicies) {
        {"streaming:budget=6,sinks=2", "streaming:budget=6,sinks=2,pos=contiguous",
         "h2o:budget=6,layers=global", "snapkv:budget=6,window=2,layers=local",
         "expected:budget=6,sinks=1", "expected:budget=6,sinks=1,layers=local"}) {
-    const auto gen = test::run_kvbench("generate --prompt 'hello world hello world hello' "
-                                       "--max-tokens 6 --policy " + std::string(policy) +
-                                       " --model " + path);
+    const auto gen = test::run_kvbench(
+        "generate --prompt 'hello world hello world hello' "
+        "--max-tokens 6 --policy " +
+        std::string(policy) + " --model " + path);
     EXPECT_EQ(gen.code, 0) << policy << ": " << gen.err;
     EXPECT_FALSE(gen.out.empty()) << policy;
   }

@@ -47,9 +47,9 @@ int cmd_info(const Args& args) {
         << c.n_vocab << ", context " << c.n_ctx_train << "\n"
         << "  rope: dims " << c.rope.n_dims << ", base " << c.rope.freq_base << ", scale "
         << c.rope.freq_scale << (c.rope.freq_factors.empty() ? "" : ", llama3 freq factors") << "\n"
-        << (c.rope.neox ? "  rope pairs: halves (neox)\n" : "")
-        << "  rms eps " << c.rms_eps << ", output "
-        << (model->weights().tied_output ? "tied to token_embd" : "output.weight") << "\n"
+        << (c.rope.neox ? "  rope pairs: halves (neox)\n" : "") << "  rms eps " << c.rms_eps
+        << ", output " << (model->weights().tied_output ? "tied to token_embd" : "output.weight")
+        << "\n"
         << "  tokenizer: " << model->tokenizer().model_name() << " / "
         << model->tokenizer().pre_name() << ", chat template " << model->chat_template().name()
         << "\n"
@@ -60,8 +60,10 @@ int cmd_info(const Args& args) {
       std::string global;
       int n_local = 0;
       for (int l = 0; l < c.n_layers; ++l) {
-        if (g.local[l]) ++n_local;
-        else global += (global.empty() ? "" : ", ") + std::to_string(l);
+        if (g.local[l])
+          ++n_local;
+        else
+          global += (global.empty() ? "" : ", ") + std::to_string(l);
       }
       out << "  gemma3: " << n_local << " local layers (sliding window " << g.sliding_window
           << ", rope base " << g.rope_local.freq_base << "), global layers "

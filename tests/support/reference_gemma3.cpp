@@ -104,9 +104,8 @@ std::vector<float> ReferenceGemma3::logits(const std::vector<int32_t>& tokens,
     }
     for (int64_t t = 0; t < n; ++t) {
       // Local layers: keys at (t - window, t]; global: [0, t].
-      const int64_t first = local && g.sliding_window > 0
-                                ? std::max<int64_t>(0, t - g.sliding_window + 1)
-                                : 0;
+      const int64_t first =
+          local && g.sliding_window > 0 ? std::max<int64_t>(0, t - g.sliding_window + 1) : 0;
       std::vector<double> attn(c_.q_dim(), 0.0);
       for (int h = 0; h < c_.n_heads; ++h) {
         const int kvh = h / c_.kv_mul();
@@ -121,8 +120,7 @@ std::vector<float> ReferenceGemma3::logits(const std::vector<int32_t>& tokens,
         double sum = 0.0;
         for (auto& e : s) sum += (e = std::exp(e - max));
         for (int64_t j = first; j <= t; ++j)
-          for (int i = 0; i < hd; ++i)
-            attn[h * hd + i] += s[j - first] / sum * v[j][kvh * hd + i];
+          for (int i = 0; i < hd; ++i) attn[h * hd + i] += s[j - first] / sum * v[j][kvh * hd + i];
       }
       auto o = matvec(L.wo.w, L.wo.rows, L.wo.cols, attn.data());
       rms_norm(o.data(), dim, L.attn_post_norm, eps);
