@@ -56,10 +56,10 @@ CacheContext cache_context(const LlamaModel& model, int64_t context_tokens, uint
   cc.rope = model.config().rope;
   // Gemma 3's local layers: llama.cpp's ISWA cache (each keeps its window).
   const LlamaConfig& c = model.config();
-  if (c.arch == Arch::Gemma3 && c.gemma3.sliding_window > 0) {
+  if (c.sliding_window > 0) {
     cc.layer_window.assign(c.n_layers, 0);
-    for (int l = 0; l < c.n_layers; ++l) cc.layer_window[l] = c.gemma3.window_of(l);
-    cc.rope_local = c.gemma3.rope_local;
+    for (int l = 0; l < c.n_layers; ++l) cc.layer_window[l] = c.window_of(l);
+    cc.rope_local = c.rope_local;
   }
   cc.context_tokens = context_tokens;
   cc.seed = seed;

@@ -14,7 +14,7 @@ Evaluator::Evaluator(const LlamaModel& model, int n_threads, MatmulMode mode)
       matmul_options_{mode, default_cpu_path()},
       inv_freq_(rope_inv_freq(model.config().rope)) {
   if (model.config().arch == Arch::Gemma3)
-    inv_freq_local_ = rope_inv_freq(model.config().gemma3.rope_local);
+    inv_freq_local_ = rope_inv_freq(model.config().rope_local);
 }
 
 void Evaluator::ensure_capacity(int64_t n) {

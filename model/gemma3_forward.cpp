@@ -22,13 +22,13 @@
 namespace kvbench {
 
 void Evaluator::gemma3_scale_embeddings(int64_t n) {
-  const float scale = model_.config().gemma3.embed_scale;
+  const float scale = model_.config().embed_scale;
   const int64_t dim = model_.config().dim;
   for (int64_t i = 0; i < n * dim; ++i) x_[i] *= scale;
 }
 
 void Evaluator::gemma3_cap_logits(float* logits, int64_t rows) const {
-  const float cap = model_.config().gemma3.final_logit_softcap;
+  const float cap = model_.config().final_logit_softcap;
   if (cap <= 0.0f) return;
   const int64_t n = rows * model_.config().n_vocab;
   for (int64_t i = 0; i < n; ++i) logits[i] = cap * std::tanh(logits[i] / cap);
@@ -36,10 +36,9 @@ void Evaluator::gemma3_cap_logits(float* logits, int64_t rows) const {
 
 void Evaluator::gemma3_layer(int l, std::span<const int32_t> positions, KvCache& cache) {
   const LlamaConfig& c = model_.config();
-  const Gemma3Config& g = c.gemma3;
   const LayerWeights& L = model_.weights().layers[l];
   const int64_t n = static_cast<int64_t>(positions.size());
-  const bool local = g.local[l];
+  const bool local = c.is_local(l);
   const RopeTable& rope = local ? rope_local_ : rope_;
 
   // Attention block: x += post_norm(Wo . attention(q, k, v)) with
@@ -61,8 +60,8 @@ void Evaluator::gemma3_layer(int l, std::span<const int32_t> positions, KvCache&
   cache.append(l, k_.data(), v_.data());
   if (cache.attention_request(l).queries) cache.observe_queries(l, q_.data(), positions);
   AttentionShape shape{c.n_heads, c.n_kv_heads, c.head_dim};
-  shape.window = g.window_of(l);
-  shape.scale = g.attn_scale;
+  shape.window = c.window_of(l);
+  shape.scale = c.attn_scale;
   shape.bf16 = bf16_attention_;
   attend(shape, l, q_.data(), positions, cache, attn_.data(), pool_, attention_scratch_);
   matmul(L.wo, attn_.data(), n, proj_.data(), c.dim, pool_, matmul_scratch_, matmul_options_);

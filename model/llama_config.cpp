@@ -1,9 +1,11 @@
 #include "model/llama_config.h"
 
+#include <iterator>
 #include <string>
 
 #include "model/common/error.h"
 #include "model/common/printable.h"
+#include "model/gemma3_config.h"
 #include "model/gguf/gguf.h"
 
 namespace kvbench {
@@ -23,22 +25,44 @@ int read_count(const GgufFile& f, const std::string& key, uint32_t max) {
   return static_cast<int>(v);
 }
 
+// The architectures kvbench runs. Each reads what its files add to the shared
+// keys into the block's fields of LlamaConfig; LLaMA's block is the defaults.
+struct Architecture {
+  std::string_view name;
+  void (*read)(const GgufFile& file, LlamaConfig& c);  // null: nothing to add
+};
+constexpr Architecture kArchitectures[] = {{"llama", nullptr}, {"gemma3", read_gemma3_config}};
+
+const Architecture* find_architecture(std::string_view name) {
+  for (const Architecture& a : kArchitectures)
+    if (a.name == name) return &a;
+  return nullptr;
+}
+
+// "'llama' and 'gemma3'"
+std::string architecture_names() {
+  std::string out;
+  const size_t n = std::size(kArchitectures);
+  for (size_t i = 0; i < n; ++i) {
+    if (i > 0) out += i + 1 == n ? " and " : ", ";
+    out += "'" + std::string(kArchitectures[i].name) + "'";
+  }
+  return out;
+}
+
 }  // namespace
 
-bool runs_architecture(std::string_view arch) { return arch == "llama" || arch == "gemma3"; }
+bool runs_architecture(std::string_view arch) { return find_architecture(arch) != nullptr; }
 
 LlamaConfig read_llama_config(const GgufFile& f) {
   if (!f.has("general.architecture")) fail(f, "missing key 'general.architecture'");
   const std::string arch = f.get_string("general.architecture");
+  const Architecture* architecture = find_architecture(arch);
+  if (!architecture)
+    fail(f, "unsupported architecture '" + escaped_text(arch, 64) + "' (kvbench runs " +
+                architecture_names() + ")");
   LlamaConfig c;
-  if (arch == "llama") {
-    c.arch = Arch::Llama;
-  } else if (arch == "gemma3") {
-    c.arch = Arch::Gemma3;
-  } else {
-    fail(f, "unsupported architecture '" + escaped_text(arch, 64) +
-                "' (kvbench runs 'llama' and 'gemma3')");
-  }
+  c.arch = arch == "gemma3" ? Arch::Gemma3 : Arch::Llama;
   c.arch_name = arch;
   // Keys under the architecture's name: llama.block_count, gemma3.block_count.
   const std::string p = arch + ".";
@@ -95,13 +119,11 @@ LlamaConfig read_llama_config(const GgufFile& f) {
   }
   // llama3-style scaling arrives as the tensor rope_freqs.weight; the weights
   // loader reads it into rope.freq_factors.
-  if (c.arch == Arch::Gemma3) {
-    // Gemma rotates the two halves of each head (llama.cpp's NEOX RoPE), and
-    // its RMS epsilon defaults to 1e-6.
-    c.rope.neox = true;
-    c.rms_eps = f.get_f32_or(p + "attention.layer_norm_rms_epsilon", 1e-6f);
-    read_gemma3_config(f, c);
-  }
+  c.local.assign(c.n_layers, false);
+
+  if (architecture->read) architecture->read(f, c);
+  if (c.attn_logit_softcap != 0.0f)
+    fail(f, "attention logit soft-capping is not supported (the attention kernels do not cap)");
   return c;
 }
 

@@ -1,18 +1,39 @@
 // Hyper-parameters of a GGUF file of an architecture kvbench runs, read and
-// validated once. The fields below are shared by every architecture and read
-// from the keys under its name (llama.block_count, gemma3.block_count, ...);
-// what one architecture adds lives in its own struct (Gemma3Config).
+// validated once. The sizes are read from the keys under the architecture's
+// name (llama.block_count, gemma3.block_count, ...). The rest describes the
+// transformer block as plain fields: which norms it has, its activation, its
+// scales and soft-caps, which layers attend over a sliding window. An
+// architecture is a setting of these fields (LLaMA: the defaults; Gemma 3:
+// read_gemma3_config).
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
 
-#include "model/gemma3_config.h"
 #include "model/ops/rope.h"
 
 namespace kvbench {
 
 class GgufFile;
+
+// The RMS norms of a block. Each has its weight tensor in the file (named in
+// the comment) and is loaded only when on; the weights are used as stored
+// (Gemma's converter already wrote its 1 + w).
+struct BlockNorms {
+  bool pre_attention = true;    // blk.N.attn_norm [dim]: on x before Wq, Wk, Wv
+  bool qk = false;              // blk.N.attn_q_norm / attn_k_norm [head_dim]: per head, before RoPE
+  bool post_attention = false;  // blk.N.post_attention_norm [dim]: on Wo's output
+  bool pre_ffn = true;          // blk.N.ffn_norm [dim]: on x before W_gate, W_up
+  bool post_ffn = false;        // blk.N.post_ffw_norm [dim]: on W_down's output
+};
+
+// The gate of the gated feed-forward, act(W_gate x) * W_up x.
+enum class Activation {
+  Silu,      // SwiGLU (LLaMA): model/ops/silu.h
+  GeluTanh,  // GeGLU (Gemma): GELU's tanh approximation, model/ops/gelu.h
+};
 
 // general.architecture of the files kvbench runs. Each has its forward pass
 // (Evaluator::step dispatches: model/evaluator.cpp for llama,
@@ -22,24 +43,54 @@ enum class Arch { Llama, Gemma3 };
 struct LlamaConfig {
   Arch arch = Arch::Llama;
   std::string arch_name = "llama";  // general.architecture: the key prefix ARCH.
-  std::string name;       // general.name (display only)
-  int n_layers = 0;       // ARCH.block_count
-  int dim = 0;            // ARCH.embedding_length
-  int ffn_dim = 0;        // ARCH.feed_forward_length
-  int n_heads = 0;        // ARCH.attention.head_count
-  int n_kv_heads = 0;     // ARCH.attention.head_count_kv (GQA: n_heads % n_kv_heads == 0)
-  int head_dim = 0;       // dim / n_heads (or ARCH.attention.key_length)
-  int n_vocab = 0;        // rows of token_embd.weight
-  int n_ctx_train = 0;    // ARCH.context_length
-  float rms_eps = 1e-5f;  // ARCH.attention.layer_norm_rms_epsilon
-  // RoPE (of the global layers for gemma3): n_dims, freq_base, linear
-  // scaling, llama3 freq factors; neox for gemma3 (rope.h).
+  std::string name;                 // general.name (display only)
+  int n_layers = 0;                 // ARCH.block_count
+  int dim = 0;                      // ARCH.embedding_length
+  int ffn_dim = 0;                  // ARCH.feed_forward_length
+  int n_heads = 0;                  // ARCH.attention.head_count
+  int n_kv_heads = 0;               // ARCH.attention.head_count_kv (GQA: n_heads % n_kv_heads == 0)
+  int head_dim = 0;                 // dim / n_heads (or ARCH.attention.key_length)
+  int n_vocab = 0;                  // rows of token_embd.weight
+  int n_ctx_train = 0;              // ARCH.context_length
+  float rms_eps = 1e-5f;            // ARCH.attention.layer_norm_rms_epsilon
+  // RoPE of the global layers: n_dims, freq_base, linear scaling, llama3
+  // freq factors, pairing (rope.h).
   RopeConfig rope;
-  Gemma3Config gemma3;    // arch == Gemma3 only
+
+  // --- The block.
+  BlockNorms norms;
+  Activation activation = Activation::Silu;
+  // Token embeddings are multiplied by this (Gemma: sqrt(dim)); 1: as stored.
+  float embed_scale = 1.0f;
+  // Scores are q . k * attn_scale; 0: 1 / sqrt(head_dim) (AttentionShape).
+  float attn_scale = 0.0f;
+  // Soft-capping, cap * tanh(x / cap); 0: none. Of the attention scores
+  // (Gemma 2; the attention kernels do not cap yet, so the reader refuses a
+  // file that asks for it) and of the output logits (Gemma 2 and 3).
+  float attn_logit_softcap = 0.0f;
+  float final_logit_softcap = 0.0f;
+
+  // --- Local (sliding-window) and global layers.
+  // A local layer's query at p attends the keys at (p - window, p]. 0: every
+  // layer is global.
+  int32_t sliding_window = 0;
+  // [n_layers] true for a local layer (only read when sliding_window > 0).
+  std::vector<bool> local;
+  // The local layers' RoPE (its own base; the same pairing as `rope`).
+  RopeConfig rope_local;
 
   int kv_mul() const { return n_heads / n_kv_heads; }  // query heads per KV head
   int q_dim() const { return n_heads * head_dim; }
   int kv_dim() const { return n_kv_heads * head_dim; }
+  bool is_local(int l) const { return sliding_window > 0 && local[l]; }
+  // Layer l's window: sliding_window on a local layer, 0 on a global one.
+  int32_t window_of(int l) const { return is_local(l) ? sliding_window : 0; }
+  const RopeConfig& rope_of(int l) const { return is_local(l) ? rope_local : rope; }
+  bool has_local_layers() const {
+    for (int l = 0; l < n_layers; ++l)
+      if (is_local(l)) return true;
+    return false;
+  }
 };
 
 // Whether kvbench runs files of this general.architecture.

@@ -6,7 +6,6 @@
 #include <string>
 
 #include "model/common/error.h"
-#include "model/gemma3_weights.h"
 #include "model/gguf/gguf.h"
 #include "model/model_tensors.h"
 #include "model/ops/exact_dot.h"
@@ -36,16 +35,25 @@ LlamaWeights load_llama_weights(const GgufFile& f, LlamaConfig& c) {
   for (int l = 0; l < c.n_layers; ++l) {
     const std::string p = "blk." + std::to_string(l) + ".";
     LayerWeights& L = w.layers[l];
-    L.attn_norm = tensors.vector_f32(p + "attn_norm.weight", c.dim);
+    // The norms c.norms names, each required; a file that has one it does
+    // not name is refused (check_nothing_left).
+    const BlockNorms& norms = c.norms;
+    if (norms.pre_attention) L.attn_norm = tensors.vector_f32(p + "attn_norm.weight", c.dim);
     L.wq = tensors.matrix(p + "attn_q.weight", c.q_dim(), c.dim);
     L.wk = tensors.matrix(p + "attn_k.weight", c.kv_dim(), c.dim);
     L.wv = tensors.matrix(p + "attn_v.weight", c.kv_dim(), c.dim);
     L.wo = tensors.matrix(p + "attn_output.weight", c.dim, c.q_dim());
-    L.ffn_norm = tensors.vector_f32(p + "ffn_norm.weight", c.dim);
+    if (norms.pre_ffn) L.ffn_norm = tensors.vector_f32(p + "ffn_norm.weight", c.dim);
     L.w_gate = tensors.matrix(p + "ffn_gate.weight", c.ffn_dim, c.dim);
     L.w_up = tensors.matrix(p + "ffn_up.weight", c.ffn_dim, c.dim);
     L.w_down = tensors.matrix(p + "ffn_down.weight", c.dim, c.ffn_dim);
-    if (c.arch == Arch::Gemma3) load_gemma3_norms(tensors, c, p, L);
+    if (norms.qk) {
+      L.q_norm = tensors.vector_f32(p + "attn_q_norm.weight", c.head_dim);
+      L.k_norm = tensors.vector_f32(p + "attn_k_norm.weight", c.head_dim);
+    }
+    if (norms.post_attention)
+      L.attn_post_norm = tensors.vector_f32(p + "post_attention_norm.weight", c.dim);
+    if (norms.post_ffn) L.ffn_post_norm = tensors.vector_f32(p + "post_ffw_norm.weight", c.dim);
   }
   w.output_norm = tensors.vector_f32("output_norm.weight", c.dim);
   if (tensors.has("output.weight")) {

@@ -15,17 +15,19 @@ namespace kvbench {
 
 class GgufFile;
 
+// The norms are those LlamaConfig::norms names (the others empty), as stored
+// (Gemma's converter stores 1 + w).
 struct LayerWeights {
-  std::vector<float> attn_norm;  // [dim]
+  std::vector<float> attn_norm;  // [dim] pre_attention
   WeightMatrix wq;               // [n_heads * head_dim][dim]
   WeightMatrix wk;               // [n_kv_heads * head_dim][dim]
   WeightMatrix wv;               // [n_kv_heads * head_dim][dim]
   WeightMatrix wo;               // [dim][n_heads * head_dim]
-  std::vector<float> ffn_norm;   // [dim]
+  std::vector<float> ffn_norm;   // [dim] pre_ffn
   WeightMatrix w_gate;           // [ffn_dim][dim]
   WeightMatrix w_up;             // [ffn_dim][dim]
   WeightMatrix w_down;           // [dim][ffn_dim]
-  // Gemma 3 only (empty otherwise), as stored (the converter stores 1 + w):
+  // qk, post_attention, post_ffn:
   std::vector<float> q_norm;          // [head_dim] attn_q_norm, per query head
   std::vector<float> k_norm;          // [head_dim] attn_k_norm, per KV head
   std::vector<float> attn_post_norm;  // [dim] post_attention_norm, on the attention output
@@ -47,8 +49,8 @@ struct LlamaWeights {
 // hyper-parameters do not account for (model_tensors.h: a layer beyond
 // ARCH.block_count, an unknown name); naming the key when ARCH.vocab_size
 // differs from token_embd's rows. Also fills config.n_vocab and, when
-// rope_freqs.weight is present, config.rope.freq_factors. Loads the tensors
-// of config.arch (gemma3's extra norms included).
+// rope_freqs.weight is present, config.rope.freq_factors. Loads the norms
+// config.norms names.
 LlamaWeights load_llama_weights(const GgufFile& file, LlamaConfig& config);
 
 // Gives the matrices the copies their kernels on `path` read:

@@ -45,13 +45,16 @@ TEST(Gemma3Config, TinyModelHyperParameters) {
   EXPECT_TRUE(c.rope.neox);
   EXPECT_EQ(c.rope.n_dims, c.head_dim);
   EXPECT_EQ(c.rope.freq_base, TinyGemma3Shape::rope_base);
-  const Gemma3Config& g = c.gemma3;
-  EXPECT_EQ(g.local, (std::vector<bool>{true, true, false}));  // pattern 3: every third is global
-  EXPECT_EQ(g.sliding_window, TinyGemma3Shape::sliding_window);
-  EXPECT_EQ(g.rope_local.freq_base, 10000.0f);  // llama.cpp's default for local layers
-  EXPECT_FLOAT_EQ(g.attn_scale, 1.0f / std::sqrt(32.0f));
-  EXPECT_FLOAT_EQ(g.embed_scale, std::sqrt(static_cast<float>(TinyModelShape::dim)));
-  EXPECT_EQ(g.final_logit_softcap, TinyGemma3Shape::softcap);
+  // Every norm a block can have, and GeGLU.
+  EXPECT_TRUE(c.norms.pre_attention && c.norms.qk && c.norms.post_attention);
+  EXPECT_TRUE(c.norms.pre_ffn && c.norms.post_ffn);
+  EXPECT_EQ(c.activation, Activation::GeluTanh);
+  EXPECT_EQ(c.local, (std::vector<bool>{true, true, false}));  // pattern 3: every third is global
+  EXPECT_EQ(c.sliding_window, TinyGemma3Shape::sliding_window);
+  EXPECT_EQ(c.rope_local.freq_base, 10000.0f);  // llama.cpp's default for local layers
+  EXPECT_FLOAT_EQ(c.attn_scale, 1.0f / std::sqrt(32.0f));
+  EXPECT_FLOAT_EQ(c.embed_scale, std::sqrt(static_cast<float>(TinyModelShape::dim)));
+  EXPECT_EQ(c.final_logit_softcap, TinyGemma3Shape::softcap);
   EXPECT_EQ(m->weights().layers[0].q_norm.size(), static_cast<size_t>(c.head_dim));
   EXPECT_EQ(m->weights().layers[2].ffn_post_norm.size(), static_cast<size_t>(c.dim));
 }
@@ -106,7 +109,7 @@ TEST(Gemma3Config, MissingKeysAndTensorsAreNamed) {
   }
   // Without the sliding window every layer is global.
   auto m = LlamaModel::load(edited("gemma3-no-window", "gemma3.attention.sliding_window", ""));
-  EXPECT_EQ(m->config().gemma3.local, (std::vector<bool>{false, false, false}));
+  EXPECT_EQ(m->config().local, (std::vector<bool>{false, false, false}));
 }
 
 TEST(Gemma3Ops, GeluTanhMatchesTheDoubleFormula) {

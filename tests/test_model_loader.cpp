@@ -67,6 +67,18 @@ TEST(ModelLoader, TinyModelLoads) {
   EXPECT_EQ(m->config().n_kv_heads, TinyModelShape::n_kv_heads);
   EXPECT_EQ(m->config().head_dim, TinyModelShape::dim / TinyModelShape::n_heads);
   EXPECT_TRUE(m->weights().tied_output);
+  // A LLaMA block: pre-norms only, SwiGLU, nothing scaled or capped, every
+  // layer global.
+  const LlamaConfig& c = m->config();
+  EXPECT_TRUE(c.norms.pre_attention && c.norms.pre_ffn);
+  EXPECT_FALSE(c.norms.qk || c.norms.post_attention || c.norms.post_ffn);
+  EXPECT_EQ(c.activation, Activation::Silu);
+  EXPECT_EQ(c.embed_scale, 1.0f);
+  EXPECT_EQ(c.attn_scale, 0.0f);
+  EXPECT_EQ(c.final_logit_softcap, 0.0f);
+  EXPECT_FALSE(c.rope.neox);
+  EXPECT_FALSE(c.has_local_layers());
+  EXPECT_EQ(c.local, std::vector<bool>(TinyModelShape::n_layers, false));
 }
 
 TEST(ModelLoader, MissingRequiredKeys) {

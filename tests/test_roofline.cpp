@@ -82,9 +82,9 @@ TEST(Roofline, SlidingWindowLayersCountTheirWindowOnly) {
   auto model = LlamaModel::load(test::tiny_gemma3_path());
   const LlamaConfig& c = model->config();
   const KvShape s = model->kv_shape();
-  const int w = c.gemma3.sliding_window;
+  const int w = c.sliding_window;
   int local = 0;
-  for (int l = 0; l < c.n_layers; ++l) local += c.gemma3.window_of(l) > 0;
+  for (int l = 0; l < c.n_layers; ++l) local += c.window_of(l) > 0;
   ASSERT_EQ(w, 5);
   ASSERT_EQ(local, 2);
   const int global = c.n_layers - local;

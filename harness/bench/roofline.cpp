@@ -33,7 +33,7 @@ double mean_keys_over_layers(const LlamaModel& model, int64_t first, int64_t n, 
   const LlamaConfig& c = model.config();
   double sum = 0;
   for (int l = 0; l < c.n_layers; ++l) {
-    const int64_t w = c.gemma3.window_of(l);  // 0: global
+    const int64_t w = c.window_of(l);  // 0: global
     for (int64_t p = first; p < first + n; ++p)
       sum += static_cast<double>(w > 0 ? std::min(p + self, w - 1 + self) : p + self);
   }

@@ -55,22 +55,21 @@ int cmd_info(const Args& args) {
         << "\n"
         << "  full-cache KV bytes per token (f32): "
         << uint64_t{2} * c.n_layers * c.n_kv_heads * c.head_dim * 4 << "\n";
-    if (c.arch == Arch::Gemma3) {
-      const Gemma3Config& g = c.gemma3;
+    if (c.arch_name == "gemma3") {
       std::string global;
       int n_local = 0;
       for (int l = 0; l < c.n_layers; ++l) {
-        if (g.local[l])
+        if (c.local[l])
           ++n_local;
         else
           global += (global.empty() ? "" : ", ") + std::to_string(l);
       }
-      out << "  gemma3: " << n_local << " local layers (sliding window " << g.sliding_window
-          << ", rope base " << g.rope_local.freq_base << "), global layers "
-          << (global.empty() ? "none" : global) << "; attention scale " << g.attn_scale
-          << ", embedding scale " << g.embed_scale << ", logit soft-cap ";
-      if (g.final_logit_softcap > 0)
-        out << g.final_logit_softcap << "\n";
+      out << "  gemma3: " << n_local << " local layers (sliding window " << c.sliding_window
+          << ", rope base " << c.rope_local.freq_base << "), global layers "
+          << (global.empty() ? "none" : global) << "; attention scale " << c.attn_scale
+          << ", embedding scale " << c.embed_scale << ", logit soft-cap ";
+      if (c.final_logit_softcap > 0)
+        out << c.final_logit_softcap << "\n";
       else
         out << "none\n";
     }

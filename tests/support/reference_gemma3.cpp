@@ -73,7 +73,6 @@ ReferenceGemma3::ReferenceGemma3(const LlamaModel& model) : c_(model.config()) {
 
 std::vector<float> ReferenceGemma3::logits(const std::vector<int32_t>& tokens,
                                            const std::vector<int64_t>& score_at) const {
-  const Gemma3Config& g = c_.gemma3;
   const int64_t n = static_cast<int64_t>(tokens.size());
   const int hd = c_.head_dim, dim = c_.dim;
   const double eps = c_.rms_eps;
@@ -84,8 +83,8 @@ std::vector<float> ReferenceGemma3::logits(const std::vector<int32_t>& tokens,
 
   for (size_t l = 0; l < layers_.size(); ++l) {
     const Layer& L = layers_[l];
-    const bool local = g.local[l];
-    const double base = local ? g.rope_local.freq_base : c_.rope.freq_base;
+    const bool local = c_.local[l];
+    const double base = local ? c_.rope_local.freq_base : c_.rope.freq_base;
     std::vector<std::vector<double>> q(n), k(n), v(n);
     for (int64_t t = 0; t < n; ++t) {
       std::vector<double> xn = x[t];
@@ -105,7 +104,7 @@ std::vector<float> ReferenceGemma3::logits(const std::vector<int32_t>& tokens,
     for (int64_t t = 0; t < n; ++t) {
       // Local layers: keys at (t - window, t]; global: [0, t].
       const int64_t first =
-          local && g.sliding_window > 0 ? std::max<int64_t>(0, t - g.sliding_window + 1) : 0;
+          local && c_.sliding_window > 0 ? std::max<int64_t>(0, t - c_.sliding_window + 1) : 0;
       std::vector<double> attn(c_.q_dim(), 0.0);
       for (int h = 0; h < c_.n_heads; ++h) {
         const int kvh = h / c_.kv_mul();
@@ -114,7 +113,7 @@ std::vector<float> ReferenceGemma3::logits(const std::vector<int32_t>& tokens,
         for (int64_t j = first; j <= t; ++j) {
           double d = 0.0;
           for (int i = 0; i < hd; ++i) d += q[t][h * hd + i] * k[j][kvh * hd + i];
-          s[j - first] = d * g.attn_scale;
+          s[j - first] = d * c_.attn_scale;
           max = std::max(max, s[j - first]);
         }
         double sum = 0.0;
@@ -141,7 +140,7 @@ std::vector<float> ReferenceGemma3::logits(const std::vector<int32_t>& tokens,
     std::vector<double> xn = x[t];
     rms_norm(xn.data(), dim, output_norm_, eps);
     const auto l = matvec(output_.w, output_.rows, output_.cols, xn.data());
-    const double cap = g.final_logit_softcap;
+    const double cap = c_.final_logit_softcap;
     for (double e : l) out.push_back(static_cast<float>(cap > 0 ? cap * std::tanh(e / cap) : e));
   }
   return out;
