@@ -4,17 +4,26 @@
 #include <cmath>
 
 #include "model/ops/rope.h"
-#include "model/ops/silu.h"
 
 namespace kvbench {
+namespace {
+
+// x[i] = cap * tanh(x[i] / cap) for i < n: squashes x into (-cap, cap).
+void soft_cap(float* x, int64_t n, float cap) {
+  for (int64_t i = 0; i < n; ++i) x[i] = cap * std::tanh(x[i] / cap);
+}
+
+}  // namespace
 
 Evaluator::Evaluator(const LlamaModel& model, int n_threads, MatmulMode mode)
     : model_(model),
       pool_(n_threads),
       matmul_options_{mode, default_cpu_path()},
       inv_freq_(rope_inv_freq(model.config().rope)) {
-  if (model.config().arch == Arch::Gemma3)
-    inv_freq_local_ = rope_inv_freq(model.config().rope_local);
+  const LlamaConfig& c = model.config();
+  if (c.has_local_layers()) inv_freq_local_ = rope_inv_freq(c.rope_local);
+  // read_llama_config refuses it: the attention kernels do not soft-cap.
+  assert(c.attn_logit_softcap == 0.0f);
 }
 
 void Evaluator::ensure_capacity(int64_t n) {
@@ -61,46 +70,6 @@ void Evaluator::add_residual(int64_t n) {
   });
 }
 
-// A LLaMA block: x += Wo . attention(rope(Wq xn), rope(Wk xn), Wv xn), then
-// x += W_down (silu(W_gate xn) * W_up xn), each with its RMS norm in front.
-void Evaluator::llama_layer(int l, std::span<const int32_t> positions, KvCache& cache) {
-  const LlamaConfig& c = model_.config();
-  const LayerWeights& L = model_.weights().layers[l];
-  const int64_t n = static_cast<int64_t>(positions.size());
-  AttentionShape attn_shape{c.n_heads, c.n_kv_heads, c.head_dim};
-  attn_shape.bf16 = bf16_attention_;
-  // Attention block: x += Wo . attention(rope(Wq xn), rope(Wk xn), Wv xn)
-  rms_norm(x_.data(), L.attn_norm, xn_.data(), n);
-  const MatmulOutput qkv[] = {{&L.wq, q_.data(), c.q_dim()},
-                              {&L.wk, k_.data(), c.kv_dim()},
-                              {&L.wv, v_.data(), c.kv_dim()}};
-  matmul_group(qkv, xn_.data(), n, pool_, matmul_scratch_, matmul_options_);
-  for_tokens(n, [&](int64_t t0, int64_t t1) {
-    for (int64_t t = t0; t < t1; ++t) {
-      const float *cs = rope_.cos_at(t), *sn = rope_.sin_at(t);
-      rope_rotate_cs(q_.data() + t * c.q_dim(), c.n_heads, c.head_dim, cs, sn, rope_.half);
-      rope_rotate_cs(k_.data() + t * c.kv_dim(), c.n_kv_heads, c.head_dim, cs, sn, rope_.half);
-    }
-  });
-  cache.append(l, k_.data(), v_.data());
-  if (cache.attention_request(l).queries) cache.observe_queries(l, q_.data(), positions);
-  attend(attn_shape, l, q_.data(), positions, cache, attn_.data(), pool_, attention_scratch_);
-  matmul(L.wo, attn_.data(), n, proj_.data(), c.dim, pool_, matmul_scratch_, matmul_options_);
-  add_residual(n);
-
-  // Feed-forward block (SwiGLU): x += W_down (silu(W_gate xn) * W_up xn)
-  rms_norm(x_.data(), L.ffn_norm, xn_.data(), n);
-  const MatmulOutput gate_up[] = {{&L.w_gate, gate_.data(), c.ffn_dim},
-                                  {&L.w_up, up_.data(), c.ffn_dim}};
-  matmul_group(gate_up, xn_.data(), n, pool_, matmul_scratch_, matmul_options_);
-  for_tokens(n, [&](int64_t t0, int64_t t1) {
-    silu_mul(gate_.data() + t0 * c.ffn_dim, up_.data() + t0 * c.ffn_dim, (t1 - t0) * c.ffn_dim,
-             matmul_options_.path);
-  });
-  matmul(L.w_down, gate_.data(), n, proj_.data(), c.dim, pool_, matmul_scratch_, matmul_options_);
-  add_residual(n);
-}
-
 void Evaluator::step(std::span<const int32_t> tokens, std::span<const int32_t> positions, int seq,
                      StepPhase phase, KvCache& cache, Logits which, float* logits) {
   assert(tokens.size() == positions.size() && !tokens.empty());
@@ -109,20 +78,23 @@ void Evaluator::step(std::span<const int32_t> tokens, std::span<const int32_t> p
   const int64_t n = static_cast<int64_t>(tokens.size());
   ensure_capacity(n);
 
-  // x[t] = token_embd[tokens[t]]   [n][dim]
+  // x[t] = token_embd[tokens[t]] * embed_scale   [n][dim]
   for (int64_t t = 0; t < n; ++t) {
     assert(tokens[t] >= 0 && tokens[t] < c.n_vocab);
     dequantize_row(w.tok_embd.type, w.tok_embd.row(tokens[t]), x_.data() + t * c.dim, c.dim);
   }
-  if (c.arch == Arch::Gemma3) gemma3_scale_embeddings(n);
+  if (c.embed_scale != 1.0f) {
+    for (int64_t i = 0; i < n * c.dim; ++i) x_[i] *= c.embed_scale;
+  }
 
   // The rotary angles' cosines and sines at this step's positions, once for
-  // all layers.
+  // all layers (and once more at the local layers' angles).
+  const bool local = !inv_freq_local_.empty();
   rope_.resize(n, inv_freq_);
-  if (c.arch == Arch::Gemma3) rope_local_.resize(n, inv_freq_local_);
+  if (local) rope_local_.resize(n, inv_freq_local_);
   for_tokens(n, [&](int64_t t0, int64_t t1) {
     rope_.fill(positions, t0, t1, inv_freq_);
-    if (c.arch == Arch::Gemma3) rope_local_.fill(positions, t0, t1, inv_freq_local_);
+    if (local) rope_local_.fill(positions, t0, t1, inv_freq_local_);
   });
 
   StepInfo info;
@@ -132,16 +104,7 @@ void Evaluator::step(std::span<const int32_t> tokens, std::span<const int32_t> p
   info.tokens = tokens;
   cache.begin_step(info);
 
-  for (int l = 0; l < c.n_layers; ++l) {
-    switch (c.arch) {
-      case Arch::Llama:
-        llama_layer(l, positions, cache);
-        break;
-      case Arch::Gemma3:
-        gemma3_layer(l, positions, cache);
-        break;
-    }
-  }
+  for (int l = 0; l < c.n_layers; ++l) block(l, positions, cache);
   cache.end_step();
 
   if (which == Logits::None) return;
@@ -150,7 +113,7 @@ void Evaluator::step(std::span<const int32_t> tokens, std::span<const int32_t> p
   const int64_t rows = n - first;
   rms_norm(x_.data() + first * c.dim, w.output_norm, xn_.data(), rows);
   matmul(w.output, xn_.data(), rows, logits, c.n_vocab, pool_, matmul_scratch_, matmul_options_);
-  if (c.arch == Arch::Gemma3) gemma3_cap_logits(logits, rows);
+  if (c.final_logit_softcap > 0.0f) soft_cap(logits, rows * c.n_vocab, c.final_logit_softcap);
 }
 
 }  // namespace kvbench

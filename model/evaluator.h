@@ -1,10 +1,10 @@
 // Runs the forward pass over a step of tokens (a prefill chunk or one decode
 // token), writing K/V through the cache interface. Holds the thread pool and
 // every activation buffer, so steps allocate nothing once buffers have
-// reached the largest step size seen. The embedding lookup, the cache
-// protocol and the output layer are shared; each architecture's block is its
-// own function (llama_layer here, gemma3_layer in model/gemma3_forward.cpp),
-// picked by the file's general.architecture (LlamaConfig::arch).
+// reached the largest step size seen. Every architecture runs the same step:
+// the embedding lookup, one transformer block per layer
+// (model/transformer_block.cpp), the output layer, each shaped by the
+// config's fields (llama_config.h).
 #pragma once
 
 #include <cstdint>
@@ -52,14 +52,13 @@ class Evaluator {
  private:
   void ensure_capacity(int64_t n_tokens);
   // One transformer block over the step's n tokens: x_ += attention, x_ += FFN.
-  void llama_layer(int layer, std::span<const int32_t> positions, KvCache& cache);
-  void gemma3_layer(int layer, std::span<const int32_t> positions, KvCache& cache);
-  // Gemma 3's embedding scale and logit soft-capping (gemma3_forward.cpp).
-  void gemma3_scale_embeddings(int64_t n_tokens);
-  void gemma3_cap_logits(float* logits, int64_t rows) const;
+  void block(int layer, std::span<const int32_t> positions, KvCache& cache);
+  // What a sub-block's first matmuls read, [n_tokens][dim]: x_ RMS-normed
+  // into xn_ when `norm`, else x_ itself.
+  const float* block_input(bool norm, const std::vector<float>& weight, int64_t n_tokens);
   void rms_norm(const float* x, const std::vector<float>& weight, float* out, int64_t n_tokens);
   // RMS norm of n_rows rows of `width` floats (out may be x): the per-head
-  // query / key norms of gemma3 use width = head_dim.
+  // query / key norms use width = head_dim.
   void rms_norm_rows(const float* x, const std::vector<float>& weight, float* out, int64_t n_rows,
                      int width);
   // fn(t0, t1) over tokens [0, n): split over the threads when there are
@@ -76,9 +75,9 @@ class Evaluator {
   MatmulScratch matmul_scratch_;
   AttentionScratch attention_scratch_;
   std::vector<float> inv_freq_;        // [rope.n_dims / 2]
-  std::vector<float> inv_freq_local_;  // gemma3's local layers: [rope.n_dims / 2]
+  std::vector<float> inv_freq_local_;  // rope_local's, when there are local layers
   // This step's RoPE cosines and sines, built once in step() for every layer:
-  // rope_ from inv_freq_, rope_local_ from inv_freq_local_ (gemma3).
+  // rope_ from inv_freq_, rope_local_ from inv_freq_local_ (local layers).
   RopeTable rope_;
   RopeTable rope_local_;
   int64_t capacity_ = 0;
@@ -96,7 +95,7 @@ class Evaluator {
 
 // Below this many tokens the element-wise work between matmuls stays on the
 // calling thread: a parallel region costs a few microseconds. (Defined here
-// so that both architectures' blocks, in their own files, use it.)
+// so that the block, in its own file, uses it.)
 template <class Fn>
 void Evaluator::for_tokens(int64_t n, Fn&& fn) {
   constexpr int64_t kParallelTokens = 8;

@@ -62,7 +62,6 @@ LlamaConfig read_llama_config(const GgufFile& f) {
     fail(f, "unsupported architecture '" + escaped_text(arch, 64) + "' (kvbench runs " +
                 architecture_names() + ")");
   LlamaConfig c;
-  c.arch = arch == "gemma3" ? Arch::Gemma3 : Arch::Llama;
   c.arch_name = arch;
   // Keys under the architecture's name: llama.block_count, gemma3.block_count.
   const std::string p = arch + ".";

@@ -4,7 +4,8 @@
 // transformer block as plain fields: which norms it has, its activation, its
 // scales and soft-caps, which layers attend over a sliding window. An
 // architecture is a setting of these fields (LLaMA: the defaults; Gemma 3:
-// read_gemma3_config).
+// read_gemma3_config), which the one block (model/transformer_block.cpp)
+// runs: the forward pass never asks which architecture it is.
 #pragma once
 
 #include <cstdint>
@@ -35,13 +36,7 @@ enum class Activation {
   GeluTanh,  // GeGLU (Gemma): GELU's tanh approximation, model/ops/gelu.h
 };
 
-// general.architecture of the files kvbench runs. Each has its forward pass
-// (Evaluator::step dispatches: model/evaluator.cpp for llama,
-// model/gemma3_forward.cpp for gemma3) over the same kernels and cache.
-enum class Arch { Llama, Gemma3 };
-
 struct LlamaConfig {
-  Arch arch = Arch::Llama;
   std::string arch_name = "llama";  // general.architecture: the key prefix ARCH.
   std::string name;                 // general.name (display only)
   int n_layers = 0;                 // ARCH.block_count

@@ -39,7 +39,7 @@ std::vector<int32_t> iota_positions(int64_t begin, int64_t n) {
 TEST(Gemma3Config, TinyModelHyperParameters) {
   auto m = LlamaModel::load(test::tiny_gemma3_path());
   const LlamaConfig& c = m->config();
-  EXPECT_EQ(c.arch, Arch::Gemma3);
+  EXPECT_EQ(c.arch_name, "gemma3");
   EXPECT_EQ(c.head_dim, TinyGemma3Shape::head_dim);
   EXPECT_EQ(c.q_dim(), TinyModelShape::n_heads * TinyGemma3Shape::head_dim);
   EXPECT_TRUE(c.rope.neox);

@@ -1,5 +1,5 @@
 // A naive scalar Gemma 3 forward for tests, written from the architecture's
-// definition and independent of model/gemma3_forward.cpp: fully dequantized
+// definition and independent of model/transformer_block.cpp: fully dequantized
 // weights, every sum in double, every position recomputed with no cache, the
 // sliding window as an explicit (t - window, t] range.
 #pragma once
