@@ -14,13 +14,9 @@
 #include <cstring>
 #include <limits>
 
-#define KVBENCH_ATTN_AVX2_TARGET "avx2,fma,f16c"
-#if defined(__clang__)
-#pragma clang attribute push(__attribute__((target(KVBENCH_ATTN_AVX2_TARGET))), apply_to = function)
-#elif defined(__GNUC__)
-#pragma GCC push_options
-#pragma GCC target(KVBENCH_ATTN_AVX2_TARGET)
-#endif
+#include "model/ops/simd_target.h"
+
+KVBENCH_TARGET_BEGIN("avx2,fma,f16c")
 
 #include "model/ops/attention_f16c.h"
 
@@ -144,11 +140,7 @@ constexpr Kernels kAvx2Kernels = make_kernels<Avx2>();
 }  // namespace
 }  // namespace kvbench::attn
 
-#if defined(__clang__)
-#pragma clang attribute pop
-#elif defined(__GNUC__)
-#pragma GCC pop_options
-#endif
+KVBENCH_TARGET_END()
 
 namespace kvbench::attn {
 const Kernels* avx2_kernels() { return &kAvx2Kernels; }

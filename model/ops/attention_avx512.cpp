@@ -16,14 +16,9 @@
 #include <cstring>
 #include <limits>
 
-#define KVBENCH_ATTN_AVX512_TARGET "avx512f,avx512bw,avx512dq,avx512vl,avx2,fma,f16c"
-#if defined(__clang__)
-#pragma clang attribute push(__attribute__((target(KVBENCH_ATTN_AVX512_TARGET))), \
-                             apply_to = function)
-#elif defined(__GNUC__)
-#pragma GCC push_options
-#pragma GCC target(KVBENCH_ATTN_AVX512_TARGET)
-#endif
+#include "model/ops/simd_target.h"
+
+KVBENCH_TARGET_BEGIN("avx512f,avx512bw,avx512dq,avx512vl,avx2,fma,f16c")
 
 #include "model/ops/attention_avx512_iface.h"
 
@@ -35,11 +30,7 @@ constexpr Kernels kAvx512Kernels = make_kernels<Avx512>();
 }  // namespace
 }  // namespace kvbench::attn
 
-#if defined(__clang__)
-#pragma clang attribute pop
-#elif defined(__GNUC__)
-#pragma GCC pop_options
-#endif
+KVBENCH_TARGET_END()
 
 namespace kvbench::attn {
 const Kernels* avx512_kernels() { return &kAvx512Kernels; }

@@ -29,13 +29,9 @@
 #include <limits>
 #include <utility>
 
-#define KVBENCH_ATTN_BF16_TARGET "avx512f,avx512bw,avx512dq,avx512vl,avx512bf16,avx2,fma,f16c"
-#if defined(__clang__)
-#pragma clang attribute push(__attribute__((target(KVBENCH_ATTN_BF16_TARGET))), apply_to = function)
-#elif defined(__GNUC__)
-#pragma GCC push_options
-#pragma GCC target(KVBENCH_ATTN_BF16_TARGET)
-#endif
+#include "model/ops/simd_target.h"
+
+KVBENCH_TARGET_BEGIN("avx512f,avx512bw,avx512dq,avx512vl,avx512bf16,avx2,fma,f16c")
 
 #include "model/ops/attention_avx512_iface.h"
 #include "model/ops/attention_impl.h"
@@ -203,11 +199,7 @@ void bf16_native_prefill_tile(const PrefillTile& a, const PrefillWork& w) {
 
 }  // namespace kvbench::attn
 
-#if defined(__clang__)
-#pragma clang attribute pop
-#elif defined(__GNUC__)
-#pragma GCC pop_options
-#endif
+KVBENCH_TARGET_END()
 
 namespace kvbench::attn {
 // CPUID leaf 7, sub-leaf 1, EAX bit 5: AVX512_BF16. (The OS's AVX-512 state

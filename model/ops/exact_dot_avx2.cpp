@@ -18,12 +18,9 @@
 #include <algorithm>
 #include <cstring>
 
-#if defined(__clang__)
-#pragma clang attribute push(__attribute__((target("avx2,fma,f16c"))), apply_to = function)
-#elif defined(__GNUC__)
-#pragma GCC push_options
-#pragma GCC target("avx2,fma,f16c")
-#endif
+#include "model/ops/simd_target.h"
+
+KVBENCH_TARGET_BEGIN("avx2,fma,f16c")
 
 namespace kvbench::exact {
 namespace {
@@ -323,11 +320,7 @@ void dequantize(GgmlType type, const uint8_t* src, float* dst, int64_t n) {
 }  // namespace
 }  // namespace kvbench::exact
 
-#if defined(__clang__)
-#pragma clang attribute pop
-#elif defined(__GNUC__)
-#pragma GCC pop_options
-#endif
+KVBENCH_TARGET_END()
 
 namespace kvbench::exact {
 const Kernels* avx2_kernels() {

@@ -23,21 +23,12 @@
 #include <cstring>
 #include <vector>
 
-#if defined(__clang__)
-#define KVBENCH_UNROLL _Pragma("unroll")
-#pragma clang attribute push(                                                    \
-    __attribute__((target("avx512f,avx512bw,avx512dq,avx512vl,avx2,fma,f16c"))), \
-    apply_to = function)
-#elif defined(__GNUC__)
-#define KVBENCH_UNROLL _Pragma("GCC unroll 16")
-#pragma GCC push_options
-#pragma GCC target("avx512f,avx512bw,avx512dq,avx512vl,avx2,fma,f16c")
-#endif
+#include "model/ops/simd_target.h"
+
+KVBENCH_TARGET_BEGIN("avx512f,avx512bw,avx512dq,avx512vl,avx2,fma,f16c")
 
 namespace kvbench::exact {
 namespace {
-
-#define KVBENCH_INLINE __attribute__((always_inline)) inline
 
 KVBENCH_INLINE uint32_t u32(const uint8_t* p) {
   uint32_t v;
@@ -555,11 +546,7 @@ void dequantize(GgmlType type, const uint8_t* src, float* dst, int64_t n) {
 }  // namespace
 }  // namespace kvbench::exact
 
-#if defined(__clang__)
-#pragma clang attribute pop
-#elif defined(__GNUC__)
-#pragma GCC pop_options
-#endif
+KVBENCH_TARGET_END()
 
 namespace kvbench::exact {
 const Kernels* avx512_kernels() {

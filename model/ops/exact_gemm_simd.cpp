@@ -15,15 +15,9 @@
 #include <array>
 #include <utility>
 
-#if defined(__clang__)
-#define KVBENCH_UNROLL _Pragma("unroll")
-#pragma clang attribute push(__attribute__((target("avx512f,avx512vl,avx2,fma"))), \
-                             apply_to = function)
-#elif defined(__GNUC__)
-#define KVBENCH_UNROLL _Pragma("GCC unroll 16")
-#pragma GCC push_options
-#pragma GCC target("avx512f,avx512vl,avx2,fma")
-#endif
+#include "model/ops/simd_target.h"
+
+KVBENCH_TARGET_BEGIN("avx512f,avx512vl,avx2,fma")
 
 namespace kvbench::exact {
 namespace {
@@ -121,11 +115,7 @@ GemmPanelsFn avx2_gemm_panels() { return gemm_panels<2, M256>; }
 
 }  // namespace kvbench::exact
 
-#if defined(__clang__)
-#pragma clang attribute pop
-#elif defined(__GNUC__)
-#pragma GCC pop_options
-#endif
+KVBENCH_TARGET_END()
 
 #else  // not x86-64
 

@@ -19,20 +19,9 @@
 #include <cmath>
 #include <cstring>
 
-// Loops over the rows and activations of a micro-kernel must be fully
-// unrolled, or their accumulators live in memory instead of registers.
-#if defined(__clang__)
-#define KVBENCH_UNROLL _Pragma("unroll")
-#else
-#define KVBENCH_UNROLL _Pragma("GCC unroll 16")
-#endif
+#include "model/ops/simd_target.h"
 
-#if defined(__clang__)
-#pragma clang attribute push(__attribute__((target("avx2,fma,f16c"))), apply_to = function)
-#elif defined(__GNUC__)
-#pragma GCC push_options
-#pragma GCC target("avx2,fma,f16c")
-#endif
+KVBENCH_TARGET_BEGIN("avx2,fma,f16c")
 
 namespace kvbench::qdot {
 namespace {
@@ -368,11 +357,7 @@ void quantize_q8_k(const float* x, uint8_t* dst, int64_t n) {
 }  // namespace
 }  // namespace kvbench::qdot
 
-#if defined(__clang__)
-#pragma clang attribute pop
-#elif defined(__GNUC__)
-#pragma GCC pop_options
-#endif
+KVBENCH_TARGET_END()
 
 namespace kvbench::qdot {
 

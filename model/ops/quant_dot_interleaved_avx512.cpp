@@ -29,17 +29,9 @@
 #include <cstring>
 
 #include "model/ops/interleave.h"
+#include "model/ops/simd_target.h"
 
-#if defined(__clang__)
-#define KVBENCH_UNROLL _Pragma("unroll")
-#pragma clang attribute push(                                                               \
-    __attribute__((target("avx512f,avx512bw,avx512dq,avx512vl,avx512vnni,avx2,fma,f16c"))), \
-    apply_to = function)
-#else
-#define KVBENCH_UNROLL _Pragma("GCC unroll 16")
-#pragma GCC push_options
-#pragma GCC target("avx512f,avx512bw,avx512dq,avx512vl,avx512vnni,avx2,fma,f16c")
-#endif
+KVBENCH_TARGET_BEGIN("avx512f,avx512bw,avx512dq,avx512vl,avx512vnni,avx2,fma,f16c")
 
 namespace kvbench::qdot::il {
 namespace {
@@ -262,11 +254,7 @@ void interleaved_avx512_kernels(Kernels& k) {
 
 }  // namespace kvbench::qdot::il
 
-#if defined(__clang__)
-#pragma clang attribute pop
-#else
-#pragma GCC pop_options
-#endif
+KVBENCH_TARGET_END()
 
 #else  // not x86-64
 

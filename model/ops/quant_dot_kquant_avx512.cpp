@@ -41,23 +41,9 @@
 #include <cstring>
 #include <vector>
 
-// Loops over the rows, chunks and activations of a micro-kernel must be
-// fully unrolled, or their accumulators live in memory instead of registers.
-#if defined(__clang__)
-#define KVBENCH_UNROLL _Pragma("unroll")
-#else
-#define KVBENCH_UNROLL _Pragma("GCC unroll 16")
-#endif
-#define KVBENCH_INLINE __attribute__((always_inline)) inline
+#include "model/ops/simd_target.h"
 
-#if defined(__clang__)
-#pragma clang attribute push(                                                               \
-    __attribute__((target("avx512f,avx512bw,avx512dq,avx512vl,avx512vnni,avx2,fma,f16c"))), \
-    apply_to = function)
-#elif defined(__GNUC__)
-#pragma GCC push_options
-#pragma GCC target("avx512f,avx512bw,avx512dq,avx512vl,avx512vnni,avx2,fma,f16c")
-#endif
+KVBENCH_TARGET_BEGIN("avx512f,avx512bw,avx512dq,avx512vl,avx512vnni,avx2,fma,f16c")
 
 namespace kvbench::qdot {
 namespace {
@@ -489,11 +475,7 @@ void kquant_tile(const uint8_t* w, size_t w_stride, int64_t n_rows, const uint8_
 }  // namespace
 }  // namespace kvbench::qdot
 
-#if defined(__clang__)
-#pragma clang attribute pop
-#elif defined(__GNUC__)
-#pragma GCC pop_options
-#endif
+KVBENCH_TARGET_END()
 
 namespace kvbench::qdot {
 
