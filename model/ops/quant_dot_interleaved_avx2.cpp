@@ -171,44 +171,24 @@ void group(const uint8_t* w, const uint8_t* act, size_t act_stride, const ActFig
   }
 }
 
+// n_groups whole groups, one at a time.
 template <class F>
-void interleaved_tile(const uint8_t* w, size_t w_stride, int64_t n_rows, const uint8_t* act,
-                      size_t act_stride, int64_t n_act, int64_t n, float* out, int64_t ldo) {
-  const int64_t nb = n / kQK;
-  ActFigures& fig = figures_buffer();
-  act_figures_avx2(F::kMin, act, act_stride, n_act, nb, fig);
-  for (int64_t g = 0; g < n_rows / kRows; ++g)
-    group<F>(w + g * kRows * w_stride, act, act_stride, fig, n_act, nb, out + kRows * g, ldo,
-             kRows);
-}
-
-template <class F, GgmlType kType>
-void gguf_tile(const uint8_t* w, size_t w_stride, int64_t n_rows, const uint8_t* act,
-               size_t act_stride, int64_t n_act, int64_t n, float* out, int64_t ldo) {
-  const int64_t nb = n / kQK;
-  ActFigures& fig = figures_buffer();
-  act_figures_avx2(F::kMin, act, act_stride, n_act, nb, fig);
-  for (int64_t r0 = 0; r0 < n_rows; r0 += kRows) {
-    const int rows = static_cast<int>(std::min<int64_t>(kRows, n_rows - r0));
-    const uint8_t* grp = repack_group(kType, w + r0 * w_stride, w_stride, rows, n);
-    group<F>(grp, act, act_stride, fig, n_act, nb, out + r0, ldo, rows);
-  }
+void groups(const uint8_t* w, size_t group_stride, int64_t n_groups, const uint8_t* act,
+            size_t act_stride, const ActFigures& fig, int64_t n_act, int64_t nb, float* out,
+            int64_t ldo) {
+  for (int64_t g = 0; g < n_groups; ++g)
+    group<F>(w + g * group_stride, act, act_stride, fig, n_act, nb, out + kRows * g, ldo, kRows);
 }
 
 }  // namespace
 
-void interleaved_avx2_kernels(Kernels& k) {
-  k.tile[kQ4_0] = gguf_tile<Q4_0F, GgmlType::Q4_0>;
-  k.tile[kQ4_1] = gguf_tile<Q4_1F, GgmlType::Q4_1>;
-  k.tile[kQ5_0] = gguf_tile<Q5_0F, GgmlType::Q5_0>;
-  k.tile[kQ5_1] = gguf_tile<Q5_1F, GgmlType::Q5_1>;
-  k.tile[kQ8_0] = gguf_tile<Q8_0F, GgmlType::Q8_0>;
-  k.interleaved_tile[kQ4_0] = interleaved_tile<Q4_0F>;
-  k.interleaved_tile[kQ4_1] = interleaved_tile<Q4_1F>;
-  k.interleaved_tile[kQ5_0] = interleaved_tile<Q5_0F>;
-  k.interleaved_tile[kQ5_1] = interleaved_tile<Q5_1F>;
-  k.interleaved_tile[kQ8_0] = interleaved_tile<Q8_0F>;
-}
+}  // namespace kvbench::qdot::il
+
+#include "model/ops/quant_dot_interleaved_tiles.h"
+
+namespace kvbench::qdot::il {
+
+void interleaved_avx2_kernels(Kernels& k) { fill_tiles(k); }
 
 }  // namespace kvbench::qdot::il
 
