@@ -18,6 +18,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "model/ops/bytes.h"
 #include "model/ops/simd_target.h"
 
 KVBENCH_TARGET_BEGIN("avx2,fma,f16c")
@@ -59,11 +60,7 @@ float dot(const float* w, const float* x, int64_t n) {
   return fold(a, b);
 }
 
-float f16(const uint8_t* p) {
-  uint16_t v;
-  std::memcpy(&v, p, 2);
-  return _cvtsh_ss(v);  // exact, as fp16_to_fp32
-}
+float f16(const uint8_t* p) { return _cvtsh_ss(load_u16(p)); }  // exact, as fp16_to_fp32
 
 // 8 bytes widened to 8 lanes.
 __m256i bytes8(const uint8_t* p) {

@@ -23,6 +23,7 @@
 #include <cstring>
 #include <vector>
 
+#include "model/ops/bytes.h"
 #include "model/ops/simd_target.h"
 
 KVBENCH_TARGET_BEGIN("avx512f,avx512bw,avx512dq,avx512vl,avx2,fma,f16c")
@@ -30,15 +31,8 @@ KVBENCH_TARGET_BEGIN("avx512f,avx512bw,avx512dq,avx512vl,avx2,fma,f16c")
 namespace kvbench::exact {
 namespace {
 
-KVBENCH_INLINE uint32_t u32(const uint8_t* p) {
-  uint32_t v;
-  std::memcpy(&v, p, 4);
-  return v;
-}
 KVBENCH_INLINE float f16(const uint8_t* p) {
-  uint16_t v;
-  std::memcpy(&v, p, 2);
-  return _cvtsh_ss(v);  // exact, as fp16_to_fp32
+  return _cvtsh_ss(load_u16(p));  // exact, as fp16_to_fp32
 }
 KVBENCH_INLINE __m512i bytes16(const uint8_t* p) {
   return _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
@@ -127,7 +121,7 @@ struct Q5_0D {
     const __m512 d = _mm512_set1_ps(s.d[j]);
     const __m512 t0 = _mm512_mul_ps(iota(-16), d), t1 = _mm512_mul_ps(iota(0), d);
     __m512i l, h;
-    five_bit(b + 6, u32(b + 2), l, h);
+    five_bit(b + 6, load_u32(b + 2), l, h);
     lo = _mm512_permutex2var_ps(t0, l, t1);
     hi = _mm512_permutex2var_ps(t0, h, t1);
   }
@@ -143,7 +137,7 @@ struct Q5_1D {
     const __m512 t0 = _mm512_add_ps(_mm512_mul_ps(iota(0), d), m);
     const __m512 t1 = _mm512_add_ps(_mm512_mul_ps(iota(16), d), m);
     __m512i l, h;
-    five_bit(b + 8, u32(b + 4), l, h);
+    five_bit(b + 8, load_u32(b + 4), l, h);
     lo = _mm512_permutex2var_ps(t0, l, t1);
     hi = _mm512_permutex2var_ps(t0, h, t1);
   }

@@ -19,6 +19,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "model/ops/bytes.h"
 #include "model/ops/simd_target.h"
 
 KVBENCH_TARGET_BEGIN("avx2,fma,f16c")
@@ -26,16 +27,6 @@ KVBENCH_TARGET_BEGIN("avx2,fma,f16c")
 namespace kvbench::qdot {
 namespace {
 
-uint16_t u16(const uint8_t* p) {
-  uint16_t v;
-  std::memcpy(&v, p, 2);
-  return v;
-}
-uint32_t u32(const uint8_t* p) {
-  uint32_t v;
-  std::memcpy(&v, p, 4);
-  return v;
-}
 __m128i load128(const uint8_t* p) { return _mm_loadu_si128(reinterpret_cast<const __m128i*>(p)); }
 __m256i load256(const uint8_t* p) {
   return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
@@ -78,7 +69,7 @@ __m256i group_dot(__m256i codes, __m256i a, __m256i scales) {
 
 int32_t min_sum(const int* mins16, const uint8_t* a) {
   int32_t s = 0;
-  for (int j = 0; j < 16; ++j) s += mins16[j] * static_cast<int16_t>(u16(a + 260 + 2 * j));
+  for (int j = 0; j < 16; ++j) s += mins16[j] * static_cast<int16_t>(load_u16(a + 260 + 2 * j));
   return s;
 }
 
@@ -183,7 +174,7 @@ SuperSums q6_k_sums(const uint8_t* b, const uint8_t* a) {
   return {hsum_i32(acc), 0};
 }
 
-float f16_at(const uint8_t* p) { return _cvtsh_ss(u16(p)); }
+float f16_at(const uint8_t* p) { return _cvtsh_ss(load_u16(p)); }
 
 // Per-format constants: bytes, and where d / dmin sit.
 template <SuperSums (*Sums)(const uint8_t*, const uint8_t*), size_t kBytes, size_t kD, size_t kDmin,
@@ -194,7 +185,7 @@ float kquant_dot(const uint8_t* w, const uint8_t* a, int64_t n) {
   for (int64_t b = 0; b < nb; ++b) {
     const uint8_t* wb = w + b * kBytes;
     const uint8_t* ab = a + b * kQ8_KBytes;
-    const float da = std::bit_cast<float>(u32(ab));
+    const float da = std::bit_cast<float>(load_u32(ab));
     const SuperSums s = Sums(wb, ab);
     acc = std::fma(f16_at(wb + kD) * da, static_cast<float>(s.isum), acc);
     if constexpr (kMin) macc = std::fma(f16_at(wb + kDmin) * da, static_cast<float>(s.msum), macc);
@@ -211,9 +202,9 @@ __m256 load8_f16(const uint8_t* p) { return _mm256_cvtph_ps(load128(p)); }
 __m256 load8_bf16(const uint8_t* p) {
   return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(load128(p)), 16));
 }
-float load1_f32(const uint8_t* p) { return std::bit_cast<float>(u32(p)); }
-float load1_f16(const uint8_t* p) { return _cvtsh_ss(u16(p)); }
-float load1_bf16(const uint8_t* p) { return std::bit_cast<float>(uint32_t{u16(p)} << 16); }
+float load1_f32(const uint8_t* p) { return std::bit_cast<float>(load_u32(p)); }
+float load1_f16(const uint8_t* p) { return _cvtsh_ss(load_u16(p)); }
+float load1_bf16(const uint8_t* p) { return std::bit_cast<float>(uint32_t{load_u16(p)} << 16); }
 
 template <__m256 (*Load8)(const uint8_t*), float (*Load1)(const uint8_t*), size_t kSize>
 float plain_dot(const uint8_t* w, const uint8_t* a, int64_t n) {

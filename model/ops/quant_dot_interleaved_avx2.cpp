@@ -18,6 +18,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "model/ops/bytes.h"
 #include "model/ops/interleave.h"
 #include "model/ops/simd_target.h"
 
@@ -26,11 +27,6 @@ KVBENCH_TARGET_BEGIN("avx2,fma,f16c")
 namespace kvbench::qdot::il {
 namespace {
 
-int32_t load32(const uint8_t* p) {
-  int32_t v;
-  std::memcpy(&v, p, 4);
-  return v;
-}
 __m256i load256(const uint8_t* p) {
   return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
 }
@@ -109,7 +105,7 @@ void micro(const uint8_t* w, int h, const uint8_t* act, size_t act_stride, const
         const __m256i wa = _mm256_abs_epi8(ws);
         KVBENCH_UNROLL
         for (int t = 0; t < kT; ++t) {
-          const __m256i av = _mm256_set1_epi32(load32(a[t] + 4 * j));
+          const __m256i av = _mm256_set1_epi32(load_i32(a[t] + 4 * j));
           is[t] = _mm256_add_epi32(
               is[t], _mm256_madd_epi16(_mm256_maddubs_epi16(wa, _mm256_sign_epi8(av, ws)), ones));
         }
@@ -118,16 +114,16 @@ void micro(const uint8_t* w, int h, const uint8_t* act, size_t act_stride, const
         __m256i hi = _mm256_and_si256(_mm256_srli_epi16(q, 4), nib);
         if constexpr (F::kFive) {
           const uint8_t* mk = gb + F::kMasks + 16 * j + 4 * h;
-          lo = _mm256_or_si256(lo, _mm256_and_si256(bits_to_bytes(load32(mk)), sixteen));
-          hi = _mm256_or_si256(hi, _mm256_and_si256(bits_to_bytes(load32(mk + 8)), sixteen));
+          lo = _mm256_or_si256(lo, _mm256_and_si256(bits_to_bytes(load_i32(mk)), sixteen));
+          hi = _mm256_or_si256(hi, _mm256_and_si256(bits_to_bytes(load_i32(mk + 8)), sixteen));
         }
         KVBENCH_UNROLL
         for (int t = 0; t < kT; ++t) {
           // Two products of at most 31 * 127 per int16 lane and two lanes:
           // no saturation.
           const __m256i p16 = _mm256_add_epi16(
-              _mm256_maddubs_epi16(lo, _mm256_set1_epi32(load32(a[t] + 4 * j))),
-              _mm256_maddubs_epi16(hi, _mm256_set1_epi32(load32(a[t] + 16 + 4 * j))));
+              _mm256_maddubs_epi16(lo, _mm256_set1_epi32(load_i32(a[t] + 4 * j))),
+              _mm256_maddubs_epi16(hi, _mm256_set1_epi32(load_i32(a[t] + 16 + 4 * j))));
           is[t] = _mm256_add_epi32(is[t], _mm256_madd_epi16(p16, ones));
         }
       }

@@ -25,6 +25,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "model/ops/bytes.h"
 #include "model/ops/interleave.h"
 #include "model/ops/simd_target.h"
 
@@ -32,17 +33,6 @@ KVBENCH_TARGET_BEGIN("avx512f,avx512bw,avx512dq,avx512vl,avx512vnni,avx2,fma,f16
 
 namespace kvbench::qdot::il {
 namespace {
-
-int32_t load32(const uint8_t* p) {
-  int32_t v;
-  std::memcpy(&v, p, 4);
-  return v;
-}
-__mmask64 load_mask(const uint8_t* p) {
-  uint64_t v;
-  std::memcpy(&v, p, 8);
-  return v;
-}
 
 // How far ahead decode (one activation) prefetches weights into L2, in
 // groups: a thread needs more misses in flight than L1 tracks to stream from
@@ -104,14 +94,14 @@ void micro(const uint8_t* w, size_t group_stride, const uint8_t* act, size_t act
           hi[g] = _mm512_and_si512(_mm512_srli_epi16(q, 4), nib);
           if constexpr (F::kFive) {
             const uint8_t* mk = gb + F::kMasks + 16 * j;
-            lo[g] = _mm512_mask_add_epi8(lo[g], load_mask(mk), lo[g], sixteen);
-            hi[g] = _mm512_mask_add_epi8(hi[g], load_mask(mk + 8), hi[g], sixteen);
+            lo[g] = _mm512_mask_add_epi8(lo[g], load_u64(mk), lo[g], sixteen);
+            hi[g] = _mm512_mask_add_epi8(hi[g], load_u64(mk + 8), hi[g], sixteen);
           }
         }
       }
       KVBENCH_UNROLL
       for (int t = 0; t < kT; ++t) {
-        const __m512i alo = _mm512_set1_epi32(load32(a[t] + 4 * j));
+        const __m512i alo = _mm512_set1_epi32(load_i32(a[t] + 4 * j));
         if constexpr (F::kQ8) {
           KVBENCH_UNROLL
           for (int g = 0; g < kG; ++g) {
@@ -119,7 +109,7 @@ void micro(const uint8_t* w, size_t group_stride, const uint8_t* act, size_t act
             sum = _mm512_dpbusd_epi32(sum, lo[g], alo);
           }
         } else {
-          const __m512i ahi = _mm512_set1_epi32(load32(a[t] + 16 + 4 * j));
+          const __m512i ahi = _mm512_set1_epi32(load_i32(a[t] + 16 + 4 * j));
           KVBENCH_UNROLL
           for (int g = 0; g < kG; ++g) {
             __m512i& sum = j < F::kChunks / 2 ? is[g][t] : is2[g][t];

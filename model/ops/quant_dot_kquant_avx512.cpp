@@ -41,6 +41,7 @@
 #include <cstring>
 #include <vector>
 
+#include "model/ops/bytes.h"
 #include "model/ops/simd_target.h"
 
 KVBENCH_TARGET_BEGIN("avx512f,avx512bw,avx512dq,avx512vl,avx512vnni,avx2,fma,f16c")
@@ -64,11 +65,6 @@ __m256i load256(const uint8_t* p) {
   return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
 }
 __m128i load128(const uint8_t* p) { return _mm_loadu_si128(reinterpret_cast<const __m128i*>(p)); }
-uint16_t u16(const uint8_t* p) {
-  uint16_t v;
-  std::memcpy(&v, p, 2);
-  return v;
-}
 
 // 16 dword lanes, lane j = f(j): the permute indices and shift counts below.
 struct Lanes {
@@ -360,9 +356,10 @@ KVBENCH_INLINE void row_lanes(const uint8_t* wb, const uint8_t* pb, size_t prow,
 template <class K>
 KVBENCH_INLINE __m256 super_scales(const uint8_t* const (&wb)[kR]) {
   static_assert(kR == 4);
-  return _mm256_cvtph_ps(_mm_setr_epi16(
-      u16(wb[0] + K::kD), u16(wb[1] + K::kD), u16(wb[2] + K::kD), u16(wb[3] + K::kD),
-      u16(wb[0] + K::kDmin), u16(wb[1] + K::kDmin), u16(wb[2] + K::kDmin), u16(wb[3] + K::kDmin)));
+  return _mm256_cvtph_ps(_mm_setr_epi16(load_u16(wb[0] + K::kD), load_u16(wb[1] + K::kD),
+                                        load_u16(wb[2] + K::kD), load_u16(wb[3] + K::kD),
+                                        load_u16(wb[0] + K::kDmin), load_u16(wb[1] + K::kDmin),
+                                        load_u16(wb[2] + K::kDmin), load_u16(wb[3] + K::kDmin)));
 }
 
 // kR weight rows (rows[r]: row r's first super-block; remainder rows repeat
