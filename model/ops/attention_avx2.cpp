@@ -19,19 +19,14 @@
 KVBENCH_TARGET_BEGIN("avx2,fma,f16c")
 
 #include "model/ops/attention_f16c.h"
+#include "model/ops/simd_avx2.h"
 
 namespace kvbench::attn {
 namespace {
 
-struct Avx2 {
-  using V = __m256;
-  static constexpr int W = 8;
+struct Avx2 : simd::F32x8 {
   static constexpr int kRegs = 16;
   static constexpr int kGemmCols = 2;
-  static V zero() { return _mm256_setzero_ps(); }
-  static V set1(float x) { return _mm256_set1_ps(x); }
-  static V load(const float* p) { return _mm256_loadu_ps(p); }
-  static void store(float* p, V v) { _mm256_storeu_ps(p, v); }
   static V load_f16(const uint16_t* p) {
     return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
   }
@@ -71,11 +66,6 @@ struct Avx2 {
     return _mm256_cvtepi32_ps(c);
   }
   static void halves(const uint16_t* h, int n, float* out) { f16c_halves(h, n, out); }
-  static V fmadd(V a, V b, V c) { return _mm256_fmadd_ps(a, b, c); }
-  static V mul(V a, V b) { return _mm256_mul_ps(a, b); }
-  static V add(V a, V b) { return _mm256_add_ps(a, b); }
-  static V sub(V a, V b) { return _mm256_sub_ps(a, b); }
-  static V max(V a, V b) { return _mm256_max_ps(a, b); }
   static float hsum(V v) {
     __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
     s = _mm_add_ps(s, _mm_movehl_ps(s, s));

@@ -11,19 +11,14 @@
 
 #include "model/ops/attention_f16c.h"
 #include "model/ops/attention_kernels.h"
+#include "model/ops/simd_avx512.h"
 
 namespace kvbench::attn {
 namespace {
 
-struct Avx512 {
-  using V = __m512;
-  static constexpr int W = 16;
+struct Avx512 : simd::F32x16 {
   static constexpr int kRegs = 32;
   static constexpr int kGemmCols = 4;
-  static V zero() { return _mm512_setzero_ps(); }
-  static V set1(float x) { return _mm512_set1_ps(x); }
-  static V load(const float* p) { return _mm512_loadu_ps(p); }
-  static void store(float* p, V v) { _mm512_storeu_ps(p, v); }
   static V load_f16(const uint16_t* p) {
     return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
   }
@@ -63,11 +58,6 @@ struct Avx512 {
     return _mm512_cvtepi32_ps(c);
   }
   static void halves(const uint16_t* h, int n, float* out) { f16c_halves(h, n, out); }
-  static V fmadd(V a, V b, V c) { return _mm512_fmadd_ps(a, b, c); }
-  static V mul(V a, V b) { return _mm512_mul_ps(a, b); }
-  static V add(V a, V b) { return _mm512_add_ps(a, b); }
-  static V sub(V a, V b) { return _mm512_sub_ps(a, b); }
-  static V max(V a, V b) { return _mm512_max_ps(a, b); }
   static float hsum(V v) { return _mm512_reduce_add_ps(v); }
   static float hmax(V v) { return _mm512_reduce_max_ps(v); }
   // Four horizontal sums at once: fold each to 256 bits, then two rounds of

@@ -21,6 +21,8 @@
 //   fmadd(a, b, c) = a * b + c, mul, add, sub, max
 //   hsum(V), hmax(V), hsum4(const V[4], float out[4])
 //   exp2(V): 2^x, exactly 0 for x < -126 (so masked -inf scores weigh 0)
+// The x86 paths take V, W and zero() .. max from their vector basics
+// (simd_avx2.h, simd_avx512.h).
 #pragma once
 
 #include <algorithm>

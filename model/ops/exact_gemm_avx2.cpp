@@ -16,18 +16,13 @@
 KVBENCH_TARGET_BEGIN("avx2,fma")
 
 #include "model/ops/exact_gemm_impl.h"
+#include "model/ops/simd_avx2.h"
 
 namespace kvbench::exact {
 namespace {
 
-struct Avx2 {
-  using V = __m256;
-  static constexpr int W = 8;
+struct Avx2 : simd::F32x8 {
   static constexpr int kTokens = 2;
-  static V zero() { return _mm256_setzero_ps(); }
-  static V load(const float* p) { return _mm256_loadu_ps(p); }
-  static V broadcast(const float* p) { return _mm256_broadcast_ss(p); }
-  static V fmadd(V a, V b, V c) { return _mm256_fmadd_ps(a, b, c); }
   template <int T>
   static void store(float* y, int64_t ldy, const V (&acc)[T][4], int64_t nr) {
     alignas(32) float tmp[kPanelRows];

@@ -16,23 +16,18 @@
 KVBENCH_TARGET_BEGIN("avx512f,avx512vl,avx2,fma")
 
 #include "model/ops/exact_gemm_impl.h"
+#include "model/ops/simd_avx512.h"
 
 namespace kvbench::exact {
 namespace {
 
-struct Avx512 {
-  using V = __m512;
-  static constexpr int W = 16;
+struct Avx512 : simd::F32x16 {
   // T = 12: 24 accumulators, the two panel vectors, and the broadcasts folded
   // into the FMAs' memory operands; each panel load serves 12 FMAs instead of
   // 8. SmolLM2's four Q4_1 shapes, 512 tokens, one thread, Xeon, medians of 5
   // alternating rounds: 139.7-143.6 GFLOP/s against 126.6-132.0 with T = 8;
   // T = 14 was within the noise of 12.
   static constexpr int kTokens = 12;
-  static V zero() { return _mm512_setzero_ps(); }
-  static V load(const float* p) { return _mm512_loadu_ps(p); }
-  static V broadcast(const float* p) { return _mm512_set1_ps(*p); }
-  static V fmadd(V a, V b, V c) { return _mm512_fmadd_ps(a, b, c); }
   template <int T>
   static void store(float* y, int64_t ldy, const V (&acc)[T][2], int64_t nr) {
     const auto lo = static_cast<__mmask16>(nr >= 16 ? 0xFFFFu : (1u << nr) - 1);

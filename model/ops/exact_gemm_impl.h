@@ -10,10 +10,10 @@
 // floats) stream from L2; the panels were packed once per tile.
 //
 // The vector interface `I`:
-//   V: W floats; kTokens: the widest tile's T (its accumulators, the panel
-//     row's kPanelRows / W vectors and a broadcast fill the registers)
-//   zero(), load(const float*), broadcast(const float* p) = *p in every lane,
-//   fmadd(a, b, c) = a * b + c
+//   the path's float basics (simd_avx2.h, simd_avx512.h): V, W floats, zero(),
+//     load(const float*), set1(float), fmadd(a, b, c) = a * b + c
+//   kTokens: the widest tile's T (its accumulators, the panel row's
+//     kPanelRows / W vectors and a broadcast fill the registers)
 //   store<T>(y, ldy, acc[T][kPanelRows / W], nr): y[t * ldy + r] = row r of
 //     acc[t] for r < nr
 #pragma once
@@ -47,7 +47,7 @@ void micro(const float* panel, const float* x, int64_t ldx, int64_t k, float* y,
     for (int v = 0; v < kVecs; ++v) w[v] = I::load(panel + c * kPanelRows + I::W * v);
     KVBENCH_UNROLL
     for (int t = 0; t < T; ++t) {
-      const typename I::V xb = I::broadcast(&x[t * ldx + c]);
+      const typename I::V xb = I::set1(x[t * ldx + c]);
       KVBENCH_UNROLL
       for (int v = 0; v < kVecs; ++v) acc[t][v] = I::fmadd(w[v], xb, acc[t][v]);
     }

@@ -19,50 +19,25 @@
 KVBENCH_TARGET_BEGIN("avx2,fma")
 
 #include "model/ops/silu_impl.h"
+#include "model/ops/simd_avx2.h"
 
 namespace kvbench::silu {
 namespace {
 
 struct Avx2 {
-  using F = __m256;
-  using H = __m128;
-  using D = __m256d;
-  using L = __m256i;
-  static constexpr int W = 8;
-  static H lo(F x) { return _mm256_castps256_ps128(x); }
-  static H hi(F x) { return _mm256_extractf128_ps(x, 1); }
-  static F join(H lo, H hi) { return _mm256_insertf128_ps(_mm256_castps128_ps256(lo), hi, 1); }
-  static D widen(H x) { return _mm256_cvtps_pd(x); }
-  static H narrow(D x) { return _mm256_cvtpd_ps(x); }
-  static D set1(double x) { return _mm256_set1_pd(x); }
-  static D fmadd(D a, D b, D c) { return _mm256_fmadd_pd(a, b, c); }
-  static D fmsub(D a, D b, D c) { return _mm256_fmsub_pd(a, b, c); }
-  static D sub(D a, D b) { return _mm256_sub_pd(a, b); }
-  static D mul(D a, D b) { return _mm256_mul_pd(a, b); }
-  static L bits(D x) { return _mm256_castpd_si256(x); }
-  static D from_bits(L x) { return _mm256_castsi256_pd(x); }
-  static L low5(L x) { return _mm256_and_si256(x, _mm256_set1_epi64x(31)); }
-  static L add(L a, L b) { return _mm256_add_epi64(a, b); }
-  static L shl47(L x) { return _mm256_slli_epi64(x, 47); }
-  static L table(L idx) {
+  using F32 = simd::F32x8;
+  using F64 = simd::F64x4;
+  using I64 = simd::I64x4;
+  static I64::V table(I64::V idx) {
     return _mm256_i64gather_epi64(reinterpret_cast<const long long*>(kTab), idx, 8);
   }
   // top <= 0x7ff, so a signed compare is an unsigned one here.
-  static int special(F x) {
+  static int special(F32::V x) {
     const __m256i top =
         _mm256_and_si256(_mm256_srli_epi32(_mm256_castps_si256(x), 20), _mm256_set1_epi32(0x7ff));
     return _mm256_movemask_ps(
         _mm256_castsi256_ps(_mm256_cmpgt_epi32(top, _mm256_set1_epi32(kMaxTop))));
   }
-  static F set1f(float x) { return _mm256_set1_ps(x); }
-  static F loadu(const float* p) { return _mm256_loadu_ps(p); }
-  static void storeu(float* p, F x) { _mm256_storeu_ps(p, x); }
-  static F load(const float* p) { return _mm256_load_ps(p); }
-  static void store(float* p, F x) { _mm256_store_ps(p, x); }
-  static F xor_(F a, F b) { return _mm256_xor_ps(a, b); }
-  static F add(F a, F b) { return _mm256_add_ps(a, b); }
-  static F div(F a, F b) { return _mm256_div_ps(a, b); }
-  static F mul(F a, F b) { return _mm256_mul_ps(a, b); }
 };
 
 }  // namespace

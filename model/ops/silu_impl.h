@@ -11,14 +11,11 @@
 // choices stay those of the hand-written kernels this replaced.)
 //
 // The vector interface `I`:
-//   F: W floats; H: W / 2 floats; D: W / 2 doubles; L: W / 2 64-bit integers
-//   lo(F), hi(F) -> H; join(H lo, H hi) -> F
-//   widen(H) -> D, narrow(D) -> H; set1(double), fmadd(a, b, c) = a * b + c,
-//     fmsub(a, b, c) = a * b - c, sub, mul on D
-//   bits(D) -> L, from_bits(L) -> D; low5(L) = L & 31; table(L idx) = the
-//     kTab entries idx; add(L, L); shl47(L) = L << 47
-//   special(F) -> bit i set where lane i's bits >> 20 & 0x7ff exceed kMaxTop
-//   set1f(float), loadu, storeu, load, store (aligned), xor_, add, div, mul
+//   F32, F64, I64: the path's basics (simd_avx2.h, simd_avx512.h): W floats,
+//     W / 2 doubles, W / 2 64-bit integers
+//   table(I64::V idx) = the kTab entries idx (0..31)
+//   special(F32::V) -> bit i set where lane i's bits >> 20 & 0x7ff exceed
+//     kMaxTop
 #pragma once
 
 #include <cmath>
@@ -33,57 +30,61 @@ float scalar_exp(float x) { return std::exp(x); }
 
 // W / 2 floats widened to double -> W / 2 expf values.
 template <class I>
-typename I::H exp_half(typename I::H x) {
-  using D = typename I::D;
-  const D xd = I::widen(x);
-  const D inv = I::set1(kInvLn2N), shift = I::set1(kShift);
-  const D kds = I::fmadd(inv, xd, shift);
-  const typename I::L ki = I::bits(kds);
-  const D kd = I::sub(kds, shift);
-  const D r = I::fmsub(inv, xd, kd);
-  typename I::L t = I::table(I::low5(ki));
-  t = I::add(t, I::shl47(ki));
-  const D s = I::from_bits(t);
-  const D z = I::fmadd(r, I::set1(kC0), I::set1(kC1));
-  const D r2 = I::mul(r, r);
-  D y = I::fmadd(r, I::set1(kC2), I::set1(1.0));
-  y = I::fmadd(z, r2, y);
-  return I::narrow(I::mul(y, s));
+typename I::F32::Half exp_half(typename I::F32::Half x) {
+  using D = typename I::F64;
+  using L = typename I::I64;
+  const typename D::V xd = D::widen(x);
+  const typename D::V inv = D::set1(kInvLn2N), shift = D::set1(kShift);
+  const typename D::V kds = D::fmadd(inv, xd, shift);
+  const typename L::V ki = D::bits(kds);
+  const typename D::V kd = D::sub(kds, shift);
+  const typename D::V r = D::fmsub(inv, xd, kd);
+  typename L::V t = I::table(L::and_(ki, L::set1(31)));
+  t = L::add(t, L::template shl<47>(ki));
+  const typename D::V s = D::from_bits(t);
+  const typename D::V z = D::fmadd(r, D::set1(kC0), D::set1(kC1));
+  const typename D::V r2 = D::mul(r, r);
+  typename D::V y = D::fmadd(r, D::set1(kC2), D::set1(1.0));
+  y = D::fmadd(z, r2, y);
+  return D::narrow(D::mul(y, s));
 }
 
 // W expf values; lanes past glibc's fast range through expf itself.
 template <class I>
-typename I::F exp_lanes(typename I::F x) {
-  typename I::F e = I::join(exp_half<I>(I::lo(x)), exp_half<I>(I::hi(x)));
+typename I::F32::V exp_lanes(typename I::F32::V x) {
+  using F = typename I::F32;
+  typename F::V e = F::join(exp_half<I>(F::lo(x)), exp_half<I>(F::hi(x)));
   const auto special = I::special(x);
   if (special != 0) {
-    alignas(sizeof(typename I::F)) float xs[I::W], es[I::W];
-    I::store(xs, x);
-    I::store(es, e);
-    for (int i = 0; i < I::W; ++i)
+    alignas(sizeof(typename F::V)) float xs[F::W], es[F::W];
+    F::store_aligned(xs, x);
+    F::store_aligned(es, e);
+    for (int i = 0; i < F::W; ++i)
       if ((special >> i) & 1) es[i] = scalar_exp(xs[i]);
-    e = I::load(es);
+    e = F::load_aligned(es);
   }
   return e;
 }
 
 template <class I>
 int64_t silu_mul_kernel(float* gate, const float* up, int64_t n) {
+  using F = typename I::F32;
   int64_t i = 0;
-  const typename I::F one = I::set1f(1.0f);
-  const typename I::F sign = I::set1f(-0.0f);
-  for (; i + I::W <= n; i += I::W) {
-    const typename I::F g = I::loadu(gate + i);
-    const typename I::F e = exp_lanes<I>(I::xor_(g, sign));
-    I::storeu(gate + i, I::mul(I::div(g, I::add(one, e)), I::loadu(up + i)));
+  const typename F::V one = F::set1(1.0f);
+  const typename F::V sign = F::set1(-0.0f);
+  for (; i + F::W <= n; i += F::W) {
+    const typename F::V g = F::load(gate + i);
+    const typename F::V e = exp_lanes<I>(F::xor_(g, sign));
+    F::store(gate + i, F::mul(F::div(g, F::add(one, e)), F::load(up + i)));
   }
   return i;
 }
 
 template <class I>
 int64_t expf_kernel(const float* x, float* out, int64_t n) {
+  using F = typename I::F32;
   int64_t i = 0;
-  for (; i + I::W <= n; i += I::W) I::storeu(out + i, exp_lanes<I>(I::loadu(x + i)));
+  for (; i + F::W <= n; i += F::W) F::store(out + i, exp_lanes<I>(F::load(x + i)));
   return i;
 }
 
