@@ -18,7 +18,7 @@
 
 KVBENCH_TARGET_BEGIN("avx2,fma,f16c")
 
-#include "model/ops/attention_f16c.h"
+#include "model/ops/attention_x86.h"
 #include "model/ops/simd_avx2.h"
 
 namespace kvbench::attn {
@@ -85,20 +85,9 @@ struct Avx2 : simd::F32x8 {
     const V t = _mm256_hadd_ps(t01, t23);  // per 128-bit half: partial sums of a0..a3
     _mm_storeu_ps(out, _mm_add_ps(_mm256_castps256_ps128(t), _mm256_extractf128_ps(t, 1)));
   }
-  // 2^x = 2^n * 2^f with n = round(x), |f| <= 1/2, 2^f by its Taylor series
-  // to degree 7; 0 below -126 (no subnormals), x capped at 127.
-  static V exp2(V x) {
-    const V xc = _mm256_min_ps(_mm256_max_ps(x, _mm256_set1_ps(-126.0f)), _mm256_set1_ps(127.0f));
-    const V n = _mm256_round_ps(xc, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    const V f = _mm256_sub_ps(xc, n);
-    V p = _mm256_set1_ps(1.5252734e-5f);
-    p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(1.5403530e-4f));
-    p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(1.3333558e-3f));
-    p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(9.6181291e-3f));
-    p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(5.5504109e-2f));
-    p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(2.4022651e-1f));
-    p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(6.9314718e-1f));
-    p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(1.0f));
+  static V exp2(V x) { return exp2_taylor<Avx2>(x); }
+  // p * 2^n with 2^n built in the exponent bits; 0 where x < -126.
+  static V pow2_scale(V x, V p, V n) {
     const __m256i e =
         _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
     const V r = _mm256_mul_ps(p, _mm256_castsi256_ps(e));

@@ -9,8 +9,8 @@
 #include <cstdint>
 #include <cstring>
 
-#include "model/ops/attention_f16c.h"
 #include "model/ops/attention_kernels.h"
+#include "model/ops/attention_x86.h"
 #include "model/ops/simd_avx512.h"
 
 namespace kvbench::attn {
@@ -69,20 +69,9 @@ struct Avx512 : simd::F32x16 {
     const __m256 t = _mm256_hadd_ps(_mm256_hadd_ps(y[0], y[1]), _mm256_hadd_ps(y[2], y[3]));
     _mm_storeu_ps(out, _mm_add_ps(_mm256_castps256_ps128(t), _mm256_extractf128_ps(t, 1)));
   }
-  // 2^x = 2^n * 2^f with n = round(x), |f| <= 1/2, 2^f by its Taylor series
-  // to degree 7; 0 below -126 (no subnormals), x capped at 127.
-  static V exp2(V x) {
-    const V xc = _mm512_min_ps(_mm512_max_ps(x, _mm512_set1_ps(-126.0f)), _mm512_set1_ps(127.0f));
-    const V n = _mm512_roundscale_ps(xc, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    const V f = _mm512_sub_ps(xc, n);
-    V p = _mm512_set1_ps(1.5252734e-5f);
-    p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(1.5403530e-4f));
-    p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(1.3333558e-3f));
-    p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(9.6181291e-3f));
-    p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(5.5504109e-2f));
-    p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(2.4022651e-1f));
-    p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(6.9314718e-1f));
-    p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(1.0f));
+  static V exp2(V x) { return exp2_taylor<Avx512>(x); }
+  // p * 2^n by vscalefps; 0 where x < -126.
+  static V pow2_scale(V x, V p, V n) {
     const __mmask16 keep = _mm512_cmp_ps_mask(x, _mm512_set1_ps(-126.0f), _CMP_GE_OQ);
     return _mm512_maskz_mov_ps(keep, _mm512_scalef_ps(p, n));
   }

@@ -29,6 +29,9 @@ struct F32x8 {
   static V sub(V a, V b) { return _mm256_sub_ps(a, b); }
   static V div(V a, V b) { return _mm256_div_ps(a, b); }
   static V max(V a, V b) { return _mm256_max_ps(a, b); }
+  static V min(V a, V b) { return _mm256_min_ps(a, b); }
+  // To the nearest integer, ties to even.
+  static V round(V v) { return _mm256_round_ps(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC); }
   static V xor_(V a, V b) { return _mm256_xor_ps(a, b); }
   static Half lo(V v) { return _mm256_castps256_ps128(v); }
   static Half hi(V v) { return _mm256_extractf128_ps(v, 1); }

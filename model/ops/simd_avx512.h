@@ -28,6 +28,11 @@ struct F32x16 {
   static V sub(V a, V b) { return _mm512_sub_ps(a, b); }
   static V div(V a, V b) { return _mm512_div_ps(a, b); }
   static V max(V a, V b) { return _mm512_max_ps(a, b); }
+  static V min(V a, V b) { return _mm512_min_ps(a, b); }
+  // To the nearest integer, ties to even.
+  static V round(V v) {
+    return _mm512_roundscale_ps(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  }
   static V xor_(V a, V b) { return _mm512_xor_ps(a, b); }
   static Half lo(V v) { return _mm512_castps512_ps256(v); }
   static Half hi(V v) { return _mm512_extractf32x8_ps(v, 1); }
