@@ -24,6 +24,8 @@
 
 KVBENCH_TARGET_BEGIN("avx2,fma,f16c")
 
+#include "model/ops/quant_dot_rows.h"
+
 namespace kvbench::qdot {
 namespace {
 
@@ -221,16 +223,6 @@ float plain_dot(const uint8_t* w, const uint8_t* a, int64_t n) {
   _mm256_store_ps(acc + 8, hi);
   for (int j = 0; k < n; ++k, ++j) acc[j] = std::fma(Load1(w + k * kSize), x[k], acc[j]);
   return hsum16(_mm256_load_ps(acc), _mm256_load_ps(acc + 8));
-}
-
-using DotFn = float (*)(const uint8_t*, const uint8_t*, int64_t);
-
-template <DotFn Dot>
-void row_tile(const uint8_t* w, size_t w_stride, int64_t n_rows, const uint8_t* act,
-              size_t act_stride, int64_t n_act, int64_t n, float* out, int64_t ldo) {
-  for (int64_t t = 0; t < n_act; ++t)
-    for (int64_t r = 0; r < n_rows; ++r)
-      out[t * ldo + r] = Dot(w + r * w_stride, act + t * act_stride, n);
 }
 
 // ---------------------------------------------------------------------------

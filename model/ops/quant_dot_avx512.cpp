@@ -32,6 +32,8 @@
 
 KVBENCH_TARGET_BEGIN("avx512f,avx512bw,avx512dq,avx512vl,avx512vnni,avx2,fma,f16c")
 
+#include "model/ops/quant_dot_rows.h"
+
 namespace kvbench::qdot {
 namespace {
 
@@ -77,16 +79,6 @@ float plain_dot(const uint8_t* w, const uint8_t* a, int64_t n) {
     acc = _mm512_mask3_fmadd_ps(MLoad(w + k * kSize, m), _mm512_maskz_loadu_ps(m, x + k), acc, m);
   }
   return hsum16(acc);
-}
-
-using DotFn = float (*)(const uint8_t*, const uint8_t*, int64_t);
-
-template <DotFn Dot>
-void row_tile(const uint8_t* w, size_t w_stride, int64_t n_rows, const uint8_t* act,
-              size_t act_stride, int64_t n_act, int64_t n, float* out, int64_t ldo) {
-  for (int64_t t = 0; t < n_act; ++t)
-    for (int64_t r = 0; r < n_rows; ++r)
-      out[t * ldo + r] = Dot(w + r * w_stride, act + t * act_stride, n);
 }
 
 }  // namespace

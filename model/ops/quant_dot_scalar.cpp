@@ -40,6 +40,7 @@
 #include <cstring>
 
 #include "model/ops/quant_dot_kernels.h"
+#include "model/ops/quant_dot_rows.h"
 
 namespace kvbench::qdot {
 namespace {
@@ -265,16 +266,6 @@ float dot_plain(const uint8_t* w, const uint8_t* a, int64_t n) {
 
 // ---------------------------------------------------------------------------
 
-using DotFn = float (*)(const uint8_t*, const uint8_t*, int64_t);
-
-template <DotFn Dot>
-void tile(const uint8_t* w, size_t w_stride, int64_t n_rows, const uint8_t* act, size_t act_stride,
-          int64_t n_act, int64_t n, float* out, int64_t ldo) {
-  for (int64_t t = 0; t < n_act; ++t)
-    for (int64_t r = 0; r < n_rows; ++r)
-      out[t * ldo + r] = Dot(w + r * w_stride, act + t * act_stride, n);
-}
-
 template <GgmlType kType>
 void quantize(const float* x, uint8_t* dst, int64_t n) {
   quantize_row(kType, x, dst, n);
@@ -285,19 +276,19 @@ Kernels make_scalar() {
   k.quantize_q8_0 = quantize<GgmlType::Q8_0>;
   k.quantize_q8_1 = quantize<GgmlType::Q8_1>;
   k.quantize_q8_k = quantize<GgmlType::Q8_K>;
-  k.tile[kQ4_0] = tile<dot_legacy<decode_q4_0, 18, false>>;
-  k.tile[kQ4_1] = tile<dot_legacy<decode_q4_1, 20, true>>;
-  k.tile[kQ5_0] = tile<dot_legacy<decode_q5_0, 22, false>>;
-  k.tile[kQ5_1] = tile<dot_legacy<decode_q5_1, 24, true>>;
-  k.tile[kQ8_0] = tile<dot_legacy<decode_q8_0, 34, false>>;
-  k.tile[kQ2_K] = tile<dot_kquant<decode_q2_k, 84, true>>;
-  k.tile[kQ3_K] = tile<dot_kquant<decode_q3_k, 110, false>>;
-  k.tile[kQ4_K] = tile<dot_kquant<decode_q4_k, 144, true>>;
-  k.tile[kQ5_K] = tile<dot_kquant<decode_q5_k, 176, true>>;
-  k.tile[kQ6_K] = tile<dot_kquant<decode_q6_k, 210, false>>;
-  k.tile[kF32] = tile<dot_plain<load_f32>>;
-  k.tile[kF16] = tile<dot_plain<load_f16>>;
-  k.tile[kBF16] = tile<dot_plain<load_bf16>>;
+  k.tile[kQ4_0] = row_tile<dot_legacy<decode_q4_0, 18, false>>;
+  k.tile[kQ4_1] = row_tile<dot_legacy<decode_q4_1, 20, true>>;
+  k.tile[kQ5_0] = row_tile<dot_legacy<decode_q5_0, 22, false>>;
+  k.tile[kQ5_1] = row_tile<dot_legacy<decode_q5_1, 24, true>>;
+  k.tile[kQ8_0] = row_tile<dot_legacy<decode_q8_0, 34, false>>;
+  k.tile[kQ2_K] = row_tile<dot_kquant<decode_q2_k, 84, true>>;
+  k.tile[kQ3_K] = row_tile<dot_kquant<decode_q3_k, 110, false>>;
+  k.tile[kQ4_K] = row_tile<dot_kquant<decode_q4_k, 144, true>>;
+  k.tile[kQ5_K] = row_tile<dot_kquant<decode_q5_k, 176, true>>;
+  k.tile[kQ6_K] = row_tile<dot_kquant<decode_q6_k, 210, false>>;
+  k.tile[kF32] = row_tile<dot_plain<load_f32>>;
+  k.tile[kF16] = row_tile<dot_plain<load_f16>>;
+  k.tile[kBF16] = row_tile<dot_plain<load_bf16>>;
   return k;
 }
 
