@@ -69,40 +69,30 @@ __m256i bytes8(const uint8_t* p) {
 
 // A block's 32 elements as v[0..3] = elements [0, 8), [8, 16), [16, 24),
 // [24, 32), each as dequantize_row() computes it.
-// Q4_0 (18 B): (q - 8) * d; element j < 16 the low nibble of byte j, j + 16
-// its high nibble.
-struct Q4_0A {
-  static constexpr size_t kBytes = 18;
+// A code's value: (q - kOffset) * d, or q * d + m for the types with a min
+// (kMin).
+template <bool kMin, int kOffset>
+__m256 code_value(__m256i q, __m256 d, __m256 m) {
+  if constexpr (kMin) return _mm256_add_ps(_mm256_mul_ps(_mm256_cvtepi32_ps(q), d), m);
+  return _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_sub_epi32(q, _mm256_set1_epi32(kOffset))), d);
+}
+
+// Q4_0 (18 B): (q - 8) * d; Q4_1 (kMin, 20 B): q * d + m. Element j < 16 the
+// low nibble of byte j, j + 16 its high nibble.
+template <bool kMin>
+struct Q4A {
+  static constexpr size_t kBytes = kMin ? 20 : 18;
   static void block(const uint8_t* b, __m256 v[4]) {
     const __m256 d = _mm256_set1_ps(f16(b));
-    const __m128i qs = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b + 2));
+    __m256 m = _mm256_setzero_ps();
+    if constexpr (kMin) m = _mm256_set1_ps(f16(b + 2));
+    const __m128i qs = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b + (kMin ? 4 : 2)));
     const __m256i q0 = _mm256_cvtepu8_epi32(qs), q1 = _mm256_cvtepu8_epi32(_mm_srli_si128(qs, 8));
     const __m256i fifteen = _mm256_set1_epi32(15);
-    v[0] = value(_mm256_and_si256(q0, fifteen), d);
-    v[1] = value(_mm256_and_si256(q1, fifteen), d);
-    v[2] = value(_mm256_srli_epi32(q0, 4), d);
-    v[3] = value(_mm256_srli_epi32(q1, 4), d);
-  }
-  static __m256 value(__m256i q, __m256 d) {
-    return _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_sub_epi32(q, _mm256_set1_epi32(8))), d);
-  }
-};
-
-// Q4_1 (20 B): q * d + m.
-struct Q4_1A {
-  static constexpr size_t kBytes = 20;
-  static void block(const uint8_t* b, __m256 v[4]) {
-    const __m256 d = _mm256_set1_ps(f16(b)), m = _mm256_set1_ps(f16(b + 2));
-    const __m128i qs = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b + 4));
-    const __m256i q0 = _mm256_cvtepu8_epi32(qs), q1 = _mm256_cvtepu8_epi32(_mm_srli_si128(qs, 8));
-    const __m256i fifteen = _mm256_set1_epi32(15);
-    v[0] = value(_mm256_and_si256(q0, fifteen), d, m);
-    v[1] = value(_mm256_and_si256(q1, fifteen), d, m);
-    v[2] = value(_mm256_srli_epi32(q0, 4), d, m);
-    v[3] = value(_mm256_srli_epi32(q1, 4), d, m);
-  }
-  static __m256 value(__m256i q, __m256 d, __m256 m) {
-    return _mm256_add_ps(_mm256_mul_ps(_mm256_cvtepi32_ps(q), d), m);
+    v[0] = code_value<kMin, 8>(_mm256_and_si256(q0, fifteen), d, m);
+    v[1] = code_value<kMin, 8>(_mm256_and_si256(q1, fifteen), d, m);
+    v[2] = code_value<kMin, 8>(_mm256_srli_epi32(q0, 4), d, m);
+    v[3] = code_value<kMin, 8>(_mm256_srli_epi32(q1, 4), d, m);
   }
 };
 
@@ -120,33 +110,19 @@ void five_bit_codes(__m256i q0, __m256i q1, uint32_t qh, __m256i c[4]) {
   }
 }
 
-// Q5_0 (22 B): (q - 16) * d.
-struct Q5_0A {
-  static constexpr size_t kBytes = 22;
+// Q5_0 (22 B): (q - 16) * d; Q5_1 (kMin, 24 B): q * d + m.
+template <bool kMin>
+struct Q5A {
+  static constexpr size_t kBytes = kMin ? 24 : 22;
   static void block(const uint8_t* b, __m256 v[4]) {
     const __m256 d = _mm256_set1_ps(f16(b));
-    uint32_t qh;
-    std::memcpy(&qh, b + 2, 4);
-    const __m128i qs = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b + 6));
+    __m256 m = _mm256_setzero_ps();
+    if constexpr (kMin) m = _mm256_set1_ps(f16(b + 2));
+    const uint32_t qh = load_u32(b + (kMin ? 4 : 2));
+    const __m128i qs = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b + (kMin ? 8 : 6)));
     __m256i c[4];
     five_bit_codes(_mm256_cvtepu8_epi32(qs), _mm256_cvtepu8_epi32(_mm_srli_si128(qs, 8)), qh, c);
-    for (int p = 0; p < 4; ++p)
-      v[p] = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_sub_epi32(c[p], _mm256_set1_epi32(16))), d);
-  }
-};
-
-// Q5_1 (24 B): q * d + m.
-struct Q5_1A {
-  static constexpr size_t kBytes = 24;
-  static void block(const uint8_t* b, __m256 v[4]) {
-    const __m256 d = _mm256_set1_ps(f16(b)), m = _mm256_set1_ps(f16(b + 2));
-    uint32_t qh;
-    std::memcpy(&qh, b + 4, 4);
-    const __m128i qs = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b + 8));
-    __m256i c[4];
-    five_bit_codes(_mm256_cvtepu8_epi32(qs), _mm256_cvtepu8_epi32(_mm_srli_si128(qs, 8)), qh, c);
-    for (int p = 0; p < 4; ++p)
-      v[p] = _mm256_add_ps(_mm256_mul_ps(_mm256_cvtepi32_ps(c[p]), d), m);
+    for (int p = 0; p < 4; ++p) v[p] = code_value<kMin, 16>(c[p], d, m);
   }
 };
 
@@ -283,13 +259,13 @@ template <class F>
 bool with_decoder(GgmlType type, F&& f) {
   switch (type) {
     case GgmlType::Q4_0:
-      return f.template operator()<Legacy<Q4_0A>>(), true;
+      return f.template operator()<Legacy<Q4A<false>>>(), true;
     case GgmlType::Q4_1:
-      return f.template operator()<Legacy<Q4_1A>>(), true;
+      return f.template operator()<Legacy<Q4A<true>>>(), true;
     case GgmlType::Q5_0:
-      return f.template operator()<Legacy<Q5_0A>>(), true;
+      return f.template operator()<Legacy<Q5A<false>>>(), true;
     case GgmlType::Q5_1:
-      return f.template operator()<Legacy<Q5_1A>>(), true;
+      return f.template operator()<Legacy<Q5A<true>>>(), true;
     case GgmlType::Q8_0:
       return f.template operator()<Legacy<Q8_0A>>(), true;
     case GgmlType::Q4_K:

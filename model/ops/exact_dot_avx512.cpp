@@ -78,28 +78,31 @@ KVBENCH_INLINE __m512 iota(int first) {
                        _mm512_setr_ps(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15));
 }
 
-// Q4_0 (18 B): (q - 8) * d; low nibbles are elements 0..15.
-struct Q4_0D {
-  using Scales = DScales<18, false>;
-  static KVBENCH_INLINE void load(const uint8_t* row, int64_t u, const Scales& s, int j, __m512& lo,
-                                  __m512& hi) {
-    const __m512 table = _mm512_mul_ps(iota(-8), _mm512_set1_ps(s.d[j]));  // (q - 8) * d, q = 0..15
-    const __m512i q = bytes16(row + 18 * u + 2);
-    lo = _mm512_permutexvar_ps(q, table);  // vpermps reads the low 4 bits of each index
-    hi = _mm512_permutexvar_ps(_mm512_srli_epi32(q, 4), table);
-  }
-};
+// The 16 values of a 4-bit block's codes q = 0..15, with dequantize_row()'s
+// float steps: (q - 8) * d (Q4_0), or q * d + m (kMin: Q4_1).
+template <bool kMin, class S>
+KVBENCH_INLINE __m512 q4_table(const S& s, int j) {
+  const __m512 v = _mm512_mul_ps(iota(kMin ? 0 : -8), _mm512_set1_ps(s.d[j]));
+  if constexpr (kMin) return _mm512_add_ps(v, _mm512_set1_ps(s.m[j]));
+  return v;
+}
 
-// Q4_1 (20 B): q * d + m.
-struct Q4_1D {
-  using Scales = DScales<20, true>;
+// 16 bytes of 4-bit codes: low nibbles are elements 0..15, high nibbles
+// 16..31, each looked up in the block's table of 16 values.
+KVBENCH_INLINE void q4_lookup(const uint8_t* codes, __m512 table, __m512& lo, __m512& hi) {
+  const __m512i q = bytes16(codes);
+  lo = _mm512_permutexvar_ps(q, table);  // vpermps reads the low 4 bits of each index
+  hi = _mm512_permutexvar_ps(_mm512_srli_epi32(q, 4), table);
+}
+
+// Q4_0 (18 B): (q - 8) * d; Q4_1 (kMin, 20 B): q * d + m.
+template <bool kMin>
+struct Q4D {
+  static constexpr size_t kBytes = kMin ? 20 : 18;
+  using Scales = DScales<kBytes, kMin>;
   static KVBENCH_INLINE void load(const uint8_t* row, int64_t u, const Scales& s, int j, __m512& lo,
                                   __m512& hi) {
-    const __m512 table =
-        _mm512_add_ps(_mm512_mul_ps(iota(0), _mm512_set1_ps(s.d[j])), _mm512_set1_ps(s.m[j]));
-    const __m512i q = bytes16(row + 20 * u + 4);
-    lo = _mm512_permutexvar_ps(q, table);
-    hi = _mm512_permutexvar_ps(_mm512_srli_epi32(q, 4), table);
+    q4_lookup(row + kBytes * u + (kMin ? 4 : 2), q4_table<kMin>(s, j), lo, hi);
   }
 };
 
@@ -112,32 +115,27 @@ KVBENCH_INLINE void five_bit(const uint8_t* qs, uint32_t qh, __m512i& l, __m512i
   h = _mm512_mask_add_epi32(h, static_cast<__mmask16>(qh >> 16), h, sixteen);
 }
 
-// Q5_0 (22 B): (q - 16) * d, q = 0..31 from two 16-entry tables.
-struct Q5_0D {
-  using Scales = DScales<22, false>;
+// Q5_0 (22 B): (q - 16) * d; Q5_1 (kMin, 24 B): q * d + m; q = 0..31 from
+// two 16-entry tables.
+template <bool kMin>
+struct Q5D {
+  static constexpr size_t kBytes = kMin ? 24 : 22;
+  using Scales = DScales<kBytes, kMin>;
   static KVBENCH_INLINE void load(const uint8_t* row, int64_t u, const Scales& s, int j, __m512& lo,
                                   __m512& hi) {
-    const uint8_t* b = row + 22 * u;
+    const uint8_t* b = row + kBytes * u;
     const __m512 d = _mm512_set1_ps(s.d[j]);
-    const __m512 t0 = _mm512_mul_ps(iota(-16), d), t1 = _mm512_mul_ps(iota(0), d);
+    __m512 t0, t1;
+    if constexpr (kMin) {
+      const __m512 m = _mm512_set1_ps(s.m[j]);
+      t0 = _mm512_add_ps(_mm512_mul_ps(iota(0), d), m);
+      t1 = _mm512_add_ps(_mm512_mul_ps(iota(16), d), m);
+    } else {
+      t0 = _mm512_mul_ps(iota(-16), d);
+      t1 = _mm512_mul_ps(iota(0), d);
+    }
     __m512i l, h;
-    five_bit(b + 6, load_u32(b + 2), l, h);
-    lo = _mm512_permutex2var_ps(t0, l, t1);
-    hi = _mm512_permutex2var_ps(t0, h, t1);
-  }
-};
-
-// Q5_1 (24 B): q * d + m.
-struct Q5_1D {
-  using Scales = DScales<24, true>;
-  static KVBENCH_INLINE void load(const uint8_t* row, int64_t u, const Scales& s, int j, __m512& lo,
-                                  __m512& hi) {
-    const uint8_t* b = row + 24 * u;
-    const __m512 d = _mm512_set1_ps(s.d[j]), m = _mm512_set1_ps(s.m[j]);
-    const __m512 t0 = _mm512_add_ps(_mm512_mul_ps(iota(0), d), m);
-    const __m512 t1 = _mm512_add_ps(_mm512_mul_ps(iota(16), d), m);
-    __m512i l, h;
-    five_bit(b + 8, load_u32(b + 4), l, h);
+    five_bit(b + (kMin ? 8 : 6), load_u32(b + (kMin ? 4 : 2)), l, h);
     lo = _mm512_permutex2var_ps(t0, l, t1);
     hi = _mm512_permutex2var_ps(t0, h, t1);
   }
@@ -182,15 +180,7 @@ struct PlanarQ4D {
   };
   static KVBENCH_INLINE void load(const uint8_t* row, int64_t u, const Scales& s, int j, __m512& lo,
                                   __m512& hi) {
-    __m512 table;
-    if constexpr (kMin) {
-      table = _mm512_add_ps(_mm512_mul_ps(iota(0), _mm512_set1_ps(s.d[j])), _mm512_set1_ps(s.m[j]));
-    } else {
-      table = _mm512_mul_ps(iota(-8), _mm512_set1_ps(s.d[j]));
-    }
-    const __m512i q = bytes16(row + 16 * u);
-    lo = _mm512_permutexvar_ps(q, table);
-    hi = _mm512_permutexvar_ps(_mm512_srli_epi32(q, 4), table);
+    q4_lookup(row + 16 * u, q4_table<kMin>(s, j), lo, hi);
   }
 };
 
@@ -444,13 +434,13 @@ void tile(GgmlType type, const uint8_t* w, size_t w_stride, int64_t n_rows, cons
           int64_t ldx, int64_t n_x, int64_t n, float* out, int64_t ldo) {
   switch (type) {
     case GgmlType::Q4_0:
-      return rows<Q4_0D>(w, w_stride, n_rows, x, ldx, n_x, n, out, ldo);
+      return rows<Q4D<false>>(w, w_stride, n_rows, x, ldx, n_x, n, out, ldo);
     case GgmlType::Q4_1:
-      return rows<Q4_1D>(w, w_stride, n_rows, x, ldx, n_x, n, out, ldo);
+      return rows<Q4D<true>>(w, w_stride, n_rows, x, ldx, n_x, n, out, ldo);
     case GgmlType::Q5_0:
-      return rows<Q5_0D>(w, w_stride, n_rows, x, ldx, n_x, n, out, ldo);
+      return rows<Q5D<false>>(w, w_stride, n_rows, x, ldx, n_x, n, out, ldo);
     case GgmlType::Q5_1:
-      return rows<Q5_1D>(w, w_stride, n_rows, x, ldx, n_x, n, out, ldo);
+      return rows<Q5D<true>>(w, w_stride, n_rows, x, ldx, n_x, n, out, ldo);
     case GgmlType::Q8_0:
       return rows<Q8_0D>(w, w_stride, n_rows, x, ldx, n_x, n, out, ldo);
     case GgmlType::Q4_K:
@@ -513,13 +503,13 @@ void decode_row(const uint8_t* src, float* dst, int64_t n) {
 void dequantize(GgmlType type, const uint8_t* src, float* dst, int64_t n) {
   switch (type) {
     case GgmlType::Q4_0:
-      return decode_row<Q4_0D>(src, dst, n);
+      return decode_row<Q4D<false>>(src, dst, n);
     case GgmlType::Q4_1:
-      return decode_row<Q4_1D>(src, dst, n);
+      return decode_row<Q4D<true>>(src, dst, n);
     case GgmlType::Q5_0:
-      return decode_row<Q5_0D>(src, dst, n);
+      return decode_row<Q5D<false>>(src, dst, n);
     case GgmlType::Q5_1:
-      return decode_row<Q5_1D>(src, dst, n);
+      return decode_row<Q5D<true>>(src, dst, n);
     case GgmlType::Q8_0:
       return decode_row<Q8_0D>(src, dst, n);
     case GgmlType::Q4_K:
