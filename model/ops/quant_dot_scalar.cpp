@@ -41,6 +41,7 @@
 
 #include "model/ops/quant_dot_kernels.h"
 #include "model/ops/quant_dot_rows.h"
+#include "model/ops/simd_target.h"  // KVBENCH_INLINE
 
 namespace kvbench::qdot {
 namespace {
@@ -174,9 +175,9 @@ void decode_q3_k(const uint8_t* b, KQuant& o) {
   }
   o.d = f16(b + 108);
 }
-// Q4_K (144 B): d, dmin, scales[12], qs[128]: byte 32c + l holds element
-// 64c + l (low nibble) and 64c + 32 + l (high nibble).
-void decode_q4_k(const uint8_t* b, KQuant& o) {
+// Q4_K / Q5_K: d, dmin, then the eight 6-bit (scale, min) pairs of the
+// 32-element sub-blocks, each given to both of its 16-element halves.
+KVBENCH_INLINE void decode_k4_scales(const uint8_t* b, KQuant& o) {
   o.d = f16(b);
   o.dmin = f16(b + 2);
   for (int j = 0; j < 8; ++j) {
@@ -185,6 +186,11 @@ void decode_q4_k(const uint8_t* b, KQuant& o) {
     o.scale[2 * j] = o.scale[2 * j + 1] = sc;
     o.min[2 * j] = o.min[2 * j + 1] = m;
   }
+}
+// Q4_K (144 B): d, dmin, scales[12], qs[128]: byte 32c + l holds element
+// 64c + l (low nibble) and 64c + 32 + l (high nibble).
+void decode_q4_k(const uint8_t* b, KQuant& o) {
+  decode_k4_scales(b, o);
   for (int c = 0; c < 4; ++c) {
     for (int l = 0; l < 32; ++l) {
       o.w[64 * c + l] = b[16 + 32 * c + l] & 0x0F;
@@ -195,14 +201,7 @@ void decode_q4_k(const uint8_t* b, KQuant& o) {
 // Q5_K (176 B): d, dmin, scales[12], qh[32], qs[128] (as Q4_K); the 5th bit of
 // element 64c + l is bit 2c of qh[l], of 64c + 32 + l bit 2c + 1.
 void decode_q5_k(const uint8_t* b, KQuant& o) {
-  o.d = f16(b);
-  o.dmin = f16(b + 2);
-  for (int j = 0; j < 8; ++j) {
-    int sc, m;
-    scale_min_k4(j, b + 4, &sc, &m);
-    o.scale[2 * j] = o.scale[2 * j + 1] = sc;
-    o.min[2 * j] = o.min[2 * j + 1] = m;
-  }
+  decode_k4_scales(b, o);
   const uint8_t* qh = b + 16;
   const uint8_t* ql = b + 48;
   for (int c = 0; c < 4; ++c) {
