@@ -25,14 +25,10 @@
 KVBENCH_TARGET_BEGIN("avx2,fma,f16c")
 
 #include "model/ops/quant_dot_rows.h"
+#include "model/ops/simd_avx2.h"
 
 namespace kvbench::qdot {
 namespace {
-
-__m128i load128(const uint8_t* p) { return _mm_loadu_si128(reinterpret_cast<const __m128i*>(p)); }
-__m256i load256(const uint8_t* p) {
-  return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
-}
 
 // hsum16 of quant_dot_scalar.cpp over lanes 0-7 (lo) and 8-15 (hi).
 float hsum16(__m256 lo, __m256 hi) {

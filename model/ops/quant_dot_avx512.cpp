@@ -33,13 +33,10 @@
 KVBENCH_TARGET_BEGIN("avx512f,avx512bw,avx512dq,avx512vl,avx512vnni,avx2,fma,f16c")
 
 #include "model/ops/quant_dot_rows.h"
+#include "model/ops/simd_avx512.h"
 
 namespace kvbench::qdot {
 namespace {
-
-__m256i load256(const uint8_t* p) {
-  return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
-}
 
 // hsum16 of quant_dot_scalar.cpp.
 float hsum16(__m512 v) {

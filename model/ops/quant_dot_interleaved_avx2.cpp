@@ -24,12 +24,11 @@
 
 KVBENCH_TARGET_BEGIN("avx2,fma,f16c")
 
+#include "model/ops/simd_avx2.h"
+
 namespace kvbench::qdot::il {
 namespace {
 
-__m256i load256(const uint8_t* p) {
-  return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
-}
 // Byte i = 0xFF where bit i of `bits` is set.
 __m256i bits_to_bytes(uint32_t bits) {
   const __m256i shuf = _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 2, 2,

@@ -46,6 +46,8 @@
 
 KVBENCH_TARGET_BEGIN("avx512f,avx512bw,avx512dq,avx512vl,avx512vnni,avx2,fma,f16c")
 
+#include "model/ops/simd_avx512.h"
+
 namespace kvbench::qdot {
 namespace {
 
@@ -59,12 +61,6 @@ constexpr int kT = 6;
 // How far ahead decode (one activation row) prefetches weight rows, into L2:
 // the distance the earlier planar-row kernels measured (16 rows into L2).
 constexpr int kPrefetchRows = 16;
-
-__m512i load512(const uint8_t* p) { return _mm512_loadu_si512(p); }
-__m256i load256(const uint8_t* p) {
-  return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
-}
-__m128i load128(const uint8_t* p) { return _mm_loadu_si128(reinterpret_cast<const __m128i*>(p)); }
 
 // 16 dword lanes, lane j = f(j): the permute indices and shift counts below.
 struct Lanes {

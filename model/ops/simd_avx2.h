@@ -1,7 +1,8 @@
 // The vector basics of the AVX2 paths (8 floats, 4 doubles, 4 64-bit
 // integers), on which the kernel templates' vector interfaces are built
 // (attention_impl.h, silu_impl.h, exact_gemm_impl.h): each path's interface
-// takes these and adds the operations of its own kernels. simd_avx512.h is
+// takes these and adds the operations of its own kernels. The byte loads
+// load128 / load256 serve the integer kernels. simd_avx512.h is
 // the same for AVX-512. Include inside a target region with AVX2 and FMA;
 // internal linkage, so each file compiles its own copy.
 #pragma once
@@ -67,3 +68,17 @@ struct F64x4 {
 
 }  // namespace
 }  // namespace kvbench::simd
+
+namespace kvbench {
+namespace {
+
+// Unaligned loads of 16 and 32 bytes.
+inline __m128i load128(const uint8_t* p) {
+  return _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+}
+inline __m256i load256(const uint8_t* p) {
+  return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
+}
+
+}  // namespace
+}  // namespace kvbench

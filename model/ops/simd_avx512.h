@@ -9,6 +9,8 @@
 
 #include <cstdint>
 
+#include "model/ops/simd_avx2.h"  // the AVX-512 regions include AVX2
+
 namespace kvbench::simd {
 namespace {
 
@@ -66,3 +68,12 @@ struct F64x8 {
 
 }  // namespace
 }  // namespace kvbench::simd
+
+namespace kvbench {
+namespace {
+
+// An unaligned load of 64 bytes (load128 and load256: simd_avx2.h).
+inline __m512i load512(const uint8_t* p) { return _mm512_loadu_si512(p); }
+
+}  // namespace
+}  // namespace kvbench
