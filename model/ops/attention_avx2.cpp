@@ -125,10 +125,4 @@ namespace kvbench::attn {
 const Kernels* avx2_kernels() { return &kAvx2Kernels; }
 }  // namespace kvbench::attn
 
-#else  // not x86-64
-
-namespace kvbench::attn {
-const Kernels* avx2_kernels() { return nullptr; }
-}  // namespace kvbench::attn
-
-#endif
+#endif  // x86-64

@@ -46,11 +46,4 @@ const Kernels* avx512_bf16_kernels() {
 }
 }  // namespace kvbench::attn
 
-#else  // not x86-64
-
-namespace kvbench::attn {
-const Kernels* avx512_kernels() { return nullptr; }
-const Kernels* avx512_bf16_kernels() { return nullptr; }
-}  // namespace kvbench::attn
-
-#endif
+#endif  // x86-64

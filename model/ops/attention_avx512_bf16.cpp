@@ -211,12 +211,4 @@ bool cpu_has_avx512_bf16() {
 }
 }  // namespace kvbench::attn
 
-#else  // not x86-64
-
-namespace kvbench::attn {
-bool cpu_has_avx512_bf16() { return false; }
-void bf16_native_pack_keys(const Rows&, int, int32_t, int32_t, float*) {}
-void bf16_native_prefill_tile(const PrefillTile&, const PrefillWork&) {}
-}  // namespace kvbench::attn
-
-#endif
+#endif  // x86-64

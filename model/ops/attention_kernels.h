@@ -181,7 +181,7 @@ constexpr bool kernels_read(KvElement k, KvElement v) {
   return (k == KvElement::K2 || k == KvElement::F32) && (v == KvElement::Q2 || v == KvElement::F32);
 }
 
-// nullptr when the path is not compiled in (non-x86 builds).
+// nullptr when the path is not compiled in (non-x86 builds: simd_stubs.cpp).
 const Kernels* scalar_kernels();
 const Kernels* avx2_kernels();
 const Kernels* avx512_kernels();

@@ -62,7 +62,7 @@ inline void prefetch_rows_ahead(const uint8_t* w, size_t w_stride, int64_t n_row
 }
 
 // Internal to exact_dot*.cpp: each instruction-set path's entry points
-// (nullptr when the path is not compiled in).
+// (nullptr when the path is not compiled in: simd_stubs.cpp).
 struct Kernels {
   void (*dequantize)(GgmlType type, const uint8_t* src, float* dst, int64_t n) = nullptr;
   void (*tile)(GgmlType type, const uint8_t* w, size_t w_stride, int64_t n_rows, const float* x,

@@ -302,10 +302,4 @@ const Kernels* avx2_kernels() {
 }
 }  // namespace kvbench::exact
 
-#else  // not x86-64
-
-namespace kvbench::exact {
-const Kernels* avx2_kernels() { return nullptr; }
-}  // namespace kvbench::exact
-
-#endif
+#endif  // x86-64

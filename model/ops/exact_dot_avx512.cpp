@@ -539,10 +539,4 @@ const Kernels* avx512_kernels() {
 }
 }  // namespace kvbench::exact
 
-#else  // not x86-64
-
-namespace kvbench::exact {
-const Kernels* avx512_kernels() { return nullptr; }
-}  // namespace kvbench::exact
-
-#endif
+#endif  // x86-64

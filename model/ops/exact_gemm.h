@@ -39,7 +39,8 @@ void exact_gemm_panels(const float* panels, int64_t n_rows, const float* x, int6
                        int64_t n_tokens, int64_t k, float* y, int64_t ldy, CpuPath path);
 
 namespace exact {
-// Internal to exact_gemm*.cpp: a path's panel kernel (nullptr: not compiled in).
+// Internal to exact_gemm*.cpp: a path's panel kernel (nullptr: not compiled
+// in, simd_stubs.cpp).
 using GemmPanelsFn = void (*)(const float* panels, int64_t n_rows, const float* x, int64_t ldx,
                               int64_t n_tokens, int64_t k, float* y, int64_t ldy);
 GemmPanelsFn avx512_gemm_panels();

@@ -41,10 +41,4 @@ GemmPanelsFn avx2_gemm_panels() { return gemm_panels<Avx2>; }
 
 KVBENCH_TARGET_END()
 
-#else  // not x86-64
-
-namespace kvbench::exact {
-GemmPanelsFn avx2_gemm_panels() { return nullptr; }
-}  // namespace kvbench::exact
-
-#endif
+#endif  // x86-64

@@ -50,10 +50,4 @@ GemmPanelsFn avx512_gemm_panels() { return gemm_panels<Avx512>; }
 
 KVBENCH_TARGET_END()
 
-#else  // not x86-64
-
-namespace kvbench::exact {
-GemmPanelsFn avx512_gemm_panels() { return nullptr; }
-}  // namespace kvbench::exact
-
-#endif
+#endif  // x86-64

@@ -363,10 +363,4 @@ const Kernels* avx2_kernels() {
 
 }  // namespace kvbench::qdot
 
-#else  // not x86-64
-
-namespace kvbench::qdot {
-const Kernels* avx2_kernels() { return nullptr; }
-}  // namespace kvbench::qdot
-
-#endif
+#endif  // x86-64

@@ -105,10 +105,4 @@ const Kernels* avx512_kernels() {
 
 }  // namespace kvbench::qdot
 
-#else  // not x86-64
-
-namespace kvbench::qdot {
-const Kernels* avx512_kernels() { return nullptr; }
-}  // namespace kvbench::qdot
-
-#endif
+#endif  // x86-64

@@ -189,10 +189,4 @@ void interleaved_avx2_kernels(Kernels& k) { fill_tiles(k); }
 
 KVBENCH_TARGET_END()
 
-#else  // not x86-64
-
-namespace kvbench::qdot::il {
-void interleaved_avx2_kernels(Kernels&) {}
-}  // namespace kvbench::qdot::il
-
-#endif
+#endif  // x86-64

@@ -220,10 +220,4 @@ void interleaved_avx512_kernels(Kernels& k) { fill_tiles(k); }
 
 KVBENCH_TARGET_END()
 
-#else  // not x86-64
-
-namespace kvbench::qdot::il {
-void interleaved_avx512_kernels(Kernels&) {}
-}  // namespace kvbench::qdot::il
-
-#endif
+#endif  // x86-64

@@ -46,7 +46,8 @@ struct Kernels {
   TileFn interleaved_tile[kKinds] = {};
 };
 
-// Each returns nullptr when its path is not compiled in (non-x86 builds).
+// Each returns nullptr when its path is not compiled in (non-x86 builds:
+// simd_stubs.cpp).
 const Kernels* scalar_kernels();
 const Kernels* avx2_kernels();
 const Kernels* avx512_kernels();

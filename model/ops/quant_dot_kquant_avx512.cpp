@@ -490,10 +490,4 @@ TileFn kquant_avx512_tile(int kind) {
 
 }  // namespace kvbench::qdot
 
-#else  // not x86-64
-
-namespace kvbench::qdot {
-TileFn kquant_avx512_tile(int) { return nullptr; }
-}  // namespace kvbench::qdot
-
-#endif
+#endif  // x86-64

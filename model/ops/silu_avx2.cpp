@@ -51,11 +51,4 @@ int64_t expf_avx2(const float* x, float* out, int64_t n) { return expf_kernel<Av
 
 KVBENCH_TARGET_END()
 
-#else  // not x86-64
-
-namespace kvbench::silu {
-int64_t silu_mul_avx2(float*, const float*, int64_t) { return 0; }
-int64_t expf_avx2(const float*, float*, int64_t) { return 0; }
-}  // namespace kvbench::silu
-
-#endif
+#endif  // x86-64

@@ -56,11 +56,4 @@ int64_t expf_avx512(const float* x, float* out, int64_t n) {
 
 KVBENCH_TARGET_END()
 
-#else  // not x86-64
-
-namespace kvbench::silu {
-int64_t silu_mul_avx512(float*, const float*, int64_t) { return 0; }
-int64_t expf_avx512(const float*, float*, int64_t) { return 0; }
-}  // namespace kvbench::silu
-
-#endif
+#endif  // x86-64

@@ -32,7 +32,8 @@ alignas(64) inline constexpr uint64_t kTab[32] = {
 };
 
 // Each handles a prefix of whole vectors and returns its length (0 when the
-// path is not compiled in); the caller finishes the rest with the scalar loop.
+// path is not compiled in: simd_stubs.cpp); the caller finishes the rest with
+// the scalar loop.
 int64_t silu_mul_avx512(float* gate, const float* up, int64_t n);
 int64_t silu_mul_avx2(float* gate, const float* up, int64_t n);
 int64_t expf_avx512(const float* x, float* out, int64_t n);
