@@ -8,7 +8,6 @@
 //   build/tests/kvbench_microbench --benchmark_filter='Silu|Expf|Exact|Interleaved|DotTile'
 #include <benchmark/benchmark.h>
 
-#include <random>
 #include <string>
 #include <vector>
 
@@ -18,35 +17,10 @@
 #include "model/ops/planar.h"
 #include "model/ops/quant_dot.h"
 #include "model/ops/silu.h"
+#include "tests/bench/bench_util.h"
 
-namespace kvbench {
+namespace kvbench::bench {
 namespace {
-
-const CpuPath kPaths[] = {CpuPath::Scalar, CpuPath::Avx2, CpuPath::Avx512};
-
-std::vector<float> gaussian(int64_t n, float scale, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> d(0.0f, scale);
-  std::vector<float> v(n);
-  for (auto& x : v) x = d(rng);
-  return v;
-}
-
-bool skip_unsupported(benchmark::State& state, CpuPath p) {
-  if (cpu_path_supported(p)) return false;
-  state.SkipWithError("path not supported on this CPU");
-  return true;
-}
-
-// rows x cols of type t from 64 distinct random rows, GGUF layout.
-std::vector<uint8_t> random_rows(GgmlType t, int64_t rows, int64_t cols) {
-  const size_t rb = row_bytes(t, cols);
-  std::vector<uint8_t> bytes(rows * rb);
-  const auto x = gaussian(64 * cols, 0.05f, 1);
-  for (int64_t r = 0; r < rows; ++r)
-    quantize_row(t, x.data() + (r % 64) * cols, &bytes[r * rb], cols);
-  return bytes;
-}
 
 std::string label(GgmlType t, CpuPath p) {
   return std::string(type_name(t)) + " " + std::string(cpu_path_name(p));
@@ -119,9 +93,7 @@ void BM_ExactDotPlanar(benchmark::State& state) {
   if (skip_unsupported(state, p)) return;
   const int64_t rows = 64, n = 768, n_x = state.range(2);
   const size_t rb = row_bytes(t, n);
-  const auto w = random_rows(t, rows, n);
-  std::vector<uint8_t> planar(w.size());
-  for (int64_t r = 0; r < rows; ++r) to_planar_row(t, &w[r * rb], &planar[r * rb], n);
+  const auto planar = planar_rows(t, random_rows(t, rows, n), rows, n);
   const auto x = gaussian(n_x * n, 1.0f, 14);
   std::vector<float> out(n_x * rows);
   for (auto _ : state) {
@@ -183,16 +155,9 @@ void BM_DotInterleaved(benchmark::State& state) {
   if (skip_unsupported(state, p)) return;
   const int64_t rows = 64, n = 768, n_act = state.range(2);
   const size_t rb = row_bytes(t, n);
-  const auto w = random_rows(t, rows, n);
-  std::vector<uint8_t> il(w.size());
-  for (int64_t g = 0; g < rows / kInterleaveRows; ++g)
-    to_interleaved(t, &w[g * kInterleaveRows * rb], rb, &il[g * kInterleaveRows * rb], n);
-  const GgmlType at = *dot_activation_type(t);
-  const size_t ab = row_bytes(at, n);
-  std::vector<uint8_t> act(n_act * ab);
-  const auto x = gaussian(n_act * n, 1.0f, 17);
-  for (int64_t i = 0; i < n_act; ++i)
-    quantize_activations(at, x.data() + i * n, act.data() + i * ab, n, CpuPath::Scalar);
+  const auto il = interleaved_rows(t, random_rows(t, rows, n), rows, n);
+  const size_t ab = row_bytes(*dot_activation_type(t), n);
+  const auto act = random_activations(t, n_act, n, 17);
   std::vector<float> out(n_act * rows);
   for (auto _ : state) {
     quant_dot_tile_interleaved(t, il.data(), rb, rows, act.data(), ab, n_act, n, out.data(), rows,
@@ -204,11 +169,6 @@ void BM_DotInterleaved(benchmark::State& state) {
 }
 BENCHMARK(BM_DotInterleaved)->ArgsProduct({{0, 1, 2, 3, 4}, {1, 2}, {1, 8}});
 
-const GgmlType kDotTypes[] = {GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q5_1,
-                              GgmlType::Q8_0, GgmlType::Q2_K, GgmlType::Q3_K, GgmlType::Q4_K,
-                              GgmlType::Q5_K, GgmlType::Q6_K, GgmlType::F32,  GgmlType::F16,
-                              GgmlType::BF16};
-
 // GGUF rows: 64 rows of 768 times 8 activations (the prefill tiles; BM_Dot
 // has one activation). Args: type, path.
 void BM_DotTile(benchmark::State& state) {
@@ -217,12 +177,8 @@ void BM_DotTile(benchmark::State& state) {
   if (skip_unsupported(state, p)) return;
   const int64_t rows = 64, n = 768, n_act = 8;
   const auto w = random_rows(t, rows, n);
-  const GgmlType at = *dot_activation_type(t);
-  const size_t ab = row_bytes(at, n);
-  std::vector<uint8_t> act(n_act * ab);
-  const auto x = gaussian(n_act * n, 1.0f, 18);
-  for (int64_t i = 0; i < n_act; ++i)
-    quantize_activations(at, x.data() + i * n, act.data() + i * ab, n, CpuPath::Scalar);
+  const size_t ab = row_bytes(*dot_activation_type(t), n);
+  const auto act = random_activations(t, n_act, n, 18);
   std::vector<float> out(n_act * rows);
   for (auto _ : state) {
     quant_dot_tile(t, w.data(), row_bytes(t, n), rows, act.data(), ab, n_act, n, out.data(), rows,
@@ -235,4 +191,4 @@ void BM_DotTile(benchmark::State& state) {
 BENCHMARK(BM_DotTile)->ArgsProduct({benchmark::CreateDenseRange(0, 12, 1), {1, 2}});
 
 }  // namespace
-}  // namespace kvbench
+}  // namespace kvbench::bench

@@ -9,26 +9,16 @@
 // multiply-adds (dot/decode) or tokens (prefill).
 #include <benchmark/benchmark.h>
 
-#include <random>
 #include <vector>
 
 #include "model/ops/interleave.h"
 #include "model/ops/matmul.h"
 #include "model/ops/planar.h"
 #include "model/ops/quant_dot.h"
+#include "tests/bench/bench_util.h"
 
-namespace kvbench {
+namespace kvbench::bench {
 namespace {
-
-const CpuPath kPaths[] = {CpuPath::Scalar, CpuPath::Avx2, CpuPath::Avx512};
-
-std::vector<float> gaussian(int64_t n, float scale, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> d(0.0f, scale);
-  std::vector<float> v(n);
-  for (auto& x : v) x = d(rng);
-  return v;
-}
 
 struct Matrix {
   std::vector<uint8_t> bytes;
@@ -37,12 +27,8 @@ struct Matrix {
 
 Matrix make_matrix(GgmlType t, int64_t rows, int64_t cols) {
   Matrix m;
-  const size_t rb = row_bytes(t, cols);
-  m.bytes.resize(rows * rb);
-  const auto x = gaussian(64 * cols, 0.05f, 1);  // 64 distinct rows, repeated
-  for (int64_t r = 0; r < rows; ++r)
-    quantize_row(t, x.data() + (r % 64) * cols, m.bytes.data() + r * rb, cols);
-  m.w = WeightMatrix{t, rows, cols, rb, m.bytes.data()};
+  m.bytes = random_rows(t, rows, cols);
+  m.w = WeightMatrix{t, rows, cols, row_bytes(t, cols), m.bytes.data()};
   return m;
 }
 
@@ -55,16 +41,10 @@ struct PlanarMatrix : Matrix {
 PlanarMatrix make_planar(GgmlType t, int64_t rows, int64_t cols) {
   PlanarMatrix m;
   static_cast<Matrix&>(m) = make_matrix(t, rows, cols);
-  m.planar.resize(m.bytes.size());
-  for (int64_t r = 0; r < rows; ++r)
-    to_planar_row(t, m.w.row(r), m.planar.data() + r * m.w.row_bytes, cols);
+  m.planar = planar_rows(t, m.bytes, rows, cols);
   m.w.planar = m.planar.data();
   if (has_interleaved_layout(t) && rows % kInterleaveRows == 0) {
-    m.interleaved.resize(m.bytes.size());
-    const size_t group = kInterleaveRows * m.w.row_bytes;
-    for (int64_t g = 0; g < rows / kInterleaveRows; ++g)
-      to_interleaved(t, m.w.row(g * kInterleaveRows), m.w.row_bytes,
-                     m.interleaved.data() + g * group, cols);
+    m.interleaved = interleaved_rows(t, m.bytes, rows, cols);
     m.w.interleaved = m.interleaved.data();
   }
   return m;
@@ -79,18 +59,7 @@ std::string path_label(int64_t a, const char* exact) {
   return std::string(cpu_path_name(path_arg(a))) + (a == 3 ? " interleaved" : "");
 }
 
-bool skip_unsupported(benchmark::State& state, CpuPath p) {
-  if (cpu_path_supported(p)) return false;
-  state.SkipWithError("path not supported on this CPU");
-  return true;
-}
-
 // --- kernels ----------------------------------------------------------------
-
-const GgmlType kDotTypes[] = {GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q5_1,
-                              GgmlType::Q8_0, GgmlType::Q2_K, GgmlType::Q3_K, GgmlType::Q4_K,
-                              GgmlType::Q5_K, GgmlType::Q6_K, GgmlType::F32,  GgmlType::F16,
-                              GgmlType::BF16};
 
 // 64 weight rows of n elements (768 or 1536: K-quant super-blocks fit both)
 // times one activation row: the weights stay in L1/L2, so this is kernel
@@ -101,10 +70,7 @@ void BM_Dot(benchmark::State& state) {
   if (skip_unsupported(state, p)) return;
   const int64_t n = state.range(2), rows = 64;
   const Matrix m = make_matrix(t, rows, n);
-  const GgmlType at = *dot_activation_type(t);
-  std::vector<uint8_t> act(row_bytes(at, n));
-  const auto x = gaussian(n, 1.0f, 2);
-  quantize_activations(at, x.data(), act.data(), n, CpuPath::Scalar);
+  const auto act = random_activations(t, 1, n, 2);
   std::vector<float> out(rows);
   for (auto _ : state) {
     quant_dot_tile(t, m.w.data, m.w.row_bytes, rows, act.data(), 0, 1, n, out.data(), 1, p);
@@ -205,4 +171,4 @@ BENCHMARK(BM_MatmulPrefill)
     ->Unit(benchmark::kMillisecond);
 
 }  // namespace
-}  // namespace kvbench
+}  // namespace kvbench::bench
