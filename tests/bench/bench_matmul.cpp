@@ -21,7 +21,7 @@ namespace kvbench::bench {
 namespace {
 
 struct Matrix {
-  std::vector<uint8_t> bytes;
+  Bytes bytes;
   WeightMatrix w;
 };
 
@@ -36,7 +36,7 @@ Matrix make_matrix(GgmlType t, int64_t rows, int64_t cols) {
 // has one, an interleaved copy (model/ops/interleave.h), as the model loader
 // makes them: exact decode reads the first, the quantized products the second.
 struct PlanarMatrix : Matrix {
-  std::vector<uint8_t> planar, interleaved;
+  Bytes planar, interleaved;
 };
 PlanarMatrix make_planar(GgmlType t, int64_t rows, int64_t cols) {
   PlanarMatrix m;
@@ -88,7 +88,7 @@ void BM_QuantizeActivations(benchmark::State& state) {
   if (skip_unsupported(state, p)) return;
   const int64_t n = 1536;
   const auto x = gaussian(n, 1.0f, 3);
-  std::vector<uint8_t> q(row_bytes(at, n));
+  Bytes q(row_bytes(at, n));
   for (auto _ : state) {
     quantize_activations(at, x.data(), q.data(), n, p);
     benchmark::DoNotOptimize(q.data());
