@@ -20,10 +20,28 @@ implement, at each budget:
     suffix ids with kvpress's own greedy loop (its pipeline's generate_answer).
     Its kept positions are found by matching each kept key row to the full
     cache's rows of that layer and head (the forward is the same; only the
-    cache is pruned after each layer's attention).
+    cache is pruned after each layer's attention). Head-wise presses (AdaKV)
+    do not prune but mask: their kept positions are the complement of each
+    layer's `masked_key_indices`, per KV head.
 One JSON line per (instance, policy, budget) goes to --out: both answers,
 both graded by the same rule, and the per-head Jaccard of the kept sets.
 `scripts/kvpress_table.py` turns the lines into the table in docs/FINDINGS.md.
+
+A policy is one entry of POLICIES (class Press): kvpress's constructor,
+kvbench's spec, and where needed the attention implementation (presses that
+refuse eager run on a second, sdpa load, made only when one is selected), the
+readout (rows or masked) and kvbench's selection rule. The rule is replayed on
+the scores kvpress's scorer computed (recorded per layer during its prefill),
+which splits a Jaccard gap in two: `rule_jaccard_*` (the replay against
+kvpress's sets: what the two tools' rules alone change, e.g. round against
+int, ties, Ada-KV's floor) and `score_jaccard_*` (the replay against kvbench's
+sets: 1.0 when kvbench's priorities order the entries as kvpress's scores do;
+`score_mismatch` lists up to 5 heads where they do not, with kvpress's scores
+of the positions only one side keeps). Other fields: `jaccard_size_bound`
+(the best Jaccard the sizes allow), `kvpress_n_kept`, and per method ChunkKV's
+chunk sets (`chunk_jaccard_*`, `chunks_*`, `whole_chunks`) and LagKV's
+`lagkv_ones` (sinks + tail, all scored 1.0) with `lagkv_ties_decide` (fewer
+kept than that: the tie rules decide which of them stay).
 
 The rule that grades both tools' answers here is "an expected answer appears in
 the output" (the tasks used are numeric needles); it is applied identically to
@@ -31,6 +49,7 @@ both sides, so score agreement does not depend on it.
 """
 import argparse
 import json
+import math
 import os
 import subprocess
 import sys
@@ -41,20 +60,62 @@ os.environ.setdefault("TQDM_DISABLE", "1")
 os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
 os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
 
-# kvpress press -> (kvpress constructor, kvbench spec with {b} for the ratio budget).
-# Parameters are set to kvpress's defaults on both sides.
+class Press:
+    """One policy both tools implement: a table entry of POLICIES.
+
+    press:   kvpress's constructor, `c` its compression ratio (1 - budget).
+    spec:    kvbench's spec, `{b}` the ratio budget. Parameters are set to
+             kvpress's defaults on both sides.
+    attn:    the attention transformers runs kvpress's model with: "eager"
+             (ObservedAttentionPress needs the weights) or "sdpa" (the presses
+             that assert it is not eager: ChunkKV, AdaKV, CriticalAdaKV,
+             KVzip, BlockPress). Each is loaded once, when a press needs it.
+    readout: how kvpress's kept positions are read: "rows" (the cache is
+             pruned; each kept key row is matched to the full cache's rows)
+             or "masked" (head-wise presses mask instead: kept = the
+             complement of each layer's masked_key_indices, per KV head).
+    select:  kvbench's selection rule, replayed on kvpress's own scores to
+             split the Jaccard gap into rules and scores: "topk" (each head
+             keeps its top count), "adakv" (Ada-KV's floor and merge),
+             "chunks" (ChunkKV's whole chunks) or None (not replayed).
+    default: in the default --policies.
+    """
+
+    def __init__(self, press, spec, attn="eager", readout="rows", select="topk",
+                 default=True, **options):
+        self.press, self.spec, self.attn, self.readout = press, spec, attn, readout
+        self.select, self.default, self.options = select, default, options
+
+
+SNAP = "SnapKVPress(compression_ratio=c, window_size=64, kernel_size=5)"
+SNAP_SPEC = "snapkv:budget={b},window=64,kernel=5,pool=avg"
 POLICIES = {
-    "snapkv": ("SnapKVPress(compression_ratio=c, window_size=64, kernel_size=5)",
-               "snapkv:budget={b},window=64,kernel=5,pool=avg"),
-    "streaming": ("StreamingLLMPress(compression_ratio=c, n_sink=4)",
-                  "streaming:budget={b},sinks=4,timing=once"),
-    "tova": ("TOVAPress(compression_ratio=c)", "tova:budget={b},timing=once"),
-    "knorm": ("KnormPress(compression_ratio=c)", "knorm:budget={b},timing=once"),
-    "pyramidkv": ("PyramidKVPress(compression_ratio=c, window_size=64, kernel_size=5, beta=20)",
-                  "snapkv:budget={b},window=64,kernel=5,pool=avg+pyramid:beta=20"),
-    "observed": ("ObservedAttentionPress(compression_ratio=c)",
-                 "hybrid:budget={b},split=1,timing=once"),
-    "expected": ("ExpectedAttentionPress(compression_ratio=c)", "expected:budget={b}"),
+    "snapkv": Press(SNAP, SNAP_SPEC),
+    "streaming": Press("StreamingLLMPress(compression_ratio=c, n_sink=4)",
+                       "streaming:budget={b},sinks=4,timing=once"),
+    "tova": Press("TOVAPress(compression_ratio=c)", "tova:budget={b},timing=once"),
+    "knorm": Press("KnormPress(compression_ratio=c)", "knorm:budget={b},timing=once"),
+    # Not in the default set: the two allocate per-layer budgets by different
+    # formulas, so the kept sets are not expected to match. It needs sdpa:
+    # under eager, transformers sizes the question's mask by layer 0's cache.
+    "pyramidkv": Press("PyramidKVPress(compression_ratio=c, window_size=64, kernel_size=5, beta=20)",
+                       SNAP_SPEC + "+pyramid:beta=20", attn="sdpa", select=None, default=False),
+    "observed": Press("ObservedAttentionPress(compression_ratio=c)",
+                      "hybrid:budget={b},split=1,timing=once"),
+    "expected": Press("ExpectedAttentionPress(compression_ratio=c)", "expected:budget={b}"),
+    "keydiff": Press("KeyDiffPress(compression_ratio=c)", "keydiff:budget={b},timing=once"),
+    # The sinks and the tail all score 1.0: where n_kept < sinks + tail, the
+    # tools' tie rules decide which survive (flagged in the row).
+    "lagkv": Press("LagKVPress(compression_ratio=c, n_sink=4, lag_size=128, cross_scoring=False)",
+                   "lagkv:budget={b},sinks=4,lag=128,timing=once", lag=(4, 128)),
+    # Whole chunks: the kept counts differ from the budget by design; the
+    # chunk sets are compared as well.
+    "chunkkv": Press(f"ChunkKVPress(press={SNAP}, chunk_length=20)",
+                     SNAP_SPEC + "+chunkkv:length=20", attn="sdpa", select="chunks",
+                     chunk=20),
+    "adakv_snapkv": Press(f"AdaKVPress(press={SNAP}, alpha_safeguard=0.2)",
+                          SNAP_SPEC + "+adakv:floor=0.2", attn="sdpa", readout="masked",
+                          select="adakv", floor=0.2),
 }
 
 
@@ -63,8 +124,8 @@ def fail(msg):
     sys.exit(2)
 
 
-def run_kvbench(kvbench, model, inst, spec, doc_path):
-    cmd = [kvbench, "ask", "-m", model, "-t", "2", "--context", doc_path, "--policy", spec,
+def run_kvbench(kvbench, model, inst, spec, doc_path, threads):
+    cmd = [kvbench, "ask", "-m", model, "-t", str(threads), "--context", doc_path, "--policy", spec,
            "--question", inst["question"], "--answer-prefix", inst.get("answer_prefix", ""),
            "-n", str(inst.get("max_new_tokens", 32)), "--json", "--kept"]
     if inst.get("preamble"):
@@ -79,6 +140,60 @@ def graded(text, answers):
     return 1.0 if any(a in text for a in answers) else 0.0
 
 
+def jaccard(a, b):
+    u = len(a | b)
+    return len(a & b) / u if u else 1.0
+
+
+# kvbench's selection rules, replayed on kvpress's scores s ([H][n] numpy, one
+# layer; positions = indices). Ties as kvbench breaks them: between entries,
+# the older goes first; between chunks, the later stays; Ada-KV's merge, the
+# lower head first.
+def keep_order(s):
+    """Indices of one head's scores, kept first: highest score, then newest."""
+    import numpy as np
+    return np.lexsort((-np.arange(len(s)), -s))
+
+
+def replay_topk(s, counts):
+    return [set(keep_order(s[h])[:counts[h]].tolist()) for h in range(len(s))]
+
+
+def replay_adakv(s, budget, floor):
+    import numpy as np
+    heads = len(s)
+    fl = math.ceil(floor * budget)
+    ranked = [np.sort(s[h])[::-1] for h in range(heads)]
+    keep = [min(fl, len(r)) for r in ranked]
+    rest = sorted(((-float(ranked[h][i]), h, i) for h in range(heads)
+                   for i in range(keep[h], len(ranked[h]))))
+    for _, h, _ in rest[:max(0, min(budget * heads, sum(map(len, ranked))) - sum(keep))]:
+        keep[h] += 1
+    return replay_topk(s, keep), keep
+
+
+def chunk_scores(s, length):
+    """ChunkKV's chunk scores: the mean over a chunk of the sum over heads."""
+    tot = s.astype("float64").sum(axis=0)
+    return [float(tot[i:i + length].mean()) for i in range(0, len(tot), length)]
+
+
+def replay_chunks(s, length, budget):
+    sc = chunk_scores(s, length)
+    k = min(len(sc), max(1, int(len(sc) * budget)))
+    chosen = sorted(range(len(sc)), key=lambda c: (-sc[c], -c))[:k]
+    kept = {t for c in chosen for t in range(c * length, min((c + 1) * length, s.shape[1]))}
+    return [set(kept) for _ in range(len(s))], set(chosen), sc
+
+
+def lagkv_ones(n, sinks, lag):
+    """Entries LagKV scores 1.0: the sinks, plus the tail when partitioned."""
+    if n < sinks + 2 * lag:
+        return min(sinks, n)
+    end = sinks + ((n - sinks) // lag) * lag
+    return sinks + lag + n - end
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--instances", required=True, help="JSONL of kvbench dataset generate")
@@ -86,15 +201,16 @@ def main():
     ap.add_argument("--kvbench", default="build/kvbench")
     ap.add_argument("--model", default="models/SmolLM2-135M-Instruct.Q4_1.gguf")
     ap.add_argument("--budgets", default="0.25,0.5", help="kept shares of the document")
-    # pyramidkv is not in the default set: kvpress's PyramidKV leaves the layers
-    # with caches of different lengths, and transformers' eager attention (which
-    # ObservedAttentionPress needs, so the model is loaded with it) sizes the
-    # question's mask by layer 0's length and fails on the other layers.
-    ap.add_argument("--policies", default=",".join(p for p in POLICIES if p != "pyramidkv"))
-    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--policies", default=",".join(p for p, e in POLICIES.items() if e.default),
+                    help=f"comma-separated, of: {', '.join(POLICIES)}")
+    ap.add_argument("--threads", type=int, default=2,
+                    help="threads of both tools (torch, kvbench ask -t)")
     a = ap.parse_args()
 
-    budgets = [float(b) for b in a.budgets.split(",")]
+    try:
+        budgets = [float(b) for b in a.budgets.split(",")]
+    except ValueError:
+        fail(f"--budgets: '{a.budgets}' is not a list of numbers")
     if any(not 0 < b < 1 for b in budgets):
         fail("--budgets: each must be in (0, 1)")
     policies = a.policies.split(",")
@@ -103,6 +219,8 @@ def main():
             fail(f"--policies: unknown policy '{p}' (known: {', '.join(POLICIES)})")
     if not os.path.isfile(a.model):
         fail(f"{a.model}: no such model file")
+    if not os.access(a.kvbench, os.X_OK):
+        fail(f"{a.kvbench}: not an executable")
     if not 1 <= a.threads <= 256:
         fail("--threads: must be in [1, 256]")
     instances = []
@@ -124,28 +242,43 @@ def main():
     import torch
     from transformers import AutoModelForCausalLM, DynamicCache
     import kvpress
-    from kvpress import (SnapKVPress, StreamingLLMPress, TOVAPress, KnormPress,  # noqa: F401
-                         PyramidKVPress, ObservedAttentionPress, ExpectedAttentionPress)
+    from kvpress.presses.scorer_press import ScorerPress
+    from kvpress.utils import compute_n_kept
 
     torch.set_num_threads(a.threads)
     torch.manual_seed(0)
-    model = AutoModelForCausalLM.from_pretrained(
-        os.path.dirname(os.path.abspath(a.model)), gguf_file=os.path.basename(a.model),
-        dtype=torch.float32, attn_implementation="eager")
-    model.eval()
-    eos = model.generation_config.eos_token_id
-    eos = set(eos if isinstance(eos, list) else [eos])
+    models = {}
+
+    def model_for(attn):
+        # Loaded when a selected press first needs it; both loads dequantize
+        # the same GGUF to the same f32 weights.
+        if attn not in models:
+            m = AutoModelForCausalLM.from_pretrained(
+                os.path.dirname(os.path.abspath(a.model)), gguf_file=os.path.basename(a.model),
+                dtype=torch.float32, attn_implementation=attn)
+            models[attn] = m.eval()
+        return models[attn]
 
     done = set()
     if os.path.exists(a.out):
         with open(a.out) as f:
             for line in f:
-                r = json.loads(line)
-                done.add((r["id"], r["policy"], r["budget"]))
+                if line.strip():
+                    r = json.loads(line)
+                    done.add((r["id"], r["policy"], r["budget"]))
 
-    def hf_answer(doc_ids, suffix_ids, press, max_new):
+    def clear_masks(model):
+        for layer in model.model.layers:
+            layer.self_attn.masked_key_indices = None
+
+    def hf_answer(model, doc_ids, suffix_ids, press, max_new):
+        """Greedy answer; the cache's keys per layer right after the prefill;
+        the masked (layer -> {head: positions}) of a head-wise press."""
         cache = DynamicCache()
         ids = torch.tensor([doc_ids])
+        eos = model.generation_config.eos_token_id
+        eos = set(eos if isinstance(eos, list) else [eos])
+        clear_masks(model)
         with torch.no_grad():
             if press is None:
                 model(input_ids=ids, past_key_values=cache)
@@ -153,6 +286,14 @@ def main():
                 with press(model):
                     model(input_ids=ids, past_key_values=cache)
             kept_keys = [layer.keys[0].clone() for layer in cache.layers]
+            masked = []
+            for layer in model.model.layers:
+                mk = getattr(layer.self_attn, "masked_key_indices", None)
+                heads = {}
+                if mk is not None:
+                    for h, t in zip(mk[1].tolist(), mk[2].tolist()):
+                        heads.setdefault(h, set()).add(t)
+                masked.append(heads)
             # kvpress's pipeline.generate_answer, on the same suffix ids.
             n = len(doc_ids)
             q = torch.tensor([suffix_ids])
@@ -166,7 +307,22 @@ def main():
                 out = model(input_ids=torch.tensor([[gen[-1]]]), past_key_values=cache,
                             position_ids=pos + i)
                 gen.append(int(out.logits[0, -1].argmax()))
-        return gen, kept_keys
+        clear_masks(model)
+        return [g for g in gen if g not in eos], kept_keys, masked
+
+    def recording(press):
+        """Wraps the press's scorer so each layer's scores ([H][n]) are kept."""
+        inner = press if isinstance(press, ScorerPress) else getattr(press, "press", None)
+        scores = {}
+        if isinstance(inner, ScorerPress):
+            score = inner.score
+
+            def wrapped(module, *args, **kw):
+                s = score(module, *args, **kw)
+                scores[module.layer_idx] = s[0].detach().float().numpy().copy()
+                return s
+            inner.score = wrapped
+        return scores
 
     tok = None
     with open(a.out, "a") as out_f, tempfile.TemporaryDirectory() as tmp:
@@ -174,65 +330,161 @@ def main():
             doc_path = os.path.join(tmp, "doc.txt")
             with open(doc_path, "w") as f:
                 f.write(inst["context"])
-            full_rows = None
+            full_rows = {}  # attn -> [layer][head] {row bytes: position}
             for pname in policies:
+                entry = POLICIES[pname]
                 for b in budgets:
                     if (inst["id"], pname, b) in done:
                         continue
                     t0 = time.time()
-                    spec = POLICIES[pname][1].format(b=b)
-                    kb = run_kvbench(a.kvbench, a.model, inst, spec, doc_path)
+                    spec = entry.spec.format(b=b)
+                    kb = run_kvbench(a.kvbench, a.model, inst, spec, doc_path, a.threads)
                     doc_ids = kb["document"]["token_ids"]
                     ans = kb["answers"][0]
-                    if full_rows is None:
-                        _, full_keys = hf_answer(doc_ids, ans["suffix_ids"], None, 1)
-                        # Row bytes -> position, per layer and KV head.
-                        full_rows = [[{full_keys[l][h, t].numpy().tobytes(): t
-                                       for t in range(full_keys[l].shape[1])}
-                                      for h in range(full_keys[l].shape[0])]
-                                     for l in range(len(full_keys))]
+                    n = len(doc_ids)
+                    model = model_for(entry.attn)
+                    if entry.readout == "rows" and entry.attn not in full_rows:
+                        # The full cache of the same load: its keys are the rows
+                        # the press's forward computes before it prunes.
+                        _, full_keys, _ = hf_answer(model, doc_ids, ans["suffix_ids"], None, 1)
+                        full_rows[entry.attn] = [
+                            [{full_keys[l][h, t].numpy().tobytes(): t
+                              for t in range(full_keys[l].shape[1])}
+                             for h in range(full_keys[l].shape[0])]
+                            for l in range(len(full_keys))]
                     c = 1.0 - b
-                    press = eval(POLICIES[pname][0], {**vars(kvpress), "c": c})
-                    gen, kept_keys = hf_answer(doc_ids, ans["suffix_ids"], press,
-                                               inst.get("max_new_tokens", 32))
-                    jac, unmatched, sizes = [], 0, []
+                    press = eval(entry.press, {**vars(kvpress), "c": c})
+                    scores = recording(press)
+                    gen, kept_keys, masked = hf_answer(model, doc_ids, ans["suffix_ids"], press,
+                                                       inst.get("max_new_tokens", 32))
+                    # kvpress's kept positions, [layer][head].
+                    theirs, unmatched = [], 0
                     for l, k in enumerate(kept_keys):
+                        heads = []
                         for h in range(k.shape[0]):
+                            if entry.readout == "masked":
+                                if k.shape[1] != n:
+                                    fail(f"{pname}: a masking press pruned layer {l} "
+                                         f"({k.shape[1]} of {n} entries)")
+                                heads.append(set(range(n)) - masked[l].get(h, set()))
+                                continue
                             got = set()
                             for t in range(k.shape[1]):
-                                p = full_rows[l][h].get(k[h, t].numpy().tobytes())
+                                p = full_rows[entry.attn][l][h].get(k[h, t].numpy().tobytes())
                                 if p is None:
                                     unmatched += 1
                                 else:
                                     got.add(p)
-                            mine = set(kb["document"]["kept"][l][h])
-                            sizes.append((len(mine), k.shape[1]))
-                            u = len(got | mine)
-                            jac.append(len(got & mine) / u if u else 1.0)
+                            heads.append(got)
+                        theirs.append(heads)
+                    mine = [[set(x) for x in layer] for layer in kb["document"]["kept"]]
+                    jac, bound, sizes = [], [], []
+                    for l in range(len(theirs)):
+                        for h in range(len(theirs[l])):
+                            m, t = mine[l][h], theirs[l][h]
+                            sizes.append((len(m), len(t)))
+                            jac.append(jaccard(m, t))
+                            bound.append(min(len(m), len(t)) / max(len(m), len(t), 1))
                     if tok is None:
                         from transformers import AutoTokenizer
                         tok = AutoTokenizer.from_pretrained(
                             os.path.dirname(os.path.abspath(a.model)),
                             gguf_file=os.path.basename(a.model))
-                    hf_text = tok.decode([g for g in gen if g not in eos])
+                    hf_text = tok.decode(gen)
                     row = {
                         "id": inst["id"], "task": inst["task"], "policy": pname, "budget": b,
-                        "kvbench_spec": spec, "kvpress": POLICIES[pname][0].replace("=c", f"={c:g}"),
-                        "doc_tokens": len(doc_ids),
+                        "kvbench_spec": spec, "kvpress": entry.press.replace("=c", f"={c:g}"),
+                        "doc_tokens": n,
                         "kvbench_answer": ans["answer"], "kvpress_answer": hf_text,
-                        "kvbench_ids": ans["tokens"], "kvpress_ids": [g for g in gen if g not in eos],
+                        "kvbench_ids": ans["tokens"], "kvpress_ids": gen,
                         "kvbench_score": graded(ans["answer"], inst["answers"]),
                         "kvpress_score": graded(hf_text, inst["answers"]),
                         "jaccard_mean": sum(jac) / len(jac), "jaccard_min": min(jac),
                         "kept_kvbench": sum(s[0] for s in sizes), "kept_kvpress": sum(s[1] for s in sizes),
                         "kvpress_rows_unmatched": unmatched,
-                        "seconds": round(time.time() - t0, 2),
+                        "attn": entry.attn, "readout": entry.readout,
+                        "kvpress_n_kept": compute_n_kept(n, c),
+                        # The best Jaccard the two sets' sizes allow, per head.
+                        "jaccard_size_bound": sum(bound) / len(bound),
                     }
+                    replay(row, entry, b, scores, mine, theirs)
+                    row["seconds"] = round(time.time() - t0, 2)
                     out_f.write(json.dumps(row) + "\n")
                     out_f.flush()
+                    extra = ""
+                    if "rule_jaccard_mean" in row:
+                        extra = (f" (rules {row['rule_jaccard_mean']:.3f}, "
+                                 f"scores {row['score_jaccard_mean']:.3f})")
                     print(f"{inst['id']} {pname} {b}: kvbench {row['kvbench_score']:.0f} "
-                          f"kvpress {row['kvpress_score']:.0f} jaccard {row['jaccard_mean']:.3f} "
-                          f"({row['seconds']} s)", file=sys.stderr)
+                          f"kvpress {row['kvpress_score']:.0f} jaccard {row['jaccard_mean']:.3f}"
+                          f"{extra} ({row['seconds']} s)", file=sys.stderr)
+
+
+def replay(row, entry, b, scores, mine, theirs):
+    """kvbench's rule on kvpress's scores: `rule_jaccard` against kvpress's
+    kept sets (what the two rules alone make differ: rounding, ties, floors)
+    and `score_jaccard` against kvbench's (1.0 when kvbench's scores order
+    the entries as kvpress's do); up to 5 heads where kvbench's own set
+    differs from the replay go to `score_mismatch`, with kvpress's scores of
+    the positions only one of them keeps."""
+    import numpy as np
+    n = row["doc_tokens"]
+    o = entry.options
+    if "lag" in o:
+        sinks, lag = o["lag"]
+        ones = lagkv_ones(n, sinks, lag)
+        row["lagkv_ones"] = ones
+        # Fewer kept than entries at 1.0: the tools' tie rules decide.
+        row["lagkv_ties_decide"] = row["kvpress_n_kept"] < ones
+    if "chunk" in o:
+        length = o["chunk"]
+        cj, ck, cp, whole = [], 0, 0, True
+        for l in range(len(mine)):
+            mc = [{p // length for p in s} for s in mine[l]]
+            tc = [{p // length for p in s} for s in theirs[l]]
+            for sets, chunks in ((mine[l], mc), (theirs[l], tc)):
+                full = {t for c in chunks[0] for t in range(c * length, min((c + 1) * length, n))}
+                whole = whole and all(s == full for s in sets)
+            cj.append(jaccard(mc[0], tc[0]))
+            ck += len(mc[0])
+            cp += len(tc[0])
+        row.update(chunk_jaccard_mean=sum(cj) / len(cj), chunk_jaccard_min=min(cj),
+                   chunks_kvbench=ck, chunks_kvpress=cp, whole_chunks=whole)
+    if entry.select is None or len(scores) != len(mine):
+        return
+    rule, score, mism = [], [], []
+    for l in range(len(mine)):
+        s = scores[l]
+        if s.shape[1] != n:
+            return
+        if entry.select == "topk":
+            replayed = replay_topk(s, [len(x) for x in mine[l]])
+        elif entry.select == "adakv":
+            budget = sum(len(x) for x in mine[l]) // len(mine[l])
+            replayed, _ = replay_adakv(s, budget, o["floor"])
+        else:
+            replayed, chosen, sc = replay_chunks(s, o["chunk"], b)
+            length = o["chunk"]
+            mc = {p // length for p in mine[l][0]}
+            if mc != chosen and len(mism) < 5:
+                # Chunk indices with kvpress's chunk scores (the mean over the
+                # chunk of the sum over heads); cut: the last chosen chunk's.
+                mism.append({
+                    "layer": l, "chunks": True, "cut": min(sc[c] for c in chosen),
+                    "only_kvbench": [[c, sc[c]] for c in sorted(mc - chosen)],
+                    "only_replay": [[c, sc[c]] for c in sorted(chosen - mc)]})
+        for h in range(len(mine[l])):
+            rule.append(jaccard(replayed[h], theirs[l][h]))
+            score.append(jaccard(replayed[h], mine[l][h]))
+            if replayed[h] != mine[l][h] and len(mism) < 5 and entry.select != "chunks":
+                cut = float(np.sort(s[h])[::-1][len(replayed[h]) - 1])
+                mism.append({
+                    "layer": l, "head": h, "cut": cut,
+                    "only_kvbench": [[p, float(s[h][p])] for p in sorted(mine[l][h] - replayed[h])][:8],
+                    "only_replay": [[p, float(s[h][p])] for p in sorted(replayed[h] - mine[l][h])][:8]})
+    row.update(rule_jaccard_mean=sum(rule) / len(rule), rule_jaccard_min=min(rule),
+               score_jaccard_mean=sum(score) / len(score), score_jaccard_min=min(score),
+               score_mismatch=mism)
 
 
 if __name__ == "__main__":
