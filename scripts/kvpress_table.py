@@ -6,7 +6,14 @@
 Per policy and budget: instances, each tool's score with a 95% Wilson interval,
 how often the two scores agree, how often the greedy answers are the same token
 ids, and the kept-set overlap (Jaccard of the document positions each KV head
-keeps, mean over heads and instances; the lowest single head).
+keeps, mean over heads and instances; the lowest single head). Rows written
+since the cross-check replays kvbench's rule add: the Jaccard the two sets'
+sizes allow (budget rounding, mean); kvbench's selection rule replayed on
+kvpress's own scores, against kvpress's sets (what the rules alone change:
+rounding, ties, floors) and against kvbench's (1.000 when kvbench's scores
+order the entries as kvpress's do), mean (min head); and notes: ChunkKV's
+chunk-set Jaccard per layer, LagKV's instances where fewer are kept than
+score 1.0. Older rows show "-" there.
 Standard library only: it runs without the venv.
 """
 import json
@@ -45,8 +52,18 @@ def main():
         print(f"error: {sys.argv[1]}: {e.strerror}", file=sys.stderr)
         return 2
     print("| policy | budget | n | kvbench score [95% CI] | kvpress score [95% CI] | "
-          "scores agree | same answer ids | kept-set Jaccard mean (min head) |")
-    print("|---|---:|---:|---|---|---:|---:|---:|")
+          "scores agree | same answer ids | kept-set Jaccard mean (min head) | "
+          "Jaccard the sizes allow | kvbench's rule on kvpress's scores: vs kvpress | "
+          "vs kvbench | notes |")
+    print("|---|---:|---:|---|---|---:|---:|---:|---:|---:|---:|---|")
+
+    def mean_min(rows, key):
+        have = [r for r in rows if key + "_mean" in r]
+        if len(have) != len(rows):
+            return "-"
+        return (f"{sum(r[key + '_mean'] for r in have) / len(have):.3f} "
+                f"({min(r[key + '_min'] for r in have):.3f})")
+
     for (policy, budget), rows in sorted(groups.items()):
         n = len(rows)
         kb = sum(r["kvbench_score"] for r in rows)
@@ -57,9 +74,18 @@ def main():
         jmin = min(r["jaccard_min"] for r in rows)
         lo_b, hi_b = wilson(kb, n)
         lo_p, hi_p = wilson(kp, n)
+        bound = ("-" if any("jaccard_size_bound" not in r for r in rows)
+                 else f"{sum(r['jaccard_size_bound'] for r in rows) / n:.3f}")
+        notes = []
+        if all("chunk_jaccard_mean" in r for r in rows):
+            notes.append(f"chunk sets {mean_min(rows, 'chunk_jaccard')}, "
+                         f"whole chunks {sum(bool(r.get('whole_chunks')) for r in rows)}/{n}")
+        if all("lagkv_ties_decide" in r for r in rows):
+            notes.append(f"kept < entries at 1.0: {sum(r['lagkv_ties_decide'] for r in rows)}/{n}")
         print(f"| {policy} | {budget:g} | {n} | {kb / n:.3f} [{lo_b:.2f}, {hi_b:.2f}] | "
               f"{kp / n:.3f} [{lo_p:.2f}, {hi_p:.2f}] | {agree}/{n} | {same}/{n} | "
-              f"{jac:.3f} ({jmin:.3f}) |")
+              f"{jac:.3f} ({jmin:.3f}) | {bound} | {mean_min(rows, 'rule_jaccard')} | "
+              f"{mean_min(rows, 'score_jaccard')} | {'; '.join(notes)} |")
     return 0
 
 
