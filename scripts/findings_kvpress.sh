@@ -10,6 +10,8 @@
 # Writes OUT/rows.jsonl (one line per instance, policy and budget; a rerun
 # resumes it) and OUT/table.md (scripts/kvpress_table.py). Default OUT:
 # results/findings/kvpress.
+# KVPRESS_POLICIES: the policies (kvpress_crosscheck.py --policies; default:
+# its default set). KVPRESS_THREADS: threads of both tools (default 2).
 set -euo pipefail
 python=${1:?usage: scripts/findings_kvpress.sh /path/to/venv/bin/python [out-dir]}
 . "$(dirname "$0")/findings_common.sh" kvpress "${2:-}"
@@ -18,10 +20,11 @@ python=${1:?usage: scripts/findings_kvpress.sh /path/to/venv/bin/python [out-dir
   { echo "error: $python: needs kvpress and gguf (pip install kvpress gguf in the venv)" >&2; exit 2; }
 instances=$(mktemp)
 trap 'rm -f "$instances"' EXIT
-"$kvbench" dataset generate --task passkey,niah_single,niah_multikey --lengths 1k --samples 8 \
+"$kvbench" dataset generate -m "$model" --task passkey,niah_single,niah_multikey --lengths 1k --samples 8 \
   --seed 7 -o "$instances" >&2
 "$python" "$here/scripts/kvpress_crosscheck.py" --instances "$instances" --out "$out/rows.jsonl" \
-  --kvbench "$kvbench" --model "$model"
+  --kvbench "$kvbench" --model "$model" --threads "${KVPRESS_THREADS:-2}" \
+  ${KVPRESS_POLICIES:+--policies "$KVPRESS_POLICIES"}
 python3 "$here/scripts/kvpress_table.py" "$out/rows.jsonl" > "$out/table.md.tmp"
 mv "$out/table.md.tmp" "$out/table.md"
 cat "$out/table.md"
