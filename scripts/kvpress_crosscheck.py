@@ -32,12 +32,13 @@ kvbench's spec, and where needed the attention implementation (presses that
 refuse eager run on a second, sdpa load, made only when one is selected), the
 readout (rows or masked) and kvbench's selection rule. The rule is replayed on
 the scores kvpress's scorer computed (recorded per layer during its prefill),
-which splits a Jaccard gap in two: `rule_jaccard_*` (the replay against
-kvpress's sets: what the two tools' rules alone change, e.g. round against
-int, ties, Ada-KV's floor) and `score_jaccard_*` (the replay against kvbench's
-sets: 1.0 when kvbench's priorities order the entries as kvpress's scores do;
-`score_mismatch` lists up to 5 heads where they do not, with kvpress's scores
-of the positions only one side keeps). Other fields: `jaccard_size_bound`
+with kvpress's own rule, which splits a Jaccard gap in three (see replay()):
+`rounding_jaccard_*` (the two rules on the same scores: round against int,
+Ada-KV's floor), `tie_jaccard_*` (kvpress's rule against kvpress's sets: ties
+torch.topk broke another way) and `score_jaccard_*` (kvbench's rule against
+kvbench's sets: 1.0 when kvbench's priorities order the entries as kvpress's
+scores do; `score_mismatch` lists up to 5 heads where they do not, with
+kvpress's scores of the positions only one side keeps). Other fields: `jaccard_size_bound`
 (the best Jaccard the sizes allow), `kvpress_n_kept`, and per method ChunkKV's
 chunk sets (`chunk_jaccard_*`, `chunks_*`, `whole_chunks`) and LagKV's
 `lagkv_ones` (sinks + tail, all scored 1.0) with `lagkv_ties_decide` (fewer
@@ -170,6 +171,22 @@ def replay_adakv(s, budget, floor):
     for _, h, _ in rest[:max(0, min(budget * heads, sum(map(len, ranked))) - sum(keep))]:
         keep[h] += 1
     return replay_topk(s, keep), keep
+
+
+def replay_kvpress_adakv(s, n_kept, alpha):
+    """kvpress's AdaKVPress on its own scores: each head's top
+    max(1, int(alpha n_kept)) safeguarded, then the layer's top H n_kept."""
+    import numpy as np
+    heads, n = s.shape
+    n_safe = int(n_kept * alpha)
+    if alpha > 0:
+        n_safe = max(1, n_safe) if n_kept > 0 else 0
+    g = s.astype("float64").copy()
+    for h in range(heads):
+        g[h, keep_order(s[h])[:n_safe]] = np.inf
+    flat = g.reshape(-1)
+    order = np.lexsort((-(np.arange(flat.size) % n), -flat))[:heads * n_kept]
+    return [set((order[order // n == h] % n).tolist()) for h in range(heads)]
 
 
 def chunk_scores(s, length):
@@ -413,7 +430,8 @@ def main():
                     out_f.flush()
                     extra = ""
                     if "rule_jaccard_mean" in row:
-                        extra = (f" (rules {row['rule_jaccard_mean']:.3f}, "
+                        extra = (f" (rounding {row['rounding_jaccard_mean']:.3f}, "
+                                 f"ties {row['tie_jaccard_mean']:.3f}, "
                                  f"scores {row['score_jaccard_mean']:.3f})")
                     print(f"{inst['id']} {pname} {b}: kvbench {row['kvbench_score']:.0f} "
                           f"kvpress {row['kvpress_score']:.0f} jaccard {row['jaccard_mean']:.3f}"
@@ -421,12 +439,18 @@ def main():
 
 
 def replay(row, entry, b, scores, mine, theirs):
-    """kvbench's rule on kvpress's scores: `rule_jaccard` against kvpress's
-    kept sets (what the two rules alone make differ: rounding, ties, floors)
-    and `score_jaccard` against kvbench's (1.0 when kvbench's scores order
-    the entries as kvpress's do); up to 5 heads where kvbench's own set
-    differs from the replay go to `score_mismatch`, with kvpress's scores of
-    the positions only one of them keeps."""
+    """Both tools' rules replayed on kvpress's scores, ties broken as kvbench
+    breaks them. A Jaccard gap splits into three factors:
+      rounding_jaccard: kvbench's rule against kvpress's rule (round against
+        int, Ada-KV's floor ceil against int) on the same scores;
+      tie_jaccard: kvpress's rule replayed against kvpress's own sets (below
+        1.0 only where torch.topk broke equal scores another way);
+      score_jaccard: kvbench's rule replayed against kvbench's own sets (1.0
+        when kvbench's priorities order the entries as kvpress's scores do).
+    rule_jaccard is kvbench's rule against kvpress's sets (rounding and ties
+    together). Up to 5 heads where kvbench's set differs from its replay go
+    to `score_mismatch`, with kvpress's scores of the positions only one of
+    them keeps and the replay's cut."""
     import numpy as np
     n = row["doc_tokens"]
     o = entry.options
@@ -452,18 +476,22 @@ def replay(row, entry, b, scores, mine, theirs):
                    chunks_kvbench=ck, chunks_kvpress=cp, whole_chunks=whole)
     if entry.select is None or len(scores) != len(mine):
         return
-    rule, score, mism = [], [], []
+    rule, score, own, rounding, mism = [], [], [], [], []
+    n_kept = row["kvpress_n_kept"]
     for l in range(len(mine)):
         s = scores[l]
         if s.shape[1] != n:
             return
         if entry.select == "topk":
             replayed = replay_topk(s, [len(x) for x in mine[l]])
+            own_rule = replay_topk(s, [n_kept] * len(s))
         elif entry.select == "adakv":
             budget = sum(len(x) for x in mine[l]) // len(mine[l])
             replayed, _ = replay_adakv(s, budget, o["floor"])
+            own_rule = replay_kvpress_adakv(s, n_kept, o["floor"])
         else:
             replayed, chosen, sc = replay_chunks(s, o["chunk"], b)
+            own_rule = replayed  # the same chunk count: int(chunks x budget)
             length = o["chunk"]
             mc = {p // length for p in mine[l][0]}
             if mc != chosen and len(mism) < 5:
@@ -476,6 +504,8 @@ def replay(row, entry, b, scores, mine, theirs):
         for h in range(len(mine[l])):
             rule.append(jaccard(replayed[h], theirs[l][h]))
             score.append(jaccard(replayed[h], mine[l][h]))
+            own.append(jaccard(own_rule[h], theirs[l][h]))
+            rounding.append(jaccard(replayed[h], own_rule[h]))
             if replayed[h] != mine[l][h] and len(mism) < 5 and entry.select != "chunks":
                 cut = float(np.sort(s[h])[::-1][len(replayed[h]) - 1])
                 mism.append({
@@ -484,7 +514,9 @@ def replay(row, entry, b, scores, mine, theirs):
                     "only_replay": [[p, float(s[h][p])] for p in sorted(replayed[h] - mine[l][h])][:8]})
     row.update(rule_jaccard_mean=sum(rule) / len(rule), rule_jaccard_min=min(rule),
                score_jaccard_mean=sum(score) / len(score), score_jaccard_min=min(score),
-               score_mismatch=mism)
+               tie_jaccard_mean=sum(own) / len(own), tie_jaccard_min=min(own),
+               rounding_jaccard_mean=sum(rounding) / len(rounding),
+               rounding_jaccard_min=min(rounding), score_mismatch=mism)
 
 
 if __name__ == "__main__":
