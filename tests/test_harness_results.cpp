@@ -240,9 +240,8 @@ TEST(Compare, ANoiseSizedDropIsNoRegression) {
   const RunFolder three = make_run("three", ten(passing_but(3)));
   const CompareResult r3 = compare_runs(base.dir(), three.dir(), 0.05);
   EXPECT_FALSE(r3.regressed) << r3.report;
-  EXPECT_NE(
-      h2o_row(r3.report).find("| -0.300 | 0.0625 | 0.400 (4 of 10) | drop not significant |"),
-      std::string::npos)
+  EXPECT_NE(h2o_row(r3.report).find("| -0.300 | 0.0625 | 0.400 (4 of 10) | drop not significant |"),
+            std::string::npos)
       << r3.report;
   for (const auto* f : {&base, &same, &one, &three}) f->remove();
 }
@@ -321,9 +320,8 @@ TEST(Compare, FractionalScoresTakeThePairedBootstrap) {
   const RunFolder three = make_run("three", ten(three_lower));
   const CompareResult r3 = compare_runs(base.dir(), three.dir(), 0.05);
   EXPECT_FALSE(r3.regressed) << r3.report;
-  EXPECT_NE(
-      h2o_row(r3.report).find("| -0.120 | 0.0625 | 0.400 (4 of 10) | drop not significant |"),
-      std::string::npos)
+  EXPECT_NE(h2o_row(r3.report).find("| -0.120 | 0.0625 | 0.400 (4 of 10) | drop not significant |"),
+            std::string::npos)
       << r3.report;
   // Five lose 0.4: sign test p = 1/2 · 1/2^5, the bootstrap's smaller.
   for (int i = 0; i < 5; ++i) five_lower[i] -= 0.4;
