@@ -365,6 +365,64 @@ TEST(Compare, MissingInstancesFailAndDuplicatesAreRefused) {
   for (const auto* f : {&base, &missing, &dup}) f->remove();
 }
 
+// ten()'s cells with h2o's label and spec replaced (cell ids end in the
+// spec's budget: a file name may not hold ':' or '=').
+std::vector<json> relabelled(std::vector<json> cells, const std::string& label,
+                             const std::string& spec) {
+  for (json& c : cells) {
+    if (c["policy"]["label"] != "h2o") continue;
+    c["policy"]["label"] = label;
+    c["policy"]["spec"] = spec;
+    c["id"] = c["instance"]["id"].get<std::string>() + "--" + spec.substr(spec.find('=') + 1);
+  }
+  return cells;
+}
+
+// Configurations are matched by spec: a label kept over a changed spec is
+// another configuration (said in one line, the base's counted missing), a
+// renamed label over the same spec is the same one.
+TEST(Compare, ConfigurationsAreMatchedBySpecNotLabel) {
+  const RunFolder base =
+      make_run("base", relabelled(ten(passing_but(0)), "snapkv 256", "snapkv:budget=256"));
+  // The issue's case: the label kept, the budget changed, scores lower.
+  const RunFolder changed =
+      make_run("changed", relabelled(ten(passing_but(6)), "snapkv 256", "snapkv:budget=768"));
+  const CompareResult r = compare_runs(base.dir(), changed.dir(), 0.05);
+  EXPECT_TRUE(r.regressed) << r.report;  // the base's configuration is not in the new run
+  EXPECT_NE(r.report.find("- 'snapkv 256' names spec `snapkv:budget=256` in the base run and "
+                          "`snapkv:budget=768` in the new one: different configurations, not "
+                          "compared (the base's is missing from the new run)\n"),
+            std::string::npos)
+      << r.report;
+  EXPECT_EQ(r.report.find("REGRESSED"), std::string::npos) << r.report;  // no score compared
+  EXPECT_NE(r.report.find("| snapkv 256 | passkey | 0 | – |"), std::string::npos) << r.report;
+  EXPECT_NE(r.report.find("10 instance(s) missing"), std::string::npos) << r.report;
+  EXPECT_NE(r.report.find("10 only in new"), std::string::npos) << r.report;
+
+  // A renamed label over the same spec: one configuration, its drop tested
+  // (four of ten: mid-p 0.031 < 0.05).
+  const RunFolder renamed =
+      make_run("renamed", relabelled(ten(passing_but(4)), "SnapKV 25%", "snapkv:budget=256"));
+  const CompareResult rr = compare_runs(base.dir(), renamed.dir(), 0.05);
+  EXPECT_TRUE(rr.regressed) << rr.report;
+  EXPECT_NE(rr.report.find("- 'snapkv 256' is labelled 'SnapKV 25%' in the new run (same spec "
+                           "`snapkv:budget=256`): compared as one configuration\n"),
+            std::string::npos)
+      << rr.report;
+  EXPECT_NE(rr.report.find("| snapkv 256 → SnapKV 25% | passkey | 10 | McNemar |"),
+            std::string::npos)
+      << rr.report;
+  EXPECT_NE(rr.report.find("| 0.03125 | 0.400 (4 of 10) | REGRESSED |"), std::string::npos)
+      << rr.report;
+  EXPECT_NE(rr.report.find("0 missing from new, 0 only in new"), std::string::npos) << rr.report;
+
+  // Unchanged but renamed: no regression.
+  const RunFolder same =
+      make_run("same", relabelled(ten(passing_but(0)), "SnapKV 25%", "snapkv:budget=256"));
+  EXPECT_FALSE(compare_runs(base.dir(), same.dir(), 0.0).regressed);
+  for (const auto* f : {&base, &changed, &renamed, &same}) f->remove();
+}
+
 // `kvbench compare` as a user runs it: exit 0 with "no significant
 // regression" and the detectable drop named for one flip of ten (p = 0.25)
 // and for three (p = 0.0625), exit 1 for a significant drop beyond the

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <cstdio>
 #include <map>
+#include <set>
 #include <sstream>
 #include <vector>
 
@@ -29,20 +30,32 @@ struct Cell {
 
 using Groups = std::map<GroupKey, std::map<std::string, Cell>>;
 
+// One model's configurations in one run: label -> canonical spec ("" when
+// the cells do not say, as in folders written before specs were stored).
+using Specs = std::map<std::string, std::string>;
+
+struct Model {
+  Groups groups;
+  Specs specs;
+};
+
 // model label -> group -> instance id -> that instance's cell (a cell without
 // a model belongs to the run's one model, harness/report/models.h). Two cells
 // of one folder in the same model and group with the same instance cannot be
 // paired: InputError naming the second one's file.
-std::map<std::string, Groups> by_model(const RunFolder& run) {
-  std::map<std::string, Groups> models;
+std::map<std::string, Model> by_model(const RunFolder& run) {
+  std::map<std::string, Model> models;
   const std::string fallback = default_model_label(run.config());
   for (const json& c : run.cells()) {
     const std::string id = c["id"].get<std::string>();
     const std::string instance = c["instance"]["id"].get<std::string>();
     const GroupKey key{c["policy"]["label"].get<std::string>(),
                        c["instance"]["task"].get<std::string>()};
-    Groups& groups = models[cell_model_label(c, fallback)];
-    const auto [it, inserted] = groups[key].emplace(instance, Cell{id, c["score"].get<double>()});
+    Model& m = models[cell_model_label(c, fallback)];
+    // RunFolder::open checked that a label has one spec within the run.
+    const json& policy = c["policy"];
+    m.specs[key.first] = policy.contains("spec") ? policy["spec"].get<std::string>() : "";
+    const auto [it, inserted] = m.groups[key].emplace(instance, Cell{id, c["score"].get<double>()});
     if (!inserted)
       throw InputError(run.path("cells/" + id + ".json") + ": /instance/id: '" +
                        instance.substr(0, 80) + "' is also the instance of cell '" +
@@ -73,6 +86,50 @@ std::string detectable(stats::ScoreKind kind, int64_t n) {
          " of " + std::to_string(n) + ")";
 }
 
+// Which new configuration each base configuration is compared with: the
+// spec (canonical form) decides, not the label. The same label and spec
+// match; a base configuration whose label is gone or names another spec
+// matches the one new configuration of its spec not matched otherwise (a
+// renamed label). A label whose spec changed is a different configuration:
+// the base's is missing from the new run (the gate fails) and `notes` says
+// so in one line. Specs unknown to old folders ("") match by label.
+std::map<std::string, std::string> match_configurations(const Specs& base, const Specs& next,
+                                                        const std::string& in_model,
+                                                        std::ostringstream& notes) {
+  std::map<std::string, std::string> to_new;
+  std::set<std::string> taken;  // new labels already matched
+  for (const auto& [label, spec] : base) {
+    const auto it = next.find(label);
+    if (it != next.end() && (it->second == spec || spec.empty() || it->second.empty())) {
+      to_new[label] = label;
+      taken.insert(label);
+    }
+  }
+  for (const auto& [label, spec] : base) {
+    if (to_new.count(label) || spec.empty()) continue;
+    std::vector<std::string> same_spec;
+    for (const auto& [l, s] : next)
+      if (s == spec && !taken.count(l)) same_spec.push_back(l);
+    const auto now = next.find(label);
+    if (same_spec.size() == 1) {
+      to_new[label] = same_spec[0];
+      taken.insert(same_spec[0]);
+      notes << "- " << in_model << "'" << markdown_cell(label) << "' is labelled '"
+            << markdown_cell(same_spec[0]) << "' in the new run (same spec `" << markdown_cell(spec)
+            << "`): compared as one configuration\n";
+    } else if (now != next.end()) {
+      notes << "- " << in_model << "'" << markdown_cell(label) << "' names spec `"
+            << markdown_cell(spec) << "` in the base run and `" << markdown_cell(now->second)
+            << "` in the new one: different configurations, not compared (the base's is "
+               "missing from the new run)\n";
+    } else {
+      notes << "- " << in_model << "'" << markdown_cell(label) << "' (`" << markdown_cell(spec)
+            << "`): not in the new run\n";
+    }
+  }
+  return to_new;
+}
+
 }  // namespace
 
 CompareResult compare_runs(const std::string& base_dir, const std::string& new_dir,
@@ -83,20 +140,20 @@ CompareResult compare_runs(const std::string& base_dir, const std::string& new_d
   // models are called; otherwise model by model, by label.
   const bool per_model = base_models.size() > 1 || new_models.size() > 1;
   if (!per_model) {
-    Groups b = base_models.empty() ? Groups{} : std::move(base_models.begin()->second);
-    Groups n = new_models.empty() ? Groups{} : std::move(new_models.begin()->second);
+    Model b = base_models.empty() ? Model{} : std::move(base_models.begin()->second);
+    Model n = new_models.empty() ? Model{} : std::move(new_models.begin()->second);
     base_models = {{"", std::move(b)}};
     new_models = {{"", std::move(n)}};
   }
   std::ostringstream only;  // models of one run only: named, not compared
   size_t common = 0;
-  for (const auto& [model, groups] : base_models)
+  for (const auto& [model, m] : base_models)
     if (new_models.count(model))
       ++common;
     else
       only << "- model " << markdown_text(model, 200) << ": only in "
            << markdown_text(base_dir, 400) << ", not compared\n";
-  for (const auto& [model, groups] : new_models)
+  for (const auto& [model, m] : new_models)
     if (!base_models.count(model))
       only << "- model " << markdown_text(model, 200) << ": only in " << markdown_text(new_dir, 400)
            << ", not compared\n";
@@ -105,26 +162,37 @@ CompareResult compare_runs(const std::string& base_dir, const std::string& new_d
                      " (models are matched by label): nothing to compare");
 
   CompareResult r;
-  std::ostringstream table, changed, notes;
+  std::ostringstream table, changed, notes, configurations;
   int n_changed = 0, n_missing = 0, n_base = 0, n_new = 0, n_only_new = 0;
   const std::string header =
       "| Configuration | Task | n | Test | Base score | New score | Δ | p | Smallest "
       "detectable drop | Status |\n|---|---|---:|---|---:|---:|---:|---:|---:|---|\n";
-  for (const auto& [model, base_groups] : base_models) {
+  for (const auto& [model, base_model] : base_models) {
     if (!new_models.count(model)) continue;
-    const Groups& new_groups = new_models.at(model);
+    const Groups& base_groups = base_model.groups;
+    const Groups& new_groups = new_models.at(model).groups;
     const std::string in_model = per_model ? markdown_cell(model) + ": " : "";
+    const auto to_new = match_configurations(base_model.specs, new_models.at(model).specs, in_model,
+                                             configurations);
+    // The base group a new group is compared with (none: only in new).
+    std::map<GroupKey, GroupKey> from_new;
+    for (const auto& [key, instances] : base_groups)
+      if (const auto m = to_new.find(key.first); m != to_new.end())
+        from_new[{m->second, key.second}] = key;
     if (per_model) table << "\n### Model: " << markdown_text(model, 200) << "\n\n";
     table << header;
     for (const auto& [key, instances] : new_groups) {
       n_new += static_cast<int>(instances.size());
-      const auto b = base_groups.find(key);
+      const auto f = from_new.find(key);
+      const auto b = f == from_new.end() ? base_groups.end() : base_groups.find(f->second);
       for (const auto& [instance, cell] : instances)
         n_only_new += b == base_groups.end() || !b->second.count(instance);
     }
     for (const auto& [key, instances] : base_groups) {
       n_base += static_cast<int>(instances.size());
-      const auto g = new_groups.find(key);
+      const auto m = to_new.find(key.first);
+      const auto g =
+          m == to_new.end() ? new_groups.end() : new_groups.find({m->second, key.second});
       const std::map<std::string, Cell> none;
       const std::map<std::string, Cell>& in_new = g == new_groups.end() ? none : g->second;
       // [n] the scores of the instances both runs have, in instance-id order.
@@ -171,8 +239,11 @@ CompareResult compare_runs(const std::string& base_dir, const std::string& new_d
                                      : "";
       if (missing)
         status += (status.empty() ? "" : ", ") + std::to_string(missing) + " instance(s) missing";
-      table << "| " << markdown_cell(key.first) << " | " << markdown_cell(key.second) << " | " << n
-            << " | " << (n ? stats::paired_test_name(kind) : "–") << " | "
+      const std::string shown = m == to_new.end() || m->second == key.first
+                                    ? markdown_cell(key.first)
+                                    : markdown_cell(key.first) + " → " + markdown_cell(m->second);
+      table << "| " << shown << " | " << markdown_cell(key.second) << " | " << n << " | "
+            << (n ? stats::paired_test_name(kind) : "–") << " | "
             << stats::format_estimate(eb.mean, eb.ci) << " | "
             << stats::format_estimate(en.mean, en.ci) << " | "
             << fixed(n ? mean(sn) - mean(sb) : NAN, "%+.3f") << " | " << fixed(p, "%.4g") << " | "
@@ -213,7 +284,9 @@ CompareResult compare_runs(const std::string& base_dir, const std::string& new_d
        "means with their 95% interval (Wilson or bootstrap). Smallest detectable drop: the least "
        "drop the test could call significant with n instances (k of n losing their whole "
        "score).\n\n"
-    << table.str();
+    << "Configurations are matched by spec (canonical form), not by label.\n\n";
+  if (!configurations.str().empty()) o << configurations.str() << "\n";
+  o << table.str();
   if (!only.str().empty()) o << "\n" << only.str();
   o << "\n## Cells whose score changed (" << n_changed << ")\n\n";
   if (n_changed)
