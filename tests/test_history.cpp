@@ -44,6 +44,7 @@ std::string scratch(const std::string& name) {
 struct CellSpec {
   std::string label, task, instance;
   double score;
+  std::string spec = "";  // "" : label + ":spec"
 };
 
 // A run folder at `commit` started at `started` holding the given cells.
@@ -65,10 +66,12 @@ std::string make_run(const std::string& out, const std::string& commit, const st
   int k = 0;
   for (const CellSpec& c : cells) {
     const std::string id = "c" + std::to_string(k++);
-    f.write_cell(id, json{{"id", id},
-                          {"instance", {{"id", c.instance}, {"task", c.task}}},
-                          {"policy", {{"label", c.label}, {"spec", c.label + ":spec"}}},
-                          {"score", c.score}});
+    f.write_cell(id,
+                 json{{"id", id},
+                      {"instance", {{"id", c.instance}, {"task", c.task}}},
+                      {"policy",
+                       {{"label", c.label}, {"spec", c.spec.empty() ? c.label + ":spec" : c.spec}}},
+                      {"score", c.score}});
   }
   return f.dir();
 }
@@ -193,6 +196,63 @@ TEST(History, RegressionPointIsTheFirstSignificantDrop) {
   // The plot marks it.
   const std::string script = plot_script(t, d + "/trend.png");
   EXPECT_NE(script.find("title 'regression point'"), std::string::npos) << script;
+  fs::remove_all(d);
+}
+
+// n instances of group() with the spec given.
+std::vector<CellSpec> with_spec(std::vector<CellSpec> v, const std::string& spec) {
+  for (CellSpec& c : v) c.spec = spec;
+  return v;
+}
+
+// Series are keyed by spec: the case (the label 'snapkv 256' kept
+// while its budget went to 768) is two series and one line, not a drop; a
+// label renamed over the same spec continues its series, and a drop across
+// the rename is still found.
+TEST(History, SeriesAreKeyedBySpecNotLabel) {
+  const std::string d = scratch("by-spec");
+  HistoryWriter writer(d + "/h.sqlite");
+  const Db& db = writer.db();
+  add_run(db,
+          make_run(d, "1111111", "2026-11-21T07:00:00Z",
+                   with_spec(group("snapkv 256", "niah", 4, 0), "snapkv:budget=256")),
+          "");
+  add_run(db,
+          make_run(d, "2222222", "2026-11-22T07:00:00Z",
+                   with_spec(group("snapkv 256", "niah", 4, 4), "snapkv:budget=768")),
+          "");
+  const Trend t = load_trend(db, 0.05);
+  ASSERT_EQ(t.series.size(), 2u);
+  for (const Series& s : t.series) {
+    EXPECT_EQ(s.points.size(), 1u) << s.configuration;
+    EXPECT_FALSE(s.points[0].regressed);
+  }
+  ASSERT_NE(find_series(t, "snapkv 256 [snapkv:budget=256]", "niah"), nullptr);
+  ASSERT_NE(find_series(t, "snapkv 256 [snapkv:budget=768]", "niah"), nullptr);
+  std::string md = show_markdown(t, "h.sqlite");
+  EXPECT_NE(md.find("- 'snapkv 256' named 2 specs (`snapkv:budget=256`, `snapkv:budget=768`): "
+                    "different configurations, a series each\n"),
+            std::string::npos)
+      << md;
+  EXPECT_NE(md.find("No regression point"), std::string::npos) << md;
+
+  // Renamed over the same spec, all four now failing: one series, the drop found.
+  add_run(db,
+          make_run(d, "3333333", "2026-11-23T07:00:00Z",
+                   with_spec(group("SnapKV 25%", "niah", 4, 4), "snapkv:budget=256")),
+          "");
+  const Trend r = load_trend(db, 0.05);
+  // Shown by its latest label, which no other series shares now: no suffix.
+  const Series* s = find_series(r, "SnapKV 25%", "niah");
+  ASSERT_NE(s, nullptr);
+  ASSERT_EQ(s->points.size(), 2u);
+  EXPECT_TRUE(s->points[1].regressed);
+  EXPECT_EQ(s->labels, (std::vector<std::string>{"SnapKV 25%", "snapkv 256"}));
+  md = show_markdown(r, "h.sqlite");
+  EXPECT_NE(md.find("- `snapkv:budget=256` was labelled 'SnapKV 25%', 'snapkv 256' (latest "
+                    "first): one configuration, one series\n"),
+            std::string::npos)
+      << md;
   fs::remove_all(d);
 }
 

@@ -27,6 +27,35 @@ std::string count(int64_t n, const char* noun) {
   return std::to_string(n) + " " + noun + (n == 1 ? "" : "s");
 }
 
+// One line per spec that had several labels (one series) and per label
+// that named several specs (a series each), across the experiment's tasks.
+std::string configuration_notes(const std::vector<const Series*>& series) {
+  std::map<std::string, std::vector<std::string>> spec_labels;  // spec -> labels, latest first
+  std::map<std::string, std::set<std::string>> label_specs;
+  for (const Series* s : series) {
+    if (s->spec.empty()) continue;
+    if (s->labels.size() > 1) spec_labels[s->spec] = s->labels;
+    for (const std::string& label : s->labels) label_specs[label].insert(s->spec);
+  }
+  std::ostringstream o;
+  for (const auto& [spec, labels] : spec_labels) {
+    o << "- `" << markdown_cell(spec) << "` was labelled ";
+    for (size_t i = 0; i < labels.size(); ++i)
+      o << (i ? ", " : "") << "'" << markdown_cell(labels[i]) << "'";
+    o << " (latest first): one configuration, one series\n";
+  }
+  for (const auto& [label, specs] : label_specs) {
+    if (specs.size() < 2) continue;
+    o << "- '" << markdown_cell(label) << "' named " << specs.size() << " specs (";
+    size_t i = 0;
+    for (const std::string& spec : specs)
+      o << (i++ ? ", " : "") << "`" << markdown_cell(spec) << "`";
+    o << "): different configurations, a series each\n";
+  }
+  const std::string lines = o.str();
+  return lines.empty() ? "" : "\nConfigurations are series by spec, not by label:\n\n" + lines;
+}
+
 }  // namespace
 
 std::string show_markdown(const Trend& t, const std::string& db_path) {
@@ -98,6 +127,7 @@ std::string show_markdown(const Trend& t, const std::string& db_path) {
       }
       o << "\n";
     }
+    o << configuration_notes(series);
   }
   o << "\nScores: mean with its 95% interval (Wilson for pass/fail, bootstrap otherwise) over n "
        "instances. ▼ marks a regression point: paired by instance with the previous commit, the "

@@ -33,8 +33,11 @@ struct InstanceScore {
 // uncommitted changes.
 using PointKey = std::pair<std::string, bool>;
 
-// experiment, task, configuration, model
+// experiment, task, configuration, model. The configuration is its spec
+// (canonical form); a cell without one (a version-1 file) is keyed by its
+// label, prefixed so that no spec can equal it.
 using SeriesKey = std::tuple<std::string, std::string, std::string, std::string>;
+constexpr char kLabelKey[] = "\x01label:";
 
 [[noreturn]] void bad(const Db& db, const std::string& what) {
   throw InputError(escaped_text(db.path(), 512) + ": " + what);
@@ -52,6 +55,15 @@ const char* runs_query(int version) {
            "machine, model_label, NULL FROM runs ORDER BY run_id";
   return "SELECT run_id, experiment, git_commit, commit_time, started_utc, model_sha256, "
          "machine, NULL, NULL FROM runs ORDER BY run_id";
+}
+
+// The cells, with the spec NULL in a version-1 file.
+const char* cells_query(int version) {
+  if (version >= 2)
+    return "SELECT run_id, configuration, task, instance, score, spec FROM cells ORDER BY run_id, "
+           "cell_id";
+  return "SELECT run_id, configuration, task, instance, score, NULL FROM cells ORDER BY run_id, "
+         "cell_id";
 }
 
 double mean(const std::vector<double>& v) {
@@ -110,11 +122,10 @@ Trend load_trend(const Db& db, double tolerance, const std::string& experiment) 
 
   // series -> point (commit, dirty) -> instance -> score
   std::map<SeriesKey, std::map<PointKey, std::map<std::string, InstanceScore>>> data;
+  // series -> label -> the latest start of a run that used it
+  std::map<SeriesKey, std::map<std::string, int64_t>> labels;
   {
-    Stmt s(
-        db,
-        "SELECT run_id, configuration, task, instance, score FROM cells ORDER BY run_id, cell_id",
-        "cells");
+    Stmt s(db, cells_query(version), "cells");
     int64_t rows = 0;
     while (s.step()) {
       if (++rows > kMaxCells) bad(db, "more than " + std::to_string(kMaxCells) + " cells");
@@ -126,8 +137,13 @@ Trend load_trend(const Db& db, double tolerance, const std::string& experiment) 
         bad(db, "cells.score: " + std::to_string(score) +
                     " is out of [0, 1] (not a kvbench history, or damaged)");
       const RunRow& r = run->second;
-      InstanceScore& slot =
-          data[{r.experiment, s.text(2), s.text(1), r.model_key}][{r.commit, r.dirty}][s.text(3)];
+      const std::string label = s.text(1);
+      const std::optional<std::string> spec = s.optional_text(5);
+      const SeriesKey key{r.experiment, s.text(2),
+                          spec && !spec->empty() ? *spec : kLabelKey + label, r.model_key};
+      int64_t& last = labels[key].try_emplace(label, r.started).first->second;
+      last = std::max(last, r.started);
+      InstanceScore& slot = data[key][{r.commit, r.dirty}][s.text(3)];
       if (slot.run_id.empty() || std::tie(r.started, run_id) > std::tie(slot.started, slot.run_id))
         slot = {r.started, run_id, score};
       ++t.cells;
@@ -169,7 +185,15 @@ Trend load_trend(const Db& db, double tolerance, const std::string& experiment) 
   t.runs = static_cast<int64_t>(runs.size());
 
   for (const auto& [key, commits] : data) {
-    Series series{std::get<0>(key), std::get<2>(key), std::get<1>(key), std::get<3>(key), {}};
+    Series series{std::get<0>(key), "", std::get<1>(key), std::get<3>(key), "", {}, {}};
+    const std::string& config = std::get<2>(key);
+    if (config.rfind(kLabelKey, 0) != 0) series.spec = config;
+    // Its labels, the latest used first: the series is shown by that one.
+    std::vector<std::pair<int64_t, std::string>> used;
+    for (const auto& [label, started] : labels.at(key)) used.push_back({started, label});
+    std::sort(used.begin(), used.end(), std::greater<>());
+    for (const auto& [started, label] : used) series.labels.push_back(label);
+    series.configuration = series.labels.front();
     // The commits of this series in history order.
     std::vector<std::pair<size_t, const std::map<std::string, InstanceScore>*>> ordered;
     for (const auto& [commit, instances] : commits)
@@ -204,6 +228,17 @@ Trend load_trend(const Db& db, double tolerance, const std::string& experiment) 
     }
     t.series.push_back(std::move(series));
   }
+  // A label shown by two series of one experiment, task and model (it named
+  // two specs): each shown with its spec.
+  std::map<std::tuple<std::string, std::string, std::string, std::string>, int> shown;
+  for (const Series& s : t.series) ++shown[{s.experiment, s.task, s.model, s.configuration}];
+  for (Series& s : t.series)
+    if (shown[{s.experiment, s.task, s.model, s.configuration}] > 1 && !s.spec.empty())
+      s.configuration += " [" + s.spec + "]";
+  std::sort(t.series.begin(), t.series.end(), [](const Series& a, const Series& b) {
+    return std::tie(a.experiment, a.task, a.configuration, a.model) <
+           std::tie(b.experiment, b.task, b.configuration, b.model);
+  });
   return t;
 }
 

@@ -1,12 +1,17 @@
 // Scores over commits, read back from the history: what `history show` prints
 // and `history plot` draws.
 //
-// A series is one (experiment, model, configuration label, task); it has a point
+// A series is one (experiment, model, configuration, task); it has a point
 // per commit that has cells of it. A point pools the commit's runs by
 // instance: per instance id the latest-started run's cell counts (a rerun
 // replaces an earlier one, shards of one run add up), so each instance
 // counts once. Its score is the mean with its 95% interval and n
 // (stats::estimate_mean: Wilson or bootstrap).
+//
+// A configuration is its spec (canonical form), not its label: a label
+// renamed over the same spec stays one series (shown by its latest label),
+// a label kept over another spec starts another (both then shown as
+// "label [spec]"). Cells of a version-1 file carry no spec: keyed by label.
 //
 // Commits are ordered by their date from git (add.h), falling back to the
 // earliest start time of their runs when git did not know the commit, ties
@@ -55,12 +60,16 @@ struct TrendPoint {
 };
 
 struct Series {
+  // configuration: the label the latest run used ("label [spec]" when
+  // another series of the same experiment, task and model shows it too).
   std::string experiment, configuration, task;
   // The model: its label in a run folder of several models, else the first
   // 12 hex digits of its sha256 (runs of different models never share a
   // series: a model change is not a regression).
   std::string model;
-  std::vector<TrendPoint> points;  // in commit order
+  std::string spec;                 // canonical; "" for cells without one
+  std::vector<std::string> labels;  // every label the series had, the latest first
+  std::vector<TrendPoint> points;   // in commit order
 };
 
 struct Trend {
