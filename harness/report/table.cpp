@@ -2,6 +2,7 @@
 
 #include "harness/encode/csv.h"
 #include "harness/encode/markdown.h"
+#include "harness/report/paired_ratio.h"
 
 #include <algorithm>
 #include <cmath>
@@ -61,8 +62,9 @@ std::string fmt(std::optional<double> v, const char* f) {
 // cache's scores on the same instances ([instances], equal sizes). When the
 // full cache scored the same c > 0 on every one (typically 1: it solved them
 // all), retention is the row's mean / c, and its interval the row's score
-// interval / c (Wilson for pass/fail), so the two columns agree. Otherwise a
-// bootstrap over the instance pairs of the ratio of sums.
+// interval / c (Wilson for pass/fail), so the two columns agree. Otherwise,
+// for pass/fail scores, the paired ratio's score interval (paired_ratio.h);
+// for fractional ones a bootstrap over the instance pairs of the ratio of sums.
 stats::Interval retention_interval(const std::vector<double>& s, const std::vector<double>& f) {
   if (f.empty()) return {};
   if (std::all_of(f.begin(), f.end(), [&](double x) { return x == f.front(); })) {
@@ -70,6 +72,11 @@ stats::Interval retention_interval(const std::vector<double>& s, const std::vect
     const stats::Interval ci = stats::estimate_mean(s).ci;
     return {ci.lo / f.front(), ci.hi / f.front()};
   }
+  // Pass/fail: the paired score interval, which never collapses to the
+  // estimate (a bootstrap gives [0, 0] when the row failed every instance).
+  if (stats::score_kind(s) == stats::ScoreKind::PassFail &&
+      stats::score_kind(f) == stats::ScoreKind::PassFail)
+    return stats::paired_ratio_interval(s, f);
   return stats::bootstrap_ratio_interval(s, f);
 }
 
