@@ -10,7 +10,7 @@
 #   scripts/findings_run.sh NAME [out-dir]
 #   FINDINGS_RESUME=RUN_FOLDER scripts/findings_run.sh NAME   (finish a stopped run)
 #   NAME: any experiments/findings/NAME.json (h2o, snapkv, snapkv-window, allocation,
-#   allocation-window8, quantization, kivi-ablation, quest-equal, quest-offload, ruler,
+#   allocation-window8, quantization, kivi-ablation, quest-equal, quest-offload, restore-rule, ruler,
 #   sinks-needles)
 set -euo pipefail
 name=${1:?usage: scripts/findings_run.sh NAME [out-dir]}
