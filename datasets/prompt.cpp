@@ -17,8 +17,7 @@ constexpr std::string_view kUserMark = "\x01kvbench-user\x01";
 // at the first token starting at or after it.
 Span covering(const std::vector<int64_t>& off, Span chars) {
   if (chars.size() > 0) return datasets::tokens_covering(off, chars);
-  const int64_t at =
-      std::lower_bound(off.begin(), off.end() - 1, chars.begin) - off.begin();
+  const int64_t at = std::lower_bound(off.begin(), off.end() - 1, chars.begin) - off.begin();
   return {at, at};
 }
 
@@ -87,7 +86,8 @@ Prompt build_prompt(const LlamaModel& model, const Instance& in, bool question_f
     // Two texts, cut where the context ends (a snapshot's document is
     // prefilled before any question is known).
     if (question_first || in.grader == "perplexity")
-      throw std::logic_error("build_prompt: cut_after_context needs the question after the context");
+      throw std::logic_error(
+          "build_prompt: cut_after_context needs the question after the context");
     const size_t cut = context_part + 1;
     const std::span<const TextPart> all(parts);
     p.tokens = tok.encode_parts(all.first(cut), /*add_bos=*/true, &off);

@@ -39,9 +39,9 @@ struct PerplexityResult {
   // all windows: the perplexity's profile along the window (where a policy or
   // positions past the training context start to hurt).
   std::vector<double> chunk_nll;
-  MemoryReport memory;              // the last window's cache at its end
-  int64_t peak_hot_bytes = 0;       // largest hot total after any chunk
-  double policy_seconds = 0.0;      // time inside the policy, all windows
+  MemoryReport memory;          // the last window's cache at its end
+  int64_t peak_hot_bytes = 0;   // largest hot total after any chunk
+  double policy_seconds = 0.0;  // time inside the policy, all windows
 };
 
 // `on_window(done, total, running_ppl)` is called after each window.

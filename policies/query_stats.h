@@ -52,11 +52,11 @@ class QueryStats {
   int n_q_heads_ = 0, head_dim_ = 0, skip_ = 0, seq_ = -1;
   std::vector<std::vector<float>> inv_freq_;  // [n_layers][n_dims / 2]
   std::vector<uint8_t> neox_;                 // [n_layers] 1: NEOX pairing
-  std::vector<int64_t> count_;  // [n_layers]
-  std::vector<double> sum_;     // [n_layers][n_q_heads][head_dim]
-  std::vector<double> outer_;   // [n_layers][n_q_heads][head_dim][head_dim], upper triangle
-  std::vector<double> rows_;    // scratch: un-rotated queries of one head, [n][head_dim]
-  std::vector<float> one_;      // scratch: one query
+  std::vector<int64_t> count_;                // [n_layers]
+  std::vector<double> sum_;                   // [n_layers][n_q_heads][head_dim]
+  std::vector<double> outer_;  // [n_layers][n_q_heads][head_dim][head_dim], upper triangle
+  std::vector<double> rows_;   // scratch: un-rotated queries of one head, [n][head_dim]
+  std::vector<float> one_;     // scratch: one query
 };
 
 }  // namespace kvbench

@@ -386,7 +386,8 @@ TEST(Attention, SlidingWindowEqualsAttendingOnlyTheWindowsKeys) {
   const int hd = 16, n = 30, window = 6;
   std::vector<int32_t> pos(n);
   std::iota(pos.begin(), pos.end(), 0);
-  const auto k = random_values(size_t(n) * hd, rng, 1.0f), v = random_values(size_t(n) * hd, rng, 1.0f);
+  const auto k = random_values(size_t(n) * hd, rng, 1.0f),
+             v = random_values(size_t(n) * hd, rng, 1.0f);
   HandCache all(1, 2, hd, KvElement::F32, true);
   all.set_head(0, pos, k, v);
   Problem p;

@@ -361,13 +361,11 @@ TEST(AttentionPieces, DequantizationInRegistersIsBitIdenticalToTheCodec) {
 TEST(AttentionPieces, PolicyCachesAreReadInPlaceLikeTheNaiveDecode) {
   const KvShape shape{1, 2, 6, 64};
   const AttentionShape ashape{6, 2, 64};
-  for (const char* spec : {"full", "full+f16", "full+bf16", "full+int8", "full+int4:group=16",
-                           "full+kivi2:group=16,residual=32",
-                           "full+kivi2:group=16,residual=32,keys=token",
-                           "full+kivi2:group=16,residual=32,keys=f32",
-                           "full+kivi2:group=16,residual=32,values=f32",
-                           "full+kivi2:group=16,residual=32,keys=token,values=f32",
-                           "full+mixed:full=0.5"}) {
+  for (const char* spec :
+       {"full", "full+f16", "full+bf16", "full+int8", "full+int4:group=16",
+        "full+kivi2:group=16,residual=32", "full+kivi2:group=16,residual=32,keys=token",
+        "full+kivi2:group=16,residual=32,keys=f32", "full+kivi2:group=16,residual=32,values=f32",
+        "full+kivi2:group=16,residual=32,keys=token,values=f32", "full+mixed:full=0.5"}) {
     for (int n_ctx : {20, 70, 150}) {
       CacheContext cc;
       cc.shape = shape;

@@ -512,11 +512,12 @@ TEST(CacheStore, KiviSidesQuantizeByTheirOwnRule) {
     const char* spec;
     std::pair<int32_t, int32_t> after13, after17;  // (quantized keys, quantized values)
   };
-  for (const Case& c : {Case{"full+kivi2:group=4,residual=8", {8, 5}, {16, 9}},
-                        Case{"full+kivi2:group=4,residual=8,keys=token", {5, 5}, {9, 9}},
-                        Case{"full+kivi2:group=4,residual=8,keys=f32", {0, 5}, {0, 9}},
-                        Case{"full+kivi2:group=4,residual=8,values=f32", {8, 0}, {16, 0}},
-                        Case{"full+kivi2:group=4,residual=8,keys=token,values=f32", {5, 0}, {9, 0}}}) {
+  for (const Case& c :
+       {Case{"full+kivi2:group=4,residual=8", {8, 5}, {16, 9}},
+        Case{"full+kivi2:group=4,residual=8,keys=token", {5, 5}, {9, 9}},
+        Case{"full+kivi2:group=4,residual=8,keys=f32", {0, 5}, {0, 9}},
+        Case{"full+kivi2:group=4,residual=8,values=f32", {8, 0}, {16, 0}},
+        Case{"full+kivi2:group=4,residual=8,keys=token,values=f32", {5, 0}, {9, 0}}}) {
     SCOPED_TRACE(c.spec);
     auto cache = PolicyCache::create(parse_policy_spec(c.spec), ctx());
     const auto* seg = dynamic_cast<const KiviSegment*>(cache->store().segment(0, 0, kMain));

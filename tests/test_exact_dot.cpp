@@ -106,8 +106,8 @@ TEST(ExactDot, PlanarRowsGiveTheSameBits) {
   std::mt19937 rng(13);
   std::vector<CpuPath> paths = simd_paths();
   paths.push_back(CpuPath::Scalar);
-  for (GgmlType t : {GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q5_1,
-                     GgmlType::Q8_0}) {
+  for (GgmlType t :
+       {GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q5_1, GgmlType::Q8_0}) {
     for (int64_t n : lengths(t)) {
       const int rows = 6, n_x = 2;
       const auto w = random_weights(t, rows, n, rng);

@@ -27,9 +27,9 @@
 namespace kvbench {
 namespace {
 
-#define SKIP_WITHOUT_GEMMA3(path)                                                             \
-  const std::string path = test::gemma3_path();                                              \
-  if (path.empty())                                                                          \
+#define SKIP_WITHOUT_GEMMA3(path)                                                        \
+  const std::string path = test::gemma3_path();                                          \
+  if (path.empty())                                                                      \
   GTEST_SKIP() << "models/gemma-3-270m-q4_k_m.gguf not found: run scripts/setup.sh (or " \
                   "scripts/fetch_model.sh gemma3)"
 
@@ -105,9 +105,10 @@ Agreement agreement(const LlamaModel& model, MatmulMode mode, const char* key, f
   std::sort(diffs.begin(), diffs.end());
   a.median = diffs[diffs.size() / 2];
   a.worst = diffs.back();
-  std::printf("gemma3 vs llama.cpp (%s): top-1 identical on %d of %d prompts; max |logit diff| "
-              "over each prompt's top 32: median %.4f, max %.4f\n",
-              key, a.top1_same, a.cases, a.median, a.worst);
+  std::printf(
+      "gemma3 vs llama.cpp (%s): top-1 identical on %d of %d prompts; max |logit diff| "
+      "over each prompt's top 32: median %.4f, max %.4f\n",
+      key, a.top1_same, a.cases, a.median, a.worst);
   return a;
 }
 

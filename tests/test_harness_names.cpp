@@ -56,7 +56,7 @@ TEST(HarnessNames, NoPolicyNameInHarnessCode) {
   for (const auto& c : registry()) names.insert(std::string(c.name));
   ASSERT_GT(names.size(), 10u);
   const std::regex literal(R"re("([a-z0-9_]+)")re");
-      int files = 0;
+  int files = 0;
   std::ostringstream found;
   for (const auto& e : fs::recursive_directory_iterator(fs::path(KVBENCH_SOURCE_DIR) / "harness")) {
     const auto ext = e.path().extension();

@@ -128,7 +128,8 @@ TEST(PolicySpec, BadSpecsAreClearErrors) {
       {"h2o:budget=0.0", "got '0.0'"},
       {"h2o:budget=abc", "got 'abc'"},
       {"h2o:budgets=5",
-       "policy 'h2o': unknown parameter 'budgets' (parameters: budget, recent, timing, every, layers)"},
+       "policy 'h2o': unknown parameter 'budgets' (parameters: budget, recent, timing, every, "
+       "layers)"},
       {"full:budget=5", "unknown parameter 'budget' (parameters: none)"},
       {"h2o:recent=2", "policy 'h2o': recent must be in [0, 1]; got 2"},
       {"h2o:every=0", "every must be in [1, 1000000]"},

@@ -339,7 +339,7 @@ TEST(QuantDot, KQuantExtremeCodesAndScalesMatchScalar) {
 // --- planar rows (model/ops/planar.h) ---------------------------------------------
 
 const GgmlType kPlanarTypes[] = {GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q5_1,
-                                  GgmlType::Q8_0};
+                                 GgmlType::Q8_0};
 
 std::vector<uint8_t> planar_copy(GgmlType t, const std::vector<uint8_t>& w, int64_t rows,
                                  int64_t n) {
@@ -386,10 +386,10 @@ TEST(PlanarRows, RoundTripIsExactAndLayoutIsAsDocumented) {
   std::vector<uint8_t> f(66), v(66);
   for (size_t i = 0; i < f.size(); ++i) f[i] = static_cast<uint8_t>(i);
   to_planar_row(GgmlType::Q5_0, f.data(), v.data(), 96);
-  EXPECT_EQ(v[16], 22 + 6);     // block 1, first code byte
-  EXPECT_EQ(v[48 + 4], 22 + 2);  // block 1, first qh byte
+  EXPECT_EQ(v[16], 22 + 6);       // block 1, first code byte
+  EXPECT_EQ(v[48 + 4], 22 + 2);   // block 1, first qh byte
   EXPECT_EQ(v[48 + 11], 44 + 5);  // block 2, last qh byte
-  EXPECT_EQ(v[60 + 2], 22);     // d of block 1
+  EXPECT_EQ(v[60 + 2], 22);       // d of block 1
 }
 
 // --- interleaved groups (model/ops/interleave.h) -----------------------------

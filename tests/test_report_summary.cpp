@@ -101,10 +101,11 @@ TEST(ReportSummary, CallsALeadSignificantOnlyWhenThePairedTestDoes) {
   const auto s = summary_sentences(cells, build_table(cells));
   // keeps passes nine instances that drops fails: one-sided mid-p McNemar
   // p = 2^-10.
-  EXPECT_NE(starting(s, "What keeps the most")
-                .find("at 25% of the full cache's memory or less, keeps: 0.900 [0.596, 0.982] "
-                      "(n=10), significantly above drops's 0.000 (McNemar p = 0.000977) and at 100%"),
-            std::string::npos)
+  EXPECT_NE(
+      starting(s, "What keeps the most")
+          .find("at 25% of the full cache's memory or less, keeps: 0.900 [0.596, 0.982] "
+                "(n=10), significantly above drops's 0.000 (McNemar p = 0.000977) and at 100%"),
+      std::string::npos)
       << all(s);
   EXPECT_EQ(starting(s, "The least memory"),
             "The least memory not significantly below the full cache: keeps at 25%.");

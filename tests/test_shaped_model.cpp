@@ -358,8 +358,9 @@ INSTANTIATE_TEST_SUITE_P(Types, ShapedModelFile,
 
 TEST(TinyModelCli, BadShapeOrTypeIsOneLineErrorAndWritesNothing) {
   const std::string out = temp_path("cli");
-  test::expect_input_error(test::run_kvbench("tiny-model -o " + out + " --shape llama4"),
-                           "unknown --shape 'llama4' (known: tiny, tiny-gemma3, llama3.2-1b, llama3-8b)");
+  test::expect_input_error(
+      test::run_kvbench("tiny-model -o " + out + " --shape llama4"),
+      "unknown --shape 'llama4' (known: tiny, tiny-gemma3, llama3.2-1b, llama3-8b)");
   test::expect_input_error(
       test::run_kvbench("tiny-model -o " + out + " --shape llama3-8b --type q5_k"),
       "unknown --type 'q5_k' (known: q4_0, q8_0, q4_k)");

@@ -17,8 +17,8 @@
 #include "policies/cache_errors.h"
 #include "policies/policy_cache.h"
 #include "policies/state_io.h"
-#include "tests/support/reference_llama.h"
 #include "tests/support/random_projection.h"
+#include "tests/support/reference_llama.h"
 #include "tests/support/registry_specs.h"
 
 namespace kvbench {

@@ -30,14 +30,14 @@ TEST(Stats, WilsonIntervalKnownValues) {
 
 TEST(Stats, McNemarMidPKnownValues) {
   // p = P(X > b) + P(X = b) / 2, X ~ Binomial(b + c, 1/2), by hand.
-  EXPECT_DOUBLE_EQ(mcnemar_midp_drop_p(1, 0), 0.25);        // 1/2 · 1/2
-  EXPECT_DOUBLE_EQ(mcnemar_midp_drop_p(3, 0), 0.0625);      // 1/2 · 1/8: not yet significant
-  EXPECT_DOUBLE_EQ(mcnemar_midp_drop_p(4, 0), 0.03125);     // 1/2 · 1/16: the first that is
-  EXPECT_DOUBLE_EQ(mcnemar_midp_drop_p(6, 0), 0.0078125);   // 1/2 · 1/64
-  EXPECT_DOUBLE_EQ(mcnemar_midp_drop_p(0, 4), 0.96875);     // one-sided: a rise is no drop
-  EXPECT_DOUBLE_EQ(mcnemar_midp_drop_p(2, 2), 0.5);         // as many rose as fell
-  EXPECT_DOUBLE_EQ(mcnemar_midp_drop_p(0, 0), 1.0);         // nothing discordant
-  EXPECT_DOUBLE_EQ(mcnemar_midp_drop_p(5, 1), 0.0625);      // (1 + 6/2) / 64
+  EXPECT_DOUBLE_EQ(mcnemar_midp_drop_p(1, 0), 0.25);         // 1/2 · 1/2
+  EXPECT_DOUBLE_EQ(mcnemar_midp_drop_p(3, 0), 0.0625);       // 1/2 · 1/8: not yet significant
+  EXPECT_DOUBLE_EQ(mcnemar_midp_drop_p(4, 0), 0.03125);      // 1/2 · 1/16: the first that is
+  EXPECT_DOUBLE_EQ(mcnemar_midp_drop_p(6, 0), 0.0078125);    // 1/2 · 1/64
+  EXPECT_DOUBLE_EQ(mcnemar_midp_drop_p(0, 4), 0.96875);      // one-sided: a rise is no drop
+  EXPECT_DOUBLE_EQ(mcnemar_midp_drop_p(2, 2), 0.5);          // as many rose as fell
+  EXPECT_DOUBLE_EQ(mcnemar_midp_drop_p(0, 0), 1.0);          // nothing discordant
+  EXPECT_DOUBLE_EQ(mcnemar_midp_drop_p(5, 1), 0.0625);       // (1 + 6/2) / 64
   EXPECT_NEAR(mcnemar_midp_drop_p(10, 2), 0.0112305, 1e-7);  // (1 + 12 + 66/2) / 4096
   EXPECT_FALSE(significant(mcnemar_midp_drop_p(3, 0)));
   EXPECT_TRUE(significant(mcnemar_midp_drop_p(4, 0)));

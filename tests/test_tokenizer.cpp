@@ -143,9 +143,9 @@ TEST_P(TinyVocabTest, PartsEncodeAsTheJoinedText) {
     // Cut the body anywhere, even inside a UTF-8 sequence or a word.
     for (size_t cut = 0; cut <= body.size(); cut += 1 + body.size() / 7) {
       const std::string a = body.substr(0, cut), b = body.substr(cut);
-      const std::vector<TextPart> parts = {
-          {head, true}, {a, false}, {b, false}, {"\n\n", false}, {"Why?", false},
-          {tail, true}, {"Answer:", false}};
+      const std::vector<TextPart> parts = {{head, true},      {a, false},      {b, false},
+                                           {"\n\n", false},   {"Why?", false}, {tail, true},
+                                           {"Answer:", false}};
       std::vector<int64_t> starts;
       ASSERT_EQ(tok.encode_parts(parts, true, &starts), want) << "cut " << cut;
       ASSERT_EQ(starts.size(), want.size());
@@ -158,10 +158,10 @@ TEST_P(TinyVocabTest, PartsEncodeAsTheJoinedText) {
   const std::vector<TextPart> parts = {{head, true}, {close + "x", false}, {tail, true}};
   const auto ids = tok.encode_parts(parts, false, nullptr);
   EXPECT_EQ(std::count(ids.begin(), ids.end(), 2), 1);  // close_id: the tail's only
-  EXPECT_EQ(tok.encode_parts(parts, false, nullptr),
-            tok.encode_parts(std::vector<TextPart>{{head, true}, {close + "x", false},
-                                                    {tail, true}},
-                             false, nullptr));
+  EXPECT_EQ(
+      tok.encode_parts(parts, false, nullptr),
+      tok.encode_parts(std::vector<TextPart>{{head, true}, {close + "x", false}, {tail, true}},
+                       false, nullptr));
 }
 
 // A special token that strips the whitespace after it (Phi-3's, by llama.cpp's
@@ -172,11 +172,13 @@ TEST(Tokenizer, PartsHonourRstripAcrossTheBoundary) {
     w.set_string("general.name", "phi-3 tiny");
     const Loaded l = load(w);
     const std::string open = kind == TinyVocabKind::Bpe ? "<|im_start|>" : "</s>";
-    for (const std::string& rest : {std::string("   hello"), std::string(" \n x"), std::string("  ")}) {
+    for (const std::string& rest :
+         {std::string("   hello"), std::string(" \n x"), std::string("  ")}) {
       SCOPED_TRACE(rest);
-      const std::vector<TextPart> parts = {{open, true}, {rest.substr(0, 1), false},
-                                           {rest.substr(1), false}};
-      EXPECT_EQ(l.tok->encode_parts(parts, false, nullptr), l.tok->encode(open + rest, false, true));
+      const std::vector<TextPart> parts = {
+          {open, true}, {rest.substr(0, 1), false}, {rest.substr(1), false}};
+      EXPECT_EQ(l.tok->encode_parts(parts, false, nullptr),
+                l.tok->encode(open + rest, false, true));
     }
   }
 }

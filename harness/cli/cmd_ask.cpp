@@ -51,8 +51,7 @@ int cmd_ask(const Args& args) {
              "--question TEXT [--question TEXT ...] [--answer-prefix TEXT ...] [--max-tokens N] "
              "[--question-budget added|shared] [--fast] [--json [--kept]]"))
     return 0;
-  if (vm["kept"].as<bool>() && !vm["json"].as<bool>())
-    throw InputError("--kept: needs --json");
+  if (vm["kept"].as<bool>() && !vm["json"].as<bool>()) throw InputError("--kept: needs --json");
   const bool from_cache = vm.count("cache") > 0;
   if (from_cache == (vm.count("context") > 0))
     throw InputError("ask: give exactly one of --cache and --context");

@@ -205,9 +205,9 @@ struct ModelInfo {
 // prints; empty for a value it does not name or a key of the wrong type.
 std::string file_type_name(const GgufFile& f) {
   static const std::map<uint32_t, std::string> kNames = {
-      {0, "all F32"}, {1, "F16"},      {2, "Q4_0"},     {3, "Q4_1"},     {7, "Q8_0"},
-      {8, "Q5_0"},    {9, "Q5_1"},     {10, "Q2_K"},    {11, "Q3_K_S"},  {12, "Q3_K_M"},
-      {13, "Q3_K_L"}, {14, "Q4_K_S"},  {15, "Q4_K_M"},  {16, "Q5_K_S"},  {17, "Q5_K_M"},
+      {0, "all F32"}, {1, "F16"},     {2, "Q4_0"},    {3, "Q4_1"},    {7, "Q8_0"},
+      {8, "Q5_0"},    {9, "Q5_1"},    {10, "Q2_K"},   {11, "Q3_K_S"}, {12, "Q3_K_M"},
+      {13, "Q3_K_L"}, {14, "Q4_K_S"}, {15, "Q4_K_M"}, {16, "Q5_K_S"}, {17, "Q5_K_M"},
       {18, "Q6_K"},   {32, "BF16"}};
   try {
     const auto it = kNames.find(f.get_u32_or("general.file_type", UINT32_MAX));
@@ -539,8 +539,7 @@ int cmd_bench(const Args& args) {
           // Averaged over the positions the test's tokens occupy.
           const double kv_elem = cfg.kv == KvElement::F16 ? 2.0 : 4.0;
           if (t.n_gen > 0 && !cfg.is_policy)
-            r.bytes_per_token =
-                decode_bytes_per_token(*model, depth, t.n_gen, kv_elem);
+            r.bytes_per_token = decode_bytes_per_token(*model, depth, t.n_gen, kv_elem);
           if (t.n_prompt > 0)
             r.flops_per_token = prefill_flops_per_token(*model, depth, t.n_prompt);
           const std::vector<int32_t> ids = bench_tokens(tok, t.n_prompt + t.n_gen, 2);
@@ -587,7 +586,8 @@ int cmd_bench(const Args& args) {
           // policy's tg: every step, to measure the bytes it reads).
           run(t.n_gen > 0 && cfg.is_policy ? t.n_gen : 1, cfg.is_policy);
           if (cfg.is_policy && t.n_gen > 0)
-            r.bytes_per_token = decode_bytes_per_token(*model, 0, 1, 0.0) + (hot_first + hot_last) / 2.0;
+            r.bytes_per_token =
+                decode_bytes_per_token(*model, 0, 1, 0.0) + (hot_first + hot_last) / 2.0;
           for (int i = 0; i < reps; ++i) {
             if (tty)
               std::cerr << "bench: " << r.test() << ", " << n_threads << " threads, " << cfg.label

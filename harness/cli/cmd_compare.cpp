@@ -18,7 +18,8 @@ int cmd_compare(const Args& args) {
       "new", po::value<std::string>()->required(), "run folder to check")(
       "tolerance", po::value<double>()->default_value(0.0),
       "allowed drop of a mean score (0 to 1) per configuration and task; a larger drop is a "
-      "regression only when the one-sided paired test (mid-p McNemar or bootstrap+sign, p < 0.05) calls it significant");
+      "regression only when the one-sided paired test (mid-p McNemar or bootstrap+sign, p < 0.05) "
+      "calls it significant");
   po::positional_options_description pos;
   pos.add("base", 1).add("new", 1);
   po::variables_map vm;

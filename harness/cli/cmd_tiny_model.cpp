@@ -88,11 +88,11 @@ int cmd_tiny_model(const Args& args) {
 
   const ModelShape* shape = find_model_shape(shape_name);
   if (!shape)
-    throw InputError("unknown --shape '" + shape_name + "' (known: tiny, tiny-gemma3, " + real_shape_names() +
-                     ")");
+    throw InputError("unknown --shape '" + shape_name + "' (known: tiny, tiny-gemma3, " +
+                     real_shape_names() + ")");
   if (vm.count("vocab") || vm["untied"].as<bool>())
-    throw InputError("--vocab and --untied apply to --shape tiny or tiny-gemma3 only; " + shape_name +
-                     " has its own vocabulary size and output tying");
+    throw InputError("--vocab and --untied apply to --shape tiny or tiny-gemma3 only; " +
+                     shape_name + " has its own vocabulary size and output tying");
   const std::string type_arg = vm.count("type") ? vm["type"].as<std::string>() : "q4_0";
   const std::optional<GgmlType> type = shaped_weight_type(type_arg);
   if (!type) throw InputError("unknown --type '" + type_arg + "' (known: " + type_names() + ")");

@@ -115,13 +115,13 @@ uint64_t kv_bytes_hot(const PolicyCache& cache) {
 nlohmann::json memory_json(const PolicyCache& cache) {
   const MemoryReport m = cache.memory();
   nlohmann::json j = {{"kv_bytes_hot", m.hot.kv + m.hot.scales},
-          {"kv_bytes_cold", m.cold.kv + m.cold.scales},
-          {"meta_bytes_hot", m.hot.meta},
-          {"meta_bytes_cold", m.cold.meta},
-          {"policy_state_bytes", m.policy_state},
-          {"kv_bytes_peak_prefill", cache.peak_prefill_kv_bytes()},
-          {"entries_hot", m.hot.entries},
-          {"entries_cold", m.cold.entries}};
+                      {"kv_bytes_cold", m.cold.kv + m.cold.scales},
+                      {"meta_bytes_hot", m.hot.meta},
+                      {"meta_bytes_cold", m.cold.meta},
+                      {"policy_state_bytes", m.policy_state},
+                      {"kv_bytes_peak_prefill", cache.peak_prefill_kv_bytes()},
+                      {"entries_hot", m.hot.entries},
+                      {"entries_cold", m.cold.entries}};
   // Models with sliding-window layers: the hot K/V split by layer kind.
   if (!cache.context().layer_window.empty()) {
     MemoryBytes global, local;

@@ -342,8 +342,8 @@ void prefill(const attn::Kernels& K, const AttentionShape& s, const float* q,
     const auto [qmin, qmax] = std::minmax_element(positions.begin() + t0, positions.begin() + t1);
     int64_t cost = 0;
     for (int64_t t = sc.head_tile0[h]; t < sc.head_tile0[h + 1]; ++t)
-      cost += sc.tiles[t].pos_min <= *qmax &&
-              (s.window <= 0 || *qmin - sc.tiles[t].pos_max < s.window);
+      cost +=
+          sc.tiles[t].pos_min <= *qmax && (s.window <= 0 || *qmin - sc.tiles[t].pos_max < s.window);
     sc.unit_cost[u] = cost;
     sc.order[u] = static_cast<int32_t>(u);
   }

@@ -155,8 +155,8 @@ struct QK45A {
     const uint8_t* q = b + (kFive ? 48 : 16) + 32 * c;
     const __m128i shift = _mm_cvtsi32_si128((k & 1) * 4);
     for (int p = 0; p < 4; ++p) {
-      __m256i code = _mm256_and_si256(_mm256_srl_epi32(bytes8(q + 8 * p), shift),
-                                      _mm256_set1_epi32(15));
+      __m256i code =
+          _mm256_and_si256(_mm256_srl_epi32(bytes8(q + 8 * p), shift), _mm256_set1_epi32(15));
       if constexpr (kFive) {
         const __m256i bit = _mm256_and_si256(
             _mm256_srl_epi32(bytes8(b + 16 + 8 * p), _mm_cvtsi32_si128(k)), _mm256_set1_epi32(1));
@@ -185,7 +185,8 @@ struct Q6KA {
           _mm256_and_si256(_mm256_srl_epi32(bytes8(qh + 8 * p), hib), _mm256_set1_epi32(3));
       const __m256i q =
           _mm256_sub_epi32(_mm256_or_si256(low, _mm256_slli_epi32(high, 4)), _mm256_set1_epi32(32));
-      v[p] = _mm256_mul_ps(_mm256_set1_ps(d * static_cast<float>(sc[p / 2])), _mm256_cvtepi32_ps(q));
+      v[p] =
+          _mm256_mul_ps(_mm256_set1_ps(d * static_cast<float>(sc[p / 2])), _mm256_cvtepi32_ps(q));
     }
   }
 };
@@ -281,7 +282,8 @@ bool with_decoder(GgmlType type, F&& f) {
 
 void tile(GgmlType type, const uint8_t* w, size_t w_stride, int64_t n_rows, const float* x,
           int64_t ldx, int64_t n_x, int64_t n, float* out, int64_t ldo) {
-  if (!with_decoder(type, [&]<class D>() { rows<D>(w, w_stride, n_rows, x, ldx, n_x, n, out, ldo); }))
+  if (!with_decoder(type,
+                    [&]<class D>() { rows<D>(w, w_stride, n_rows, x, ldx, n_x, n, out, ldo); }))
     tile_by_rows(type, w, w_stride, n_rows, x, ldx, n_x, n, out, ldo, dot);
 }
 

@@ -7,8 +7,8 @@
 
 namespace kvbench {
 
-void exact_gemm_reference(const float* w, int64_t ldw, int64_t n_rows, const float* x,
-                          int64_t ldx, int64_t n_tokens, int64_t k, float* y, int64_t ldy) {
+void exact_gemm_reference(const float* w, int64_t ldw, int64_t n_rows, const float* x, int64_t ldx,
+                          int64_t n_tokens, int64_t k, float* y, int64_t ldy) {
   for (int64_t t = 0; t < n_tokens; ++t)
     for (int64_t r = 0; r < n_rows; ++r) {
       float acc = 0.0f;
@@ -54,7 +54,8 @@ void panels_scalar(const float* panels, int64_t n_rows, const float* x, int64_t 
     for (int64_t t = 0; t < n_tokens; ++t)
       for (int64_t r = 0; r < nr; ++r) {
         float acc = 0.0f;
-        for (int64_t c = 0; c < k; ++c) acc = std::fma(panel[c * kPanelRows + r], x[t * ldx + c], acc);
+        for (int64_t c = 0; c < k; ++c)
+          acc = std::fma(panel[c * kPanelRows + r], x[t * ldx + c], acc);
         y[t * ldy + r0 + r] = acc;
       }
   }

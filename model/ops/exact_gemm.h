@@ -24,8 +24,8 @@ namespace kvbench {
 inline constexpr int64_t kPanelRows = 32;
 
 // The reference: w is [n_rows][k] with rows ldw floats apart.
-void exact_gemm_reference(const float* w, int64_t ldw, int64_t n_rows, const float* x,
-                          int64_t ldx, int64_t n_tokens, int64_t k, float* y, int64_t ldy);
+void exact_gemm_reference(const float* w, int64_t ldw, int64_t n_rows, const float* x, int64_t ldx,
+                          int64_t n_tokens, int64_t k, float* y, int64_t ldy);
 
 // Floats exact_gemm_pack writes for n_rows rows of k.
 int64_t exact_gemm_panel_floats(int64_t n_rows, int64_t k);

@@ -43,8 +43,8 @@ __attribute__((target("avx512f"))) void geglu_avx512(float* gate, const float* u
     __m512 p = _mm512_set1_ps(kP[0]);
     for (int k = 1; k < 6; ++k) p = _mm512_add_ps(_mm512_mul_ps(p, r), _mm512_set1_ps(kP[k]));
     p = _mm512_add_ps(_mm512_add_ps(_mm512_mul_ps(p, _mm512_mul_ps(r, r)), r), one);
-    const __m512i e = _mm512_add_epi32(
-        _mm512_sub_epi32(_mm512_castps_si512(t), round_bits), _mm512_set1_epi32(127));
+    const __m512i e = _mm512_add_epi32(_mm512_sub_epi32(_mm512_castps_si512(t), round_bits),
+                                       _mm512_set1_epi32(127));
     const __m512 ex = _mm512_mul_ps(p, _mm512_castsi512_ps(_mm512_slli_epi32(e, 23)));
     const __m512 g = _mm512_div_ps(x, _mm512_add_ps(one, ex));
     _mm512_storeu_ps(gate + i, _mm512_mul_ps(g, _mm512_loadu_ps(up + i)));

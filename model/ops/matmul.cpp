@@ -16,7 +16,7 @@ constexpr int64_t kGemmMinTokens = 8;  // below this, row-wise dot products win
 // Quantizing activations is ~1 ns per element: below this many elements a
 // parallel region costs more than it saves.
 constexpr int64_t kParallelQuantizeMin = 8192;
-constexpr size_t kMaxGroup = 8;  // matrices per matmul_group call
+constexpr size_t kMaxGroup = 8;                 // matrices per matmul_group call
 constexpr int64_t kUnitRows = kInterleaveRows;  // quantized rows per work unit
 
 // Many tokens: one tile of rows [r0, r0 + nr) dequantized into `tile`
@@ -146,7 +146,8 @@ void matmul_group(std::span<const MatmulOutput> outputs, const float* x, int64_t
   }
   if (n_exact > 0 && n_tokens >= kGemmMinTokens) {
     // Per thread: a tile of dequantized rows, then its panels.
-    const size_t floats = static_cast<size_t>(kTileRows * cols + exact_gemm_panel_floats(kTileRows, cols));
+    const size_t floats =
+        static_cast<size_t>(kTileRows * cols + exact_gemm_panel_floats(kTileRows, cols));
     for (int t = 0; t < pool.size(); ++t) scratch.get(t, floats);
     pool.parallel_for(exact_total, [&](int64_t t0, int64_t t1, int thread) {
       float* tile = scratch.get(thread, floats);

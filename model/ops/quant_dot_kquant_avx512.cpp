@@ -16,9 +16,9 @@
 // format is decoded straight into them (one dword permute per chunk, see the
 // formats below), once per super-block and group of kR rows, and met with kT
 // activation rows (a register micro-kernel, as the interleaved kernels of the
-// legacy types, quant_dot_interleaved_avx512.cpp). The kR x kT lane vectors are then reduced four rows
-// at a time (reduce_rows), and the float steps of four pairs are one lane-wise
-// FMA on [acc of rows 0-3 | macc of rows 0-3].
+// legacy types, quant_dot_interleaved_avx512.cpp). The kR x kT lane vectors are then reduced four
+// rows at a time (reduce_rows), and the float steps of four pairs are one lane-wise FMA on [acc of
+// rows 0-3 | macc of rows 0-3].
 //
 // Why the integer sums are exact for any input: vpdpbusd and vpmaddwd add
 // into int32 without saturation (no vpmaddubsw, whose int16 sums saturate);

@@ -56,8 +56,9 @@ void bpe_encode_fragment(const Vocab& vocab, const PreTokenizer& pre, std::strin
     }
   }
   const auto source_of = [&](size_t b) {
-    return source.empty() ? static_cast<int64_t>(b)
-                          : b < source.size() ? source[b] : static_cast<int64_t>(text.size());
+    return source.empty()      ? static_cast<int64_t>(b)
+           : b < source.size() ? source[b]
+                               : static_cast<int64_t>(text.size());
   };
 
   size_t chunk_at = 0;  // byte offset of the chunk in the pre-tokenizer's text

@@ -212,8 +212,8 @@ void BM_PrefillAttention(benchmark::State& state) {
   state.counters["GFLOP/s"] = benchmark::Counter(
       static_cast<double>(state.iterations()) * pairs * kHeads * 4.0 * kHeadDim * 1e-9,
       benchmark::Counter::kIsRate);
-  state.SetLabel(std::string(cpu_path_name(scratch.path)) + (e == KvElement::F16 ? " f16" : " f32") +
-                 (bf16 ? " bf16-products" : ""));
+  state.SetLabel(std::string(cpu_path_name(scratch.path)) +
+                 (e == KvElement::F16 ? " f16" : " f32") + (bf16 ? " bf16-products" : ""));
 }
 BENCHMARK(BM_PrefillAttention)
     ->ArgNames({"depth", "f16", "threads", "bf16"})
