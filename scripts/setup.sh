@@ -6,7 +6,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 packages=(
-  cmake ninja-build clang libclang-rt-14-dev pkg-config python3 python3-pip
+  cmake ninja-build clang libclang-rt-14-dev clang-format pkg-config python3 python3-pip
   gnu-standards debian-reference-en wamerican
   libeigen3-dev libopenblas-dev libboost-program-options-dev libboost-iostreams-dev
   nlohmann-json3-dev libssl-dev libgtest-dev libbenchmark-dev libpcre2-dev gnuplot-nox libsqlite3-dev
