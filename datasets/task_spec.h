@@ -2,6 +2,7 @@
 // haystack is built (datasets/tasks.cpp turns it into an Instance).
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -22,6 +23,12 @@ struct TaskSpec {
   std::unique_ptr<Filler> filler;
   int max_new_tokens = 32;
   nlohmann::json extra = nlohmann::json::object();
+  // Tasks whose context is not a haystack with needles (RULER's cwe and fwe:
+  // a list sized to the length): called with the context length in tokens,
+  // it sets `context` (and may set preamble, answers and extra); `filler`
+  // and `needles` stay empty.
+  std::function<void(TaskSpec&, const Tokenizer&, int64_t)> build;
+  std::string context;
 };
 
 // Reads options, checking names and types; InputError "options.<name>: ...".
@@ -48,6 +55,8 @@ TaskSpec make_niah_multiquery(Options& o, Rng& rng, double depth, const Tokenize
 TaskSpec make_vt(Options& o, Rng& rng, double depth, const Tokenizer& tok);
 TaskSpec make_qa(Options& o, Rng& rng, double depth, const Tokenizer& tok);
 TaskSpec make_ppl(Options& o, Rng& rng, double depth, const Tokenizer& tok);
+TaskSpec make_cwe(Options& o, Rng& rng, double depth, const Tokenizer& tok);
+TaskSpec make_fwe(Options& o, Rng& rng, double depth, const Tokenizer& tok);
 
 // Shared pieces (task_words.cpp).
 // Dictionary words that the tokenizer spells with the fewest tokens (one,

@@ -66,6 +66,8 @@ constexpr TaskEntry kTasks[] = {
     {"vt", make_vt},
     {"qa", make_qa},
     {"ppl", make_ppl},
+    {"cwe", make_cwe},
+    {"fwe", make_fwe},
 };
 
 std::string format_depth(double depth) {
@@ -110,7 +112,13 @@ Instance generate_instance(const TaskRequest& r, const Tokenizer& tok) {
 
   Haystack h;
   try {
-    h = build_haystack(tok, *spec.filler, spec.needles, r.length);
+    if (spec.build) {
+      spec.build(spec, tok, r.length);
+      h.context = std::move(spec.context);
+      h.tokens = count_tokens(tok, h.context);
+    } else {
+      h = build_haystack(tok, *spec.filler, spec.needles, r.length);
+    }
   } catch (const InputError& e) {
     throw InputError(std::string(e.what()) + " (task " + r.task + ")");
   }
