@@ -7,6 +7,9 @@
 //   adakv    Ada-KV: the layer's B x n_kv_heads entries go to the highest
 //            priorities across its heads, each head keeping at least
 //            floor x B (the safeguard)
+//   global   KVzip's default: one choice across every layer and head the
+//            policy acts on (cross_layer()), the lowest priorities evicted
+//            wherever they are; no floor
 #pragma once
 
 #include <cstdint>
@@ -27,10 +30,24 @@ struct AllocationInput {
   std::span<const std::span<const float>> priorities;
 };
 
+// A cross-layer allocation (Allocator::cross_layer): every head of every
+// layer the policy acts on at once, heads that keep everything left out.
+struct CrossLayerInput {
+  int64_t keep = 0;  // entries kept over all these heads together
+  // Per head (layer-major): its entries' priorities and stream indices.
+  std::span<const std::span<const float>> priorities;
+  std::span<const std::span<const int32_t>> src;
+};
+
 class Allocator {
  public:
   virtual ~Allocator() = default;
   virtual bool needs_priorities() const { return false; }
+  // true: maintenance scores every layer before it evicts any, and
+  // keep_counts_across() chooses for all of them (PolicyCache::maintain).
+  virtual bool cross_layer() const { return false; }
+  // keep: [heads of in.priorities] entries each keeps, in.keep in total.
+  virtual void keep_counts_across(const CrossLayerInput& in, std::span<int32_t> keep) const {}
   // keep: [n_kv_heads] entries each head keeps (<= its number of entries).
   virtual void keep_counts(const AllocationInput& in, std::span<int32_t> keep) const = 0;
   // The per-head budget of `layer` for bookkeeping and tests (adakv: the

@@ -4,6 +4,7 @@
 #include <numeric>
 #include <vector>
 
+#include "model/common/error.h"
 #include "policies/allocator.h"
 #include "policies/policy_spec.h"
 
@@ -76,6 +77,57 @@ class AdaKvAllocator final : public Allocator {
   double floor_;
 };
 
+// KVzip's global selection (kvpress's KVzipPress, layerwise=False): the
+// cache keeps in.keep entries over every layer and head at once, so layers
+// and heads end with different counts. Evicted: the lowest priorities, ties
+// the older entry first (as evict_head), then the lower layer and head, so
+// each head's share is exactly what its own eviction order drops.
+class GlobalAllocator final : public Allocator {
+ public:
+  explicit GlobalAllocator(const ComponentSpec&) {}
+  bool needs_priorities() const override { return true; }
+  bool cross_layer() const override { return true; }
+  // One layer alone (maintenance asks keep_counts_across instead): the
+  // layer's budget over its heads, ties by candidate order.
+  void keep_counts(const AllocationInput& in, std::span<int32_t> keep) const override {
+    std::vector<std::vector<int32_t>> order(keep.size());
+    std::vector<std::span<const int32_t>> spans(keep.size());
+    for (size_t h = 0; h < keep.size(); ++h) {
+      order[h].resize(in.priorities[h].size());
+      std::iota(order[h].begin(), order[h].end(), 0);
+      spans[h] = order[h];
+    }
+    CrossLayerInput c;
+    c.keep = int64_t{in.budget} * static_cast<int64_t>(keep.size());
+    c.priorities = in.priorities;
+    c.src = spans;
+    keep_counts_across(c, keep);
+  }
+  void keep_counts_across(const CrossLayerInput& in, std::span<int32_t> keep) const override {
+    struct Entry {
+      float p;
+      int32_t src;
+      int32_t head;
+    };
+    std::vector<Entry> all;
+    for (size_t h = 0; h < keep.size(); ++h) {
+      const auto& p = in.priorities[h];
+      keep[h] = static_cast<int32_t>(p.size());
+      for (size_t i = 0; i < p.size(); ++i)
+        all.push_back({p[i], in.src[h][i], static_cast<int32_t>(h)});
+    }
+    const int64_t drop = static_cast<int64_t>(all.size()) - std::max<int64_t>(0, in.keep);
+    if (drop <= 0) return;
+    std::nth_element(all.begin(), all.begin() + (drop - 1), all.end(),
+                     [](const Entry& a, const Entry& b) {
+                       if (a.p != b.p) return a.p < b.p;
+                       if (a.src != b.src) return a.src < b.src;
+                       return a.head < b.head;
+                     });
+    for (int64_t i = 0; i < drop; ++i) --keep[all[i].head];
+  }
+};
+
 }  // namespace
 
 std::vector<int32_t> pyramid_budgets(int n_layers, int32_t budget, int32_t reserved, double beta) {
@@ -125,6 +177,24 @@ ComponentInfo declare_adakv() {
       "adakv",
       "Ada-KV: a layer's budget goes to its heads' highest priorities, with a per-head floor",
       {{"floor", ParamType::Number, "0.2", "share of the budget every head keeps at least", 0, 1}});
+}
+
+ComponentInfo declare_global() {
+  ComponentInfo c = allocator<GlobalAllocator>(
+      "global",
+      "KVzip's: the lowest priorities over every layer and head at once (layers and heads keep "
+      "different counts), no floor",
+      {});
+  // Parts that re-rank within a layer's heads after allocation read views
+  // that a cross-layer maintenance no longer holds by then.
+  c.check = [](const PolicySpec& spec, const ComponentSpec&) {
+    for (const auto& e : spec.extras)
+      if (e.name == "chunkkv" || e.name == "critical")
+        throw InputError("policy '" + to_string(spec) + "': +" + e.name +
+                         " re-allocates within a layer, which the global allocator does not "
+                         "support (use uniform or adakv)");
+  };
+  return c;
 }
 
 }  // namespace kvbench

@@ -93,7 +93,8 @@ std::unique_ptr<PolicyCache> PolicyCache::create(const PolicySpec& spec, const C
     for (int l = 0; l < sh.n_layers; ++l) ropes.push_back(c->store_->rope_of(l));
     c->qstats_ = QueryStats(sh.n_q_heads, sh.head_dim, c->needs_.query_stats_skip, ropes);
   }
-  if (c->needs_.hindsight) c->importance_.resize(static_cast<size_t>(sh.n_layers) * sh.n_kv_heads);
+  if (c->needs_.hindsight || c->needs_.reconstruction)
+    c->importance_.resize(static_cast<size_t>(sh.n_layers) * sh.n_kv_heads);
   return c;
 }
 
@@ -238,6 +239,7 @@ void PolicyCache::end_prefill() {
 // --- maintenance ---
 
 void PolicyCache::maintain(int seq) {
+  if (allocator_->cross_layer()) return maintain_across_layers(seq);
   for (int l = 0; l < ctx_.shape.n_layers; ++l) maintain_layer(seq, l, true);
 }
 

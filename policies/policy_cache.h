@@ -128,6 +128,10 @@ class PolicyCache final : public KvCache {
   // a full-cache run: policies/attention_recorder.h).
   void set_importance(int layer, int kv_head, std::span<const float> by_source);
   bool needs_hindsight() const { return needs_.hindsight; }
+  // Scorers that need().reconstruction (KVzip): the caller runs the pass
+  // (policies/reconstruction.h) after the prompt and gives its tables with
+  // set_importance before end_prefill; evicting without them is an InputError.
+  bool needs_reconstruction() const { return needs_.reconstruction; }
 
   // --- snapshots (policies/cache_state.cpp; the file format around them is
   // harness/snapshot/snapshot_file.h). The complete state: spec, context, every
@@ -216,6 +220,13 @@ class PolicyCache final : public KvCache {
   // A layer's maintenance (policy_maintenance.cpp): evict to its budget with
   // the scorer when `use_scorer`, and the parts' work at each point.
   void maintain_layer(int seq, int layer, bool use_scorer);
+  // A cross-layer allocator's maintenance (Allocator::cross_layer): every
+  // layer gathered and scored, one allocation, then each layer's evictions.
+  void maintain_across_layers(int seq);
+  // Entries kept over the acting layers' heads (those that keep everything
+  // left out) when they hold `entries`: the budget per head summed, or for a
+  // ratio b, kvpress's N - int(N (1 - b)) of the N the context fills.
+  int64_t keep_across_layers(int64_t entries) const;
   bool within_budget(int seq, int layer, int32_t limit) const;
   bool gather_layer(int seq, int layer, int32_t limit);
   void score_layer(int seq, int layer, int32_t limit, bool use_scorer);
@@ -278,6 +289,10 @@ class PolicyCache final : public KvCache {
   std::vector<std::pair<int32_t, float>> pairs_;  // the parts' scratch (LayerWork)
   std::vector<std::vector<std::pair<int32_t, float>>> head_pairs_;
   std::vector<ScoreContext*> contexts_;  // the layer's heads' views during maintain_layer
+  // maintain_across_layers: every layer's candidates and priorities at once
+  // (emptied after each maintenance).
+  std::vector<std::vector<Candidates>> layer_cand_;
+  std::vector<std::vector<std::vector<float>>> layer_prio_;
 };
 
 class PolicyCache::Checkpoint {

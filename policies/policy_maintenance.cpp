@@ -4,6 +4,7 @@
 #include <limits>
 #include <numeric>
 
+#include "model/common/error.h"
 #include "policies/head_context.h"
 #include "policies/part.h"
 #include "policies/policy_cache.h"
@@ -64,6 +65,96 @@ void PolicyCache::maintain_layer(int seq, int layer, bool use_scorer) {
   for (const auto& p : parts_) p->after_evictions(work, evict, *store_);
 }
 
+void PolicyCache::maintain_across_layers(int seq) {
+  const int L = ctx_.shape.n_layers, H = ctx_.shape.n_kv_heads;
+  bool over = false;
+  for (int l = 0; l < L && !over; ++l) over = acts_on(l) && !within_budget(seq, l, evict_above(l));
+  if (!over || !scorer_->evicts() || eviction_paused_) {
+    // Nothing to evict: each layer as alone (parts that act without eviction).
+    for (int l = 0; l < L; ++l) maintain_layer(seq, l, true);
+    return;
+  }
+  // Every acting layer scored (its parts' combine and before_evictions run
+  // while its views are valid) before any eviction.
+  layer_cand_.resize(L);
+  layer_prio_.resize(L);
+  for (int l = 0; l < L; ++l) {
+    if (!acts_on(l)) continue;
+    gather_layer(seq, l, evict_above(l));
+    std::vector<HeadContext> contexts;
+    contexts.reserve(H);
+    contexts_.clear();
+    for (int h = 0; h < H; ++h) {
+      contexts.emplace_back(*store_, window_, qstats_, seq, l, h);
+      contexts_.push_back(&contexts.back());
+    }
+    score_layer(seq, l, evict_above(l), true);
+    LayerWork work{seq,         l,      cand_, prio_,     pairs_,
+                   head_pairs_, order_, refs_, contexts_, ctx_.output_projection.get()};
+    for (const auto& p : parts_) p->combine(work);
+    for (const auto& p : parts_) p->before_evictions(work);
+    contexts_.clear();
+    std::swap(layer_cand_[l], cand_);
+    std::swap(layer_prio_[l], prio_);
+  }
+  // One allocation over every head that may lose entries.
+  std::vector<std::span<const float>> prio;
+  std::vector<std::span<const int32_t>> src;
+  std::vector<int32_t> keep;
+  int64_t entries = 0;
+  for (int l = 0; l < L; ++l)
+    if (acts_on(l))
+      for (int h = 0; h < H; ++h)
+        if (!keeps_all(l, h)) {
+          prio.emplace_back(layer_prio_[l][h]);
+          src.emplace_back(layer_cand_[l][h].src);
+          entries += layer_cand_[l][h].size();
+        }
+  keep.resize(prio.size());
+  CrossLayerInput in;
+  in.keep = keep_across_layers(entries);
+  in.priorities = prio;
+  in.src = src;
+  allocator_->keep_counts_across(in, keep);
+  // Each layer's evictions, with its parts.
+  size_t next = 0;
+  for (int l = 0; l < L; ++l) {
+    if (!acts_on(l)) continue;
+    std::swap(layer_cand_[l], cand_);
+    std::swap(layer_prio_[l], prio_);
+    keep_.resize(H);
+    for (int h = 0; h < H; ++h) keep_[h] = keeps_all(l, h) ? cand_[h].size() : keep[next++];
+    contexts_.clear();  // the views of a layer whose scoring is over
+    LayerWork work{seq,         l,      cand_, prio_,     pairs_,
+                   head_pairs_, order_, refs_, contexts_, ctx_.output_projection.get()};
+    for (const auto& p : parts_) p->allocate(work, keep_);
+    for (int h = 0; h < H; ++h) evict_head(seq, l, h, keep_[h]);
+    for (const auto& p : parts_) p->after_evictions(work, true, *store_);
+  }
+  layer_cand_.clear();
+  layer_prio_.clear();
+}
+
+int64_t PolicyCache::keep_across_layers(int64_t entries) const {
+  const Budget& b = scorer_->budget_setting();
+  int64_t full = 0, budget = 0;
+  for (int l = 0; l < ctx_.shape.n_layers; ++l) {
+    if (!acts_on(l)) continue;
+    // What a head of the layer holds once the context is in (a local
+    // layer: its window).
+    const int64_t c =
+        window(l) > 0 ? std::min<int64_t>(ctx_.context_tokens, window(l)) : ctx_.context_tokens;
+    for (int h = 0; h < ctx_.shape.n_kv_heads; ++h)
+      if (!keeps_all(l, h)) {
+        full += c;
+        budget += evict_above(l);
+      }
+  }
+  if (b.ratio && full > 0)
+    budget = full - static_cast<int64_t>(static_cast<double>(full) * (1.0 - b.value));
+  return std::min(entries, budget);
+}
+
 // Nothing to do while every head is within its budget: count, copy nothing;
 // first by the segments' sizes (every sequence's entries, O(1)), then, only
 // if those exceed it, by the sequence's own entries.
@@ -116,6 +207,12 @@ void PolicyCache::score_layer(int seq, int layer, int32_t limit, bool use_scorer
     in.context = contexts_[h];
     if (!importance_.empty()) {
       const auto& table = importance_[layer * H + h];
+      // A hindsight table may be missing (no answer: nothing is known), a
+      // reconstruction table may not: the scores are the pass's.
+      if (needs_.reconstruction && table.empty())
+        throw InputError("policy '" + to_string(spec_) +
+                         "': its scores come from a reconstruction pass over the prompt, which "
+                         "the caller did not run (this command does not support it)");
       gathered_.resize(c.size());
       for (int32_t i = 0; i < c.size(); ++i)
         gathered_[i] = c.src[i] < static_cast<int32_t>(table.size()) ? table[c.src[i]] : 0.0f;

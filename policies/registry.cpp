@@ -27,6 +27,7 @@ namespace kvbench {
   X(uniform)                  \
   X(pyramid)                  \
   X(adakv)                    \
+  X(global)                   \
   X(f32)                      \
   X(f16)                      \
   X(bf16)                     \

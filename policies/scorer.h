@@ -54,6 +54,16 @@ struct ScorerNeeds {
   // (policies/query_stats.h), leaving out positions < query_stats_skip.
   bool query_stats = false;
   int query_stats_skip = 0;
+  // Scores from a reconstruction pass the caller runs once the prompt is in
+  // and before end_prefill (KVzip's context reconstruction;
+  // policies/reconstruction.h): the prompt after its template head is
+  // teacher-forced back through the cache in chunks of reconstruction_chunk
+  // tokens, and each entry's table (PolicyCache::set_importance, read as
+  // ScoreInput::importance) is the most attention any row of the pass pays
+  // it. The first reconstruction_sinks entries join every pass's softmax.
+  bool reconstruction = false;
+  int reconstruction_chunk = 2048;
+  int reconstruction_sinks = 4;
 };
 
 // What a scorer may read beyond ScoreInput's arrays, fetched only when it
@@ -89,9 +99,10 @@ struct ScoreInput {
   const int32_t* pos = nullptr;  // [n] rotary positions
   const float* stats = nullptr;  // [n][layout.n]
   StatLayout layout;
-  const float* importance = nullptr;  // [n] needs().hindsight: supplied importance (0 when none)
-  int64_t now = 0;                    // stream index of the next token
-  int32_t keep = 0;                   // how many entries this head keeps
+  // [n] needs().hindsight or reconstruction: supplied importance (0 when none)
+  const float* importance = nullptr;
+  int64_t now = 0;   // stream index of the next token
+  int32_t keep = 0;  // how many entries this head keeps
   uint64_t seed = 0;
   bool decode = false;              // the last step was a decode step (false at end_prefill)
   ScoreContext* context = nullptr;  // K/V rows, recent queries (set by PolicyCache)

@@ -69,7 +69,8 @@ class Driver {
   Driver(const std::string& spec, uint64_t seed, int64_t context = 256)
       : spec_(parse_policy_spec(spec)), rng_(seed) {
     cache_ = PolicyCache::create(spec_, tiny_context(context));
-    if (spec_.scorer.name == "oracle") {
+    // Supplied importance (the oracle's hindsight, a reconstruction pass): any table will do.
+    if (cache_->needs_hindsight() || cache_->needs_reconstruction()) {
       std::uniform_real_distribution<float> u(0.0f, 1.0f);
       for (int l = 0; l < kLayers; ++l)
         for (int h = 0; h < kKvHeads; ++h) {
