@@ -124,4 +124,19 @@ Prompt build_prompt(const LlamaModel& model, const Instance& in, bool question_f
   return p;
 }
 
+TemplateIds chat_template_ids(const LlamaModel& model) {
+  const std::string rendered = model.chat_template().apply({{"user", std::string(kUserMark)}},
+                                                           /*add_generation_prompt=*/true);
+  const size_t u_at = rendered.find(kUserMark);
+  if (u_at == std::string::npos)
+    throw InputError("the model's chat template does not place the user's message in the prompt");
+  const std::string_view r(rendered);
+  const TextPart head[] = {{r.substr(0, u_at), true}};
+  const TextPart suffix[] = {{r.substr(u_at + kUserMark.size()), true}};
+  TemplateIds ids;
+  ids.head = model.tokenizer().encode_parts(head, /*add_bos=*/true, nullptr);
+  ids.suffix = model.tokenizer().encode_parts(suffix, /*add_bos=*/false, nullptr);
+  return ids;
+}
+
 }  // namespace kvbench

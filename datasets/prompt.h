@@ -34,4 +34,14 @@ struct Prompt {
 Prompt build_prompt(const LlamaModel& model, const Instance& instance, bool question_first = false,
                     bool cut_after_context = false);
 
+// The chat template around one user turn, rendered as build_prompt renders
+// it: `head` is BOS (when the vocabulary wants one) and the template's text
+// before the user's message, the ids every templated prompt starts with;
+// `suffix` its text after the message (the assistant turn opened), encoded
+// alone. kvpress's KVzipPress calls them prefix_length and suffix_ids.
+struct TemplateIds {
+  std::vector<int32_t> head, suffix;
+};
+TemplateIds chat_template_ids(const LlamaModel& model);
+
 }  // namespace kvbench

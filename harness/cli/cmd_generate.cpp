@@ -6,6 +6,7 @@
 
 #include "harness/cli/cli.h"
 #include "harness/inference.h"
+#include "harness/reconstruction.h"
 #include "model/common/error.h"
 #include "model/sampler.h"
 #include "model/steps.h"
@@ -71,7 +72,7 @@ int cmd_generate(const Args& args) {
   const auto t0 = clock::now();
   prefill(eval, cache, ids, fixed_chunks(static_cast<int64_t>(ids.size()), chunk),
           {.last_logits = logits.data()});
-  cache.end_prefill();
+  finish_prompt(eval, cache, ids, chunk);
   const auto t1 = clock::now();
   const double policy_prefill_s = cache.policy_seconds();
   const Decoded d = decode(

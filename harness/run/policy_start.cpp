@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "harness/reconstruction.h"
 #include "model/steps.h"
 #include "policies/registry.h"
 
@@ -80,7 +81,10 @@ StartedCache start_policy(const PolicySpec& spec, const CacheContext& ctx, const
     prefill(eval, *r.cache, tokens, chunks, {.first = first, .last_logits = r.logits.data()});
     for (size_t i = first; i < chunks.size(); ++i) r.computed += chunks[i].size();
   }
-  r.cache->end_prefill();
+  // A policy that needs a reconstruction pass runs it in the prompt's chunk size.
+  int64_t chunk = 1;
+  for (const Span& c : chunks) chunk = std::max(chunk, c.size());
+  finish_prompt(eval, *r.cache, tokens, static_cast<int>(chunk));
   return r;
 }
 

@@ -12,6 +12,7 @@
 #include "datasets/grader.h"
 #include "datasets/prompt.h"
 #include "harness/inference.h"
+#include "harness/reconstruction.h"
 #include "harness/run/answer.h"
 #include "harness/run/cell_metrics.h"
 #include "harness/run/kept_prefill.h"
@@ -215,7 +216,7 @@ void InstanceRunner::run_perplexity(const std::vector<PolicyRun>& pending, const
     NllSum nll;
     const auto t0 = Clock::now();
     prefill_nll(eval_, cache, prompt_.tokens, chunks_, 0, nll);
-    cache.end_prefill();
+    finish_prompt(eval_, cache, prompt_.tokens, c_.decoding.chunk);
     seconds = seconds_since(t0);
     return nll.sum / std::max<int64_t>(1, n - 1);
   };
@@ -243,7 +244,7 @@ void InstanceRunner::run_perplexity(const std::vector<PolicyRun>& pending, const
     PolicyCache* cache = own.get();
     if (p.is_reference || (r.plan.start == Start::Branch && !own->streaming())) {
       own->import_from(*full);
-      if (!p.is_reference) own->end_prefill();
+      if (!p.is_reference) finish_prompt(eval_, *own, prompt_.tokens, c_.decoding.chunk);
     } else {
       nll = stream(*own, seconds);
       computed = n;

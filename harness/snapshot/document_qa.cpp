@@ -5,6 +5,7 @@
 
 #include "datasets/prompt.h"
 #include "harness/inference.h"
+#include "harness/reconstruction.h"
 #include "harness/sha256.h"
 #include "model/common/error.h"
 #include "model/steps.h"
@@ -75,7 +76,7 @@ double prefill_document(Evaluator& eval, PolicyCache& cache, SnapshotDocument& d
   doc.logits.assign(eval.model().config().n_vocab, 0.0f);
   prefill(eval, cache, doc.tokens, fixed_chunks(static_cast<int64_t>(doc.tokens.size()), doc.chunk),
           {.last_logits = doc.logits.data()});
-  cache.end_prefill();
+  finish_prompt(eval, cache, doc.tokens, doc.chunk);
   return since(t0);
 }
 
