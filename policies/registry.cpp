@@ -24,6 +24,7 @@ namespace kvbench {
   X(random)                   \
   X(oracle)                   \
   X(quest)                    \
+  X(kvzip)                    \
   X(uniform)                  \
   X(pyramid)                  \
   X(adakv)                    \
