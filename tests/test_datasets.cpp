@@ -16,6 +16,7 @@
 #include "model/llama_model.h"
 #include "tests/support/cli_run.h"
 #include "tests/support/reference_llama.h"
+#include "tests/support/task_lengths.h"
 
 namespace kvbench {
 namespace {
@@ -106,7 +107,7 @@ TEST(TextSource, DebianPackagesGiveEnoughProseAndWords) {
 
 TEST(Instances, JsonRoundTripIsExact) {
   for (const std::string& task : task_names()) {
-    TaskRequest r{task, 300, 0.3, 2, 7, nlohmann::json::object()};
+    TaskRequest r{task, test::fitting_length(task, 300), 0.3, 2, 7, nlohmann::json::object()};
     const Instance in = generate_instance(r, tiny().tokenizer());
     const std::string line = to_json(in).dump();
     const Instance back = instance_from_json(nlohmann::json::parse(line));
@@ -119,8 +120,9 @@ std::vector<Instance> a_bit_of_everything(uint64_t seed) {
   std::vector<Instance> out;
   for (const std::string& task : task_names())
     for (int s = 0; s < 2; ++s)
-      out.push_back(generate_instance({task, 250, s * 0.7, s, seed, nlohmann::json::object()},
-                                      tiny().tokenizer()));
+      out.push_back(generate_instance(
+          {task, test::fitting_length(task, 250), s * 0.7, s, seed, nlohmann::json::object()},
+          tiny().tokenizer()));
   out.push_back(generate_instance({"niah_multikey", 250, 0.5, 0, seed, {{"haystack", "needles"}}},
                                   tiny().tokenizer()));
   return out;

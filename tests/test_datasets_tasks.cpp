@@ -16,6 +16,7 @@
 #include "model/evaluator.h"
 #include "policies/full_cache.h"
 #include "tests/support/reference_llama.h"
+#include "tests/support/task_lengths.h"
 
 namespace kvbench {
 namespace {
@@ -23,13 +24,6 @@ namespace {
 const LlamaModel& tiny() {
   static const auto model = LlamaModel::load(test::tiny_model_path());
   return *model;
-}
-
-// cwe's list holds its 10 common words 6 times each and cannot be shorter:
-// with the tiny vocabulary's long spellings that takes about 600 tokens
-// (Tasks.BadRequestsNameTheField checks the error below that).
-int64_t fitting(const std::string& task, int64_t length) {
-  return task == "cwe" ? std::max<int64_t>(length, 800) : length;
 }
 
 struct Variant {
@@ -154,8 +148,8 @@ TEST(Tasks, EveryTaskHasExactLengthAndDepthWithTheTinyVocabulary) {
   for (const Variant& v : all_variants())
     for (int64_t length : {400, 2000})
       for (double depth : {0.0, 0.25, 0.5, 1.0}) {
-        const Instance in =
-            generate_instance({v.task, fitting(v.task, length), depth, 1, 3, v.options}, tok);
+        const Instance in = generate_instance(
+            {v.task, test::fitting_length(v.task, length), depth, 1, 3, v.options}, tok);
         // Tiny-vocabulary prose sentences run to ~150 tokens: half of one is the slack.
         check_instance(in, tok, 80.0 / static_cast<double>(length));
       }
@@ -178,11 +172,11 @@ TEST(Tasks, OneSampleHasTheSameNeedleAtEveryLengthAndDepth) {
   const Tokenizer& tok = tiny().tokenizer();
   for (const auto& task : task_names()) {
     if (task == "ppl") continue;
-    const Instance a =
-        generate_instance({task, fitting(task, 300), 0.0, 4, 9, nlohmann::json::object()}, tok);
+    const Instance a = generate_instance(
+        {task, test::fitting_length(task, 300), 0.0, 4, 9, nlohmann::json::object()}, tok);
     const Instance b = generate_instance({task, 1500, 0.8, 4, 9, nlohmann::json::object()}, tok);
-    const Instance c =
-        generate_instance({task, fitting(task, 300), 0.0, 5, 9, nlohmann::json::object()}, tok);
+    const Instance c = generate_instance(
+        {task, test::fitting_length(task, 300), 0.0, 5, 9, nlohmann::json::object()}, tok);
     EXPECT_EQ(a.answers, b.answers) << task;
     EXPECT_EQ(a.question, b.question) << task;
     EXPECT_NE(a.question + a.answers[0], c.question + c.answers[0])
@@ -299,8 +293,8 @@ std::string rendered_text(const LlamaModel& m, const Instance& in, bool question
 void check_prompts_are_rendered_text(const LlamaModel& m, int64_t length) {
   const Tokenizer& tok = m.tokenizer();
   for (const Variant& v : all_variants()) {
-    const Instance in =
-        generate_instance({v.task, fitting(v.task, length), 0.5, 0, 3, v.options}, tok);
+    const Instance in = generate_instance(
+        {v.task, test::fitting_length(v.task, length), 0.5, 0, 3, v.options}, tok);
     for (bool question_first : {false, true}) {
       SCOPED_TRACE(in.id + (question_first ? " question first" : ""));
       const Prompt p = build_prompt(m, in, question_first);
