@@ -50,6 +50,11 @@ class Allocator {
   virtual void keep_counts_across(const CrossLayerInput& in, std::span<int32_t> keep) const {}
   // keep: [n_kv_heads] entries each head keeps (<= its number of entries).
   virtual void keep_counts(const AllocationInput& in, std::span<int32_t> keep) const = 0;
+  // How many of each head's top-priority entries the allocation guarantees
+  // before heads compete (Ada-KV's safeguard, 0 for the others): a part
+  // that re-ranks within a head's count keeps them (critical, as kvpress's
+  // CriticalAdaKVPress carries the safeguard through its second stage).
+  virtual int32_t guaranteed(const AllocationInput& in) const { return 0; }
   // The per-head budget of `layer` for bookkeeping and tests (adakv: the
   // layer's average).
   virtual int32_t layer_budget(int layer, int n_layers, int32_t budget, int32_t reserved) const {

@@ -47,7 +47,7 @@ class AdaKvAllocator final : public Allocator {
   void keep_counts(const AllocationInput& in, std::span<int32_t> keep) const override {
     const size_t heads = keep.size();
     const int64_t total = int64_t{in.budget} * static_cast<int64_t>(heads);
-    const int32_t floor = static_cast<int32_t>(std::ceil(floor_ * in.budget));
+    const int32_t floor = guaranteed(in);
     static thread_local std::vector<std::vector<float>> sorted;
     sorted.resize(heads);
     int64_t used = 0, available = 0;
@@ -71,6 +71,9 @@ class AdaKvAllocator final : public Allocator {
       ++keep[best];
       --left;
     }
+  }
+  int32_t guaranteed(const AllocationInput& in) const override {
+    return static_cast<int32_t>(std::ceil(floor_ * in.budget));
   }
 
  private:

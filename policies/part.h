@@ -68,6 +68,9 @@ struct LayerWork {
   // The model's output projection (CacheContext::output_projection), null
   // when the cache has none.
   const OutputProjection* projection = nullptr;
+  // Each head's top-priority entries the allocator guaranteed
+  // (Allocator::guaranteed; at most a head's keep count).
+  int32_t guaranteed = 0;
 };
 
 // One head's eviction, as the parts see it: the candidates, their

@@ -240,6 +240,7 @@ void PolicyCache::evict_layer(int seq, int layer) {
     if (keeps_all(layer, h)) keep_[h] = cand_[h].size();
   LayerWork work{seq,         layer,  cand_, prio_,     pairs_,
                  head_pairs_, order_, refs_, contexts_, ctx_.output_projection.get()};
+  work.guaranteed = allocator_->guaranteed(ai);
   for (const auto& p : parts_) p->allocate(work, keep_);
   contexts_.clear();  // eviction changes the heads' views
   for (int h = 0; h < H; ++h) evict_head(seq, layer, h, keep_[h]);
