@@ -63,8 +63,10 @@ std::unique_ptr<PolicyCache> prefilled(const std::string& spec, const Data& d, b
   return cache;
 }
 
-// The long way, for head (l, h) keeping k of kTokens.
-std::vector<int64_t> expected_kept(const Data& d, int l, int h, int k, double eps, double first) {
+// The long way, for head (l, h) keeping k of kTokens; `guaranteed`: the
+// allocator's safeguard, kept whole in stage 1.
+std::vector<int64_t> expected_kept(const Data& d, int l, int h, int k, double eps, double first,
+                                   int guaranteed = 0) {
   const test::RandomProjection proj({kLayers, kKv, kQ, kDim}, kHidden);
   auto key = [&](int t) { return &d.k[l][(t * kKv + h) * kDim]; };
   auto value = [&](int t) { return &d.v[l][(t * kKv + h) * kDim]; };
@@ -97,7 +99,7 @@ std::vector<int64_t> expected_kept(const Data& d, int l, int h, int k, double ep
       }
     }
   // Stage 1: the window, then the highest s; stage 2: (s + eps) N.
-  const int m1 = std::max(1, static_cast<int>(k * first));
+  const int m1 = std::max({1, static_cast<int>(k * first), std::min(guaranteed, k)});
   std::vector<int> rest;
   std::set<int64_t> kept;
   for (int t = kTokens - kWindow; t < kTokens; ++t) kept.insert(t);
@@ -138,6 +140,25 @@ TEST(Critical, ReranksWithinTheHeadBudgetsAdaKvGives) {
       differ += ada->held_sources(l, h) != critical->held_sources(l, h);
     }
   EXPECT_GT(differ, 0);  // the re-ranking changed something
+}
+
+// kvpress's CriticalAdaKVPress pads Ada-KV's safeguard (each head's top
+// scores) to the maximum score, so stage 2 cannot drop it: with floor 0.9
+// (ceil(0.9 x 14) = 13 guaranteed, more than int(k / 2)) stage 1 keeps all
+// 13, where without the guarantee stage 2 re-ranks some of them away.
+TEST(Critical, KeepsAdaKvsSafeguardThroughStageTwo) {
+  const Data d;
+  auto ada = prefilled(kSnap + "+adakv:floor=0.9", d, true);
+  auto critical = prefilled(kSnap + "+adakv:floor=0.9+critical", d, true);
+  int without = 0;
+  for (int l = 0; l < kLayers; ++l)
+    for (int h = 0; h < kKv; ++h) {
+      const int k = static_cast<int>(ada->held_sources(l, h).size());
+      ASSERT_GE(k, 13);
+      EXPECT_EQ(critical->held_sources(l, h), expected_kept(d, l, h, k, 1e-4, 0.5, 13));
+      without += critical->held_sources(l, h) != expected_kept(d, l, h, k, 1e-4, 0.5);
+    }
+  EXPECT_GT(without, 0);  // the guarantee decided something
 }
 
 TEST(Critical, NeedsAnAttentionScorerAndTheProjection) {

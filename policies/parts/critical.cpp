@@ -6,7 +6,10 @@
 // times its value as the output projection maps it. After the allocator has
 // set a head's keep count k:
 //   stage 1  the max(1, int(k x first)) entries of highest attention score s
-//            stay (the scorer's protected entries, +inf, count here first);
+//            stay (the scorer's protected entries, +inf, count here first),
+//            or all the allocator guaranteed when that is more (adakv's
+//            safeguard: kvpress pads it to the maximum score, which keeps it
+//            through stage 2);
 //   stage 2  the rest of k goes to the highest (s + eps) x N(j), where N(j)
 //            is the mean over the head's query heads q of |v_j W_o^(q)|_1,
 //            the L1 norm of entry j's value through q's columns of o_proj.
@@ -98,7 +101,10 @@ class CriticalPart final : public Part {
     // Stage 1: the highest scores (ties: the newer entry, as eviction keeps it).
     order.resize(n);
     std::iota(order.begin(), order.end(), 0);
-    const int32_t first = std::clamp<int32_t>(static_cast<int32_t>(k * first_), 1, k);
+    // The allocator's guarantee (Ada-KV's safeguard, the head's top scores)
+    // stays whole, as kvpress's max-score padding carries it through stage 2.
+    const int32_t first =
+        std::clamp<int32_t>(std::max(static_cast<int32_t>(k * first_), w.guaranteed), 1, k);
     std::partial_sort(order.begin(), order.begin() + first, order.end(), [&](int32_t a, int32_t b) {
       return s[a] != s[b] ? s[a] > s[b] : c.src[a] > c.src[b];
     });
