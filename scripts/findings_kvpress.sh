@@ -12,6 +12,8 @@
 # results/findings/kvpress.
 # KVPRESS_POLICIES: the policies (kvpress_crosscheck.py --policies; default:
 # its default set). KVPRESS_THREADS: threads of both tools (default 2).
+# KVPRESS_SAMPLES: instances per task (default 8). KVPRESS_INSTANCES: keep
+# only the first N generated instances (default: all).
 set -euo pipefail
 python=${1:?usage: scripts/findings_kvpress.sh /path/to/venv/bin/python [out-dir]}
 . "$(dirname "$0")/findings_common.sh" kvpress "${2:-}"
@@ -20,8 +22,11 @@ python=${1:?usage: scripts/findings_kvpress.sh /path/to/venv/bin/python [out-dir
   { echo "error: $python: needs kvpress and gguf (pip install kvpress gguf in the venv)" >&2; exit 2; }
 instances=$(mktemp)
 trap 'rm -f "$instances"' EXIT
-"$kvbench" dataset generate -m "$model" --task passkey,niah_single,niah_multikey --lengths 1k --samples 8 \
-  --seed 7 -o "$instances" >&2
+"$kvbench" dataset generate -m "$model" --task passkey,niah_single,niah_multikey --lengths 1k \
+  --samples "${KVPRESS_SAMPLES:-8}" --seed 7 -o "$instances" >&2
+if [ -n "${KVPRESS_INSTANCES:-}" ]; then
+  head -n "$KVPRESS_INSTANCES" "$instances" > "$instances.head" && mv "$instances.head" "$instances"
+fi
 "$python" "$here/scripts/kvpress_crosscheck.py" --instances "$instances" --out "$out/rows.jsonl" \
   --kvbench "$kvbench" --model "$model" --threads "${KVPRESS_THREADS:-2}" \
   ${KVPRESS_POLICIES:+--policies "$KVPRESS_POLICIES"}
