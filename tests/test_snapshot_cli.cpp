@@ -92,8 +92,11 @@ TEST_F(SnapshotCli, SaveInfoAskFromTheSnapshotEqualsAFreshPrefill) {
 // --kept: the ids that were prefilled and, per layer and KV head, the
 // document positions attention reads after compression; a sliding window of
 // 40 keeps exactly the last 40 positions of every head, the full cache all.
+// And the key channels that are 0 in every one of those entries: none,
+// unless the policy prunes channels (half of the 16 here).
 TEST_F(SnapshotCli, KeptListsTheDocumentPositionsAttentionReads) {
-  for (const char* policy : {"full", "window:budget=40,timing=once"}) {
+  for (const char* policy :
+       {"full", "window:budget=40,timing=once", "full+think:channels=0.5,window=4"}) {
     SCOPED_TRACE(policy);
     const Result r = run("ask" + model_ + " --context " + doc_ + " --policy '" + policy +
                          "' -q 'Which town?' -n 2 --json --kept");
@@ -104,11 +107,23 @@ TEST_F(SnapshotCli, KeptListsTheDocumentPositionsAttentionReads) {
     ASSERT_EQ(static_cast<int>(ids.size()), n);
     const json& kept = j["document"]["kept"];
     ASSERT_EQ(static_cast<int>(kept.size()), TinyModelShape::n_layers);
+    const bool window = std::string(policy).starts_with("window");
     std::vector<int> want;
-    for (int t = std::string(policy) == "full" ? 0 : n - 40; t < n; ++t) want.push_back(t);
+    for (int t = window ? n - 40 : 0; t < n; ++t) want.push_back(t);
     for (const json& layer : kept) {
       ASSERT_GE(layer.size(), 1u);
       for (const json& head : layer) EXPECT_EQ(head.get<std::vector<int>>(), want);
+    }
+    const json& zero = j["document"]["zero_key_channels"];
+    ASSERT_EQ(zero.size(), kept.size());
+    const size_t pruned = std::string(policy).find("think") != std::string::npos ? 8 : 0;
+    for (size_t l = 0; l < zero.size(); ++l) {
+      ASSERT_EQ(zero[l].size(), kept[l].size());
+      for (const json& head : zero[l]) {
+        const auto channels = head.get<std::vector<int>>();
+        EXPECT_EQ(channels.size(), pruned);
+        for (int c : channels) EXPECT_TRUE(c >= 0 && c < 16) << c;
+      }
     }
     // The question suffix the answer was decoded after.
     EXPECT_FALSE(j["answers"][0]["suffix_ids"].empty());

@@ -43,7 +43,8 @@ int cmd_ask(const Args& args) {
       "json", po::bool_switch(), "print document and answers as one JSON object")(
       "kept", po::bool_switch(),
       "with --json: the document's token ids, and per layer and KV head the document positions "
-      "attention reads after compression (for cross-checks against other tools)");
+      "attention reads after compression and the key channels that are 0 in all of them (for "
+      "cross-checks against other tools)");
   po::variables_map vm;
   if (!parse(args, desc, vm,
              "kvbench ask (--cache DOC.kvc | --context FILE [--policy SPEC] [--chunk N] "
@@ -116,19 +117,34 @@ int cmd_ask(const Args& args) {
   for (size_t i = 0; i < questions.size(); ++i)
     suffixes.push_back(question_suffix(*model, questions[i], prefixes[i]));
 
-  // What attention reads of the document before any question: [layer][kv head] -> positions.
+  // What attention reads of the document before any question: [layer][kv head] -> positions;
+  // and the key channels that are 0 in every one of those entries (a policy that prunes
+  // channels zeroes them; otherwise a channel is almost never 0 in every key).
   ordered_json kept = ordered_json::array();
+  ordered_json zero_channels = ordered_json::array();
   if (vm["kept"].as<bool>()) {
     const KvShape& s = cache->shape();
+    std::vector<float> k(s.head_dim), v(s.head_dim);
     for (int l = 0; l < s.n_layers; ++l) {
       ordered_json heads = ordered_json::array();
+      ordered_json zero_heads = ordered_json::array();
       for (int h = 0; h < s.n_kv_heads; ++h) {
         std::vector<int64_t> at;
+        std::vector<char> zero(s.head_dim, 1);
         for (int64_t t = 0; t < static_cast<int64_t>(doc.tokens.size()); ++t)
-          if (cache->attends(l, h, t)) at.push_back(t);
+          if (cache->attends(l, h, t)) {
+            at.push_back(t);
+            if (!cache->store().find(l, h, static_cast<int32_t>(t), k.data(), v.data())) continue;
+            for (int c = 0; c < s.head_dim; ++c) zero[c] = zero[c] && k[c] == 0.0f;
+          }
+        std::vector<int> channels;
+        for (int c = 0; c < s.head_dim && !at.empty(); ++c)
+          if (zero[c]) channels.push_back(c);
         heads.push_back(std::move(at));
+        zero_heads.push_back(std::move(channels));
       }
       kept.push_back(std::move(heads));
+      zero_channels.push_back(std::move(zero_heads));
     }
   }
 
@@ -166,6 +182,7 @@ int cmd_ask(const Args& args) {
     if (vm["kept"].as<bool>()) {
       d["token_ids"] = doc.tokens;
       d["kept"] = std::move(kept);
+      d["zero_key_channels"] = std::move(zero_channels);
     }
     // Answers may end inside a multi-byte character: replace broken UTF-8.
     std::cout << ordered_json{{"document", d}, {"answers", answers}}.dump(
