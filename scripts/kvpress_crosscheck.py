@@ -44,6 +44,26 @@ chunk sets (`chunk_jaccard_*`, `chunks_*`, `whole_chunks`) and LagKV's
 `lagkv_ones` (sinks + tail, all scored 1.0) with `lagkv_ties_decide` (fewer
 kept than that: the tie rules decide which of them stay).
 
+CriticalKV and CriticalAdaKV record SnapKV's scores (what stage 1 ranks) and
+the projected value norms (kvpress's CriticalKVPress.vwl1norm, what stage 2
+weighs); both tools' two-stage rules are replayed on them: kvbench's stage 1
+takes clamp(int(k x first), 1, k) of each head's count k (round(b n), or
+Ada-KV's allocation with its ceil floor), kvpress's max(1, int((1 - c) n
+first)) of n_kept, and CriticalAdaKV's int(budget x first) of each head's
+budget after its safeguard-and-merge allocation. ThinK (kvpress's snap_think,
+ComposedPress([SnapKV, ThinK])) replays SnapKV's token rule as snapkv does;
+since ThinK zeroes channels of the kept keys, its kept rows are matched to the
+full rows with the same channels zeroed. The zeroed key channels are compared
+too: kvbench's `zero_key_channels` (per layer and KV head, GGUF order: RoPE
+pairs (2i, 2i + 1)) mapped to transformers' order (pairs (i, i + d/2):
+GGUF channel 2i + b is b d/2 + i) against the channels 0 in every key kvpress
+kept (`channel_jaccard_*`); ThinK's channel scores, recorded from kvpress,
+split a gap into kvpress's ties (`channel_tie_jaccard_*`) and kvbench's
+scores (`channel_score_jaccard_*`, `channel_mismatch`; `channel_kept_jaccard_*`:
+kvpress's channel scores over kvbench's kept tokens). The map is checked
+once per run on layer 0 (`channel_map_check`: k_proj's rows and the key rows
+kvbench's arithmetic gives, against transformers', mapped and unmapped).
+
 The rule that grades both tools' answers here is "an expected answer appears in
 the output" (the tasks used are numeric needles); it is applied identically to
 both sides, so score agreement does not depend on it.
@@ -78,7 +98,10 @@ class Press:
     select:  kvbench's selection rule, replayed on kvpress's own scores to
              split the Jaccard gap into rules and scores: "topk" (each head
              keeps its top count), "adakv" (Ada-KV's floor and merge),
-             "chunks" (ChunkKV's whole chunks) or None (not replayed).
+             "chunks" (ChunkKV's whole chunks), "critical" (CriticalKV's two
+             stages after each head's count), "critical_adakv" (Ada-KV's
+             allocation, then CriticalKV's two stages per head) or None (not
+             replayed).
     default: in the default --policies.
     """
 
@@ -117,6 +140,22 @@ POLICIES = {
     "adakv_snapkv": Press(f"AdaKVPress(press={SNAP}, alpha_safeguard=0.2)",
                           SNAP_SPEC + "+adakv:floor=0.2", attn="sdpa", readout="masked",
                           select="adakv", floor=0.2),
+    # CriticalKV (kvpress's defaults: epsilon 1e-4, first_stage_ratio 0.5).
+    # The scores recorded are SnapKV's (stage 1) and the projected value norms
+    # (stage 2); both rules are replayed on them.
+    "critical": Press(f"CriticalKVPress(press={SNAP}, epsilon=1e-4, first_stage_ratio=0.5)",
+                      SNAP_SPEC + "+critical", select="critical", critical=(1e-4, 0.5)),
+    "critical_adakv": Press(f"CriticalAdaKVPress(press={SNAP}, alpha_safeguard=0.2, epsilon=1e-4, "
+                            "first_stage_ratio=0.5)",
+                            SNAP_SPEC + "+adakv:floor=0.2+critical", attn="sdpa",
+                            readout="masked", select="critical_adakv", floor=0.2,
+                            critical=(1e-4, 0.5)),
+    # kvpress's snap_think: SnapKV's tokens (replayed as snapkv), then ThinK
+    # zeroes half of each head's key channels; the zeroed channel sets are
+    # compared too (kvbench's GGUF channel 2i + b is transformers' b d/2 + i).
+    "think": Press(f"ComposedPress([{SNAP}, ThinKPress(key_channel_compression_ratio=0.5, "
+                   "window_size=32)])",
+                   SNAP_SPEC + "+think:channels=0.5,window=32", channels=0.5),
 }
 
 
@@ -201,6 +240,61 @@ def replay_chunks(s, length, budget):
     chosen = sorted(range(len(sc)), key=lambda c: (-sc[c], -c))[:k]
     kept = {t for c in chosen for t in range(c * length, min((c + 1) * length, s.shape[1]))}
     return [set(kept) for _ in range(len(s))], set(chosen), sc
+
+
+def critical_sets(s, norm, counts, firsts, eps, dtype="float64"):
+    """CriticalKV's two stages per head: the top firsts[h] by score s, then
+    the rest of counts[h] by (s + eps) x norm (the projected value norm).
+    kvbench computes the product in double, kvpress in the scores' float32."""
+    import numpy as np
+    out = []
+    with np.errstate(over="ignore"):
+        for h in range(len(s)):
+            p = ((s[h].astype(dtype) + dtype_eps(eps, dtype)) * norm[h].astype(dtype)).astype(
+                "float32")
+            p[keep_order(s[h])[:firsts[h]]] = np.inf
+            out.append(set(keep_order(p)[:counts[h]].tolist()))
+    return out
+
+
+def dtype_eps(eps, dtype):
+    import numpy as np
+    return np.dtype(dtype).type(eps)
+
+
+def replay_critical(s, norm, counts, first, eps):
+    """kvbench's critical after its allocator: each head's count k, stage 1
+    the top clamp(int(k first), 1, k)."""
+    firsts = [min(max(int(k * first), 1), k) for k in counts]
+    return critical_sets(s, norm, counts, firsts, eps)
+
+
+def replay_kvpress_critical(s, norm, n, c, n_kept, first, eps):
+    """kvpress's CriticalKVPress: stage 1 max(1, int((1 - c) n first)) per
+    head, then the top n_kept of (s + eps) x norm in float32."""
+    m1 = max(1, int((1 - c) * n * first)) if c < 1.0 else 0
+    return critical_sets(s, norm, [n_kept] * len(s), [m1] * len(s), eps, "float32")
+
+
+def replay_kvpress_critical_adakv(s, norm, n_kept, alpha, first, eps):
+    """kvpress's CriticalAdaKVPress on its own scores: safeguard each head's
+    top max(1, int(alpha n_kept)), head budgets from the layer's top
+    H n_kept, then CriticalKV's two stages within each head's budget
+    (stage 1: int(budget first), no floor of 1)."""
+    import numpy as np
+    heads, n = s.shape
+    n_safe = int(n_kept * alpha)
+    if alpha > 0:
+        n_safe = max(1, n_safe) if n_kept > 0 else 0
+    big = np.finfo(np.float32).max
+    g = s.astype("float32").copy()
+    for h in range(heads):
+        g[h, keep_order(s[h])[:n_safe]] = big
+    flat = g.reshape(-1)
+    order = np.lexsort((-(np.arange(flat.size) % n), -flat))[:heads * n_kept]
+    budgets = [int((order // n == h).sum()) for h in range(heads)]
+    firsts = [int(k * first) for k in budgets]
+    return critical_sets(g, norm, budgets, firsts, eps, "float32"), budgets
 
 
 def lagkv_ones(n, sinks, lag):
@@ -327,27 +421,57 @@ def main():
         clear_masks(model)
         return [g for g in gen if g not in eos], kept_keys, masked
 
-    def recording(press):
-        """Wraps the press's scorer so each layer's scores ([H][n]) are kept."""
-        inner = press if isinstance(press, ScorerPress) else getattr(press, "press", None)
+    def recording(press, entry):
+        """Wraps the press's scorer so each layer's scores ([H][n]) are kept:
+        the base scorer's (SnapKV's under CriticalKV, the first of a
+        ComposedPress), with CriticalKV's projected value norms under
+        ("norm", layer) and ThinK's channel scores under ("channels", layer)."""
+        if isinstance(press, kvpress.ComposedPress):
+            inner = next((p for p in press.presses if isinstance(p, ScorerPress)), None)
+        elif "critical" in entry.options:
+            inner = press.press
+        else:
+            inner = press if isinstance(press, ScorerPress) else getattr(press, "press", None)
         scores = {}
         if isinstance(inner, ScorerPress):
             score = inner.score
 
-            def wrapped(module, *args, **kw):
-                s = score(module, *args, **kw)
+            def wrapped(module, hidden_states, keys, values, *args, **kw):
+                s = score(module, hidden_states, keys, values, *args, **kw)
                 scores[module.layer_idx] = s[0].detach().float().numpy().copy()
+                if "critical" in entry.options:
+                    from kvpress.presses.criticalkv_press import CriticalKVPress
+                    scores[("norm", module.layer_idx)] = (
+                        CriticalKVPress.vwl1norm(values, module)[0].detach().float().numpy().copy())
                 return s
             inner.score = wrapped
+        for p in getattr(press, "presses", []):
+            if isinstance(p, kvpress.ThinKPress):
+                compress = p.compress
+
+                def channels(module, hidden_states, keys, values, attentions, kwargs, p=p,
+                             compress=compress):
+                    # ThinKPress.compress's channel scores, before it zeroes them.
+                    b, hk, _, d = keys.shape
+                    q = p.compute_window_queries(module, kwargs["hidden_states"],
+                                                 kwargs["position_embeddings"])
+                    qn = torch.pow(q, 2).mean(dim=2).view(b, hk, -1, d).mean(2)
+                    ks = qn * torch.pow(keys, 2).mean(dim=2)
+                    scores[("channels", module.layer_idx)] = ks[0].detach().float().numpy().copy()
+                    scores[("qnorm", module.layer_idx)] = qn[0].detach().double().numpy().copy()
+                    return compress(module, hidden_states, keys, values, attentions, kwargs)
+                p.compress = channels
         return scores
 
     tok = None
+    channel_map = {}
     with open(a.out, "a") as out_f, tempfile.TemporaryDirectory() as tmp:
         for inst in instances:
             doc_path = os.path.join(tmp, "doc.txt")
             with open(doc_path, "w") as f:
                 f.write(inst["context"])
             full_rows = {}  # attn -> [layer][head] {row bytes: position}
+            full_tensors = {}  # attn -> [layer] keys [H][n][d]
             for pname in policies:
                 entry = POLICIES[pname]
                 for b in budgets:
@@ -364,6 +488,7 @@ def main():
                         # The full cache of the same load: its keys are the rows
                         # the press's forward computes before it prunes.
                         _, full_keys, _ = hf_answer(model, doc_ids, ans["suffix_ids"], None, 1)
+                        full_tensors[entry.attn] = full_keys
                         full_rows[entry.attn] = [
                             [{full_keys[l][h, t].numpy().tobytes(): t
                               for t in range(full_keys[l].shape[1])}
@@ -371,29 +496,41 @@ def main():
                             for l in range(len(full_keys))]
                     c = 1.0 - b
                     press = eval(entry.press, {**vars(kvpress), "c": c})
-                    scores = recording(press)
+                    scores = recording(press, entry)
                     gen, kept_keys, masked = hf_answer(model, doc_ids, ans["suffix_ids"], press,
                                                        inst.get("max_new_tokens", 32))
                     # kvpress's kept positions, [layer][head].
                     theirs, unmatched = [], 0
+                    zeroed = []  # [layer][head] channels 0 in every kept key (transformers' order)
                     for l, k in enumerate(kept_keys):
-                        heads = []
+                        heads, zheads = [], []
                         for h in range(k.shape[0]):
+                            zc = (k[h] == 0).all(dim=0) if k.shape[1] else torch.zeros(
+                                k.shape[2], dtype=torch.bool)
+                            zheads.append(set(torch.nonzero(zc).flatten().tolist()))
                             if entry.readout == "masked":
                                 if k.shape[1] != n:
                                     fail(f"{pname}: a masking press pruned layer {l} "
                                          f"({k.shape[1]} of {n} entries)")
                                 heads.append(set(range(n)) - masked[l].get(h, set()))
                                 continue
+                            rows = full_rows[entry.attn][l][h]
+                            if "channels" in entry.options:
+                                # ThinK zeroed channels of the kept keys: match
+                                # them to the full rows with those channels zeroed.
+                                f = full_tensors[entry.attn][l][h].clone()
+                                f[:, zc] = 0
+                                rows = {f[t].numpy().tobytes(): t for t in range(f.shape[0])}
                             got = set()
                             for t in range(k.shape[1]):
-                                p = full_rows[entry.attn][l][h].get(k[h, t].numpy().tobytes())
+                                p = rows.get(k[h, t].numpy().tobytes())
                                 if p is None:
                                     unmatched += 1
                                 else:
                                     got.add(p)
                             heads.append(got)
                         theirs.append(heads)
+                        zeroed.append(zheads)
                     mine = [[set(x) for x in layer] for layer in kb["document"]["kept"]]
                     jac, bound, sizes = [], [], []
                     for l in range(len(theirs)):
@@ -424,6 +561,13 @@ def main():
                         # The best Jaccard the two sets' sizes allow, per head.
                         "jaccard_size_bound": sum(bound) / len(bound),
                     }
+                    if "channels" in entry.options:
+                        if "map" not in channel_map:
+                            channel_map["map"] = channel_map_check(model, a.model)
+                            print(f"channel map check: {channel_map['map']}", file=sys.stderr)
+                        row["channel_map_check"] = channel_map["map"]
+                        compare_channels(row, entry, kb, zeroed, scores, mine,
+                                         full_tensors[entry.attn])
                     replay(row, entry, b, scores, mine, theirs)
                     row["seconds"] = round(time.time() - t0, 2)
                     out_f.write(json.dumps(row) + "\n")
@@ -436,6 +580,115 @@ def main():
                     print(f"{inst['id']} {pname} {b}: kvbench {row['kvbench_score']:.0f} "
                           f"kvpress {row['kvpress_score']:.0f} jaccard {row['jaccard_mean']:.3f}"
                           f"{extra} ({row['seconds']} s)", file=sys.stderr)
+
+
+def channel_map_check(model, path):
+    """kvbench numbers key channels as the GGUF stores them (llama's RoPE
+    pairs 2i, 2i + 1); transformers' GGUF loader permutes k_proj's rows so
+    that its pairs are (i, i + d/2): GGUF channel 2i + b is transformers'
+    b d/2 + i. Checked on layer 0: (a) k_proj's rows against the GGUF's
+    attn_k rows so mapped; (b) the layer's key rows as kvbench computes them
+    (dequantized GGUF weights, RMS norm, attn_k, llama's interleaved RoPE;
+    numpy f64) mapped so, against transformers' full-cache keys of the first
+    64 tokens. Returns the largest absolute differences, mapped and
+    unmapped (the latter shows the map matters)."""
+    import gguf
+    import numpy as np
+    import torch
+    r = gguf.GGUFReader(path)
+    t = {x.name: x for x in r.tensors}
+
+    def deq(name):
+        x = t[name]
+        return np.asarray(gguf.quants.dequantize(x.data, x.tensor_type), dtype=np.float64)
+
+    cfg = model.config
+    d = getattr(cfg, "head_dim", None) or cfg.hidden_size // cfg.num_attention_heads
+    hk = cfg.num_key_value_heads
+    wk = deq("blk.0.attn_k.weight").reshape(hk * d, -1)
+    hf = model.model.layers[0].self_attn.k_proj.weight.detach().double().numpy()
+
+    def to_hf(x):  # [.., hk * d] GGUF order -> transformers' order
+        sh = x.shape
+        return x.reshape(*sh[:-1], hk, d // 2, 2).swapaxes(-1, -2).reshape(sh)
+
+    out = {"weights_max_diff": float(np.abs(to_hf(wk.T).T - hf).max()),
+           "weights_unmapped_max_diff": float(np.abs(wk - hf).max())}
+    ids = list(range(1, 65))
+    emb = deq("token_embd.weight").reshape(-1, cfg.hidden_size)[ids]
+    x = emb / np.sqrt((emb ** 2).mean(axis=-1, keepdims=True) + cfg.rms_norm_eps)
+    x = x * deq("blk.0.attn_norm.weight").reshape(-1)
+    k = (x @ wk.T).reshape(len(ids), hk, d)
+    theta = getattr(cfg, "rope_theta", None) or cfg.rope_parameters["rope_theta"]
+    inv = theta ** (-np.arange(0, d, 2) / d)
+    ang = np.arange(len(ids))[:, None] * inv[None, :]  # [t][d/2]
+    cos, sin = np.cos(ang)[:, None, :], np.sin(ang)[:, None, :]
+    k0, k1 = k[..., 0::2], k[..., 1::2]
+    rot = np.empty_like(k)
+    rot[..., 0::2] = k0 * cos - k1 * sin
+    rot[..., 1::2] = k0 * sin + k1 * cos
+    cache = __import__("transformers").DynamicCache()
+    with torch.no_grad():
+        model(input_ids=torch.tensor([ids]), past_key_values=cache)
+    kh = cache.layers[0].keys[0].double().numpy().transpose(1, 0, 2).reshape(len(ids), hk * d)
+    out["key_rows_max_diff"] = float(np.abs(to_hf(rot.reshape(len(ids), -1)) - kh).max())
+    out["key_rows_unmapped_max_diff"] = float(np.abs(rot.reshape(len(ids), -1) - kh).max())
+    out["key_rows_max_abs"] = float(np.abs(kh).max())
+    return out
+
+
+def compare_channels(row, entry, kb, zeroed, scores, mine, full_keys):
+    """The key channels each tool zeroed, per layer and KV head: kvbench's
+    `zero_key_channels` (GGUF order, mapped to transformers' order) against
+    the channels that are 0 in every key kvpress kept. Replayed on kvpress's
+    channel scores (ThinK's q^2 x k^2 means): the int(d x ratio) lowest,
+    against kvpress's set (ties) and kvbench's (scores). A score gap splits
+    once more: `channel_kept_jaccard_*` replays kvpress's scores with the key
+    means taken over kvbench's kept entries instead (transformers' full-cache
+    keys at kvbench's kept positions): 1.0 where kvbench's channels follow
+    from its own kept tokens."""
+    import numpy as np
+    kept_jac = []
+    zk = kb["document"].get("zero_key_channels")
+    if zk is None:
+        fail("kvbench ask --kept --json prints no zero_key_channels: rebuild kvbench")
+    jac, tie, score, mism, nk, npz = [], [], [], [], 0, 0
+    for l in range(len(zeroed)):
+        cs = scores.get(("channels", l))
+        for h in range(len(zeroed[l])):
+            d = len(cs[h]) if cs is not None else None
+            t = zeroed[l][h]
+            if d is None:
+                d = 2 * max(max(t, default=0), max(zk[l][h], default=0)) + 2
+            m = {(c % 2) * (d // 2) + c // 2 for c in zk[l][h]}
+            nk += len(m)
+            npz += len(t)
+            jac.append(jaccard(m, t))
+            if cs is None:
+                continue
+            k = int(d * entry.options["channels"])
+            low = np.lexsort((np.arange(d), cs[h]))[:k]
+            r = set(low.tolist())
+            tie.append(jaccard(r, t))
+            score.append(jaccard(r, m))
+            qn = scores.get(("qnorm", l))
+            if qn is not None and mine[l][h]:
+                f = full_keys[l][h][sorted(mine[l][h])].double().numpy()
+                ck = (qn[h] * (f ** 2).mean(axis=0)).astype("float32")
+                kept_jac.append(jaccard(set(np.lexsort((np.arange(d), ck))[:k].tolist()), m))
+            if r != m and len(mism) < 5:
+                mism.append({"layer": l, "head": h, "cut": float(cs[h][low[-1]]),
+                             "only_kvbench": [[c, float(cs[h][c])] for c in sorted(m - r)],
+                             "only_kvpress": [[c, float(cs[h][c])] for c in sorted(r - m)]})
+    row.update(channel_jaccard_mean=sum(jac) / len(jac), channel_jaccard_min=min(jac),
+               channels_zeroed_kvbench=nk, channels_zeroed_kvpress=npz)
+    if tie:
+        row.update(channel_tie_jaccard_mean=sum(tie) / len(tie), channel_tie_jaccard_min=min(tie),
+                   channel_score_jaccard_mean=sum(score) / len(score),
+                   channel_score_jaccard_min=min(score), channel_mismatch=mism)
+    if kept_jac:
+        row.update(channel_kept_jaccard_mean=sum(kept_jac) / len(kept_jac),
+                   channel_kept_jaccard_min=min(kept_jac))
 
 
 def replay(row, entry, b, scores, mine, theirs):
@@ -474,7 +727,7 @@ def replay(row, entry, b, scores, mine, theirs):
             cp += len(tc[0])
         row.update(chunk_jaccard_mean=sum(cj) / len(cj), chunk_jaccard_min=min(cj),
                    chunks_kvbench=ck, chunks_kvpress=cp, whole_chunks=whole)
-    if entry.select is None or len(scores) != len(mine):
+    if entry.select is None or sum(isinstance(k, int) for k in scores) != len(mine):
         return
     rule, score, own, rounding, mism = [], [], [], [], []
     n_kept = row["kvpress_n_kept"]
@@ -489,6 +742,18 @@ def replay(row, entry, b, scores, mine, theirs):
             budget = sum(len(x) for x in mine[l]) // len(mine[l])
             replayed, _ = replay_adakv(s, budget, o["floor"])
             own_rule = replay_kvpress_adakv(s, n_kept, o["floor"])
+        elif entry.select == "critical":
+            eps, first = o["critical"]
+            norm = scores[("norm", l)]
+            replayed = replay_critical(s, norm, [len(x) for x in mine[l]], first, eps)
+            own_rule = replay_kvpress_critical(s, norm, n, 1.0 - b, n_kept, first, eps)
+        elif entry.select == "critical_adakv":
+            eps, first = o["critical"]
+            norm = scores[("norm", l)]
+            budget = sum(len(x) for x in mine[l]) // len(mine[l])
+            _, counts = replay_adakv(s, budget, o["floor"])
+            replayed = replay_critical(s, norm, counts, first, eps)
+            own_rule, _ = replay_kvpress_critical_adakv(s, norm, n_kept, o["floor"], first, eps)
         else:
             replayed, chosen, sc = replay_chunks(s, o["chunk"], b)
             own_rule = replayed  # the same chunk count: int(chunks x budget)
@@ -507,6 +772,7 @@ def replay(row, entry, b, scores, mine, theirs):
             own.append(jaccard(own_rule[h], theirs[l][h]))
             rounding.append(jaccard(replayed[h], own_rule[h]))
             if replayed[h] != mine[l][h] and len(mism) < 5 and entry.select != "chunks":
+                # (CriticalKV: the scores shown are SnapKV's, stage 1's unit.)
                 cut = float(np.sort(s[h])[::-1][len(replayed[h]) - 1])
                 mism.append({
                     "layer": l, "head": h, "cut": cut,

@@ -14,7 +14,13 @@ ties (kvpress's rule replayed against kvpress's sets: equal scores torch.topk
 broke another way) and scores (kvbench's rule replayed against kvbench's
 sets: 1.000 when kvbench's priorities order entries as kvpress's scores do);
 and notes: ChunkKV's chunk-set Jaccard per layer, LagKV's instances where
-fewer are kept than score 1.0. Older rows show "-" there.
+fewer are kept than score 1.0, ThinK's zeroed key channels (per layer and
+KV head, the Jaccard of the two tools' zeroed channel sets after mapping
+GGUF channel order to transformers', mean (min head); with the same
+split into kvpress's ties and kvbench's scores, replayed on kvpress's
+channel scores, and kvpress's channel scores taken over kvbench's kept
+tokens against kvbench's channels: 1.000 where the two kept token sets
+explain a channel gap). Older rows show "-" there.
 Standard library only: it runs without the venv.
 """
 import json
@@ -81,6 +87,12 @@ def main():
         if all("chunk_jaccard_mean" in r for r in rows):
             notes.append(f"chunk sets {mean_min(rows, 'chunk_jaccard')}, "
                          f"whole chunks {sum(bool(r.get('whole_chunks')) for r in rows)}/{n}")
+        if all("channel_jaccard_mean" in r for r in rows):
+            notes.append(f"zeroed key channels {mean_min(rows, 'channel_jaccard')} "
+                         f"(ties {mean_min(rows, 'channel_tie_jaccard')}, "
+                         f"scores {mean_min(rows, 'channel_score_jaccard')}; kvpress's channel "
+                         f"scores over kvbench's kept tokens "
+                         f"{mean_min(rows, 'channel_kept_jaccard')})")
         if all("lagkv_ties_decide" in r for r in rows):
             notes.append(f"kept < entries at 1.0: {sum(r['lagkv_ties_decide'] for r in rows)}/{n}")
         print(f"| {policy} | {budget:g} | {n} | {kb / n:.3f} [{lo_b:.2f}, {hi_b:.2f}] | "
