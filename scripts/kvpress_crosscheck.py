@@ -50,7 +50,12 @@ weighs); both tools' two-stage rules are replayed on them: kvbench's stage 1
 takes clamp(int(k x first), 1, k) of each head's count k (round(b n), or
 Ada-KV's allocation with its ceil floor), kvpress's max(1, int((1 - c) n
 first)) of n_kept, and CriticalAdaKV's int(budget x first) of each head's
-budget after its safeguard-and-merge allocation. ThinK (kvpress's snap_think,
+budget after its safeguard-and-merge allocation. kvpress's safeguarded entries
+(each head's top max(1, int(alpha n_kept)) by score) keep their top score
+through both stages, so a head whose budget is under twice that keeps them
+all; kvbench's floor only sets the count. `safeguard_jaccard_*` replays
+kvbench's rule with its floor's entries so kept, against kvpress's sets: the
+gap that remains is the budgets' rounding. ThinK (kvpress's snap_think,
 ComposedPress([SnapKV, ThinK])) replays SnapKV's token rule as snapkv does;
 since ThinK zeroes channels of the kept keys, its kept rows are matched to the
 full rows with the same channels zeroed. The zeroed key channels are compared
@@ -262,10 +267,12 @@ def dtype_eps(eps, dtype):
     return np.dtype(dtype).type(eps)
 
 
-def replay_critical(s, norm, counts, first, eps):
+def replay_critical(s, norm, counts, first, eps, safe=0):
     """kvbench's critical after its allocator: each head's count k, stage 1
-    the top clamp(int(k first), 1, k)."""
-    firsts = [min(max(int(k * first), 1), k) for k in counts]
+    the top clamp(int(k first), 1, k); with `safe`, at least the top
+    min(safe, k) (kvpress's CriticalAdaKV: the safeguarded entries keep
+    their top score through stage 2)."""
+    firsts = [min(max(int(k * first), 1, safe), k) for k in counts]
     return critical_sets(s, norm, counts, firsts, eps)
 
 
@@ -729,7 +736,7 @@ def replay(row, entry, b, scores, mine, theirs):
                    chunks_kvbench=ck, chunks_kvpress=cp, whole_chunks=whole)
     if entry.select is None or sum(isinstance(k, int) for k in scores) != len(mine):
         return
-    rule, score, own, rounding, mism = [], [], [], [], []
+    rule, score, own, rounding, mism, safeguard = [], [], [], [], [], []
     n_kept = row["kvpress_n_kept"]
     for l in range(len(mine)):
         s = scores[l]
@@ -754,6 +761,12 @@ def replay(row, entry, b, scores, mine, theirs):
             _, counts = replay_adakv(s, budget, o["floor"])
             replayed = replay_critical(s, norm, counts, first, eps)
             own_rule, _ = replay_kvpress_critical_adakv(s, norm, n_kept, o["floor"], first, eps)
+            # kvbench's allocation, but its floor's entries kept through
+            # stage 2 as kvpress keeps its safeguarded ones.
+            carried = replay_critical(s, norm, counts, first, eps,
+                                      safe=math.ceil(o["floor"] * budget))
+            for h in range(len(mine[l])):
+                safeguard.append(jaccard(carried[h], theirs[l][h]))
         else:
             replayed, chosen, sc = replay_chunks(s, o["chunk"], b)
             own_rule = replayed  # the same chunk count: int(chunks x budget)
@@ -783,6 +796,9 @@ def replay(row, entry, b, scores, mine, theirs):
                tie_jaccard_mean=sum(own) / len(own), tie_jaccard_min=min(own),
                rounding_jaccard_mean=sum(rounding) / len(rounding),
                rounding_jaccard_min=min(rounding), score_mismatch=mism)
+    if safeguard:
+        row.update(safeguard_jaccard_mean=sum(safeguard) / len(safeguard),
+                   safeguard_jaccard_min=min(safeguard))
 
 
 if __name__ == "__main__":
