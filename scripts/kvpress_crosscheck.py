@@ -53,9 +53,8 @@ first)) of n_kept, and CriticalAdaKV's int(budget x first) of each head's
 budget after its safeguard-and-merge allocation. kvpress's safeguarded entries
 (each head's top max(1, int(alpha n_kept)) by score) keep their top score
 through both stages, so a head whose budget is under twice that keeps them
-all; kvbench's floor only sets the count. `safeguard_jaccard_*` replays
-kvbench's rule with its floor's entries so kept, against kvpress's sets: the
-gap that remains is the budgets' rounding. ThinK (kvpress's snap_think,
+all; kvbench's stage 1 keeps its floor's entries (ceil(floor B)) whole the
+same way (an earlier kvbench kept only int(k first) and differed here). ThinK (kvpress's snap_think,
 ComposedPress([SnapKV, ThinK])) replays SnapKV's token rule as snapkv does;
 since ThinK zeroes channels of the kept keys, its kept rows are matched to the
 full rows with the same channels zeroed. The zeroed key channels are compared
@@ -736,7 +735,7 @@ def replay(row, entry, b, scores, mine, theirs):
                    chunks_kvbench=ck, chunks_kvpress=cp, whole_chunks=whole)
     if entry.select is None or sum(isinstance(k, int) for k in scores) != len(mine):
         return
-    rule, score, own, rounding, mism, safeguard = [], [], [], [], [], []
+    rule, score, own, rounding, mism = [], [], [], [], []
     n_kept = row["kvpress_n_kept"]
     for l in range(len(mine)):
         s = scores[l]
@@ -759,14 +758,11 @@ def replay(row, entry, b, scores, mine, theirs):
             norm = scores[("norm", l)]
             budget = sum(len(x) for x in mine[l]) // len(mine[l])
             _, counts = replay_adakv(s, budget, o["floor"])
-            replayed = replay_critical(s, norm, counts, first, eps)
+            # kvbench's stage 1 keeps its floor's entries whole (2cfa4ad), as
+            # kvpress carries its safeguarded ones through stage 2.
+            replayed = replay_critical(s, norm, counts, first, eps,
+                                       safe=math.ceil(o["floor"] * budget))
             own_rule, _ = replay_kvpress_critical_adakv(s, norm, n_kept, o["floor"], first, eps)
-            # kvbench's allocation, but its floor's entries kept through
-            # stage 2 as kvpress keeps its safeguarded ones.
-            carried = replay_critical(s, norm, counts, first, eps,
-                                      safe=math.ceil(o["floor"] * budget))
-            for h in range(len(mine[l])):
-                safeguard.append(jaccard(carried[h], theirs[l][h]))
         else:
             replayed, chosen, sc = replay_chunks(s, o["chunk"], b)
             own_rule = replayed  # the same chunk count: int(chunks x budget)
@@ -796,9 +792,6 @@ def replay(row, entry, b, scores, mine, theirs):
                tie_jaccard_mean=sum(own) / len(own), tie_jaccard_min=min(own),
                rounding_jaccard_mean=sum(rounding) / len(rounding),
                rounding_jaccard_min=min(rounding), score_mismatch=mism)
-    if safeguard:
-        row.update(safeguard_jaccard_mean=sum(safeguard) / len(safeguard),
-                   safeguard_jaccard_min=min(safeguard))
 
 
 if __name__ == "__main__":

@@ -20,9 +20,7 @@ GGUF channel order to transformers', mean (min head); with the same
 split into kvpress's ties and kvbench's scores, replayed on kvpress's
 channel scores, and kvpress's channel scores taken over kvbench's kept
 tokens against kvbench's channels: 1.000 where the two kept token sets
-explain a channel gap), CriticalAdaKV's rule gap with kvpress's safeguard
-kept through stage 2 (kvbench's floor entries kept as kvpress keeps its
-safeguarded ones). Older rows show "-" there.
+explain a channel gap). Older rows show "-" there.
 Standard library only: it runs without the venv.
 """
 import json
@@ -95,10 +93,6 @@ def main():
                          f"scores {mean_min(rows, 'channel_score_jaccard')}; kvpress's channel "
                          f"scores over kvbench's kept tokens "
                          f"{mean_min(rows, 'channel_kept_jaccard')})")
-        if all("safeguard_jaccard_mean" in r for r in rows):
-            notes.append(f"kvbench's rule with its floor's entries kept through stage 2 "
-                         f"(as kvpress keeps its safeguarded ones), against kvpress: "
-                         f"{mean_min(rows, 'safeguard_jaccard')}")
         if all("lagkv_ties_decide" in r for r in rows):
             notes.append(f"kept < entries at 1.0: {sum(r['lagkv_ties_decide'] for r in rows)}/{n}")
         print(f"| {policy} | {budget:g} | {n} | {kb / n:.3f} [{lo_b:.2f}, {hi_b:.2f}] | "
