@@ -16,6 +16,7 @@
 #include "model/llama_model.h"
 #include "tests/support/cli_run.h"
 #include "tests/support/reference_llama.h"
+#include "tests/support/scratch.h"
 #include "tests/support/task_lengths.h"
 
 namespace kvbench {
@@ -23,6 +24,7 @@ namespace {
 
 using datasets::prose_paragraphs;
 using datasets::split_sentences;
+using test::slurp;
 
 const LlamaModel& tiny() {
   static const auto model = LlamaModel::load(test::tiny_model_path());
@@ -34,11 +36,6 @@ bool have_debian_texts() {
                         datasets::kDebianReferenceText, datasets::kWordList})
     if (!std::filesystem::exists(p)) return false;
   return true;
-}
-
-std::string slurp(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  return {std::istreambuf_iterator<char>(in), {}};
 }
 
 TEST(TextSource, CleansManualTextIntoProse) {

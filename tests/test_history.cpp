@@ -26,6 +26,7 @@
 #include "harness/run/run_folder.h"
 #include "model/common/error.h"
 #include "tests/support/cli_run.h"
+#include "tests/support/scratch.h"
 
 namespace kvbench::history {
 namespace {
@@ -33,13 +34,7 @@ namespace {
 using json = nlohmann::json;
 namespace fs = std::filesystem;
 
-std::string scratch(const std::string& name) {
-  const std::string d =
-      testing::TempDir() + "kvbench-history-" + std::to_string(::getpid()) + "/" + name;
-  fs::remove_all(d);
-  fs::create_directories(d);
-  return d;
-}
+std::string scratch(const std::string& name) { return test::scratch_folder("history", name); }
 
 struct CellSpec {
   std::string label, task, instance;

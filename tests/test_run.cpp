@@ -19,20 +19,18 @@
 #include "harness/run/run_folder.h"
 #include "kvbench_build_info.h"  // generated at build time
 #include "tests/support/reference_llama.h"
+#include "tests/support/run_output.h"
+#include "tests/support/scratch.h"
 
 namespace kvbench {
 namespace {
 
 namespace fs = std::filesystem;
 using json = nlohmann::json;
+using test::only_run_folder;
+using test::stable_cells;
 
-std::string scratch_dir(const std::string& name) {
-  const std::string d =
-      testing::TempDir() + "kvbench-run-" + std::to_string(::getpid()) + "/" + name;
-  fs::remove_all(d);
-  fs::create_directories(d);
-  return d;
-}
+std::string scratch_dir(const std::string& name) { return test::scratch_folder("run", name); }
 
 // A small grid: 2 passkey instances x (full, a streaming window, snapkv
 // after prefill, h2o collecting attention, int8 storage).
@@ -65,24 +63,6 @@ int run_cli(const std::string& args, std::string* out = nullptr) {
 std::string stderr_text() {
   std::ifstream in(testing::TempDir() + "run-stderr-" + std::to_string(::getpid()) + ".txt");
   return {std::istreambuf_iterator<char>(in), {}};
-}
-
-std::string only_run_folder(const std::string& out) {
-  std::vector<std::string> dirs;
-  for (const auto& e : fs::directory_iterator(out)) dirs.push_back(e.path().string());
-  EXPECT_EQ(dirs.size(), 1u);
-  return dirs.empty() ? "" : dirs[0];
-}
-
-// Cells by id without the fields that legitimately vary between runs.
-std::map<std::string, json> stable_cells(const std::string& dir, bool drop_work = false) {
-  std::map<std::string, json> out;
-  for (auto c : RunFolder::open(dir).cells()) {
-    c.erase("timing");
-    if (drop_work) c.erase("work");
-    out[c["id"].get<std::string>()] = c;
-  }
-  return out;
 }
 
 // Runs an experiment on the tiny model (`body`: its tasks, policies and

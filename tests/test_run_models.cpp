@@ -25,6 +25,8 @@
 #include "tests/support/cli_run.h"
 #include "tests/support/reference_gemma3.h"
 #include "tests/support/reference_llama.h"
+#include "tests/support/run_output.h"
+#include "tests/support/scratch.h"
 
 namespace kvbench {
 namespace {
@@ -32,38 +34,15 @@ namespace {
 namespace fs = std::filesystem;
 using json = nlohmann::json;
 using test::expect_input_error;
+using test::only_run_folder;
 using test::run_kvbench;
 
-std::string scratch_dir(const std::string& name) {
-  const std::string d =
-      testing::TempDir() + "kvbench-models-" + std::to_string(::getpid()) + "/" + name;
-  fs::remove_all(d);
-  fs::create_directories(d);
-  return d;
-}
-
-std::string only_run_folder(const std::string& out) {
-  std::vector<std::string> dirs;
-  for (const auto& e : fs::directory_iterator(out)) dirs.push_back(e.path().string());
-  EXPECT_EQ(dirs.size(), 1u) << out;
-  return dirs.empty() ? "" : dirs[0];
-}
-
-std::string read_text(const std::string& path) {
-  std::ifstream in(path);
-  return {std::istreambuf_iterator<char>(in), {}};
-}
+std::string scratch_dir(const std::string& name) { return test::scratch_folder("models", name); }
 
 // Cells by id without timing and work (what varies between runs and with
 // how a run was split).
 std::map<std::string, json> stable_cells(const std::string& dir) {
-  std::map<std::string, json> out;
-  for (auto c : RunFolder::open(dir).cells()) {
-    c.erase("timing");
-    c.erase("work");
-    out[c["id"].get<std::string>()] = c;
-  }
-  return out;
+  return test::stable_cells(dir, /*drop_work=*/true);
 }
 
 // The tiny LLaMA (label: its file's stem) and the tiny Gemma 3 under a label
@@ -273,7 +252,7 @@ TEST(RunModels, TheReportIsSectionedByModelWithOneScoreVsMemoryFigure) {
   const auto r = run_kvbench("run " + path + " -q --out " + dir + "/out");
   ASSERT_EQ(r.code, 0) << r.err;
   const std::string run = only_run_folder(dir + "/out");
-  const std::string table = read_text(run + "/table.md");
+  const std::string table = test::slurp(run + "/table.md");
   const size_t a = table.find("### Model: " + tiny_label() + "\n");
   const size_t b = table.find(std::string("### Model: ") + kGemmaLabelMarkdown + "\n");
   ASSERT_NE(a, std::string::npos) << table;
@@ -285,7 +264,7 @@ TEST(RunModels, TheReportIsSectionedByModelWithOneScoreVsMemoryFigure) {
        at = table.find("| full | 100.0% |", at + 1))
     ++full_rows;
   EXPECT_EQ(full_rows, 2u) << table;
-  const std::string csv = read_text(run + "/table.csv");
+  const std::string csv = test::slurp(run + "/table.csv");
   EXPECT_EQ(csv.rfind("model,configuration,", 0), 0u) << csv;
   EXPECT_NE(csv.find("\"Gemma <b>3</b> 'tiny' \\\"\" $x\",\"full\""), std::string::npos) << csv;
   const json metrics = read_json_file(run + "/metrics.json", 64 << 20);
@@ -295,14 +274,14 @@ TEST(RunModels, TheReportIsSectionedByModelWithOneScoreVsMemoryFigure) {
   EXPECT_EQ(metrics["models"][1]["table"].size(), 3u);
 
   // Labels are text in HTML: escaped in the report and the prediction pages.
-  const std::string html = read_text(run + "/report.html");
+  const std::string html = test::slurp(run + "/report.html");
   EXPECT_EQ(html.find("<b>3</b>"), std::string::npos);
   EXPECT_NE(html.find("<h3>Model: Gemma &lt;b&gt;3&lt;/b&gt; &#39;tiny&#39;"), std::string::npos);
   EXPECT_NE(html.find("href=\"predictions-2.html#config-0\""), std::string::npos);
   EXPECT_TRUE(fs::exists(run + "/predictions-1.html"));
-  EXPECT_NE(read_text(run + "/predictions.html").find("href=\"predictions-2.html\""),
+  EXPECT_NE(test::slurp(run + "/predictions.html").find("href=\"predictions-2.html\""),
             std::string::npos);
-  EXPECT_EQ(read_text(run + "/predictions-2.html").find("<b>3</b>"), std::string::npos);
+  EXPECT_EQ(test::slurp(run + "/predictions-2.html").find("<b>3</b>"), std::string::npos);
 
   // Figures: per model numbered, one score-vs-memory with both (when gnuplot
   // is installed: scripts/setup.sh installs it).
@@ -311,7 +290,7 @@ TEST(RunModels, TheReportIsSectionedByModelWithOneScoreVsMemoryFigure) {
                         "speed-2", "score-vs-budget"})
     EXPECT_TRUE(fs::exists(run + "/plots/" + std::string(f) + ".svg")) << f;
   EXPECT_FALSE(fs::exists(run + "/plots/heatmaps.svg"));
-  const std::string svg = read_text(run + "/plots/score-vs-memory.svg");
+  const std::string svg = test::slurp(run + "/plots/score-vs-memory.svg");
   // Both models in the legend, the label as text (gnuplot's SVG escapes it).
   EXPECT_NE(svg.find(tiny_label()), std::string::npos);
   EXPECT_NE(svg.find("Gemma &lt;b"), std::string::npos);
@@ -413,11 +392,11 @@ TEST(RunModels, ASingleModelFoldersTableDoesNotChange) {
   const std::string committed = std::string(KVBENCH_SOURCE_DIR) + "/results/baseline/quick";
   fs::copy(committed, dir + "/quick", fs::copy_options::recursive);
   ASSERT_EQ(run_kvbench("report " + dir + "/quick").code, 0);
-  EXPECT_EQ(read_text(dir + "/quick/table.md"), read_text(committed + "/table.md"));
-  EXPECT_EQ(read_text(dir + "/quick/table.csv"), read_text(committed + "/table.csv"));
-  EXPECT_EQ(read_text(dir + "/quick/predictions.jsonl"),
-            read_text(committed + "/predictions.jsonl"));
-  const std::string config = read_text(dir + "/quick/config.json");
+  EXPECT_EQ(test::slurp(dir + "/quick/table.md"), test::slurp(committed + "/table.md"));
+  EXPECT_EQ(test::slurp(dir + "/quick/table.csv"), test::slurp(committed + "/table.csv"));
+  EXPECT_EQ(test::slurp(dir + "/quick/predictions.jsonl"),
+            test::slurp(committed + "/predictions.jsonl"));
+  const std::string config = test::slurp(dir + "/quick/config.json");
   const std::string stem =
       fs::path(json::parse(config)["model"].get<std::string>()).stem().string();
   for (const auto& e : fs::directory_iterator(dir + "/quick/cells")) {
@@ -426,8 +405,8 @@ TEST(RunModels, ASingleModelFoldersTableDoesNotChange) {
     write_json_atomic(e.path().string(), c);
   }
   ASSERT_EQ(run_kvbench("report " + dir + "/quick").code, 0);
-  EXPECT_EQ(read_text(dir + "/quick/table.md"), read_text(committed + "/table.md"));
-  EXPECT_EQ(read_text(dir + "/quick/table.csv"), read_text(committed + "/table.csv"));
+  EXPECT_EQ(test::slurp(dir + "/quick/table.md"), test::slurp(committed + "/table.md"));
+  EXPECT_EQ(test::slurp(dir + "/quick/table.csv"), test::slurp(committed + "/table.csv"));
   // And compare with the baseline pairs them as before.
   const auto c = run_kvbench("compare " + committed + " " + dir + "/quick");
   EXPECT_EQ(c.code, 0) << c.out << c.err;

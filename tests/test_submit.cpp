@@ -18,12 +18,16 @@
 #include "harness/run/slurm_job.h"
 #include "harness/subprocess.h"
 #include "tests/support/reference_llama.h"
+#include "tests/support/run_output.h"
+#include "tests/support/scratch.h"
 
 namespace kvbench {
 namespace {
 
 namespace fs = std::filesystem;
 using json = nlohmann::json;
+using test::only_run_folder;
+using test::slurp;
 
 // Every path the scripts hold gets all of these (no '/': each is one
 // component): quotes, $, backticks, a newline, a backslash, glob characters.
@@ -32,18 +36,7 @@ const std::string kHostile = "a b'c\"d$HOME`id`\ne\\f*[g]";
 // "output" must not hold control characters).
 const std::string kHostileOutput = "a b'c\"d$HOME`id`e\\f*[g]";
 
-std::string scratch(const std::string& name) {
-  const std::string d =
-      testing::TempDir() + "kvbench-submit-" + std::to_string(::getpid()) + "/" + name;
-  fs::remove_all(d);
-  fs::create_directories(d);
-  return d;
-}
-
-std::string slurp(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  return {std::istreambuf_iterator<char>(in), {}};
-}
+std::string scratch(const std::string& name) { return test::scratch_folder("submit", name); }
 
 // Three passkey instances (a shard each) x three policies.
 std::string write_experiment(const std::string& dir) {
@@ -106,21 +99,10 @@ Captured run_in(const std::string& cwd, const std::vector<std::string>& env,
   return run_capture(full, cwd);
 }
 
-std::string only_entry(const std::string& dir) {
-  std::vector<std::string> entries;
-  for (const auto& e : fs::directory_iterator(dir)) entries.push_back(e.path().string());
-  EXPECT_EQ(entries.size(), 1u) << dir;
-  return entries.empty() ? "" : entries[0];
-}
-
+// Cells by id without timing and work (what varies between runs and with
+// how a run was split).
 std::map<std::string, json> stable_cells(const std::string& dir) {
-  std::map<std::string, json> out;
-  for (auto c : RunFolder::open(dir).cells()) {
-    c.erase("timing");
-    c.erase("work");
-    out[c["id"].get<std::string>()] = c;
-  }
-  return out;
+  return test::stable_cells(dir, /*drop_work=*/true);
 }
 
 void expect_one_error_line(const Captured& r, const std::string& contains) {
@@ -248,7 +230,7 @@ Submitted submit(const std::string& dir, const std::string& exp, bool merge) {
   EXPECT_EQ(r.code, 0) << r.err;
   EXPECT_TRUE(r.err.empty()) << r.err;
   s.out = r.out;
-  s.area = only_entry(parent);
+  s.area = only_run_folder(parent);
   return s;
 }
 
@@ -280,11 +262,11 @@ TEST(Submit, FakeSbatchGetsTheArrayAndItsTasksMergeIntoTheUnshardedRun) {
                                       "--comment=" + kHostile, s.area + "/merge.sh"}));
   run_tasks(s.area);
   // A task run again (Slurm requeued it) resumes its folder: nothing new.
-  const std::string shard2 = only_entry(s.area + "/shards/2");
+  const std::string shard2 = only_run_folder(s.area + "/shards/2");
   const Captured again = run_in(s.area, {"SLURM_ARRAY_TASK_ID=2"}, {"sh", s.area + "/shards.sh"});
   ASSERT_EQ(again.code, 0) << again.err;
   EXPECT_NE(again.out.find("this invocation ran 0"), std::string::npos) << again.out;
-  EXPECT_EQ(only_entry(s.area + "/shards/2"), shard2);
+  EXPECT_EQ(only_run_folder(s.area + "/shards/2"), shard2);
 
   const Captured m = run_in(s.area, {}, {"sh", s.area + "/merge.sh"});
   ASSERT_EQ(m.code, 0) << m.err;
@@ -292,10 +274,10 @@ TEST(Submit, FakeSbatchGetsTheArrayAndItsTasksMergeIntoTheUnshardedRun) {
   ASSERT_EQ(whole.code, 0) << whole.err;
   const auto merged = stable_cells(s.area + "/merged");
   EXPECT_EQ(merged.size(), 9u);
-  EXPECT_EQ(merged, stable_cells(only_entry(dir + "/whole")));
+  EXPECT_EQ(merged, stable_cells(only_run_folder(dir + "/whole")));
   // Each shard ran one instance.
   for (int task = 1; task <= 3; ++task)
-    EXPECT_EQ(stable_cells(only_entry(s.area + "/shards/" + std::to_string(task))).size(), 3u);
+    EXPECT_EQ(stable_cells(only_run_folder(s.area + "/shards/" + std::to_string(task))).size(), 3u);
 }
 
 TEST(Submit, ThePrintedMergeCommandRunsInShAndMergeWantsEveryShard) {
@@ -314,7 +296,7 @@ TEST(Submit, ThePrintedMergeCommandRunsInShAndMergeWantsEveryShard) {
     command.replace(p, escaped_newline.size(), "\n");
   run_tasks(s.area);
   // Without shard 2, merge refuses (a failed task must not pass unnoticed).
-  const std::string shard2 = only_entry(s.area + "/shards/2");
+  const std::string shard2 = only_run_folder(s.area + "/shards/2");
   fs::rename(shard2, dir + "/aside");
   const Captured partial = run_capture({"sh", "-c", command});
   EXPECT_EQ(partial.code, 2);

@@ -1,12 +1,10 @@
 #include "tests/hostile/hostile_support.h"
 
 #include <gtest/gtest.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
-#include <iterator>
 
 #include "tests/support/cli_run.h"
 #include "tests/support/reference_llama.h"
@@ -15,18 +13,7 @@ namespace kvbench::test {
 
 namespace fs = std::filesystem;
 
-std::string scratch(const std::string& name) {
-  const std::string d =
-      testing::TempDir() + "kvbench-hostile-" + std::to_string(::getpid()) + "/" + name;
-  fs::remove_all(d);
-  fs::create_directories(d);
-  return d;
-}
-
-std::string slurp(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  return {std::istreambuf_iterator<char>(in), {}};
-}
+std::string scratch(const std::string& name) { return scratch_folder("hostile", name); }
 
 std::string tiny_experiment(const std::string& dir, const std::string& extra) {
   const std::string path = dir + "/tiny.json";

@@ -9,13 +9,12 @@
 #include <string>
 #include <vector>
 
+#include "tests/support/scratch.h"  // slurp
+
 namespace kvbench::test {
 
 // An empty folder <TempDir>/kvbench-hostile-<pid>/<name> (removed first).
 std::string scratch(const std::string& name);
-
-// A file's bytes ("" when it cannot be read).
-std::string slurp(const std::string& path);
 
 // A one-instance experiment on the tiny model (two cells: full and a
 // 64-token window labelled "win"), written to <dir>/tiny.json; `extra` is
