@@ -29,16 +29,11 @@
 #include "tests/hostile/hostile_support.h"
 #include "tests/support/cli_run.h"
 
-namespace kvbench {
+namespace kvbench::test {
 namespace {
 
 namespace fs = std::filesystem;
 using json = nlohmann::json;
-using test::expect_input_error;
-using test::run_kvbench;
-using test::scratch;
-using test::slurp;
-using test::tree;
 
 // One finished tiny run per test process, copied by the tests that change it.
 const std::string& shared_run() {
@@ -501,4 +496,4 @@ TEST(HostileHistory, KillDashNineDuringAddLeavesTheDatabaseIntact) {
 }
 
 }  // namespace
-}  // namespace kvbench
+}  // namespace kvbench::test

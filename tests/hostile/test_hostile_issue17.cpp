@@ -35,20 +35,11 @@
 #include "tests/support/cli_run.h"
 #include "tests/support/reference_llama.h"
 
-namespace kvbench {
+namespace kvbench::test {
 namespace {
 
 namespace fs = std::filesystem;
 using json = nlohmann::json;
-using test::cell_files;
-using test::expect_input_error;
-using test::forge_header;
-using test::run_kvbench;
-using test::scratch;
-using test::slurp;
-using test::tiny_experiment;
-using test::tiny_run;
-using test::tree;
 
 // --- class 1: nothing in a run folder or config reaches a shell --------------
 
@@ -618,4 +609,4 @@ TEST(Hostile, KilledAtTwentyRandomMomentsLeavesNoTemporaries) {
 }
 
 }  // namespace
-}  // namespace kvbench
+}  // namespace kvbench::test

@@ -25,18 +25,11 @@
 #include "tests/support/cli_run.h"
 #include "tests/support/reference_llama.h"
 
-namespace kvbench {
+namespace kvbench::test {
 namespace {
 
 namespace fs = std::filesystem;
 using json = nlohmann::json;
-using test::expect_input_error;
-using test::run_kvbench;
-using test::run_kvbench_in;
-using test::scratch;
-using test::slurp;
-using test::tiny_experiment;
-using test::tiny_run;
 
 // The only run folder under `parent`.
 std::string only_folder(const std::string& parent) {
@@ -388,4 +381,4 @@ TEST(HostileOutputs, SignalsEndARunWithTheirExitCodes) {
 }
 
 }  // namespace
-}  // namespace kvbench
+}  // namespace kvbench::test

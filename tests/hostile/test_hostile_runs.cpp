@@ -20,19 +20,11 @@
 #include "tests/support/cli_run.h"
 #include "tests/support/reference_llama.h"
 
-namespace kvbench {
+namespace kvbench::test {
 namespace {
 
 namespace fs = std::filesystem;
 using json = nlohmann::json;
-using test::cell_files;
-using test::expect_input_error;
-using test::run_kvbench;
-using test::scratch;
-using test::slurp;
-using test::tiny_experiment;
-using test::tiny_run;
-using test::tree;
 
 // `run` of the tiny experiment with its policies replaced by `policies`
 // (JSON text), into <dir>/out.
@@ -270,4 +262,4 @@ TEST(HostileRuns, ReportNeverReplacesATableWithFewerCells) {
 }
 
 }  // namespace
-}  // namespace kvbench
+}  // namespace kvbench::test

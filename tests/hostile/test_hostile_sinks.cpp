@@ -30,14 +30,11 @@
 #include "tests/hostile/hostile_support.h"
 #include "tests/support/cli_run.h"
 
-namespace kvbench {
+namespace kvbench::test {
 namespace {
 
 namespace fs = std::filesystem;
 using json = nlohmann::json;
-using test::run_kvbench;
-using test::scratch;
-using test::slurp;
 
 // Every hostile class, one string each (and a few together).
 const std::vector<std::string>& hostile() {
@@ -329,4 +326,4 @@ TEST(HostileSinks, ReportTerminalAndTableCarryNoMarkupControlsOrFormulas) {
 }
 
 }  // namespace
-}  // namespace kvbench
+}  // namespace kvbench::test
