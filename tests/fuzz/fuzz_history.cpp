@@ -19,21 +19,10 @@
 #include "model/common/error.h"
 #include "tests/fuzz/fuzz_files.h"
 
-namespace {
-
-const std::string& scratch_path() {
-  static const std::string path = "/dev/shm/fuzz_history-" + std::to_string(::getpid()) + ".sqlite";
-  return path;
-}
-
-using kvbench::fuzz::write_file;
-
-}  // namespace
-
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace kvbench;
-  const std::string& path = scratch_path();
-  write_file(path, std::string(reinterpret_cast<const char*>(data), size));
+  static const std::string path = fuzz::scratch_path("fuzz_history", ".sqlite");
+  fuzz::write_file(path, fuzz::input_text(data, size));
   try {
     const auto db = history::open_history_read(path);
     for (const std::string experiment : {"", "tiny"}) {
@@ -42,7 +31,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       (void)history::plot_script(t, "trend.png");
     }
   } catch (const InputError& e) {
-    if (std::string(e.what()).rfind(path, 0) != 0) std::abort();  // every error names the file
+    fuzz::expect_names_file(e.what(), path);
   }
   // A read never writes: nothing may appear beside the file.
   for (const char* suffix : {"-journal", "-wal", "-shm"})

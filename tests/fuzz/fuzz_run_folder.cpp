@@ -4,8 +4,6 @@
 // InputError or be read whole: the cells and meta checked, the table built
 // and rendered (markdown, CSV, JSON; per model too) and the folder compared with itself
 // without a regression.
-#include <unistd.h>
-
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -20,26 +18,16 @@
 #include "model/common/error.h"
 #include "tests/fuzz/fuzz_files.h"
 
-namespace {
-
 namespace fs = std::filesystem;
-
-const std::string& scratch_dir() {
-  static const std::string dir = "/dev/shm/fuzz_run_folder-" + std::to_string(::getpid());
-  return dir;
-}
-
-using kvbench::fuzz::write_file;
-
-}  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace kvbench;
-  const std::string& dir = scratch_dir();
+  using fuzz::write_file;
+  static const std::string dir = fuzz::scratch_path("fuzz_run_folder");
   fs::remove_all(dir);
   fs::create_directories(dir + "/cells");
   std::vector<std::string> parts;
-  const std::string input(reinterpret_cast<const char*>(data), size);
+  const std::string input = fuzz::input_text(data, size);
   for (size_t at = 0; parts.size() < 10;) {
     const size_t nul = input.find('\0', at);
     parts.push_back(input.substr(at, nul == std::string::npos ? std::string::npos : nul - at));
