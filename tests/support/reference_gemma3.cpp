@@ -12,24 +12,10 @@
 namespace kvbench::test {
 namespace {
 
-std::vector<double> matvec(const std::vector<float>& w, int64_t rows, int64_t cols,
-                           const double* x) {
-  std::vector<double> y(rows, 0.0);
-  for (int64_t r = 0; r < rows; ++r) {
-    double s = 0.0;
-    for (int64_t c = 0; c < cols; ++c) s += static_cast<double>(w[r * cols + c]) * x[c];
-    y[r] = s;
-  }
-  return y;
-}
-
-// x[0, n) normalised in place, times w (stored as 1 + w by the converter).
-void rms_norm(double* x, int n, const std::vector<float>& w, double eps) {
-  double ss = 0.0;
-  for (int i = 0; i < n; ++i) ss += x[i] * x[i];
-  const double scale = 1.0 / std::sqrt(ss / n + eps);
-  for (int i = 0; i < n; ++i) x[i] = x[i] * scale * w[i];
-}
+using reference::attend;
+using reference::DenseMatrix;
+using reference::rms_norm;
+using reference::rms_normed;
 
 // Rotate-half RoPE: element i turns with element i + d/2 by pos * base^(-2i/d).
 void rope_halves(double* v, int d, int64_t pos, double base) {
@@ -48,26 +34,12 @@ double gelu_tanh(double x) {
 
 }  // namespace
 
-ReferenceGemma3::Matrix ReferenceGemma3::dequantize(const WeightMatrix& m) {
-  Matrix out;
-  out.rows = m.rows;
-  out.cols = m.cols;
-  out.w.resize(m.rows * m.cols);
-  for (int64_t r = 0; r < m.rows; ++r)
-    dequantize_row(m.type, m.row(r), out.w.data() + r * m.cols, m.cols);
-  return out;
-}
-
-ReferenceGemma3::ReferenceGemma3(const LlamaModel& model) : c_(model.config()) {
-  const LlamaWeights& w = model.weights();
-  embd_ = dequantize(w.tok_embd);
-  output_ = dequantize(w.output);
-  output_norm_ = w.output_norm;
-  for (const auto& L : w.layers) {
+ReferenceGemma3::ReferenceGemma3(const LlamaModel& model) : Forward(model) {
+  for (const auto& L : model.weights().layers) {
     layers_.push_back({L.attn_norm, L.q_norm, L.k_norm, L.attn_post_norm, L.ffn_norm,
-                       L.ffn_post_norm, dequantize(L.wq), dequantize(L.wk), dequantize(L.wv),
-                       dequantize(L.wo), dequantize(L.w_gate), dequantize(L.w_up),
-                       dequantize(L.w_down)});
+                       L.ffn_post_norm, DenseMatrix::of(L.wq), DenseMatrix::of(L.wk),
+                       DenseMatrix::of(L.wv), DenseMatrix::of(L.wo), DenseMatrix::of(L.w_gate),
+                       DenseMatrix::of(L.w_up), DenseMatrix::of(L.w_down)});
   }
 }
 
@@ -87,11 +59,10 @@ std::vector<float> ReferenceGemma3::logits(const std::vector<int32_t>& tokens,
     const double base = local ? c_.rope_local.freq_base : c_.rope.freq_base;
     std::vector<std::vector<double>> q(n), k(n), v(n);
     for (int64_t t = 0; t < n; ++t) {
-      std::vector<double> xn = x[t];
-      rms_norm(xn.data(), dim, L.attn_norm, eps);
-      q[t] = matvec(L.wq.w, L.wq.rows, L.wq.cols, xn.data());
-      k[t] = matvec(L.wk.w, L.wk.rows, L.wk.cols, xn.data());
-      v[t] = matvec(L.wv.w, L.wv.rows, L.wv.cols, xn.data());
+      const auto xn = rms_normed(x[t], L.attn_norm, eps);
+      q[t] = L.wq.times(xn.data());
+      k[t] = L.wk.times(xn.data());
+      v[t] = L.wv.times(xn.data());
       for (int h = 0; h < c_.n_heads; ++h) {
         rms_norm(q[t].data() + h * hd, hd, L.q_norm, eps);
         rope_halves(q[t].data() + h * hd, hd, t, base);
@@ -105,31 +76,15 @@ std::vector<float> ReferenceGemma3::logits(const std::vector<int32_t>& tokens,
       // Local layers: keys at (t - window, t]; global: [0, t].
       const int64_t first =
           local && c_.sliding_window > 0 ? std::max<int64_t>(0, t - c_.sliding_window + 1) : 0;
-      std::vector<double> attn(c_.q_dim(), 0.0);
-      for (int h = 0; h < c_.n_heads; ++h) {
-        const int kvh = h / c_.kv_mul();
-        std::vector<double> s(t + 1 - first);
-        double max = -1e300;
-        for (int64_t j = first; j <= t; ++j) {
-          double d = 0.0;
-          for (int i = 0; i < hd; ++i) d += q[t][h * hd + i] * k[j][kvh * hd + i];
-          s[j - first] = d * c_.attn_scale;
-          max = std::max(max, s[j - first]);
-        }
-        double sum = 0.0;
-        for (auto& e : s) sum += (e = std::exp(e - max));
-        for (int64_t j = first; j <= t; ++j)
-          for (int i = 0; i < hd; ++i) attn[h * hd + i] += s[j - first] / sum * v[j][kvh * hd + i];
-      }
-      auto o = matvec(L.wo.w, L.wo.rows, L.wo.cols, attn.data());
+      const auto attn = attend(c_, q, k, v, t, first, c_.attn_scale);
+      auto o = L.wo.times(attn.data());
       rms_norm(o.data(), dim, L.attn_post_norm, eps);
       for (int i = 0; i < dim; ++i) x[t][i] += o[i];
-      std::vector<double> xn = x[t];
-      rms_norm(xn.data(), dim, L.ffn_norm, eps);
-      auto gate = matvec(L.gate.w, L.gate.rows, L.gate.cols, xn.data());
-      const auto up = matvec(L.up.w, L.up.rows, L.up.cols, xn.data());
+      const auto xn = rms_normed(x[t], L.ffn_norm, eps);
+      auto gate = L.gate.times(xn.data());
+      const auto up = L.up.times(xn.data());
       for (size_t i = 0; i < gate.size(); ++i) gate[i] = gelu_tanh(gate[i]) * up[i];
-      auto d = matvec(L.down.w, L.down.rows, L.down.cols, gate.data());
+      auto d = L.down.times(gate.data());
       rms_norm(d.data(), dim, L.ffn_post_norm, eps);
       for (int i = 0; i < dim; ++i) x[t][i] += d[i];
     }
@@ -137,9 +92,8 @@ std::vector<float> ReferenceGemma3::logits(const std::vector<int32_t>& tokens,
   std::vector<float> out;
   out.reserve(score_at.size() * c_.n_vocab);
   for (int64_t t : score_at) {
-    std::vector<double> xn = x[t];
-    rms_norm(xn.data(), dim, output_norm_, eps);
-    const auto l = matvec(output_.w, output_.rows, output_.cols, xn.data());
+    const auto xn = rms_normed(x[t], output_norm_, eps);
+    const auto l = output_.times(xn.data());
     const double cap = c_.final_logit_softcap;
     for (double e : l) out.push_back(static_cast<float>(cap > 0 ? cap * std::tanh(e / cap) : e));
   }

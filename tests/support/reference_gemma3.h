@@ -9,30 +9,22 @@
 #include <vector>
 
 #include "model/llama_model.h"
+#include "tests/support/reference_forward.h"
 
 namespace kvbench::test {
 
-class ReferenceGemma3 {
+class ReferenceGemma3 final : public reference::Forward {
  public:
   explicit ReferenceGemma3(const LlamaModel& model);
-  // Logits [n_vocab] after each of the positions listed in `score_at` (indices
-  // into tokens; positions are 0..n-1), concatenated in that order.
   std::vector<float> logits(const std::vector<int32_t>& tokens,
-                            const std::vector<int64_t>& score_at) const;
+                            const std::vector<int64_t>& score_at) const override;
 
  private:
-  struct Matrix {
-    int64_t rows = 0, cols = 0;
-    std::vector<float> w;  // [rows][cols]
-  };
-  static Matrix dequantize(const WeightMatrix& m);
+  using Matrix = reference::DenseMatrix;
   struct Layer {
     std::vector<float> attn_norm, q_norm, k_norm, attn_post_norm, ffn_norm, ffn_post_norm;
     Matrix wq, wk, wv, wo, gate, up, down;
   };
-  const LlamaConfig& c_;
-  Matrix embd_, output_;
-  std::vector<float> output_norm_;
   std::vector<Layer> layers_;
 };
 

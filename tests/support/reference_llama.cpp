@@ -14,27 +14,9 @@
 namespace kvbench::test {
 namespace {
 
-// y[r] = sum_c W[r][c] x[c], in double.
-std::vector<double> matvec(const std::vector<float>& w, int64_t rows, int64_t cols,
-                           const std::vector<double>& x) {
-  std::vector<double> y(rows, 0.0);
-  for (int64_t r = 0; r < rows; ++r) {
-    double s = 0.0;
-    for (int64_t c = 0; c < cols; ++c) s += static_cast<double>(w[r * cols + c]) * x[c];
-    y[r] = s;
-  }
-  return y;
-}
-
-std::vector<double> rms_norm(const std::vector<double>& x, const std::vector<float>& w,
-                             double eps) {
-  double ss = 0.0;
-  for (double v : x) ss += v * v;
-  const double scale = 1.0 / std::sqrt(ss / x.size() + eps);
-  std::vector<double> y(x.size());
-  for (size_t i = 0; i < x.size(); ++i) y[i] = x[i] * scale * w[i];
-  return y;
-}
+using reference::attend;
+using reference::DenseMatrix;
+using reference::rms_normed;
 
 // Adjacent-pair rotation of one head vector at position pos.
 void rope(double* v, int n_dims, int64_t pos, const RopeConfig& r) {
@@ -50,25 +32,11 @@ void rope(double* v, int n_dims, int64_t pos, const RopeConfig& r) {
 
 }  // namespace
 
-ReferenceLlama::Matrix ReferenceLlama::dequantize(const WeightMatrix& m) {
-  Matrix out;
-  out.rows = m.rows;
-  out.cols = m.cols;
-  out.w.resize(m.rows * m.cols);
-  for (int64_t r = 0; r < m.rows; ++r)
-    dequantize_row(m.type, m.row(r), out.w.data() + r * m.cols, m.cols);
-  return out;
-}
-
-ReferenceLlama::ReferenceLlama(const LlamaModel& model) : c_(model.config()) {
-  const LlamaWeights& w = model.weights();
-  embd_ = dequantize(w.tok_embd);
-  output_ = dequantize(w.output);
-  output_norm_ = w.output_norm;
-  for (const auto& L : w.layers) {
-    layers_.push_back({L.attn_norm, L.ffn_norm, dequantize(L.wq), dequantize(L.wk),
-                       dequantize(L.wv), dequantize(L.wo), dequantize(L.w_gate), dequantize(L.w_up),
-                       dequantize(L.w_down)});
+ReferenceLlama::ReferenceLlama(const LlamaModel& model) : Forward(model) {
+  for (const auto& L : model.weights().layers) {
+    layers_.push_back({L.attn_norm, L.ffn_norm, DenseMatrix::of(L.wq), DenseMatrix::of(L.wk),
+                       DenseMatrix::of(L.wv), DenseMatrix::of(L.wo), DenseMatrix::of(L.w_gate),
+                       DenseMatrix::of(L.w_up), DenseMatrix::of(L.w_down)});
   }
 }
 
@@ -84,46 +52,31 @@ std::vector<float> ReferenceLlama::logits(const std::vector<int32_t>& tokens,
   for (const Layer& L : layers_) {
     std::vector<std::vector<double>> q(n), k(n), v(n);
     for (int64_t t = 0; t < n; ++t) {
-      const auto xn = rms_norm(x[t], L.attn_norm, c_.rms_eps);
-      q[t] = matvec(L.wq.w, L.wq.rows, L.wq.cols, xn);
-      k[t] = matvec(L.wk.w, L.wk.rows, L.wk.cols, xn);
-      v[t] = matvec(L.wv.w, L.wv.rows, L.wv.cols, xn);
+      const auto xn = rms_normed(x[t], L.attn_norm, c_.rms_eps);
+      q[t] = L.wq.times(xn.data());
+      k[t] = L.wk.times(xn.data());
+      v[t] = L.wv.times(xn.data());
       for (int h = 0; h < c_.n_heads; ++h) rope(q[t].data() + h * hd, c_.rope.n_dims, t, c_.rope);
       for (int h = 0; h < c_.n_kv_heads; ++h)
         rope(k[t].data() + h * hd, c_.rope.n_dims, t, c_.rope);
     }
     for (int64_t t = 0; t < n; ++t) {
-      std::vector<double> attn(c_.q_dim(), 0.0);
-      for (int h = 0; h < c_.n_heads; ++h) {
-        const int kvh = h / c_.kv_mul();
-        std::vector<double> s(t + 1);
-        double max = -1e300;
-        for (int64_t j = 0; j <= t; ++j) {
-          double d = 0.0;
-          for (int i = 0; i < hd; ++i) d += q[t][h * hd + i] * k[j][kvh * hd + i];
-          s[j] = d / std::sqrt(static_cast<double>(hd));
-          max = std::max(max, s[j]);
-        }
-        double sum = 0.0;
-        for (auto& e : s) sum += (e = std::exp(e - max));
-        for (int64_t j = 0; j <= t; ++j)
-          for (int i = 0; i < hd; ++i) attn[h * hd + i] += s[j] / sum * v[j][kvh * hd + i];
-      }
-      const auto o = matvec(L.wo.w, L.wo.rows, L.wo.cols, attn);
+      const auto attn = attend(c_, q, k, v, t, 0, 1.0 / std::sqrt(static_cast<double>(hd)));
+      const auto o = L.wo.times(attn.data());
       for (int i = 0; i < c_.dim; ++i) x[t][i] += o[i];
-      const auto xn = rms_norm(x[t], L.ffn_norm, c_.rms_eps);
-      auto g = matvec(L.gate.w, L.gate.rows, L.gate.cols, xn);
-      const auto u = matvec(L.up.w, L.up.rows, L.up.cols, xn);
+      const auto xn = rms_normed(x[t], L.ffn_norm, c_.rms_eps);
+      auto g = L.gate.times(xn.data());
+      const auto u = L.up.times(xn.data());
       for (size_t i = 0; i < g.size(); ++i) g[i] = g[i] / (1.0 + std::exp(-g[i])) * u[i];
-      const auto d = matvec(L.down.w, L.down.rows, L.down.cols, g);
+      const auto d = L.down.times(g.data());
       for (int i = 0; i < c_.dim; ++i) x[t][i] += d[i];
     }
   }
   std::vector<float> out;
   out.reserve(score_at.size() * c_.n_vocab);
   for (int64_t t : score_at) {
-    const auto xn = rms_norm(x[t], output_norm_, c_.rms_eps);
-    const auto l = matvec(output_.w, output_.rows, output_.cols, xn);
+    const auto xn = rms_normed(x[t], output_norm_, c_.rms_eps);
+    const auto l = output_.times(xn.data());
     for (double e : l) out.push_back(static_cast<float>(e));
   }
   return out;
