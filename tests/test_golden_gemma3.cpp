@@ -10,39 +10,20 @@
 // (8-bit activations) with llama.cpp on the file as shipped.
 #include <gtest/gtest.h>
 
-#include <algorithm>
-#include <cmath>
-#include <cstdlib>
-#include <fstream>
-
 #include <nlohmann/json.hpp>
 
-#include "datasets/text_source.h"
 #include "harness/perplexity.h"
-#include "model/evaluator.h"
 #include "model/llama_model.h"
-#include "policies/full_cache.h"
-#include "tests/support/reference_gemma3.h"
+#include "tests/support/golden.h"
 
 namespace kvbench {
 namespace {
-
-#define SKIP_WITHOUT_GEMMA3(path)                                                        \
-  const std::string path = test::gemma3_path();                                          \
-  if (path.empty())                                                                      \
-  GTEST_SKIP() << "models/gemma-3-270m-q4_k_m.gguf not found: run scripts/setup.sh (or " \
-                  "scripts/fetch_model.sh gemma3)"
-
-nlohmann::json golden(const std::string& name) {
-  std::ifstream in(std::string(KVBENCH_TEST_DATA) + "/" + name);
-  return nlohmann::json::parse(in);
-}
 
 TEST(GoldenGemma3, TokenIdsMatchLlamaCpp) {
   SKIP_WITHOUT_GEMMA3(path);
   auto file = GgufFile::open(path);
   auto tok = Tokenizer::from_gguf(*file);
-  const auto g = golden("golden_tokens_gemma3.json");
+  const auto g = test::golden_json("golden_tokens_gemma3.json");
   ASSERT_EQ(tok->fingerprint(), g["vocab_fingerprint"].get<std::string>()) << "a different file";
   EXPECT_EQ(tok->model_name(), "llama");
   ASSERT_GE(g["cases"].size(), 25u);
@@ -63,53 +44,12 @@ TEST(GoldenGemma3, TokenIdsMatchLlamaCpp) {
   EXPECT_TRUE(tok->is_end_of_generation(106));  // <end_of_turn>
 }
 
-struct Agreement {
-  int cases = 0, top1_same = 0;
-  float median = 0.0f, worst = 0.0f;  // over prompts: max |logit diff| over llama.cpp's top 32
-};
-
-// Every golden prompt as one prefill step; the last token's logits against
-// llama.cpp's list `key`. Top-1 must agree where llama.cpp leads by more than
-// `margin`.
-Agreement agreement(const LlamaModel& model, MatmulMode mode, const char* key, float margin) {
-  const auto g = golden("golden_logits_gemma3.json");
-  const int nv = model.config().n_vocab;
-  Evaluator eval(model, 2, mode);
-  std::vector<float> logits(nv);
-  Agreement a;
-  std::vector<float> diffs;
-  for (const auto& c : g["cases"]) {
-    const auto prompt = c["prompt"].get<std::string>();
-    const auto ids = model.tokenizer().encode(prompt, true, true);
-    EXPECT_EQ(ids, c["ids"].get<std::vector<int32_t>>()) << prompt;
-    FullCache cache(model.kv_shape());
-    std::vector<int32_t> pos(ids.size());
-    for (size_t i = 0; i < pos.size(); ++i) pos[i] = static_cast<int32_t>(i);
-    eval.step(ids, pos, 0, StepPhase::Prefill, cache, Logits::Last, logits.data());
-    const auto& top = c[key];
-    const int32_t ours =
-        static_cast<int32_t>(std::max_element(logits.begin(), logits.end()) - logits.begin());
-    const int32_t theirs = top[0][0].get<int32_t>();
-    const float lead = top[0][1].get<float>() - top[1][1].get<float>();
-    ++a.cases;
-    a.top1_same += ours == theirs;
-    if (lead > margin) EXPECT_EQ(ours, theirs) << prompt << " (llama.cpp's lead " << lead << ")";
-    float worst = 0.0f;
-    for (const auto& e : top)
-      worst = std::max(worst, std::fabs(logits[e[0].get<int32_t>()] - e[1].get<float>()));
-    if (std::getenv("KVBENCH_GOLDEN_VERBOSE"))
-      std::printf("%4zu tokens  max|diff| %.4f  top1 %d/%d  lead %.3f  %.40s\n", ids.size(), worst,
-                  ours, theirs, lead, prompt.c_str());
-    diffs.push_back(worst);
-  }
-  std::sort(diffs.begin(), diffs.end());
-  a.median = diffs[diffs.size() / 2];
-  a.worst = diffs.back();
-  std::printf(
-      "gemma3 vs llama.cpp (%s): top-1 identical on %d of %d prompts; max |logit diff| "
-      "over each prompt's top 32: median %.4f, max %.4f\n",
-      key, a.top1_same, a.cases, a.median, a.worst);
-  return a;
+// Every golden prompt's last-token logits against llama.cpp's list `key`;
+// top-1 must agree where llama.cpp leads by more than `margin`.
+test::TopAgreement agreement(const LlamaModel& model, MatmulMode mode, const char* key,
+                             float margin) {
+  return test::top_agreement(model, mode, test::golden_json("golden_logits_gemma3.json"), key,
+                             margin, std::string("gemma3 vs llama.cpp (") + key + ")");
 }
 
 // Measured: top-1 identical on 24 of 24 (two of llama.cpp's leads are below
@@ -118,7 +58,7 @@ Agreement agreement(const LlamaModel& model, MatmulMode mode, const char* key, f
 TEST(GoldenGemma3, ExactModeTop1AndLogitsMatchLlamaCppOnF32Weights) {
   SKIP_WITHOUT_GEMMA3(path);
   auto model = LlamaModel::load(path);
-  const Agreement a = agreement(*model, MatmulMode::Exact, "top_f32_weights", 0.05f);
+  const test::TopAgreement a = agreement(*model, MatmulMode::Exact, "top_f32_weights", 0.05f);
   RecordProperty("top1_identical", a.top1_same);
   EXPECT_EQ(a.cases, 24);
   EXPECT_GE(a.top1_same, 22);
@@ -133,7 +73,7 @@ TEST(GoldenGemma3, ExactModeTop1AndLogitsMatchLlamaCppOnF32Weights) {
 TEST(GoldenGemma3, QuantizedModeTop1MatchesLlamaCppOnTheShippedFile) {
   SKIP_WITHOUT_GEMMA3(path);
   auto model = LlamaModel::load(path);
-  const Agreement a = agreement(*model, MatmulMode::Quantized, "top", 0.5f);
+  const test::TopAgreement a = agreement(*model, MatmulMode::Quantized, "top", 0.5f);
   RecordProperty("top1_identical", a.top1_same);
   EXPECT_GE(a.top1_same, 21);
   EXPECT_LT(a.median, 0.7f);
@@ -149,22 +89,15 @@ TEST(GoldenGemma3, QuantizedModeTop1MatchesLlamaCppOnTheShippedFile) {
 // activations.
 TEST(GoldenGemma3, PerplexityMatchesLlamaCppOnF32Weights) {
   SKIP_WITHOUT_GEMMA3(path);
-  const auto g = golden("golden_perplexity_gemma3.json");
+  const auto g = test::golden_json("golden_perplexity_gemma3.json");
   auto model = LlamaModel::load(path);
-  std::string text = read_text_lines("/usr/share/doc/gnu-standards/standards.text.gz", 2984, 3384);
-  text.pop_back();  // llama-perplexity drops the final newline
-  const auto tokens = model->tokenizer().encode(text, true, false);
+  const auto tokens = model->tokenizer().encode(test::perplexity_prose(), true, false);
   ASSERT_EQ(tokens, g["token_ids"].get<std::vector<int32_t>>());
   const auto& f32 = g["runs"][1];
   ASSERT_EQ(f32["weights"].get<std::string>().rfind("F32", 0), 0u);
   const auto expected = f32["running_ppl_after_each_chunk"].get<std::vector<double>>();
-  Evaluator eval(*model, 2, MatmulMode::Exact);
-  PerplexityOptions o;
-  o.ctx = 512;
-  o.skip = 256;
-  o.bos_per_window = true;
   const PerplexityResult r =
-      perplexity(eval, std::vector<int32_t>(tokens.begin(), tokens.begin() + 1024), o);
+      test::two_window_perplexity(*model, MatmulMode::Exact, tokens, /*bos_per_window=*/true);
   ASSERT_EQ(r.running_ppl.size(), 2u);
   std::printf("gemma3 running ppl after 2 windows: kvbench %.4f, llama.cpp (F32 weights) %.4f\n",
               r.running_ppl[1], expected[1]);

@@ -14,91 +14,38 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdlib>
-#include <fstream>
 #include <span>
 
 #include <nlohmann/json.hpp>
 
-#include "datasets/text_source.h"
 #include "harness/perplexity.h"
 #include "model/evaluator.h"
 #include "model/llama_model.h"
 #include "policies/full_cache.h"
-#include "tests/support/reference_llama.h"
+#include "tests/support/golden.h"
 
 namespace kvbench {
 namespace {
 
-nlohmann::json load_golden() {
-  std::ifstream in(std::string(KVBENCH_TEST_DATA) + "/golden_logits_smollm2.json");
-  return nlohmann::json::parse(in);
-}
-
-struct Agreement {
-  int cases = 0;
-  int top1_same = 0;
-  float worst_top32 = 0.0f;  // max over prompts of max |logit diff| over llama.cpp's top 32
-  float median = 0.0f;       // median over prompts of the same
-};
-
-// Runs every golden prompt as one prefill step and compares the last token's
-// logits with llama.cpp's. Where llama.cpp's top-1 leads by more than
-// `margin_for_top1`, the winner must be the same.
-Agreement agreement(const LlamaModel& model, MatmulMode mode, float margin_for_top1) {
-  const auto golden = load_golden();
-  const int nv = model.config().n_vocab;
-  Evaluator eval(model, 2, mode);
-  std::vector<float> logits(nv);
-  Agreement a;
-  std::vector<float> case_diffs;
-  for (const auto& c : golden["cases"]) {
-    const auto prompt = c["prompt"].get<std::string>();
-    const auto ids = model.tokenizer().encode(prompt, true, true);
-    EXPECT_EQ(ids, c["ids"].get<std::vector<int32_t>>()) << prompt;
-    FullCache cache(model.kv_shape());
-    std::vector<int32_t> pos(ids.size());
-    for (size_t i = 0; i < pos.size(); ++i) pos[i] = static_cast<int32_t>(i);
-    eval.step(ids, pos, 0, StepPhase::Prefill, cache, Logits::Last, logits.data());
-    const auto& top = c["top"];
-    const int32_t ours =
-        static_cast<int32_t>(std::max_element(logits.begin(), logits.end()) - logits.begin());
-    const int32_t theirs = top[0][0].get<int32_t>();
-    const float margin = top[0][1].get<float>() - top[1][1].get<float>();
-    ++a.cases;
-    a.top1_same += ours == theirs;
-    if (margin > margin_for_top1)
-      EXPECT_EQ(ours, theirs) << prompt << " (llama.cpp margin " << margin << ")";
-    float case_worst = 0.0f;
-    for (const auto& e : top)
-      case_worst = std::max(case_worst, std::fabs(logits[e[0].get<int32_t>()] - e[1].get<float>()));
-    if (std::getenv("KVBENCH_GOLDEN_VERBOSE"))
-      std::printf("%4zu tokens  max|diff| %.4f  top1 %d/%d  %.40s\n", ids.size(), case_worst, ours,
-                  theirs, prompt.c_str());
-    a.worst_top32 = std::max(a.worst_top32, case_worst);
-    case_diffs.push_back(case_worst);
-  }
-  std::sort(case_diffs.begin(), case_diffs.end());
-  a.median = case_diffs[case_diffs.size() / 2];
-  std::printf(
-      "llama.cpp agreement (%s): top-1 identical on %d of %d prompts; max |logit diff| over "
-      "each prompt's top 32: median %.4f, max %.4f\n",
-      mode == MatmulMode::Exact ? "Exact, f32 activations" : "Quantized, 8-bit activations",
-      a.top1_same, a.cases, a.median, a.worst_top32);
-  return a;
+// Every golden prompt's last-token logits against llama.cpp's top 32; where
+// llama.cpp's top-1 leads by more than `margin_for_top1`, the winner must be
+// the same.
+test::TopAgreement agreement(const LlamaModel& model, MatmulMode mode, float margin_for_top1) {
+  return test::top_agreement(
+      model, mode, test::golden_json("golden_logits_smollm2.json"), "top", margin_for_top1,
+      mode == MatmulMode::Exact ? "llama.cpp agreement (Exact, f32 activations)"
+                                : "llama.cpp agreement (Quantized, 8-bit activations)");
 }
 
 TEST(GoldenLlamaCpp, Top1AndLogitsOnSmolLM2) {
-  const std::string path = test::smollm2_path();
-  if (path.empty())
-    GTEST_SKIP() << "SmolLM2 not found: run scripts/setup.sh (or set KVBENCH_MODEL)";
+  SKIP_WITHOUT_SMOLLM2(path);
   auto model = LlamaModel::load(path);
-  const Agreement a = agreement(*model, MatmulMode::Exact, 0.2f);
+  const test::TopAgreement a = agreement(*model, MatmulMode::Exact, 0.2f);
   RecordProperty("top1_identical", a.top1_same);
   EXPECT_GE(a.cases, 20);
   EXPECT_GE(a.top1_same, 20);
   EXPECT_LT(a.median, 0.5f);
-  EXPECT_LT(a.worst_top32, 1.5f);
+  EXPECT_LT(a.worst, 1.5f);
 }
 
 // Quantized mode computes what llama.cpp computes (Q4_1 weights times
@@ -120,16 +67,14 @@ TEST(GoldenLlamaCpp, Top1AndLogitsOnSmolLM2) {
 // Quantized computes llama.cpp's arithmetic is a statistic over many tokens:
 // the perplexity test below.
 TEST(GoldenLlamaCpp, QuantizedModeTop1AndLogitsOnSmolLM2) {
-  const std::string path = test::smollm2_path();
-  if (path.empty())
-    GTEST_SKIP() << "SmolLM2 not found: run scripts/setup.sh (or set KVBENCH_MODEL)";
+  SKIP_WITHOUT_SMOLLM2(path);
   auto model = LlamaModel::load(path);
-  const Agreement a = agreement(*model, MatmulMode::Quantized, 0.5f);
+  const test::TopAgreement a = agreement(*model, MatmulMode::Quantized, 0.5f);
   RecordProperty("top1_identical", a.top1_same);
   RecordProperty("median_max_abs_diff", std::to_string(a.median));
   EXPECT_GE(a.top1_same, 21);
   EXPECT_LT(a.median, 0.5f);
-  EXPECT_LT(a.worst_top32, 1.5f);
+  EXPECT_LT(a.worst, 1.5f);
 }
 
 // llama.cpp's 32-token greedy continuation of the chat prompt "What is the
@@ -145,11 +90,9 @@ TEST(GoldenLlamaCpp, QuantizedModeTop1AndLogitsOnSmolLM2) {
 // to the exact sum: RMS error 0.78x on random Q4_1 x Q8_1 rows) the first 19,
 // the flip at that 0.229 margin — within the noise described above.
 TEST(GoldenLlamaCpp, QuantizedModeGreedyContinuationMatchesLlamaCpp) {
-  const std::string path = test::smollm2_path();
-  if (path.empty())
-    GTEST_SKIP() << "SmolLM2 not found: run scripts/setup.sh (or set KVBENCH_MODEL)";
+  SKIP_WITHOUT_SMOLLM2(path);
   auto model = LlamaModel::load(path);
-  const auto golden = load_golden()["greedy"];
+  const auto golden = test::golden_json("golden_logits_smollm2.json")["greedy"];
   // The greedy record stores its lists as JSON strings.
   const auto as_list = [](const nlohmann::json& j) {
     return j.is_string() ? nlohmann::json::parse(j.get<std::string>()) : j;
@@ -196,26 +139,16 @@ TEST(GoldenLlamaCpp, QuantizedModeGreedyContinuationMatchesLlamaCpp) {
 // kernels; perturbations of one ulp or of the lane order move ours by up to
 // 0.016); Exact 21.5794 = llama.cpp F32 21.5794, 0.117 away from Q4_1.
 TEST(GoldenLlamaCpp, QuantizedModePerplexityMatchesLlamaCppQ4_1) {
-  const std::string path = test::smollm2_path();
-  if (path.empty())
-    GTEST_SKIP() << "SmolLM2 not found: run scripts/setup.sh (or set KVBENCH_MODEL)";
-  std::ifstream in(std::string(KVBENCH_TEST_DATA) + "/golden_perplexity_smollm2.json");
-  const auto golden = nlohmann::json::parse(in);
+  SKIP_WITHOUT_SMOLLM2(path);
+  const auto golden = test::golden_json("golden_perplexity_smollm2.json");
   auto model = LlamaModel::load(path);
-  std::string text = read_text_lines("/usr/share/doc/gnu-standards/standards.text.gz", 2984, 3384);
-  text.pop_back();  // llama-perplexity drops the final newline
-  const auto tokens = model->tokenizer().encode(text, false, false);
+  const auto tokens = model->tokenizer().encode(test::perplexity_prose(), false, false);
   ASSERT_EQ(tokens, golden["token_ids"].get<std::vector<int32_t>>());
   // runs[1]: llama.cpp on the Q4_1 weights, f32 KV; runs[2]: weights in F32.
   const auto q4_1 = golden["runs"][1]["running_ppl_after_each_chunk"].get<std::vector<double>>();
   const auto f32 = golden["runs"][2]["running_ppl_after_each_chunk"].get<std::vector<double>>();
   ASSERT_EQ(golden["runs"][1]["kv_type"].get<std::string>(), "f32");
-  Evaluator eval(*model, 2, MatmulMode::Quantized);
-  PerplexityOptions o;
-  o.ctx = 512;
-  o.skip = 256;
-  const PerplexityResult r =
-      perplexity(eval, std::vector<int32_t>(tokens.begin(), tokens.begin() + 1024), o);
+  const PerplexityResult r = test::two_window_perplexity(*model, MatmulMode::Quantized, tokens);
   ASSERT_EQ(r.running_ppl.size(), 2u);
   std::printf(
       "running ppl after 2 windows: kvbench Quantized %.4f, llama.cpp Q4_1 %.4f, llama.cpp F32 "
