@@ -15,6 +15,7 @@
 #include "model/common/error.h"
 #include "model/llama_model.h"
 #include "tests/support/cli_run.h"
+#include "tests/support/input_error.h"
 #include "tests/support/reference_llama.h"
 #include "tests/support/scratch.h"
 #include "tests/support/task_lengths.h"
@@ -143,12 +144,7 @@ TEST(Instances, SameSeedGivesByteIdenticalJsonl) {
 std::string read_error(const std::string& contents) {
   const std::string path = testing::TempDir() + "bad-" + std::to_string(::getpid()) + ".jsonl";
   std::ofstream(path, std::ios::binary) << contents;
-  try {
-    read_jsonl(path);
-  } catch (const InputError& e) {
-    return e.what();
-  }
-  return "(no error)";
+  return test::input_error_of([&] { read_jsonl(path); });
 }
 
 TEST(Instances, MalformedJsonlNamesFileLineAndField) {

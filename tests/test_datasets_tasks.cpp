@@ -15,6 +15,7 @@
 #include "model/common/error.h"
 #include "model/evaluator.h"
 #include "policies/full_cache.h"
+#include "tests/support/input_error.h"
 #include "tests/support/reference_llama.h"
 #include "tests/support/task_lengths.h"
 
@@ -185,12 +186,7 @@ TEST(Tasks, OneSampleHasTheSameNeedleAtEveryLengthAndDepth) {
 }
 
 std::string error_of(const TaskRequest& r) {
-  try {
-    generate_instance(r, tiny().tokenizer());
-  } catch (const InputError& e) {
-    return e.what();
-  }
-  return "(no error)";
+  return test::input_error_of([&] { generate_instance(r, tiny().tokenizer()); });
 }
 
 TEST(Tasks, BadRequestsNameTheField) {

@@ -18,6 +18,7 @@
 #include "policies/policy_cache.h"
 #include "policies/registry.h"
 #include "tests/support/cli_run.h"
+#include "tests/support/input_error.h"
 #include "tests/support/reference_llama.h"
 
 namespace kvbench {
@@ -111,12 +112,7 @@ TEST(Duo, RetrievalHeadsKeepEverythingStreamingHeadsSinksAndRecent) {
 }
 
 std::string error_of(const std::string& spec) {
-  try {
-    PolicyCache::create(parse_policy_spec(spec), ctx());
-  } catch (const InputError& e) {
-    return e.what();
-  }
-  return "(no error)";
+  return test::input_error_of([&] { PolicyCache::create(parse_policy_spec(spec), ctx()); });
 }
 
 TEST(Duo, BadHeadsFilesGiveOneErrorNamingFileAndLine) {

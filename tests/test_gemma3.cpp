@@ -21,20 +21,16 @@
 #include "policies/full_cache.h"
 #include "tests/support/cli_run.h"
 #include "tests/support/decode_check.h"
+#include "tests/support/input_error.h"
 #include "tests/support/reference_gemma3.h"
 #include "tests/support/reference_llama.h"
 
 namespace kvbench {
 namespace {
 
+using test::iota_positions;
 using test::max_abs_diff;
 using test::some_tokens;
-
-std::vector<int32_t> iota_positions(int64_t begin, int64_t n) {
-  std::vector<int32_t> p(n);
-  std::iota(p.begin(), p.end(), static_cast<int32_t>(begin));
-  return p;
-}
 
 TEST(Gemma3Config, TinyModelHyperParameters) {
   auto m = LlamaModel::load(test::tiny_gemma3_path());
@@ -78,12 +74,7 @@ std::string edited(const std::string& name, const std::string& key, const std::s
 }
 
 std::string load_error(const std::string& path) {
-  try {
-    LlamaModel::load(path);
-  } catch (const InputError& e) {
-    return e.what();
-  }
-  return "(no error)";
+  return test::input_error_of([&] { LlamaModel::load(path); });
 }
 
 // A gemma3 file without a chat template (as Gemma 3 270M's) gets Gemma's turns.

@@ -7,6 +7,7 @@
 #include "harness/run/experiment.h"
 #include "model/common/error.h"
 #include "policies/policy_spec.h"
+#include "tests/support/input_error.h"
 
 namespace kvbench {
 namespace {
@@ -19,12 +20,7 @@ json minimal() {
 }
 
 std::string error_of(const json& doc) {
-  try {
-    parse_experiment(doc, "experiments/x.json");
-  } catch (const InputError& e) {
-    return e.what();
-  }
-  return "(no error)";
+  return test::input_error_of([&] { parse_experiment(doc, "experiments/x.json"); });
 }
 
 TEST(ExperimentConfig, DefaultsAreFilled) {

@@ -15,14 +15,9 @@
 namespace kvbench {
 namespace {
 
+using test::iota_positions;
 using test::max_abs_diff;
 using test::some_tokens;
-
-std::vector<int32_t> iota_positions(int64_t begin, int64_t n) {
-  std::vector<int32_t> p(n);
-  std::iota(p.begin(), p.end(), static_cast<int32_t>(begin));
-  return p;
-}
 
 // Logits [n][n_vocab] for every position, prefilled in chunks of `chunk`.
 std::vector<float> run_all(const LlamaModel& m, const std::vector<int32_t>& tokens, int chunk,

@@ -10,6 +10,7 @@
 #include "model/llama_model.h"
 #include "model/testing/tiny_model.h"
 #include "tests/support/cli_run.h"
+#include "tests/support/input_error.h"
 
 namespace kvbench {
 namespace {
@@ -49,12 +50,7 @@ std::string edited_model(const std::string& name, const Edit& edit) {
 }
 
 std::string load_error(const std::string& path) {
-  try {
-    LlamaModel::load(path);
-  } catch (const InputError& e) {
-    return e.what();
-  }
-  return "(no error)";
+  return test::input_error_of([&] { LlamaModel::load(path); });
 }
 
 TEST(ModelLoader, TinyModelLoads) {

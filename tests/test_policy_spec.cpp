@@ -17,17 +17,13 @@
 #include "policies/policy_spec.h"
 #include "policies/registry.h"
 #include "tests/support/cli_run.h"
+#include "tests/support/input_error.h"
 
 namespace kvbench {
 namespace {
 
 std::string error_of(const std::string& spec) {
-  try {
-    parse_policy_spec(spec);
-  } catch (const InputError& e) {
-    return e.what();
-  }
-  return "";
+  return test::input_error_of([&] { parse_policy_spec(spec); }, "");
 }
 
 TEST(PolicySpec, ParsesTheDesignExampleIntoItsComponents) {

@@ -23,6 +23,7 @@
 #include "harness/run/run_folder.h"
 #include "model/common/error.h"
 #include "tests/support/cli_run.h"
+#include "tests/support/input_error.h"
 #include "tests/support/reference_gemma3.h"
 #include "tests/support/reference_llama.h"
 #include "tests/support/run_output.h"
@@ -77,12 +78,7 @@ ExperimentConfig parse(const std::string& text) {
 }
 
 std::string parse_error(const std::string& text) {
-  try {
-    parse(text);
-  } catch (const InputError& e) {
-    return e.what();
-  }
-  return "";
+  return test::input_error_of([&] { parse(text); }, "");
 }
 
 TEST(RunModels, TheModelsFieldIsParsedBoundedAndWrittenBack) {

@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <map>
+#include <numeric>
 
 #include <unistd.h>
 
@@ -110,6 +111,12 @@ std::vector<int32_t> some_tokens(int n, int n_vocab, uint32_t seed) {
     x = static_cast<int32_t>((s >> 8) % n_vocab);
   }
   return t;
+}
+
+std::vector<int32_t> iota_positions(int64_t begin, int64_t n) {
+  std::vector<int32_t> p(n);
+  std::iota(p.begin(), p.end(), static_cast<int32_t>(begin));
+  return p;
 }
 
 float max_abs_diff(const float* a, const float* b, size_t n) {

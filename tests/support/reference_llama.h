@@ -41,4 +41,7 @@ std::vector<CpuPath> supported_paths();
 // n pseudo-random token ids in [0, n_vocab), the same for the same seed.
 std::vector<int32_t> some_tokens(int n, int n_vocab, uint32_t seed);
 
+// The positions begin, begin + 1, ..., begin + n - 1.
+std::vector<int32_t> iota_positions(int64_t begin, int64_t n);
+
 }  // namespace kvbench::test
