@@ -170,20 +170,7 @@ struct Bf16Native {
     for (int r0 = 0; r0 < rows; r0 += 4) {
       const float* sr = s + r0 * kKeyTile;
       float* ar = acc + r0 * hd;
-      switch (std::min(4, rows - r0)) {
-        case 1:
-          pv_fixed<1>(sr, v32, npairs, hd, ar);
-          break;
-        case 2:
-          pv_fixed<2>(sr, v32, npairs, hd, ar);
-          break;
-        case 3:
-          pv_fixed<3>(sr, v32, npairs, hd, ar);
-          break;
-        default:
-          pv_fixed<4>(sr, v32, npairs, hd, ar);
-          break;
-      }
+      with_count<4>(rows - r0, [&]<int R>() { pv_fixed<R>(sr, v32, npairs, hd, ar); });
     }
   }
 };

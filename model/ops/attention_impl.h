@@ -32,6 +32,7 @@
 #include <utility>
 
 #include "model/ops/attention_kernels.h"
+#include "model/ops/with_count.h"
 
 namespace kvbench::attn {
 namespace {
@@ -267,20 +268,8 @@ void dot_heads(const float* qs, int group, int hd, const Rows& k, int32_t begin,
   for (int g0 = 0; g0 < group; g0 += 4) {
     const float* q = qs + g0 * hd;
     float* o = out + g0 * stride;
-    switch (std::min(4, group - g0)) {
-      case 1:
-        dot_range<I, KE, 1, kPairs>(q, hd, k, begin, end, o, stride);
-        break;
-      case 2:
-        dot_range<I, KE, 2, kPairs>(q, hd, k, begin, end, o, stride);
-        break;
-      case 3:
-        dot_range<I, KE, 3, kPairs>(q, hd, k, begin, end, o, stride);
-        break;
-      default:
-        dot_range<I, KE, 4, kPairs>(q, hd, k, begin, end, o, stride);
-        break;
-    }
+    with_count<4>(group - g0,
+                  [&]<int G>() { dot_range<I, KE, G, kPairs>(q, hd, k, begin, end, o, stride); });
   }
 }
 
@@ -359,20 +348,8 @@ void dot_k2_heads(const float* qs, int group, int hd, const Rows& k, int32_t beg
       const float* q = qk + g0 * hd;
       const float* qm = qmin + g0;
       float* o = out + g0 * stride + (j - begin);
-      switch (std::min(4, group - g0)) {
-        case 1:
-          dot_k2_range<I, 1>(q, qm, hd, k, j, e, o, stride);
-          break;
-        case 2:
-          dot_k2_range<I, 2>(q, qm, hd, k, j, e, o, stride);
-          break;
-        case 3:
-          dot_k2_range<I, 3>(q, qm, hd, k, j, e, o, stride);
-          break;
-        default:
-          dot_k2_range<I, 4>(q, qm, hd, k, j, e, o, stride);
-          break;
-      }
+      with_count<4>(group - g0,
+                    [&]<int G>() { dot_k2_range<I, G>(q, qm, hd, k, j, e, o, stride); });
     }
     j = e;
   }
@@ -452,20 +429,9 @@ void pv_rows(const float* p, int rows, const Rows& v, int32_t begin, int32_t nk,
   for (int r0 = 0; r0 < rows; r0 += 4) {
     const float* pr = p + r0 * kKeyTile;
     float* ar = acc + r0 * hd;
-    switch (std::min(4, rows - r0)) {
-      case 1:
-        pv_rows_fixed<I, VE, 1, kPrefetch, kPairs>(pr, v, begin, nk, hd, ar);
-        break;
-      case 2:
-        pv_rows_fixed<I, VE, 2, kPrefetch, kPairs>(pr, v, begin, nk, hd, ar);
-        break;
-      case 3:
-        pv_rows_fixed<I, VE, 3, kPrefetch, kPairs>(pr, v, begin, nk, hd, ar);
-        break;
-      default:
-        pv_rows_fixed<I, VE, 4, kPrefetch, kPairs>(pr, v, begin, nk, hd, ar);
-        break;
-    }
+    with_count<4>(rows - r0, [&]<int R>() {
+      pv_rows_fixed<I, VE, R, kPrefetch, kPairs>(pr, v, begin, nk, hd, ar);
+    });
   }
 }
 

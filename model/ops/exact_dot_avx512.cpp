@@ -28,6 +28,8 @@
 
 KVBENCH_TARGET_BEGIN("avx512f,avx512bw,avx512dq,avx512vl,avx2,fma,f16c")
 
+#include "model/ops/with_count.h"
+
 namespace kvbench::exact {
 namespace {
 
@@ -400,20 +402,8 @@ void rows(const uint8_t* w, size_t w_stride, int64_t n_rows, const float* x, int
   for (int64_t t = 0; t < n_x; t += 4) {
     const float* xt = x + t * ldx;
     float* ot = out + t * ldo;
-    switch (std::min<int64_t>(4, n_x - t)) {
-      case 1:
-        rows_nt<D, 1>(w, w_stride, n_rows, xt, ldx, n, ot, ldo);
-        break;
-      case 2:
-        rows_nt<D, 2>(w, w_stride, n_rows, xt, ldx, n, ot, ldo);
-        break;
-      case 3:
-        rows_nt<D, 3>(w, w_stride, n_rows, xt, ldx, n, ot, ldo);
-        break;
-      default:
-        rows_nt<D, 4>(w, w_stride, n_rows, xt, ldx, n, ot, ldo);
-        break;
-    }
+    with_count<4>(n_x - t,
+                  [&]<int T>() { rows_nt<D, T>(w, w_stride, n_rows, xt, ldx, n, ot, ldo); });
   }
 }
 
