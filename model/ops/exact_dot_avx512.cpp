@@ -420,34 +420,44 @@ void generic_rows(GgmlType type, const uint8_t* w, size_t w_stride, int64_t n_ro
   }
 }
 
-void tile(GgmlType type, const uint8_t* w, size_t w_stride, int64_t n_rows, const float* x,
-          int64_t ldx, int64_t n_x, int64_t n, float* out, int64_t ldo) {
+// Calls f.template operator()<D>() with the decoder of `type`; false when
+// this file has none for it. F32 rows have one too, but only tile uses it:
+// dequantize leaves them to dequantize_row (a copy).
+template <class F>
+bool with_decoder(GgmlType type, F&& f) {
   switch (type) {
     case GgmlType::Q4_0:
-      return rows<Q4D<false>>(w, w_stride, n_rows, x, ldx, n_x, n, out, ldo);
+      return f.template operator()<Q4D<false>>(), true;
     case GgmlType::Q4_1:
-      return rows<Q4D<true>>(w, w_stride, n_rows, x, ldx, n_x, n, out, ldo);
+      return f.template operator()<Q4D<true>>(), true;
     case GgmlType::Q5_0:
-      return rows<Q5D<false>>(w, w_stride, n_rows, x, ldx, n_x, n, out, ldo);
+      return f.template operator()<Q5D<false>>(), true;
     case GgmlType::Q5_1:
-      return rows<Q5D<true>>(w, w_stride, n_rows, x, ldx, n_x, n, out, ldo);
+      return f.template operator()<Q5D<true>>(), true;
     case GgmlType::Q8_0:
-      return rows<Q8_0D>(w, w_stride, n_rows, x, ldx, n_x, n, out, ldo);
+      return f.template operator()<Q8_0D>(), true;
     case GgmlType::Q4_K:
-      return rows<QK45D<false>>(w, w_stride, n_rows, x, ldx, n_x, n, out, ldo);
+      return f.template operator()<QK45D<false>>(), true;
     case GgmlType::Q5_K:
-      return rows<QK45D<true>>(w, w_stride, n_rows, x, ldx, n_x, n, out, ldo);
+      return f.template operator()<QK45D<true>>(), true;
     case GgmlType::Q6_K:
-      return rows<Q6KD>(w, w_stride, n_rows, x, ldx, n_x, n, out, ldo);
-    case GgmlType::F32:
-      return rows<PlainD<F32D>>(w, w_stride, n_rows, x, ldx, n_x, n, out, ldo);
+      return f.template operator()<Q6KD>(), true;
     case GgmlType::F16:
-      return rows<PlainD<F16D>>(w, w_stride, n_rows, x, ldx, n_x, n, out, ldo);
+      return f.template operator()<PlainD<F16D>>(), true;
     case GgmlType::BF16:
-      return rows<PlainD<BF16D>>(w, w_stride, n_rows, x, ldx, n_x, n, out, ldo);
+      return f.template operator()<PlainD<BF16D>>(), true;
     default:
-      return generic_rows(type, w, w_stride, n_rows, x, ldx, n_x, n, out, ldo);
+      return false;
   }
+}
+
+void tile(GgmlType type, const uint8_t* w, size_t w_stride, int64_t n_rows, const float* x,
+          int64_t ldx, int64_t n_x, int64_t n, float* out, int64_t ldo) {
+  if (type == GgmlType::F32)
+    return rows<PlainD<F32D>>(w, w_stride, n_rows, x, ldx, n_x, n, out, ldo);
+  if (!with_decoder(type,
+                    [&]<class D>() { rows<D>(w, w_stride, n_rows, x, ldx, n_x, n, out, ldo); }))
+    generic_rows(type, w, w_stride, n_rows, x, ldx, n_x, n, out, ldo);
 }
 
 void planar_tile(GgmlType type, const uint8_t* w, size_t w_stride, int64_t n_rows, const float* x,
@@ -491,30 +501,8 @@ void decode_row(const uint8_t* src, float* dst, int64_t n) {
 }
 
 void dequantize(GgmlType type, const uint8_t* src, float* dst, int64_t n) {
-  switch (type) {
-    case GgmlType::Q4_0:
-      return decode_row<Q4D<false>>(src, dst, n);
-    case GgmlType::Q4_1:
-      return decode_row<Q4D<true>>(src, dst, n);
-    case GgmlType::Q5_0:
-      return decode_row<Q5D<false>>(src, dst, n);
-    case GgmlType::Q5_1:
-      return decode_row<Q5D<true>>(src, dst, n);
-    case GgmlType::Q8_0:
-      return decode_row<Q8_0D>(src, dst, n);
-    case GgmlType::Q4_K:
-      return decode_row<QK45D<false>>(src, dst, n);
-    case GgmlType::Q5_K:
-      return decode_row<QK45D<true>>(src, dst, n);
-    case GgmlType::Q6_K:
-      return decode_row<Q6KD>(src, dst, n);
-    case GgmlType::F16:
-      return decode_row<PlainD<F16D>>(src, dst, n);
-    case GgmlType::BF16:
-      return decode_row<PlainD<BF16D>>(src, dst, n);
-    default:
-      return dequantize_row(type, src, dst, n);
-  }
+  if (!with_decoder(type, [&]<class D>() { decode_row<D>(src, dst, n); }))
+    dequantize_row(type, src, dst, n);
 }
 
 }  // namespace
