@@ -44,6 +44,13 @@ double tolerance(const po::variables_map& vm) {
   return tol;
 }
 
+// The trend that --db, --experiment and --tolerance select (show and plot).
+history::Trend selected_trend(const po::variables_map& vm) {
+  const double tol = tolerance(vm);
+  const auto db = history::open_history_read(vm["db"].as<std::string>());
+  return history::load_trend(*db, tol, vm["experiment"].as<std::string>());
+}
+
 int history_add(const Args& args) {
   po::options_description desc("options");
   desc.add_options()("run", po::value<std::vector<std::string>>()->required(), "run folders")(
@@ -80,11 +87,8 @@ int history_show(const Args& args) {
   if (!parse(args, desc, vm,
              "kvbench history show [--db FILE] [--experiment NAME] [--tolerance X]"))
     return 0;
-  const double tol = tolerance(vm);
-  const std::string db_path = vm["db"].as<std::string>();
-  const auto db = history::open_history_read(db_path);
-  const history::Trend t = history::load_trend(*db, tol, vm["experiment"].as<std::string>());
-  std::cout << history::show_markdown(t, db_path);
+  const history::Trend t = selected_trend(vm);
+  std::cout << history::show_markdown(t, vm["db"].as<std::string>());
   return 0;
 }
 
@@ -98,10 +102,7 @@ int history_plot(const Args& args) {
              "kvbench history plot [--db FILE] -o OUT.png|OUT.svg [--experiment NAME] "
              "[--tolerance X]"))
     return 0;
-  const double tol = tolerance(vm);
-  const std::string db_path = vm["db"].as<std::string>();
-  const auto db = history::open_history_read(db_path);
-  const history::Trend t = history::load_trend(*db, tol, vm["experiment"].as<std::string>());
+  const history::Trend t = selected_trend(vm);
   const std::string out = vm["output"].as<std::string>();
   history::write_trend_plot(t, out);
   std::cout << "plot: " << escaped_text(out, 512) << " (" << t.series.size()
