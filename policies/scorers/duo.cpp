@@ -16,24 +16,10 @@
 #include "policies/params.h"
 #include "policies/parts/heads.h"
 #include "policies/scorer.h"
+#include "policies/scorers/sinks_scorer.h"
 
 namespace kvbench {
 namespace {
-
-// Streaming heads: sinks + the most recent; a retrieval head (the heads
-// part) is never over its budget: the cache keeps all its entries.
-class DuoScorer final : public Scorer {
- public:
-  explicit DuoScorer(const ComponentSpec& spec)
-      : Scorer(spec), sinks_(static_cast<int32_t>(spec.get_int("sinks"))) {}
-  int32_t reserved(int32_t budget) const override { return std::min(sinks_, budget); }
-  void priorities(const ScoreInput& in, float* out) const override {
-    sinks_then_recent(in, sinks_, out);
-  }
-
- private:
-  int32_t sinks_;
-};
 
 std::vector<std::shared_ptr<const Part>> duo_parts(const ComponentSpec& s, const PartEnv&) {
   return {make_heads_part(s.get("heads"), s.get_number("retrieval"))};
@@ -52,7 +38,7 @@ ComponentInfo declare_duo() {
        {"retrieval", ParamType::Number, "0.5",
         "share of the file's heads, highest scores first, that keep everything", 0, 1}});
   p[0].default_value = "320";
-  ComponentInfo c = scorer_component<DuoScorer>(
+  ComponentInfo c = scorer_component<SinksScorer>(
       "duo",
       "DuoAttention head types: retrieval heads keep every entry, streaming heads keep "
       "`sinks` + the most recent tokens (`budget` in all); which heads from a calibration "

@@ -8,26 +8,12 @@
 #include "policies/params.h"
 #include "policies/parts/rerotate.h"
 #include "policies/scorer.h"
+#include "policies/scorers/sinks_scorer.h"
 
 namespace kvbench {
 namespace {
 
-// StreamingLLM: the oldest `sinks` entries are attention sinks, never
-// evicted; pos=contiguous brings the re-rotation part (the paper's position
-// shift).
-class StreamingScorer final : public Scorer {
- public:
-  explicit StreamingScorer(const ComponentSpec& spec)
-      : Scorer(spec), sinks_(static_cast<int32_t>(spec.get_int("sinks"))) {}
-  int32_t reserved(int32_t budget) const override { return std::min(sinks_, budget); }
-  void priorities(const ScoreInput& in, float* out) const override {
-    sinks_then_recent(in, sinks_, out);
-  }
-
- private:
-  int32_t sinks_;
-};
-
+// pos=contiguous brings the re-rotation part (the paper's position shift).
 std::vector<std::shared_ptr<const Part>> streaming_parts(const ComponentSpec& s, const PartEnv&) {
   if (s.get("pos") != "contiguous") return {};
   return {make_rerotate_part()};
@@ -53,7 +39,7 @@ void check_streaming(const PolicySpec& s, const ComponentSpec& self) {
 }  // namespace
 
 ComponentInfo declare_streaming() {
-  ComponentInfo c = scorer_component<StreamingScorer>(
+  ComponentInfo c = scorer_component<SinksScorer>(
       "streaming", "StreamingLLM: the first `sinks` tokens (attention sinks) + the most recent",
       scorer_params("stream",
                     {{"sinks", ParamType::Int, "4", "attention-sink tokens always kept", 0, 1e6},
