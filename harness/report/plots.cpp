@@ -26,6 +26,30 @@ using plot::label_array;
 
 namespace {
 
+// A point's label (or the point's own marker) as a box in plot units.
+struct Box {
+  double x0, x1, y;
+};
+
+// The height of a label over [x0, x1) of the point at `score`: the first of
+// 0, +1, -1, +2, -2, ... lines from it that overlaps no box in `placed` and
+// stays in the plot, else `score`. The label's box joins `placed`.
+double place_label(std::vector<Box>& placed, double x0, double x1, double score, double line_h) {
+  double y = score;
+  for (int step = 0; step < 40; ++step) {
+    const double cand = score + line_h * ((step + 1) / 2) * (step % 2 ? 1 : -1);
+    const bool free = std::none_of(placed.begin(), placed.end(), [&](const Box& b) {
+      return x0 < b.x1 && b.x0 < x1 && std::abs(b.y - cand) < line_h;
+    });
+    if (free && cand >= -0.02 && cand <= 1.07) {
+      y = cand;
+      break;
+    }
+  }
+  placed.push_back({x0, x1, y});
+  return y;
+}
+
 // Score vs memory with the Pareto front (higher score at lower memory), one model.
 void score_vs_memory(plot::Script& s, const std::vector<TableRow>& rows, const std::string& dir) {
   std::vector<std::pair<double, double>> pts;  // (memory %, score)
@@ -44,9 +68,6 @@ void score_vs_memory(plot::Script& s, const std::vector<TableRow>& rows, const s
   // plot units: about 5.5 pixels a character of the 8-point font over a
   // plot area of about 1060 x 600 pixels.
   const double char_w = x_max * 5.5 / 1060, line_h = 1.05 * 13 / 600;
-  struct Box {
-    double x0, x1, y;
-  };
   // The points themselves are obstacles too (their markers are about two
   // characters wide; a label starts one character right of its own).
   std::vector<Box> placed;
@@ -59,19 +80,7 @@ void score_vs_memory(plot::Script& s, const std::vector<TableRow>& rows, const s
     const double m = *r->memory_rel * 100;
     const std::string text = plot::shorten(r->label, 40);
     const double x0 = m + char_w, x1 = x0 + char_w * static_cast<double>(text.size() + 1);
-    double y = r->score;
-    for (int step = 0; step < 40; ++step) {
-      // 0, +1, -1, +2, -2, ... lines from the point.
-      const double cand = r->score + line_h * ((step + 1) / 2) * (step % 2 ? 1 : -1);
-      const bool free = std::none_of(placed.begin(), placed.end(), [&](const Box& b) {
-        return x0 < b.x1 && b.x0 < x1 && std::abs(b.y - cand) < line_h;
-      });
-      if (free && cand >= -0.02 && cand <= 1.07) {
-        y = cand;
-        break;
-      }
-    }
-    placed.push_back({x0, x1, y});
+    const double y = place_label(placed, x0, x1, r->score, line_h);
     pts.push_back({m, r->score});
     names.push_back(text);
     // Columns: memory %, score, label index, label height, the score's 95%
@@ -209,9 +218,6 @@ void score_vs_memory_models(plot::Script& s, const std::vector<PlotModel>& model
       if (r.memory_rel) max_memory = std::max(max_memory, *r.memory_rel * 100);
   const double x_max = std::max(1.0, max_memory * 1.15);
   const double char_w = x_max * 5.5 / 1060, line_h = 1.05 * 13 / 600;
-  struct Box {
-    double x0, x1, y;
-  };
   std::vector<Box> placed;
   for (const PlotModel& m : models)
     for (const auto& r : *m.rows)
@@ -230,18 +236,7 @@ void score_vs_memory_models(plot::Script& s, const std::vector<PlotModel>& model
       const double m = *r.memory_rel * 100;
       const std::string text = plot::shorten(r.label, 40);
       const double x0 = m + char_w, x1 = x0 + char_w * static_cast<double>(text.size() + 1);
-      double y = r.score;
-      for (int step = 0; step < 40; ++step) {
-        const double cand = r.score + line_h * ((step + 1) / 2) * (step % 2 ? 1 : -1);
-        const bool free = std::none_of(placed.begin(), placed.end(), [&](const Box& b) {
-          return x0 < b.x1 && b.x0 < x1 && std::abs(b.y - cand) < line_h;
-        });
-        if (free && cand >= -0.02 && cand <= 1.07) {
-          y = cand;
-          break;
-        }
-      }
-      placed.push_back({x0, x1, y});
+      const double y = place_label(placed, x0, x1, r.score, line_h);
       pts.push_back({m, r.score});
       names.push_back(text);
       const double lo = std::isnan(r.score_ci.lo) ? r.score : r.score_ci.lo;
