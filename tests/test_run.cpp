@@ -27,8 +27,6 @@ namespace {
 
 namespace fs = std::filesystem;
 using json = nlohmann::json;
-using test::only_run_folder;
-using test::stable_cells;
 
 std::string scratch_dir(const std::string& name) { return test::scratch_folder("run", name); }
 
@@ -76,8 +74,8 @@ std::map<std::string, json> run_shared_and_unshared(const std::string& name,
                       << R"(", "threads": 2, "seed": 3,)" << body << "}";
   EXPECT_EQ(run_cli("run " + path + " -q --out " + dir + "/a"), 0) << stderr_text();
   EXPECT_EQ(run_cli("run " + path + " -q --no-share --out " + dir + "/b"), 0) << stderr_text();
-  const auto shared = stable_cells(only_run_folder(dir + "/a"), true);
-  EXPECT_EQ(shared, stable_cells(only_run_folder(dir + "/b"), true));
+  const auto shared = test::stable_cells(test::only_run_folder(dir + "/a"), true);
+  EXPECT_EQ(shared, test::stable_cells(test::only_run_folder(dir + "/b"), true));
   return shared;
 }
 
@@ -104,7 +102,7 @@ TEST(Run, Bf16AttentionRunsRecordItAndShareExactly) {
   EXPECT_GT(moved, 0);
   const std::string dir =
       testing::TempDir() + "kvbench-run-" + std::to_string(::getpid()) + "/bf16/a";
-  const json config = read_json_file(only_run_folder(dir) + "/config.json");
+  const json config = read_json_file(test::only_run_folder(dir) + "/config.json");
   EXPECT_EQ(config["decoding"]["attention"], "bf16");
 }
 
@@ -114,17 +112,17 @@ TEST(Run, TwoRunsGiveIdenticalMetricsAndSharingChangesNothing) {
   ASSERT_EQ(run_cli(exp + " -q --out " + dir + "/a"), 0) << stderr_text();
   ASSERT_EQ(run_cli(exp + " -q --out " + dir + "/b"), 0) << stderr_text();
   ASSERT_EQ(run_cli(exp + " -q --no-share --out " + dir + "/c"), 0) << stderr_text();
-  const auto a = stable_cells(only_run_folder(dir + "/a"));
+  const auto a = test::stable_cells(test::only_run_folder(dir + "/a"));
   ASSERT_EQ(a.size(), 10u);
-  EXPECT_EQ(a, stable_cells(only_run_folder(dir + "/b")));
+  EXPECT_EQ(a, test::stable_cells(test::only_run_folder(dir + "/b")));
   // Without sharing every cell prefills itself; every number is the same.
-  EXPECT_EQ(stable_cells(only_run_folder(dir + "/a"), true),
-            stable_cells(only_run_folder(dir + "/c"), true));
+  EXPECT_EQ(test::stable_cells(test::only_run_folder(dir + "/a"), true),
+            test::stable_cells(test::only_run_folder(dir + "/c"), true));
   // Sharing did share: the snapkv cells branched from the full prefill.
   for (const auto& [id, c] : a)
     if (c["policy"]["spec"].get<std::string>().rfind("snapkv", 0) == 0)
       EXPECT_EQ(c["work"]["start"], "branch");
-  const json meta = read_json_file(only_run_folder(dir + "/a") + "/meta.json");
+  const json meta = read_json_file(test::only_run_folder(dir + "/a") + "/meta.json");
   // The commit the binary was built from (not the checkout's HEAD at run
   // time), and git_dirty when tracked files differed from it then.
   EXPECT_EQ(meta["git_commit"], KVBENCH_GIT_COMMIT);
@@ -133,7 +131,7 @@ TEST(Run, TwoRunsGiveIdenticalMetricsAndSharingChangesNothing) {
             meta["work"]["prefill_tokens_naive"].get<int64_t>());
   for (const char* f : {"table.md", "table.csv", "metrics.json", "predictions.jsonl", "report.md",
                         "report.html", "config.json"})
-    EXPECT_TRUE(fs::exists(only_run_folder(dir + "/a") + "/" + f)) << f;
+    EXPECT_TRUE(fs::exists(test::only_run_folder(dir + "/a") + "/" + f)) << f;
 }
 
 TEST(Run, StreamingLLMsContiguousPositionsRunAndSharingChangesNothing) {
@@ -184,7 +182,7 @@ TEST(Run, KilledAtRandomPointsThenResumedEqualsAnUninterruptedRun) {
   const std::string exp = write_experiment(dir);
   const std::string exp_path = exp.substr(4);  // without "run "
   ASSERT_EQ(run_cli(exp + " -q --out " + dir + "/whole"), 0) << stderr_text();
-  const auto whole = stable_cells(only_run_folder(dir + "/whole"));
+  const auto whole = test::stable_cells(test::only_run_folder(dir + "/whole"));
 
   // Start, kill -9 once a random number of cells is done, resume; repeat.
   std::mt19937 rng(7);
@@ -224,7 +222,7 @@ TEST(Run, KilledAtRandomPointsThenResumedEqualsAnUninterruptedRun) {
   std::string out;
   ASSERT_EQ(run_cli("run -q --resume " + folder, &out), 0) << stderr_text();
   // Nothing lost, nothing repeated: exactly the uninterrupted run's cells.
-  EXPECT_EQ(stable_cells(folder), whole);
+  EXPECT_EQ(test::stable_cells(folder), whole);
   size_t files = 0;
   for (const auto& e : fs::directory_iterator(folder + "/cells"))
     files += e.path().extension() == ".json";
@@ -280,12 +278,12 @@ TEST(Run, KeptPrefillsAreLoadedOnResumeAndChangeNoNumber) {
   const std::string dir = scratch_dir("kept");
   const std::string exp = write_experiment(dir);
   ASSERT_EQ(run_cli(exp + " -q --out " + dir + "/whole"), 0) << stderr_text();
-  const auto whole = stable_cells(only_run_folder(dir + "/whole"));
+  const auto whole = test::stable_cells(test::only_run_folder(dir + "/whole"));
   // Uninterrupted with keep_prefills: the same cells, and nothing left in prefills/.
   ASSERT_EQ(run_cli(exp + " -q --set keep_prefills=true --out " + dir + "/kept"), 0)
       << stderr_text();
-  const std::string kept = only_run_folder(dir + "/kept");
-  EXPECT_EQ(stable_cells(kept), whole);
+  const std::string kept = test::only_run_folder(dir + "/kept");
+  EXPECT_EQ(test::stable_cells(kept), whole);
   EXPECT_FALSE(fs::exists(kept + "/prefills"));
 
   // Killed as soon as the first instance's prefill is kept: the resume must load it.
@@ -294,7 +292,7 @@ TEST(Run, KeptPrefillsAreLoadedOnResumeAndChangeNoNumber) {
   std::string out;
   ASSERT_EQ(run_cli("run -q --resume " + folder, &out), 0) << stderr_text();
   EXPECT_NE(out.find("(1 kept prefill loaded from the run folder)"), std::string::npos) << out;
-  EXPECT_EQ(stable_cells(folder), whole);
+  EXPECT_EQ(test::stable_cells(folder), whole);
   EXPECT_FALSE(fs::exists(folder + "/prefills"));
   EXPECT_EQ(read_json_file(folder + "/meta.json")["work"]["prefills_loaded"], 1);
 }
@@ -303,7 +301,7 @@ TEST(Run, AKeptPrefillOfAnotherChunkIsNotUsed) {
   const std::string dir = scratch_dir("kept-swapped");
   const std::string exp = write_experiment(dir);
   ASSERT_EQ(run_cli(exp + " -q --out " + dir + "/whole"), 0) << stderr_text();
-  const auto whole = stable_cells(only_run_folder(dir + "/whole"));
+  const auto whole = test::stable_cells(test::only_run_folder(dir + "/whole"));
   const std::string folder = kill_when_a_prefill_is_kept(exp, dir + "/killed");
   ASSERT_FALSE(folder.empty());
   // The state after the whole prompt put where the state after a chunk was:
@@ -324,7 +322,7 @@ TEST(Run, AKeptPrefillOfAnotherChunkIsNotUsed) {
   EXPECT_NE(stderr_text().find("not using the kept prefill"), std::string::npos) << stderr_text();
   EXPECT_NE(stderr_text().find("prompt tokens, not"), std::string::npos) << stderr_text();
   EXPECT_EQ(out.find("kept prefill loaded"), std::string::npos) << out;
-  EXPECT_EQ(stable_cells(folder), whole);
+  EXPECT_EQ(test::stable_cells(folder), whole);
   EXPECT_FALSE(fs::exists(folder + "/prefills"));
 }
 
@@ -338,7 +336,7 @@ TEST(Run, ShardsMergedEqualTheUnshardedRun) {
     const std::string out = dir + "/shard" + std::to_string(i);
     ASSERT_EQ(run_cli(exp + " -q --shard " + std::to_string(i) + "/3 --out " + out), 0)
         << stderr_text();
-    folders.push_back(only_run_folder(out));
+    folders.push_back(test::only_run_folder(out));
     shards += " " + folders.back();
   }
   // Only shards: every one of the split, none twice (a failed array task
@@ -350,8 +348,8 @@ TEST(Run, ShardsMergedEqualTheUnshardedRun) {
   EXPECT_NE(stderr_text().find("shard 2 of 3 again"), std::string::npos) << stderr_text();
   EXPECT_FALSE(fs::exists(dir + "/m"));
   ASSERT_EQ(run_cli("merge" + shards + " -o " + dir + "/merged"), 0) << stderr_text();
-  EXPECT_EQ(stable_cells(dir + "/merged", true),
-            stable_cells(only_run_folder(dir + "/whole"), true));
+  EXPECT_EQ(test::stable_cells(dir + "/merged", true),
+            test::stable_cells(test::only_run_folder(dir + "/whole"), true));
   // The merged report has the full table.
   EXPECT_TRUE(fs::exists(dir + "/merged/report.html"));
 }
@@ -360,8 +358,8 @@ TEST(Run, AShardResumesAsTheSameShard) {
   const std::string dir = scratch_dir("shard-resume");
   const std::string exp = write_experiment(dir);
   ASSERT_EQ(run_cli(exp + " -q --shard 1/2 --out " + dir + "/s"), 0) << stderr_text();
-  const std::string folder = only_run_folder(dir + "/s");
-  const auto done = stable_cells(folder, true);
+  const std::string folder = test::only_run_folder(dir + "/s");
+  const auto done = test::stable_cells(folder, true);
   ASSERT_EQ(done.size(), 5u);  // one of the two instances x five policies
   // Lose a cell (the task was killed), resume: that cell again, nothing of
   // the other shard.
@@ -369,7 +367,7 @@ TEST(Run, AShardResumesAsTheSameShard) {
   std::string out;
   ASSERT_EQ(run_cli("run -q --resume " + folder, &out), 0) << stderr_text();
   EXPECT_NE(out.find("this invocation ran 1, 4 were already done"), std::string::npos) << out;
-  EXPECT_EQ(stable_cells(folder, true), done);
+  EXPECT_EQ(test::stable_cells(folder, true), done);
   std::string ignored;
   EXPECT_EQ(run_cli("run -q --resume " + folder + " --shard 2/2", &ignored), 2);
   EXPECT_NE(stderr_text().find("give no experiment, --set, --out or --shard"), std::string::npos)
@@ -429,7 +427,7 @@ TEST(Run, CompareOnARealRunNeverCallsTwoInstancesARegression) {
   EXPECT_EQ(run_cli("history show --db " + dir + "/h.sqlite", &shown), 0) << stderr_text();
   EXPECT_NE(shown.find("| full | passkey | 0.000 [0.000, 0.658] n=2 |"), std::string::npos)
       << shown;
-  const std::string base = only_run_folder(dir + "/base");
+  const std::string base = test::only_run_folder(dir + "/base");
   EXPECT_EQ(run_cli("compare " + base + " " + base), 0);
   // Degrade a copy: one cell of a policy loses its score.
   fs::copy(base, dir + "/worse", fs::copy_options::recursive);

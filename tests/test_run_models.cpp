@@ -35,7 +35,6 @@ namespace {
 namespace fs = std::filesystem;
 using json = nlohmann::json;
 using test::expect_input_error;
-using test::only_run_folder;
 using test::run_kvbench;
 
 std::string scratch_dir(const std::string& name) { return test::scratch_folder("models", name); }
@@ -178,7 +177,7 @@ TEST(RunModels, OneFolderForTwoModelsResumedAndShardedEqualsAWholeRun) {
   const std::string path = write_two_model_experiment(dir);
   const auto whole_run = run_kvbench("run " + path + " -q --out " + dir + "/whole");
   ASSERT_EQ(whole_run.code, 0) << whole_run.err;
-  const std::string whole_dir = only_run_folder(dir + "/whole");
+  const std::string whole_dir = test::only_run_folder(dir + "/whole");
   const auto whole = stable_cells(whole_dir);
   ASSERT_EQ(whole.size(), 12u);  // 2 models x 2 instances x 3 policies
 
@@ -228,7 +227,7 @@ TEST(RunModels, OneFolderForTwoModelsResumedAndShardedEqualsAWholeRun) {
     const auto s =
         run_kvbench("run " + path + " -q --shard " + std::to_string(i) + "/2 --out " + out);
     ASSERT_EQ(s.code, 0) << s.err;
-    const std::string folder = only_run_folder(out);
+    const std::string folder = test::only_run_folder(out);
     EXPECT_EQ(stable_cells(folder).size(), 6u);  // one instance of each model
     shards += " " + folder;
   }
@@ -247,7 +246,7 @@ TEST(RunModels, TheReportIsSectionedByModelWithOneScoreVsMemoryFigure) {
   const std::string path = write_two_model_experiment(dir);
   const auto r = run_kvbench("run " + path + " -q --out " + dir + "/out");
   ASSERT_EQ(r.code, 0) << r.err;
-  const std::string run = only_run_folder(dir + "/out");
+  const std::string run = test::only_run_folder(dir + "/out");
   const std::string table = test::slurp(run + "/table.md");
   const size_t a = table.find("### Model: " + tiny_label() + "\n");
   const size_t b = table.find(std::string("### Model: ") + kGemmaLabelMarkdown + "\n");
@@ -298,7 +297,7 @@ TEST(RunModels, CompareGoesModelByModelAndNamesAModelOfOneRunOnly) {
   const std::string dir = scratch_dir("compare");
   const std::string path = write_two_model_experiment(dir);
   ASSERT_EQ(run_kvbench("run " + path + " -q --out " + dir + "/two").code, 0);
-  const std::string two = only_run_folder(dir + "/two");
+  const std::string two = test::only_run_folder(dir + "/two");
   const auto same = run_kvbench("compare " + two + " " + two);
   EXPECT_EQ(same.code, 0) << same.err;
   EXPECT_NE(same.out.find("### Model: " + tiny_label()), std::string::npos) << same.out;
@@ -313,7 +312,7 @@ TEST(RunModels, CompareGoesModelByModelAndNamesAModelOfOneRunOnly) {
   const auto one = run_kvbench("run " + path + " -q --out " + dir + "/one --set 'models=[\"" +
                                test::tiny_model_path() + "\"]'");
   ASSERT_EQ(one.code, 0) << one.err;
-  const std::string one_dir = only_run_folder(dir + "/one");
+  const std::string one_dir = test::only_run_folder(dir + "/one");
   const auto c = run_kvbench("compare " + one_dir + " " + two);
   EXPECT_EQ(c.code, 0) << c.err;
   // (the label in markdown: the tags escaped, its backslash doubled)
@@ -331,7 +330,7 @@ TEST(RunModels, CompareGoesModelByModelAndNamesAModelOfOneRunOnly) {
   const auto g = run_kvbench("run " + path + " -q --out " + dir + "/g --set 'models=[\"" +
                              test::tiny_gemma3_path() + "\",\"" + dir + "/copy.gguf\"]'");
   ASSERT_EQ(g.code, 0) << g.err;
-  expect_input_error(run_kvbench("compare " + one_dir + " " + only_run_folder(dir + "/g")),
+  expect_input_error(run_kvbench("compare " + one_dir + " " + test::only_run_folder(dir + "/g")),
                      "no model in common");
 }
 
@@ -342,7 +341,7 @@ TEST(RunModels, AKilledTwoModelRunWithKeptPrefillsResumesToTheWholeRun) {
   const std::string dir = scratch_dir("kept");
   const std::string path = write_two_model_experiment(dir);
   ASSERT_EQ(run_kvbench("run " + path + " -q --out " + dir + "/whole").code, 0);
-  const auto whole = stable_cells(only_run_folder(dir + "/whole"));
+  const auto whole = stable_cells(test::only_run_folder(dir + "/whole"));
   const std::string out = dir + "/killed";
   const pid_t pid = fork();
   if (pid == 0) {

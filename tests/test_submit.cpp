@@ -26,8 +26,6 @@ namespace {
 
 namespace fs = std::filesystem;
 using json = nlohmann::json;
-using test::only_run_folder;
-using test::slurp;
 
 // Every path the scripts hold gets all of these (no '/': each is one
 // component): quotes, $, backticks, a newline, a backslash, glob characters.
@@ -74,7 +72,7 @@ printf '%s\n' "${FAKE_SBATCH_REPLY:-12345}"
 // The recorded calls: each a list of (cwd=..., arguments...).
 std::vector<std::vector<std::string>> sbatch_calls(const std::string& log) {
   std::vector<std::vector<std::string>> calls;
-  const std::string text = slurp(log);
+  const std::string text = test::slurp(log);
   size_t at = 0;
   while (at < text.size()) {
     std::vector<std::string> call;
@@ -230,7 +228,7 @@ Submitted submit(const std::string& dir, const std::string& exp, bool merge) {
   EXPECT_EQ(r.code, 0) << r.err;
   EXPECT_TRUE(r.err.empty()) << r.err;
   s.out = r.out;
-  s.area = only_run_folder(parent);
+  s.area = test::only_run_folder(parent);
   return s;
 }
 
@@ -251,7 +249,7 @@ TEST(Submit, FakeSbatchGetsTheArrayAndItsTasksMergeIntoTheUnshardedRun) {
   EXPECT_NE(s.out.find("submitted job array 12345: 3 shards of tiny\n"), std::string::npos)
       << s.out;
   EXPECT_NE(s.out.find("merge job 12345 writes"), std::string::npos) << s.out;
-  EXPECT_EQ(slurp(s.area + "/job"), "12345\n");
+  EXPECT_EQ(test::slurp(s.area + "/job"), "12345\n");
   const auto calls = sbatch_calls(s.log);
   ASSERT_EQ(calls.size(), 2u);
   EXPECT_EQ(calls[0], (std::vector<std::string>{"cwd=" + s.area, "--parsable", "--time=00:10:00",
@@ -262,11 +260,11 @@ TEST(Submit, FakeSbatchGetsTheArrayAndItsTasksMergeIntoTheUnshardedRun) {
                                       "--comment=" + kHostile, s.area + "/merge.sh"}));
   run_tasks(s.area);
   // A task run again (Slurm requeued it) resumes its folder: nothing new.
-  const std::string shard2 = only_run_folder(s.area + "/shards/2");
+  const std::string shard2 = test::only_run_folder(s.area + "/shards/2");
   const Captured again = run_in(s.area, {"SLURM_ARRAY_TASK_ID=2"}, {"sh", s.area + "/shards.sh"});
   ASSERT_EQ(again.code, 0) << again.err;
   EXPECT_NE(again.out.find("this invocation ran 0"), std::string::npos) << again.out;
-  EXPECT_EQ(only_run_folder(s.area + "/shards/2"), shard2);
+  EXPECT_EQ(test::only_run_folder(s.area + "/shards/2"), shard2);
 
   const Captured m = run_in(s.area, {}, {"sh", s.area + "/merge.sh"});
   ASSERT_EQ(m.code, 0) << m.err;
@@ -274,10 +272,11 @@ TEST(Submit, FakeSbatchGetsTheArrayAndItsTasksMergeIntoTheUnshardedRun) {
   ASSERT_EQ(whole.code, 0) << whole.err;
   const auto merged = stable_cells(s.area + "/merged");
   EXPECT_EQ(merged.size(), 9u);
-  EXPECT_EQ(merged, stable_cells(only_run_folder(dir + "/whole")));
+  EXPECT_EQ(merged, stable_cells(test::only_run_folder(dir + "/whole")));
   // Each shard ran one instance.
   for (int task = 1; task <= 3; ++task)
-    EXPECT_EQ(stable_cells(only_run_folder(s.area + "/shards/" + std::to_string(task))).size(), 3u);
+    EXPECT_EQ(
+        stable_cells(test::only_run_folder(s.area + "/shards/" + std::to_string(task))).size(), 3u);
 }
 
 TEST(Submit, ThePrintedMergeCommandRunsInShAndMergeWantsEveryShard) {
@@ -296,7 +295,7 @@ TEST(Submit, ThePrintedMergeCommandRunsInShAndMergeWantsEveryShard) {
     command.replace(p, escaped_newline.size(), "\n");
   run_tasks(s.area);
   // Without shard 2, merge refuses (a failed task must not pass unnoticed).
-  const std::string shard2 = only_run_folder(s.area + "/shards/2");
+  const std::string shard2 = test::only_run_folder(s.area + "/shards/2");
   fs::rename(shard2, dir + "/aside");
   const Captured partial = run_capture({"sh", "-c", command});
   EXPECT_EQ(partial.code, 2);
