@@ -7,12 +7,12 @@
 #include <cmath>
 #include <cstring>
 #include <functional>
-#include <numeric>
 #include <random>
 
 #include "policies/cache_errors.h"
 #include "policies/codec.h"
 #include "policies/policy_cache.h"
+#include "tests/support/cache_step.h"
 
 namespace kvbench {
 namespace {
@@ -159,14 +159,8 @@ float vval(int l, int h, int t, int c) {
 // with no attention observed (the policies here do not need it).
 void append(PolicyCache& cache, int seq, int32_t src0, int32_t pos0, int n, bool decode = false,
             const std::function<float(int, int, int, int)>& kf = kval) {
-  std::vector<int32_t> pos(n), tok(n, 0);
-  std::iota(pos.begin(), pos.end(), pos0);
-  StepInfo info;
-  info.seq = seq;
-  info.phase = decode ? StepPhase::Decode : StepPhase::Prefill;
-  info.positions = pos;
-  info.tokens = tok;
-  cache.begin_step(info);
+  const auto begun =
+      test::begin_test_step(cache, pos0, n, decode ? StepPhase::Decode : StepPhase::Prefill, seq);
   std::vector<float> k(n * kKv * kDim), v(k.size()), q(n * kQ * kDim, 0.1f);
   for (int l = 0; l < kLayers; ++l) {
     for (int t = 0; t < n; ++t)
@@ -176,7 +170,7 @@ void append(PolicyCache& cache, int seq, int32_t src0, int32_t pos0, int n, bool
           v[(t * kKv + h) * kDim + c] = vval(l, h, src0 + t, c);
         }
     cache.append(l, k.data(), v.data());
-    if (cache.attention_request(l).queries) cache.observe_queries(l, q.data(), pos);
+    if (cache.attention_request(l).queries) cache.observe_queries(l, q.data(), begun.pos);
     for (int h = 0; h < kKv; ++h) cache.view(l, h);
   }
   cache.end_step();
@@ -226,12 +220,7 @@ TEST(CacheStore, Int8IsHalfOfF16PlusScalesAndInt4AQuarter) {
   c.rope.n_dims = 64;
   auto bytes = [&](const std::string& storage) {
     auto cache = PolicyCache::create(parse_policy_spec("window:budget=512+" + storage), c);
-    std::vector<int32_t> pos(600), tok(600, 0);
-    std::iota(pos.begin(), pos.end(), 0);
-    StepInfo info;
-    info.positions = pos;
-    info.tokens = tok;
-    cache->begin_step(info);
+    const auto begun = test::begin_test_step(*cache, 0, 600);
     std::vector<float> k(600 * 3 * 64), v(k.size());
     for (size_t i = 0; i < k.size(); ++i) k[i] = std::sin(0.1f * i), v[i] = std::cos(0.3f * i);
     for (int l = 0; l < 2; ++l) cache->append(l, k.data(), v.data());

@@ -6,10 +6,10 @@
 
 #include <algorithm>
 #include <cmath>
-#include <numeric>
 #include <vector>
 
 #include "policies/policy_cache.h"
+#include "tests/support/cache_step.h"
 
 namespace kvbench {
 namespace {
@@ -25,12 +25,7 @@ std::unique_ptr<PolicyCache> prefilled(const std::string& spec) {
   ctx.rope.n_dims = kDim;
   ctx.context_tokens = kTokens;
   auto cache = PolicyCache::create(parse_policy_spec(spec), ctx);
-  std::vector<int32_t> pos(kTokens), tok(kTokens, 0);
-  std::iota(pos.begin(), pos.end(), 0);
-  StepInfo info;
-  info.positions = pos;
-  info.tokens = tok;
-  cache->begin_step(info);
+  const auto begun = test::begin_test_step(*cache, 0, kTokens);
   for (int l = 0; l < kLayers; ++l) {
     std::vector<float> k(kTokens * kKv * kDim, 0.0f), v(k.size(), 0.5f);
     for (int t = 0; t < kTokens; ++t)

@@ -8,12 +8,12 @@
 
 #include <algorithm>
 #include <cmath>
-#include <numeric>
 #include <random>
 #include <set>
 #include <vector>
 
 #include "policies/policy_cache.h"
+#include "tests/support/cache_step.h"
 #include "tests/support/random_projection.h"
 
 namespace kvbench {
@@ -47,14 +47,9 @@ std::unique_ptr<PolicyCache> prefilled(const std::string& spec, const Data& d, b
   if (projection)
     ctx.output_projection = std::make_shared<test::RandomProjection>(ctx.shape, kHidden);
   auto cache = PolicyCache::create(parse_policy_spec(spec), ctx);
-  std::vector<int32_t> pos(kTokens), tok(kTokens, 0);
-  std::iota(pos.begin(), pos.end(), 0);
-  StepInfo info;
-  info.positions = pos;
-  info.tokens = tok;
-  cache->begin_step(info);
+  const auto begun = test::begin_test_step(*cache, 0, kTokens);
   for (int l = 0; l < kLayers; ++l) {
-    cache->observe_queries(l, d.q[l].data(), pos);
+    cache->observe_queries(l, d.q[l].data(), begun.pos);
     cache->append(l, d.k[l].data(), d.v[l].data());
     for (int h = 0; h < kKv; ++h) cache->view(l, h);
   }

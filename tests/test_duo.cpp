@@ -8,7 +8,6 @@
 
 #include <cmath>
 #include <fstream>
-#include <numeric>
 #include <set>
 #include <sstream>
 #include <string>
@@ -17,6 +16,7 @@
 #include "model/testing/tiny_model.h"
 #include "policies/policy_cache.h"
 #include "policies/registry.h"
+#include "tests/support/cache_step.h"
 #include "tests/support/cli_run.h"
 #include "tests/support/input_error.h"
 #include "tests/support/reference_llama.h"
@@ -46,13 +46,7 @@ std::string write_heads(const std::string& tag, const std::string& text) {
 void prefill(PolicyCache& cache, int n) {
   for (int src0 = 0; src0 < n; src0 += 7) {
     const int m = std::min(7, n - src0);
-    std::vector<int32_t> pos(m), tok(m, 0);
-    std::iota(pos.begin(), pos.end(), src0);
-    StepInfo info;
-    info.phase = StepPhase::Prefill;
-    info.positions = pos;
-    info.tokens = tok;
-    cache.begin_step(info);
+    const auto begun = test::begin_test_step(cache, src0, m);
     std::vector<float> k(m * kKv * kDim, 0.25f), v(k.size(), 0.5f);
     for (int l = 0; l < kLayers; ++l) cache.append(l, k.data(), v.data());
     cache.end_step();

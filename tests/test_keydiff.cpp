@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "policies/policy_cache.h"
+#include "tests/support/cache_step.h"
 #include "tests/support/fake_score_context.h"
 
 namespace kvbench {
@@ -56,12 +57,7 @@ TEST(KeyDiff, ACacheKeepsTheKeysThatPointElsewhere) {
   ctx.rope.n_dims = 8;
   auto cache = PolicyCache::create(parse_policy_spec("keydiff:budget=4"), ctx);
   const std::vector<int> odd = {3, 9, 14, 20};
-  std::vector<int32_t> pos(24), tok(24, 0);
-  std::iota(pos.begin(), pos.end(), 0);
-  StepInfo info;
-  info.positions = pos;
-  info.tokens = tok;
-  cache->begin_step(info);
+  const auto begun = test::begin_test_step(*cache, 0, 24);
   for (int l = 0; l < 2; ++l) {
     std::vector<float> k(24 * 2 * 8), v(k.size(), 0.5f);
     for (int t = 0; t < 24; ++t)

@@ -11,12 +11,12 @@
 #include <cmath>
 #include <functional>
 #include <map>
-#include <numeric>
 #include <set>
 
 #include "policies/cache_errors.h"
 #include "policies/parts/value_merge.h"
 #include "policies/policy_cache.h"
+#include "tests/support/cache_step.h"
 
 namespace kvbench {
 namespace {
@@ -46,14 +46,8 @@ float default_value(int, int, int, int) { return 0.5f; }
 void step(PolicyCache& cache, int32_t src0, int n, bool decode, const KeyFn& kf = default_key,
           const AttnFn& af = uniform_attention, const QueryFn& qf = default_query,
           const KeyFn& vf = default_value, int seq = 0) {
-  std::vector<int32_t> pos(n), tok(n, 0);
-  std::iota(pos.begin(), pos.end(), src0);
-  StepInfo info;
-  info.seq = seq;
-  info.phase = decode ? StepPhase::Decode : StepPhase::Prefill;
-  info.positions = pos;
-  info.tokens = tok;
-  cache.begin_step(info);
+  const auto begun =
+      test::begin_test_step(cache, src0, n, decode ? StepPhase::Decode : StepPhase::Prefill, seq);
   std::vector<float> k(n * kKv * kDim), v(k.size()), q(n * kQ * kDim);
   for (int l = 0; l < kLayers; ++l) {
     for (int t = 0; t < n; ++t) {
@@ -67,7 +61,7 @@ void step(PolicyCache& cache, int32_t src0, int n, bool decode, const KeyFn& kf 
     }
     cache.append(l, k.data(), v.data());
     const AttentionRequest req = cache.attention_request(l);
-    if (req.queries) cache.observe_queries(l, q.data(), pos);
+    if (req.queries) cache.observe_queries(l, q.data(), begun.pos);
     std::vector<const KvHeadView*> views;
     for (int h = 0; h < kKv; ++h) views.push_back(&cache.view(l, h));
     if (!req.wanted) continue;
@@ -80,12 +74,12 @@ void step(PolicyCache& cache, int32_t src0, int n, bool decode, const KeyFn& kf 
           double sum = 0;
           for (int32_t j = 0; j < m; ++j) {
             const int kp = view.positions()[j];
-            probs[g * m + j] = kp <= pos[t] ? af(l, h, pos[t], kp) : 0.0f;
+            probs[g * m + j] = kp <= begun.pos[t] ? af(l, h, begun.pos[t], kp) : 0.0f;
             sum += probs[g * m + j];
           }
           for (int32_t j = 0; j < m; ++j) probs[g * m + j] /= static_cast<float>(sum);
         }
-        AttentionRows rows{l, h, t, pos[t], kGroup, m, probs.data(), m};
+        AttentionRows rows{l, h, t, begun.pos[t], kGroup, m, probs.data(), m};
         cache.observe(rows);
       }
     }

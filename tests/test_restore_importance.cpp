@@ -5,12 +5,12 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
-#include <numeric>
 #include <sstream>
 #include <vector>
 
 #include "policies/policy_cache.h"
 #include "policies/state_io.h"
+#include "tests/support/cache_step.h"
 
 namespace kvbench {
 namespace {
@@ -32,21 +32,14 @@ float key(int l, int h, int t, int c) {
 
 // `n` tokens from stream index (and position) `t0`, one prefill step.
 void append(PolicyCache& cache, int t0, int n) {
-  std::vector<int32_t> pos(n), tok(n, 0);
-  std::iota(pos.begin(), pos.end(), t0);
-  StepInfo info;
-  info.seq = 0;
-  info.phase = StepPhase::Prefill;
-  info.positions = pos;
-  info.tokens = tok;
-  cache.begin_step(info);
+  const auto begun = test::begin_test_step(cache, t0, n);
   std::vector<float> k(n * kKv * kDim), v(k.size(), 0.5f), q(n * kQ * kDim, 0.1f);
   for (int l = 0; l < kLayers; ++l) {
     for (int t = 0; t < n; ++t)
       for (int h = 0; h < kKv; ++h)
         for (int c = 0; c < kDim; ++c) k[(t * kKv + h) * kDim + c] = key(l, h, t0 + t, c);
     cache.append(l, k.data(), v.data());
-    if (cache.attention_request(l).queries) cache.observe_queries(l, q.data(), pos);
+    if (cache.attention_request(l).queries) cache.observe_queries(l, q.data(), begun.pos);
     for (int h = 0; h < kKv; ++h) cache.view(l, h);
   }
   cache.end_step();

@@ -13,6 +13,7 @@
 
 #include "model/common/error.h"
 #include "policies/policy_cache.h"
+#include "tests/support/cache_step.h"
 
 namespace kvbench {
 namespace {
@@ -47,18 +48,14 @@ const RopeConfig& rope_of(const CacheContext& c, int l) {
 // Appends stream tokens [src0, src0 + n) at positions [pos0, pos0 + n), keys
 // rotated at their positions as the model does.
 void append(PolicyCache& cache, int32_t src0, int32_t pos0, int n, bool decode = false) {
-  std::vector<int32_t> pos(n), tok(n, 0);
-  std::iota(pos.begin(), pos.end(), pos0);
-  StepInfo info;
-  info.phase = decode ? StepPhase::Decode : StepPhase::Prefill;
-  info.positions = pos;
-  info.tokens = tok;
-  cache.begin_step(info);
+  const auto begun =
+      test::begin_test_step(cache, pos0, n, decode ? StepPhase::Decode : StepPhase::Prefill);
   for (int l = 0; l < kLayers; ++l) {
     std::vector<float> k, v;
     for (int t = 0; t < n; ++t) {
       std::vector<float> key = raw_key(l, src0 + t);
-      rope_rotate_neox(key.data(), 1, kDim, pos[t], rope_inv_freq(rope_of(cache.context(), l)));
+      rope_rotate_neox(key.data(), 1, kDim, begun.pos[t],
+                       rope_inv_freq(rope_of(cache.context(), l)));
       k.insert(k.end(), key.begin(), key.end());
       for (int c = 0; c < kDim; ++c) v.push_back(std::cos(0.23f * (src0 + t) + c));
     }
@@ -162,13 +159,7 @@ TEST(SlidingWindowCache, RatioRestoreBudgetsAreRatiosOfTheWindow) {
   // best cold pages.
   offload = PolicyCache::create(
       parse_policy_spec("window:budget=0.25,timing=once+offload:restore=0.5,page=1"), c);
-  std::vector<int32_t> pos(40), tok(40, 0);
-  std::iota(pos.begin(), pos.end(), 0);
-  StepInfo info;
-  info.phase = StepPhase::Prefill;
-  info.positions = pos;
-  info.tokens = tok;
-  offload->begin_step(info);
+  const auto begun = test::begin_test_step(*offload, 0, 40);
   for (int l = 0; l < kLayers; ++l) {
     std::vector<float> k, v, q;
     for (int t = 0; t < 40; ++t) {
@@ -179,7 +170,7 @@ TEST(SlidingWindowCache, RatioRestoreBudgetsAreRatiosOfTheWindow) {
       for (int d = 0; d < kDim; ++d) v.push_back(std::cos(0.23f * t + d));
     }
     offload->append(l, k.data(), v.data());
-    if (offload->attention_request(l).queries) offload->observe_queries(l, q.data(), pos);
+    if (offload->attention_request(l).queries) offload->observe_queries(l, q.data(), begun.pos);
     offload->view(l, 0);
   }
   offload->end_step();
@@ -276,13 +267,7 @@ TEST(SlidingWindowCache, ExpectedAttentionUsesEachLayersRope) {
     auto cache = PolicyCache::create(
         parse_policy_spec("expected:budget=2,sinks=0,future=1,covariance=off,vnorm=off"), ctx());
     const int n = 40;
-    std::vector<int32_t> pos(n), tok(n, 0);
-    std::iota(pos.begin(), pos.end(), 0);
-    StepInfo info;
-    info.phase = StepPhase::Prefill;
-    info.positions = pos;
-    info.tokens = tok;
-    cache->begin_step(info);
+    const auto begun = test::begin_test_step(*cache, 0, n);
     std::vector<std::vector<float>> keys(kLayers);
     for (int l = 0; l < kLayers; ++l) {
       const auto inv = rope_inv_freq(rope_of(cache->context(), l));
@@ -296,7 +281,7 @@ TEST(SlidingWindowCache, ExpectedAttentionUsesEachLayersRope) {
         for (int c = 0; c < kDim; ++c) v.push_back(1.0f);
       }
       cache->append(l, keys[l].data(), v.data());
-      cache->observe_queries(l, q.data(), pos);
+      cache->observe_queries(l, q.data(), begun.pos);
       cache->view(l, 0);
     }
     cache->end_step();

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "policies/policy_cache.h"
+#include "tests/support/cache_step.h"
 
 namespace kvbench {
 namespace {
@@ -37,15 +38,9 @@ struct Data {
 };
 
 void step(PolicyCache& cache, const Data& d, int begin, int end, StepPhase phase) {
-  std::vector<int32_t> pos(end - begin), tok(end - begin, 0);
-  std::iota(pos.begin(), pos.end(), begin);
-  StepInfo info;
-  info.phase = phase;
-  info.positions = pos;
-  info.tokens = tok;
-  cache.begin_step(info);
+  const auto begun = test::begin_test_step(cache, begin, end - begin, phase);
   for (int l = 0; l < kLayers; ++l) {
-    cache.observe_queries(l, d.q[l].data() + begin * kQ * kDim, pos);
+    cache.observe_queries(l, d.q[l].data() + begin * kQ * kDim, begun.pos);
     cache.append(l, d.k[l].data() + begin * kKv * kDim, d.v[l].data() + begin * kKv * kDim);
     for (int h = 0; h < kKv; ++h) cache.view(l, h);
   }
