@@ -140,11 +140,7 @@ TEST(Codec, KiviKeysPerChannelWithinHalfAStep) {
 constexpr int kLayers = 3, kKv = 2, kQ = 4, kDim = 16;
 
 CacheContext ctx(int64_t tokens = 1000) {
-  CacheContext c;
-  c.shape = {kLayers, kKv, kQ, kDim};
-  c.rope.n_dims = kDim;
-  c.context_tokens = tokens;
-  return c;
+  return test::test_cache_context({kLayers, kKv, kQ, kDim}, tokens);
 }
 
 // K row of stream token t, head h, layer l: a deterministic pattern.

@@ -20,11 +20,8 @@ constexpr int kLayers = 2, kKv = 2, kQ = 4, kDim = 8, kTokens = 23;
 float norm_of(int l, int h, int t) { return 1.0f + static_cast<float>((t * 7 + h * 3 + l) % 11); }
 
 std::unique_ptr<PolicyCache> prefilled(const std::string& spec) {
-  CacheContext ctx;
-  ctx.shape = {kLayers, kKv, kQ, kDim};
-  ctx.rope.n_dims = kDim;
-  ctx.context_tokens = kTokens;
-  auto cache = PolicyCache::create(parse_policy_spec(spec), ctx);
+  auto cache = PolicyCache::create(parse_policy_spec(spec),
+                                   test::test_cache_context({kLayers, kKv, kQ, kDim}, kTokens));
   const auto begun = test::begin_test_step(*cache, 0, kTokens);
   for (int l = 0; l < kLayers; ++l) {
     std::vector<float> k(kTokens * kKv * kDim, 0.0f), v(k.size(), 0.5f);

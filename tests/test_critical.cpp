@@ -40,10 +40,7 @@ struct Data {
 };
 
 std::unique_ptr<PolicyCache> prefilled(const std::string& spec, const Data& d, bool projection) {
-  CacheContext ctx;
-  ctx.shape = {kLayers, kKv, kQ, kDim};
-  ctx.rope.n_dims = kDim;
-  ctx.context_tokens = kTokens;
+  CacheContext ctx = test::test_cache_context({kLayers, kKv, kQ, kDim}, kTokens);
   if (projection)
     ctx.output_projection = std::make_shared<test::RandomProjection>(ctx.shape, kHidden);
   auto cache = PolicyCache::create(parse_policy_spec(spec), ctx);

@@ -27,10 +27,7 @@ namespace {
 constexpr int kLayers = 2, kKv = 2, kQ = 4, kDim = 8;
 
 CacheContext ctx() {
-  CacheContext c;
-  c.shape = {kLayers, kKv, kQ, kDim};
-  c.rope.n_dims = kDim;
-  c.context_tokens = 1000;
+  CacheContext c = test::test_cache_context({kLayers, kKv, kQ, kDim}, 1000);
   c.seed = 5;
   return c;
 }

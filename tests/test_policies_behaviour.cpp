@@ -24,10 +24,7 @@ namespace {
 constexpr int kLayers = 2, kKv = 2, kQ = 4, kDim = 8, kGroup = kQ / kKv;
 
 CacheContext ctx(int64_t tokens = 1000) {
-  CacheContext c;
-  c.shape = {kLayers, kKv, kQ, kDim};
-  c.rope.n_dims = kDim;
-  c.context_tokens = tokens;
+  CacheContext c = test::test_cache_context({kLayers, kKv, kQ, kDim}, tokens);
   c.seed = 5;
   return c;
 }

@@ -17,13 +17,7 @@ namespace {
 
 constexpr int kLayers = 2, kKv = 2, kQ = 4, kDim = 16;
 
-CacheContext ctx() {
-  CacheContext c;
-  c.shape = {kLayers, kKv, kQ, kDim};
-  c.rope.n_dims = kDim;
-  c.context_tokens = 1000;
-  return c;
-}
+CacheContext ctx() { return test::test_cache_context({kLayers, kKv, kQ, kDim}, 1000); }
 
 // Token 9's key points along the queries (every query is 0.1 everywhere).
 float key(int l, int h, int t, int c) {

@@ -48,11 +48,8 @@ void step(PolicyCache& cache, const Data& d, int begin, int end, StepPhase phase
 }
 
 std::unique_ptr<PolicyCache> prefilled(const std::string& spec, const Data& d, int prompt) {
-  CacheContext ctx;
-  ctx.shape = {kLayers, kKv, kQ, kDim};
-  ctx.rope.n_dims = kDim;
-  ctx.context_tokens = prompt;
-  auto cache = PolicyCache::create(parse_policy_spec(spec), ctx);
+  auto cache = PolicyCache::create(parse_policy_spec(spec),
+                                   test::test_cache_context({kLayers, kKv, kQ, kDim}, prompt));
   step(*cache, d, 0, prompt, StepPhase::Prefill);
   cache->end_prefill();
   return cache;

@@ -6,8 +6,13 @@
 #include <vector>
 
 #include "model/ops/kv_cache.h"
+#include "policies/cache_context.h"
 
 namespace kvbench::test {
+
+// The context of a small model-less cache: `shape`, RoPE over the whole
+// head, ratio budgets of `context_tokens`.
+CacheContext test_cache_context(const KvShape& shape, int64_t context_tokens);
 
 // The positions and token ids a begun step's StepInfo points at: keep it
 // until the step ends.
