@@ -11,6 +11,7 @@
 #include "model/common/printable.h"
 #include "model/common/temporaries.h"
 #include "model/llama_model.h"
+#include "policies/policy_spec.h"
 
 namespace po = boost::program_options;
 
@@ -113,6 +114,14 @@ int thread_count(const po::variables_map& vm) {
 
 std::string read_text_file(const std::string& path) {
   return read_regular_file(path, kMaxTextBytes, "a text file");
+}
+
+PolicySpec policy_option(const std::string& text) {
+  try {
+    return parse_policy_spec(text);
+  } catch (const InputError& e) {
+    throw InputError(std::string("--policy: ") + e.what());
+  }
 }
 
 int main(int argc, char** argv) {

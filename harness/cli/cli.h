@@ -9,6 +9,10 @@
 
 #include <boost/program_options.hpp>
 
+namespace kvbench {
+struct PolicySpec;
+}  // namespace kvbench
+
 namespace kvbench::cli {
 
 using Args = std::vector<std::string>;
@@ -39,6 +43,10 @@ bool attention_option(const std::string& value, bool exact);
 
 // Reads a whole text file; InputError naming it when unreadable.
 std::string read_text_file(const std::string& path);
+
+// The policy a --policy option's text names; its InputError says
+// "--policy: " first.
+PolicySpec policy_option(const std::string& text);
 
 // Subcommands (one file each).
 int cmd_info(const Args& args);

@@ -56,12 +56,7 @@ int cache_save(const Args& args) {
                                                            : 6;
   const int chunk = vm["chunk"].as<int>();
   if (chunk < 1) throw InputError("--chunk must be >= 1");
-  PolicySpec policy;
-  try {
-    policy = parse_policy_spec(vm["policy"].as<std::string>());
-  } catch (const InputError& e) {
-    throw InputError(std::string("--policy: ") + e.what());
-  }
+  const PolicySpec policy = policy_option(vm["policy"].as<std::string>());
   const std::string context_path = vm["context"].as<std::string>();
   const std::string text = read_text_file(context_path);
   const MatmulMode mode = vm["fast"].as<bool>() ? MatmulMode::Quantized : MatmulMode::Exact;

@@ -60,11 +60,7 @@ int cmd_perplexity(const Args& args) {
   if (o.chunk < 1) throw InputError("--chunk must be >= 1");
   if (o.skip < 0 || o.skip >= o.ctx - 1) throw InputError("--skip must be in [0, ctx - 1)");
   if (vm["max-tokens"].as<int64_t>() < 0) throw InputError("--max-tokens must be >= 0");
-  try {
-    o.policy = parse_policy_spec(vm["policy"].as<std::string>());
-  } catch (const InputError& e) {
-    throw InputError(std::string("--policy: ") + e.what());
-  }
+  o.policy = policy_option(vm["policy"].as<std::string>());
   o.seed = vm["seed"].as<uint64_t>();
   const bool bf16_attention =
       attention_option(vm["attention"].as<std::string>(), !vm["fast"].as<bool>());
