@@ -5,12 +5,11 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
-#include <sstream>
 #include <vector>
 
 #include "policies/policy_cache.h"
-#include "policies/state_io.h"
 #include "tests/support/cache_step.h"
+#include "tests/support/state_round_trip.h"
 
 namespace kvbench {
 namespace {
@@ -113,13 +112,7 @@ TEST(RestoreByImportance, TheAveragesSurviveSnapshotsAndClones) {
   auto cache = make("0.3");
   append(*cache, 0, 30);
   cache->end_prefill();
-  std::ostringstream out;
-  StateWriter w(out);
-  cache->save_state(w);
-  const std::string bytes = out.str();
-  std::istringstream in(bytes);
-  StateReader r(in, bytes.size(), "payload");
-  auto loaded = PolicyCache::load_state(r);
+  auto loaded = test::reloaded(*cache);
   auto copy = cache->clone();
   for (PolicyCache* c : {loaded.get(), copy.get()})
     for (int l = 0; l < kLayers; ++l)

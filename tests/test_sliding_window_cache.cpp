@@ -9,11 +9,11 @@
 #include <algorithm>
 #include <cmath>
 #include <numeric>
-#include <sstream>
 
 #include "model/common/error.h"
 #include "policies/policy_cache.h"
 #include "tests/support/cache_step.h"
+#include "tests/support/state_round_trip.h"
 
 namespace kvbench {
 namespace {
@@ -232,13 +232,7 @@ TEST(SlidingWindowCache, ContiguousPositionsAgreeAcrossLayerKinds) {
 TEST(SlidingWindowCache, SnapshotsCarryTheWindowsAndTheLocalRope) {
   auto cache = PolicyCache::create(parse_policy_spec("h2o:budget=6,layers=global"), ctx());
   append(*cache, 0, 0, 9);
-  std::stringstream buf;
-  StateWriter w(buf);
-  cache->save_state(w);
-  const std::string bytes = buf.str();
-  std::istringstream in(bytes);
-  StateReader r(in, bytes.size(), "payload");
-  auto back = PolicyCache::load_state(r);
+  auto back = test::reloaded(*cache);
   EXPECT_EQ(back->context().layer_window, ctx().layer_window);
   EXPECT_TRUE(back->context().rope.neox);
   EXPECT_TRUE(back->context().rope_local.neox);
