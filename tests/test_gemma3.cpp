@@ -21,6 +21,7 @@
 #include "policies/full_cache.h"
 #include "tests/support/cli_run.h"
 #include "tests/support/decode_check.h"
+#include "tests/support/edited_model.h"
 #include "tests/support/input_error.h"
 #include "tests/support/reference_gemma3.h"
 #include "tests/support/reference_llama.h"
@@ -60,17 +61,11 @@ std::string edited(const std::string& name, const std::string& key, const std::s
   TinyModelOptions o;
   o.vocab = TinyVocabKind::Spm;
   o.gemma3 = true;
-  const auto bytes = make_tiny_model(o);
-  auto src = GgufFile::from_memory(bytes.data(), bytes.size(), "tiny");
-  GgufWriter w;
-  for (const auto& [k, v] : src->metadata())
-    if (k != key) w.set(k, v);
-  for (const auto& t : src->tensors())
-    if (t.name != tensor)
-      w.add_tensor(t.name, t.type, std::vector<int64_t>(t.ne, t.ne + t.n_dims), t.data, t.bytes);
-  const std::string path = testing::TempDir() + name + ".gguf";
-  w.write(path);
-  return path;
+  return test::edited_model(
+      name,
+      {[&](const std::string& k, GgufValue&) { return k != key; },
+       [&](const GgufTensor& t, GgmlType&, std::vector<int64_t>&) { return t.name != tensor; }},
+      o);
 }
 
 std::string load_error(const std::string& path) {

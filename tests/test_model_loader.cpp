@@ -10,44 +10,14 @@
 #include "model/llama_model.h"
 #include "model/testing/tiny_model.h"
 #include "tests/support/cli_run.h"
+#include "tests/support/edited_model.h"
 #include "tests/support/input_error.h"
 
 namespace kvbench {
 namespace {
 
-// Copies the tiny model through a writer, letting `edit` drop or change keys
-// and tensors on the way; returns the path of the edited file.
-struct Edit {
-  std::function<bool(const std::string& key, GgufValue& value)> key;  // false = drop
-  std::function<bool(const GgufTensor& t, GgmlType& type, std::vector<int64_t>& ne)> tensor;
-};
-
-std::string edited_model(const std::string& name, const Edit& edit) {
-  const auto bytes = make_tiny_model({});
-  auto src = GgufFile::from_memory(bytes.data(), bytes.size(), "tiny");
-  GgufWriter w;
-  for (const auto& [k, v] : src->metadata()) {
-    GgufValue copy = v;
-    if (!edit.key || edit.key(k, copy)) w.set(k, copy);
-  }
-  for (const auto& t : src->tensors()) {
-    GgmlType type = t.type;
-    std::vector<int64_t> ne(t.ne, t.ne + t.n_dims);
-    if (edit.tensor && !edit.tensor(t, type, ne)) continue;
-    if (type == t.type && ne == std::vector<int64_t>(t.ne, t.ne + t.n_dims)) {
-      w.add_tensor(t.name, t.type, ne, t.data, t.bytes);
-    } else {
-      // Zero bytes of the new type and shape (a valid block of any type).
-      size_t bytes = row_bytes(type, ne[0]);
-      for (size_t i = 1; i < ne.size(); ++i) bytes *= ne[i];
-      const std::vector<uint8_t> zeros(bytes, 0);
-      w.add_tensor(t.name, type, ne, zeros.data(), zeros.size());
-    }
-  }
-  const std::string path = testing::TempDir() + name + ".gguf";
-  w.write(path);
-  return path;
-}
+using test::Edit;
+using test::edited_model;
 
 std::string load_error(const std::string& path) {
   return test::input_error_of([&] { LlamaModel::load(path); });
