@@ -13,7 +13,9 @@
 # KVPRESS_POLICIES: the policies (kvpress_crosscheck.py --policies; default:
 # its default set). KVPRESS_THREADS: threads of both tools (default 2).
 # KVPRESS_SAMPLES: instances per task (default 8). KVPRESS_INSTANCES: keep
-# only the first N generated instances (default: all).
+# only the first N generated instances (default: all). KVPRESS_OUT_NAME:
+# write OUT/rows-NAME.jsonl and OUT/table-NAME.md instead (a separate file
+# for a policy run on its own, e.g. kvzip).
 set -euo pipefail
 python=${1:?usage: scripts/findings_kvpress.sh /path/to/venv/bin/python [out-dir]}
 . "$(dirname "$0")/findings_common.sh" kvpress "${2:-}"
@@ -22,14 +24,15 @@ python=${1:?usage: scripts/findings_kvpress.sh /path/to/venv/bin/python [out-dir
   { echo "error: $python: needs kvpress and gguf (pip install kvpress gguf in the venv)" >&2; exit 2; }
 instances=$(mktemp)
 trap 'rm -f "$instances"' EXIT
+name=${KVPRESS_OUT_NAME:+-$KVPRESS_OUT_NAME}
 "$kvbench" dataset generate -m "$model" --task passkey,niah_single,niah_multikey --lengths 1k \
   --samples "${KVPRESS_SAMPLES:-8}" --seed 7 -o "$instances" >&2
 if [ -n "${KVPRESS_INSTANCES:-}" ]; then
   head -n "$KVPRESS_INSTANCES" "$instances" > "$instances.head" && mv "$instances.head" "$instances"
 fi
-"$python" "$here/scripts/kvpress_crosscheck.py" --instances "$instances" --out "$out/rows.jsonl" \
+"$python" "$here/scripts/kvpress_crosscheck.py" --instances "$instances" --out "$out/rows$name.jsonl" \
   --kvbench "$kvbench" --model "$model" --threads "${KVPRESS_THREADS:-2}" \
   ${KVPRESS_POLICIES:+--policies "$KVPRESS_POLICIES"}
-python3 "$here/scripts/kvpress_table.py" "$out/rows.jsonl" > "$out/table.md.tmp"
-mv "$out/table.md.tmp" "$out/table.md"
-cat "$out/table.md"
+python3 "$here/scripts/kvpress_table.py" "$out/rows$name.jsonl" > "$out/table$name.md.tmp"
+mv "$out/table$name.md.tmp" "$out/table$name.md"
+cat "$out/table$name.md"

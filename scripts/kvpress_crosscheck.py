@@ -68,6 +68,22 @@ kvpress's channel scores over kvbench's kept tokens). The map is checked
 once per run on layer 0 (`channel_map_check`: k_proj's rows and the key rows
 kvbench's arithmetic gives, against transformers', mapped and unmapped).
 
+KVzip (kvzip: kvbench's `kvzip:budget=b+global`, kvpress's KVzipPress at
+c = 1 - b; kvzip_layerwise: `+adakv:floor=0` against layerwise=True; neither
+in the default set) masks, so it is read as AdaKV is. KVzipPress loads its
+tokenizer from model.config.name_or_path, which a GGUF load cannot serve: it
+is handed the GGUF's tokenizer (only when a kvzip policy is selected). Its
+score_val (as compress_post ranks it: sinks at max + 1) and its pass ids are
+recorded. The pass is checked against the one kvbench builds (kvbench
+tokenize's ids of the repeat prompt and the template's suffix, then the
+document after the template head): `kvzip_pass_ids_same`,
+`kvzip_prefix_length`, `kvzip_head_scores_zero` (kvpress scores [4, head)
+0), `kvbench_head_evicted`, `kvbench_sinks_kept`. The global rule is
+replayed over every layer and head at once (kvbench's tie order: the older
+entry, then the lower layer and head, evicted first); `global_cut`,
+`global_cut_ties` (entries with the cut's score) and `global_cut_ties_kept`
+show whether ties decide, `layer_kept_*` the per-layer allocations.
+
 The rule that grades both tools' answers here is "an expected answer appears in
 the output" (the tasks used are numeric needles); it is applied identically to
 both sides, so score agreement does not depend on it.
@@ -160,6 +176,19 @@ POLICIES = {
     "think": Press(f"ComposedPress([{SNAP}, ThinKPress(key_channel_compression_ratio=0.5, "
                    "window_size=32)])",
                    SNAP_SPEC + "+think:channels=0.5,window=32", channels=0.5),
+    # KVzip (kvpress's defaults: sinks 4, chunk 2048): a reconstruction pass
+    # after the prefill scores each entry, then one global selection over
+    # every layer and head (kept = L H n - int(L H n c), kvbench's
+    # N - int(N (1 - b))). Its scores (score_val) and the pass's ids are
+    # recorded; the global rule is replayed on them. Not in the default set:
+    # each row costs ~3 prefills per side.
+    "kvzip": Press("KVzipPress(compression_ratio=c)", "kvzip:budget={b}+global", attn="sdpa",
+                   readout="masked", select="global", default=False, kvzip=True),
+    # layerwise=True: each layer prunes int(H n c) across its heads; kvbench's
+    # adakv with floor 0 keeps H round(b n) per layer.
+    "kvzip_layerwise": Press("KVzipPress(compression_ratio=c, layerwise=True)",
+                             "kvzip:budget={b}+adakv:floor=0", attn="sdpa", readout="masked",
+                             select="layerwise", default=False, kvzip=True),
 }
 
 
@@ -303,6 +332,41 @@ def replay_kvpress_critical_adakv(s, norm, n_kept, alpha, first, eps):
     return critical_sets(g, norm, budgets, firsts, eps, "float32"), budgets
 
 
+def global_keep_order(scores):
+    """Every layer's and head's entries, kept first, as kvbench's global
+    allocator orders them: highest score; ties, the newer entry, then the
+    higher layer and head (it evicts the older, then the lower first).
+    Returns (layer, head, position) arrays in that order."""
+    import numpy as np
+    s = np.stack(scores)  # [L][H][n]
+    L, H, n = s.shape
+    lay, head, pos = np.meshgrid(np.arange(L), np.arange(H), np.arange(n), indexing="ij")
+    order = np.lexsort((-head.ravel(), -lay.ravel(), -pos.ravel(), -s.ravel()))
+    return s.ravel()[order], lay.ravel()[order], head.ravel()[order], pos.ravel()[order]
+
+
+def replay_global(scores, keep):
+    """kvbench's `+global` on kvpress's scores: the top `keep` entries over all
+    layers and heads. [layer][head] sets."""
+    _, lay, head, pos = global_keep_order(scores)
+    L, H = len(scores), scores[0].shape[0]
+    out = [[set() for _ in range(H)] for _ in range(L)]
+    for l, h, p in zip(lay[:keep].tolist(), head[:keep].tolist(), pos[:keep].tolist()):
+        out[l][h].add(p)
+    return out
+
+
+def replay_kvpress_layerwise(s, c):
+    """kvpress's KVzipPress(layerwise=True) on one layer: prune int(H n c) of
+    the layer's H n entries, bottom-k across heads jointly."""
+    import numpy as np
+    heads, n = s.shape
+    keep = heads * n - int(heads * n * c)
+    flat = s.reshape(-1)
+    order = np.lexsort((-(np.arange(flat.size) % n), -flat))[:keep]
+    return [set((order[order // n == h] % n).tolist()) for h in range(heads)]
+
+
 def lagkv_ones(n, sinks, lag):
     """Entries LagKV scores 1.0: the sinks, plus the tail when partitioned."""
     if n < sinks + 2 * lag:
@@ -439,6 +503,29 @@ def main():
         else:
             inner = press if isinstance(press, ScorerPress) else getattr(press, "press", None)
         scores = {}
+        if isinstance(press, kvpress.KVzipPress):
+            # KVzip scores in its reconstruction pass: its prefix_length and
+            # pass ids (prepare) and score_val as compress_post ranks it
+            # (sinks at max + 1), per layer [H][n].
+            prepare, compress_post = press.prepare, press.compress_post
+
+            def kv_prepare(model, tokenizer, *args, **kw):
+                pairs = prepare(model, tokenizer, *args, **kw)
+                scores["kvzip"] = {
+                    "prefix_length": int(press.prefix_length),
+                    "suffix_ids": press._suffix_ids[0].tolist(),
+                    "passes": [r[0].tolist() for _, r in pairs],
+                    "spans": [int(a.shape[1]) for a, _ in pairs]}
+                return pairs
+
+            def kv_compress_post(model):
+                out = compress_post(model)
+                sv = press.score_val
+                for l in range(sv.shape[0]):
+                    scores[l] = sv[l, 0].detach().float().numpy().copy()
+                return out
+            press.prepare, press.compress_post = kv_prepare, kv_compress_post
+            return scores
         if isinstance(inner, ScorerPress):
             score = inner.score
 
@@ -471,6 +558,33 @@ def main():
 
     tok = None
     channel_map = {}
+    kvzip_ids = {}
+    if any("kvzip" in POLICIES[p].options for p in policies):
+        # KVzipPress loads AutoTokenizer.from_pretrained(model.config.name_or_path),
+        # which for a GGUF-loaded model fails (or, from a save_pretrained copy,
+        # mis-tokenises): hand it the GGUF's own tokenizer instead.
+        from transformers import AutoTokenizer
+        import kvpress.presses.kvzip_press as kvzip_module
+        tok = AutoTokenizer.from_pretrained(os.path.dirname(os.path.abspath(a.model)),
+                                            gguf_file=os.path.basename(a.model))
+
+        class GgufTokenizer:
+            @staticmethod
+            def from_pretrained(*args, **kw):
+                return tok
+        kvzip_module.AutoTokenizer = GgufTokenizer
+        # The ids kvbench's pass is built from, by kvbench's own tokenizer
+        # (policies/reconstruction.h: kRepeatFirst, no special tokens; the
+        # chat template's suffix, specials parsed).
+        for key, text, special in (("first", "\n\nRepeat the previous context exactly.", False),
+                                   ("suffix", "<|im_end|>\n<|im_start|>assistant\n", True)):
+            cmd = [a.kvbench, "tokenize", "-m", a.model, "--text", text]
+            if not special:
+                cmd.append("--no-special")
+            r = subprocess.run(cmd, capture_output=True, text=True)
+            if r.returncode != 0:
+                fail(f"kvbench tokenize: {r.stderr.strip()}")
+            kvzip_ids[key] = [int(x) for x in r.stdout.split()]
     with open(a.out, "a") as out_f, tempfile.TemporaryDirectory() as tmp:
         for inst in instances:
             doc_path = os.path.join(tmp, "doc.txt")
@@ -574,6 +688,8 @@ def main():
                         row["channel_map_check"] = channel_map["map"]
                         compare_channels(row, entry, kb, zeroed, scores, mine,
                                          full_tensors[entry.attn])
+                    if "kvzip" in entry.options:
+                        kvzip_checks(row, scores, mine, kvzip_ids, doc_ids)
                     replay(row, entry, b, scores, mine, theirs)
                     row["seconds"] = round(time.time() - t0, 2)
                     out_f.write(json.dumps(row) + "\n")
@@ -697,6 +813,75 @@ def compare_channels(row, entry, kb, zeroed, scores, mine, full_keys):
                    channel_kept_jaccard_min=min(kept_jac))
 
 
+def kvzip_checks(row, scores, mine, kvzip_ids, doc_ids):
+    """What each side reconstructs. kvpress: prefix_length (its template head)
+    and the pass ids it built; kvbench's pass, rebuilt from kvbench's own
+    tokenizer (the repeat prompt, the template's suffix) and its document
+    ids after the same head (documents under 2048 tokens: one pass). The
+    template head after the sinks scores 0 on kvpress's side; kvbench keeps
+    none of it in any head, and both keep the 4 sinks everywhere."""
+    info = scores.get("kvzip")
+    if info is None:
+        return
+    head = info["prefix_length"]
+    n = len(doc_ids)
+    mine_pass = kvzip_ids["first"] + kvzip_ids["suffix"] + doc_ids[head:]
+    row.update(
+        kvzip_prefix_length=head,
+        kvzip_passes=len(info["passes"]),
+        kvzip_suffix_ids_same=info["suffix_ids"] == kvzip_ids["suffix"],
+        kvzip_pass_ids_same=len(info["passes"]) == 1 and info["passes"][0] == mine_pass,
+        kvzip_pass_len=[len(p) for p in info["passes"]],
+        kvzip_head_scores_zero=all(float(abs(scores[l][:, 4:head]).max(initial=0)) == 0.0
+                                   for l in range(len(mine))),
+        kvzip_context_scores_positive=all(bool((scores[l][:, head:] > 0).all())
+                                          for l in range(len(mine))),
+        kvbench_head_evicted=all(not (set(range(4, head)) & x) for layer in mine for x in layer),
+        kvbench_sinks_kept=all(set(range(4)) <= x for layer in mine for x in layer))
+
+
+def replay_global_row(row, scores, mine, theirs):
+    """KVzip's global selection replayed on kvpress's scores: kvbench's rule
+    (kvpress's count L H n - int(L H n c), its tie order) against both
+    tools' sets, and the ties at the cut: how many entries share the score of
+    the last kept entry and how many of them are kept."""
+    import numpy as np
+    L = len(mine)
+    keep = row["kept_kvbench"]
+    own_keep = L * len(mine[0]) * row["doc_tokens"] - int(
+        L * len(mine[0]) * row["doc_tokens"] * (1.0 - row["budget"]))
+    replayed = replay_global([scores[l] for l in range(L)], keep)
+    own_rule = replay_global([scores[l] for l in range(L)], own_keep)
+    sv, _, _, _ = global_keep_order([scores[l] for l in range(L)])
+    cut = float(sv[own_keep - 1])
+    rule, score, own, rounding, mism = [], [], [], [], []
+    for l in range(L):
+        for h in range(len(mine[l])):
+            rule.append(jaccard(replayed[l][h], theirs[l][h]))
+            score.append(jaccard(replayed[l][h], mine[l][h]))
+            own.append(jaccard(own_rule[l][h], theirs[l][h]))
+            rounding.append(jaccard(replayed[l][h], own_rule[l][h]))
+            if replayed[l][h] != mine[l][h] and len(mism) < 5:
+                s = scores[l]
+                mism.append({
+                    "layer": l, "head": h, "cut": cut,
+                    "only_kvbench": [[p, float(s[h][p])] for p in sorted(mine[l][h] - replayed[l][h])][:8],
+                    "only_replay": [[p, float(s[h][p])] for p in sorted(replayed[l][h] - mine[l][h])][:8]})
+    # Per-layer kept counts: the global rule's allocation on each side.
+    lay_mine = [sum(len(x) for x in layer) for layer in mine]
+    lay_theirs = [sum(len(x) for x in layer) for layer in theirs]
+    row.update(rule_jaccard_mean=sum(rule) / len(rule), rule_jaccard_min=min(rule),
+               score_jaccard_mean=sum(score) / len(score), score_jaccard_min=min(score),
+               tie_jaccard_mean=sum(own) / len(own), tie_jaccard_min=min(own),
+               rounding_jaccard_mean=sum(rounding) / len(rounding),
+               rounding_jaccard_min=min(rounding), score_mismatch=mism,
+               kvpress_global_kept=own_keep, global_cut=cut,
+               global_cut_ties=int((sv == cut).sum()),
+               global_cut_ties_kept=int((sv[:own_keep] == cut).sum()),
+               layer_kept_kvbench=lay_mine, layer_kept_kvpress=lay_theirs,
+               layer_kept_abs_diff=sum(abs(x - y) for x, y in zip(lay_mine, lay_theirs)))
+
+
 def replay(row, entry, b, scores, mine, theirs):
     """Both tools' rules replayed on kvpress's scores, ties broken as kvbench
     breaks them. A Jaccard gap splits into three factors:
@@ -735,6 +920,8 @@ def replay(row, entry, b, scores, mine, theirs):
                    chunks_kvbench=ck, chunks_kvpress=cp, whole_chunks=whole)
     if entry.select is None or sum(isinstance(k, int) for k in scores) != len(mine):
         return
+    if entry.select == "global":
+        return replay_global_row(row, scores, mine, theirs)
     rule, score, own, rounding, mism = [], [], [], [], []
     n_kept = row["kvpress_n_kept"]
     for l in range(len(mine)):
@@ -748,6 +935,10 @@ def replay(row, entry, b, scores, mine, theirs):
             budget = sum(len(x) for x in mine[l]) // len(mine[l])
             replayed, _ = replay_adakv(s, budget, o["floor"])
             own_rule = replay_kvpress_adakv(s, n_kept, o["floor"])
+        elif entry.select == "layerwise":
+            budget = sum(len(x) for x in mine[l]) // len(mine[l])
+            replayed, _ = replay_adakv(s, budget, 0.0)
+            own_rule = replay_kvpress_layerwise(s, 1.0 - b)
         elif entry.select == "critical":
             eps, first = o["critical"]
             norm = scores[("norm", l)]
