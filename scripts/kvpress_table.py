@@ -20,7 +20,10 @@ GGUF channel order to transformers', mean (min head); with the same
 split into kvpress's ties and kvbench's scores, replayed on kvpress's
 channel scores, and kvpress's channel scores taken over kvbench's kept
 tokens against kvbench's channels: 1.000 where the two kept token sets
-explain a channel gap). Older rows show "-" there.
+explain a channel gap), KVzip's reconstruction pass (the same ids on both sides,
+the template head scored 0 by kvpress and kept by no kvbench head, the sinks
+kept) and its global cut (how many entries share the cut's score; the
+per-layer kept counts' total difference). Older rows show "-" there.
 Standard library only: it runs without the venv.
 """
 import json
@@ -93,6 +96,15 @@ def main():
                          f"scores {mean_min(rows, 'channel_score_jaccard')}; kvpress's channel "
                          f"scores over kvbench's kept tokens "
                          f"{mean_min(rows, 'channel_kept_jaccard')})")
+        if all("kvzip_pass_ids_same" in r for r in rows):
+            ok = sum(r["kvzip_pass_ids_same"] and r["kvzip_head_scores_zero"]
+                     and r["kvbench_head_evicted"] and r["kvbench_sinks_kept"] for r in rows)
+            notes.append(f"same reconstruction ids, head scored 0 and evicted, sinks kept: "
+                         f"{ok}/{n} (head {'/'.join(sorted({str(r['kvzip_prefix_length']) for r in rows}))})")
+        if all("global_cut_ties" in r for r in rows):
+            notes.append(f"ties at the global cut (entries with the cut's score): max "
+                         f"{max(r['global_cut_ties'] for r in rows)}; per-layer kept counts "
+                         f"differ by {sum(r['layer_kept_abs_diff'] for r in rows)} entries in all")
         if all("lagkv_ties_decide" in r for r in rows):
             notes.append(f"kept < entries at 1.0: {sum(r['lagkv_ties_decide'] for r in rows)}/{n}")
         print(f"| {policy} | {budget:g} | {n} | {kb / n:.3f} [{lo_b:.2f}, {hi_b:.2f}] | "
