@@ -11,7 +11,7 @@
 // the interval is every theta with |T(theta)| <= z (z the normal 97.5%
 // quantile). Unlike the percentile bootstrap of the ratio it does not
 // collapse: a configuration that failed all 20 instances where the full
-// cache passed 8 gets [0, 0.33], not [0, 0]; it has zero width only in the
+// cache passed 8 gets [0, 0.48], not [0, 0]; it has zero width only in the
 // limit, never for a finite n.
 #pragma once
 
