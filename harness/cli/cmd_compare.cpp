@@ -1,7 +1,8 @@
 // kvbench compare BASE NEW [--tolerance X]: the regression gate. Exit 1 when
 // a configuration's mean score on a task drops by more than X and the paired
 // test calls the drop significant (harness/report/compare.h), or when
-// instances of BASE are missing from NEW; 0 otherwise; 2 on bad input.
+// instances of BASE are missing from NEW (a configuration is its spec: one
+// whose label now names another spec is missing); 0 otherwise; 2 on bad input.
 #include <iostream>
 
 #include "harness/cli/cli.h"
@@ -19,7 +20,7 @@ int cmd_compare(const Args& args) {
       "tolerance", po::value<double>()->default_value(0.0),
       "allowed drop of a mean score (0 to 1) per configuration and task; a larger drop is a "
       "regression only when the one-sided paired test (mid-p McNemar or bootstrap+sign, p < 0.05) "
-      "calls it significant");
+      "calls it significant (configurations are matched by spec, not by label)");
   po::positional_options_description pos;
   pos.add("base", 1).add("new", 1);
   po::variables_map vm;
