@@ -28,14 +28,20 @@ class Temporaries {
       // A leftover at this name (this pid's, or planted) is removed, never
       // written through.
       ::unlink(tmp.c_str());
+      // Registered before it exists, so that no signal can come between its
+      // creation and its registration.
+      const int slot = register_temporary(tmp);
       const int fd =
           ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
-      if (fd < 0)
-        throw InputError(escaped_text(target, 512) + ": cannot create (" + std::strerror(errno) +
+      if (fd < 0) {
+        const int err = errno;
+        forget_temporary(slot);
+        throw InputError(escaped_text(target, 512) + ": cannot create (" + std::strerror(err) +
                          ")");
+      }
       ::close(fd);
       paths_.push_back(tmp);
-      slots_.push_back(register_temporary(tmp));
+      slots_.push_back(slot);
     }
   }
   ~Temporaries() {

@@ -35,13 +35,18 @@ AtomicFile::AtomicFile(std::string path, Sweep sweep)
   // A leftover of an earlier process with this pid (or anything planted
   // there) is removed, never written through.
   ::unlink(tmp_.c_str());
+  // Registered before it exists: a signal between the two would otherwise
+  // leave the file behind (the handler's unlink of a name not yet created
+  // does nothing).
+  slot_ = register_temporary(tmp_);
   fd_ = ::open(tmp_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
   if (fd_ < 0) {
     const int err = errno;
+    forget_temporary(slot_);
+    slot_ = -1;
     tmp_.clear();  // not ours: never unlinked
     throw InputError(path_ + ": cannot create (" + std::strerror(err) + ")");
   }
-  slot_ = register_temporary(tmp_);
 }
 
 AtomicFile::~AtomicFile() {
