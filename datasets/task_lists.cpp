@@ -4,6 +4,7 @@
 // (scripts/data/synthetic/common_words_extraction.py and
 // freq_words_extraction.py; docs/LITERATURE.md says where ours differs).
 // Depth has no meaning here: no needle, depth.actual 0.
+#include <algorithm>
 #include <cmath>
 #include <set>
 
@@ -101,8 +102,11 @@ TaskSpec make_cwe(Options&, Rng& rng, double, const Tokenizer& tok) {
     // The example takes the vocabulary's last words, so no word of the list
     // is in it.
     const std::vector<std::string> example(words.end() - example_words, words.end());
+    // Every distinct word is at least one entry of at least one token: no
+    // more than `length` of them fit, which bounds the search.
     const int64_t n = largest_fitting(
-        t, length, kCommon + 1, static_cast<int64_t>(words.size() - example_words),
+        t, length, kCommon + 1,
+        std::min(static_cast<int64_t>(words.size() - example_words), length),
         [&](int64_t k) {
           return numbered(repeated(words, k, kCommon, common_repeats, repeats, order));
         },
