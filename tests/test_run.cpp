@@ -12,13 +12,16 @@
 #include <fstream>
 #include <map>
 #include <random>
+#include <set>
 #include <thread>
 
 #include <nlohmann/json.hpp>
 
 #include "harness/run/run_folder.h"
 #include "kvbench_build_info.h"  // generated at build time
+#include "policies/policy_spec.h"
 #include "tests/support/reference_llama.h"
+#include "tests/support/registry_specs.h"
 #include "tests/support/run_output.h"
 #include "tests/support/scratch.h"
 
@@ -159,6 +162,52 @@ TEST(Run, StreamingLLMsContiguousPositionsRunAndSharingChangesNothing) {
     }
     EXPECT_GE(m["kv_bytes_peak_prefill"].get<int64_t>(), m["kv_bytes_hot"].get<int64_t>()) << id;
   }
+}
+
+// Query-agnostic (kvpress's protocol): every policy the registry builds
+// compresses the context alone, then takes the question whole. The shared
+// path (the context's full prefill, each policy started from it as
+// tests/test_policy_start.cpp proves for any prompt, then the question
+// appended by the same code on both paths) equals prefilling each cell alone.
+TEST(Run, QueryAgnosticCompressesTheContextAloneAndSharingChangesNothing) {
+  std::string policies = R"(["snapkv:budget=0.5")";
+  // Each configuration once (the default allocator's and storage's rows are
+  // the scorer's own).
+  std::set<std::string> specs;
+  for (const std::string& spec : test::registry_specs(48))
+    if (specs.insert(to_string(parse_policy_spec(spec))).second) policies += ", \"" + spec + "\"";
+  policies += "]";
+  const auto a = run_shared_and_unshared("agnostic", R"(
+    "tasks": [{"task": "niah", "lengths": [300], "depths": [0.5]}],
+    "policies": )" + policies + R"(,
+    "decoding": {"chunk": 64, "max_new_tokens": 4, "protocol": "query_agnostic"})");
+  ASSERT_EQ(a.size(), specs.size() + 1);
+  // KV heads over all layers: the full cache holds every prompt token on each.
+  int64_t heads = 0;
+  for (const auto& [id, c] : a)
+    if (c["policy"]["spec"] == "full")
+      heads =
+          c["memory"]["entries_hot"].get<int64_t>() / c["instance"]["prompt_tokens"].get<int64_t>();
+  ASSERT_GT(heads, 0);
+  std::vector<std::string> seen;
+  for (const auto& [id, c] : a) {
+    ASSERT_EQ(c["protocol"]["name"], "query_agnostic") << id;
+    const int64_t context = c["protocol"]["compressed_tokens"].get<int64_t>();
+    const int64_t prompt = c["instance"]["prompt_tokens"].get<int64_t>();
+    ASSERT_GT(context, 200) << id;
+    ASSERT_LT(context, prompt) << id;
+    const std::string spec = c["policy"]["spec"].get<std::string>();
+    // The budget is the context's (a ratio of it); the question is added
+    // whole on every head and nothing is evicted after it.
+    int64_t kept = -1;
+    if (spec == "snapkv:budget=0.5") kept = Budget{.ratio = true, .value = 0.5}.tokens(context);
+    // h2o streams: it evicts after every context chunk, never after the question.
+    if (spec == "h2o:budget=48") kept = 48;
+    if (kept < 0) continue;
+    seen.push_back(spec);
+    EXPECT_EQ(c["memory"]["entries_hot"].get<int64_t>(), heads * (kept + prompt - context)) << id;
+  }
+  EXPECT_EQ(seen.size(), 2u) << testing::PrintToString(seen);
 }
 
 TEST(Run, PerplexityCellsBranchPoliciesThatNeedAttentionStatistics) {
@@ -389,6 +438,11 @@ TEST(Run, BadConfigsGiveOneErrorLineAndLeaveNoRunFolder) {
       {exp + " --set policies.1.spec=nosuchpolicy", "/policies/1"},
       {exp + " --set policies.1.budgets=[0]", "/policies/1/budgets/0: a budget must be > 0"},
       {exp + " --shard 4/3", "--shard"},
+      {exp + " --set decoding.protocol=agnostic", "/decoding/protocol: expected"},
+      {exp + " --set decoding.protocol=query_agnostic --set decoding.question_first=true",
+       "/decoding/question_first: the query_agnostic protocol needs the question after"},
+      {exp + " --set decoding.protocol=query_agnostic --set tasks.0.question_first=true",
+       "/tasks/0/question_first: the query_agnostic protocol"},
       {"run " + dir + "/missing.json", "missing.json"},
   };
   for (const auto& c : cases) {

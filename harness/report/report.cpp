@@ -349,12 +349,25 @@ ReportSummary write_report(const RunFolder& run) {
       "Generated from the cells: scores are means over all tasks with their 95% intervals; a "
       "difference is called one only when the paired test on the same instances gives p < 0.05.";
 
+  // Every report says when its policies compressed (config.json's
+  // decoding.protocol; absent in the seed's protocol and in older folders).
+  const json* decoding = config.contains("decoding") ? &config["decoding"] : nullptr;
+  const bool agnostic = decoding && decoding->is_object() &&
+                        decoding->value("protocol", json("")) == json("query_agnostic");
+  const std::string protocol_line =
+      agnostic ? "Protocol: query-agnostic (kvpress's): the context was compressed before the "
+                 "question was seen; ratio budgets are ratios of the context; the question was "
+                 "then added whole and nothing was evicted while it and the answer ran."
+               : "Protocol: query-aware (the seed's): the whole prompt, question included, was "
+                 "prefilled before the policy compressed it (streaming policies evict as they go).";
+
   std::ostringstream md;
   // Text from config.json (others' folders included): one line each,
   // through the Markdown encoder (no HTML, no markup of its own).
   md << "# kvbench report: " << markdown_text(name, 200) << "\n\n";
   if (!config.value("description", "").empty())
     md << markdown_text(config["description"].get<std::string>(), 4000, true) << "\n\n";
+  md << protocol_line << "\n\n";
   md << "## Summary\n\n" << summary_legend << "\n\n";
   for (const auto& s : sections) {
     md << md_heading(s, several);
@@ -402,7 +415,8 @@ ReportSummary write_report(const RunFolder& run) {
       html << "<a href=\"#" << f.anchor << "\">" << html_escape(f.heading) << "</a>";
   html << "<a href=\"#speed\">speed</a><a href=\"#instances\">per instance</a>"
        << "<a href=\"predictions.html\">predictions</a></nav>\n<p>"
-       << html_escape(config.value("description", "")) << "</p>\n"
+       << html_escape(config.value("description", "")) << "</p>\n<p>" << html_escape(protocol_line)
+       << "</p>\n"
        << "<h2 id=\"summary\">Summary</h2>\n";
   for (const auto& s : sections) {
     html << html_heading(s, several) << "<ul class=\"summary\">\n";

@@ -369,7 +369,8 @@ ExperimentConfig parse_experiment(const json& doc, const std::string& source) {
     c.policies.push_back(parse_policy(policies.at(i)));
   if (root.has("decoding")) {
     const Node d = root.at("decoding");
-    d.expect_object({"max_new_tokens", "chunk", "question_first", "exact", "attention"});
+    d.expect_object(
+        {"max_new_tokens", "chunk", "question_first", "exact", "attention", "protocol"});
     if (d.has("max_new_tokens"))
       c.decoding.max_new_tokens = static_cast<int>(d.at("max_new_tokens").integer(0, 4096));
     if (d.has("chunk")) c.decoding.chunk = static_cast<int>(d.at("chunk").integer(1, 1 << 16));
@@ -384,6 +385,27 @@ ExperimentConfig parse_experiment(const json& doc, const std::string& source) {
         a.fail("bf16 needs the fast mode (8-bit activations), not \"exact\": true");
       c.decoding.bf16_attention = v == "bf16";
     }
+    if (d.has("protocol")) {
+      const Node p = d.at("protocol");
+      const std::string v = p.string();
+      if (v != "query_aware" && v != "query_agnostic")
+        p.fail("expected \"query_aware\" or \"query_agnostic\", got \"" + v.substr(0, 40) + "\"");
+      c.decoding.protocol = v == "query_agnostic" ? Protocol::QueryAgnostic : Protocol::QueryAware;
+    }
+  }
+  // Query-agnostic compresses the context before the question: a question
+  // asked first would be part of what is compressed.
+  if (c.decoding.protocol == Protocol::QueryAgnostic) {
+    if (c.decoding.question_first)
+      root.at("decoding")
+          .at("question_first")
+          .fail("the query_agnostic protocol needs the question after the context");
+    for (size_t i = 0; i < c.tasks.size(); ++i)
+      if (c.tasks[i].question_first.value_or(false))
+        root.at("tasks")
+            .at(i)
+            .at("question_first")
+            .fail("the query_agnostic protocol needs the question after the context");
   }
   if (root.has("metrics")) {
     const Node m = root.at("metrics");
@@ -405,6 +427,10 @@ ExperimentConfig load_experiment(const std::string& path,
   json doc = parse_json_text(read_regular_file(path, kMaxConfigBytes, "an experiment file"), path);
   for (const auto& o : overrides) apply_override(doc, o);
   return parse_experiment(doc, path);
+}
+
+const char* protocol_name(Protocol p) {
+  return p == Protocol::QueryAgnostic ? "query_agnostic" : "query_aware";
 }
 
 json to_json(const ExperimentConfig& c) {
@@ -448,6 +474,8 @@ json to_json(const ExperimentConfig& c) {
               {"keep_prefills", c.keep_prefills}};
   // Written only when set, so configs without it read back as before.
   if (c.decoding.bf16_attention) out["decoding"]["attention"] = "bf16";
+  if (c.decoding.protocol != Protocol::QueryAware)
+    out["decoding"]["protocol"] = protocol_name(c.decoding.protocol);
   // A config that gave "model" reads back exactly as before.
   if (c.models_listed) {
     json models = json::array();

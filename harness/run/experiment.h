@@ -19,7 +19,7 @@
 //                 {"spec": "h2o", "budgets": [128, 256, 0.2], "label": "Attention-based"},
 //                 {"policy": "snapkv", "budget": 256, "window": 8} ],  // parameters as fields
 //   "decoding": {"max_new_tokens": 0, "chunk": 512, "question_first": false, "exact": false,
-//                "attention": "f32"},
+//                "attention": "f32", "protocol": "query_aware"},
 //                                           // max_new_tokens 0 = the task's own
 //   "metrics": {"teacher_forced": true, "needle_survival": true},
 //   "output": "results"
@@ -53,6 +53,16 @@ struct PolicyGrid {
   std::vector<double> budgets;  // empty: the spec as written; > 1 tokens, <= 1 ratio
 };
 
+// When a policy compresses, relative to the question (both always labelled):
+//   QueryAware     the seed's: the whole prompt, question included, is
+//                  prefilled; the policy compresses after it.
+//   QueryAgnostic  kvpress's: the context is prefilled and compressed (a
+//                  ratio budget is a ratio of the context); the question is
+//                  then appended whole and nothing is evicted while it and
+//                  the answer run, so the choice could not use the question.
+enum class Protocol { QueryAware, QueryAgnostic };
+const char* protocol_name(Protocol p);  // "query_aware", "query_agnostic"
+
 struct DecodingConfig {
   int max_new_tokens = 0;  // 0: each task's own generation budget
   int chunk = 512;
@@ -63,6 +73,7 @@ struct DecodingConfig {
   // "attention": "bf16": prefill attention on bfloat16 products
   // (Evaluator::set_bf16_attention; fast mode only). Default "f32".
   bool bf16_attention = false;
+  Protocol protocol = Protocol::QueryAware;
 };
 
 struct MetricsConfig {

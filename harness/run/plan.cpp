@@ -222,7 +222,8 @@ Plan make_plan(const ExperimentConfig& c, const LlamaModel& model, size_t model_
       // Fails early (InputError naming the instance) when the prompt plus its
       // answer does not fit the model.
       try {
-        build_prompt(model, inst, question_first);
+        build_prompt(model, inst, question_first,
+                     c.decoding.protocol == Protocol::QueryAgnostic && inst.grader != "perplexity");
       } catch (const InputError& e) {
         throw InputError(field(c, where) + e.what());
       }

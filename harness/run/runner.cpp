@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <map>
 #include <optional>
+#include <span>
 
 #include "datasets/grader.h"
 #include "datasets/prompt.h"
@@ -61,18 +62,35 @@ class InstanceRunner {
         inst_(inst),
         prefill_key_(std::move(prefill_key)),
         n_vocab_(m.config().n_vocab) {
-    prompt_ = build_prompt(m, inst, question_first);
+    // Query-agnostic: the context is tokenized on its own, so its tokens do
+    // not depend on the question (as kvpress caches a context).
+    agnostic_ = c.decoding.protocol == Protocol::QueryAgnostic && inst.grader != "perplexity";
+    prompt_ = build_prompt(m, inst, question_first, agnostic_);
     const int64_t n = static_cast<int64_t>(prompt_.tokens.size());
     // The question arrives as a step of its own (SnapKV's window covers it).
     chunks_ = prefill_chunks(prompt_, c.decoding.chunk);
+    // What the policy compresses: the whole prompt, or (query-agnostic) the
+    // context, whose end is a chunk boundary.
+    n_compressed_ = agnostic_ ? prompt_.context_tokens.end : n;
+    if (n_compressed_ <= 0 || n_compressed_ > n || (agnostic_ && n_compressed_ == n))
+      throw InputError("instance '" + inst.id +
+                       "': the query_agnostic protocol needs a context and a question after it");
+    for (const Span& s : chunks_)
+      if (s.end <= n_compressed_) compressed_chunks_.push_back(s);
+    compressed_prompt_.assign(prompt_.tokens.begin(), prompt_.tokens.begin() + n_compressed_);
     max_new_ = c.decoding.max_new_tokens > 0 ? c.decoding.max_new_tokens
                                              : std::max(1, inst.max_new_tokens);
     answer_ = gold_answer_tokens(inst, m.tokenizer());
-    ctx_ = ::kvbench::cache_context(m, n, inst.seed);
+    // A ratio budget is a ratio of what is compressed.
+    ctx_ = ::kvbench::cache_context(m, n_compressed_, inst.seed);
   }
 
-  const std::vector<Span>& chunks() const { return chunks_; }
+  // The chunks a policy's start covers (the whole prompt's, or the context's).
+  const std::vector<Span>& chunks() const { return compressed_chunks_; }
   int64_t prompt_tokens() const { return static_cast<int64_t>(prompt_.tokens.size()); }
+  int64_t compressed_tokens() const { return n_compressed_; }
+  // Prompt tokens every cell appends itself after compressing (the question).
+  int64_t appended_tokens() const { return prompt_tokens() - n_compressed_; }
   const CacheContext& cache_context() const { return ctx_; }
 
   // Perplexity instances (task ppl): the text streams through each policy's
@@ -107,6 +125,24 @@ class InstanceRunner {
     return g;
   }
 
+  const std::vector<int32_t>& compressed_prompt() const { return compressed_prompt_; }
+
+  // Query-agnostic: the question (and the template's tail) enter the
+  // compressed cache whole; nothing is evicted from here on (the question,
+  // the teacher-forced answer and the generated one), as kvpress decodes.
+  // Parts that act for the prompt's last query (restore) still do.
+  // `logits` becomes the last prompt token's; returns the seconds taken.
+  double append_question(PolicyCache& cache, std::vector<float>& logits) {
+    if (!agnostic_) return 0;
+    const auto t0 = Clock::now();
+    cache.pause_eviction(true);
+    logits.resize(n_vocab_);
+    prefill(eval_, cache, prompt_.tokens, chunks_,
+            {.first = compressed_chunks_.size(), .last_logits = logits.data()});
+    cache.end_prefill();
+    return seconds_since(t0);
+  }
+
   // What every cell record starts with: id, instance, policy, memory.
   json record_head(const PolicyRun& r, const PolicyCache& cache, uint64_t kv_bytes_full) const;
   json cell_record(const PolicyRun& r, PolicyCache& cache, const std::vector<float>& last_logits,
@@ -119,8 +155,12 @@ class InstanceRunner {
   const Instance& inst_;
   const std::string prefill_key_;
   const int n_vocab_;
+  bool agnostic_ = false;
   Prompt prompt_;
-  std::vector<Span> chunks_;
+  std::vector<Span> chunks_;                // the whole prompt's prefill steps
+  int64_t n_compressed_ = 0;                // prompt tokens the policy compresses
+  std::vector<Span> compressed_chunks_;     // their steps (a prefix of chunks_)
+  std::vector<int32_t> compressed_prompt_;  // [n_compressed_] the tokens themselves
   int max_new_ = 1;
   std::vector<int32_t> answer_;
   CacheContext ctx_;
@@ -153,6 +193,11 @@ json InstanceRunner::record_head(const PolicyRun& r, const PolicyCache& cache,
                    {"base", p.base},
                    {"budget", p.budget ? json(*p.budget) : json(nullptr)},
                    {"is_reference", p.is_reference}};
+  // Only query-agnostic cells say so: cells of the seed's protocol read as
+  // they always have.
+  if (agnostic_)
+    rec["protocol"] = {{"name", protocol_name(Protocol::QueryAgnostic)},
+                       {"compressed_tokens", n_compressed_}};
   rec["memory"] = memory_json(cache);
   rec["memory"]["kv_bytes_full"] = kv_bytes_full;
   return rec;
@@ -293,14 +338,14 @@ void InstanceRunner::run(const std::vector<PolicyRun>& pending, const RunFolder&
   // (none after the last chunk: that is the full cache itself).
   std::vector<size_t> kept_chunks;
   for (size_t i : snapshot_after)
-    if (i + 1 < chunks_.size() &&
+    if (i + 1 < compressed_chunks_.size() &&
         std::find(kept_chunks.begin(), kept_chunks.end(), i) == kept_chunks.end())
       kept_chunks.push_back(i);
   SharedPrefill shared;
   std::optional<KeptPrefill> kept;
   if (store)
-    kept = store->load(prefill_key_, prompt_.tokens, c_.decoding.chunk, chunks_, full_ctx,
-                       kept_chunks);
+    kept = store->load(prefill_key_, compressed_prompt(), c_.decoding.chunk, compressed_chunks_,
+                       full_ctx, kept_chunks);
   if (kept) {
     ++sum.prefills_loaded;
     shared.full = std::move(kept->full);
@@ -309,28 +354,38 @@ void InstanceRunner::run(const std::vector<PolicyRun>& pending, const RunFolder&
     full_prefill_seconds_ = kept->seconds;
   } else {
     const auto t0 = Clock::now();
-    shared = run_shared_prefill(eval_, full_ctx, prompt_.tokens, chunks_, kept_chunks);
+    shared =
+        run_shared_prefill(eval_, full_ctx, compressed_prompt(), compressed_chunks_, kept_chunks);
     full_prefill_seconds_ = seconds_since(t0);
-    sum.prefill_tokens_computed += static_cast<int64_t>(prompt_.tokens.size());
+    sum.prefill_tokens_computed += n_compressed_;
     if (store) {
       KeptPrefill k;
       k.full = std::move(shared.full);
       k.after_chunk = std::move(shared.after_chunk);
       k.logits = shared.logits;
       k.seconds = full_prefill_seconds_;
-      store->save(prefill_key_, prompt_.tokens, c_.decoding.chunk, k);
+      store->save(prefill_key_, compressed_prompt(), c_.decoding.chunk, k);
       shared.full = std::move(k.full);
       shared.after_chunk = std::move(k.after_chunk);
     }
   }
   const std::unique_ptr<PolicyCache>& full = shared.full;
-  const std::vector<float>& full_logits = shared.logits;
-  full_kv_bytes_ = kv_bytes_hot(*full);
+  // The full cache with the whole prompt in: the shared one, or
+  // (query-agnostic) a copy with the question appended.
+  std::unique_ptr<PolicyCache> full_asked;
+  std::vector<float> full_logits = shared.logits;
+  if (agnostic_) {
+    full_asked = full->clone();
+    append_question(*full_asked, full_logits);
+    sum.prefill_tokens_computed += appended_tokens();
+  }
+  const PolicyCache& full_prompt = agnostic_ ? *full_asked : *full;
+  full_kv_bytes_ = kv_bytes_hot(full_prompt);
 
   // The reference distributions over the gold answer (and, for the oracle,
   // the attention the answer pays to each prompt token).
   if (c_.metrics.teacher_forced || need_oracle) {
-    auto copy = full->clone();
+    auto copy = full_prompt.clone();
     AttentionRecorder recorder(*copy);
     KvCache& target = need_oracle ? static_cast<KvCache&>(recorder) : static_cast<KvCache&>(*copy);
     if (!answer_.empty())
@@ -351,23 +406,26 @@ void InstanceRunner::run(const std::vector<PolicyRun>& pending, const RunFolder&
       // the policies that import it, which would slow the reference's decode.
       cache = PolicyCache::create(p.spec, ctx_);
       cache->import_from(*full);
-      logits = full_logits;
-      prefill_seconds = full_prefill_seconds_;
+      logits = shared.logits;
+      prefill_seconds = full_prefill_seconds_ + append_question(*cache, logits);
       computed = static_cast<int64_t>(prompt_.tokens.size());
+      sum.prefill_tokens_computed += appended_tokens();
     } else {
       auto set_oracle = [&](PolicyCache& c) { apply_hindsight(c, oracle_importance_); };
       const auto t1 = Clock::now();
-      StartedCache started =
-          start_policy(p.spec, ctx_, r.plan, shared, eval_, prompt_.tokens, chunks_, set_oracle);
+      StartedCache started = start_policy(p.spec, ctx_, r.plan, shared, eval_, compressed_prompt(),
+                                          compressed_chunks_, set_oracle);
       cache = std::move(started.cache);
       logits = std::move(started.logits);
       computed = started.computed;
-      prefill_seconds = seconds_since(t1);
       // Time to first token as if prefilled alone: the shared part at the
       // full cache's measured rate plus this policy's own part.
-      const int64_t n = static_cast<int64_t>(prompt_.tokens.size());
-      prefill_seconds +=
-          full_prefill_seconds_ * static_cast<double>(n - computed) / static_cast<double>(n);
+      const int64_t n = n_compressed_;
+      prefill_seconds = seconds_since(t1) + full_prefill_seconds_ *
+                                                static_cast<double>(n - computed) /
+                                                static_cast<double>(n);
+      prefill_seconds += append_question(*cache, logits);
+      computed += appended_tokens();
       sum.prefill_tokens_computed += computed;
     }
     json rec = cell_record(r, *cache, logits, prefill_seconds, computed);
@@ -410,13 +468,16 @@ RunSummary plan_work(const ExperimentConfig& config, const Plan& plan, const Lla
     InstanceRunner ir(config, model, plan.model, eval, plan.instances[i], plan.question_first[i],
                       plan.prefill_key(i));
     const bool ppl = plan.instances[i].grader == "perplexity";
-    sum.prefill_tokens_computed += ir.prompt_tokens();  // the shared full prefill
+    // The shared full prefill (query-agnostic: of the context, and the
+    // question on a copy of it for the reference answer's distributions).
+    sum.prefill_tokens_computed += ir.prompt_tokens();
     for (size_t p : plan.instance_policies[i]) {
       ++sum.cells_total;
       sum.prefill_tokens_naive += ir.prompt_tokens();
       const PolicyRun r = plan_run(plan.policies[p], plan.cell_id(i, p), ir.cache_context(),
                                    ir.chunks(), options.share_prefill);
-      sum.prefill_tokens_computed += own_prefill(r, ir.chunks(), ir.prompt_tokens(), ppl);
+      sum.prefill_tokens_computed +=
+          own_prefill(r, ir.chunks(), ir.compressed_tokens(), ppl) + ir.appended_tokens();
     }
   }
   return sum;
