@@ -43,6 +43,9 @@ struct CacheContext {
   // For a `full` cache that other policies branch from (import_from):
   bool collect_attention = false;  // keep attention statistics (h2o, hybrid, tova can resume)
   int keep_queries = 0;            // keep the last N queries per layer (snapkv's window)
+  // >= 0: keep the queries' statistics (policies/query_stats.h) leaving out
+  // positions below it, so expected attention with that skip can branch.
+  int query_stats_skip = -1;
 };
 
 }  // namespace kvbench

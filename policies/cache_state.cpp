@@ -382,8 +382,9 @@ void PolicyCache::save_state(StateWriter& out) const {
   out.u64(importance_.size());
   for (const auto& t : importance_) out.array(t);
   // Only policies that keep query statistics write them (older snapshots
-  // have no policy that does).
-  if (qstats_.enabled()) qstats_.save(out);
+  // have no policy that does); a full cache's, collected for others to
+  // import (CacheContext.query_stats_skip), are not saved.
+  if (qstats_.enabled() && needs_.query_stats) qstats_.save(out);
   store_->save_state(out);
   out.tag(state_tag("PEND"));
 }

@@ -88,10 +88,12 @@ std::unique_ptr<PolicyCache> PolicyCache::create(const PolicySpec& spec, const C
   c->window_ =
       QueryWindow(sh.n_layers, query_ring_capacity(*c->scorer_, c->parts_, ctx.keep_queries),
                   int64_t{sh.n_q_heads} * sh.head_dim);
-  if (c->needs_.query_stats) {
+  // The scorer's own statistics, or a full cache's for those that import it.
+  const int qskip = c->needs_.query_stats ? c->needs_.query_stats_skip : ctx.query_stats_skip;
+  if (c->needs_.query_stats || ctx.query_stats_skip >= 0) {
     std::vector<RopeConfig> ropes;  // each layer's, as its keys are rotated
     for (int l = 0; l < sh.n_layers; ++l) ropes.push_back(c->store_->rope_of(l));
-    c->qstats_ = QueryStats(sh.n_q_heads, sh.head_dim, c->needs_.query_stats_skip, ropes);
+    c->qstats_ = QueryStats(sh.n_q_heads, sh.head_dim, qskip, ropes);
   }
   if (c->needs_.hindsight || c->needs_.reconstruction)
     c->importance_.resize(static_cast<size_t>(sh.n_layers) * sh.n_kv_heads);
@@ -343,10 +345,12 @@ void PolicyCache::import_from(const PolicyCache& full) {
   if (a.n_layers != b.n_layers || a.n_kv_heads != b.n_kv_heads || a.n_q_heads != b.n_q_heads ||
       a.head_dim != b.head_dim)
     throw InputError("import_from: the caches have different shapes");
-  if (needs_.query_stats)
+  if (needs_.query_stats &&
+      (!full.qstats_.enabled() || full.qstats_.skip() != needs_.query_stats_skip))
     throw InputError("import_from: '" + to_string(spec_) +
-                     "' needs query statistics of the whole prompt, which a full cache does not "
-                     "keep; prefill it from scratch");
+                     "' needs query statistics of the prompt leaving out positions below " +
+                     std::to_string(needs_.query_stats_skip) +
+                     "; create the full cache with CacheContext.query_stats_skip = that");
   if (store_->known_sequences() != 0 || store_->hot_total() != 0)
     throw InputError("import_from: the target cache must be empty");
   if (store_->in_step() || full.store_->in_step())
@@ -364,8 +368,9 @@ void PolicyCache::import_from(const PolicyCache& full) {
   store_->import_entries(*full.store_);
   peak_prefill_ = std::max(peak_prefill_, full.peak_prefill_);
   note_peak();
-  // The kept queries, newest last.
+  // The kept queries, newest last; the statistics of all of them.
   window_.take_newest(full.window_);
+  if (needs_.query_stats) qstats_ = full.qstats_;
   step_decode_ = full.step_decode_;
   decode_steps_ = full.decode_steps_;
   if (streaming())
@@ -390,8 +395,6 @@ ScorerNeeds PolicyCache::scorer_needs(const PolicySpec& spec) {
 }
 
 bool PolicyCache::prefill_matches_full(const PolicySpec& spec) {
-  // A full cache keeps no query statistics to hand over.
-  if (scorer_needs(spec).query_stats) return false;
   // Lossless storage, and extras that act only when maintenance evicts
   // (offload moves evicted entries to the cold tier, merge folds them).
   if (!spec.storage.info().lossless_until_eviction) return false;
@@ -401,7 +404,8 @@ bool PolicyCache::prefill_matches_full(const PolicySpec& spec) {
 }
 
 PolicyCache::ImportNeeds PolicyCache::import_needs() const {
-  return {needs_.attention, query_ring_capacity(*scorer_, parts_, 0)};
+  return {needs_.attention, query_ring_capacity(*scorer_, parts_, 0),
+          needs_.query_stats ? needs_.query_stats_skip : -1};
 }
 
 void PolicyCache::set_importance(int layer, int kv_head, std::span<const float> by_source) {

@@ -185,8 +185,9 @@ class PolicyCache final : public KvCache {
   int32_t first_eviction_tokens() const;
   // What a `full` cache must collect for import_from() into this policy.
   struct ImportNeeds {
-    bool attention = false;  // CacheContext.collect_attention
-    int queries = 0;         // CacheContext.keep_queries
+    bool attention = false;     // CacheContext.collect_attention
+    int queries = 0;            // CacheContext.keep_queries
+    int query_stats_skip = -1;  // CacheContext.query_stats_skip (-1: none needed)
   };
   ImportNeeds import_needs() const;
   // What the spec's scorer asks the cache (and its caller) for, without

@@ -29,6 +29,7 @@ class QueryStats {
 
   bool enabled() const { return !sum_.empty(); }
   int head_dim() const { return head_dim_; }
+  int skip() const { return skip_; }
   int seq() const { return seq_; }
 
   // A step of `seq` begins: statistics of another sequence are dropped.

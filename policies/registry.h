@@ -88,9 +88,10 @@ struct ComponentInfo {
   // spec. Called for every component of a parsed spec.
   void (*check)(const PolicySpec& spec, const ComponentSpec& self) = nullptr;
   // Storage and extras: true when a cache with it holds exactly what a full
-  // f32 cache holds until maintenance first evicts (f32; extras that act on
-  // evicted entries only), so the runner may start it from the full cache's
-  // prefill.
+  // f32 cache holds until maintenance first evicts or the prompt ends (f32;
+  // extras that act on evicted entries, choose them, or act after the
+  // prompt), so the runner may start it from the full cache's prefill
+  // (tests/test_policy_start.cpp checks every composition).
   bool lossless_until_eviction = false;
   // Scorers: what their priorities are (ScoreUnits).
   ScoreUnits units = ScoreUnits::Opaque;

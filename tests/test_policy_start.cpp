@@ -270,5 +270,35 @@ TEST_F(PolicyStart, StreamingOffloadJoinsAtItsEvictionBudgetNotItsHotBudget) {
   EXPECT_EQ(plan.resume_after_chunk, 1u);  // after tokens [16, 32): 32 > 23
 }
 
+// The shared full cache collects one skip of query statistics: expected
+// attention with another `sinks` than the first such plan's prefills itself,
+// and the one that branches holds what it would alone.
+TEST_F(PolicyStart, QueryStatisticsOfOneSkipAreSharedTheOtherPrefillsItself) {
+  const PolicySpec a = parse_policy_spec("expected:budget=24,sinks=4");
+  const PolicySpec b = parse_policy_spec("expected:budget=24,sinks=2");
+  const PolicySpec c = parse_policy_spec("expected:budget=0.3,sinks=4");
+  const std::vector<const PolicySpec*> specs{&a, &b, &c};
+  std::vector<StartPlan> plans;
+  for (const PolicySpec* s : specs) plans.push_back(plan_start(*s, ctx_, chunks_, true));
+  settle_query_stats(specs, plans, ctx_);
+  EXPECT_EQ(plans[0].start, Start::Branch);
+  EXPECT_EQ(plans[1].start, Start::Scratch);
+  EXPECT_EQ(plans[2].start, Start::Branch);
+  const std::vector<const PolicySpec*> importers{&a, &c};
+  const CacheContext full_ctx = shared_full_context(ctx_, importers);
+  EXPECT_EQ(full_ctx.query_stats_skip, 4);
+  const SharedPrefill shared = run_shared_prefill(*eval_, full_ctx, tokens_, chunks_, {});
+  for (const PolicySpec* s : importers) {
+    const Outcome want = outcome(*s, StartPlan{}, shared);
+    const Outcome got = outcome(*s, plans[0], shared);
+    for (size_t i = 0; i < want.logits.size(); ++i) EXPECT_EQ(got.logits[i], want.logits[i]);
+    for (size_t h = 0; h < want.entries.size(); ++h)
+      EXPECT_TRUE(same_entries(got.entries[h], want.entries[h])) << h;
+  }
+  // A full cache made without them cannot stand in.
+  const SharedPrefill bare = run_shared_prefill(*eval_, ctx_, tokens_, chunks_, {});
+  EXPECT_THROW(outcome(a, plans[0], bare), InputError);
+}
+
 }  // namespace
 }  // namespace kvbench

@@ -7,6 +7,7 @@
 // written atomically, so `--resume DIR` after Ctrl-C or kill -9 continues
 // with nothing lost and nothing repeated.
 #include <charconv>
+#include <cmath>
 #include <filesystem>
 #include <iomanip>
 #include <iostream>
@@ -144,6 +145,13 @@ int cmd_run(const Args& args) {
       w.cells_total += one.cells_total;
       w.prefill_tokens_computed += one.prefill_tokens_computed;
       w.prefill_tokens_naive += one.prefill_tokens_naive;
+      // Every model's plan has the same policies.
+      w.prefill_tokens_by_policy.resize(one.prefill_tokens_by_policy.size());
+      w.prompt_tokens_by_policy.resize(one.prompt_tokens_by_policy.size());
+      for (size_t i = 0; i < one.prefill_tokens_by_policy.size(); ++i) {
+        w.prefill_tokens_by_policy[i] += one.prefill_tokens_by_policy[i];
+        w.prompt_tokens_by_policy[i] += one.prompt_tokens_by_policy[i];
+      }
     }
     std::cout << config.name << ": " << instances << " instances x " << n_policies
               << " policies = " << cells << " cells";
@@ -157,9 +165,20 @@ int cmd_run(const Args& args) {
                   << escaped_text(p.model.path, 200) << "]: " << p.instances.size()
                   << " instances, " << p.cells() << " cells";
     }
-    std::cout << "\npolicies:";
-    for (const auto& p : plans.front().policies)
+    // Where the prefill work goes: what each policy's cells prefill
+    // themselves, as a share of their prompts (0%: every cell branches from
+    // the shared prefill).
+    std::cout << "\npolicies (prefill each computes itself, of its prompts):";
+    const auto& policies = plans.front().policies;
+    for (size_t i = 0; i < policies.size(); ++i) {
+      const auto& p = policies[i];
       std::cout << "\n  " << p.label << "  [" << p.canonical << "]";
+      if (i < w.prompt_tokens_by_policy.size() && w.prompt_tokens_by_policy[i] > 0)
+        std::cout << "  "
+                  << std::llround(100.0 * static_cast<double>(w.prefill_tokens_by_policy[i]) /
+                                  static_cast<double>(w.prompt_tokens_by_policy[i]))
+                  << "%";
+    }
     std::cout << "\nprefill tokens: " << w.prefill_tokens_computed << " computed with sharing, "
               << w.prefill_tokens_naive << " naive (" << std::fixed << std::setprecision(1)
               << 100.0 * w.prefill_tokens_computed / std::max<int64_t>(1, w.prefill_tokens_naive)

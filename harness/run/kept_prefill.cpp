@@ -46,6 +46,8 @@ std::optional<KeptPrefill> PrefillStore::load(const std::string& instance_id,
     // for these policies, holding exactly the first `end` prompt tokens.
     const auto unfit = [&](const PolicyCache& cache, int64_t end) -> std::string {
       const CacheContext& have = cache.context();
+      // A kept cache never holds query statistics (not saved; see save()).
+      if (needs.query_stats_skip >= 0) return "the policies need query statistics";
       if (have.context_tokens != needs.context_tokens || have.seed != needs.seed ||
           (needs.collect_attention && !have.collect_attention) ||
           have.keep_queries < needs.keep_queries)
@@ -87,6 +89,9 @@ void PrefillStore::save(const std::string& instance_id, const std::vector<int32_
   std::error_code ec;
   fs::create_directories(dir_, ec);
   if (ec) throw InputError(dir_ + ": cannot create (" + ec.message() + ")");
+  // Query statistics (a full cache's for expected attention to import) are
+  // not part of a cache's saved state: such a prefill could not be used.
+  if (prefill.full->context().query_stats_skip >= 0) return;
   const std::string b = base(instance_id);
   SnapshotDocument doc;
   doc.tokens = tokens;

@@ -39,8 +39,26 @@ CacheContext shared_full_context(const CacheContext& ctx,
     const auto needs = PolicyCache::create(*s, ctx)->import_needs();
     full.collect_attention = full.collect_attention || needs.attention;
     full.keep_queries = std::max(full.keep_queries, needs.queries);
+    if (full.query_stats_skip < 0) full.query_stats_skip = needs.query_stats_skip;
   }
   return full;
+}
+
+int query_stats_skip_needed(const PolicySpec& spec, const CacheContext& ctx) {
+  if (!PolicyCache::scorer_needs(spec).query_stats) return -1;
+  return PolicyCache::create(spec, ctx)->import_needs().query_stats_skip;
+}
+
+void settle_query_stats(std::span<const PolicySpec* const> specs, std::span<StartPlan> plans,
+                        const CacheContext& ctx) {
+  int skip = -1;
+  for (size_t i = 0; i < specs.size(); ++i) {
+    if (plans[i].start == Start::Scratch) continue;
+    const int need = query_stats_skip_needed(*specs[i], ctx);
+    if (need < 0) continue;
+    if (skip < 0) skip = need;
+    if (need != skip) plans[i] = StartPlan{};
+  }
 }
 
 SharedPrefill run_shared_prefill(Evaluator& eval, const CacheContext& full_ctx,

@@ -40,8 +40,19 @@ StartPlan plan_start(const PolicySpec& spec, const CacheContext& ctx,
                      const std::vector<Span>& chunks, bool share);
 
 // The full cache's context for sharing with `specs`: ctx plus the attention
-// statistics and queries their caches need to import from it.
+// statistics, queries and query statistics their caches need to import from
+// it. One skip of query statistics is collected: the first spec's that needs
+// them (settle_query_stats makes the others prefill themselves).
 CacheContext shared_full_context(const CacheContext& ctx, std::span<const PolicySpec* const> specs);
+
+// The query-statistics skip a spec needs from the full cache, or -1.
+int query_stats_skip_needed(const PolicySpec& spec, const CacheContext& ctx);
+
+// Plans that import (branch or resume) and need query statistics with
+// another skip than the first such plan's become Scratch: the shared full
+// cache collects one. specs[i] goes with plans[i].
+void settle_query_stats(std::span<const PolicySpec* const> specs, std::span<StartPlan> plans,
+                        const CacheContext& ctx);
 
 // The shared full prefill: the full cache after the prompt (end_prefill
 // done), copies after the chunks Resume plans need, and the last logits.

@@ -446,6 +446,25 @@ PolicyRun plan_run(const PlannedPolicy& p, const std::string& id, const CacheCon
   return r;
 }
 
+// The instance's cells, each planned to start from the shared prefill where it
+// can (settle_query_stats: one skip of query statistics is shared).
+std::vector<PolicyRun> plan_runs(const Plan& plan, size_t instance,
+                                 const std::vector<size_t>& policies, const CacheContext& ctx,
+                                 const std::vector<Span>& chunks, bool share) {
+  std::vector<PolicyRun> runs;
+  for (size_t p : policies)
+    runs.push_back(plan_run(plan.policies[p], plan.cell_id(instance, p), ctx, chunks, share));
+  std::vector<const PolicySpec*> specs;
+  std::vector<StartPlan> plans;
+  for (const auto& r : runs) {
+    specs.push_back(&r.policy->spec);
+    plans.push_back(r.plan);
+  }
+  settle_query_stats(specs, plans, ctx);
+  for (size_t i = 0; i < runs.size(); ++i) runs[i].plan = plans[i];
+  return runs;
+}
+
 // Prefill tokens a cell computes itself, given how it starts.
 int64_t own_prefill(const PolicyRun& r, const std::vector<Span>& chunks, int64_t n,
                     bool perplexity) {
@@ -461,6 +480,8 @@ int64_t own_prefill(const PolicyRun& r, const std::vector<Span>& chunks, int64_t
 RunSummary plan_work(const ExperimentConfig& config, const Plan& plan, const LlamaModel& model,
                      const RunOptions& options) {
   RunSummary sum;
+  sum.prefill_tokens_by_policy.assign(plan.policies.size(), 0);
+  sum.prompt_tokens_by_policy.assign(plan.policies.size(), 0);
   // Only the evaluator's model is used: no step runs.
   Evaluator eval(model, 1);
   for (size_t i = 0; i < plan.instances.size(); ++i) {
@@ -471,13 +492,17 @@ RunSummary plan_work(const ExperimentConfig& config, const Plan& plan, const Lla
     // The shared full prefill (query-agnostic: of the context, and the
     // question on a copy of it for the reference answer's distributions).
     sum.prefill_tokens_computed += ir.prompt_tokens();
-    for (size_t p : plan.instance_policies[i]) {
+    const std::vector<PolicyRun> runs = plan_runs(
+        plan, i, plan.instance_policies[i], ir.cache_context(), ir.chunks(), options.share_prefill);
+    for (const PolicyRun& r : runs) {
+      const size_t p = static_cast<size_t>(r.policy - plan.policies.data());
       ++sum.cells_total;
       sum.prefill_tokens_naive += ir.prompt_tokens();
-      const PolicyRun r = plan_run(plan.policies[p], plan.cell_id(i, p), ir.cache_context(),
-                                   ir.chunks(), options.share_prefill);
-      sum.prefill_tokens_computed +=
+      const int64_t own =
           own_prefill(r, ir.chunks(), ir.compressed_tokens(), ppl) + ir.appended_tokens();
+      sum.prefill_tokens_computed += own;
+      sum.prefill_tokens_by_policy[p] += own;
+      sum.prompt_tokens_by_policy[p] += ir.prompt_tokens();
     }
   }
   return sum;
@@ -518,10 +543,8 @@ RunSummary run_cells(const ExperimentConfig& config, const Plan& plan, const Lla
                       plan.prefill_key(i));
     // The naive count: every pending cell prefills its whole prompt.
     sum.prefill_tokens_naive += ir.prompt_tokens() * static_cast<int64_t>(pending.size());
-    std::vector<PolicyRun> runs;
-    for (size_t p : pending)
-      runs.push_back(plan_run(plan.policies[p], plan.cell_id(i, p), ir.cache_context(), ir.chunks(),
-                              options.share_prefill));
+    const std::vector<PolicyRun> runs =
+        plan_runs(plan, i, pending, ir.cache_context(), ir.chunks(), options.share_prefill);
     ir.run(runs, run, progress, sum, store ? &*store : nullptr);
   }
   progress.done();

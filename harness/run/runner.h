@@ -41,6 +41,11 @@ struct RunSummary {
   int64_t prefill_tokens_computed = 0;
   int64_t prefill_tokens_naive = 0;  // every cell prefilling its whole prompt
   int64_t prefills_loaded = 0;       // shared prefills loaded from the run folder (keep_prefills)
+  // plan_work only, [plan.policies.size()]: the prefill tokens each policy's
+  // cells compute themselves (the shared prefill is in no policy's count),
+  // and their prompts' tokens.
+  std::vector<int64_t> prefill_tokens_by_policy;
+  std::vector<int64_t> prompt_tokens_by_policy;
 };
 
 // The prefill work of the shard's cells without running anything: what

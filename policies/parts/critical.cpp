@@ -154,6 +154,8 @@ ComponentInfo declare_critical() {
         "share of a head's keep count chosen by attention score alone (stage 1)", 0, 1}}};
   c.make_parts = critical_parts;
   c.check = check_critical;
+  // It only re-ranks what maintenance evicts (see chunkkv.cpp).
+  c.lossless_until_eviction = true;
   c.example_scorer = "snapkv";
   // Parameters that fit the registry-wide tests' small budgets (the extra
   // takes none of its own).

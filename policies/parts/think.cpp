@@ -100,6 +100,9 @@ ComponentInfo declare_think() {
        {"window", ParamType::Int, "32", "last prompt queries that score the channels", 1, 1e6}}};
   c.make_parts = think_parts;
   c.check = check_think;
+  // It rewrites keys at the end of the prompt, after every prefill step: until
+  // then a cache with it holds what the full cache holds.
+  c.lossless_until_eviction = true;
   return c;
 }
 
