@@ -10,8 +10,9 @@
 
 namespace kvbench {
 
-void run_reconstruction(Evaluator& eval, PolicyCache& cache, std::span<const int32_t> prompt,
-                        int step_chunk, int seq) {
+ReconstructionTables reconstruction_tables(Evaluator& eval, PolicyCache& cache,
+                                           std::span<const int32_t> prompt, int step_chunk,
+                                           int seq) {
   const std::string name = "policy '" + to_string(cache.spec()) + "': ";
   const int64_t n = static_cast<int64_t>(prompt.size());
   // Tables are indexed by stream index and the recorder tells prompt from
@@ -56,10 +57,21 @@ void run_reconstruction(Evaluator& eval, PolicyCache& cache, std::span<const int
     cache.pause_eviction(false);
     cache.rollback(cp);
   }
+  return recorder.tables();
+}
+
+void set_reconstruction(PolicyCache& cache, const ReconstructionTables& tables) {
   const KvShape& s = cache.shape();
+  if (tables.size() != static_cast<size_t>(s.n_layers) * s.n_kv_heads)
+    throw InputError("set_reconstruction: the tables are for another shape");
   for (int l = 0; l < s.n_layers; ++l)
     for (int h = 0; h < s.n_kv_heads; ++h)
-      cache.set_importance(l, h, recorder.tables()[static_cast<size_t>(l) * s.n_kv_heads + h]);
+      cache.set_importance(l, h, tables[static_cast<size_t>(l) * s.n_kv_heads + h]);
+}
+
+void run_reconstruction(Evaluator& eval, PolicyCache& cache, std::span<const int32_t> prompt,
+                        int step_chunk, int seq) {
+  set_reconstruction(cache, reconstruction_tables(eval, cache, prompt, step_chunk, seq));
 }
 
 void finish_prompt(Evaluator& eval, PolicyCache& cache, std::span<const int32_t> prompt,

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <span>
+#include <vector>
 
 #include "model/evaluator.h"
 #include "policies/policy_cache.h"
@@ -22,6 +23,14 @@ namespace kvbench {
 // suffix "\n"). InputError when the cache holds anything else.
 void run_reconstruction(Evaluator& eval, PolicyCache& cache, std::span<const int32_t> prompt,
                         int step_chunk, int seq = 0);
+
+// The pass's tables alone ([layer * kv_heads][stream index]), for a caller
+// that keeps them: what run_reconstruction gives set_importance.
+using ReconstructionTables = std::vector<std::vector<float>>;
+ReconstructionTables reconstruction_tables(Evaluator& eval, PolicyCache& cache,
+                                           std::span<const int32_t> prompt, int step_chunk,
+                                           int seq = 0);
+void set_reconstruction(PolicyCache& cache, const ReconstructionTables& tables);
 
 // The end of a prompt for any policy: the reconstruction pass when the
 // policy needs it, then end_prefill().

@@ -300,5 +300,33 @@ TEST_F(PolicyStart, QueryStatisticsOfOneSkipAreSharedTheOtherPrefillsItself) {
   EXPECT_THROW(outcome(a, plans[0], bare), InputError);
 }
 
+// KVzip's reconstruction pass reads the prompt the branch holds, which is
+// the full cache's for every budget and allocator: one pass serves every
+// ratio, and each cache equals prefilling alone with its own pass.
+TEST_F(PolicyStart, OneReconstructionPassServesEveryBudgetOfABranch) {
+  const std::vector<std::string> texts{"kvzip:budget=24", "kvzip:budget=0.3",
+                                       "kvzip:budget=0.3+global", "kvzip:budget=24,chunk=16"};
+  std::vector<PolicySpec> specs;
+  std::vector<const PolicySpec*> importers;
+  for (const auto& t : texts) specs.push_back(parse_policy_spec(t));
+  for (const auto& s : specs) importers.push_back(&s);
+  const SharedPrefill shared =
+      run_shared_prefill(*eval_, shared_full_context(ctx_, importers), tokens_, chunks_, {});
+  ReconstructionMemo memo;
+  for (const auto& spec : specs) {
+    SCOPED_TRACE(to_string(spec));
+    const StartPlan plan = plan_start(spec, ctx_, chunks_, true);
+    ASSERT_EQ(plan.start, Start::Branch);
+    StartedCache got = start_policy(spec, ctx_, plan, shared, *eval_, tokens_, chunks_, {}, &memo);
+    const Outcome want = outcome(spec, StartPlan{}, shared);
+    for (int l = 0; l < ctx_.shape.n_layers; ++l)
+      for (int h = 0; h < ctx_.shape.n_kv_heads; ++h)
+        EXPECT_TRUE(same_entries(got.cache->store().entries(l, h),
+                                 want.entries[static_cast<size_t>(l) * ctx_.shape.n_kv_heads + h]))
+            << l << "/" << h;
+  }
+  EXPECT_EQ(memo.passes, 2);  // chunk=16 reads the prompt another way
+}
+
 }  // namespace
 }  // namespace kvbench

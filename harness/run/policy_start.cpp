@@ -80,7 +80,8 @@ SharedPrefill run_shared_prefill(Evaluator& eval, const CacheContext& full_ctx,
 StartedCache start_policy(const PolicySpec& spec, const CacheContext& ctx, const StartPlan& plan,
                           const SharedPrefill& shared, Evaluator& eval,
                           std::span<const int32_t> tokens, const std::vector<Span>& chunks,
-                          const std::function<void(PolicyCache&)>& prepare) {
+                          const std::function<void(PolicyCache&)>& prepare,
+                          ReconstructionMemo* memo) {
   StartedCache r;
   r.cache = PolicyCache::create(spec, ctx);
   if (prepare) prepare(*r.cache);
@@ -102,6 +103,22 @@ StartedCache start_policy(const PolicySpec& spec, const CacheContext& ctx, const
   // A policy that needs a reconstruction pass runs it in the prompt's chunk size.
   int64_t chunk = 1;
   for (const Span& c : chunks) chunk = std::max(chunk, c.size());
+  if (memo && plan.start == Start::Branch && r.cache->needs_reconstruction()) {
+    // Every branch holds the full cache's prompt: one pass serves all.
+    const ScorerNeeds n = PolicyCache::scorer_needs(spec);
+    const auto key =
+        std::make_tuple(n.reconstruction_chunk, n.reconstruction_sinks, static_cast<int>(chunk));
+    auto it = memo->tables.find(key);
+    if (it == memo->tables.end()) {
+      it = memo->tables
+               .emplace(key, reconstruction_tables(eval, *r.cache, tokens, static_cast<int>(chunk)))
+               .first;
+      ++memo->passes;
+    }
+    set_reconstruction(*r.cache, it->second);
+    r.cache->end_prefill();
+    return r;
+  }
   finish_prompt(eval, *r.cache, tokens, static_cast<int>(chunk));
   return r;
 }

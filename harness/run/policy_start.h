@@ -20,9 +20,11 @@
 #include <map>
 #include <memory>
 #include <span>
+#include <tuple>
 #include <vector>
 
 #include "datasets/instance.h"
+#include "harness/reconstruction.h"
 #include "model/evaluator.h"
 #include "policies/policy_cache.h"
 
@@ -68,6 +70,15 @@ SharedPrefill run_shared_prefill(Evaluator& eval, const CacheContext& full_ctx,
                                  std::span<const int32_t> tokens, const std::vector<Span>& chunks,
                                  const std::vector<size_t>& kept_chunks);
 
+// Reconstruction tables made for branches of one shared prefill, by what the
+// pass reads besides the full cache's state (the scorer's pass chunk and
+// sinks, the step chunk). KVzip's tables depend on neither its budget nor
+// its allocator: every ratio of it reuses one pass. Per instance.
+struct ReconstructionMemo {
+  std::map<std::tuple<int, int, int>, ReconstructionTables> tables;
+  int passes = 0;  // passes run (the rest were reused)
+};
+
 // The policy's cache with the prompt in (end_prefill() done) by `plan`, and
 // the logits of the prompt's last token, and the prefill tokens it computed
 // itself. `prepare` runs on the new cache before anything enters it (the
@@ -80,6 +91,7 @@ struct StartedCache {
 StartedCache start_policy(const PolicySpec& spec, const CacheContext& ctx, const StartPlan& plan,
                           const SharedPrefill& shared, Evaluator& eval,
                           std::span<const int32_t> tokens, const std::vector<Span>& chunks,
-                          const std::function<void(PolicyCache&)>& prepare = {});
+                          const std::function<void(PolicyCache&)>& prepare = {},
+                          ReconstructionMemo* memo = nullptr);
 
 }  // namespace kvbench

@@ -394,6 +394,7 @@ void InstanceRunner::run(const std::vector<PolicyRun>& pending, const RunFolder&
     if (need_oracle) oracle_importance_ = recorder.tables(prompt_tokens());
   }
 
+  ReconstructionMemo reconstructions;  // one pass for every ratio of a scorer
   for (const auto& r : pending) {
     progress.start(r.id);
     const PlannedPolicy& p = *r.policy;
@@ -414,7 +415,7 @@ void InstanceRunner::run(const std::vector<PolicyRun>& pending, const RunFolder&
       auto set_oracle = [&](PolicyCache& c) { apply_hindsight(c, oracle_importance_); };
       const auto t1 = Clock::now();
       StartedCache started = start_policy(p.spec, ctx_, r.plan, shared, eval_, compressed_prompt(),
-                                          compressed_chunks_, set_oracle);
+                                          compressed_chunks_, set_oracle, &reconstructions);
       cache = std::move(started.cache);
       logits = std::move(started.logits);
       computed = started.computed;
