@@ -423,6 +423,46 @@ TEST(Compare, ConfigurationsAreMatchedBySpecNotLabel) {
   for (const auto* f : {&base, &changed, &renamed, &same}) f->remove();
 }
 
+// The continuous metrics see what ten unchanged pass/fail scores cannot: h2o
+// keeps every score while its KL to the full cache rises on every instance
+// (a budget silently halved looks like this). Beyond the metric tolerance
+// and significant: a regression, named in the metrics table; within it, or
+// lower, not; a metric that improved is said so.
+TEST(Compare, AWorseningOfTheContinuousMetricsRegressesWhereScoresCannot) {
+  const RunFolder base = make_run("base", ten(passing_but(0)));
+  std::vector<json> worse = ten(passing_but(0)), better = ten(passing_but(0));
+  for (size_t i = 0; i < worse.size(); ++i) {
+    if (worse[i]["policy"]["label"] != "h2o") continue;
+    worse[i]["retention"]["kl_full"] = 0.2 + 0.05 + 0.001 * static_cast<double>(i);
+    better[i]["retention"]["top1_agreement"] = 0.6;
+  }
+  const RunFolder w = make_run("worse", worse), b = make_run("better", better);
+  const CompareResult r = compare_runs(base.dir(), w.dir(), 0.0, 0.01);
+  EXPECT_TRUE(r.regressed) << r.report;
+  EXPECT_EQ(h2o_row(r.report).find("REGRESSED"), std::string::npos) << r.report;  // the score held
+  EXPECT_NE(r.report.find("| h2o | passkey | KL(full‖policy) | 10 | 0.2000 | 0.2600 | +0.0600 |"),
+            std::string::npos)
+      << r.report;
+  EXPECT_NE(r.report.find("| REGRESSED |\n"), std::string::npos) << r.report;
+  EXPECT_NE(r.report.find("1 of 2 groups with these metrics changed"), std::string::npos)
+      << r.report;
+  // The same worsening within a tolerance of 0.1 nats is accepted.
+  const CompareResult within = compare_runs(base.dir(), w.dir(), 0.0, 0.1);
+  EXPECT_FALSE(within.regressed) << within.report;
+  EXPECT_NE(within.report.find("| worse within tolerance |"), std::string::npos) << within.report;
+  // Better top-1 agreement is no regression, and unchanged metrics are only counted.
+  const CompareResult rb = compare_runs(base.dir(), b.dir(), 0.0, 0.0);
+  EXPECT_FALSE(rb.regressed) << rb.report;
+  EXPECT_NE(rb.report.find("| top-1 agreement | 10 | 0.5000 | 0.6000 | +0.1000 | 1 | better |"),
+            std::string::npos)
+      << rb.report;
+  const CompareResult same = compare_runs(base.dir(), base.dir(), 0.0, 0.0);
+  EXPECT_NE(same.report.find("0 of 2 groups with these metrics changed on some instance.\n"),
+            std::string::npos)
+      << same.report;
+  for (const auto* f : {&base, &w, &b}) f->remove();
+}
+
 // `kvbench compare` as a user runs it: exit 0 with "no significant
 // regression" and the detectable drop named for one flip of ten (p = 0.25)
 // and for three (p = 0.0625), exit 1 for a significant drop beyond the

@@ -9,6 +9,7 @@
 
 #include "harness/encode/markdown.h"
 #include "harness/report/arithmetic.h"
+#include "harness/report/compare_metrics.h"
 #include "harness/report/models.h"
 #include "harness/report/stats.h"
 #include "harness/run/run_folder.h"
@@ -26,7 +27,22 @@ using GroupKey = std::pair<std::string, std::string>;
 struct Cell {
   std::string id;  // the cell's id (its file's stem)
   double score = 0.0;
+  CellMetrics metrics;
 };
+
+// A cell's continuous metrics (NaN where null or absent).
+CellMetrics metrics_of(const json& c) {
+  CellMetrics m;
+  if (!c.contains("retention") || !c["retention"].is_object()) return m;
+  const json& r = c["retention"];
+  const auto get = [&](const char* k) {
+    return r.contains(k) && r[k].is_number() ? r[k].get<double>() : NAN;
+  };
+  m.answer_nll = get("answer_nll");
+  m.kl_full = get("kl_full");
+  m.top1_agreement = get("top1_agreement");
+  return m;
+}
 
 using Groups = std::map<GroupKey, std::map<std::string, Cell>>;
 
@@ -55,7 +71,8 @@ std::map<std::string, Model> by_model(const RunFolder& run) {
     // RunFolder::open checked that a label has one spec within the run.
     const json& policy = c["policy"];
     m.specs[key.first] = policy.contains("spec") ? policy["spec"].get<std::string>() : "";
-    const auto [it, inserted] = m.groups[key].emplace(instance, Cell{id, c["score"].get<double>()});
+    const auto [it, inserted] =
+        m.groups[key].emplace(instance, Cell{id, c["score"].get<double>(), metrics_of(c)});
     if (!inserted)
       throw InputError(run.path("cells/" + id + ".json") + ": /instance/id: '" +
                        instance.substr(0, 80) + "' is also the instance of cell '" +
@@ -133,7 +150,7 @@ std::map<std::string, std::string> match_configurations(const Specs& base, const
 }  // namespace
 
 CompareResult compare_runs(const std::string& base_dir, const std::string& new_dir,
-                           double tolerance) {
+                           double tolerance, double metric_tolerance) {
   const RunFolder base = RunFolder::open(base_dir), next = RunFolder::open(new_dir);
   auto base_models = by_model(base), new_models = by_model(next);
   // Two runs of one model each compare as they always did, whatever the
@@ -162,7 +179,8 @@ CompareResult compare_runs(const std::string& base_dir, const std::string& new_d
                      " (models are matched by label): nothing to compare");
 
   CompareResult r;
-  std::ostringstream table, changed, notes, configurations;
+  std::ostringstream table, changed, notes, configurations, metrics;
+  int metric_groups = 0, metric_groups_changed = 0;
   int n_changed = 0, n_missing = 0, n_base = 0, n_new = 0, n_only_new = 0;
   const std::string header =
       "| Configuration | Task | n | Test | Base score | New score | Δ | p | Smallest "
@@ -197,6 +215,7 @@ CompareResult compare_runs(const std::string& base_dir, const std::string& new_d
       const std::map<std::string, Cell>& in_new = g == new_groups.end() ? none : g->second;
       // [n] the scores of the instances both runs have, in instance-id order.
       std::vector<double> sb, sn;
+      std::vector<CellMetrics> mb, mn;
       int missing = 0;
       for (const auto& [instance, cell] : instances) {
         const auto it = in_new.find(instance);
@@ -207,6 +226,8 @@ CompareResult compare_runs(const std::string& base_dir, const std::string& new_d
         const double score_new = it->second.score;
         sb.push_back(cell.score);
         sn.push_back(score_new);
+        mb.push_back(cell.metrics);
+        mn.push_back(it->second.metrics);
         if (cell.score != score_new) {
           ++n_changed;
           char buf[96];
@@ -242,6 +263,25 @@ CompareResult compare_runs(const std::string& base_dir, const std::string& new_d
       const std::string shown = m == to_new.end() || m->second == key.first
                                     ? markdown_cell(key.first)
                                     : markdown_cell(key.first) + " → " + markdown_cell(m->second);
+      const std::vector<MetricCheck> checks = compare_metrics(mb, mn, metric_tolerance);
+      metric_groups += !checks.empty();
+      bool any_metric_changed = false;
+      for (const MetricCheck& mc : checks) {
+        if (!mc.changed) continue;
+        any_metric_changed = true;
+        r.regressed = r.regressed || mc.regressed;
+        const bool better = mc.worsening < 0;
+        metrics << "| " << in_model << shown << " | " << markdown_cell(key.second) << " | "
+                << mc.metric << " | " << mc.n << " | " << fixed(mc.base_mean, "%.4f") << " | "
+                << fixed(mc.new_mean, "%.4f") << " | " << fixed(mc.new_mean - mc.base_mean, "%+.4f")
+                << " | " << fixed(mc.p, "%.4g") << " | "
+                << (mc.regressed               ? "REGRESSED"
+                    : better                   ? "better"
+                    : stats::significant(mc.p) ? "worse within tolerance"
+                                               : "worse, not significant")
+                << " |\n";
+      }
+      metric_groups_changed += any_metric_changed;
       table << "| " << shown << " | " << markdown_cell(key.second) << " | " << n << " | "
             << (n ? stats::paired_test_name(kind) : "–") << " | "
             << stats::format_estimate(eb.mean, eb.ci) << " | "
@@ -288,6 +328,19 @@ CompareResult compare_runs(const std::string& base_dir, const std::string& new_d
   if (!configurations.str().empty()) o << configurations.str() << "\n";
   o << table.str();
   if (!only.str().empty()) o << "\n" << only.str();
+  o << "\n## Continuous metrics (paired per instance, tolerance " << metric_tolerance << ")\n\n"
+    << "Answer NLL and KL(full‖policy) in nats (lower is better), top-1 agreement with the full "
+       "cache (higher is better), per instance of each group above; a worsening is a regression "
+       "when the paired bootstrap and the mid-p sign test both call it significant (p < "
+    << stats::kAlpha << ", one-sided) and the mean worsens by more than the tolerance. "
+    << metric_groups_changed << " of " << metric_groups
+    << " groups with these metrics changed on some instance";
+  if (metric_groups_changed)
+    o << ":\n\n| Configuration | Task | Metric | n | Base | New | Δ | p | Status |\n"
+         "|---|---|---|---:|---:|---:|---:|---:|---|\n"
+      << metrics.str();
+  else
+    o << ".\n";
   o << "\n## Cells whose score changed (" << n_changed << ")\n\n";
   if (n_changed)
     o << "| Cell | Instance | Configuration | Base | New | Δ |\n|---|---|---|---:|---:|---:|\n"

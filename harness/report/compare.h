@@ -17,9 +17,12 @@
 // The report gives per group: n paired instances, the test, both means with
 // their 95% intervals, the difference, p, the smallest drop the test could
 // have called significant with n instances (stats::min_detectable_drop) and
-// the verdict; then every cell whose score changed, a note for each group
-// too small to detect a drop of the tolerance's size, and the result line
-// ("RESULT: regression" or "RESULT: no significant regression").
+// the verdict; then the continuous metrics (harness/report/compare_metrics.h)
+// of every group where any changed, every cell whose score changed, a note
+// for each group too small to detect a drop of the tolerance's size, and the
+// result line ("RESULT: regression" or "RESULT: no significant regression").
+// A significant worsening of a continuous metric beyond `metric_tolerance`
+// is a regression too.
 #pragma once
 
 #include <string>
@@ -35,6 +38,6 @@ struct CompareResult {
 // read, and for two cells of one folder with the same configuration, task
 // and instance (they could not be paired).
 CompareResult compare_runs(const std::string& base_dir, const std::string& new_dir,
-                           double tolerance);
+                           double tolerance, double metric_tolerance = 0.01);
 
 }  // namespace kvbench
