@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
-# The regression gate the tests run: the quick experiment against the
-# committed baseline (results/baseline/quick). Exit 0 no regression, 1 a
-# regression, 77 skipped (no default model; ctest reports it as skipped).
-# Usage: scripts/check_baseline.sh BUILD_DIR
+# The regression gate the tests run: an experiment (quick by default, or
+# gate) rerun and compared with its committed baseline (results/baseline/
+# NAME). Exit 0 no regression, 1 a regression, 77 skipped (no default
+# model; ctest reports it as skipped).
+# Usage: scripts/check_baseline.sh BUILD_DIR [NAME]
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=${1:-$root/build}
+name=${2:-quick}
 model=${KVBENCH_MODEL:-$root/models/SmolLM2-135M-Instruct.Q4_1.gguf}
 if [ ! -f "$model" ]; then
   echo "skipped: $model not found (run scripts/setup.sh)"
@@ -14,5 +16,5 @@ fi
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 cd "$root"
-"$build/kvbench" run experiments/quick.json --set "model=$model" --out "$out" --quiet
-"$build/kvbench" compare results/baseline/quick "$out"/quick-* --tolerance 0
+"$build/kvbench" run "experiments/$name.json" --set "model=$model" --out "$out" --quiet
+"$build/kvbench" compare "results/baseline/$name" "$out/$name"-* --tolerance 0
