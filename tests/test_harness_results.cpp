@@ -272,7 +272,16 @@ TEST(Compare, AnotherArithmeticIsNamedFirst) {
   EXPECT_FALSE(r.regressed);
   EXPECT_NE(compare_runs(exact.dir(), f32.dir(), 0).report.find("base: exact (f32 activations)"),
             std::string::npos);
-  for (const auto* f : {&f32, &bf16, &exact, &plain}) f->remove();
+  // Another protocol or chunking is named too: the same spec then is not
+  // the same configuration.
+  const RunFolder agnostic = run_with("agnostic", {{"protocol", "query_agnostic"}, {"chunk", 256}});
+  const CompareResult ra = compare_runs(f32.dir(), agnostic.dir(), 0);
+  EXPECT_NE(ra.report.find("Note: the runs decode differently (base: query-aware, chunk 512, "
+                           "task's answer budget, question last; new: query-agnostic, chunk 256, "
+                           "task's answer budget, question last)"),
+            std::string::npos)
+      << ra.report;
+  for (const auto* f : {&f32, &bf16, &exact, &plain, &agnostic}) f->remove();
 }
 
 TEST(Compare, ASignificantDropBeyondTheToleranceRegresses) {

@@ -15,4 +15,10 @@ namespace kvbench {
 // it for its sink. Fields of another type read as their defaults.
 std::string arithmetic_text(const nlohmann::json& config);
 
+// The rest of what decides every cell's numbers besides the policy: the
+// protocol, the prefill chunk, the answer budget and the question's place:
+// "query-aware, chunk 512, task's answer budget, question last". Raw text;
+// fields of another type read as their defaults.
+std::string decoding_text(const nlohmann::json& config);
+
 }  // namespace kvbench

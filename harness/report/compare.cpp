@@ -315,6 +315,14 @@ CompareResult compare_runs(const std::string& base_dir, const std::string& new_d
     o << "Note: the runs compute with different arithmetic (base: " << base_arith
       << "; new: " << new_arith
       << "): scores move by that as well as by any change of the policies.\n\n";
+  // So does another protocol, chunking, answer budget or question place:
+  // the same spec is then not the same configuration.
+  const std::string base_dec = markdown_text(decoding_text(base.config()), 120),
+                    new_dec = markdown_text(decoding_text(next.config()), 120);
+  if (base_dec != new_dec)
+    o << "Note: the runs decode differently (base: " << base_dec << "; new: " << new_dec
+      << "): every configuration's numbers move by that as well as by any change of the "
+         "policies.\n\n";
   o << "## Per configuration and task (tolerance " << tolerance << ")\n\n"
     << "A drop is a regression when the paired test calls it significant (p < " << stats::kAlpha
     << ", one-sided: mid-p McNemar when every score is 0 or 1; otherwise the larger p of a "
