@@ -13,6 +13,7 @@
 
 #include "harness/report/compare.h"
 #include "harness/report/plot_script.h"
+#include "harness/report/plots_ratio.h"
 #include "harness/report/report.h"
 #include "harness/report/table.h"
 #include "harness/run/run_folder.h"
@@ -186,6 +187,53 @@ std::vector<double> passing_but(int flips) {
 std::string h2o_row(const std::string& report) {
   const auto at = report.find("| h2o | passkey |");
   return at == std::string::npos ? "" : report.substr(at, report.find('\n', at) - at);
+}
+
+// The leaderboard's figure: configurations with ratio budgets, by family
+// (the label before " (budget X)") and RULER category.
+TEST(Plots, ScoreVsRatioFamiliesAndTaskGroups) {
+  EXPECT_EQ(plot::policy_family("SnapKV (budget 0.25)"), "SnapKV");
+  EXPECT_EQ(plot::policy_family("snapkv 256"), "snapkv 256");
+  EXPECT_EQ(plot::policy_family("a (budget 0.5) b"), "a (budget 0.5) b");
+  EXPECT_EQ(plot::task_group("niah_multikey"), "Retrieval");
+  EXPECT_EQ(plot::task_group("passkey"), "Retrieval");
+  EXPECT_EQ(plot::task_group("vt"), "Multi-hop tracing");
+  EXPECT_EQ(plot::task_group("cwe"), "Aggregation");
+  EXPECT_EQ(plot::task_group("fwe"), "Aggregation");
+  EXPECT_EQ(plot::task_group("qa"), "QA");
+  EXPECT_EQ(plot::task_group("ppl"), "ppl");
+  std::vector<json> cells;
+  for (int i = 0; i < 6; ++i)
+    for (const char* task : {"passkey", "cwe"}) {
+      const std::string inst = std::string(task) + "-" + std::to_string(i);
+      json full = cell(inst, 0, "full", 1.0, 4000, 100, true);
+      full["instance"]["task"] = task;
+      cells.push_back(full);
+      for (const double b : {0.5, 0.25}) {
+        const std::string label = "H2O (budget " + std::string(b == 0.5 ? "0.5" : "0.25") + ")";
+        json c = cell(inst, b == 0.5 ? 1 : 2, label, i % 2, 1000, 110);
+        c["instance"]["task"] = task;
+        c["policy"]["budget"] = b;
+        c["id"] = inst + "--h2o-" + std::to_string(b == 0.5 ? 50 : 25);
+        cells.push_back(c);
+      }
+    }
+  const RunFolder run = make_run("ratio", cells);
+  const ReportSummary s = write_report(run);
+  if (s.plot_warning.empty()) {
+    EXPECT_GT(fs::file_size(run.path("plots/score-vs-ratio.svg")), 1000u);
+    std::ifstream in(run.path("plots/score-vs-ratio.svg"));
+    const std::string svg((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    for (const char* text : {"All tasks (12 instances)", "Retrieval (6 instances)",
+                             "Aggregation (6 instances)", "Full cache", ">H2O<"})
+      EXPECT_NE(svg.find(text), std::string::npos) << text;
+  }
+  // Token budgets alone draw no such figure.
+  const RunFolder tokens = make_run("tokens", synthetic());
+  write_report(tokens);
+  EXPECT_FALSE(fs::exists(tokens.path("plots/score-vs-ratio.svg")));
+  run.remove();
+  tokens.remove();
 }
 
 // A figure with many series (a report of every policy family, a history of

@@ -12,6 +12,7 @@
 #include "harness/report/plot_files.h"
 #include "harness/report/plot_script.h"
 #include "harness/report/plots_needles.h"
+#include "harness/report/plots_ratio.h"
 #include "harness/report/stats.h"
 
 namespace kvbench {
@@ -299,6 +300,7 @@ PlotResult write_plots(const std::vector<PlotModel>& models, const std::string& 
     plot::needle_layers(s, *m.cells, *m.rows, dir);
     score_vs_memory(s, *m.rows, dir);
     score_vs_budget(s, models, dir);
+    plot::score_vs_ratio(s, models, dir);
     speed_bars(s, *m.rows, dir, "speed", "");
   } else {
     // Per model figures are numbered in the models' order: file names never
@@ -311,6 +313,7 @@ PlotResult write_plots(const std::vector<PlotModel>& models, const std::string& 
     }
     score_vs_memory_models(s, models, dir);
     score_vs_budget(s, models, dir);
+    plot::score_vs_ratio(s, models, dir);
     for (size_t k = 0; k < models.size(); ++k)
       speed_bars(s, *models[k].rows, dir, "speed-" + std::to_string(k + 1), models[k].label);
   }

@@ -7,6 +7,8 @@
 //   score-vs-memory.png   every configuration's score against its KV bytes (%
 //                         of full), the Pareto front drawn through the best;
 //                         error bars: the score's 95% interval (TableRow)
+//   score-vs-ratio.png    score against compression ratio, panels by task
+//                         group and model (plots_ratio.h)
 //   score-vs-budget.png   score against budget, one line per base policy,
 //                         error bars: the 95% interval (stats::estimate_mean)
 //   speed.png             decode and prefill tokens/s per configuration:

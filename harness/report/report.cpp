@@ -87,6 +87,13 @@ struct Figure {
   const char* caption;
 };
 constexpr Figure kFigures[] = {
+    {"score-vs-ratio", "Score vs compression ratio", "ratio",
+     "Mean score against the share of the context evicted (1 - a ratio budget), one line per "
+     "policy family (colour and marker from the Okabe-Ito palette, named in the legend); bars: "
+     "95% intervals; dashed line and grey band: the full cache's score and its 95% interval. "
+     "Panels: all tasks, then each RULER category present (columns), per model (rows); the "
+     "number of instances behind each panel in its title. Only configurations with a ratio "
+     "budget are drawn."},
     {"score-vs-memory", "Score vs memory", "memory",
      "Every configuration's mean score against its hot KV bytes at question time (% of the full "
      "cache's); bars: the score's 95% interval; grey steps: the Pareto front (the best score at "

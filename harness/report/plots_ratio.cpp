@@ -1,0 +1,189 @@
+#include "harness/report/plots_ratio.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <set>
+#include <sstream>
+
+#include "harness/report/stats.h"
+
+namespace kvbench::plot {
+namespace {
+
+using json = nlohmann::json;
+
+// Okabe & Ito's palette without black (the full cache's), in their order.
+constexpr const char* kColours[] = {"#E69F00", "#56B4E9", "#009E73", "#F0E442",
+                                    "#0072B2", "#D55E00", "#CC79A7"};
+constexpr size_t kNColours = sizeof kColours / sizeof kColours[0];
+
+// Family j: a colour, and past every seventh family another marker and dash.
+std::string family_style(size_t j) {
+  static const int kPoints[] = {7, 5, 9, 11, 13, 15, 4, 6, 8, 10};
+  const size_t round = j / kNColours;
+  return std::string("lc rgb '") + kColours[j % kNColours] + "' pt " +
+         std::to_string(kPoints[round % 10]) + " dt " + std::to_string(round % 5 + 1);
+}
+
+const std::vector<std::string>& group_order() {
+  static const std::vector<std::string> k{"Retrieval", "Multi-hop tracing", "Aggregation", "QA"};
+  return k;
+}
+
+struct Point {
+  double mean, lo, hi;
+};
+
+Point estimate(const std::vector<double>& scores) {
+  const stats::Estimate e = stats::estimate_mean(scores);
+  return {e.mean, std::isnan(e.ci.lo) ? e.mean : e.ci.lo, std::isnan(e.ci.hi) ? e.mean : e.ci.hi};
+}
+
+// One panel: a model's cells of one task group.
+struct Panel {
+  std::map<size_t, std::map<double, std::vector<double>>> family;  // family -> ratio -> scores
+  std::vector<double> full;                                        // the full cache's scores
+  std::set<std::string> instances;
+};
+
+}  // namespace
+
+std::string task_group(const std::string& task) {
+  if (task == "passkey" || task.rfind("niah", 0) == 0) return "Retrieval";
+  if (task == "vt") return "Multi-hop tracing";
+  if (task == "cwe" || task == "fwe") return "Aggregation";
+  if (task == "qa") return "QA";
+  return task;
+}
+
+std::string policy_family(const std::string& label) {
+  const size_t at = label.rfind(" (budget ");
+  return at == std::string::npos || label.back() != ')' ? label : label.substr(0, at);
+}
+
+void score_vs_ratio(Script& s, const std::vector<PlotModel>& models, const std::string& dir) {
+  // Families in the order of their first configuration (the config's).
+  std::map<std::string, int64_t> first_index;
+  for (const PlotModel& m : models)
+    for (const json& c : *m.cells) {
+      const json& p = c["policy"];
+      if (p.value("is_reference", false) || !p.contains("budget") || !p["budget"].is_number())
+        continue;
+      const double b = p["budget"].get<double>();
+      if (!(b > 0 && b <= 1)) continue;
+      const std::string f = policy_family(p.value("label", std::string("?")));
+      const int64_t i = p.value("index", int64_t{0});
+      if (!first_index.count(f) || i < first_index[f]) first_index[f] = i;
+    }
+  if (first_index.empty()) return;
+  std::vector<std::string> families;
+  for (const auto& [f, i] : first_index) families.push_back(f);
+  std::stable_sort(families.begin(), families.end(),
+                   [&](const auto& a, const auto& b) { return first_index[a] < first_index[b]; });
+  std::map<std::string, size_t> family_of;
+  for (size_t j = 0; j < families.size(); ++j) family_of[families[j]] = j;
+
+  // Columns: all tasks, then each group present, in RULER's order then by name.
+  std::set<std::string> present;
+  for (const PlotModel& m : models)
+    for (const json& c : *m.cells) present.insert(task_group(c["instance"].value("task", "")));
+  std::vector<std::string> columns{"All tasks"};
+  for (const auto& g : group_order())
+    if (present.count(g)) columns.push_back(g);
+  for (const auto& g : present)
+    if (std::find(group_order().begin(), group_order().end(), g) == group_order().end())
+      columns.push_back(g);
+  if (columns.size() == 2) columns.pop_back();  // one group: the same as all tasks
+
+  // [model][column]
+  std::vector<std::vector<Panel>> panels(models.size(), std::vector<Panel>(columns.size()));
+  for (size_t r = 0; r < models.size(); ++r)
+    for (const json& c : *models[r].cells) {
+      const json& p = c["policy"];
+      const std::string group = task_group(c["instance"].value("task", ""));
+      const double score = c["score"].get<double>();
+      for (size_t k = 0; k < columns.size(); ++k) {
+        if (k > 0 && columns[k] != group) continue;
+        Panel& panel = panels[r][k];
+        if (p.value("is_reference", false)) {
+          panel.full.push_back(score);
+          panel.instances.insert(c["instance"].value("id", ""));
+          continue;
+        }
+        if (!p.contains("budget") || !p["budget"].is_number()) continue;
+        const double b = p["budget"].get<double>();
+        if (!(b > 0 && b <= 1)) continue;
+        const auto f = family_of.find(policy_family(p.value("label", std::string("?"))));
+        if (f == family_of.end()) continue;
+        panel.family[f->second][1.0 - b].push_back(score);
+        panel.instances.insert(c["instance"].value("id", ""));
+      }
+    }
+
+  // Pixels: panels of 420 x 320, a legend column as tall as its entries
+  // need (about 15 pixels each at its font), a title line.
+  const double pw = 420, ph = 320, legend = 240, top = 40;
+  const double width = pw * static_cast<double>(columns.size()) + legend;
+  const double legend_h = 15.0 * static_cast<double>(families.size() + 1) + 40;
+  const double height = std::max(ph * static_cast<double>(models.size()), legend_h) + top;
+  std::ostringstream cmd;
+  int block = 0;
+  cmd << "set multiplot title 'Score vs compression ratio (bars and band: 95% intervals)'\n"
+      << "set xrange [-0.02:1.02]\nset yrange [0:1.05]\nset xtics 0.25\nset ytics 0.25\n"
+      << "set xlabel 'compression ratio (share of the context evicted)' font ',9'\n"
+      << "set ylabel 'score' font ',9'\nunset key\n";
+  for (size_t r = 0; r < models.size(); ++r)
+    for (size_t k = 0; k < columns.size(); ++k) {
+      const Panel& panel = panels[r][k];
+      std::string plot = "plot ";
+      bool any = false;
+      if (!panel.full.empty()) {
+        const Point e = estimate(panel.full);
+        cmd << "$b" << block << " << EOD\n-0.02 " << e.mean << " " << e.lo << " " << e.hi
+            << "\n1.02 " << e.mean << " " << e.lo << " " << e.hi << "\nEOD\n";
+        plot += "$b" + std::to_string(block) +
+                " using 1:3:4 with filledcurves fc rgb '#000000' fs transparent solid 0.12 "
+                "noborder notitle, $b" +
+                std::to_string(block) + " using 1:2 with lines dt 2 lw 2 lc rgb '#000000' notitle";
+        ++block;
+        any = true;
+      }
+      for (const auto& [f, by_ratio] : panel.family) {
+        cmd << "$b" << block << " << EOD\n";
+        for (const auto& [x, scores] : by_ratio) {
+          const Point e = estimate(scores);
+          cmd << x << " " << e.mean << " " << e.lo << " " << e.hi << "\n";
+        }
+        cmd << "EOD\n";
+        plot += std::string(any ? ", " : "") + "$b" + std::to_string(block) +
+                " using 1:2:3:4 with yerrorlines lw 1.5 ps 0.9 " + family_style(f) + " notitle";
+        ++block;
+        any = true;
+      }
+      const std::string title =
+          (models.size() > 1 ? shorten(models[r].label, 30) + " · " : std::string()) + columns[k] +
+          " (" + std::to_string(panel.instances.size()) +
+          (panel.instances.size() == 1 ? " instance)" : " instances)");
+      cmd << "set origin " << pw * static_cast<double>(k) / width << ","
+          << (height - top - ph * static_cast<double>(r + 1)) / height << "\nset size "
+          << pw / width << "," << ph / height << "\nset title " << label(title) << " font ',10'\n"
+          << (any ? plot : std::string("plot NaN notitle")) << "\n";
+    }
+  // The legend: an empty panel whose series are the families.
+  cmd << "set origin " << pw * static_cast<double>(columns.size()) / width << ",0\nset size "
+      << legend / width << "," << (height - top) / height
+      << "\nunset title\nunset xlabel\nunset ylabel\nunset border\nunset tics\nunset grid\n"
+      << "set key top left Left reverse samplen 2.5 spacing 1.0 font ',9' maxcols 1\n"
+      << "set yrange [0:1]\n"
+      << "plot NaN with lines dt 2 lw 2 lc rgb '#000000' title 'Full cache'";
+  for (size_t j = 0; j < families.size(); ++j)
+    cmd << ", NaN with linespoints lw 1.5 " << family_style(j) << " title "
+        << label(shorten(families[j], 28));
+  cmd << "\nunset multiplot\nset border\nset tics\nset grid\n";
+  s.emit(dir, "score-vs-ratio",
+         std::to_string(static_cast<int>(width)) + "," + std::to_string(static_cast<int>(height)),
+         cmd.str());
+}
+
+}  // namespace kvbench::plot
