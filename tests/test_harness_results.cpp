@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "harness/report/compare.h"
+#include "harness/report/curve_stats.h"
 #include "harness/report/plot_script.h"
 #include "harness/report/plots_ratio.h"
 #include "harness/report/report.h"
@@ -234,6 +235,58 @@ TEST(Plots, ScoreVsRatioFamiliesAndTaskGroups) {
   EXPECT_FALSE(fs::exists(tokens.path("plots/score-vs-ratio.svg")));
   run.remove();
   tokens.remove();
+}
+
+// The area under a family's score-vs-ratio curve, per instance (trapezoids
+// over the tested ratios, divided by their range) and pooled, and a family
+// against another paired over the same instances.
+TEST(CurveStats, AreaUnderTheCurveAndPairedComparison) {
+  // Budgets 0.5 and 0.25 are compression ratios 0.5 and 0.75. Family A:
+  // ten instances scoring (1, 1), area 1; family B: (1, 0) on the same ten,
+  // area 0.5; C only at one ratio: no curve.
+  std::vector<json> cells;
+  for (int i = 0; i < 10; ++i) {
+    const std::string inst = "passkey-" + std::to_string(i);
+    cells.push_back(cell(inst, 0, "full", 1.0, 4000, 100, true));
+    int index = 1;
+    for (const auto& [family, at50, at25] :
+         {std::tuple{"A", 1.0, 1.0}, std::tuple{"B", 1.0, 0.0}, std::tuple{"C", 1.0, -1.0}})
+      for (const double b : {0.5, 0.25}) {
+        const double score = b == 0.5 ? at50 : at25;
+        if (score < 0) continue;
+        json c = cell(inst, index++,
+                      std::string(family) + (b == 0.5 ? " (budget 0.5)" : " (budget 0.25)"), score,
+                      1000, 110);
+        c["policy"]["budget"] = b;
+        cells.push_back(c);
+      }
+  }
+  const std::vector<CurveFamily> f = curve_families(cells);
+  ASSERT_EQ(f.size(), 2u);  // C has one ratio
+  EXPECT_EQ(f[0].family, "A");
+  EXPECT_EQ(f[0].ratios, (std::vector<double>{0.5, 0.75}));
+  EXPECT_EQ(f[0].auc_of.size(), 10u);
+  EXPECT_DOUBLE_EQ(f[0].auc, 1.0);
+  EXPECT_DOUBLE_EQ(f[1].auc, 0.5);
+  const CurvePair p = compare_curves(f[1], f[0]);
+  EXPECT_EQ(p.n, 10);
+  EXPECT_DOUBLE_EQ(p.delta, -0.5);
+  EXPECT_TRUE(p.differ);  // ten of ten lower: two-sided mid-p 2 x 2^-11
+  EXPECT_LT(p.p, 0.002);
+  const std::string table = curve_table_markdown(cells);
+  EXPECT_NE(table.find("| 1 | A | 0.5, 0.75 | 10 | 1.000 [1.000, 1.000] | – | – | leader |"),
+            std::string::npos)
+      << table;
+  EXPECT_NE(table.find("| 2 | B | 0.5, 0.75 | 10 | 0.500 [0.500, 0.500] | -0.500 [-0.500, -0.500] "
+                       "(n=10) | 0.000977 | below the leader |"),
+            std::string::npos)
+      << table;
+  // Two instances cannot tell even a large difference.
+  cells.resize(3 * 5);  // instances 0..2
+  const std::vector<CurveFamily> few = curve_families(cells);
+  const CurvePair q = compare_curves(few[1], few[0]);
+  EXPECT_FALSE(q.differ) << q.n << " " << q.p;
+  EXPECT_LT(q.n, 4);
 }
 
 // A figure with many series (a report of every policy family, a history of

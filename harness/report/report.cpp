@@ -10,6 +10,7 @@
 #include "harness/encode/csv.h"
 #include "harness/encode/markdown.h"
 #include "harness/report/arithmetic.h"
+#include "harness/report/curve_stats.h"
 #include "harness/report/html.h"
 #include "harness/report/models.h"
 #include "harness/report/plots.h"
@@ -144,6 +145,7 @@ struct Section {
   const std::vector<json>* cells = nullptr;
   std::vector<TableRow> rows;
   std::string table, per_task, speed;
+  std::string curves;  // the AUC table (curve_stats.h); empty without ratio budgets
   std::vector<std::string> sentences;
   std::string predictions;  // its predictions page: predictions.html or predictions-<k>.html
   std::string suffix;       // of its figures' file names: "" or "-<k>"
@@ -249,6 +251,7 @@ ReportSummary write_report(const RunFolder& run) {
     s.rows = build_table(*s.cells);
     s.table = table_markdown(s.rows);
     s.per_task = per_task_markdown(*s.cells);
+    s.curves = curve_table_markdown(*s.cells);
     s.speed = speed_markdown(s.rows);
     s.sentences = summary_sentences(*s.cells, s.rows);
     s.predictions = several ? "predictions-" + std::to_string(k + 1) + ".html" : "predictions.html";
@@ -352,6 +355,15 @@ ReportSummary write_report(const RunFolder& run) {
       "Median over each configuration's cells, in brackets the slowest and the fastest cell (a "
       "spread, not a confidence interval: the cells differ in context length and task as well as "
       "in noise). Timings vary from run to run; every other number is deterministic.";
+  const std::string curves_legend =
+      "Per policy family with two or more ratio budgets: AUC is the mean over instances of the "
+      "area under that instance's score-vs-compression-ratio curve over the tested ratios "
+      "(trapezoids, divided by the range: the mean score over it), with its 95% bootstrap "
+      "interval; only instances with a cell at every ratio count (n). Each family against the "
+      "leader: the mean paired difference of the instances' AUCs with its 95% bootstrap "
+      "interval and the two-sided mid-p sign test; a difference is called one when p < 0.05 and "
+      "the interval excludes 0. 'Not distinguished' means this run could not tell them apart, "
+      "not that they are equal.";
   const std::string summary_legend =
       "Generated from the cells: scores are means over all tasks with their 95% intervals; a "
       "difference is called one only when the paired test on the same instances gives p < 0.05.";
@@ -389,6 +401,13 @@ ReportSummary write_report(const RunFolder& run) {
      << "Mean score with its 95% interval; W: Wilson, B: bootstrap; n instances.\n\n";
   for (const auto& s : sections)
     md << md_heading(s, several) << s.per_task << (several ? "\n" : "");
+  bool any_curves = false;
+  for (const auto& s : sections) any_curves = any_curves || !s.curves.empty();
+  if (any_curves) {
+    md << "\n## Area under the score-vs-ratio curve\n\n" << curves_legend << "\n\n";
+    for (const auto& s : sections)
+      if (!s.curves.empty()) md << md_heading(s, several) << s.curves << (several ? "\n" : "");
+  }
   md << "\n## Speed\n\n" << speed_legend << "\n\n";
   for (const auto& s : sections) md << md_heading(s, several) << s.speed << (several ? "\n" : "");
   md << "\nEach cell's prediction and expected answers: `predictions.html`, "
@@ -467,6 +486,14 @@ ReportSummary write_report(const RunFolder& run) {
   for (const auto& s : sections)
     html << html_heading(s, several) << "<div class=\"wide\">" << markdown_table_to_html(s.per_task)
          << "</div>\n";
+  if (any_curves) {
+    html << "<h2 id=\"auc\">Area under the score-vs-ratio curve</h2>\n<p class=\"note\">"
+         << html_escape(curves_legend) << "</p>\n";
+    for (const auto& s : sections)
+      if (!s.curves.empty())
+        html << html_heading(s, several) << "<div class=\"wide\">"
+             << markdown_table_to_html(s.curves) << "</div>\n";
+  }
   for (const Figure& f : kFigures) {
     if (!figure_exists(f)) continue;
     html << "<h2 id=\"" << f.anchor << "\">" << html_escape(f.heading)

@@ -1,0 +1,130 @@
+#include "harness/report/curve_stats.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <set>
+#include <sstream>
+
+#include "harness/encode/markdown.h"
+#include "harness/report/plots_ratio.h"
+
+namespace kvbench {
+namespace {
+
+using json = nlohmann::json;
+
+std::string fixed(double v, const char* f = "%.3f") {
+  if (std::isnan(v)) return "–";
+  char buf[64];
+  std::snprintf(buf, sizeof buf, f, v);
+  return buf;
+}
+
+std::string with_interval(double v, const stats::Interval& ci, const char* f = "%.3f") {
+  if (std::isnan(ci.lo)) return fixed(v, f);
+  return fixed(v, f) + " [" + fixed(ci.lo, f) + ", " + fixed(ci.hi, f) + "]";
+}
+
+}  // namespace
+
+std::vector<CurveFamily> curve_families(const std::vector<json>& cells) {
+  // family -> instance -> ratio -> score; the family's first config index.
+  std::map<std::string, std::map<std::string, std::map<double, double>>> scores;
+  std::map<std::string, int64_t> first;
+  for (const json& c : cells) {
+    const json& p = c["policy"];
+    if (p.value("is_reference", false) || !p.contains("budget") || !p["budget"].is_number())
+      continue;
+    const double b = p["budget"].get<double>();
+    if (!(b > 0 && b <= 1)) continue;
+    const std::string f = plot::policy_family(p.value("label", std::string("?")));
+    const int64_t i = p.value("index", int64_t{0});
+    if (!first.count(f) || i < first[f]) first[f] = i;
+    scores[f][c["instance"].value("id", "")][1.0 - b] = c["score"].get<double>();
+  }
+  std::vector<CurveFamily> out;
+  for (const auto& [f, by_instance] : scores) {
+    std::set<double> ratios;
+    for (const auto& [inst, by_ratio] : by_instance)
+      for (const auto& [x, s] : by_ratio) ratios.insert(x);
+    if (ratios.size() < 2) continue;
+    CurveFamily fam;
+    fam.family = f;
+    fam.ratios.assign(ratios.begin(), ratios.end());
+    const double span = fam.ratios.back() - fam.ratios.front();
+    std::vector<double> aucs;
+    for (const auto& [inst, by_ratio] : by_instance) {
+      if (by_ratio.size() != ratios.size()) continue;  // not every ratio: left out
+      double area = 0;
+      for (auto it = std::next(by_ratio.begin()); it != by_ratio.end(); ++it) {
+        const auto prev = std::prev(it);
+        area += (it->first - prev->first) * (it->second + prev->second) / 2;
+      }
+      fam.auc_of[inst] = area / span;
+      aucs.push_back(area / span);
+    }
+    if (aucs.empty()) continue;
+    double sum = 0;
+    for (double a : aucs) sum += a;
+    fam.auc = sum / static_cast<double>(aucs.size());
+    fam.ci = stats::bootstrap_mean_interval(aucs);
+    out.push_back(std::move(fam));
+  }
+  std::stable_sort(out.begin(), out.end(), [&](const CurveFamily& a, const CurveFamily& b) {
+    return first[a.family] < first[b.family];
+  });
+  return out;
+}
+
+CurvePair compare_curves(const CurveFamily& a, const CurveFamily& b) {
+  CurvePair r;
+  std::vector<double> d, xa, xb;
+  for (const auto& [inst, va] : a.auc_of)
+    if (const auto it = b.auc_of.find(inst); it != b.auc_of.end()) {
+      d.push_back(va - it->second);
+      xa.push_back(va);
+      xb.push_back(it->second);
+    }
+  r.n = static_cast<int64_t>(d.size());
+  if (d.empty()) return r;
+  double sum = 0;
+  for (double x : d) sum += x;
+  r.delta = sum / static_cast<double>(d.size());
+  r.ci = stats::bootstrap_mean_interval(d);
+  r.p = std::min(
+      1.0, 2 * std::min(stats::paired_sign_test_p(xa, xb), stats::paired_sign_test_p(xb, xa)));
+  r.differ = stats::significant(r.p) && !std::isnan(r.ci.lo) && (r.ci.lo > 0 || r.ci.hi < 0);
+  return r;
+}
+
+std::string curve_table_markdown(const std::vector<json>& cells) {
+  std::vector<CurveFamily> fams = curve_families(cells);
+  if (fams.empty()) return "";
+  std::stable_sort(fams.begin(), fams.end(),
+                   [](const CurveFamily& a, const CurveFamily& b) { return a.auc > b.auc; });
+  const CurveFamily& leader = fams.front();
+  std::ostringstream o;
+  o << "| Rank | Family | Ratios | n | AUC | Δ vs " << markdown_cell(leader.family)
+    << " | p | Verdict |\n|---:|---|---|---:|---:|---:|---:|---|\n";
+  for (size_t i = 0; i < fams.size(); ++i) {
+    const CurveFamily& f = fams[i];
+    std::string ratios;
+    for (double x : f.ratios) ratios += (ratios.empty() ? "" : ", ") + fixed(x, "%.2g");
+    o << "| " << i + 1 << " | " << markdown_cell(f.family) << " | " << ratios << " | "
+      << f.auc_of.size() << " | " << with_interval(f.auc, f.ci) << " | ";
+    if (i == 0) {
+      o << "– | – | leader |\n";
+      continue;
+    }
+    const CurvePair c = compare_curves(f, leader);
+    o << with_interval(c.delta, c.ci, "%+.3f") << " (n=" << c.n << ") | " << fixed(c.p, "%.3g")
+      << " | "
+      << (c.differ ? (c.delta < 0 ? "below the leader" : "above the leader")
+                   : "not distinguished at n=" + std::to_string(c.n))
+      << " |\n";
+  }
+  return o.str();
+}
+
+}  // namespace kvbench

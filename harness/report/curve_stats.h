@@ -1,0 +1,54 @@
+// Statistics that compare score-vs-ratio curves (the leaderboard's): per
+// policy family (plot::policy_family), the area under its curve with a
+// bootstrap interval over instances, and each family against the leader as
+// a paired comparison over the same instances and every ratio.
+//
+// Per instance i the family's curve s_i(x) over its tested compression
+// ratios x_1 < ... < x_k (x = 1 - a ratio budget, k >= 2) gives
+//   AUC_i = trapezoid area of s_i over [x_1, x_k] / (x_k - x_1),
+// the mean score over the tested range; only instances with a cell at every
+// ratio count. AUC = mean of AUC_i, its 95% interval a percentile bootstrap
+// over instances (stats::bootstrap_mean_interval). A vs B: d_i = AUC_i(A) -
+// AUC_i(B) over the instances both have; the mean with its bootstrap
+// interval, and the two-sided mid-p sign test on the d_i (2 x the smaller
+// one-sided p, at most 1). A difference is called one when p < 0.05 and the
+// interval excludes 0; otherwise "not distinguished at n", never "equal".
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "harness/report/stats.h"
+
+namespace kvbench {
+
+struct CurveFamily {
+  std::string family;
+  std::vector<double> ratios;            // tested, ascending
+  std::map<std::string, double> auc_of;  // instance id -> AUC_i
+  double auc = NAN;                      // mean of AUC_i
+  stats::Interval ci;                    // 95%, bootstrap over instances
+};
+
+// Families with at least two ratio budgets among one model's cells, in the
+// order of their first configuration.
+std::vector<CurveFamily> curve_families(const std::vector<nlohmann::json>& cells);
+
+struct CurvePair {
+  int64_t n = 0;        // instances both have
+  double delta = NAN;   // mean of AUC_i(a) - AUC_i(b)
+  stats::Interval ci;   // 95%, bootstrap over instances
+  double p = NAN;       // two-sided mid-p sign test
+  bool differ = false;  // p < 0.05 and the interval excludes 0
+};
+CurvePair compare_curves(const CurveFamily& a, const CurveFamily& b);
+
+// The markdown table: families ranked by AUC, each against the leader.
+// Empty when no family has two ratios.
+std::string curve_table_markdown(const std::vector<nlohmann::json>& cells);
+
+}  // namespace kvbench
