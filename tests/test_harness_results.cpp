@@ -96,7 +96,16 @@ TEST(Table, RelativeColumnsAgainstFullOnTheSameInstances) {
   EXPECT_NEAR(rows[1].score_ci.lo, 0.300642, 1e-6);
   const std::string csv = table_csv(rows);
   EXPECT_NE(csv.find("\"h2o\",\"h2o\",4,0.25,1.1,0.75,"), std::string::npos) << csv;
-  EXPECT_NE(csv.find(",0.300642,0.954413,Wilson,0.300642,0.954413\n"), std::string::npos) << csv;
+  EXPECT_NE(csv.find(",0.300642,0.954413,Wilson,0.300642,0.954413,"), std::string::npos) << csv;
+  // ΔNLL, KL and top-1 agreement carry bootstrap intervals over the
+  // instances (identical here: every instance moved by the same 0.5);
+  // the full cache's own row compares nothing and has none.
+  EXPECT_DOUBLE_EQ(rows[1].nll_delta_ci.lo, 0.5);
+  EXPECT_TRUE(std::isnan(rows[0].nll_delta_ci.lo));
+  EXPECT_NE(md.find("| +0.500 [+0.500, +0.500] | 0.2000 [0.2000, 0.2000] | 0.500 [0.500, 0.500] |"),
+            std::string::npos)
+      << md;
+  EXPECT_NE(csv.find(",0.5,0.5,0.2,0.2,0.5,0.5\n"), std::string::npos) << csv;
   // Every row of the markdown table has as many cells as its header.
   std::istringstream lines(md);
   std::string line;
@@ -117,6 +126,19 @@ TEST(Table, RelativeColumnsAgainstFullOnTheSameInstances) {
   EXPECT_DOUBLE_EQ(*varied[1].score_rel, 1.0);  // 3 / 3
   EXPECT_LT(varied[1].score_rel_ci.lo, 1.0);
   EXPECT_GT(varied[1].score_rel_ci.hi, 1.0);
+  // A row failing every instance where the full cache's fractional scores
+  // vary: the bootstrap's ratio is 0 in every resample, but four instances
+  // cannot make that certain; the row's Wilson interval over the full
+  // cache's mean (0 of 4: [0, 0.490] / 0.625) is given instead.
+  cells = synthetic();
+  for (int i = 0; i < 4; ++i) {
+    cells[2 * i]["score"] = i % 2 ? 0.25 : 1.0;
+    cells[2 * i + 1]["score"] = 0.0;
+  }
+  const auto failed = build_table(cells);
+  EXPECT_DOUBLE_EQ(*failed[1].score_rel, 0.0);
+  EXPECT_DOUBLE_EQ(failed[1].score_rel_ci.lo, 0.0);
+  EXPECT_NEAR(failed[1].score_rel_ci.hi, stats::wilson_interval(0, 4).hi / 0.625, 1e-12);
 }
 
 RunFolder make_run(const std::string& name, const std::vector<json>& cells) {

@@ -77,7 +77,26 @@ stats::Interval retention_interval(const std::vector<double>& s, const std::vect
   if (stats::score_kind(s) == stats::ScoreKind::PassFail &&
       stats::score_kind(f) == stats::ScoreKind::PassFail)
     return stats::paired_ratio_interval(s, f);
-  return stats::bootstrap_ratio_interval(s, f);
+  const stats::Interval b = stats::bootstrap_ratio_interval(s, f);
+  // Every resample gives one ratio when the row scored 0 on every instance
+  // while the full cache did not: a zero-width interval claims a certainty
+  // n instances cannot give. Then the row's own score interval
+  // (Wilson for its 0/1 scores) over the full cache's mean, as when the full
+  // cache scored the same everywhere.
+  if (!std::isnan(b.lo) && b.lo == b.hi && s != f) {
+    double sum = 0;
+    for (double x : f) sum += x;
+    const double mean_f = sum / static_cast<double>(f.size());
+    const stats::Interval ci = stats::estimate_mean(s).ci;
+    if (mean_f > 0 && !std::isnan(ci.lo)) return {ci.lo / mean_f, ci.hi / mean_f};
+  }
+  return b;
+}
+
+// "+0.109 [+0.052, +0.170]": a mean with its interval, both in format f.
+std::string with_interval(std::optional<double> v, stats::Interval ci, const char* f) {
+  if (!v || std::isnan(ci.lo)) return fmt(v, f);
+  return fmt(v, f) + " [" + fmt(ci.lo, f) + ", " + fmt(ci.hi, f) + "]";
 }
 
 // "75.0% [30.1, 100.0]": a share in percent with its interval in percent.
@@ -193,6 +212,17 @@ std::vector<TableRow> build_table(const std::vector<json>& cells) {
     r.policy_share = median(share);
     r.kl_full = opt(mean(kl));
     r.top1_agreement = opt(mean(top1));
+    const bool reference = (*members.front())["policy"].value("is_reference", false);
+    // Bootstrap over the instances that have the metric (the full cache's
+    // own row compares nothing: no interval).
+    const auto interval = [&](const std::vector<double>& x) {
+      std::vector<double> have;
+      for (double v : x)
+        if (!std::isnan(v)) have.push_back(v);
+      return reference ? stats::Interval{} : stats::bootstrap_mean_interval(have);
+    };
+    r.kl_full_ci = interval(kl);
+    r.top1_agreement_ci = interval(top1);
     r.needle_survival = opt(mean(needle));
     r.needle_attended = opt(mean(attended));
     if (all_have_full) {
@@ -206,6 +236,7 @@ std::vector<TableRow> build_table(const std::vector<json>& cells) {
       const double fd = median(full_dec);
       if (fd > 0 && !std::isnan(r.decode_tok_s)) r.speed_rel = r.decode_tok_s / fd;
       r.nll_delta = opt(mean(nll_d));
+      r.nll_delta_ci = interval(nll_d);
     }
     rows.push_back(r);
   }
@@ -232,9 +263,10 @@ std::string table_markdown(const std::vector<TableRow>& rows) {
       << " | " << fmt(opt(r.ttft_seconds), "%.3f") << " | "
       << stats::format_estimate(r.score, r.score_ci) << " | "
       << stats::interval_method(r.score_kind) << ", n=" << r.cells << " | "
-      << fmt(r.nll_delta, "%+.3f") << " | " << fmt(r.kl_full, "%.4f") << " | "
-      << fmt(r.top1_agreement, "%.3f") << " | " << fmt(r.needle_survival, "%.3f") << " | "
-      << fmt(r.needle_attended, "%.3f") << " | "
+      << with_interval(r.nll_delta, r.nll_delta_ci, "%+.3f") << " | "
+      << with_interval(r.kl_full, r.kl_full_ci, "%.4f") << " | "
+      << with_interval(r.top1_agreement, r.top1_agreement_ci, "%.3f") << " | "
+      << fmt(r.needle_survival, "%.3f") << " | " << fmt(r.needle_attended, "%.3f") << " | "
       << fmt(std::isnan(r.policy_share) ? std::nullopt : std::optional(r.policy_share * 100),
              "%.1f%%")
       << " | " << r.cells << " |\n";
@@ -249,7 +281,8 @@ std::string table_csv(const std::vector<TableRow>& rows) {
        "prefill_tok_s,ttft_seconds,score,nll_delta,kl_full,top1_agreement,needle_survival,needle_"
        "attended,"
        "policy_share,kv_bytes_peak_prefill,score_lo,score_hi,score_interval,score_rel_lo,score_"
-       "rel_hi\n";
+       "rel_hi,nll_delta_lo,nll_delta_hi,kl_full_lo,kl_full_hi,top1_agreement_lo,top1_agreement_"
+       "hi\n";
   auto v = [](std::optional<double> x) { return x ? fmt(x, "%.6g") : std::string(); };
   for (const auto& r : rows) {
     o << csv_field(r.label) << "," << csv_field(r.spec) << "," << r.cells << "," << v(r.memory_rel)
@@ -260,7 +293,10 @@ std::string table_csv(const std::vector<TableRow>& rows) {
       << v(r.needle_attended) << "," << v(opt(r.policy_share)) << ","
       << v(opt(r.kv_bytes_peak_prefill)) << "," << v(opt(r.score_ci.lo)) << ","
       << v(opt(r.score_ci.hi)) << "," << stats::interval_method(r.score_kind) << ","
-      << v(opt(r.score_rel_ci.lo)) << "," << v(opt(r.score_rel_ci.hi)) << "\n";
+      << v(opt(r.score_rel_ci.lo)) << "," << v(opt(r.score_rel_ci.hi)) << ","
+      << v(opt(r.nll_delta_ci.lo)) << "," << v(opt(r.nll_delta_ci.hi)) << ","
+      << v(opt(r.kl_full_ci.lo)) << "," << v(opt(r.kl_full_ci.hi)) << ","
+      << v(opt(r.top1_agreement_ci.lo)) << "," << v(opt(r.top1_agreement_ci.hi)) << "\n";
   }
   return o.str();
 }
@@ -285,8 +321,12 @@ nlohmann::json table_json(const std::vector<TableRow>& rows) {
            {"method", stats::interval_method(r.score_kind)}}},
          {"score_rel_ci", {{"lo", v(opt(r.score_rel_ci.lo))}, {"hi", v(opt(r.score_rel_ci.hi))}}},
          {"nll_delta", v(r.nll_delta)},
+         {"nll_delta_ci", {{"lo", v(opt(r.nll_delta_ci.lo))}, {"hi", v(opt(r.nll_delta_ci.hi))}}},
          {"kl_full", v(r.kl_full)},
+         {"kl_full_ci", {{"lo", v(opt(r.kl_full_ci.lo))}, {"hi", v(opt(r.kl_full_ci.hi))}}},
          {"top1_agreement", v(r.top1_agreement)},
+         {"top1_agreement_ci",
+          {{"lo", v(opt(r.top1_agreement_ci.lo))}, {"hi", v(opt(r.top1_agreement_ci.hi))}}},
          {"needle_survival", v(r.needle_survival)},
          {"needle_attended", v(r.needle_attended)},
          {"kv_bytes_peak_prefill", v(opt(r.kv_bytes_peak_prefill))},

@@ -55,6 +55,11 @@ struct TableRow {
   std::optional<double> nll_delta;  // mean teacher-forced answer NLL minus full's
   std::optional<double> kl_full;    // mean KL(full || policy) at answer positions
   std::optional<double> top1_agreement;
+  // 95% percentile bootstrap intervals over the row's instances of the three
+  // above (ΔNLL paired with the full cache per instance; KL and top-1
+  // agreement are per-instance comparisons with it already); NaN for the
+  // full cache's own row and with fewer than 2 instances.
+  stats::Interval nll_delta_ci, kl_full_ci, top1_agreement_ci;
   std::optional<double> needle_survival;  // held in any tier
   std::optional<double> needle_attended;  // in the set attention read at question time
 };
