@@ -210,6 +210,28 @@ TEST(Run, QueryAgnosticCompressesTheContextAloneAndSharingChangesNothing) {
   EXPECT_EQ(seen.size(), 2u) << testing::PrintToString(seen);
 }
 
+// --limit keeps the first N instances of each task entry (recorded in the
+// run's config, so a resume or report sees the same grid); --model runs the
+// grid on another file.
+TEST(Run, LimitAndModelOptions) {
+  const std::string dir = scratch_dir("limit");
+  const std::string exp = write_experiment(dir);
+  const std::string other = test::tiny_model_path(/*spm=*/true);
+  std::string out;
+  ASSERT_EQ(run_cli(exp + " --limit 1 --model " + other + " --dry-run", &out), 0) << stderr_text();
+  EXPECT_EQ(out.rfind("tiny: 1 instances x 5 policies = 5 cells", 0), 0u) << out;
+  ASSERT_EQ(run_cli(exp + " -q --limit 1 --model " + other + " --out " + dir + "/a"), 0)
+      << stderr_text();
+  const std::string run = test::only_run_folder(dir + "/a");
+  const json config = read_json_file(run + "/config.json");
+  EXPECT_EQ(config["limit"], 1);
+  EXPECT_EQ(config["model"], other);
+  EXPECT_EQ(test::stable_cells(run).size(), 5u);
+  EXPECT_EQ(run_cli(exp + " --limit 0 --dry-run"), 2);
+  EXPECT_NE(stderr_text().find("--limit: expected a count >= 1"), std::string::npos);
+  EXPECT_EQ(run_cli("run --resume " + run + " --limit 2"), 2);
+}
+
 TEST(Run, PerplexityCellsBranchPoliciesThatNeedAttentionStatistics) {
   // A once-after-prefill policy that scores by attention branches from the
   // full cache's stream: that cache must collect the statistics (it was

@@ -64,14 +64,19 @@ int cmd_run(const Args& args) {
       "prefill every cell from scratch (for checking that sharing changes nothing)")(
       "dry-run", po::bool_switch(), "print the grid and its prefill work, run nothing")(
       "quiet,q", po::bool_switch(), "no progress output")(
+      "model", po::value<std::string>(),
+      "run on this GGUF file instead of the experiment's model(s) (as --set model=PATH)")(
+      "limit", po::value<int>(),
+      "at most N instances per task entry, the first in grid order (a smoke test; recorded in "
+      "the run's config)")(
       "history", po::value<std::string>(),
       "at the end, add the run's cells to this history database (kvbench history add)");
   po::positional_options_description pos;
   pos.add("experiment", 1);
   po::variables_map vm;
   if (!parse(args, desc, vm,
-             "kvbench run [EXPERIMENT.json] [--set key=value ...] [--out DIR] [--resume DIR] "
-             "[--shard I/N] [--history FILE]",
+             "kvbench run [EXPERIMENT.json] [--set key=value ...] [--model PATH] [--limit N] "
+             "[--out DIR] [--resume DIR] [--shard I/N] [--history FILE]",
              &pos))
     return 0;
   RunOptions options;
@@ -85,10 +90,11 @@ int cmd_run(const Args& args) {
   ExperimentConfig config;
   std::unique_ptr<RunFolder> folder;
   if (vm.count("resume")) {
-    if (vm.count("experiment") || !sets.empty() || vm.count("out") || vm.count("shard"))
+    if (vm.count("experiment") || !sets.empty() || vm.count("out") || vm.count("shard") ||
+        vm.count("model") || vm.count("limit"))
       throw InputError(
           "--resume takes the run folder's own config and shard: give no experiment, --set, "
-          "--out or --shard");
+          "--model, --limit, --out or --shard");
     folder = std::make_unique<RunFolder>(
         RunFolder::open(vm["resume"].as<std::string>(), RunFolder::Access::Write));
     config = parse_experiment(folder->config(), folder->path("config.json"));
@@ -107,8 +113,23 @@ int cmd_run(const Args& args) {
   } else {
     const std::string path =
         vm.count("experiment") ? vm["experiment"].as<std::string>() : "experiments/default.json";
-    config = load_experiment(path, sets);
+    std::vector<std::string> all = sets;
+    if (vm.count("limit")) {
+      const int n = vm["limit"].as<int>();
+      if (n < 1) throw InputError("--limit: expected a count >= 1, got " + std::to_string(n));
+      all.push_back("limit=" + std::to_string(n));
+    }
+    config = load_experiment(path, all);
     if (vm.count("out")) config.output = vm["out"].as<std::string>();
+    // --model replaces the config's model, or all of its "models", by one
+    // file (opened, and refused with one error line, when the plan is made).
+    if (vm.count("model")) {
+      const std::string m = vm["model"].as<std::string>();
+      if (m.empty()) throw InputError("--model: expected a GGUF file's path");
+      config.model = m;
+      config.models = {ModelEntry{m, model_label_of_path(m)}};
+      config.models_listed = false;
+    }
   }
 
   // Validate everything that can be validated before writing anything.

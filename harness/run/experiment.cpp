@@ -329,7 +329,7 @@ void apply_override(json& doc, const std::string& assignment) {
 ExperimentConfig parse_experiment(const json& doc, const std::string& source) {
   const Node root(doc, source, "");
   root.expect_object({"name", "description", "model", "models", "threads", "seed", "tasks",
-                      "policies", "decoding", "metrics", "output", "keep_prefills"});
+                      "policies", "decoding", "metrics", "output", "keep_prefills", "limit"});
   ExperimentConfig c;
   c.source = source;
   c.name =
@@ -418,6 +418,7 @@ ExperimentConfig parse_experiment(const json& doc, const std::string& source) {
     if (c.output.empty()) root.at("output").fail("must not be empty");
   }
   if (root.has("keep_prefills")) c.keep_prefills = root.at("keep_prefills").boolean();
+  if (root.has("limit")) c.limit = static_cast<int>(root.at("limit").integer(0, 1 << 20));
   return c;
 }
 
@@ -474,6 +475,8 @@ json to_json(const ExperimentConfig& c) {
               {"keep_prefills", c.keep_prefills}};
   // Written only when set, so configs without it read back as before.
   if (c.decoding.bf16_attention) out["decoding"]["attention"] = "bf16";
+  // Written only when set, as above.
+  if (c.limit > 0) out["limit"] = c.limit;
   if (c.decoding.protocol != Protocol::QueryAware)
     out["decoding"]["protocol"] = protocol_name(c.decoding.protocol);
   // A config that gave "model" reads back exactly as before.

@@ -22,7 +22,9 @@
 //                "attention": "f32", "protocol": "query_aware"},
 //                                           // max_new_tokens 0 = the task's own
 //   "metrics": {"teacher_forced": true, "needle_survival": true},
-//   "output": "results"
+//   "output": "results",
+//   "limit": 0                             // > 0: at most this many instances per task entry
+//                                          // (the first in grid order: a smoke test)
 // }
 #pragma once
 
@@ -108,6 +110,9 @@ struct ExperimentConfig {
   // harness/snapshot/snapshot_file.h) until its cells are done, so that --resume after
   // an interruption loads it instead of computing it again.
   bool keep_prefills = false;
+  // > 0: each task entry keeps its first `limit` instances (grid order:
+  // lengths, then depths, then samples; a JSONL file's first lines).
+  int limit = 0;
   std::string source;  // the file it came from (for messages)
 };
 

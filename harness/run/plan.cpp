@@ -184,12 +184,15 @@ Plan make_plan(const ExperimentConfig& c, const LlamaModel& model, size_t model_
     const TaskGrid& g = c.tasks[t];
     const std::string where = "/tasks/" + std::to_string(t);
     std::vector<Instance> made;
+    // limit: the first instances only, and none generated past them.
+    const auto full = [&] { return c.limit > 0 && made.size() >= static_cast<size_t>(c.limit); };
     if (!g.jsonl.empty()) {
       made = read_jsonl(g.jsonl);
+      if (full()) made.resize(static_cast<size_t>(c.limit));
     } else {
       for (int64_t len : g.lengths)
         for (double depth : g.depths)
-          for (int s = 0; s < g.samples; ++s) {
+          for (int s = 0; s < g.samples && !full(); ++s) {
             TaskRequest r;
             r.task = g.task;
             r.length = len;
