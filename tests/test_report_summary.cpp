@@ -85,7 +85,8 @@ TEST(ReportSummary, SaysWhatKeepsMostAtWhichMemoryWithoutCallingNoiseADifference
             std::string::npos)
       << text;
   EXPECT_EQ(starting(s, "The least memory"),
-            "The least memory not significantly below the full cache: keeps at 25%.")
+            "The least memory not significantly below the full cache: keeps at 25% (its 10 paired "
+            "instances could show a drop of 4 of 10 instances or more, no smaller one).")
       << text;
   EXPECT_EQ(starting(s, "Collapsed"),
             "Collapsed (the 95% interval's upper end is below half the full cache's score): drops "
@@ -108,7 +109,37 @@ TEST(ReportSummary, CallsALeadSignificantOnlyWhenThePairedTestDoes) {
       std::string::npos)
       << all(s);
   EXPECT_EQ(starting(s, "The least memory"),
-            "The least memory not significantly below the full cache: keeps at 25%.");
+            "The least memory not significantly below the full cache: keeps at 25% (its 10 paired "
+            "instances could show a drop of 4 of 10 instances or more, no smaller one).");
+}
+
+// Two instances: no drop can be significant, so a configuration that lost
+// both is not named as holding the full cache's score at its memory.
+TEST(ReportSummary, NoLeastMemoryClaimWhereNoDropCouldBeSeen) {
+  std::vector<json> cells;
+  for (const auto& c : constructed()) {
+    const std::string id = c["instance"]["id"].get<std::string>();
+    if (id.back() == '0' || id.back() == '1') cells.push_back(c);
+  }
+  const auto s = summary_sentences(cells, build_table(cells));
+  EXPECT_EQ(starting(s, "The least memory"), "") << all(s);
+  EXPECT_NE(all(s).find("can call no drop significant"), std::string::npos) << all(s);
+}
+
+// A leaderboard's hundred configurations: a sentence names the first eight
+// (least memory first) and counts the rest.
+TEST(ReportSummary, ALongListNamesEightAndCountsTheRest) {
+  std::vector<json> cells;
+  for (int i = 0; i < 10; ++i) {
+    cells.push_back(cell(i, 0, "full", 1.0, 4000));
+    for (int k = 1; k <= 12; ++k)
+      cells.push_back(cell(i, k, "c" + std::to_string(k), 1.0, 100 * k));
+  }
+  const auto s = summary_sentences(cells, build_table(cells));
+  const std::string same = starting(s, "Not significantly different");
+  EXPECT_NE(same.find("c8 at 20%"), std::string::npos) << same;
+  EXPECT_EQ(same.find("c9 at"), std::string::npos) << same;
+  EXPECT_NE(same.find(" and 4 more (the table lists each)."), std::string::npos) << same;
 }
 
 TEST(ReportSummary, WithoutAFullCacheSaysSoAndNamesTheBestScore) {

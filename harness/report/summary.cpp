@@ -170,12 +170,21 @@ std::vector<std::string> summary_sentences(const std::vector<json>& cells,
     else
       (c.next_mean < c.base_mean ? below : above).push_back({r, c});
   }
-  const auto listing = [](const std::vector<Versus>& v) {
+  // A sentence names at most kListed configurations (the least memory
+  // first); a leaderboard's hundred would bury the summary.
+  constexpr size_t kListed = 8;
+  const auto more = [](size_t shown, size_t all) {
+    return all > shown ? " and " + std::to_string(all - shown) + " more (the table lists each)"
+                       : std::string();
+  };
+  const auto listing = [&](const std::vector<Versus>& v) {
     std::vector<std::string> parts;
-    for (const auto& [r, c] : v)
+    for (const auto& [r, c] : v) {
+      if (parts.size() == kListed) break;
       parts.push_back(r->label + " at " + percent(*r->memory_rel) + " (" +
                       stats::format_estimate(r->score, r->score_ci) + ", " + test_text(c) + ")");
-    return join(parts, "; ");
+    }
+    return join(parts, "; ") + more(parts.size(), v.size());
   };
   if (!below.empty())
     out.push_back("Significantly below the full cache on the same instances: " + listing(below) +
@@ -209,23 +218,31 @@ std::vector<std::string> summary_sentences(const std::vector<json>& cells,
                        "), so the lower scores above are not shown to be equal to the full "
                        "cache's either.");
     }
-    // The least memory at which the score holds (as far as this run can tell).
+    // The least memory at which the score holds, as far as this run can
+    // tell: said only when its test could have called some drop (with 2
+    // instances none can be: not losing is then no evidence of holding),
+    // with the smallest drop it could have seen.
     const Versus& least = same.front();  // by_memory order
-    if (*least.row->memory_rel < 1.0)
+    const int64_t k = stats::min_detectable_flips(least.c.kind, least.c.n);
+    if (*least.row->memory_rel < 1.0 && k > 0)
       out.push_back("The least memory not significantly below the full cache: " + least.row->label +
-                    " at " + percent(*least.row->memory_rel) + ".");
+                    " at " + percent(*least.row->memory_rel) + " (its " +
+                    std::to_string(least.c.n) + " paired instances could show a drop of " +
+                    std::to_string(k) + " of " + std::to_string(least.c.n) +
+                    " instances or more, no smaller one).");
   }
   // Collapse: even the optimistic end of the interval keeps less than half
   // of the full cache's score.
   std::vector<std::string> collapsed;
+  size_t n_collapsed = 0;
   for (const TableRow* r : by_memory)
     if (r != full && full->score > 0 && !std::isnan(r->score_ci.hi) &&
-        r->score_ci.hi < 0.5 * full->score)
+        r->score_ci.hi < 0.5 * full->score && ++n_collapsed <= kListed)
       collapsed.push_back(r->label + " at " + percent(*r->memory_rel));
   if (!collapsed.empty())
     out.push_back(
         "Collapsed (the 95% interval's upper end is below half the full cache's score): " +
-        join(collapsed) + ".");
+        join(collapsed) + more(collapsed.size(), n_collapsed) + ".");
   return out;
 }
 
