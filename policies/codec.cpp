@@ -5,6 +5,8 @@
 #include <cmath>
 #include <cstring>
 
+#include "model/common/enum_names.h"
+
 namespace kvbench {
 namespace {
 
@@ -68,21 +70,8 @@ int bits_per_code(CodecKind k) {
 }  // namespace
 
 std::string_view codec_name(CodecKind kind) {
-  switch (kind) {
-    case CodecKind::F32:
-      return "f32";
-    case CodecKind::F16:
-      return "f16";
-    case CodecKind::BF16:
-      return "bf16";
-    case CodecKind::Int8:
-      return "int8";
-    case CodecKind::Int4:
-      return "int4";
-    case CodecKind::Int2:
-      return "int2";
-  }
-  return "?";
+  static constexpr std::string_view names[] = {"f32", "f16", "bf16", "int8", "int4", "int2"};
+  return enum_name<CodecKind::Int2>(kind, names, "?");
 }
 
 KvElement kv_element(CodecKind kind) {
