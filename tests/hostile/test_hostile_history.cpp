@@ -447,20 +447,10 @@ TEST(HostileHistory, KillDashNineDuringAddLeavesTheDatabaseIntact) {
   std::ofstream(temp_of_live) << "someone else's";
   bool caught = false;
   for (int attempt = 0; attempt < 5 && !caught; ++attempt) {
-    const pid_t pid = fork();
-    if (pid == 0) {
-      const int null_fd = ::open("/dev/null", O_WRONLY);
-      ::dup2(null_fd, STDOUT_FILENO);
-      ::dup2(null_fd, STDERR_FILENO);
-      const std::string binary = test::binary_under_test();
-      std::vector<const char*> argv = {binary.c_str(), "history", "add"};
-      for (const auto& r : runs) argv.push_back(r.c_str());
-      for (const char* a : {"--repo", "", "--db"}) argv.push_back(a);
-      argv.push_back(db.c_str());
-      argv.push_back(nullptr);
-      execv(binary.c_str(), const_cast<char* const*>(argv.data()));
-      _exit(127);
-    }
+    std::vector<std::string> args = {"history", "add"};
+    args.insert(args.end(), runs.begin(), runs.end());
+    args.insert(args.end(), {"--repo", "", "--db", db});
+    const pid_t pid = spawn_kvbench(args);
     const std::string temp = db + ".tmp." + std::to_string(pid);
     for (int i = 0; i < 5000 && !caught; ++i) {
       ::kill(pid, SIGSTOP);
