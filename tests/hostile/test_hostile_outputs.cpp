@@ -295,15 +295,21 @@ TEST(HostileOutputs, GnuplotDiesWithKvbench) {
   const std::string run = tiny_run(dir);
   ASSERT_FALSE(run.empty());
   const SlowGnuplot gnuplot(dir);
+  // `kvbench report` sent `sig` once its gnuplot runs: gnuplot's pid (0: it
+  // never started, and kvbench is killed) and kvbench's wait status.
+  const auto report_signalled = [&](int sig) {
+    const pid_t kv = gnuplot.start({"report", run});
+    const pid_t gp = gnuplot.wait_started();
+    ::kill(kv, gp > 0 ? sig : SIGKILL);
+    int status = 0;
+    ::waitpid(kv, &status, 0);
+    return std::pair{gp, status};
+  };
 
   // kill -9 while gnuplot works: gnuplot goes too, the lock is free at once.
   {
-    const pid_t kv = gnuplot.start({"report", run});
-    const pid_t gp = gnuplot.wait_started();
+    const auto [gp, status] = report_signalled(SIGKILL);
     ASSERT_GT(gp, 0);
-    ::kill(kv, SIGKILL);
-    int status = 0;
-    ::waitpid(kv, &status, 0);
     EXPECT_TRUE(process_gone_within(gp, 2000)) << "gnuplot outlived kvbench";
     const auto again = run_kvbench("report " + run);  // the real gnuplot: the lock is free
     EXPECT_EQ(again.code, 0) << again.err;
@@ -312,12 +318,8 @@ TEST(HostileOutputs, GnuplotDiesWithKvbench) {
   // SIGTERM: gnuplot killed, temporaries removed, exit 143.
   {
     fs::remove(dir + "/gnuplot.pid");
-    const pid_t kv = gnuplot.start({"report", run});
-    const pid_t gp = gnuplot.wait_started();
+    const auto [gp, status] = report_signalled(SIGTERM);
     ASSERT_GT(gp, 0);
-    ::kill(kv, SIGTERM);
-    int status = 0;
-    ::waitpid(kv, &status, 0);
     EXPECT_TRUE(WIFEXITED(status));
     EXPECT_EQ(WEXITSTATUS(status), 143);
     EXPECT_TRUE(process_gone_within(gp, 2000)) << "gnuplot outlived kvbench";
