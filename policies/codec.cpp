@@ -21,6 +21,23 @@ float float_of(uint32_t b) {
   return x;
 }
 
+// A row of 16-bit floats (f16, bf16): element i in bytes 2i and 2i + 1.
+template <uint16_t (*kToHalf)(float)>
+void encode_halves(const float* x, int n, uint8_t* out) {
+  for (int i = 0; i < n; ++i) {
+    const uint16_t h = kToHalf(x[i]);
+    std::memcpy(out + 2 * i, &h, 2);
+  }
+}
+template <float (*kFromHalf)(uint16_t)>
+void decode_halves(const uint8_t* in, int n, float* out) {
+  for (int i = 0; i < n; ++i) {
+    uint16_t h;
+    std::memcpy(&h, in + 2 * i, 2);
+    out[i] = kFromHalf(h);
+  }
+}
+
 // Next half towards +inf / -inf (finite inputs).
 uint16_t f16_next_up(uint16_t h) {
   if (h == 0x8000) return 0x0001;
@@ -174,16 +191,10 @@ void RowCodec::encode(const float* x, uint8_t* out) const {
       std::memcpy(out, x, data_bytes_);
       return;
     case CodecKind::F16:
-      for (int i = 0; i < dim_; ++i) {
-        const uint16_t h = f32_to_f16(x[i]);
-        std::memcpy(out + 2 * i, &h, 2);
-      }
+      encode_halves<f32_to_f16>(x, dim_, out);
       return;
     case CodecKind::BF16:
-      for (int i = 0; i < dim_; ++i) {
-        const uint16_t h = f32_to_bf16(x[i]);
-        std::memcpy(out + 2 * i, &h, 2);
-      }
+      encode_halves<f32_to_bf16>(x, dim_, out);
       return;
     case CodecKind::Int8: {
       uint8_t* params = out + data_bytes_;
@@ -233,18 +244,10 @@ void RowCodec::decode(const uint8_t* in, float* out) const {
       std::memcpy(out, in, data_bytes_);
       return;
     case CodecKind::F16:
-      for (int i = 0; i < dim_; ++i) {
-        uint16_t h;
-        std::memcpy(&h, in + 2 * i, 2);
-        out[i] = f16_to_f32(h);
-      }
+      decode_halves<f16_to_f32>(in, dim_, out);
       return;
     case CodecKind::BF16:
-      for (int i = 0; i < dim_; ++i) {
-        uint16_t h;
-        std::memcpy(&h, in + 2 * i, 2);
-        out[i] = bf16_to_f32(h);
-      }
+      decode_halves<bf16_to_f32>(in, dim_, out);
       return;
     case CodecKind::Int8: {
       const uint8_t* params = in + data_bytes_;
