@@ -23,6 +23,7 @@
 #include "policies/state_io.h"
 #include "tests/support/random_kvq.h"
 #include "tests/support/reference_llama.h"
+#include "tests/support/state_round_trip.h"
 
 namespace kvbench {
 namespace {
@@ -62,13 +63,6 @@ std::unique_ptr<PolicyCache> prompt_cache(const std::string& spec, const Rows& p
   auto cache = PolicyCache::create(parse_policy_spec(spec), ctx);
   step(*cache, prompt, 0, kPrompt, 0, 0);
   return cache;
-}
-
-std::string state_bytes(const PolicyCache& c) {
-  std::ostringstream out;
-  StateWriter w(out);
-  c.save_state(w);
-  return out.str();
 }
 
 // The passes of the synthetic prompt: spans [7, 13), [13, 19), [19, 21),
@@ -152,9 +146,9 @@ TEST(Kvzip, ThePassLeavesTheCacheExactlyAsItWas) {
   std::vector<Rows> passes;
   for (uint32_t p = 0; p < 3; ++p) passes.emplace_back(kPassRows, 10 + p);
   auto cache = prompt_cache("kvzip:budget=0.5,chunk=6", prompt);
-  const std::string before = state_bytes(*cache);
+  const std::string before = test::state_bytes(*cache);
   record(*cache, passes);
-  EXPECT_EQ(state_bytes(*cache), before);
+  EXPECT_EQ(test::state_bytes(*cache), before);
   EXPECT_EQ(cache->store().known_sequences(), 1u);
   EXPECT_EQ(cache->next_position(0), kPrompt);
 }

@@ -25,6 +25,7 @@
 #include "harness/snapshot/snapshot_model.h"
 #include "model/testing/tiny_model.h"
 #include "tests/support/reference_llama.h"
+#include "tests/support/state_round_trip.h"
 
 namespace kvbench {
 namespace {
@@ -46,13 +47,6 @@ std::vector<uint8_t> read_bytes(const std::string& path) {
 void write_bytes(const std::string& path, const std::vector<uint8_t>& b) {
   std::ofstream(path, std::ios::binary)
       .write(reinterpret_cast<const char*>(b.data()), static_cast<std::streamsize>(b.size()));
-}
-
-std::string state_bytes(const PolicyCache& c) {
-  std::ostringstream out;
-  StateWriter w(out);
-  c.save_state(w);
-  return out.str();
 }
 
 // Prose-like text of about `words` words (the tiny model's byte-level BPE
@@ -183,7 +177,7 @@ TEST_F(SnapshotFile, LoadedDocumentAnswersBitForBitLikeAFreshPrefill) {
       EXPECT_EQ(
           std::memcmp(got_doc.logits.data(), doc.logits.data(), doc.logits.size() * sizeof(float)),
           0);
-      EXPECT_EQ(state_bytes(*loaded), state_bytes(*fresh));
+      EXPECT_EQ(test::state_bytes(*loaded), test::state_bytes(*fresh));
       const auto got = ask(*loaded, got_doc, questions);
       for (size_t q = 0; q < questions.size(); ++q) {
         EXPECT_EQ(got[q].first_logits_sha256, want[q].first_logits_sha256) << questions[q];
@@ -302,7 +296,7 @@ TEST_F(SnapshotFile, EveryHeaderFieldChangedAloneIsRefusedNamingIt) {
   std::unique_ptr<PolicyCache> live;
   load_cache_snapshot(path, expect_, live);
   const PolicyCache* live_ptr = live.get();
-  const std::string live_state = state_bytes(*live);
+  const std::string live_state = test::state_bytes(*live);
 
   const json flat = parts.header.flatten();
   int fields = 0;
@@ -344,7 +338,7 @@ TEST_F(SnapshotFile, EveryHeaderFieldChangedAloneIsRefusedNamingIt) {
     ASSERT_EQ(live.get(), live_ptr);
     ++fields;
   }
-  EXPECT_EQ(state_bytes(*live), live_state);
+  EXPECT_EQ(test::state_bytes(*live), live_state);
   EXPECT_GE(fields, 40);
   RecordProperty("fields", fields);
 
@@ -374,7 +368,7 @@ TEST_F(SnapshotFile, EveryHeaderFieldChangedAloneIsRefusedNamingIt) {
   // The unchanged parts sealed again load fine (the test's sealing is right).
   std::unique_ptr<PolicyCache> again;
   load_cache_snapshot_bytes(seal(parts), "doc.kvc", expect_, again);
-  EXPECT_EQ(state_bytes(*again), live_state);
+  EXPECT_EQ(test::state_bytes(*again), live_state);
 }
 
 TEST_F(SnapshotFile, TruncatedAndCorruptedFilesAreRefusedEveryTime) {
@@ -384,7 +378,7 @@ TEST_F(SnapshotFile, TruncatedAndCorruptedFilesAreRefusedEveryTime) {
   const std::vector<uint8_t> f = read_bytes(path);
   std::unique_ptr<PolicyCache> live;
   load_cache_snapshot(path, expect_, live);
-  const std::string live_state = state_bytes(*live);
+  const std::string live_state = test::state_bytes(*live);
   const PolicyCache* live_ptr = live.get();
   auto refused = [&](const std::vector<uint8_t>& bytes) {
     try {
@@ -428,7 +422,7 @@ TEST_F(SnapshotFile, TruncatedAndCorruptedFilesAreRefusedEveryTime) {
     EXPECT_TRUE(refused(g)) << "byte " << at;
   }
   EXPECT_EQ(live.get(), live_ptr);
-  EXPECT_EQ(state_bytes(*live), live_state);
+  EXPECT_EQ(test::state_bytes(*live), live_state);
   RecordProperty("flips", flips);
 }
 
