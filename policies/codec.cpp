@@ -1,6 +1,7 @@
 #include "policies/codec.h"
 
 #include <algorithm>
+#include <bit>
 #include <cassert>
 #include <cmath>
 #include <cstring>
@@ -10,16 +11,8 @@
 namespace kvbench {
 namespace {
 
-uint32_t bits_of(float x) {
-  uint32_t b;
-  std::memcpy(&b, &x, 4);
-  return b;
-}
-float float_of(uint32_t b) {
-  float x;
-  std::memcpy(&x, &b, 4);
-  return x;
-}
+uint32_t bits_of(float x) { return std::bit_cast<uint32_t>(x); }
+float float_of(uint32_t b) { return std::bit_cast<float>(b); }
 
 // A row of 16-bit floats (f16, bf16): element i in bytes 2i and 2i + 1.
 template <uint16_t (*kToHalf)(float)>
