@@ -150,25 +150,11 @@ std::vector<int32_t> pyramid_budgets(int n_layers, int32_t budget, int32_t reser
   return out;
 }
 
-namespace {
-
-template <class T>
-ComponentInfo allocator(std::string_view name, std::string_view summary,
-                        std::vector<ParamInfo> params) {
-  ComponentInfo c{name, ComponentKind::Allocator, summary, std::move(params)};
-  c.make_allocator = [](const ComponentSpec& s) -> std::shared_ptr<const Allocator> {
-    return std::make_shared<T>(s);
-  };
-  return c;
-}
-
-}  // namespace
-
 ComponentInfo declare_uniform() {
-  return allocator<UniformAllocator>("uniform", "every KV head keeps the budget", {});
+  return object_component<UniformAllocator>("uniform", "every KV head keeps the budget", {});
 }
 ComponentInfo declare_pyramid() {
-  ComponentInfo c = allocator<PyramidAllocator>(
+  ComponentInfo c = object_component<PyramidAllocator>(
       "pyramid", "PyramidKV: per-layer budgets decreasing linearly from bottom to top, same total",
       {{"beta", ParamType::Number, "20", "top layer keeps budget / beta", 1, 1e6}});
   // Parameters that fit the registry-wide tests' small budgets.
@@ -176,14 +162,14 @@ ComponentInfo declare_pyramid() {
   return c;
 }
 ComponentInfo declare_adakv() {
-  return allocator<AdaKvAllocator>(
+  return object_component<AdaKvAllocator>(
       "adakv",
       "Ada-KV: a layer's budget goes to its heads' highest priorities, with a per-head floor",
       {{"floor", ParamType::Number, "0.2", "share of the budget every head keeps at least", 0, 1}});
 }
 
 ComponentInfo declare_global() {
-  ComponentInfo c = allocator<GlobalAllocator>(
+  ComponentInfo c = object_component<GlobalAllocator>(
       "global",
       "KVzip's: the lowest priorities over every layer and head at once (layers and heads keep "
       "different counts), no floor",

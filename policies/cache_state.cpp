@@ -94,6 +94,22 @@ uint64_t checked_product(std::initializer_list<uint64_t> factors) {
   return p;
 }
 
+// A RoPE configuration as save_state writes it (the model's, then the local
+// layers' where the model has them, in the same fields). `name` ("RoPE",
+// "local RoPE") starts each field's name in errors.
+void read_rope(StateReader& in, RopeConfig& r, int head_dim, const std::string& name) {
+  r.n_dims = in.i32((name + " dimensions").c_str());
+  r.freq_base = in.f32((name + " base").c_str());
+  r.freq_scale = in.f32((name + " scale").c_str());
+  in.array_upto(r.freq_factors, static_cast<uint64_t>(head_dim / 2),
+                (name + " frequency factors").c_str());
+  r.neox = in.boolean((name + " pairing").c_str());
+  const int rotated = r.n_dims > 0 ? r.n_dims : head_dim;
+  if (r.n_dims < 0 || r.n_dims > head_dim || r.n_dims % 2 != 0 ||
+      (!r.freq_factors.empty() && static_cast<int>(r.freq_factors.size()) != rotated / 2))
+    in.fail("invalid RoPE configuration");
+}
+
 }  // namespace
 
 // --- segments ---
@@ -359,19 +375,16 @@ void PolicyCache::save_state(StateWriter& out) const {
   out.i32(sh.n_kv_heads);
   out.i32(sh.n_q_heads);
   out.i32(sh.head_dim);
-  out.i32(ctx_.rope.n_dims);
-  out.f32(ctx_.rope.freq_base);
-  out.f32(ctx_.rope.freq_scale);
-  out.array(ctx_.rope.freq_factors);
-  out.boolean(ctx_.rope.neox);
+  const auto write_rope = [&out](const RopeConfig& r) {
+    out.i32(r.n_dims);
+    out.f32(r.freq_base);
+    out.f32(r.freq_scale);
+    out.array(r.freq_factors);
+    out.boolean(r.neox);
+  };
+  write_rope(ctx_.rope);
   out.array(ctx_.layer_window);
-  if (!ctx_.layer_window.empty()) {
-    out.i32(ctx_.rope_local.n_dims);
-    out.f32(ctx_.rope_local.freq_base);
-    out.f32(ctx_.rope_local.freq_scale);
-    out.array(ctx_.rope_local.freq_factors);
-    out.boolean(ctx_.rope_local.neox);
-  }
+  if (!ctx_.layer_window.empty()) write_rope(ctx_.rope_local);
   out.i64(ctx_.context_tokens);
   out.u64(ctx_.seed);
   out.boolean(ctx_.collect_attention);
@@ -412,19 +425,7 @@ std::unique_ptr<PolicyCache> PolicyCache::load_state(StateReader& in) {
       sh.n_q_heads < sh.n_kv_heads || sh.n_q_heads > 65536 || sh.n_q_heads % sh.n_kv_heads != 0 ||
       sh.head_dim < 2 || sh.head_dim > 65536 || sh.head_dim % 2 != 0)
     in.fail("invalid KV shape");
-  ctx.rope.n_dims = in.i32("RoPE dimensions");
-  ctx.rope.freq_base = in.f32("RoPE base");
-  ctx.rope.freq_scale = in.f32("RoPE scale");
-  in.array_upto(ctx.rope.freq_factors, static_cast<uint64_t>(sh.head_dim / 2),
-                "RoPE frequency factors");
-  auto check_rope = [&](const RopeConfig& r) {
-    const int rotated = r.n_dims > 0 ? r.n_dims : sh.head_dim;
-    if (r.n_dims < 0 || r.n_dims > sh.head_dim || r.n_dims % 2 != 0 ||
-        (!r.freq_factors.empty() && static_cast<int>(r.freq_factors.size()) != rotated / 2))
-      in.fail("invalid RoPE configuration");
-  };
-  ctx.rope.neox = in.boolean("RoPE pairing");
-  check_rope(ctx.rope);
+  read_rope(in, ctx.rope, sh.head_dim, "RoPE");
   in.array_upto(ctx.layer_window, static_cast<uint64_t>(sh.n_layers), "layer windows");
   if (!ctx.layer_window.empty()) {
     if (static_cast<int>(ctx.layer_window.size()) != sh.n_layers)
@@ -432,13 +433,7 @@ std::unique_ptr<PolicyCache> PolicyCache::load_state(StateReader& in) {
               std::to_string(sh.n_layers) + " layers");
     for (int32_t w : ctx.layer_window)
       if (w < 0) in.fail("layer windows: a negative window");
-    ctx.rope_local.n_dims = in.i32("local RoPE dimensions");
-    ctx.rope_local.freq_base = in.f32("local RoPE base");
-    ctx.rope_local.freq_scale = in.f32("local RoPE scale");
-    in.array_upto(ctx.rope_local.freq_factors, static_cast<uint64_t>(sh.head_dim / 2),
-                  "local RoPE frequency factors");
-    ctx.rope_local.neox = in.boolean("local RoPE pairing");
-    check_rope(ctx.rope_local);
+    read_rope(in, ctx.rope_local, sh.head_dim, "local RoPE");
   }
   ctx.context_tokens = in.count("context tokens", 0, kInt32Max);
   ctx.seed = in.u64("seed");

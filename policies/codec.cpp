@@ -1,22 +1,34 @@
 #include "policies/codec.h"
 
 #include <algorithm>
+#include <bit>
 #include <cassert>
 #include <cmath>
 #include <cstring>
 
+#include "model/common/enum_names.h"
+
 namespace kvbench {
 namespace {
 
-uint32_t bits_of(float x) {
-  uint32_t b;
-  std::memcpy(&b, &x, 4);
-  return b;
+uint32_t bits_of(float x) { return std::bit_cast<uint32_t>(x); }
+float float_of(uint32_t b) { return std::bit_cast<float>(b); }
+
+// A row of 16-bit floats (f16, bf16): element i in bytes 2i and 2i + 1.
+template <uint16_t (*kToHalf)(float)>
+void encode_halves(const float* x, int n, uint8_t* out) {
+  for (int i = 0; i < n; ++i) {
+    const uint16_t h = kToHalf(x[i]);
+    std::memcpy(out + 2 * i, &h, 2);
+  }
 }
-float float_of(uint32_t b) {
-  float x;
-  std::memcpy(&x, &b, 4);
-  return x;
+template <float (*kFromHalf)(uint16_t)>
+void decode_halves(const uint8_t* in, int n, float* out) {
+  for (int i = 0; i < n; ++i) {
+    uint16_t h;
+    std::memcpy(&h, in + 2 * i, 2);
+    out[i] = kFromHalf(h);
+  }
 }
 
 // Next half towards +inf / -inf (finite inputs).
@@ -68,21 +80,8 @@ int bits_per_code(CodecKind k) {
 }  // namespace
 
 std::string_view codec_name(CodecKind kind) {
-  switch (kind) {
-    case CodecKind::F32:
-      return "f32";
-    case CodecKind::F16:
-      return "f16";
-    case CodecKind::BF16:
-      return "bf16";
-    case CodecKind::Int8:
-      return "int8";
-    case CodecKind::Int4:
-      return "int4";
-    case CodecKind::Int2:
-      return "int2";
-  }
-  return "?";
+  static constexpr std::string_view names[] = {"f32", "f16", "bf16", "int8", "int4", "int2"};
+  return enum_name<CodecKind::Int2>(kind, names, "?");
 }
 
 KvElement kv_element(CodecKind kind) {
@@ -185,16 +184,10 @@ void RowCodec::encode(const float* x, uint8_t* out) const {
       std::memcpy(out, x, data_bytes_);
       return;
     case CodecKind::F16:
-      for (int i = 0; i < dim_; ++i) {
-        const uint16_t h = f32_to_f16(x[i]);
-        std::memcpy(out + 2 * i, &h, 2);
-      }
+      encode_halves<f32_to_f16>(x, dim_, out);
       return;
     case CodecKind::BF16:
-      for (int i = 0; i < dim_; ++i) {
-        const uint16_t h = f32_to_bf16(x[i]);
-        std::memcpy(out + 2 * i, &h, 2);
-      }
+      encode_halves<f32_to_bf16>(x, dim_, out);
       return;
     case CodecKind::Int8: {
       uint8_t* params = out + data_bytes_;
@@ -244,18 +237,10 @@ void RowCodec::decode(const uint8_t* in, float* out) const {
       std::memcpy(out, in, data_bytes_);
       return;
     case CodecKind::F16:
-      for (int i = 0; i < dim_; ++i) {
-        uint16_t h;
-        std::memcpy(&h, in + 2 * i, 2);
-        out[i] = f16_to_f32(h);
-      }
+      decode_halves<f16_to_f32>(in, dim_, out);
       return;
     case CodecKind::BF16:
-      for (int i = 0; i < dim_; ++i) {
-        uint16_t h;
-        std::memcpy(&h, in + 2 * i, 2);
-        out[i] = bf16_to_f32(h);
-      }
+      decode_halves<bf16_to_f32>(in, dim_, out);
       return;
     case CodecKind::Int8: {
       const uint8_t* params = in + data_bytes_;

@@ -26,11 +26,8 @@ std::vector<ParamInfo> scorer_params(std::string_view default_timing,
 template <class T>
 ComponentInfo scorer_component(std::string_view name, std::string_view summary,
                                std::vector<ParamInfo> params) {
-  ComponentInfo c{name, ComponentKind::Scorer, summary, std::move(params)};
-  c.make_scorer = [](const ComponentSpec& s) -> std::shared_ptr<const Scorer> {
-    return std::make_shared<T>(s);
-  };
-  return c;
+  static_assert(std::is_base_of_v<Scorer, T>);
+  return object_component<T>(name, summary, std::move(params));
 }
 
 }  // namespace kvbench

@@ -42,6 +42,8 @@
 
 namespace kvbench {
 
+class HeadContext;
+
 class PolicyCache final : public KvCache {
  public:
   // Throws InputError for a spec the shapes cannot support (e.g. a group
@@ -232,6 +234,11 @@ class PolicyCache final : public KvCache {
   bool gather_layer(int seq, int layer, int32_t limit);
   void score_layer(int seq, int layer, int32_t limit, bool use_scorer);
   void evict_layer(int seq, int layer);
+  // The layer's heads' views for its scorer and parts: built into `views`
+  // (which the caller keeps alive while they are used), listed in contexts_.
+  void open_contexts(std::vector<HeadContext>& views, int seq, int layer);
+  // The parts' view of the layer's maintenance, on this cache's scratch.
+  LayerWork layer_work(int seq, int layer);
   void evict_head(int seq, int layer, int kv_head, int32_t keep);
   bool keeps_all(int layer, int kv_head) const;
   ScoreInput score_input(int layer, int kv_head, int32_t keep) const;

@@ -45,17 +45,10 @@ void PolicyCache::maintain_layer(int seq, int layer, bool use_scorer) {
   if (!evict && !maintains_always_) return;
   // The heads' views (K/V decoded only when asked), shared by the scorer
   // and the parts until the first eviction changes the heads.
-  const int H = ctx_.shape.n_kv_heads;
   std::vector<HeadContext> contexts;
-  contexts.reserve(H);
-  contexts_.clear();
-  for (int h = 0; h < H; ++h) {
-    contexts.emplace_back(*store_, window_, qstats_, seq, layer, h);
-    contexts_.push_back(&contexts.back());
-  }
+  open_contexts(contexts, seq, layer);
   score_layer(seq, layer, limit, use_scorer);
-  LayerWork work{seq,         layer,  cand_, prio_,     pairs_,
-                 head_pairs_, order_, refs_, contexts_, ctx_.output_projection.get()};
+  LayerWork work = layer_work(seq, layer);
   if (use_scorer)
     for (const auto& p : parts_) p->combine(work);
   for (const auto& p : parts_) p->before_evictions(work);
@@ -63,6 +56,21 @@ void PolicyCache::maintain_layer(int seq, int layer, bool use_scorer) {
   contexts_.clear();
   work.contexts = {};
   for (const auto& p : parts_) p->after_evictions(work, evict, *store_);
+}
+
+void PolicyCache::open_contexts(std::vector<HeadContext>& views, int seq, int layer) {
+  const int H = ctx_.shape.n_kv_heads;
+  views.reserve(H);
+  contexts_.clear();
+  for (int h = 0; h < H; ++h) {
+    views.emplace_back(*store_, window_, qstats_, seq, layer, h);
+    contexts_.push_back(&views.back());
+  }
+}
+
+LayerWork PolicyCache::layer_work(int seq, int layer) {
+  return {seq,         layer,  cand_, prio_,     pairs_,
+          head_pairs_, order_, refs_, contexts_, ctx_.output_projection.get()};
 }
 
 void PolicyCache::maintain_across_layers(int seq) {
@@ -82,15 +90,9 @@ void PolicyCache::maintain_across_layers(int seq) {
     if (!acts_on(l)) continue;
     gather_layer(seq, l, evict_above(l));
     std::vector<HeadContext> contexts;
-    contexts.reserve(H);
-    contexts_.clear();
-    for (int h = 0; h < H; ++h) {
-      contexts.emplace_back(*store_, window_, qstats_, seq, l, h);
-      contexts_.push_back(&contexts.back());
-    }
+    open_contexts(contexts, seq, l);
     score_layer(seq, l, evict_above(l), true);
-    LayerWork work{seq,         l,      cand_, prio_,     pairs_,
-                   head_pairs_, order_, refs_, contexts_, ctx_.output_projection.get()};
+    LayerWork work = layer_work(seq, l);
     for (const auto& p : parts_) p->combine(work);
     for (const auto& p : parts_) p->before_evictions(work);
     contexts_.clear();
@@ -125,8 +127,7 @@ void PolicyCache::maintain_across_layers(int seq) {
     keep_.resize(H);
     for (int h = 0; h < H; ++h) keep_[h] = keeps_all(l, h) ? cand_[h].size() : keep[next++];
     contexts_.clear();  // the views of a layer whose scoring is over
-    LayerWork work{seq,         l,      cand_, prio_,     pairs_,
-                   head_pairs_, order_, refs_, contexts_, ctx_.output_projection.get()};
+    LayerWork work = layer_work(seq, l);
     for (const auto& p : parts_) p->allocate(work, keep_);
     for (int h = 0; h < H; ++h) evict_head(seq, l, h, keep_[h]);
     for (const auto& p : parts_) p->after_evictions(work, true, *store_);

@@ -45,6 +45,16 @@ bool parse_int(std::string_view s, int64_t& out) {
   return r.ec == std::errc() && r.ptr == s.data() + s.size();
 }
 
+// A parameter's text that parse_policy_spec has already checked, so it parses.
+template <typename T>
+T checked_value(const std::string& text, bool (*parse)(std::string_view, T&)) {
+  T v = 0;
+  const bool ok = parse(text, v);
+  assert(ok);
+  (void)ok;
+  return v;
+}
+
 std::string where(const ComponentInfo& c, const ParamInfo& p) {
   return "policy '" + std::string(c.name) + "': " + std::string(p.name);
 }
@@ -162,21 +172,21 @@ void place(PolicySpec& s, ComponentSpec c, bool& has_scorer, bool& has_alloc, bo
   auto dup = [&](std::string_view what) {
     throw InputError("policy spec has more than one " + std::string(what) + " ('" + c.name + "')");
   };
+  // A spec has at most one scorer, one allocator and one storage.
+  auto only = [&](bool& seen, ComponentSpec& slot, std::string_view what) {
+    if (seen) dup(what);
+    seen = true;
+    slot = std::move(c);
+  };
   switch (info.kind) {
     case ComponentKind::Scorer:
-      if (has_scorer) dup("scorer");
-      has_scorer = true;
-      s.scorer = std::move(c);
+      only(has_scorer, s.scorer, "scorer");
       break;
     case ComponentKind::Allocator:
-      if (has_alloc) dup("allocator");
-      has_alloc = true;
-      s.allocator = std::move(c);
+      only(has_alloc, s.allocator, "allocator");
       break;
     case ComponentKind::Storage:
-      if (has_storage) dup("storage");
-      has_storage = true;
-      s.storage = std::move(c);
+      only(has_storage, s.storage, "storage");
       break;
     case ComponentKind::Extra:
       if (s.extra(c.name)) dup("'" + c.name + "'");
@@ -225,19 +235,11 @@ std::string ComponentSpec::get(std::string_view param) const {
 }
 
 int64_t ComponentSpec::get_int(std::string_view param) const {
-  int64_t v = 0;
-  const bool ok = parse_int(get(param), v);
-  assert(ok);
-  (void)ok;
-  return v;
+  return checked_value(get(param), parse_int);
 }
 
 double ComponentSpec::get_number(std::string_view param) const {
-  double v = 0;
-  const bool ok = parse_double(get(param), v);
-  assert(ok);
-  (void)ok;
-  return v;
+  return checked_value(get(param), parse_double);
 }
 
 Budget ComponentSpec::get_budget(std::string_view param) const {

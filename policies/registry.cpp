@@ -1,5 +1,7 @@
 #include "policies/registry.h"
 
+#include "model/common/enum_names.h"
+
 namespace kvbench {
 
 // Every component, one line each, in the order `kvbench policies` lists
@@ -57,17 +59,8 @@ std::vector<ComponentInfo> build() {
 }  // namespace
 
 std::string_view kind_name(ComponentKind kind) {
-  switch (kind) {
-    case ComponentKind::Scorer:
-      return "scorer";
-    case ComponentKind::Allocator:
-      return "allocator";
-    case ComponentKind::Storage:
-      return "storage";
-    case ComponentKind::Extra:
-      return "extra";
-  }
-  return "?";
+  static constexpr std::string_view names[] = {"scorer", "allocator", "storage", "extra"};
+  return enum_name<ComponentKind::Extra>(kind, names, "?");
 }
 
 const ParamInfo* ComponentInfo::param(std::string_view n) const {

@@ -18,6 +18,8 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <type_traits>
+#include <utility>
 #include <vector>
 
 namespace kvbench {
@@ -104,6 +106,28 @@ struct ComponentInfo {
   const ParamInfo* param(std::string_view name) const;
   std::string param_names() const;  // "budget, sinks, pos"
 };
+
+// The declaration of a component whose objects are T, a Scorer or an
+// Allocator: its kind and its factory (a T made from the spec) follow from
+// T's base.
+template <class T>
+ComponentInfo object_component(std::string_view name, std::string_view summary,
+                               std::vector<ParamInfo> params) {
+  constexpr bool kScorer = std::is_base_of_v<Scorer, T>;
+  static_assert(kScorer || std::is_base_of_v<Allocator, T>, "T is a Scorer or an Allocator");
+  ComponentInfo c{name, kScorer ? ComponentKind::Scorer : ComponentKind::Allocator, summary,
+                  std::move(params)};
+  if constexpr (kScorer) {
+    c.make_scorer = [](const ComponentSpec& s) -> std::shared_ptr<const Scorer> {
+      return std::make_shared<T>(s);
+    };
+  } else {
+    c.make_allocator = [](const ComponentSpec& s) -> std::shared_ptr<const Allocator> {
+      return std::make_shared<T>(s);
+    };
+  }
+  return c;
+}
 
 // The policy every other is measured against: every entry, f32, no
 // eviction. The harness names it only through this constant.

@@ -410,6 +410,14 @@ void KiviSegment::remove(const std::vector<char>& remove) {
   std::vector<char>& keep = keep_;
   keep.assign(n, 0);
   int32_t wk = 0, wkf = 0, wv = 0, wvf = 0, new_kq = 0, new_vq = 0;
+  // Entry i's f32 row (row i - quantized of `full`), kept: moved down to row w.
+  const auto keep_full_row = [&](std::vector<float>& full, int32_t i, int32_t quantized,
+                                 int32_t& w) {
+    const int64_t from = int64_t{i - quantized} * dim_;
+    if (w * int64_t{dim_} != from)
+      std::memmove(full.data() + int64_t{w} * dim_, full.data() + from, sizeof(float) * dim_);
+    ++w;
+  };
   for (int32_t i = 0; i < n; ++i) {
     keep[i] = !remove[i];
     if (i < kq_) {
@@ -430,11 +438,7 @@ void KiviSegment::remove(const std::vector<char>& remove) {
         ++new_kq;
       }
     } else if (!remove[i]) {
-      const int64_t from = int64_t{i - kq_} * dim_;
-      if (wkf * int64_t{dim_} != from)
-        std::memmove(kfull_.data() + int64_t{wkf} * dim_, kfull_.data() + from,
-                     sizeof(float) * dim_);
-      ++wkf;
+      keep_full_row(kfull_, i, kq_, wkf);
     }
     if (i < vq_) {
       if (!remove[i]) {
@@ -443,11 +447,7 @@ void KiviSegment::remove(const std::vector<char>& remove) {
         ++new_vq;
       }
     } else if (!remove[i]) {
-      const int64_t from = int64_t{i - vq_} * dim_;
-      if (wvf * int64_t{dim_} != from)
-        std::memmove(vfull_.data() + int64_t{wvf} * dim_, vfull_.data() + from,
-                     sizeof(float) * dim_);
-      ++wvf;
+      keep_full_row(vfull_, i, vq_, wvf);
     }
   }
   kcodes_.resize(wk * code_row);

@@ -45,20 +45,20 @@ bool StateReader::boolean(const char* what) {
   return v == 1;
 }
 
-int64_t StateReader::count(const char* what, int64_t lo, int64_t hi) {
-  const int64_t v = i64(what);
+int64_t StateReader::in_range(int64_t v, int64_t lo, int64_t hi, const char* what) const {
   if (v < lo || v > hi)
     fail(std::string(what) + ": " + std::to_string(v) + " is outside [" + std::to_string(lo) +
          ", " + std::to_string(hi) + "]");
   return v;
 }
 
+int64_t StateReader::count(const char* what, int64_t lo, int64_t hi) {
+  return in_range(i64(what), lo, hi, what);
+}
+
+// An int32 widened to int64 prints and compares the same.
 int32_t StateReader::count32(const char* what, int32_t lo, int32_t hi) {
-  const int32_t v = i32(what);
-  if (v < lo || v > hi)
-    fail(std::string(what) + ": " + std::to_string(v) + " is outside [" + std::to_string(lo) +
-         ", " + std::to_string(hi) + "]");
-  return v;
+  return static_cast<int32_t>(in_range(i32(what), lo, hi, what));
 }
 
 void StateReader::expect_tag(uint32_t tag, const char* what) {

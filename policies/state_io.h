@@ -148,6 +148,8 @@ class StateReader {
   [[noreturn]] void fail(const std::string& what) const;
 
  private:
+  // v, or fail naming `what` when v is outside [lo, hi].
+  int64_t in_range(int64_t v, int64_t lo, int64_t hi, const char* what) const;
   std::istream& in_;
   uint64_t limit_;
   uint64_t consumed_ = 0;

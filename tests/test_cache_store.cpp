@@ -4,6 +4,7 @@
 // the merged summary entry, KIVI's quantization schedule.
 #include <gtest/gtest.h>
 
+#include <bit>
 #include <cmath>
 #include <cstring>
 #include <functional>
@@ -17,11 +18,7 @@
 namespace kvbench {
 namespace {
 
-float f(uint32_t bits) {
-  float x;
-  std::memcpy(&x, &bits, 4);
-  return x;
-}
+float f(uint32_t bits) { return std::bit_cast<float>(bits); }
 
 TEST(Codec, HalfConversionIsExactAndRoundsToNearestEven) {
   EXPECT_EQ(f32_to_f16(1.0f), 0x3c00);

@@ -8,12 +8,12 @@
 
 #include <algorithm>
 #include <cmath>
-#include <random>
 #include <set>
 #include <vector>
 
 #include "policies/policy_cache.h"
 #include "tests/support/cache_step.h"
+#include "tests/support/random_kvq.h"
 #include "tests/support/random_projection.h"
 
 namespace kvbench {
@@ -22,21 +22,8 @@ namespace {
 constexpr int kLayers = 2, kKv = 2, kQ = 4, kDim = 8, kTokens = 29, kWindow = 3, kHidden = 5;
 constexpr int kGroup = kQ / kKv;
 
-struct Data {
-  // [layer][token][kv head][dim], queries [layer][token][q head][dim].
-  std::vector<float> k[kLayers], v[kLayers], q[kLayers];
-  Data() {
-    std::mt19937 rng(5);
-    std::normal_distribution<float> n(0.0f, 1.0f);
-    for (int l = 0; l < kLayers; ++l) {
-      k[l].resize(kTokens * kKv * kDim);
-      v[l].resize(k[l].size());
-      q[l].resize(kTokens * kQ * kDim);
-      for (float& x : k[l]) x = n(rng);
-      for (float& x : v[l]) x = n(rng);
-      for (float& x : q[l]) x = 2.0f * n(rng);
-    }
-  }
+struct Data : test::RandomKvq {
+  Data() : RandomKvq({kLayers, kKv, kQ, kDim}, kTokens, 5, 2.0f) {}
 };
 
 std::unique_ptr<PolicyCache> prefilled(const std::string& spec, const Data& d, bool projection) {

@@ -15,6 +15,7 @@
 #include "policies/registry.h"
 #include "policies/scorer.h"
 #include "tests/support/fake_score_context.h"
+#include "tests/support/scorer_priorities.h"
 
 namespace kvbench {
 namespace {
@@ -221,16 +222,8 @@ INSTANTIATE_TEST_SUITE_P(Pairings, ExpectedFormula, testing::Bool(),
 TEST(ExpectedScorer, WithoutQueriesItKeepsTheNewest) {
   QueryStats stats(1, kQHeads, kD, 4, test_rope());
   auto cx = fake_context(randoms(5 * kD, 1), randoms(5 * kD, 2), stats);
-  std::vector<int32_t> src = {0, 1, 2, 3, 4};
-  ScoreInput in;
-  in.n = 5;
-  in.src = src.data();
-  in.pos = src.data();
-  in.keep = 3;
-  in.context = &cx;
-  const PolicySpec spec = parse_policy_spec("expected:budget=3,sinks=1");
-  std::vector<float> out(5);
-  spec.scorer.info().make_scorer(spec.scorer)->priorities(in, out.data());
+  const std::vector<float> out =
+      test::scorer_priorities("expected:budget=3,sinks=1", cx, {0, 1, 2, 3, 4}, 3);
   EXPECT_EQ(out[0], Scorer::kKeep);
   for (int i = 1; i < 5; ++i) EXPECT_EQ(out[i], static_cast<float>(i));
 }

@@ -57,12 +57,9 @@ test::TopAgreement agreement(const LlamaModel& model, MatmulMode mode, const cha
 // 0.0035, max 0.0127.
 TEST(GoldenGemma3, ExactModeTop1AndLogitsMatchLlamaCppOnF32Weights) {
   SKIP_WITHOUT_GEMMA3(path);
-  auto model = LlamaModel::load(path);
-  const test::TopAgreement a = agreement(*model, MatmulMode::Exact, "top_f32_weights", 0.05f);
-  RecordProperty("top1_identical", a.top1_same);
-  EXPECT_EQ(a.cases, 24);
-  EXPECT_GE(a.top1_same, 22);
-  EXPECT_LT(a.worst, 0.05f);
+  test::expect_agreement(
+      agreement(*LlamaModel::load(path), MatmulMode::Exact, "top_f32_weights", 0.05f),
+      {.cases = 24, .min_top1 = 22, .max_worst = 0.05f});
 }
 
 // With 8-bit activations the logits sit as far from llama.cpp's as SmolLM2's
@@ -72,12 +69,8 @@ TEST(GoldenGemma3, ExactModeTop1AndLogitsMatchLlamaCppOnF32Weights) {
 // order alone moves the worst prompt by half a logit).
 TEST(GoldenGemma3, QuantizedModeTop1MatchesLlamaCppOnTheShippedFile) {
   SKIP_WITHOUT_GEMMA3(path);
-  auto model = LlamaModel::load(path);
-  const test::TopAgreement a = agreement(*model, MatmulMode::Quantized, "top", 0.5f);
-  RecordProperty("top1_identical", a.top1_same);
-  EXPECT_GE(a.top1_same, 21);
-  EXPECT_LT(a.median, 0.7f);
-  EXPECT_LT(a.worst, 2.0f);
+  test::expect_agreement(agreement(*LlamaModel::load(path), MatmulMode::Quantized, "top", 0.5f),
+                         {.min_top1 = 21, .max_median = 0.7f, .max_worst = 2.0f});
 }
 
 // Two 512-token windows of gnu-standards prose (as test_perplexity.cpp does
@@ -89,21 +82,13 @@ TEST(GoldenGemma3, QuantizedModeTop1MatchesLlamaCppOnTheShippedFile) {
 // activations.
 TEST(GoldenGemma3, PerplexityMatchesLlamaCppOnF32Weights) {
   SKIP_WITHOUT_GEMMA3(path);
-  const auto g = test::golden_json("golden_perplexity_gemma3.json");
-  auto model = LlamaModel::load(path);
-  const auto tokens = model->tokenizer().encode(test::perplexity_prose(), true, false);
-  ASSERT_EQ(tokens, g["token_ids"].get<std::vector<int32_t>>());
-  const auto& f32 = g["runs"][1];
+  const test::GoldenProse p = test::golden_prose(path, "golden_perplexity_gemma3.json", true);
+  ASSERT_EQ(p.tokens, p.golden["token_ids"].get<std::vector<int32_t>>());
+  const auto& f32 = p.golden["runs"][1];
   ASSERT_EQ(f32["weights"].get<std::string>().rfind("F32", 0), 0u);
-  const auto expected = f32["running_ppl_after_each_chunk"].get<std::vector<double>>();
-  const PerplexityResult r =
-      test::two_window_perplexity(*model, MatmulMode::Exact, tokens, /*bos_per_window=*/true);
-  ASSERT_EQ(r.running_ppl.size(), 2u);
-  std::printf("gemma3 running ppl after 2 windows: kvbench %.4f, llama.cpp (F32 weights) %.4f\n",
-              r.running_ppl[1], expected[1]);
-  EXPECT_NEAR(r.running_ppl[0], expected[0], 3e-3);
-  EXPECT_NEAR(r.running_ppl[1], expected[1], 1e-3);
-  EXPECT_EQ(r.scored, 2 * 255);
+  test::expect_exact_two_window_perplexity(
+      p, /*bos_per_window=*/true, f32["running_ppl_after_each_chunk"].get<std::vector<double>>(),
+      {3e-3, 1e-3}, "gemma3 running ppl", "llama.cpp (F32 weights)");
 }
 
 }  // namespace

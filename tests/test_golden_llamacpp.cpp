@@ -39,13 +39,8 @@ test::TopAgreement agreement(const LlamaModel& model, MatmulMode mode, float mar
 
 TEST(GoldenLlamaCpp, Top1AndLogitsOnSmolLM2) {
   SKIP_WITHOUT_SMOLLM2(path);
-  auto model = LlamaModel::load(path);
-  const test::TopAgreement a = agreement(*model, MatmulMode::Exact, 0.2f);
-  RecordProperty("top1_identical", a.top1_same);
-  EXPECT_GE(a.cases, 20);
-  EXPECT_GE(a.top1_same, 20);
-  EXPECT_LT(a.median, 0.5f);
-  EXPECT_LT(a.worst, 1.5f);
+  test::expect_agreement(agreement(*LlamaModel::load(path), MatmulMode::Exact, 0.2f),
+                         {.min_cases = 20, .min_top1 = 20, .max_median = 0.5f, .max_worst = 1.5f});
 }
 
 // Quantized mode computes what llama.cpp computes (Q4_1 weights times
@@ -68,13 +63,9 @@ TEST(GoldenLlamaCpp, Top1AndLogitsOnSmolLM2) {
 // the perplexity test below.
 TEST(GoldenLlamaCpp, QuantizedModeTop1AndLogitsOnSmolLM2) {
   SKIP_WITHOUT_SMOLLM2(path);
-  auto model = LlamaModel::load(path);
-  const test::TopAgreement a = agreement(*model, MatmulMode::Quantized, 0.5f);
-  RecordProperty("top1_identical", a.top1_same);
+  const test::TopAgreement a = agreement(*LlamaModel::load(path), MatmulMode::Quantized, 0.5f);
+  test::expect_agreement(a, {.min_top1 = 21, .max_median = 0.5f, .max_worst = 1.5f});
   RecordProperty("median_max_abs_diff", std::to_string(a.median));
-  EXPECT_GE(a.top1_same, 21);
-  EXPECT_LT(a.median, 0.5f);
-  EXPECT_LT(a.worst, 1.5f);
 }
 
 // llama.cpp's 32-token greedy continuation of the chat prompt "What is the
@@ -140,15 +131,14 @@ TEST(GoldenLlamaCpp, QuantizedModeGreedyContinuationMatchesLlamaCpp) {
 // 0.016); Exact 21.5794 = llama.cpp F32 21.5794, 0.117 away from Q4_1.
 TEST(GoldenLlamaCpp, QuantizedModePerplexityMatchesLlamaCppQ4_1) {
   SKIP_WITHOUT_SMOLLM2(path);
-  const auto golden = test::golden_json("golden_perplexity_smollm2.json");
-  auto model = LlamaModel::load(path);
-  const auto tokens = model->tokenizer().encode(test::perplexity_prose(), false, false);
-  ASSERT_EQ(tokens, golden["token_ids"].get<std::vector<int32_t>>());
+  const test::GoldenProse p = test::golden_prose(path, "golden_perplexity_smollm2.json", false);
+  const auto& golden = p.golden;
+  ASSERT_EQ(p.tokens, golden["token_ids"].get<std::vector<int32_t>>());
   // runs[1]: llama.cpp on the Q4_1 weights, f32 KV; runs[2]: weights in F32.
   const auto q4_1 = golden["runs"][1]["running_ppl_after_each_chunk"].get<std::vector<double>>();
   const auto f32 = golden["runs"][2]["running_ppl_after_each_chunk"].get<std::vector<double>>();
   ASSERT_EQ(golden["runs"][1]["kv_type"].get<std::string>(), "f32");
-  const PerplexityResult r = test::two_window_perplexity(*model, MatmulMode::Quantized, tokens);
+  const PerplexityResult r = test::two_window_perplexity(*p.model, MatmulMode::Quantized, p.tokens);
   ASSERT_EQ(r.running_ppl.size(), 2u);
   std::printf(
       "running ppl after 2 windows: kvbench Quantized %.4f, llama.cpp Q4_1 %.4f, llama.cpp F32 "

@@ -11,6 +11,7 @@
 #include "policies/policy_cache.h"
 #include "tests/support/cache_step.h"
 #include "tests/support/fake_score_context.h"
+#include "tests/support/scorer_priorities.h"
 
 namespace kvbench {
 namespace {
@@ -22,17 +23,9 @@ TEST(KeyDiff, PrioritiesAreMinusTheCosineWithTheMeanNormalisedKey) {
   std::vector<float> k(view * d), v(view * d, 0.0f);
   for (float& x : k) x = nd(rng) + 0.8f;  // a shared direction, as real keys have
   test::FakeScoreContext cx(d, 2, k, v);
-  std::vector<int32_t> src(n);
-  std::iota(src.begin(), src.end(), 0);
-  ScoreInput in;
-  in.n = n;
-  in.src = src.data();
-  in.pos = src.data();
-  in.keep = 4;
-  in.context = &cx;
-  const PolicySpec spec = parse_policy_spec("keydiff:budget=4");
-  std::vector<float> out(n);
-  spec.scorer.info().make_scorer(spec.scorer)->priorities(in, out.data());
+  std::vector<int32_t> pos(n);
+  std::iota(pos.begin(), pos.end(), 0);
+  const std::vector<float> out = test::scorer_priorities("keydiff:budget=4", cx, pos, 4);
   std::vector<double> a(d, 0.0);
   for (int j = 0; j < view; ++j) {
     double norm = 0.0;

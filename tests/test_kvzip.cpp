@@ -21,7 +21,9 @@
 #include "policies/policy_cache.h"
 #include "policies/reconstruction.h"
 #include "policies/state_io.h"
+#include "tests/support/random_kvq.h"
 #include "tests/support/reference_llama.h"
+#include "tests/support/state_round_trip.h"
 
 namespace kvbench {
 namespace {
@@ -29,23 +31,10 @@ namespace {
 constexpr int kLayers = 2, kKv = 2, kQ = 4, kDim = 8, kGroup = kQ / kKv;
 constexpr int kPrompt = 21, kHead = 7, kSinks = 4;
 
-// Random K/V/Q of `tokens` tokens: [layer][token][head][dim].
-struct Rows {
-  std::vector<float> k[kLayers], v[kLayers], q[kLayers];
-  Rows(int tokens, uint32_t seed) {
-    std::mt19937 rng(seed);
-    std::normal_distribution<float> n(0.0f, 1.0f);
-    for (int l = 0; l < kLayers; ++l) {
-      k[l].resize(tokens * kKv * kDim);
-      v[l].resize(k[l].size());
-      q[l].resize(tokens * kQ * kDim);
-      for (float& x : k[l]) x = n(rng);
-      for (float& x : v[l]) x = n(rng);
-      for (float& x : q[l]) x = 2.0f * n(rng);  // peaked softmaxes, not near-uniform ones
-    }
-  }
-  const float* key(int l, int t, int h) const { return &k[l][(t * kKv + h) * kDim]; }
-  const float* query(int l, int t, int qh) const { return &q[l][(t * kQ + qh) * kDim]; }
+// Random K/V/Q of `tokens` tokens; queries doubled: peaked softmaxes, not
+// near-uniform ones.
+struct Rows : test::RandomKvq {
+  Rows(int tokens, uint32_t seed) : RandomKvq({kLayers, kKv, kQ, kDim}, tokens, seed, 2.0f) {}
 };
 
 // Rows [begin, end) of `r` as one step of `seq` at positions start + i.
@@ -74,13 +63,6 @@ std::unique_ptr<PolicyCache> prompt_cache(const std::string& spec, const Rows& p
   auto cache = PolicyCache::create(parse_policy_spec(spec), ctx);
   step(*cache, prompt, 0, kPrompt, 0, 0);
   return cache;
-}
-
-std::string state_bytes(const PolicyCache& c) {
-  std::ostringstream out;
-  StateWriter w(out);
-  c.save_state(w);
-  return out.str();
 }
 
 // The passes of the synthetic prompt: spans [7, 13), [13, 19), [19, 21),
@@ -164,9 +146,9 @@ TEST(Kvzip, ThePassLeavesTheCacheExactlyAsItWas) {
   std::vector<Rows> passes;
   for (uint32_t p = 0; p < 3; ++p) passes.emplace_back(kPassRows, 10 + p);
   auto cache = prompt_cache("kvzip:budget=0.5,chunk=6", prompt);
-  const std::string before = state_bytes(*cache);
+  const std::string before = test::state_bytes(*cache);
   record(*cache, passes);
-  EXPECT_EQ(state_bytes(*cache), before);
+  EXPECT_EQ(test::state_bytes(*cache), before);
   EXPECT_EQ(cache->store().known_sequences(), 1u);
   EXPECT_EQ(cache->next_position(0), kPrompt);
 }

@@ -13,6 +13,7 @@
 #include "policies/policy_spec.h"
 #include "policies/registry.h"
 #include "tests/support/fake_score_context.h"
+#include "tests/support/scorer_priorities.h"
 
 namespace kvbench {
 namespace {
@@ -21,19 +22,7 @@ constexpr int kD = 6;
 
 std::vector<float> priorities_of(const std::string& spec, test::FakeScoreContext& cx,
                                  const std::vector<int32_t>& pos) {
-  const int32_t n = static_cast<int32_t>(pos.size());
-  std::vector<int32_t> src(n);
-  std::iota(src.begin(), src.end(), 0);
-  ScoreInput in;
-  in.n = n;
-  in.src = src.data();
-  in.pos = pos.data();
-  in.keep = n / 2;
-  in.context = &cx;
-  const PolicySpec s = parse_policy_spec(spec);
-  std::vector<float> out(n);
-  s.scorer.info().make_scorer(s.scorer)->priorities(in, out.data());
-  return out;
+  return test::scorer_priorities(spec, cx, pos, static_cast<int32_t>(pos.size()) / 2);
 }
 
 // Softmax over a partition of its tokens' channel spreads against `ref`.

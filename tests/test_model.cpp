@@ -68,11 +68,9 @@ TEST(TinyModelForward, ChunkedPrefillMatchesOneChunk) {
 
 TEST(TinyModelForward, CachedDecodeMatchesRecomputeAtEachOf32Steps) {
   auto model = LlamaModel::load(test::tiny_model_path());
-  test::ReferenceLlama ref(*model);
-  FullCache cache(model->kv_shape());
-  std::vector<int32_t> tokens = some_tokens(9, model->config().n_vocab, 11);
-  EXPECT_LE(test::check_decode_against_recompute(*model, ref, tokens, 32, cache), 1e-3f);
-  EXPECT_EQ(cache.n_tokens(), static_cast<int32_t>(tokens.size()));
+  const auto c = test::check_decode_from_random_prompt<test::ReferenceLlama>(*model, 9, 32);
+  EXPECT_LE(c.worst, 1e-3f);
+  EXPECT_EQ(c.cached, static_cast<int32_t>(c.tokens));
 }
 
 TEST(TinyModelForward, SameInputsAndThreadsGiveBitIdenticalLogits) {

@@ -3,9 +3,8 @@
 // load round-trip and refuse a window of another shape.
 #include <gtest/gtest.h>
 
-#include <sstream>
-
 #include "policies/query_window.h"
+#include "tests/support/state_round_trip.h"
 
 namespace kvbench {
 namespace {
@@ -54,31 +53,25 @@ TEST(QueryWindow, SaveLoadRoundTripsAndChecksTheShape) {
   w.begin(2);
   push(w, 0, {0, 1, 2, 3});
   push(w, 1, {7});
-  std::stringstream s;
-  StateWriter out(s);
-  w.save(out);
-  const std::string bytes = s.str();
+  const std::string bytes = test::saved_bytes([&](StateWriter& out) { w.save(out); });
   {
-    std::istringstream in(bytes);
-    StateReader r(in, bytes.size(), "payload");
+    test::PayloadReader p(bytes);
     QueryWindow back(2, 3, 2);
-    back.load(r, 64);
+    back.load(p.reader, 64);
     EXPECT_EQ(back.seq(), 2);
     ASSERT_EQ(back.count(0), 3);
     EXPECT_EQ(back.position(0, 0), 1);
     EXPECT_EQ(back.last(1)[0], 7.5f);
   }
   {
-    std::istringstream in(bytes);
-    StateReader r(in, bytes.size(), "payload");
+    test::PayloadReader p(bytes);
     QueryWindow other(2, 4, 2);  // another capacity
-    EXPECT_THROW(other.load(r, 64), InputError);
+    EXPECT_THROW(other.load(p.reader, 64), InputError);
   }
   {
-    std::istringstream in(bytes);
-    StateReader r(in, bytes.size(), "payload");
+    test::PayloadReader p(bytes);
     QueryWindow back(2, 3, 2);
-    EXPECT_THROW(back.load(r, 2), InputError);  // sequence 2 of at most 2
+    EXPECT_THROW(back.load(p.reader, 2), InputError);  // sequence 2 of at most 2
   }
 }
 

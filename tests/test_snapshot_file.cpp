@@ -25,6 +25,7 @@
 #include "harness/snapshot/snapshot_model.h"
 #include "model/testing/tiny_model.h"
 #include "tests/support/reference_llama.h"
+#include "tests/support/state_round_trip.h"
 
 namespace kvbench {
 namespace {
@@ -48,13 +49,6 @@ void write_bytes(const std::string& path, const std::vector<uint8_t>& b) {
       .write(reinterpret_cast<const char*>(b.data()), static_cast<std::streamsize>(b.size()));
 }
 
-std::string state_bytes(const PolicyCache& c) {
-  std::ostringstream out;
-  StateWriter w(out);
-  c.save_state(w);
-  return out.str();
-}
-
 // Prose-like text of about `words` words (the tiny model's byte-level BPE
 // encodes anything).
 std::string some_text(int words, uint32_t seed) {
@@ -68,6 +62,18 @@ std::string some_text(int words, uint32_t seed) {
     s += (i % 11 == 10) ? ". " : " ";
   }
   return s;
+}
+
+// A new cache of `spec` for `model` (its shape and RoPE), doc prefilled.
+std::unique_ptr<PolicyCache> prefilled_cache(const std::string& spec, const LlamaModel& model,
+                                             Evaluator& eval, SnapshotDocument& doc) {
+  CacheContext cc;
+  cc.shape = model.kv_shape();
+  cc.rope = model.config().rope;
+  cc.context_tokens = static_cast<int64_t>(doc.tokens.size());
+  auto cache = PolicyCache::create(parse_policy_spec(spec), cc);
+  prefill_document(eval, *cache, doc);
+  return cache;
 }
 
 // A snapshot file's parts, to change the header and seal it again.
@@ -112,19 +118,21 @@ class SnapshotFile : public testing::Test {
     expect_.activations = "f32";
   }
 
+  // `cache` holding `doc`, saved to the scratch file `name`; its path.
+  std::string saved(const PolicyCache& cache, const SnapshotDocument& doc,
+                    const std::string& name) const {
+    const std::string path = scratch(name);
+    save_cache_snapshot(path, cache, doc, expect_.model);
+    return path;
+  }
+
   // A document prefilled into a new cache with `spec`.
   std::unique_ptr<PolicyCache> prefilled(const std::string& spec, SnapshotDocument& doc,
                                          int words = 300, int chunk = 64) {
     doc = document_prefix(*model_, "Read this.", some_text(words, 5));
     doc.chunk = chunk;
     doc.activations = "f32";
-    CacheContext cc;
-    cc.shape = model_->kv_shape();
-    cc.rope = model_->config().rope;
-    cc.context_tokens = static_cast<int64_t>(doc.tokens.size());
-    auto cache = PolicyCache::create(parse_policy_spec(spec), cc);
-    prefill_document(*eval_, *cache, doc);
-    return cache;
+    return prefilled_cache(spec, *model_, *eval_, doc);
   }
 
   std::vector<DocumentAnswer> ask(PolicyCache& cache, const SnapshotDocument& doc,
@@ -169,7 +177,7 @@ TEST_F(SnapshotFile, LoadedDocumentAnswersBitForBitLikeAFreshPrefill) {
       EXPECT_EQ(
           std::memcmp(got_doc.logits.data(), doc.logits.data(), doc.logits.size() * sizeof(float)),
           0);
-      EXPECT_EQ(state_bytes(*loaded), state_bytes(*fresh));
+      EXPECT_EQ(test::state_bytes(*loaded), test::state_bytes(*fresh));
       const auto got = ask(*loaded, got_doc, questions);
       for (size_t q = 0; q < questions.size(); ++q) {
         EXPECT_EQ(got[q].first_logits_sha256, want[q].first_logits_sha256) << questions[q];
@@ -245,8 +253,7 @@ TEST_F(SnapshotFile, TheStoredNextTokenLogitsNeedNoWarmUpToken) {
     SCOPED_TRACE(spec);
     SnapshotDocument doc;
     auto fresh = prefilled(spec, doc);
-    const std::string path = scratch("warm.kvc");
-    save_cache_snapshot(path, *fresh, doc, expect_.model);
+    const std::string path = saved(*fresh, doc, "warm.kvc");
     std::unique_ptr<PolicyCache> loaded;
     const SnapshotDocument ldoc = load_cache_snapshot(path, expect_, loaded);
     // Continue the document itself for 8 tokens on both caches, straight
@@ -282,15 +289,14 @@ TEST_F(SnapshotFile, TheStoredNextTokenLogitsNeedNoWarmUpToken) {
 TEST_F(SnapshotFile, EveryHeaderFieldChangedAloneIsRefusedNamingIt) {
   SnapshotDocument doc;
   auto cache = prefilled("h2o:budget=80+offload:page=8", doc);
-  const std::string path = scratch("fields.kvc");
-  save_cache_snapshot(path, *cache, doc, expect_.model);
+  const std::string path = saved(*cache, doc, "fields.kvc");
   const std::vector<uint8_t> original = read_bytes(path);
   const Parts parts = split(original);
   // The live cache a failed load must leave alone.
   std::unique_ptr<PolicyCache> live;
   load_cache_snapshot(path, expect_, live);
   const PolicyCache* live_ptr = live.get();
-  const std::string live_state = state_bytes(*live);
+  const std::string live_state = test::state_bytes(*live);
 
   const json flat = parts.header.flatten();
   int fields = 0;
@@ -332,7 +338,7 @@ TEST_F(SnapshotFile, EveryHeaderFieldChangedAloneIsRefusedNamingIt) {
     ASSERT_EQ(live.get(), live_ptr);
     ++fields;
   }
-  EXPECT_EQ(state_bytes(*live), live_state);
+  EXPECT_EQ(test::state_bytes(*live), live_state);
   EXPECT_GE(fields, 40);
   RecordProperty("fields", fields);
 
@@ -362,18 +368,17 @@ TEST_F(SnapshotFile, EveryHeaderFieldChangedAloneIsRefusedNamingIt) {
   // The unchanged parts sealed again load fine (the test's sealing is right).
   std::unique_ptr<PolicyCache> again;
   load_cache_snapshot_bytes(seal(parts), "doc.kvc", expect_, again);
-  EXPECT_EQ(state_bytes(*again), live_state);
+  EXPECT_EQ(test::state_bytes(*again), live_state);
 }
 
 TEST_F(SnapshotFile, TruncatedAndCorruptedFilesAreRefusedEveryTime) {
   SnapshotDocument doc;
   auto cache = prefilled("snapkv:budget=64,window=8", doc);
-  const std::string path = scratch("cut.kvc");
-  save_cache_snapshot(path, *cache, doc, expect_.model);
+  const std::string path = saved(*cache, doc, "cut.kvc");
   const std::vector<uint8_t> f = read_bytes(path);
   std::unique_ptr<PolicyCache> live;
   load_cache_snapshot(path, expect_, live);
-  const std::string live_state = state_bytes(*live);
+  const std::string live_state = test::state_bytes(*live);
   const PolicyCache* live_ptr = live.get();
   auto refused = [&](const std::vector<uint8_t>& bytes) {
     try {
@@ -417,15 +422,14 @@ TEST_F(SnapshotFile, TruncatedAndCorruptedFilesAreRefusedEveryTime) {
     EXPECT_TRUE(refused(g)) << "byte " << at;
   }
   EXPECT_EQ(live.get(), live_ptr);
-  EXPECT_EQ(state_bytes(*live), live_state);
+  EXPECT_EQ(test::state_bytes(*live), live_state);
   RecordProperty("flips", flips);
 }
 
 TEST_F(SnapshotFile, AnotherModelTokenizerOrPrecisionIsRefusedListingTheFields) {
   SnapshotDocument doc;
   auto cache = prefilled("full", doc, 120);
-  const std::string path = scratch("model.kvc");
-  save_cache_snapshot(path, *cache, doc, expect_.model);
+  const std::string path = saved(*cache, doc, "model.kvc");
   auto message = [&](const SnapshotExpect& e) {
     std::unique_ptr<PolicyCache> c;
     try {
@@ -524,12 +528,7 @@ TEST(SnapshotSmolLM2, AFactFromTheStartOfADocumentIsAnsweredTheSameAfterLoad) {
     SnapshotDocument doc =
         document_prefix(*model, "The following text contains facts about people.", text);
     doc.activations = "q8";
-    CacheContext cc;
-    cc.shape = model->kv_shape();
-    cc.rope = model->config().rope;
-    cc.context_tokens = static_cast<int64_t>(doc.tokens.size());
-    auto fresh = PolicyCache::create(parse_policy_spec(spec), cc);
-    prefill_document(eval, *fresh, doc);
+    auto fresh = prefilled_cache(spec, *model, eval, doc);
     const std::string file = scratch("smollm2.kvc");
     save_cache_snapshot(file, *fresh, doc, expect.model);
     const auto suffix = question_suffix(*model, question, prefix);

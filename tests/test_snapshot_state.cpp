@@ -21,6 +21,7 @@
 #include "tests/support/random_projection.h"
 #include "tests/support/reference_llama.h"
 #include "tests/support/registry_specs.h"
+#include "tests/support/state_round_trip.h"
 
 namespace kvbench {
 namespace {
@@ -45,19 +46,6 @@ std::vector<std::string> snapshot_specs() {
   return specs;
 }
 const std::vector<std::string> kSpecs = snapshot_specs();
-
-std::string state_bytes(const PolicyCache& c) {
-  std::ostringstream out;
-  StateWriter w(out);
-  c.save_state(w);
-  return out.str();
-}
-
-std::unique_ptr<PolicyCache> load_bytes(const std::string& bytes) {
-  std::istringstream in(bytes);
-  StateReader r(in, bytes.size(), "payload");
-  return PolicyCache::load_state(r);
-}
 
 class SnapshotState : public testing::Test {
  protected:
@@ -128,9 +116,9 @@ TEST_F(SnapshotState, RoundTripThenDecodingIsBitIdenticalForEveryLayoutAndPolicy
     const auto logits = prefill(*cache, doc, 32);
     // A few decode steps first, so rings, statistics and decode counters hold something.
     const auto warm = decode(*cache, logits, 3);
-    const std::string bytes = state_bytes(*cache);
-    auto loaded = load_bytes(bytes);
-    EXPECT_EQ(state_bytes(*loaded), bytes) << "save(load(x)) must be x";
+    const std::string bytes = test::state_bytes(*cache);
+    auto loaded = test::load_bytes(bytes);
+    EXPECT_EQ(test::state_bytes(*loaded), bytes) << "save(load(x)) must be x";
     EXPECT_EQ(to_string(loaded->spec()), to_string(cache->spec()));
     const MemoryReport a = cache->memory(), b = loaded->memory();
     EXPECT_EQ(a.hot, b.hot);
@@ -161,7 +149,7 @@ TEST_F(SnapshotState, RoundTripThenDecodingIsBitIdenticalForEveryLayoutAndPolicy
     for (size_t s = 0; s < want.size(); ++s)
       ASSERT_EQ(std::memcmp(want[s].data(), got[s].data(), want[s].size() * sizeof(float)), 0)
           << "step " << s;
-    EXPECT_EQ(state_bytes(*loaded), state_bytes(*cache));
+    EXPECT_EQ(test::state_bytes(*loaded), test::state_bytes(*cache));
     if (spec.find("offload") != std::string::npos) EXPECT_GT(cache->memory().cold.entries, 0u);
   }
 }
@@ -188,12 +176,12 @@ TEST_F(SnapshotState, EveryTruncationAndByteFlipOfAPayloadIsRefused) {
     SCOPED_TRACE(spec);
     auto cache = make(spec, 40);
     prefill(*cache, doc, 16);
-    const std::string bytes = state_bytes(*cache);
+    const std::string bytes = test::state_bytes(*cache);
     int refused = 0;
     const size_t step = std::max<size_t>(1, bytes.size() / 500);
     for (size_t cut = 0; cut < bytes.size(); cut += step) {
       const std::string part = bytes.substr(0, cut);
-      EXPECT_THROW(load_bytes(part), SnapshotError) << "cut at " << cut;
+      EXPECT_THROW(test::load_bytes(part), SnapshotError) << "cut at " << cut;
       ++refused;
     }
     int accepted = 0;
@@ -201,9 +189,9 @@ TEST_F(SnapshotState, EveryTruncationAndByteFlipOfAPayloadIsRefused) {
       std::string flipped = bytes;
       flipped[rng() % flipped.size()] ^= static_cast<char>(1u << (rng() % 8));
       try {
-        auto c = load_bytes(flipped);
+        auto c = test::load_bytes(flipped);
         ++accepted;
-        ASSERT_EQ(state_bytes(*c), flipped);
+        ASSERT_EQ(test::state_bytes(*c), flipped);
       } catch (const SnapshotError&) {
       }
     }
@@ -215,13 +203,13 @@ TEST_F(SnapshotState, EveryTruncationAndByteFlipOfAPayloadIsRefused) {
 TEST_F(SnapshotState, ReadingAPayloadForAnotherConfigurationFailsWithAMessage) {
   auto cache = make("int8", 16);
   prefill(*cache, some_tokens(16, n_vocab(), 1), 8);
-  std::string bytes = state_bytes(*cache);
+  std::string bytes = test::state_bytes(*cache);
   // The spec string is the first field after the tag and its length: "int8" -> "int4".
   const size_t at = bytes.find("int8");
   ASSERT_NE(at, std::string::npos);
   bytes[at + 3] = '4';
   try {
-    load_bytes(bytes);
+    test::load_bytes(bytes);
     FAIL() << "a payload of int8 rows read as int4 must be refused";
   } catch (const SnapshotError& e) {
     const std::string what = e.what();
@@ -245,7 +233,7 @@ TEST_F(SnapshotCheckpoint, EveryAnswerLeavesTheDocumentStateExactly) {
     SCOPED_TRACE(spec);
     auto cache = make(spec, 120);
     prefill(*cache, doc, 32);
-    const std::string document = state_bytes(*cache);
+    const std::string document = test::state_bytes(*cache);
     const uint64_t hot = cache->memory().hot.total();
     const auto cp = cache->checkpoint();
     std::vector<std::vector<float>> first;  // per question: its first answer's logits
@@ -274,7 +262,7 @@ TEST_F(SnapshotCheckpoint, EveryAnswerLeavesTheDocumentStateExactly) {
           answer.insert(answer.end(), logits.begin(), logits.end());
         }
         cache->rollback(cp);
-        ASSERT_EQ(state_bytes(*cache), document) << "round " << round << " question " << q;
+        ASSERT_EQ(test::state_bytes(*cache), document) << "round " << round << " question " << q;
         if (round == 0)
           first.push_back(answer);
         else
@@ -289,7 +277,7 @@ TEST_F(SnapshotCheckpoint, RollbackRefusesWhenTheDocumentItselfChangedAndChanges
   prefill(*cache, some_tokens(64, n_vocab(), 3), 32);
   const auto cp = cache->checkpoint();
   cache->seq_rm(0, 10, 20);
-  const std::string changed = state_bytes(*cache);
+  const std::string changed = test::state_bytes(*cache);
   try {
     cache->rollback(cp);
     FAIL() << "rollback after the document lost entries must be refused";
@@ -298,7 +286,7 @@ TEST_F(SnapshotCheckpoint, RollbackRefusesWhenTheDocumentItselfChangedAndChanges
               std::string::npos)
         << e.what();
   }
-  EXPECT_EQ(state_bytes(*cache), changed);
+  EXPECT_EQ(test::state_bytes(*cache), changed);
   auto other = make("full", 64);
   EXPECT_THROW(other->rollback(cp), InputError);
 }

@@ -176,24 +176,27 @@ TEST(Submit, BadRequestsGiveOneErrorLineAndLeaveNothing) {
       "(with --out): /output: must not contain control characters");
   EXPECT_FALSE(fs::exists(dir + "/new\nline"));
   EXPECT_FALSE(fs::exists(log)) << "sbatch ran for a bad request";
+  // A valid request in environment `e`.
+  const auto submit_in = [&](const std::vector<std::string>& e) {
+    return run_in(dir, e, {KVBENCH_BINARY, "submit", exp, "--shards", "3", "--out", out});
+  };
+  // env and one more variable.
+  const auto with = [&](const std::string& var) {
+    std::vector<std::string> e = env;
+    e.push_back(var);
+    return e;
+  };
   // sbatch refuses: its complaint, exit 2, the run area removed.
-  std::vector<std::string> failing = env;
-  failing.push_back("FAKE_SBATCH_EXIT=1");
   expect_one_error_line(
-      run_in(dir, failing, {KVBENCH_BINARY, "submit", exp, "--shards", "3", "--out", out}),
+      submit_in(with("FAKE_SBATCH_EXIT=1")),
       "sbatch failed (exit 1): sbatch: error: Batch job submission failed: Invalid partition");
   EXPECT_TRUE(fs::is_empty(out));
   // No sbatch on PATH.
-  expect_one_error_line(run_in(dir, {"PATH=" + dir + "/nothing-here"},
-                               {KVBENCH_BINARY, "submit", exp, "--shards", "3", "--out", out}),
-                        "sbatch: not found on PATH");
+  expect_one_error_line(submit_in({"PATH=" + dir + "/nothing-here"}), "sbatch: not found on PATH");
   EXPECT_TRUE(fs::is_empty(out));
   // A reply that is no job id: the job may be queued, so the area stays.
-  std::vector<std::string> chatty = env;
-  chatty.push_back("FAKE_SBATCH_REPLY=Submitted batch job 5");
-  expect_one_error_line(
-      run_in(dir, chatty, {KVBENCH_BINARY, "submit", exp, "--shards", "3", "--out", out}),
-      "sbatch printed 'Submitted batch job 5\\n', not a job id");
+  expect_one_error_line(submit_in(with("FAKE_SBATCH_REPLY=Submitted batch job 5")),
+                        "sbatch printed 'Submitted batch job 5\\n', not a job id");
   EXPECT_FALSE(fs::is_empty(out));
 }
 

@@ -6,35 +6,23 @@
 
 #include <algorithm>
 #include <numeric>
-#include <random>
 #include <set>
 #include <vector>
 
 #include "policies/policy_cache.h"
 #include "tests/support/cache_step.h"
+#include "tests/support/random_kvq.h"
 
 namespace kvbench {
 namespace {
 
 constexpr int kLayers = 2, kKv = 2, kQ = 4, kDim = 8, kTokens = 21, kGroup = kQ / kKv;
 
-struct Data {
-  // [layer][token][kv head][dim], queries [layer][token][q head][dim].
-  std::vector<float> k[kLayers], v[kLayers], q[kLayers];
-  Data() {
-    std::mt19937 rng(3);
-    std::normal_distribution<float> n(0.0f, 1.0f);
-    for (int l = 0; l < kLayers; ++l) {
-      k[l].resize(kTokens * kKv * kDim);
-      v[l].resize(k[l].size());
-      q[l].resize(kTokens * kQ * kDim);
-      // Channels of different scales, so the ranking is not a coin toss.
-      for (size_t i = 0; i < k[l].size(); ++i) k[l][i] = n(rng) * (1.0f + (i % kDim));
-      for (float& x : v[l]) x = n(rng);
-      for (float& x : q[l]) x = n(rng);
-    }
-  }
-  const float* key(int l, int t, int h) const { return &k[l][(t * kKv + h) * kDim]; }
+// Keys with channels of different scales, so the ranking is not a coin toss.
+struct Data : test::RandomKvq {
+  Data()
+      : RandomKvq({kLayers, kKv, kQ, kDim}, kTokens, 3, 1.0f,
+                  [](size_t i) { return 1.0f + (i % kDim); }) {}
 };
 
 void step(PolicyCache& cache, const Data& d, int begin, int end, StepPhase phase) {

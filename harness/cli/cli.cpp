@@ -12,6 +12,7 @@
 #include "model/common/temporaries.h"
 #include "model/llama_model.h"
 #include "policies/policy_spec.h"
+#include "policies/registry.h"
 
 namespace po = boost::program_options;
 
@@ -97,6 +98,24 @@ void add_model_options(po::options_description& desc) {
                      "GGUF model file (default: $KVBENCH_MODEL or "
                      "models/SmolLM2-135M-Instruct.Q4_1.gguf)")(
       "threads,t", po::value<int>(), "worker threads (default: all cores)");
+}
+
+void add_prompt_options(po::options_description& desc) {
+  desc.add_options()("prompt,p", po::value<std::string>()->required(), "prompt text")(
+      "chat", po::bool_switch(), "wrap the prompt in the model's chat template");
+}
+
+void add_chunk_option(po::options_description& desc, const char* help) {
+  desc.add_options()("chunk", po::value<int>()->default_value(512), help);
+}
+
+void add_policy_option(po::options_description& desc, const char* help) {
+  desc.add_options()("policy",
+                     po::value<std::string>()->default_value(std::string(kReferencePolicy)), help);
+}
+
+void add_fast_option(po::options_description& desc, const char* help) {
+  desc.add_options()("fast", po::bool_switch(), help);
 }
 
 std::string model_path(const po::variables_map& vm) {

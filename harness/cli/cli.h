@@ -36,6 +36,23 @@ bool parse(const Args& args, const boost::program_options::options_description& 
 void add_model_options(boost::program_options::options_description& desc);
 std::string model_path(const boost::program_options::variables_map& vm);
 int thread_count(const boost::program_options::variables_map& vm);  // validated
+
+// Options of the same name, meaning and default in several subcommands, added
+// by one function each so their defaults cannot drift apart. A subcommand adds
+// them where its --help lists them.
+// --prompt,-p TEXT (required) and --chat (wrap it in the chat template).
+void add_prompt_options(boost::program_options::options_description& desc);
+// --chunk N, default 512.
+void add_chunk_option(boost::program_options::options_description& desc,
+                      const char* help = "prefill chunk size in tokens");
+// --policy SPEC, default the reference policy.
+void add_policy_option(boost::program_options::options_description& desc, const char* help);
+// --fast: 8-bit activations instead of the exact f32 path.
+void add_fast_option(boost::program_options::options_description& desc,
+                     const char* help =
+                         "multiply with activations quantized to 8 bits, as "
+                         "llama.cpp and `kvbench run` do (default here: f32 "
+                         "activations, the exact reference path)");
 // The value of --attention (f32 or bf16): whether prefill attention runs on
 // bfloat16 products (Evaluator::set_bf16_attention). bf16 needs the fast
 // mode: exact = true with bf16 throws InputError, as does any other value.

@@ -34,17 +34,18 @@ int cache_save(const Args& args) {
   add_model_options(desc);
   desc.add_options()("context,c", po::value<std::string>()->required(),
                      "the document: a UTF-8 text file")(
-      "output,o", po::value<std::string>()->required(), "snapshot file to write (atomically)")(
-      "policy", po::value<std::string>()->default_value(std::string(kReferencePolicy)),
-      "cache policy spec (kvbench policies); after-prefill policies compress at the end of the "
-      "document")("chunk", po::value<int>()->default_value(512),
-                  "prefill chunk size in tokens (questions continue with it)")(
-      "preamble", po::value<std::string>()->default_value(""),
-      "text of the user turn before the document")("seed", po::value<uint64_t>()->default_value(0),
-                                                   "the random scorer's seed")(
-      "fast", po::bool_switch(), "8-bit activations (ask must use --fast too); default: exact f32")(
-      "compression", po::value<std::string>()->default_value("zstd"), "zstd or gzip")(
-      "level", po::value<int>(), "compression level (default: zstd 3, gzip 6)")(
+      "output,o", po::value<std::string>()->required(), "snapshot file to write (atomically)");
+  add_policy_option(desc,
+                    "cache policy spec (kvbench policies); after-prefill policies compress at the "
+                    "end of the document");
+  add_chunk_option(desc, "prefill chunk size in tokens (questions continue with it)");
+  desc.add_options()("preamble", po::value<std::string>()->default_value(""),
+                     "text of the user turn before the document")(
+      "seed", po::value<uint64_t>()->default_value(0), "the random scorer's seed");
+  add_fast_option(desc, "8-bit activations (ask must use --fast too); default: exact f32");
+  desc.add_options()("compression", po::value<std::string>()->default_value("zstd"),
+                     "zstd or gzip")("level", po::value<int>(),
+                                     "compression level (default: zstd 3, gzip 6)")(
       "json", po::bool_switch(), "print the summary as JSON");
   po::variables_map vm;
   if (!parse(args, desc, vm, kUsage)) return 0;

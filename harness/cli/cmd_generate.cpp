@@ -20,19 +20,16 @@ namespace kvbench::cli {
 int cmd_generate(const Args& args) {
   po::options_description desc("options");
   add_model_options(desc);
-  desc.add_options()("prompt,p", po::value<std::string>()->required(), "prompt text")(
-      "chat", po::bool_switch(), "wrap the prompt in the model's chat template")(
-      "max-tokens,n", po::value<int>()->default_value(128), "tokens to generate at most")(
+  add_prompt_options(desc);
+  desc.add_options()("max-tokens,n", po::value<int>()->default_value(128),
+                     "tokens to generate at most")(
       "temperature", po::value<float>()->default_value(0.0f), "0 = greedy")(
       "top-k", po::value<int>()->default_value(0), "keep the K most likely tokens (0 = all)")(
       "top-p", po::value<float>()->default_value(1.0f), "nucleus mass in (0, 1]")(
-      "seed", po::value<uint64_t>()->default_value(0), "sampling seed")(
-      "chunk", po::value<int>()->default_value(512), "prefill chunk size in tokens")(
-      "policy", po::value<std::string>()->default_value(std::string(kReferencePolicy)),
-      "cache policy spec (kvbench policies)")("fast", po::bool_switch(),
-                                              "multiply with activations quantized to 8 bits, as "
-                                              "llama.cpp and `kvbench run` do (default here: f32 "
-                                              "activations, the exact reference path)");
+      "seed", po::value<uint64_t>()->default_value(0), "sampling seed");
+  add_chunk_option(desc);
+  add_policy_option(desc, "cache policy spec (kvbench policies)");
+  add_fast_option(desc);
   po::variables_map vm;
   if (!parse(args, desc, vm, "kvbench generate --prompt TEXT [--chat] [--max-tokens N] [options]"))
     return 0;

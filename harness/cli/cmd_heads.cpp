@@ -43,9 +43,9 @@ int cmd_heads(const Args& args) {
       "length", po::value<int64_t>()->default_value(2048), "context tokens per instance")(
       "samples", po::value<int>()->default_value(8),
       "instances, their needles spread over depths 0.1 .. 0.9")(
-      "seed", po::value<uint64_t>()->default_value(1), "instance seed")(
-      "chunk", po::value<int>()->default_value(512), "prefill chunk size in tokens")(
-      "fast", po::bool_switch(), "8-bit activations (default: f32, the exact path)");
+      "seed", po::value<uint64_t>()->default_value(1), "instance seed");
+  add_chunk_option(desc);
+  add_fast_option(desc, "8-bit activations (default: f32, the exact path)");
   po::variables_map vm;
   if (!parse(args, desc, vm, "kvbench heads -o FILE [--task passkey] [--length N] [--samples N]"))
     return 0;

@@ -22,17 +22,13 @@ namespace kvbench::cli {
 int cmd_logits(const Args& args) {
   po::options_description desc("options");
   add_model_options(desc);
-  desc.add_options()("prompt,p", po::value<std::string>()->required(), "prompt text")(
-      "chat", po::bool_switch(), "wrap the prompt in the model's chat template")(
-      "top", po::value<int>()->default_value(10), "how many tokens to list")(
+  add_prompt_options(desc);
+  desc.add_options()("top", po::value<int>()->default_value(10), "how many tokens to list")(
       "json", po::bool_switch(),
       "JSON output (ids, top list, and the full logit vector with --all)")(
-      "all", po::bool_switch(), "with --json: include every logit")(
-      "chunk", po::value<int>()->default_value(512), "prefill chunk size in tokens")(
-      "fast", po::bool_switch(),
-      "multiply with activations quantized to 8 bits, as llama.cpp and `kvbench run` do (default "
-      "here: f32 "
-      "activations, the exact reference path)");
+      "all", po::bool_switch(), "with --json: include every logit");
+  add_chunk_option(desc);
+  add_fast_option(desc);
   po::variables_map vm;
   if (!parse(args, desc, vm, "kvbench logits --prompt TEXT [--top K] [--json]")) return 0;
   const int top = vm["top"].as<int>();

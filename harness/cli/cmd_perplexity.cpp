@@ -29,21 +29,19 @@ int cmd_perplexity(const Args& args) {
   desc.add_options()("file,f", po::value<std::string>()->required(), "UTF-8 text file")(
       "ctx", po::value<int>()->default_value(512), "window length in tokens")(
       "skip", po::value<int>()->default_value(0),
-      "unscored predictions at the start of each window (ctx/2 = llama-perplexity's convention)")(
-      "chunk", po::value<int>()->default_value(512), "prefill chunk size in tokens")(
-      "max-tokens", po::value<int64_t>()->default_value(0),
-      "use only the first N tokens (0 = all)")("json", po::bool_switch(),
-                                               "print the result as JSON")(
-      "policy", po::value<std::string>()->default_value(std::string(kReferencePolicy)),
-      "cache policy spec (kvbench policies); the window streams through it chunk by chunk")(
-      "seed", po::value<uint64_t>()->default_value(0), "cache seed (random policy)")(
+      "unscored predictions at the start of each window (ctx/2 = llama-perplexity's convention)");
+  add_chunk_option(desc);
+  desc.add_options()("max-tokens", po::value<int64_t>()->default_value(0),
+                     "use only the first N tokens (0 = all)")("json", po::bool_switch(),
+                                                              "print the result as JSON");
+  add_policy_option(
+      desc, "cache policy spec (kvbench policies); the window streams through it chunk by chunk");
+  desc.add_options()("seed", po::value<uint64_t>()->default_value(0), "cache seed (random policy)")(
       "beyond-context", po::bool_switch(),
       "allow --ctx past the model's training context (streaming experiments: a policy with "
-      "contiguous positions keeps them inside it; others run positions the model never saw)")(
-      "fast", po::bool_switch(),
-      "multiply with activations quantized to 8 bits, as llama.cpp and `kvbench run` do (default "
-      "here: f32 "
-      "activations, the exact reference path)")(
+      "contiguous positions keeps them inside it; others run positions the model never saw)");
+  add_fast_option(desc);
+  desc.add_options()(
       "attention", po::value<std::string>()->default_value("f32"),
       "prefill attention's products with --fast: f32 (llama.cpp's arithmetic) or bf16 (Q, K, "
       "softmax weights and V rounded to bfloat16, f32 sums)");

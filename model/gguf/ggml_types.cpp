@@ -126,6 +126,19 @@ uint16_t fp16_round_up(float v) {
   return h >= 0x7c00 ? uint16_t{0x7bff} : h;
 }
 
+// The signed value of largest magnitude among x[0..n) (the first of equal
+// magnitudes; 0 when all are 0 or NaN).
+float signed_absmax(const float* x, int n) {
+  float amax = 0.0f, max = 0.0f;
+  for (int j = 0; j < n; ++j) {
+    if (amax < std::fabs(x[j])) {
+      amax = std::fabs(x[j]);
+      max = x[j];
+    }
+  }
+  return max;
+}
+
 // ---------------------------------------------------------------------------
 // Legacy 32-element blocks. Element order inside a block: the 4-bit variants
 // pack element j (low nibble) and element j+16 (high nibble) into qs[j].
@@ -133,147 +146,83 @@ uint16_t fp16_round_up(float v) {
 constexpr int kQK = 32;
 constexpr int kQK_K = 256;
 
-// Q4_0 block (18 B): d (f16), qs[16] (low nibbles = elements 0..15, high
-// nibbles = 16..31). x = (q - 8) * d.
-void dequant_q4_0(const uint8_t* b, float* y) {
-  const float d = load_f16(b);
-  const uint8_t* qs = b + 2;
-  for (int j = 0; j < kQK / 2; ++j) {
-    const int x0 = (qs[j] & 0x0F) - 8;
-    const int x1 = (qs[j] >> 4) - 8;
-    y[j] = x0 * d;
-    y[j + kQK / 2] = x1 * d;
-  }
-}
+// The legacy 4- and 5-bit blocks, by kBits (4, 5) and kMin (with a min m):
+//   Q4_0 (18 B): d (f16), qs[16].                       x = (q - 8) * d
+//   Q4_1 (20 B): d (f16), m (f16), qs[16].              x = q * d + m
+//   Q5_0 (22 B): d (f16), qh (u32), qs[16].             x = (q - 16) * d
+//   Q5_1 (24 B): d (f16), m (f16), qh (u32), qs[16].    x = q * d + m
+// qs[j]: the low 4 bits of element j (low nibble) and of element j + 16 (high
+// nibble); qh (little endian): bit j = the 5th bit of element j.
+template <int kBits, bool kMin>
+struct Legacy {
+  static constexpr int kQh = kMin ? 4 : 2;  // byte offset of qh (5-bit)
+  static constexpr int kQs = kBits == 5 ? kQh + 4 : kQh;
+  static constexpr int kMaxCode = (1 << kBits) - 1;
+  static constexpr int kZero = 1 << (kBits - 1);  // code of 0 without a min
+};
 
-// As ggml: d = (signed value of largest magnitude) / -8, so that value maps to
-// q = 0 exactly and the opposite extreme may clip to q = 15 (error up to d).
-void quant_q4_0(const float* x, uint8_t* b) {
-  float amax = 0.0f, max = 0.0f;
-  for (int j = 0; j < kQK; ++j) {
-    if (amax < std::fabs(x[j])) {
-      amax = std::fabs(x[j]);
-      max = x[j];
+template <int kBits, bool kMin>
+void dequant_legacy(const uint8_t* b, float* y) {
+  using L = Legacy<kBits, kMin>;
+  const float d = load_f16(b);
+  const float m = kMin ? load_f16(b + 2) : 0.0f;
+  const uint32_t qh = kBits == 5 ? load_u32(b + L::kQh) : 0;
+  const uint8_t* qs = b + L::kQs;
+  for (int j = 0; j < kQK / 2; ++j) {
+    int q0 = qs[j] & 0x0F, q1 = qs[j] >> 4;
+    if constexpr (kBits == 5) {
+      q0 |= static_cast<int>((qh >> j) & 1) << 4;
+      q1 |= static_cast<int>((qh >> (j + 16)) & 1) << 4;
+    }
+    if constexpr (kMin) {
+      y[j] = q0 * d + m;
+      y[j + kQK / 2] = q1 * d + m;
+    } else {
+      y[j] = (q0 - L::kZero) * d;
+      y[j + kQK / 2] = (q1 - L::kZero) * d;
     }
   }
-  const float d = max / -8;
-  const float id = d != 0.0f ? 1.0f / d : 0.0f;
-  store_f16(b, d);
-  uint8_t* qs = b + 2;
-  for (int j = 0; j < kQK / 2; ++j) {
-    const int q0 = round_half_up(x[j] * id + 8.5f, 0, 15);
-    const int q1 = round_half_up(x[j + kQK / 2] * id + 8.5f, 0, 15);
-    qs[j] = static_cast<uint8_t>(q0 | (q1 << 4));
-  }
 }
 
-// Q4_1 block (20 B): d (f16), m (f16), qs[16] (low nibbles = elements 0..15,
-// high = 16..31). x = q * d + m.
-void dequant_q4_1(const uint8_t* b, float* y) {
-  const float d = load_f16(b);
-  const float m = load_f16(b + 2);
-  const uint8_t* qs = b + 4;
-  for (int j = 0; j < kQK / 2; ++j) {
-    y[j] = (qs[j] & 0x0F) * d + m;
-    y[j + kQK / 2] = (qs[j] >> 4) * d + m;
-  }
-}
-
-// As ggml: d = (max - min) / 15, m = min; the quant uses the unrounded d / min.
-void quant_q4_1(const float* x, uint8_t* b) {
-  float min = std::numeric_limits<float>::max(), max = -min;
-  for (int j = 0; j < kQK; ++j) {
-    min = std::min(min, x[j]);
-    max = std::max(max, x[j]);
-  }
-  const float d = (max - min) / 15;
-  const float id = d != 0.0f ? 1.0f / d : 0.0f;
-  store_f16(b, d);
-  store_f16(b + 2, min);
-  uint8_t* qs = b + 4;
-  for (int j = 0; j < kQK / 2; ++j) {
-    const int q0 = round_half_up((x[j] - min) * id + 0.5f, 0, 15);
-    const int q1 = round_half_up((x[j + kQK / 2] - min) * id + 0.5f, 0, 15);
-    qs[j] = static_cast<uint8_t>(q0 | (q1 << 4));
-  }
-}
-
-// Q5_0 block (22 B): d (f16), qh (u32 LE: bit j = 5th bit of element j),
-// qs[16] (low 4 bits; low nibbles = elements 0..15, high = 16..31).
-// x = (q - 16) * d.
-void dequant_q5_0(const uint8_t* b, float* y) {
-  const float d = load_f16(b);
-  const uint32_t qh = load_u32(b + 2);
-  const uint8_t* qs = b + 6;
-  for (int j = 0; j < kQK / 2; ++j) {
-    const int h0 = static_cast<int>((qh >> j) & 1) << 4;
-    const int h1 = static_cast<int>((qh >> (j + 16)) & 1) << 4;
-    y[j] = ((qs[j] & 0x0F) + h0 - 16) * d;
-    y[j + kQK / 2] = ((qs[j] >> 4) + h1 - 16) * d;
-  }
-}
-
-// As ggml: d = (signed value of largest magnitude) / -16, q = x/d + 16 rounded
-// half up and clipped to 31.
-void quant_q5_0(const float* x, uint8_t* b) {
-  float amax = 0.0f, max = 0.0f;
-  for (int j = 0; j < kQK; ++j) {
-    if (amax < std::fabs(x[j])) {
-      amax = std::fabs(x[j]);
-      max = x[j];
+// As ggml. Without a min: d = (signed value of largest magnitude) / -kZero,
+// so that value maps to q = 0 exactly and the opposite extreme may clip to
+// kMaxCode (error up to d); q = x / d + kZero rounded half up. With a min:
+// d = (max - min) / kMaxCode, m = min; the codes use the unrounded d and min.
+template <int kBits, bool kMin>
+void quant_legacy(const float* x, uint8_t* b) {
+  using L = Legacy<kBits, kMin>;
+  float d = 0.0f, min = 0.0f;
+  if constexpr (kMin) {
+    min = std::numeric_limits<float>::max();
+    float max = -min;
+    for (int j = 0; j < kQK; ++j) {
+      min = std::min(min, x[j]);
+      max = std::max(max, x[j]);
     }
+    d = (max - min) / L::kMaxCode;
+  } else {
+    d = signed_absmax(x, kQK) / -L::kZero;
   }
-  const float d = max / -16;
   const float id = d != 0.0f ? 1.0f / d : 0.0f;
   store_f16(b, d);
+  if constexpr (kMin) store_f16(b + 2, min);
   uint32_t qh = 0;
-  uint8_t* qs = b + 6;
+  uint8_t* qs = b + L::kQs;
   for (int j = 0; j < kQK / 2; ++j) {
-    const int q0 = round_half_up(x[j] * id + 16.5f, 0, 31);
-    const int q1 = round_half_up(x[j + kQK / 2] * id + 16.5f, 0, 31);
+    int q0, q1;
+    if constexpr (kMin) {
+      q0 = round_half_up((x[j] - min) * id + 0.5f, 0, L::kMaxCode);
+      q1 = round_half_up((x[j + kQK / 2] - min) * id + 0.5f, 0, L::kMaxCode);
+    } else {
+      constexpr float kOffset = L::kZero + 0.5f;  // 8.5f, 16.5f
+      q0 = round_half_up(x[j] * id + kOffset, 0, L::kMaxCode);
+      q1 = round_half_up(x[j + kQK / 2] * id + kOffset, 0, L::kMaxCode);
+    }
     qs[j] = static_cast<uint8_t>((q0 & 0x0F) | ((q1 & 0x0F) << 4));
     qh |= uint32_t(q0 >> 4) << j;
     qh |= uint32_t(q1 >> 4) << (j + 16);
   }
-  store_u32(b + 2, qh);
-}
-
-// Q5_1 block (24 B): d (f16), m (f16), qh (u32 LE: bit j = 5th bit of element
-// j), qs[16] (low nibbles = elements 0..15, high = 16..31). x = q * d + m.
-void dequant_q5_1(const uint8_t* b, float* y) {
-  const float d = load_f16(b);
-  const float m = load_f16(b + 2);
-  const uint32_t qh = load_u32(b + 4);
-  const uint8_t* qs = b + 8;
-  for (int j = 0; j < kQK / 2; ++j) {
-    const int h0 = static_cast<int>((qh >> j) & 1) << 4;
-    const int h1 = static_cast<int>((qh >> (j + 16)) & 1) << 4;
-    y[j] = ((qs[j] & 0x0F) | h0) * d + m;
-    y[j + kQK / 2] = ((qs[j] >> 4) | h1) * d + m;
-  }
-}
-
-// As ggml: d = (max - min) / 31, m = min.
-void quant_q5_1(const float* x, uint8_t* b) {
-  float min = std::numeric_limits<float>::max(), max = -min;
-  for (int j = 0; j < kQK; ++j) {
-    min = std::min(min, x[j]);
-    max = std::max(max, x[j]);
-  }
-  const float d = (max - min) / 31;
-  const float id = d != 0.0f ? 1.0f / d : 0.0f;
-  store_f16(b, d);
-  store_f16(b + 2, min);
-  uint32_t qh = 0;
-  uint8_t* qs = b + 8;
-  for (int j = 0; j < kQK / 2; ++j) {
-    const int q0 = round_half_up((x[j] - min) * id + 0.5f, 0, 31);
-    const int q1 = round_half_up((x[j + kQK / 2] - min) * id + 0.5f, 0, 31);
-    qs[j] = static_cast<uint8_t>((q0 & 0x0F) | ((q1 & 0x0F) << 4));
-    qh |= uint32_t(q0 >> 4) << j;
-    qh |= uint32_t(q1 >> 4) << (j + 16);
-  }
-  store_u32(b + 4, qh);
+  if constexpr (kBits == 5) store_u32(b + L::kQh, qh);
 }
 
 // Q8_0 block (34 B): d (f16), qs[32] (int8, element order). x = q * d.
@@ -549,6 +498,31 @@ void quant_q3_k(const float* x, uint8_t* b) {
   store_u16(b + 108, f.d);
 }
 
+// Sub-blocks 2c and 2c + 1 of a Q4_K / Q5_K super-block: d * scale and
+// dmin * min of each.
+struct K45Pair {
+  float d1, m1, d2, m2;
+};
+K45Pair k45_pair(const uint8_t* scales, int c, float d, float min) {
+  int sc, m;
+  get_scale_min_k4(2 * c, scales, &sc, &m);
+  const float d1 = d * static_cast<float>(sc), m1 = min * static_cast<float>(m);
+  get_scale_min_k4(2 * c + 1, scales, &sc, &m);
+  const float d2 = d * static_cast<float>(sc), m2 = min * static_cast<float>(m);
+  return {d1, m1, d2, m2};
+}
+
+// The fit of a Q4_K / Q5_K super-block (levels 0..nmax), its d, dmin and
+// scales stored.
+AffineFit fit_k45(const float* x, int nmax, uint8_t* b) {
+  AffineFit f;
+  fit_affine(x, 8, nmax, 63, f);
+  store_u16(b, f.d);
+  store_u16(b + 2, f.dmin);
+  set_scale_min_k4(f.ls, f.lm, b + 4);
+  return f;
+}
+
 // Q4_K block (144 B): d (f16), dmin (f16), scales[12] (8 6-bit scale/min
 // pairs, see get_scale_min_k4), qs[128]: 4 chunks of 64 elements; in chunk c,
 // byte qs[32c + l] holds element 64c + l (low nibble, sub-block 2c) and
@@ -559,22 +533,14 @@ void dequant_q4_k(const uint8_t* b, float* y) {
   const uint8_t* scales = b + 4;
   const uint8_t* q = b + 16;
   for (int c = 0; c < 4; ++c) {
-    int sc, m;
-    get_scale_min_k4(2 * c, scales, &sc, &m);
-    const float d1 = d * static_cast<float>(sc), m1 = min * static_cast<float>(m);
-    get_scale_min_k4(2 * c + 1, scales, &sc, &m);
-    const float d2 = d * static_cast<float>(sc), m2 = min * static_cast<float>(m);
+    const auto [d1, m1, d2, m2] = k45_pair(scales, c, d, min);
     for (int l = 0; l < 32; ++l) *y++ = d1 * static_cast<float>(q[l] & 0x0F) - m1;
     for (int l = 0; l < 32; ++l) *y++ = d2 * static_cast<float>(q[l] >> 4) - m2;
     q += 32;
   }
 }
 void quant_q4_k(const float* x, uint8_t* b) {
-  AffineFit f;
-  fit_affine(x, 8, 15, 63, f);
-  store_u16(b, f.d);
-  store_u16(b + 2, f.dmin);
-  set_scale_min_k4(f.ls, f.lm, b + 4);
+  const AffineFit f = fit_k45(x, 15, b);
   uint8_t* q = b + 16;
   for (int c = 0; c < 4; ++c) {
     for (int l = 0; l < 32; ++l) {
@@ -593,11 +559,7 @@ void dequant_q5_k(const uint8_t* b, float* y) {
   const uint8_t* qh = b + 16;
   const uint8_t* ql = b + 48;
   for (int c = 0; c < 4; ++c) {
-    int sc, m;
-    get_scale_min_k4(2 * c, scales, &sc, &m);
-    const float d1 = d * static_cast<float>(sc), m1 = min * static_cast<float>(m);
-    get_scale_min_k4(2 * c + 1, scales, &sc, &m);
-    const float d2 = d * static_cast<float>(sc), m2 = min * static_cast<float>(m);
+    const auto [d1, m1, d2, m2] = k45_pair(scales, c, d, min);
     const int u1 = 1 << (2 * c), u2 = 2 << (2 * c);
     for (int l = 0; l < 32; ++l) {
       *y++ = d1 * static_cast<float>((ql[l] & 0x0F) + ((qh[l] & u1) ? 16 : 0)) - m1;
@@ -609,11 +571,7 @@ void dequant_q5_k(const uint8_t* b, float* y) {
   }
 }
 void quant_q5_k(const float* x, uint8_t* b) {
-  AffineFit f;
-  fit_affine(x, 8, 31, 63, f);
-  store_u16(b, f.d);
-  store_u16(b + 2, f.dmin);
-  set_scale_min_k4(f.ls, f.lm, b + 4);
+  const AffineFit f = fit_k45(x, 31, b);
   uint8_t* qh = b + 16;
   uint8_t* ql = b + 48;
   std::memset(qh, 0, 32);
@@ -687,15 +645,9 @@ void dequant_q8_k(const uint8_t* b, float* y) {
 // As ggml: the signed value of largest magnitude maps to -127 exactly,
 // q = nearest (half to even) clipped to 127, d = 1/iscale stored as f32.
 void quant_q8_k(const float* x, uint8_t* b) {
-  float amax = 0.0f, max = 0.0f;
-  for (int j = 0; j < kQK_K; ++j) {
-    if (amax < std::fabs(x[j])) {
-      amax = std::fabs(x[j]);
-      max = x[j];
-    }
-  }
+  const float max = signed_absmax(x, kQK_K);
   std::memset(b, 0, 292);
-  if (amax == 0.0f) return;  // d = 0, all q = 0
+  if (max == 0.0f) return;  // d = 0, all q = 0
   const float iscale = -127.0f / max;
   store_u32(b, std::bit_cast<uint32_t>(1.0f / iscale));
   for (int j = 0; j < kQK_K; ++j) {
@@ -716,36 +668,31 @@ struct Codec {
   QuantFn quant;
 };
 
-// Block codecs by type; plain types are handled in the row functions.
+// The block types' codecs; plain types are handled in the row functions.
+struct TypeCodec {
+  GgmlType type;
+  Codec codec;
+};
+constexpr TypeCodec kCodecs[] = {
+    {GgmlType::Q4_0, {dequant_legacy<4, false>, quant_legacy<4, false>}},
+    {GgmlType::Q4_1, {dequant_legacy<4, true>, quant_legacy<4, true>}},
+    {GgmlType::Q5_0, {dequant_legacy<5, false>, quant_legacy<5, false>}},
+    {GgmlType::Q5_1, {dequant_legacy<5, true>, quant_legacy<5, true>}},
+    {GgmlType::Q8_0, {dequant_q8_0, quant_q8_0}},
+    {GgmlType::Q8_1, {dequant_q8_1, quant_q8_1}},
+    {GgmlType::Q2_K, {dequant_q2_k, quant_q2_k}},
+    {GgmlType::Q3_K, {dequant_q3_k, quant_q3_k}},
+    {GgmlType::Q4_K, {dequant_q4_k, quant_q4_k}},
+    {GgmlType::Q5_K, {dequant_q5_k, quant_q5_k}},
+    {GgmlType::Q6_K, {dequant_q6_k, quant_q6_k}},
+    {GgmlType::Q8_K, {dequant_q8_k, quant_q8_k}},
+};
+
+// {nullptr, nullptr} for a type without blocks.
 Codec block_codec(GgmlType type) {
-  switch (type) {
-    case GgmlType::Q4_0:
-      return {dequant_q4_0, quant_q4_0};
-    case GgmlType::Q4_1:
-      return {dequant_q4_1, quant_q4_1};
-    case GgmlType::Q5_0:
-      return {dequant_q5_0, quant_q5_0};
-    case GgmlType::Q5_1:
-      return {dequant_q5_1, quant_q5_1};
-    case GgmlType::Q8_0:
-      return {dequant_q8_0, quant_q8_0};
-    case GgmlType::Q8_1:
-      return {dequant_q8_1, quant_q8_1};
-    case GgmlType::Q2_K:
-      return {dequant_q2_k, quant_q2_k};
-    case GgmlType::Q3_K:
-      return {dequant_q3_k, quant_q3_k};
-    case GgmlType::Q4_K:
-      return {dequant_q4_k, quant_q4_k};
-    case GgmlType::Q5_K:
-      return {dequant_q5_k, quant_q5_k};
-    case GgmlType::Q6_K:
-      return {dequant_q6_k, quant_q6_k};
-    case GgmlType::Q8_K:
-      return {dequant_q8_k, quant_q8_k};
-    default:
-      return {nullptr, nullptr};
-  }
+  for (const TypeCodec& c : kCodecs)
+    if (c.type == type) return c.codec;
+  return {nullptr, nullptr};
 }
 
 }  // namespace

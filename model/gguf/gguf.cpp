@@ -19,6 +19,7 @@
 #include <limits>
 #include <numeric>
 
+#include "model/common/enum_names.h"
 #include "model/common/error.h"
 #include "model/common/input_file.h"
 
@@ -533,35 +534,10 @@ const std::vector<GgufValue>& as_array(const GgufValue& v, std::string_view key)
 // --- GgufValue ----------------------------------------------------------------
 
 std::string_view gguf_type_name(GgufType type) {
-  switch (type) {
-    case GgufType::U8:
-      return "u8";
-    case GgufType::I8:
-      return "i8";
-    case GgufType::U16:
-      return "u16";
-    case GgufType::I16:
-      return "i16";
-    case GgufType::U32:
-      return "u32";
-    case GgufType::I32:
-      return "i32";
-    case GgufType::F32:
-      return "f32";
-    case GgufType::BOOL:
-      return "bool";
-    case GgufType::STRING:
-      return "string";
-    case GgufType::ARRAY:
-      return "array";
-    case GgufType::U64:
-      return "u64";
-    case GgufType::I64:
-      return "i64";
-    case GgufType::F64:
-      return "f64";
-  }
-  return "invalid";
+  static constexpr std::string_view names[] = {"u8",  "i8",  "u16",  "i16",    "u32",
+                                               "i32", "f32", "bool", "string", "array",
+                                               "u64", "i64", "f64"};
+  return enum_name<GgufType::F64>(type, names, "invalid");
 }
 
 std::string GgufValue::to_display(size_t max_items) const {

@@ -6,6 +6,7 @@
 #include <cstring>
 #include <string>
 
+#include "model/common/enum_names.h"
 #include "model/common/error.h"
 #include "model/ops/interleave.h"
 #include "model/ops/quant_dot_kernels.h"
@@ -114,15 +115,8 @@ const qdot::Kernels& kernels(CpuPath path) {
 }  // namespace
 
 std::string_view cpu_path_name(CpuPath path) {
-  switch (path) {
-    case CpuPath::Scalar:
-      return "scalar";
-    case CpuPath::Avx2:
-      return "avx2";
-    case CpuPath::Avx512:
-      return "avx512";
-  }
-  return "?";
+  static constexpr std::string_view names[] = {"scalar", "avx2", "avx512"};
+  return enum_name<CpuPath::Avx512>(path, names, "?");
 }
 
 bool cpu_path_supported(CpuPath path) { return supported(path); }

@@ -245,14 +245,19 @@ constexpr const char* kZephyrTemplate =
     "{% if loop.last and add_generation_prompt %}\n{{ '<|assistant|>' }}\n{% endif %}\n{% endfor "
     "%}";
 
+// Both tiny vocabularies: <unk> is id 0, BOS 1, EOS 2.
+void write_special_token_ids(GgufWriter& w) {
+  w.set_u32("tokenizer.ggml.bos_token_id", 1);
+  w.set_u32("tokenizer.ggml.eos_token_id", 2);
+  w.set_u32("tokenizer.ggml.unknown_token_id", 0);
+}
+
 void write_spm_keys(GgufWriter& w, const SpmVocab& v) {
   w.set_string("tokenizer.ggml.model", "llama");
   w.set_string_array("tokenizer.ggml.tokens", v.tokens);
   w.set_f32_array("tokenizer.ggml.scores", v.scores);
   w.set_i32_array("tokenizer.ggml.token_type", v.types);
-  w.set_u32("tokenizer.ggml.bos_token_id", 1);
-  w.set_u32("tokenizer.ggml.eos_token_id", 2);
-  w.set_u32("tokenizer.ggml.unknown_token_id", 0);
+  write_special_token_ids(w);
   w.set_bool("tokenizer.ggml.add_bos_token", true);
   w.set_bool("tokenizer.ggml.add_eos_token", false);
   w.set_bool("tokenizer.ggml.add_space_prefix", true);
@@ -270,9 +275,7 @@ void write_tiny_vocab(GgufWriter& w, TinyVocabKind kind) {
     w.set_i32_array("tokenizer.ggml.token_type", v.types);
     w.set_string_array("tokenizer.ggml.merges", v.merges);
     // As in SmolLM2: BOS is <|im_start|> but is not added.
-    w.set_u32("tokenizer.ggml.bos_token_id", 1);
-    w.set_u32("tokenizer.ggml.eos_token_id", 2);
-    w.set_u32("tokenizer.ggml.unknown_token_id", 0);
+    write_special_token_ids(w);
     w.set_u32("tokenizer.ggml.padding_token_id", 2);
     w.set_bool("tokenizer.ggml.add_bos_token", false);
     w.set_bool("tokenizer.ggml.add_space_prefix", false);

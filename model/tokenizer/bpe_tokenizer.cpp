@@ -6,6 +6,7 @@
 #include <queue>
 
 #include "model/tokenizer/pretokenizer.h"
+#include "model/tokenizer/symbol_merge.h"
 #include "model/tokenizer/tokenizer_vocab.h"
 #include "model/tokenizer/unicode_util.h"
 
@@ -87,9 +88,7 @@ void bpe_encode_fragment(const Vocab& vocab, const PreTokenizer& pre, std::strin
     for (uint32_t off = 0; off < word.size();) {
       const uint32_t len =
           static_cast<uint32_t>(unicode::utf8_len_from_lead(static_cast<unsigned char>(word[off])));
-      const int idx = static_cast<int>(syms.size());
-      syms.push_back({idx - 1, -1, off, len});
-      if (idx > 0) syms[idx - 1].next = idx;
+      append_symbol(syms, off, len);
       off += len;
     }
 
@@ -102,21 +101,9 @@ void bpe_encode_fragment(const Vocab& vocab, const PreTokenizer& pre, std::strin
       if (it == vocab.merge_rank.end()) return;
       queue.push({it->second, l, r, syms[l].n, syms[r].n});
     };
-    for (int i = 1; i < static_cast<int>(syms.size()); ++i) try_pair(i - 1, i);
-
-    while (!queue.empty()) {
-      const Bigram b = queue.top();
-      queue.pop();
-      Symbol& l = syms[b.left];
-      Symbol& r = syms[b.right];
-      if (l.n != b.left_n || r.n != b.right_n || l.n == 0 || r.n == 0) continue;
-      l.n += r.n;
-      r.n = 0;
-      l.next = r.next;
-      if (r.next >= 0) syms[r.next].prev = b.left;
-      try_pair(l.prev, b.left);
-      try_pair(b.left, l.next);
-    }
+    merge_symbols(syms, queue, try_pair, [](const Bigram& b, const Symbol& l, const Symbol& r) {
+      return l.n != b.left_n || r.n != b.right_n || l.n == 0 || r.n == 0;
+    });
 
     for (size_t i = 0; i < syms.size(); ++i) {
       const Symbol& s = syms[i];

@@ -3,6 +3,7 @@
 // plain system/user/assistant conversations, so no Jinja engine is needed.
 #include "model/tokenizer/chat_template.h"
 
+#include "model/common/enum_names.h"
 #include "model/common/error.h"
 #include "model/gguf/gguf.h"
 
@@ -119,21 +120,9 @@ ChatTemplate ChatTemplate::from_gguf(const GgufFile& file) {
 }
 
 std::string_view ChatTemplate::name() const {
-  switch (kind_) {
-    case Kind::ChatML:
-      return "chatml";
-    case Kind::Llama2:
-      return "llama2";
-    case Kind::Llama3:
-      return "llama3";
-    case Kind::Zephyr:
-      return "zephyr";
-    case Kind::Gemma:
-      return "gemma";
-    case Kind::Phi3:
-      return "phi3";
-  }
-  return "chatml";
+  static constexpr std::string_view names[] = {"chatml", "llama2", "llama3",
+                                               "zephyr", "gemma",  "phi3"};
+  return enum_name<Kind::Phi3>(kind_, names, "chatml");
 }
 
 std::string ChatTemplate::apply(const std::vector<ChatMessage>& messages,

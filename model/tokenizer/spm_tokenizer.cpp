@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <queue>
 
+#include "model/tokenizer/symbol_merge.h"
 #include "model/tokenizer/tokenizer_vocab.h"
 #include "model/tokenizer/unicode_util.h"
 
@@ -44,9 +45,7 @@ void spm_encode_fragment(const Vocab& vocab, std::string_view text, std::vector<
     // UTF-8 still ends up as byte tokens.
     const size_t len = std::min(unicode::utf8_len_from_lead(static_cast<unsigned char>(text[off])),
                                 text.size() - off);
-    const int idx = static_cast<int>(syms.size());
-    syms.push_back({idx - 1, -1, off, len});
-    if (idx > 0) syms[idx - 1].next = idx;
+    append_symbol(syms, off, len);
     off += len;
   }
 
@@ -59,22 +58,10 @@ void spm_encode_fragment(const Vocab& vocab, std::string_view text, std::vector<
     if (id < 0) return;
     queue.push({vocab.score[id], l, r, size});
   };
-  for (int i = 1; i < static_cast<int>(syms.size()); ++i) try_pair(i - 1, i);
-
-  while (!queue.empty()) {
-    const Bigram b = queue.top();
-    queue.pop();
-    Symbol& l = syms[b.left];
-    Symbol& r = syms[b.right];
-    // Sizes only grow, so an unchanged sum means neither side changed.
-    if (l.n == 0 || r.n == 0 || l.n + r.n != b.size) continue;
-    l.n += r.n;
-    r.n = 0;
-    l.next = r.next;
-    if (r.next >= 0) syms[r.next].prev = b.left;
-    try_pair(l.prev, b.left);
-    try_pair(b.left, l.next);
-  }
+  // Sizes only grow, so an unchanged sum means neither side changed.
+  merge_symbols(syms, queue, try_pair, [](const Bigram& b, const Symbol& l, const Symbol& r) {
+    return l.n == 0 || r.n == 0 || l.n + r.n != b.size;
+  });
 
   for (int i = 0; i != -1; i = syms[i].next) {
     const std::string_view piece = text.substr(syms[i].start, syms[i].n);

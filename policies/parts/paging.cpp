@@ -53,14 +53,14 @@ class PagingPart final : public Part {
   void on_queries(const RestoreStep& step) const override {
     if (pages_ == 0) return;
     if (step.decode && step.decode_steps % options_.every != 0) return;
-    options_.by_importance ? restore_by_importance(step) : restore(step);
+    restore_layer(step);
   }
   // Eviction that waited for the prompt (timing once / every / call) has
   // just filled the cold tier: the prompt's last query picks the pages held
   // at question time. (Streaming restored during the question's own step.)
   void after_prefill(const RestoreStep& step) const override {
     if (pages_ == 0 || !evicts_ || !after_prompt_) return;
-    options_.by_importance ? restore_by_importance(step) : restore(step);
+    restore_layer(step);
   }
   double restore_bytes_per_step(const CacheStore& store) const override {
     const ColdTier* cold = store.cold();
@@ -72,10 +72,14 @@ class PagingPart final : public Part {
     return static_cast<int32_t>(std::min<int64_t>(v, INT32_MAX));
   }
   bool local(int layer) const { return !layer_window_.empty() && layer_window_[layer] > 0; }
-  // q: [n_queries][n_q_heads * head_dim], the queries that bound the pages.
-  void restore(const RestoreStep& step) const {
+  // The step's layer restores up to its pages (none: nothing), by the rule.
+  void restore_layer(const RestoreStep& step) const {
     const int pages = local(step.layer) ? pages_local_ : pages_;
     if (pages == 0) return;
+    options_.by_importance ? restore_by_importance(step, pages) : restore(step, pages);
+  }
+  // q: [n_queries][n_q_heads * head_dim], the queries that bound the pages.
+  void restore(const RestoreStep& step, int pages) const {
     const KvShape& sh = step.store.shape();
     const int group = sh.n_q_heads / sh.n_kv_heads;
     const int64_t hd = sh.head_dim;
@@ -87,9 +91,7 @@ class PagingPart final : public Part {
 
   // The seed's rule: the step's last query updates every cold token's
   // running attention, then the eligible pages are restored.
-  void restore_by_importance(const RestoreStep& step) const {
-    const int pages = local(step.layer) ? pages_local_ : pages_;
-    if (pages == 0) return;
+  void restore_by_importance(const RestoreStep& step, int pages) const {
     const KvShape& sh = step.store.shape();
     const int group = sh.n_q_heads / sh.n_kv_heads;
     const int64_t hd = sh.head_dim;

@@ -76,6 +76,14 @@ ComponentInfo storage(std::string_view name, std::string_view summary,
   return c;
 }
 
+// A storage quantized per group of channels, its one parameter `group`.
+ComponentInfo grouped_storage(std::string_view name, std::string_view summary, PartsFactory parts) {
+  ComponentInfo c = storage(name, summary, {group_param()}, parts);
+  // Parameters that fit the registry-wide tests' small budgets.
+  c.example = "group=4";
+  return c;
+}
+
 }  // namespace
 
 int storage_group(const ComponentSpec& s, int head_dim) {
@@ -96,20 +104,12 @@ ComponentInfo declare_f16() {
 }
 ComponentInfo declare_bf16() { return storage("bf16", "bfloat16", {}, row_parts<CodecKind::BF16>); }
 ComponentInfo declare_int8() {
-  ComponentInfo c =
-      storage("int8", "8-bit symmetric, one f16 scale per group, quantized on the fly",
-              {group_param()}, row_parts<CodecKind::Int8>);
-  // Parameters that fit the registry-wide tests' small budgets.
-  c.example = "group=4";
-  return c;
+  return grouped_storage("int8", "8-bit symmetric, one f16 scale per group, quantized on the fly",
+                         row_parts<CodecKind::Int8>);
 }
 ComponentInfo declare_int4() {
-  ComponentInfo c =
-      storage("int4", "4-bit asymmetric, f16 (min, step) per group, two codes per byte",
-              {group_param()}, row_parts<CodecKind::Int4>);
-  // Parameters that fit the registry-wide tests' small budgets.
-  c.example = "group=4";
-  return c;
+  return grouped_storage("int4", "4-bit asymmetric, f16 (min, step) per group, two codes per byte",
+                         row_parts<CodecKind::Int4>);
 }
 ComponentInfo declare_kivi2() {
   ComponentInfo c = storage(

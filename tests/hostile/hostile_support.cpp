@@ -1,8 +1,11 @@
 #include "tests/hostile/hostile_support.h"
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 
@@ -63,6 +66,26 @@ std::vector<std::string> cell_files(const std::string& run) {
   for (const auto& e : fs::directory_iterator(run + "/cells")) out.push_back(e.path().string());
   std::sort(out.begin(), out.end());
   return out;
+}
+
+pid_t spawn_kvbench(const std::vector<std::string>& args, const std::string& stderr_path,
+                    const std::string& path_first) {
+  // Everything the child needs is made before the fork.
+  const std::string binary = binary_under_test();
+  std::vector<char*> argv = {const_cast<char*>(binary.c_str())};
+  for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  const char* path = std::getenv("PATH");
+  const std::string search = path_first + ":" + (path ? path : "");
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    ::dup2(::open("/dev/null", O_WRONLY), STDOUT_FILENO);
+    ::dup2(::open(stderr_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0666), STDERR_FILENO);
+    if (!path_first.empty()) ::setenv("PATH", search.c_str(), 1);
+    ::execv(binary.c_str(), argv.data());
+    _exit(127);
+  }
+  return pid;
 }
 
 }  // namespace kvbench::test

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <gtest/gtest.h>
+#include <sys/types.h>
 
 #include <map>
 #include <string>
@@ -34,5 +35,13 @@ std::map<std::string, std::string> tree(const std::string& dir);
 
 // The files of <run>/cells, sorted.
 std::vector<std::string> cell_files(const std::string& run);
+
+// `kvbench args` started in the background (the binary under test), for the
+// tests that stop, kill or signal it: stdout to /dev/null, stderr to
+// `stderr_path` (created or truncated), and `path_first` ahead of $PATH when
+// not empty. Its pid; the caller reaps it.
+pid_t spawn_kvbench(const std::vector<std::string>& args,
+                    const std::string& stderr_path = "/dev/null",
+                    const std::string& path_first = "");
 
 }  // namespace kvbench::test

@@ -51,10 +51,22 @@ std::string copy_run(const std::string& dest, const json& meta) {
   return dest;
 }
 
+// The tiny run copied into scratch folder `name`, started at `started` (so
+// another history run than the tiny run itself).
+std::string another_run(const std::string& name,
+                        const std::string& started = "2030-01-01T00:00:00Z") {
+  return copy_run(scratch(name) + "/run", {{"started_utc", started}});
+}
+
+// `kvbench history add <runs> --db <db>`, commit times unknown (--repo '').
+CliResult history_add(const std::string& runs, const std::string& db) {
+  return run_kvbench("history add " + runs + " --db " + db + " --repo ''");
+}
+
 // <dir>/h.sqlite holding the tiny run (commit time unknown: --repo '').
 std::string tiny_history(const std::string& dir) {
   const std::string db = dir + "/h.sqlite";
-  const auto r = run_kvbench("history add " + shared_run() + " --db " + db + " --repo ''");
+  const auto r = history_add(shared_run(), db);
   EXPECT_EQ(r.code, 0) << r.err;
   EXPECT_NE(r.out.find("2 cells added"), std::string::npos) << r.out;
   return db;
@@ -158,7 +170,7 @@ TEST(HostileHistory, AnEmptyFileIsNotAHistoryAndStaysEmpty) {
   expect_input_error(run_kvbench("history plot --db " + db + " -o " + dir + "/p.svg"),
                      db + ": not a history database (empty file)");
   // Adding to it is refused too, saying how to start a history.
-  expect_input_error(run_kvbench("history add " + shared_run() + " --db " + db + " --repo ''"),
+  expect_input_error(history_add(shared_run(), db),
                      db + ": not a history database (empty file): remove it, or name a new file");
   expect_input_error(run_kvbench("run " + test::tiny_experiment(scratch("empty-exp")) +
                                  " -q --out " + dir + "/out --history " + db),
@@ -223,7 +235,7 @@ TEST(HostileHistory, ReadingAHistoryWritesNothing) {
   EXPECT_EQ(tree(dir), before);
   EXPECT_EQ(fs::last_write_time(db), mtime);
   // Re-adding what is there writes nothing either (the copy is discarded).
-  const auto again = run_kvbench("history add " + shared_run() + " --db " + db + " --repo ''");
+  const auto again = history_add(shared_run(), db);
   EXPECT_EQ(again.code, 0) << again.err;
   EXPECT_NE(again.out.find("0 cells added, 2 already in the history"), std::string::npos)
       << again.out;
@@ -242,10 +254,9 @@ TEST(HostileHistory, AnExtraUniqueIndexIsRefusedNotObeyed) {
   const std::string db = tiny_history(dir);
   edit_db(db, {"DROP INDEX cells_by_group",
                "CREATE UNIQUE INDEX cells_by_group ON cells(configuration, task)"});
-  const std::string again =
-      copy_run(scratch("unique-run") + "/run", {{"started_utc", "2030-01-01T00:00:00Z"}});
+  const std::string again = another_run("unique-run");
   const auto before = tree(dir);
-  expect_input_error(run_kvbench("history add " + again + " --db " + db + " --repo ''"),
+  expect_input_error(history_add(again, db),
                      db + ": not a kvbench history: index cells_by_group is not defined as "
                           "kvbench defines it");
   expect_input_error(run_kvbench("history show --db " + db),
@@ -254,7 +265,7 @@ TEST(HostileHistory, AnExtraUniqueIndexIsRefusedNotObeyed) {
   // Beside the history's own index, under a name of its own.
   const std::string other = tiny_history(scratch("unique-other"));
   edit_db(other, {"CREATE UNIQUE INDEX cells_once ON cells(configuration, task)"});
-  expect_input_error(run_kvbench("history add " + again + " --db " + other + " --repo ''"),
+  expect_input_error(history_add(again, other),
                      other + ": not a kvbench history: it holds index cells_once");
 }
 
@@ -269,10 +280,9 @@ TEST(HostileHistory, ACheckConstraintIsRefusedNotObeyed) {
   sql.replace(sql.find(col), col.size(), col + " CHECK(score < 0.5)");
   edit_db(db,
           {"DROP TABLE cells", sql, "CREATE INDEX cells_by_group ON cells(configuration, task)"});
-  const std::string again =
-      copy_run(scratch("check-run") + "/run", {{"started_utc", "2030-01-01T00:00:00Z"}});
+  const std::string again = another_run("check-run");
   const auto before = tree(dir);
-  expect_input_error(run_kvbench("history add " + again + " --db " + db + " --repo ''"),
+  expect_input_error(history_add(again, db),
                      db + ": not a kvbench history: table cells is not defined as kvbench "
                           "defines it");
   EXPECT_EQ(tree(dir), before);
@@ -281,8 +291,7 @@ TEST(HostileHistory, ACheckConstraintIsRefusedNotObeyed) {
 // Other spellings: a column's type changed, a trigger, a view, a missing
 // index; each names its object, for reading and for adding.
 TEST(HostileHistory, AlteredColumnsTriggersAndViewsAreRefused) {
-  const std::string again =
-      copy_run(scratch("altered-run") + "/run", {{"started_utc", "2030-01-01T00:00:00Z"}});
+  const std::string again = another_run("altered-run");
   struct Case {
     const char* name;
     std::vector<std::string> sql;
@@ -301,8 +310,7 @@ TEST(HostileHistory, AlteredColumnsTriggersAndViewsAreRefused) {
     const std::string db = tiny_history(dir);
     for (const std::string& s : c.sql) edit_db(db, {s});
     const auto before = tree(dir);
-    expect_input_error(run_kvbench("history add " + again + " --db " + db + " --repo ''"),
-                       c.object);
+    expect_input_error(history_add(again, db), c.object);
     expect_input_error(run_kvbench("history show --db " + db), c.object);
     EXPECT_EQ(tree(dir), before);
   }
@@ -319,8 +327,7 @@ TEST(HostileHistory, AlteredColumnsTriggersAndViewsAreRefused) {
   expect_input_error(
       run_kvbench("history show --db " + db),
       db + ": not a kvbench history: table runs is not defined as kvbench defines it");
-  expect_input_error(run_kvbench("history add " + again + " --db " + db + " --repo ''"),
-                     "table runs is not defined as kvbench defines it");
+  expect_input_error(history_add(again, db), "table runs is not defined as kvbench defines it");
   EXPECT_EQ(tree(dir), before);
 }
 
@@ -329,15 +336,12 @@ TEST(HostileHistory, AlteredColumnsTriggersAndViewsAreRefused) {
 TEST(HostileHistory, AFailedAddWritesNothing) {
   const std::string dir = scratch("failed-add");
   const std::string db = tiny_history(dir);
-  const std::string good =
-      copy_run(scratch("failed-add-good") + "/run", {{"started_utc", "2030-01-01T00:00:00Z"}});
-  const std::string bad =
-      copy_run(scratch("failed-add-bad") + "/run", {{"started_utc", "2030-01-02T00:00:00Z"}});
+  const std::string good = another_run("failed-add-good");
+  const std::string bad = another_run("failed-add-bad", "2030-01-02T00:00:00Z");
   const std::string cell = test::cell_files(bad)[0];
   std::ofstream(cell, std::ios::trunc) << "{\"id\": ";
   const auto before = tree(dir);
-  expect_input_error(run_kvbench("history add " + good + " " + bad + " --db " + db + " --repo ''"),
-                     cell);
+  expect_input_error(history_add(good + " " + bad, db), cell);
   EXPECT_EQ(tree(dir), before);
   // A new database is not created either.
   expect_input_error(
@@ -447,20 +451,10 @@ TEST(HostileHistory, KillDashNineDuringAddLeavesTheDatabaseIntact) {
   std::ofstream(temp_of_live) << "someone else's";
   bool caught = false;
   for (int attempt = 0; attempt < 5 && !caught; ++attempt) {
-    const pid_t pid = fork();
-    if (pid == 0) {
-      const int null_fd = ::open("/dev/null", O_WRONLY);
-      ::dup2(null_fd, STDOUT_FILENO);
-      ::dup2(null_fd, STDERR_FILENO);
-      const std::string binary = test::binary_under_test();
-      std::vector<const char*> argv = {binary.c_str(), "history", "add"};
-      for (const auto& r : runs) argv.push_back(r.c_str());
-      for (const char* a : {"--repo", "", "--db"}) argv.push_back(a);
-      argv.push_back(db.c_str());
-      argv.push_back(nullptr);
-      execv(binary.c_str(), const_cast<char* const*>(argv.data()));
-      _exit(127);
-    }
+    std::vector<std::string> args = {"history", "add"};
+    args.insert(args.end(), runs.begin(), runs.end());
+    args.insert(args.end(), {"--repo", "", "--db", db});
+    const pid_t pid = spawn_kvbench(args);
     const std::string temp = db + ".tmp." + std::to_string(pid);
     for (int i = 0; i < 5000 && !caught; ++i) {
       ::kill(pid, SIGSTOP);
@@ -488,7 +482,7 @@ TEST(HostileHistory, KillDashNineDuringAddLeavesTheDatabaseIntact) {
   EXPECT_EQ(shown.code, 0) << shown.err;
   EXPECT_NE(shown.out.find("1 run, 2 cells"), std::string::npos) << shown.out;
   // The next add removes the dead writer's temporary, keeps the live one's.
-  const auto r = run_kvbench("history add " + runs[0] + " --db " + db + " --repo ''");
+  const auto r = history_add(runs[0], db);
   EXPECT_EQ(r.code, 0) << r.err;
   EXPECT_NE(r.out.find("2 cells added, 0 already in the history"), std::string::npos) << r.out;
   EXPECT_EQ(temporaries_of(db), std::vector<std::string>{temp_of_live});

@@ -508,15 +508,7 @@ TEST(Hostile, ARunFolderHasOneWriterAndResumeRemovesStaleTemporaries) {
   }
   {
     // A real second kvbench: the first one stopped while it holds the folder.
-    const pid_t pid = fork();
-    if (pid == 0) {
-      const int null_fd = ::open("/dev/null", O_WRONLY);
-      ::dup2(null_fd, STDOUT_FILENO);
-      ::dup2(null_fd, STDERR_FILENO);
-      const std::string binary = test::binary_under_test();
-      execl(binary.c_str(), binary.c_str(), "report", run.c_str(), nullptr);
-      _exit(127);
-    }
+    const pid_t pid = spawn_kvbench({"report", run});
     ::kill(pid, SIGSTOP);
     // Until the first one holds the lock (it may have been stopped before taking it).
     for (int i = 0; i < 200; ++i) {
@@ -574,19 +566,9 @@ TEST(Hostile, KilledAtTwentyRandomMomentsLeavesNoTemporaries) {
   std::mt19937 rng(17);
   std::string folder;
   for (int round = 0; round < 20; ++round) {
-    const pid_t pid = fork();
-    if (pid == 0) {
-      const std::string binary = test::binary_under_test(), out = dir + "/killed";
-      const int null_fd = ::open("/dev/null", O_WRONLY);
-      ::dup2(null_fd, STDOUT_FILENO);
-      ::dup2(null_fd, STDERR_FILENO);
-      if (folder.empty())
-        execl(binary.c_str(), binary.c_str(), "run", exp.c_str(), "-q", "--out", out.c_str(),
-              "--set", grid.c_str(), nullptr);
-      else
-        execl(binary.c_str(), binary.c_str(), "run", "-q", "--resume", folder.c_str(), nullptr);
-      _exit(127);
-    }
+    const pid_t pid =
+        folder.empty() ? spawn_kvbench({"run", exp, "-q", "--out", dir + "/killed", "--set", grid})
+                       : spawn_kvbench({"run", "-q", "--resume", folder});
     std::this_thread::sleep_for(duration * (rng() % 1000) / 1000);
     kill(pid, SIGKILL);
     waitpid(pid, nullptr, 0);

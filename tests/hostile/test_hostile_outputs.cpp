@@ -264,20 +264,7 @@ class SlowGnuplot {
   }
   // `kvbench args` in the background with this gnuplot first on PATH; its pid.
   pid_t start(const std::vector<std::string>& args) const {
-    const pid_t pid = ::fork();
-    if (pid == 0) {
-      const std::string path = bin_ + ":" + std::getenv("PATH");
-      ::setenv("PATH", path.c_str(), 1);
-      const std::string binary = test::binary_under_test();
-      std::vector<char*> argv = {const_cast<char*>(binary.c_str())};
-      for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
-      argv.push_back(nullptr);
-      ::freopen("/dev/null", "w", stdout);
-      ::freopen("/dev/null", "w", stderr);
-      ::execv(binary.c_str(), argv.data());
-      _exit(127);
-    }
-    return pid;
+    return spawn_kvbench(args, "/dev/null", bin_);
   }
   // gnuplot's pid once it started (0 after 20 s without).
   pid_t wait_started() const {
@@ -308,15 +295,21 @@ TEST(HostileOutputs, GnuplotDiesWithKvbench) {
   const std::string run = tiny_run(dir);
   ASSERT_FALSE(run.empty());
   const SlowGnuplot gnuplot(dir);
+  // `kvbench report` sent `sig` once its gnuplot runs: gnuplot's pid (0: it
+  // never started, and kvbench is killed) and kvbench's wait status.
+  const auto report_signalled = [&](int sig) {
+    const pid_t kv = gnuplot.start({"report", run});
+    const pid_t gp = gnuplot.wait_started();
+    ::kill(kv, gp > 0 ? sig : SIGKILL);
+    int status = 0;
+    ::waitpid(kv, &status, 0);
+    return std::pair{gp, status};
+  };
 
   // kill -9 while gnuplot works: gnuplot goes too, the lock is free at once.
   {
-    const pid_t kv = gnuplot.start({"report", run});
-    const pid_t gp = gnuplot.wait_started();
+    const auto [gp, status] = report_signalled(SIGKILL);
     ASSERT_GT(gp, 0);
-    ::kill(kv, SIGKILL);
-    int status = 0;
-    ::waitpid(kv, &status, 0);
     EXPECT_TRUE(process_gone_within(gp, 2000)) << "gnuplot outlived kvbench";
     const auto again = run_kvbench("report " + run);  // the real gnuplot: the lock is free
     EXPECT_EQ(again.code, 0) << again.err;
@@ -325,12 +318,8 @@ TEST(HostileOutputs, GnuplotDiesWithKvbench) {
   // SIGTERM: gnuplot killed, temporaries removed, exit 143.
   {
     fs::remove(dir + "/gnuplot.pid");
-    const pid_t kv = gnuplot.start({"report", run});
-    const pid_t gp = gnuplot.wait_started();
+    const auto [gp, status] = report_signalled(SIGTERM);
     ASSERT_GT(gp, 0);
-    ::kill(kv, SIGTERM);
-    int status = 0;
-    ::waitpid(kv, &status, 0);
     EXPECT_TRUE(WIFEXITED(status));
     EXPECT_EQ(WEXITSTATUS(status), 143);
     EXPECT_TRUE(process_gone_within(gp, 2000)) << "gnuplot outlived kvbench";
@@ -348,16 +337,8 @@ TEST(HostileOutputs, SignalsEndARunWithTheirExitCodes) {
   const std::string exp = tiny_experiment(dir, ", \"output\": \"" + dir + "/out\"");
   for (const int sig : {SIGTERM, SIGINT, SIGHUP}) {
     fs::remove_all(dir + "/out");
-    const pid_t kv = ::fork();
-    if (kv == 0) {
-      ::freopen("/dev/null", "w", stdout);
-      ::freopen((dir + "/stderr").c_str(), "w", stderr);
-      const std::string binary = test::binary_under_test();
-      // Samples enough for the run to be under way when the signal comes.
-      ::execl(binary.c_str(), binary.c_str(), "run", exp.c_str(), "--set", "tasks.0.samples=40",
-              static_cast<char*>(nullptr));
-      _exit(127);
-    }
+    // Samples enough for the run to be under way when the signal comes.
+    const pid_t kv = spawn_kvbench({"run", exp, "--set", "tasks.0.samples=40"}, dir + "/stderr");
     // Wait for the first cell.
     bool started = false;
     for (int i = 0; i < 600 && !started; ++i) {

@@ -50,4 +50,20 @@ float check_decode_against_recompute(const LlamaModel& model, const Reference& r
   return worst;
 }
 
+// The check above from `n_prompt` random tokens (some_tokens, seed 11) in a
+// new FullCache, against a Reference of `model`.
+struct DecodeCheck {
+  float worst = 0.0f;  // the largest logit difference
+  size_t tokens = 0;   // prompt and decoded tokens
+  int32_t cached = 0;  // tokens the cache holds at the end
+};
+template <class Reference>
+DecodeCheck check_decode_from_random_prompt(const LlamaModel& model, int n_prompt, int steps) {
+  const Reference ref(model);
+  FullCache cache(model.kv_shape());
+  std::vector<int32_t> tokens = some_tokens(n_prompt, model.config().n_vocab, 11);
+  const float worst = check_decode_against_recompute(model, ref, tokens, steps, cache);
+  return {worst, tokens.size(), cache.n_tokens()};
+}
+
 }  // namespace kvbench::test

@@ -60,6 +60,15 @@ TopAgreement top_agreement(const LlamaModel& model, MatmulMode mode, const nlohm
   return a;
 }
 
+void expect_agreement(const TopAgreement& a, const AgreementBounds& b) {
+  ::testing::Test::RecordProperty("top1_identical", a.top1_same);
+  if (b.cases) EXPECT_EQ(a.cases, *b.cases);
+  if (b.min_cases) EXPECT_GE(a.cases, *b.min_cases);
+  EXPECT_GE(a.top1_same, b.min_top1);
+  if (b.max_median) EXPECT_LT(a.median, *b.max_median);
+  EXPECT_LT(a.worst, b.max_worst);
+}
+
 std::string perplexity_prose() {
   std::string text = read_text_lines("/usr/share/doc/gnu-standards/standards.text.gz", 2984, 3384);
   EXPECT_EQ(text.empty() ? '\0' : text.back(), '\n');
@@ -76,6 +85,28 @@ PerplexityResult two_window_perplexity(const LlamaModel& model, MatmulMode mode,
   o.bos_per_window = bos_per_window;
   const size_t n = std::min<size_t>(tokens.size(), 2 * 512);
   return perplexity(eval, std::vector<int32_t>(tokens.begin(), tokens.begin() + n), o);
+}
+
+GoldenProse golden_prose(const std::string& path, const std::string& name, bool bos) {
+  GoldenProse p;
+  p.golden = golden_json(name);
+  p.model = LlamaModel::load(path);
+  p.tokens = p.model->tokenizer().encode(perplexity_prose(), bos, false);
+  return p;
+}
+
+void expect_exact_two_window_perplexity(const GoldenProse& p, bool bos_per_window,
+                                        const std::vector<double>& expected,
+                                        const double (&tolerance)[2], const char* label,
+                                        const char* theirs) {
+  const PerplexityResult r =
+      two_window_perplexity(*p.model, MatmulMode::Exact, p.tokens, bos_per_window);
+  ASSERT_EQ(r.running_ppl.size(), 2u);
+  std::printf("%s after 2 windows: kvbench %.4f, %s %.4f\n", label, r.running_ppl[1], theirs,
+              expected[1]);
+  EXPECT_NEAR(r.running_ppl[0], expected[0], tolerance[0]);
+  EXPECT_NEAR(r.running_ppl[1], expected[1], tolerance[1]);
+  EXPECT_EQ(r.scored, 2 * 255);
 }
 
 }  // namespace kvbench::test

@@ -4,6 +4,8 @@
 // test_perplexity make with them.
 #pragma once
 
+#include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -46,6 +48,20 @@ struct TopAgreement {
 TopAgreement top_agreement(const LlamaModel& model, MatmulMode mode, const nlohmann::json& golden,
                            const char* key, float margin, const std::string& label);
 
+// What a golden test asks of a TopAgreement, each bound checked where set:
+// cases == `cases`, cases >= min_cases, top1_same >= min_top1, median <
+// max_median, worst < max_worst.
+struct AgreementBounds {
+  std::optional<int> cases, min_cases;
+  int min_top1 = 0;
+  std::optional<float> max_median;
+  float max_worst = 0.0f;
+};
+
+// Checks `a` against `b` and records a.top1_same as the test's property
+// "top1_identical".
+void expect_agreement(const TopAgreement& a, const AgreementBounds& b);
+
 // The gnu-standards prose the perplexity figures were measured on, as
 // llama-perplexity reads it (without the final newline).
 std::string perplexity_prose();
@@ -55,5 +71,24 @@ std::string perplexity_prose();
 PerplexityResult two_window_perplexity(const LlamaModel& model, MatmulMode mode,
                                        const std::vector<int32_t>& tokens,
                                        bool bos_per_window = false);
+
+// The model at `path` (loaded here), the golden perplexity file `name` and
+// the prose as that model tokenizes it (BOS first when `bos`); the test
+// checks the tokens against the file's "token_ids".
+struct GoldenProse {
+  nlohmann::json golden;
+  std::unique_ptr<LlamaModel> model;
+  std::vector<int32_t> tokens;
+};
+GoldenProse golden_prose(const std::string& path, const std::string& name, bool bos);
+
+// two_window_perplexity of the prose in Exact mode against llama.cpp's
+// running perplexity `expected` after each window (within tolerance[0],
+// tolerance[1]), 2 x 255 predictions scored. Prints "<label> after 2
+// windows: kvbench X, <theirs> Y".
+void expect_exact_two_window_perplexity(const GoldenProse& p, bool bos_per_window,
+                                        const std::vector<double>& expected,
+                                        const double (&tolerance)[2], const char* label,
+                                        const char* theirs);
 
 }  // namespace kvbench::test
