@@ -129,6 +129,23 @@ ComponentInfo object_component(std::string_view name, std::string_view summary,
   return c;
 }
 
+// The declaration of an extra: its parts and its rule across components.
+// Every extra so far acts on what maintenance evicts (offload, merge), on
+// how it chooses (chunkkv, critical) or after the prompt (think), so a cache
+// with it holds the full cache's state until then and may start from the
+// shared prefill (lossless_until_eviction); one that changes entries earlier
+// must set it false.
+inline ComponentInfo extra_component(std::string_view name, std::string_view summary,
+                                     std::vector<ParamInfo> params, PartsFactory parts,
+                                     void (*check)(const PolicySpec&,
+                                                   const ComponentSpec&) = nullptr) {
+  ComponentInfo c{name, ComponentKind::Extra, summary, std::move(params)};
+  c.make_parts = parts;
+  c.check = check;
+  c.lossless_until_eviction = true;
+  return c;
+}
+
 // The policy every other is measured against: every entry, f32, no
 // eviction. The harness names it only through this constant.
 inline constexpr std::string_view kReferencePolicy = "full";

@@ -135,16 +135,11 @@ void check_chunkkv(const PolicySpec& s, const ComponentSpec&) {
 }  // namespace
 
 ComponentInfo declare_chunkkv() {
-  ComponentInfo c{"chunkkv",
-                  ComponentKind::Extra,
-                  "ChunkKV: a layer keeps whole chunks of consecutive tokens, the same for every "
-                  "head, chosen by the mean of the scorer's priorities summed over the heads",
-                  {{"length", ParamType::Int, "20", "tokens per chunk", 1, 1e6}}};
-  c.make_parts = chunkkv_parts;
-  c.check = check_chunkkv;
-  // It only chooses what maintenance evicts: a cache with it holds what the
-  // full cache holds until then, so it may start from the shared prefill.
-  c.lossless_until_eviction = true;
+  ComponentInfo c = extra_component(
+      "chunkkv",
+      "ChunkKV: a layer keeps whole chunks of consecutive tokens, the same for every head, chosen "
+      "by the mean of the scorer's priorities summed over the heads",
+      {{"length", ParamType::Int, "20", "tokens per chunk", 1, 1e6}}, chunkkv_parts, check_chunkkv);
   // Parameters that fit the registry-wide tests' small budgets.
   c.example = "length=3";
   return c;

@@ -142,20 +142,16 @@ void check_critical(const PolicySpec& s, const ComponentSpec&) {
 }  // namespace
 
 ComponentInfo declare_critical() {
-  ComponentInfo c{
+  ComponentInfo c = extra_component(
       "critical",
-      ComponentKind::Extra,
       "CriticalKV: after allocation, a head keeps its top-scored entries for half its "
       "budget and fills the rest by (score + eps) x the L1 norm of the value through "
       "o_proj",
       {{"eps", ParamType::Number, "0.0001",
         "added to the attention score before weighing by the projected value norm", 0, 1},
        {"first", ParamType::Number, "0.5",
-        "share of a head's keep count chosen by attention score alone (stage 1)", 0, 1}}};
-  c.make_parts = critical_parts;
-  c.check = check_critical;
-  // It only re-ranks what maintenance evicts (see chunkkv.cpp).
-  c.lossless_until_eviction = true;
+        "share of a head's keep count chosen by attention score alone (stage 1)", 0, 1}},
+      critical_parts, check_critical);
   c.example_scorer = "snapkv";
   // Parameters that fit the registry-wide tests' small budgets (the extra
   // takes none of its own).

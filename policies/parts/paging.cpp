@@ -141,9 +141,8 @@ std::shared_ptr<const Part> make_paging_part(const PagingOptions& options, const
 }
 
 ComponentInfo declare_offload() {
-  ComponentInfo c{
+  ComponentInfo c = extra_component(
       "offload",
-      ComponentKind::Extra,
       "evicted entries go to a cold tier, paged in position order with per-channel key min/max; "
       "at every step (prefill chunks included) the step's queries bound each page and the best "
       "pages are attended in that same step (restored bytes count as hot)",
@@ -175,10 +174,8 @@ ComponentInfo declare_offload() {
         {"bound", "importance"}},
        {"window", ParamType::Int, "100", "rule=importance: steps of the rolling window", 1, 1e6},
        {"threshold", ParamType::Number, "0.1",
-        "rule=importance: the attention (a share of the query's) that brings a token back", 0, 1}}};
-  c.make_parts = offload_parts;
-  c.check = check_offload;
-  c.lossless_until_eviction = true;
+        "rule=importance: the attention (a share of the query's) that brings a token back", 0, 1}},
+      offload_parts, check_offload);
   // Parameters that fit the registry-wide tests' small budgets.
   c.example = "page=4";
   return c;

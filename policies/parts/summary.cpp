@@ -34,20 +34,18 @@ std::vector<std::shared_ptr<const Part>> merge_parts(const ComponentSpec& s, con
 }  // namespace
 
 ComponentInfo declare_merge() {
-  ComponentInfo c{"merge",
-                  ComponentKind::Extra,
-                  "evicted entries are folded into one summary entry per head (weighted mean of K "
-                  "and V; the seed's include_skipped)",
-                  {{"weight",
-                    ParamType::Choice,
-                    "attention",
-                    "weights of the mean: accumulated attention (when collected), or uniform",
-                    0,
-                    0,
-                    {"attention", "uniform"}}}};
-  c.make_parts = merge_parts;
-  c.lossless_until_eviction = true;
-  return c;
+  return extra_component(
+      "merge",
+      "evicted entries are folded into one summary entry per head (weighted mean of K "
+      "and V; the seed's include_skipped)",
+      {{"weight",
+        ParamType::Choice,
+        "attention",
+        "weights of the mean: accumulated attention (when collected), or uniform",
+        0,
+        0,
+        {"attention", "uniform"}}},
+      merge_parts);
 }
 
 }  // namespace kvbench

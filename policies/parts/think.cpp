@@ -91,19 +91,13 @@ void check_think(const PolicySpec& s, const ComponentSpec&) {
 }  // namespace
 
 ComponentInfo declare_think() {
-  ComponentInfo c{
+  return extra_component(
       "think",
-      ComponentKind::Extra,
       "ThinK: at the end of the prompt, each KV head's key channels of lowest "
       "query x key energy become 0 in the prompt's keys",
       {{"channels", ParamType::Number, "0.5", "share of each head's key channels pruned", 0, 1},
-       {"window", ParamType::Int, "32", "last prompt queries that score the channels", 1, 1e6}}};
-  c.make_parts = think_parts;
-  c.check = check_think;
-  // It rewrites keys at the end of the prompt, after every prefill step: until
-  // then a cache with it holds what the full cache holds.
-  c.lossless_until_eviction = true;
-  return c;
+       {"window", ParamType::Int, "32", "last prompt queries that score the channels", 1, 1e6}},
+      think_parts, check_think);
 }
 
 }  // namespace kvbench
