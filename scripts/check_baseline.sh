@@ -5,16 +5,7 @@
 # model; ctest reports it as skipped).
 # Usage: scripts/check_baseline.sh BUILD_DIR [NAME]
 set -euo pipefail
-root=$(cd "$(dirname "$0")/.." && pwd)
-build=${1:-$root/build}
+. "$(dirname "$0")/baseline_common.sh"
 name=${2:-quick}
-model=${KVBENCH_MODEL:-$root/models/SmolLM2-135M-Instruct.Q4_1.gguf}
-if [ ! -f "$model" ]; then
-  echo "skipped: $model not found (run scripts/setup.sh)"
-  exit 77
-fi
-out=$(mktemp -d)
-trap 'rm -rf "$out"' EXIT
-cd "$root"
 "$build/kvbench" run "experiments/$name.json" --set "model=$model" --out "$out" --quiet
 "$build/kvbench" compare "results/baseline/$name" "$out/$name"-* --tolerance 0

@@ -8,16 +8,7 @@
 # when it passed the weakened run, 77 skipped (no default model).
 # Usage: scripts/check_gate_power.sh BUILD_DIR
 set -euo pipefail
-root=$(cd "$(dirname "$0")/.." && pwd)
-build=${1:-$root/build}
-model=${KVBENCH_MODEL:-$root/models/SmolLM2-135M-Instruct.Q4_1.gguf}
-if [ ! -f "$model" ]; then
-  echo "skipped: $model not found (run scripts/setup.sh)"
-  exit 77
-fi
-out=$(mktemp -d)
-trap 'rm -rf "$out"' EXIT
-cd "$root"
+. "$(dirname "$0")/baseline_common.sh"
 # policies/4 is "snapkv 256" in experiments/gate.json.
 grep -q '"spec": "snapkv:budget=256", "label": "snapkv 256"' experiments/gate.json ||
   { echo "error: experiments/gate.json: no 'snapkv 256' row to weaken" >&2; exit 2; }
