@@ -250,6 +250,8 @@ TEST(Plots, ScoreVsRatioFamiliesAndTaskGroups) {
     for (const char* text : {"All tasks (12 instances)", "Retrieval (6 instances)",
                              "Aggregation (6 instances)", "Full cache", ">H2O<"})
       EXPECT_NE(svg.find(text), std::string::npos) << text;
+    // Ratio budgets are this figure's, not score-vs-budget's (tokens only).
+    EXPECT_FALSE(fs::exists(run.path("plots/score-vs-budget.svg")));
   }
   // Token budgets alone draw no such figure.
   const RunFolder tokens = make_run("tokens", synthetic());

@@ -122,7 +122,9 @@ void score_vs_memory(plot::Script& s, const std::vector<TableRow>& rows, const s
 }
 
 // Score vs budget (cells carry policy.base and policy.budget): one line per
-// base policy, per model and base policy with several models.
+// base policy, per model and base policy with several models. Token budgets
+// only: ratio budgets are score-vs-ratio's (plots_ratio.h), and one axis
+// cannot hold both units.
 void score_vs_budget(plot::Script& s, const std::vector<PlotModel>& models,
                      const std::string& dir) {
   // base policy -> budget -> [cells] scores
@@ -133,6 +135,7 @@ void score_vs_budget(plot::Script& s, const std::vector<PlotModel>& models,
       const json& p = c["policy"];
       if (!p.contains("budget") || p["budget"].is_null()) continue;
       const double budget = p["budget"].get<double>();
+      if (budget <= 1) continue;  // a ratio
       lo = std::min(lo, budget);
       hi = std::max(hi, budget);
       const std::string base = p.value("base", std::string("?"));
@@ -157,8 +160,7 @@ void score_vs_budget(plot::Script& s, const std::vector<PlotModel>& models,
             label(base);
     ++block;
   }
-  cmd << "set title 'Score vs budget'\nset xlabel 'budget (tokens, or ratio of the context when "
-         "<= 1)'\n"
+  cmd << "set title 'Score vs budget'\nset xlabel 'budget (tokens per KV head)'\n"
       << "set ylabel 'score (bars: 95% interval)'\nset yrange [0:1.05]\nset key bottom right\n"
       // Token budgets spread over powers of two read best on a log axis.
       << (lo > 1 && hi / lo >= 4 ? "set logscale x 2\nset xrange [" + std::to_string(lo / 1.5) +

@@ -108,7 +108,8 @@ constexpr Figure kFigures[] = {
      "with a needle: held in any tier (left) and in the hot set attention reads at question time, "
      "restored pages included (right)."},
     {"score-vs-budget", "Score vs budget", "budget",
-     "Mean score against the policy's budget, one line per base policy; bars: 95% interval."},
+     "Mean score against the policy's token budget, one line per base policy; bars: 95% "
+     "interval. Ratio budgets are in Score vs compression ratio."},
 };
 
 bool has_file(const std::vector<std::string>& files, const std::string& f) {
