@@ -8,7 +8,6 @@
 #include <filesystem>
 #include <map>
 #include <optional>
-#include <span>
 
 #include "datasets/grader.h"
 #include "datasets/prompt.h"
