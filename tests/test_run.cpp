@@ -441,7 +441,8 @@ TEST(Run, AShardResumesAsTheSameShard) {
   EXPECT_EQ(test::stable_cells(folder, true), done);
   std::string ignored;
   EXPECT_EQ(run_cli("run -q --resume " + folder + " --shard 2/2", &ignored), 2);
-  EXPECT_NE(stderr_text().find("give no experiment, --set, --model, --limit, --out or --shard"), std::string::npos)
+  EXPECT_NE(stderr_text().find("give no experiment, --set, --model, --limit, --out or --shard"),
+            std::string::npos)
       << stderr_text();
 }
 
