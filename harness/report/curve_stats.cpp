@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdio>
 #include <set>
 #include <sstream>
 
@@ -10,23 +9,8 @@
 #include "harness/report/plots_ratio.h"
 
 namespace kvbench {
-namespace {
 
 using json = nlohmann::json;
-
-std::string fixed(double v, const char* f = "%.3f") {
-  if (std::isnan(v)) return "–";
-  char buf[64];
-  std::snprintf(buf, sizeof buf, f, v);
-  return buf;
-}
-
-std::string with_interval(double v, const stats::Interval& ci, const char* f = "%.3f") {
-  if (std::isnan(ci.lo)) return fixed(v, f);
-  return fixed(v, f) + " [" + fixed(ci.lo, f) + ", " + fixed(ci.hi, f) + "]";
-}
-
-}  // namespace
 
 std::vector<CurveFamily> curve_families(const std::vector<json>& cells) {
   // family -> instance -> ratio -> score; the family's first config index.
@@ -110,16 +94,17 @@ std::string curve_table_markdown(const std::vector<json>& cells) {
   for (size_t i = 0; i < fams.size(); ++i) {
     const CurveFamily& f = fams[i];
     std::string ratios;
-    for (double x : f.ratios) ratios += (ratios.empty() ? "" : ", ") + fixed(x, "%.2g");
+    for (double x : f.ratios)
+      ratios += (ratios.empty() ? "" : ", ") + stats::format_estimate(x, {}, "%.2g");
     o << "| " << i + 1 << " | " << markdown_cell(f.family) << " | " << ratios << " | "
-      << f.auc_of.size() << " | " << with_interval(f.auc, f.ci) << " | ";
+      << f.auc_of.size() << " | " << stats::format_estimate(f.auc, f.ci) << " | ";
     if (i == 0) {
       o << "– | – | leader |\n";
       continue;
     }
     const CurvePair c = compare_curves(f, leader);
-    o << with_interval(c.delta, c.ci, "%+.3f") << " (n=" << c.n << ") | " << fixed(c.p, "%.3g")
-      << " | "
+    o << stats::format_estimate(c.delta, c.ci, "%+.3f") << " (n=" << c.n << ") | "
+      << stats::format_estimate(c.p, {}, "%.3g") << " | "
       << (c.differ ? (c.delta < 0 ? "below the leader" : "above the leader")
                    : "not distinguished at n=" + std::to_string(c.n))
       << " |\n";

@@ -176,14 +176,15 @@ double min_detectable_drop(ScoreKind kind, int64_t n) {
   return k ? static_cast<double>(k) / static_cast<double>(n) : NAN;
 }
 
-std::string format_estimate(double mean, Interval ci) {
+std::string format_estimate(double mean, Interval ci, const char* format) {
   if (std::isnan(mean)) return "–";
-  char buf[96];
-  if (std::isnan(ci.lo))
-    std::snprintf(buf, sizeof buf, "%.3f", mean);
-  else
-    std::snprintf(buf, sizeof buf, "%.3f [%.3f, %.3f]", mean, ci.lo, ci.hi);
-  return buf;
+  const auto one = [&](double x) {
+    char buf[64];
+    std::snprintf(buf, sizeof buf, format, x);
+    return std::string(buf);
+  };
+  if (std::isnan(ci.lo)) return one(mean);
+  return one(mean) + " [" + one(ci.lo) + ", " + one(ci.hi) + "]";
 }
 
 }  // namespace kvbench::stats

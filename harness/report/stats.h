@@ -151,7 +151,9 @@ int64_t min_detectable_flips(ScoreKind kind, int64_t n);
 // min_detectable_flips / n; NaN when no drop of n instances can be significant.
 double min_detectable_drop(ScoreKind kind, int64_t n);
 
-// "0.700 [0.397, 0.892]" (three decimals; "–" for no data).
-std::string format_estimate(double mean, Interval ci);
+// "0.700 [0.397, 0.892]": the mean and its interval's ends each in printf
+// `format` (default three decimals; "%+.3f" for a difference); the mean
+// alone without an interval, "–" for no data.
+std::string format_estimate(double mean, Interval ci, const char* format = "%.3f");
 
 }  // namespace kvbench::stats

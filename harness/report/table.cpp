@@ -95,8 +95,7 @@ stats::Interval retention_interval(const std::vector<double>& s, const std::vect
 
 // "+0.109 [+0.052, +0.170]": a mean with its interval, both in format f.
 std::string with_interval(std::optional<double> v, stats::Interval ci, const char* f) {
-  if (!v || std::isnan(ci.lo)) return fmt(v, f);
-  return fmt(v, f) + " [" + fmt(ci.lo, f) + ", " + fmt(ci.hi, f) + "]";
+  return v ? stats::format_estimate(*v, ci, f) : "–";
 }
 
 // "75.0% [30.1, 100.0]": a share in percent with its interval in percent.
