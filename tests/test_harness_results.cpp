@@ -215,9 +215,9 @@ std::string h2o_row(const std::string& report) {
 // The leaderboard's figure: configurations with ratio budgets, by family
 // (the label before " (budget X)") and RULER category.
 TEST(Plots, ScoreVsRatioFamiliesAndTaskGroups) {
-  EXPECT_EQ(plot::policy_family("SnapKV (budget 0.25)"), "SnapKV");
-  EXPECT_EQ(plot::policy_family("snapkv 256"), "snapkv 256");
-  EXPECT_EQ(plot::policy_family("a (budget 0.5) b"), "a (budget 0.5) b");
+  EXPECT_EQ(policy_family("SnapKV (budget 0.25)"), "SnapKV");
+  EXPECT_EQ(policy_family("snapkv 256"), "snapkv 256");
+  EXPECT_EQ(policy_family("a (budget 0.5) b"), "a (budget 0.5) b");
   EXPECT_EQ(plot::task_group("niah_multikey"), "Retrieval");
   EXPECT_EQ(plot::task_group("passkey"), "Retrieval");
   EXPECT_EQ(plot::task_group("vt"), "Multi-hop tracing");

@@ -6,29 +6,50 @@
 #include <sstream>
 
 #include "harness/encode/markdown.h"
-#include "harness/report/plots_ratio.h"
 
 namespace kvbench {
 
 using json = nlohmann::json;
 
-std::vector<CurveFamily> curve_families(const std::vector<json>& cells) {
-  // family -> instance -> ratio -> score; the family's first config index.
-  std::map<std::string, std::map<std::string, std::map<double, double>>> scores;
+std::string policy_family(const std::string& label) {
+  const size_t at = label.rfind(" (budget ");
+  return at == std::string::npos || label.back() != ')' ? label : label.substr(0, at);
+}
+
+std::optional<RatioPoint> ratio_point(const json& cell) {
+  const json& p = cell["policy"];
+  if (p.value("is_reference", false) || !p.contains("budget") || !p["budget"].is_number())
+    return std::nullopt;
+  const double b = p["budget"].get<double>();
+  if (!(b > 0 && b <= 1)) return std::nullopt;
+  return RatioPoint{policy_family(p.value("label", std::string("?"))), 1.0 - b,
+                    p.value("index", int64_t{0})};
+}
+
+std::vector<std::string> ratio_families(std::span<const std::vector<json>* const> runs) {
   std::map<std::string, int64_t> first;
-  for (const json& c : cells) {
-    const json& p = c["policy"];
-    if (p.value("is_reference", false) || !p.contains("budget") || !p["budget"].is_number())
-      continue;
-    const double b = p["budget"].get<double>();
-    if (!(b > 0 && b <= 1)) continue;
-    const std::string f = plot::policy_family(p.value("label", std::string("?")));
-    const int64_t i = p.value("index", int64_t{0});
-    if (!first.count(f) || i < first[f]) first[f] = i;
-    scores[f][c["instance"].value("id", "")][1.0 - b] = c["score"].get<double>();
-  }
+  for (const std::vector<json>* cells : runs)
+    for (const json& c : *cells)
+      if (const auto r = ratio_point(c);
+          r && (!first.count(r->family) || r->index < first[r->family]))
+        first[r->family] = r->index;
+  std::vector<std::string> out;
+  for (const auto& [f, i] : first) out.push_back(f);
+  std::stable_sort(out.begin(), out.end(),
+                   [&](const auto& a, const auto& b) { return first[a] < first[b]; });
+  return out;
+}
+
+std::vector<CurveFamily> curve_families(const std::vector<json>& cells) {
+  // family -> instance -> ratio -> score
+  std::map<std::string, std::map<std::string, std::map<double, double>>> scores;
+  for (const json& c : cells)
+    if (const auto r = ratio_point(c))
+      scores[r->family][c["instance"].value("id", "")][r->ratio] = c["score"].get<double>();
   std::vector<CurveFamily> out;
-  for (const auto& [f, by_instance] : scores) {
+  const std::vector<const std::vector<json>*> runs{&cells};
+  for (const std::string& f : ratio_families(runs)) {
+    const auto& by_instance = scores[f];
     std::set<double> ratios;
     for (const auto& [inst, by_ratio] : by_instance)
       for (const auto& [x, s] : by_ratio) ratios.insert(x);
@@ -55,9 +76,6 @@ std::vector<CurveFamily> curve_families(const std::vector<json>& cells) {
     fam.ci = stats::bootstrap_mean_interval(aucs);
     out.push_back(std::move(fam));
   }
-  std::stable_sort(out.begin(), out.end(), [&](const CurveFamily& a, const CurveFamily& b) {
-    return first[a.family] < first[b.family];
-  });
   return out;
 }
 

@@ -17,6 +17,8 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -25,6 +27,24 @@
 #include "harness/report/stats.h"
 
 namespace kvbench {
+
+// The family a configuration belongs to: its label without the
+// " (budget X)" the grid's expansion appended.
+std::string policy_family(const std::string& label);
+
+// A cell of a configuration with a ratio budget (0 < b <= 1): its family,
+// its compression ratio 1 - b and its configuration's index. None for the
+// full cache, token budgets and budget-less configurations.
+struct RatioPoint {
+  std::string family;
+  double ratio = 0;
+  int64_t index = 0;
+};
+std::optional<RatioPoint> ratio_point(const nlohmann::json& cell);
+
+// The families with a ratio point in any of `runs`, in the order of their
+// first configuration (the config's).
+std::vector<std::string> ratio_families(std::span<const std::vector<nlohmann::json>* const> runs);
 
 struct CurveFamily {
   std::string family;

@@ -57,30 +57,11 @@ std::string task_group(const std::string& task) {
   return task;
 }
 
-std::string policy_family(const std::string& label) {
-  const size_t at = label.rfind(" (budget ");
-  return at == std::string::npos || label.back() != ')' ? label : label.substr(0, at);
-}
-
 void score_vs_ratio(Script& s, const std::vector<PlotModel>& models, const std::string& dir) {
-  // Families in the order of their first configuration (the config's).
-  std::map<std::string, int64_t> first_index;
-  for (const PlotModel& m : models)
-    for (const json& c : *m.cells) {
-      const json& p = c["policy"];
-      if (p.value("is_reference", false) || !p.contains("budget") || !p["budget"].is_number())
-        continue;
-      const double b = p["budget"].get<double>();
-      if (!(b > 0 && b <= 1)) continue;
-      const std::string f = policy_family(p.value("label", std::string("?")));
-      const int64_t i = p.value("index", int64_t{0});
-      if (!first_index.count(f) || i < first_index[f]) first_index[f] = i;
-    }
-  if (first_index.empty()) return;
-  std::vector<std::string> families;
-  for (const auto& [f, i] : first_index) families.push_back(f);
-  std::stable_sort(families.begin(), families.end(),
-                   [&](const auto& a, const auto& b) { return first_index[a] < first_index[b]; });
+  std::vector<const std::vector<json>*> runs;
+  for (const PlotModel& m : models) runs.push_back(m.cells);
+  const std::vector<std::string> families = ratio_families(runs);
+  if (families.empty()) return;
   std::map<std::string, size_t> family_of;
   for (size_t j = 0; j < families.size(); ++j) family_of[families[j]] = j;
 
@@ -100,23 +81,20 @@ void score_vs_ratio(Script& s, const std::vector<PlotModel>& models, const std::
   std::vector<std::vector<Panel>> panels(models.size(), std::vector<Panel>(columns.size()));
   for (size_t r = 0; r < models.size(); ++r)
     for (const json& c : *models[r].cells) {
-      const json& p = c["policy"];
+      const bool reference = c["policy"].value("is_reference", false);
+      const std::optional<RatioPoint> point = ratio_point(c);
       const std::string group = task_group(c["instance"].value("task", ""));
       const double score = c["score"].get<double>();
       for (size_t k = 0; k < columns.size(); ++k) {
         if (k > 0 && columns[k] != group) continue;
         Panel& panel = panels[r][k];
-        if (p.value("is_reference", false)) {
+        if (reference) {
           panel.full.push_back(score);
-          panel.instances.insert(c["instance"].value("id", ""));
+        } else if (point) {
+          panel.family[family_of.at(point->family)][point->ratio].push_back(score);
+        } else {
           continue;
         }
-        if (!p.contains("budget") || !p["budget"].is_number()) continue;
-        const double b = p["budget"].get<double>();
-        if (!(b > 0 && b <= 1)) continue;
-        const auto f = family_of.find(policy_family(p.value("label", std::string("?"))));
-        if (f == family_of.end()) continue;
-        panel.family[f->second][1.0 - b].push_back(score);
         panel.instances.insert(c["instance"].value("id", ""));
       }
     }

@@ -1,7 +1,7 @@
 // Score against compression ratio, the figure kvpress's leaderboard is read
 // by: x = the share of the context evicted (1 - a ratio budget), y = the
-// mean score with its 95% interval; one line per policy family (the label
-// before " (budget ...)"), families told apart by colour and marker from the
+// mean score with its 95% interval; one line per policy family
+// (policy_family, curve_stats.h), families told apart by colour and marker from the
 // Okabe-Ito palette (safe for colour-blind readers) and named in a legend
 // panel, never on the points; the full cache as a dashed line with its
 // interval as a band. Panels: task groups in columns (all tasks, then
@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "harness/report/curve_stats.h"
 #include "harness/report/plot_script.h"
 #include "harness/report/plots.h"
 
@@ -22,10 +23,6 @@ namespace kvbench::plot {
 // "Multi-hop tracing" (vt), "Aggregation" (cwe, fwe), "QA" (qa), else the
 // task itself.
 std::string task_group(const std::string& task);
-
-// The family a configuration belongs to: its label without the
-// " (budget X)" the grid's expansion appended.
-std::string policy_family(const std::string& label);
 
 // Adds plots/score-vs-ratio.{png,svg} to the script.
 void score_vs_ratio(Script& s, const std::vector<PlotModel>& models, const std::string& dir);
