@@ -280,7 +280,7 @@ TEST_F(PolicyStart, QueryStatisticsOfOneSkipAreSharedTheOtherPrefillsItself) {
   const std::vector<const PolicySpec*> specs{&a, &b, &c};
   std::vector<StartPlan> plans;
   for (const PolicySpec* s : specs) plans.push_back(plan_start(*s, ctx_, chunks_, true));
-  settle_query_stats(specs, plans, ctx_);
+  settle_query_stats(specs, plans);
   EXPECT_EQ(plans[0].start, Start::Branch);
   EXPECT_EQ(plans[1].start, Start::Scratch);
   EXPECT_EQ(plans[2].start, Start::Branch);

@@ -44,17 +44,17 @@ CacheContext shared_full_context(const CacheContext& ctx,
   return full;
 }
 
-int query_stats_skip_needed(const PolicySpec& spec, const CacheContext& ctx) {
-  if (!PolicyCache::scorer_needs(spec).query_stats) return -1;
-  return PolicyCache::create(spec, ctx)->import_needs().query_stats_skip;
+int query_stats_skip_needed(const PolicySpec& spec) {
+  // What import_needs() reports, without making a cache.
+  const ScorerNeeds needs = PolicyCache::scorer_needs(spec);
+  return needs.query_stats ? needs.query_stats_skip : -1;
 }
 
-void settle_query_stats(std::span<const PolicySpec* const> specs, std::span<StartPlan> plans,
-                        const CacheContext& ctx) {
+void settle_query_stats(std::span<const PolicySpec* const> specs, std::span<StartPlan> plans) {
   int skip = -1;
   for (size_t i = 0; i < specs.size(); ++i) {
     if (plans[i].start == Start::Scratch) continue;
-    const int need = query_stats_skip_needed(*specs[i], ctx);
+    const int need = query_stats_skip_needed(*specs[i]);
     if (need < 0) continue;
     if (skip < 0) skip = need;
     if (need != skip) plans[i] = StartPlan{};

@@ -48,13 +48,12 @@ StartPlan plan_start(const PolicySpec& spec, const CacheContext& ctx,
 CacheContext shared_full_context(const CacheContext& ctx, std::span<const PolicySpec* const> specs);
 
 // The query-statistics skip a spec needs from the full cache, or -1.
-int query_stats_skip_needed(const PolicySpec& spec, const CacheContext& ctx);
+int query_stats_skip_needed(const PolicySpec& spec);
 
 // Plans that import (branch or resume) and need query statistics with
 // another skip than the first such plan's become Scratch: the shared full
 // cache collects one. specs[i] goes with plans[i].
-void settle_query_stats(std::span<const PolicySpec* const> specs, std::span<StartPlan> plans,
-                        const CacheContext& ctx);
+void settle_query_stats(std::span<const PolicySpec* const> specs, std::span<StartPlan> plans);
 
 // The shared full prefill: the full cache after the prompt (end_prefill
 // done), copies after the chunks Resume plans need, and the last logits.

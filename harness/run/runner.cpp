@@ -460,7 +460,7 @@ std::vector<PolicyRun> plan_runs(const Plan& plan, size_t instance,
     specs.push_back(&r.policy->spec);
     plans.push_back(r.plan);
   }
-  settle_query_stats(specs, plans, ctx);
+  settle_query_stats(specs, plans);
   for (size_t i = 0; i < runs.size(); ++i) runs[i].plan = plans[i];
   return runs;
 }
