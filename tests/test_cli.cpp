@@ -49,6 +49,17 @@ TEST(Cli, UsageErrorsExitWith2) {
       run("generate --prompt hi --model " + test::tiny_model_path() + " --threads 0"), "--threads");
 }
 
+// A value with spaces left unquoted: the error names the word left over,
+// wherever options and their values sit around it.
+TEST(Cli, AnExtraArgumentIsNamed) {
+  expect_input_error(run("run a.json b.json"), "unexpected argument 'b.json'");
+  expect_input_error(run("run --set threads=1 a.json --limit 2 extra"),
+                     "unexpected argument 'extra'");
+  expect_input_error(run("run --set=x a.json -q other"), "unexpected argument 'other'");
+  expect_input_error(run("info stray"), "unexpected argument 'stray'");
+  expect_input_error(run("info stray"), "takes no file or folder argument");
+}
+
 TEST(Cli, InfoListsTensorTypes) {
   const Result r = run("info --model " + test::tiny_model_path() + " --tensors");
   ASSERT_EQ(r.code, 0) << r.err;

@@ -58,6 +58,40 @@ void print_usage(std::ostream& os) {
         "Exit codes: 0 done, 1 a check failed, 2 bad input or usage.\n";
 }
 
+// Boost's "too many positional options" names no argument; a user who left
+// a value with spaces unquoted needs to see which word was left over. The
+// words that are neither options nor an option's value are collected in
+// order (an option's value is the next word when the option takes one and
+// was not written --name=value); those past the command's slots are extra.
+std::string extra_argument_message(const Args& args, const po::options_description& all,
+                                   const po::positional_options_description* positional) {
+  const unsigned slots = positional ? positional->max_total_count() : 0;
+  std::vector<std::string> loose;
+  bool options_end = false;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& w = args[i];
+    if (options_end || w.size() < 2 || w[0] != '-') {
+      loose.push_back(w);
+      continue;
+    }
+    if (w == "--") {
+      options_end = true;
+      continue;
+    }
+    const bool long_form = w[1] == '-';
+    const std::string name = long_form ? w.substr(2, w.find('=') - 2) : w.substr(1, 1);
+    const bool inline_value = long_form ? w.find('=') != std::string::npos : w.size() > 2;
+    const po::option_description* d = all.find_nothrow(name, false, false, !long_form);
+    if (d && !inline_value && d->semantic()->max_tokens() > 0) ++i;  // its value
+  }
+  if (loose.size() <= slots) return "too many arguments (quote a value that holds spaces)";
+  return "unexpected argument '" + escaped_text(loose[slots], 200) + "' (" +
+         (slots == 0 ? std::string("this command takes no file or folder argument")
+                     : "this command takes at most " + std::to_string(slots) + " argument" +
+                           (slots == 1 ? "" : "s")) +
+         "; quote a value that holds spaces)";
+}
+
 }  // namespace
 
 bool attention_option(const std::string& value, bool exact) {
@@ -87,6 +121,8 @@ bool parse(const Args& args, const po::options_description& desc, po::variables_
       return false;
     }
     po::notify(vm);
+  } catch (const po::too_many_positional_options_error&) {
+    throw InputError(extra_argument_message(args, all, positional));
   } catch (const po::error& e) {
     throw InputError(e.what());
   }
