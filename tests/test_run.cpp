@@ -212,7 +212,7 @@ TEST(Run, QueryAgnosticCompressesTheContextAloneAndSharingChangesNothing) {
 
 // --limit keeps the first N instances of each task entry (recorded in the
 // run's config, so a resume or report sees the same grid); --model runs the
-// grid on another file.
+// grid on another file; --threads sets the config's thread count.
 TEST(Run, LimitAndModelOptions) {
   const std::string dir = scratch_dir("limit");
   const std::string exp = write_experiment(dir);
@@ -220,16 +220,28 @@ TEST(Run, LimitAndModelOptions) {
   std::string out;
   ASSERT_EQ(run_cli(exp + " --limit 1 --model " + other + " --dry-run", &out), 0) << stderr_text();
   EXPECT_EQ(out.rfind("tiny: 1 instances x 5 policies = 5 cells", 0), 0u) << out;
-  ASSERT_EQ(run_cli(exp + " -q --limit 1 --model " + other + " --out " + dir + "/a"), 0)
+  ASSERT_EQ(run_cli(exp + " -q --limit 1 --threads 1 --model " + other + " --out " + dir + "/a"), 0)
       << stderr_text();
   const std::string run = test::only_run_folder(dir + "/a");
   const json config = read_json_file(run + "/config.json");
   EXPECT_EQ(config["limit"], 1);
+  EXPECT_EQ(config["threads"], 1);
+  // The report says how the run differs from the experiment it describes.
+  const std::string report = test::slurp(run + "/report.md");
+  EXPECT_NE(report.find("As run: " + exp.substr(4) +
+                        ", changed on the command line by limit=1, "
+                        "threads=1, model=" +
+                        other),
+            std::string::npos)
+      << report;
   EXPECT_EQ(config["model"], other);
   EXPECT_EQ(test::stable_cells(run).size(), 5u);
   EXPECT_EQ(run_cli(exp + " --limit 0 --dry-run"), 2);
   EXPECT_NE(stderr_text().find("--limit: expected a count >= 1"), std::string::npos);
   EXPECT_EQ(run_cli("run --resume " + run + " --limit 2"), 2);
+  EXPECT_EQ(run_cli(exp + " --threads 0 --dry-run"), 2);
+  EXPECT_NE(stderr_text().find("--threads must be between 1 and 512"), std::string::npos);
+  EXPECT_EQ(run_cli("run --resume " + run + " -t 2"), 2);
 }
 
 TEST(Run, PerplexityCellsBranchPoliciesThatNeedAttentionStatistics) {
@@ -441,7 +453,8 @@ TEST(Run, AShardResumesAsTheSameShard) {
   EXPECT_EQ(test::stable_cells(folder, true), done);
   std::string ignored;
   EXPECT_EQ(run_cli("run -q --resume " + folder + " --shard 2/2", &ignored), 2);
-  EXPECT_NE(stderr_text().find("give no experiment, --set, --model, --limit, --out or --shard"),
+  EXPECT_NE(stderr_text().find("give no experiment, --set, --model, --threads, --limit, --out or "
+                               "--shard"),
             std::string::npos)
       << stderr_text();
 }

@@ -66,6 +66,9 @@ int cmd_run(const Args& args) {
       "quiet,q", po::bool_switch(), "no progress output")(
       "model", po::value<std::string>(),
       "run on this GGUF file instead of the experiment's model(s) (as --set model=PATH)")(
+      "threads,t", po::value<int>(),
+      "worker threads (as --set threads=N; default: the experiment's \"threads\"). Numbers are "
+      "bit-identical for the same thread count")(
       "limit", po::value<int>(),
       "at most N instances per task entry, the first in grid order (a smoke test; recorded in "
       "the run's config)")(
@@ -75,8 +78,8 @@ int cmd_run(const Args& args) {
   pos.add("experiment", 1);
   po::variables_map vm;
   if (!parse(args, desc, vm,
-             "kvbench run [EXPERIMENT.json] [--set key=value ...] [--model PATH] [--limit N] "
-             "[--out DIR] [--resume DIR] [--shard I/N] [--history FILE]",
+             "kvbench run [EXPERIMENT.json] [--set key=value ...] [--model PATH] [--threads N] "
+             "[--limit N] [--out DIR] [--resume DIR] [--shard I/N] [--history FILE]",
              &pos))
     return 0;
   RunOptions options;
@@ -89,12 +92,14 @@ int cmd_run(const Args& args) {
 
   ExperimentConfig config;
   std::unique_ptr<RunFolder> folder;
+  std::string experiment_path;         // a new run's: for meta.json's "invocation"
+  std::vector<std::string> overrides;  // --set, --limit, --threads, --model as key=value
   if (vm.count("resume")) {
     if (vm.count("experiment") || !sets.empty() || vm.count("out") || vm.count("shard") ||
-        vm.count("model") || vm.count("limit"))
+        vm.count("model") || vm.count("limit") || vm.count("threads"))
       throw InputError(
           "--resume takes the run folder's own config and shard: give no experiment, --set, "
-          "--model, --limit, --out or --shard");
+          "--model, --threads, --limit, --out or --shard");
     folder = std::make_unique<RunFolder>(
         RunFolder::open(vm["resume"].as<std::string>(), RunFolder::Access::Write));
     config = parse_experiment(folder->config(), folder->path("config.json"));
@@ -113,13 +118,16 @@ int cmd_run(const Args& args) {
   } else {
     const std::string path =
         vm.count("experiment") ? vm["experiment"].as<std::string>() : "experiments/default.json";
+    experiment_path = path;
     std::vector<std::string> all = sets;
     if (vm.count("limit")) {
       const int n = vm["limit"].as<int>();
       if (n < 1) throw InputError("--limit: expected a count >= 1, got " + std::to_string(n));
       all.push_back("limit=" + std::to_string(n));
     }
+    if (vm.count("threads")) all.push_back("threads=" + std::to_string(thread_count(vm)));
     config = load_experiment(path, all);
+    overrides = all;
     if (vm.count("out")) config.output = vm["out"].as<std::string>();
     // --model replaces the config's model, or all of its "models", by one
     // file (opened, and refused with one error line, when the plan is made).
@@ -129,6 +137,7 @@ int cmd_run(const Args& args) {
       config.model = m;
       config.models = {ModelEntry{m, model_label_of_path(m)}};
       config.models_listed = false;
+      overrides.push_back("model=" + m);
     }
   }
 
@@ -221,6 +230,9 @@ int cmd_run(const Args& args) {
     meta = old;
   } else {
     meta["inputs"] = input_hashes(config, json_file_text(to_json(config)));
+    // What the report says the run was: the experiment file and every change
+    // made to it on the command line (its description is the file's own).
+    meta["invocation"] = {{"experiment", experiment_path}, {"overrides", overrides}};
   }
   meta["plan"] = {{"instances", instances}, {"policies", n_policies}, {"cells", cells}};
   if (several) meta["plan"]["models"] = plans.size();

@@ -180,6 +180,29 @@ std::string csv_with_model(const std::vector<Section>& sections) {
   return out;
 }
 
+// How the run was made, as meta.json's "invocation" records it: the
+// experiment file and the command line's changes to it, so a reader of a
+// report whose description was written for the unchanged experiment sees
+// what differs. Empty for a run folder made before it was recorded. Plain
+// text; each caller encodes it for its sink.
+std::string invocation_text(const json& meta) {
+  if (!meta.contains("invocation")) return "";
+  const json& inv = meta["invocation"];
+  std::string text = "As run: " + inv["experiment"].get<std::string>().substr(0, 500);
+  const json overrides = inv.value("overrides", json::array());
+  if (overrides.empty()) return text + ", unchanged.";
+  text += ", changed on the command line by ";
+  size_t shown = 0;
+  for (const auto& o : overrides) {
+    if (shown == 20) {
+      text += ", and " + std::to_string(overrides.size() - shown) + " more";
+      break;
+    }
+    text += (shown++ ? ", " : "") + o.get<std::string>().substr(0, 300);
+  }
+  return text + " (the description above is the experiment file's, written before these changes).";
+}
+
 // The models a run used, as meta.json records them (one line each).
 std::vector<std::string> model_lines(const json& config, const json& meta) {
   std::vector<std::string> out;
@@ -387,6 +410,8 @@ ReportSummary write_report(const RunFolder& run) {
   md << "# kvbench report: " << markdown_text(name, 200) << "\n\n";
   if (!config.value("description", "").empty())
     md << markdown_text(config["description"].get<std::string>(), 4000, true) << "\n\n";
+  const std::string invocation = invocation_text(meta);
+  if (!invocation.empty()) md << markdown_text(invocation, 8000, true) << "\n\n";
   md << protocol_line << "\n\n";
   md << "## Summary\n\n" << summary_legend << "\n\n";
   for (const auto& s : sections) {
@@ -436,14 +461,15 @@ ReportSummary write_report(const RunFolder& run) {
   html << "<!doctype html>\n<html><head><meta charset=\"utf-8\"><title>kvbench: "
        << html_escape(name) << "</title>\n<style>" << kStyle << "</style></head><body>\n"
        << "<h1>kvbench report: " << html_escape(name) << "</h1>\n<nav><a href=\"#table\">table</a>"
-       << "<a href=\"#tasks\">per task</a>";
+       << "<a href=\"#tasks\">per task</a>" << (any_curves ? "<a href=\"#auc\">AUC</a>" : "");
   for (const Figure& f : kFigures)
     if (figure_exists(f))
       html << "<a href=\"#" << f.anchor << "\">" << html_escape(f.heading) << "</a>";
   html << "<a href=\"#speed\">speed</a><a href=\"#instances\">per instance</a>"
        << "<a href=\"predictions.html\">predictions</a></nav>\n<p>"
-       << html_escape(config.value("description", "")) << "</p>\n<p>" << html_escape(protocol_line)
-       << "</p>\n"
+       << html_escape(config.value("description", "")) << "</p>\n"
+       << (invocation.empty() ? "" : "<p>" + html_escape(invocation) + "</p>\n") << "<p>"
+       << html_escape(protocol_line) << "</p>\n"
        << "<h2 id=\"summary\">Summary</h2>\n";
   for (const auto& s : sections) {
     html << html_heading(s, several) << "<ul class=\"summary\">\n";

@@ -258,6 +258,17 @@ nlohmann::json RunFolder::meta() const {
         if (!sha.is_string()) bad("/inputs/jsonl", "file names with their sha256 as a string");
     }
   }
+  if (m.contains("invocation")) {
+    const nlohmann::json& inv = m["invocation"];
+    if (!inv.is_object() || !inv.contains("experiment") || !inv["experiment"].is_string())
+      bad("/invocation", "an object with a string \"experiment\"");
+    if (inv.contains("overrides")) {
+      const nlohmann::json& o = inv["overrides"];
+      if (!o.is_array() || o.size() > 1000) bad("/invocation/overrides", "at most 1000 strings");
+      for (const auto& v : o)
+        if (!v.is_string()) bad("/invocation/overrides", "strings");
+    }
+  }
   for (const char* k : {"plan", "work", "shard"}) {
     if (!m.contains(k)) continue;
     if (!m[k].is_object()) bad(std::string("/") + k, "an object");

@@ -115,6 +115,12 @@ TEST(Hostile, MetaTextStaysOneLineInTheReport) {
   expect_input_error(run_kvbench("report " + run),
                      run + "/meta.json: /git_dirty: expected true or false");
   meta["git_dirty"] = true;
+  meta["invocation"] = {{"experiment", "x.json"}, {"overrides", json::array({"a=1", 2})}};
+  std::ofstream(run + "/meta.json") << meta.dump();
+  expect_input_error(run_kvbench("report " + run),
+                     run + "/meta.json: /invocation/overrides: expected strings");
+  meta["invocation"] = {{"experiment", "x.json\n# Heading"},
+                        {"overrides", json::array({"description=<b>x</b>\n# Two"})}};
   std::ofstream(run + "/meta.json") << meta.dump();
   const auto r = run_kvbench("report " + run);
   ASSERT_EQ(r.code, 0) << r.err;
@@ -123,6 +129,13 @@ TEST(Hostile, MetaTextStaysOneLineInTheReport) {
   // The Markdown encoder: the newline visible, the '#' escaped (markup).
   EXPECT_NE(md.find("CPU: Fast CPU\\n\\# Injected heading"), std::string::npos);
   EXPECT_NE(md.find("(built with uncommitted changes)"), std::string::npos);
+  EXPECT_EQ(md.find("\n# Heading"), std::string::npos);
+  EXPECT_EQ(md.find("\n# Two"), std::string::npos);
+  EXPECT_NE(md.find("As run: x.json\\n\\# Heading, changed on the command line by "),
+            std::string::npos)
+      << md;
+  EXPECT_NE(slurp(run + "/report.html").find("description=&lt;b&gt;x&lt;/b&gt;"),
+            std::string::npos);
   EXPECT_NE(slurp(run + "/report.html").find("(built with uncommitted changes)"),
             std::string::npos);
 }
