@@ -10,6 +10,7 @@ packages=(
   gnu-standards debian-reference-en wamerican
   libeigen3-dev libopenblas-dev libboost-program-options-dev libboost-iostreams-dev
   nlohmann-json3-dev libssl-dev libgtest-dev libbenchmark-dev libpcre2-dev gnuplot-nox libsqlite3-dev
+  libfmt-dev  # aligned terminal tables
   libmd4c-dev libmd4c-html0-dev  # the hostile tests render Markdown as a viewer does
   slurm-wlm munge  # kvbench submit's integration check starts a private single-node Slurm
   chromium  # the report test renders report.html headless (scripts/check_report_browser.py)

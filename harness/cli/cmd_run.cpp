@@ -283,7 +283,7 @@ int cmd_run(const Args& args) {
   write_json_atomic(folder->path("meta.json"), meta);
 
   const ReportSummary report = write_report(*folder);
-  std::cout << report.table_markdown << "\n"
+  std::cout << terminal_table(report.tables, terminal_width()) << "\n"
             << report.cells << " of " << cells << " cells in " << escaped_text(folder->dir(), 2000)
             << " (this invocation ran " << sum.cells_run << ", " << sum.cells_skipped
             << " were already done)\n"
@@ -293,7 +293,8 @@ int cmd_run(const Args& args) {
                     ? " (" + std::to_string(sum.prefills_loaded) + " kept prefill" +
                           (sum.prefills_loaded > 1 ? "s" : "") + " loaded from the run folder)"
                     : std::string())
-            << "\nreport: " << folder->path("report.md") << "\n";
+            << "\nfull table: " << escaped_text(folder->path("table.md"), 2000)
+            << "; report: " << escaped_text(folder->path("report.md"), 2000) << "\n";
   if (!report.plot_warning.empty()) std::cerr << "warning: " << report.plot_warning << "\n";
   if (add_to_history) {
     // The run folder is complete: its lock is released first, so a history

@@ -286,6 +286,7 @@ ReportSummary write_report(const RunFolder& run) {
   for (const auto& s : sections)
     summary.table_markdown += md_heading(s, several) + s.table + (several ? "\n" : "");
   write_file_atomic(run.path("table.md"), summary.table_markdown);
+  for (const auto& s : sections) summary.tables.push_back({several ? s.label : "", s.rows});
   write_file_atomic(run.path("table.csv"),
                     several ? csv_with_model(sections) : table_csv(sections.front().rows));
 

@@ -7,6 +7,7 @@
 
 #include <string>
 
+#include "harness/report/terminal_table.h"
 #include "harness/run/run_folder.h"
 
 namespace kvbench {
@@ -15,6 +16,7 @@ struct ReportSummary {
   int cells = 0;
   int expected_cells = 0;  // from meta.json's plan, when known
   std::string table_markdown;
+  std::vector<TerminalSection> tables;  // each model's rows, for the terminal
   std::string plot_warning;
 };
 
