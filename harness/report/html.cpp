@@ -1,81 +1,69 @@
 #include "harness/report/html.h"
 
-#include <sstream>
-#include <vector>
+#include <md4c-html.h>
 
-#include "harness/encode/markdown.h"
+#include <sstream>
 
 namespace kvbench {
 
 namespace {
 
-// The cells of one markdown table row "| a | b \\| c |": split at each '|'
-// that is not backslash-escaped, each trimmed, then shown as a Markdown
-// viewer shows it (markdown_unescape: markdown_cell's escapes undone).
-std::vector<std::string> row_cells(const std::string& line) {
-  std::vector<std::string> cells;
-  std::string cell;
+// The byte offset of the '|' that ends a table row's first cell (the row
+// starts with '|'; a backslash escapes the next character, markdown_cell's
+// escapes included), or npos.
+size_t first_cell_end(const std::string& line) {
   for (size_t i = 1; i < line.size(); ++i) {
-    if (line[i] == '\\' && i + 1 < line.size()) {
-      cell += line.substr(i, 2);  // an escape: both characters, never a split
+    if (line[i] == '\\')
       ++i;
-    } else if (line[i] == '|') {
-      cells.push_back(cell);
-      cell.clear();
-    } else {
-      cell += line[i];
-    }
+    else if (line[i] == '|')
+      return i;
   }
-  if (!cell.empty()) cells.push_back(cell);  // a row without its closing bar
-  for (auto& c : cells) {
-    const auto b = c.find_first_not_of(' '), e = c.find_last_not_of(' ');
-    c = markdown_unescape(b == std::string::npos ? "" : c.substr(b, e - b + 1));
-  }
-  return cells;
+  return std::string::npos;
 }
 
-// A figure cell ("1.000 [0.610, 1.000]", "48.51 MiB", "Wilson, n=6") breaks
-// only before its interval's bracket: every other space becomes a no-break
-// space, so a narrow column shows the value over its interval instead of
-// scattering them over three lines. `s` is escaped HTML.
-std::string keep_together(const std::string& s) {
-  std::string out;
-  for (size_t i = 0; i < s.size(); ++i)
-    out += s[i] == ' ' && !(i + 1 < s.size() && s[i + 1] == '[') ? std::string("&nbsp;")
-                                                                 : std::string(1, s[i]);
-  return out;
+// A link destination md4c takes whole inside <...>: kvbench's own file
+// names and anchors, never a '<', '>', backslash or line break.
+bool plain_destination(const std::string& href) {
+  for (unsigned char c : href)
+    if (c < 0x20 || c == '<' || c == '>' || c == '\\' || c == 0x7f) return false;
+  return !href.empty();
 }
 
 }  // namespace
 
 std::string markdown_table_to_html(const std::string& md,
                                    const std::function<std::string(int)>& link) {
+  // The first cell of each body row becomes a Markdown link when the caller
+  // gives one; md4c then renders the table (its cells are kvbench's own
+  // markdown, every label already through markdown_cell). Raw HTML is off:
+  // whatever a cell holds comes out as text.
   std::istringstream in(md);
-  std::string line;
-  std::ostringstream o;
-  o << "<table>\n";
+  std::ostringstream table;
   int row = 0;
-  while (std::getline(in, line)) {
+  for (std::string line; std::getline(in, line);) {
     if (line.size() < 2 || line[0] != '|') continue;
-    if (row++ == 1) continue;  // the |---| rule
-    const bool header = row == 1;
-    o << "<tr>";
-    bool first = true;
-    for (const std::string& text : row_cells(line)) {
-      const std::string href = !header && first && link ? link(row - 3) : "";
-      o << (header ? "<th>" : "<td>");
-      if (href.empty() && !header && !first)
-        o << keep_together(html_escape(text));
-      else if (href.empty())
-        o << html_escape(text);
-      else
-        o << "<a href=\"" << html_escape(href) << "\">" << html_escape(text) << "</a>";
-      o << (header ? "</th>" : "</td>");
-      first = false;
+    const int body_row = row++ - 2;  // after the header and the |---| rule
+    const size_t end = first_cell_end(line);
+    const std::string href =
+        body_row >= 0 && link && end != std::string::npos ? link(body_row) : "";
+    if (!plain_destination(href)) {
+      table << line << "\n";
+      continue;
     }
-    o << "</tr>\n";
+    std::string text = line.substr(1, end - 1);
+    const size_t b = text.find_first_not_of(' '), e = text.find_last_not_of(' ');
+    text = b == std::string::npos ? "" : text.substr(b, e - b + 1);
+    table << "| [" << text << "](<" << href << ">) " << line.substr(end) << "\n";
   }
-  return o.str() + "</table>\n";
+  const std::string text = table.str();
+  std::string html;
+  const auto sink = [](const MD_CHAR* s, MD_SIZE size, void* out) {
+    static_cast<std::string*>(out)->append(s, size);
+  };
+  if (md_html(text.data(), static_cast<MD_SIZE>(text.size()), sink, &html,
+              MD_FLAG_TABLES | MD_FLAG_NOHTML, 0) != 0)
+    return "<p>(a table could not be rendered)</p>\n";
+  return html;
 }
 
 std::string cell_anchor(const std::string& cell_id) { return "cell-" + cell_id; }

@@ -11,8 +11,10 @@
 namespace kvbench {
 
 // One of our markdown tables (a header row, a |---| rule, body rows) as an
-// HTML table, every cell escaped. link(i), for body row i (0-based), returns
-// an href for that row's first cell, or "" for none; the href is escaped too.
+// HTML table, rendered by md4c with raw HTML off (every cell's text comes
+// out escaped). link(i), for body row i (0-based), returns an href for that
+// row's first cell, or "" for none (an href md4c could not take whole, with
+// '<', '>', a backslash or a control character, gives no link).
 std::string markdown_table_to_html(const std::string& md,
                                    const std::function<std::string(int)>& link = {});
 

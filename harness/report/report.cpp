@@ -130,6 +130,9 @@ const char* kStyle =
     "table{border-collapse:collapse;font-size:0.82em}"
     "td,th{border:1px solid #ccc;padding:3px 5px;text-align:right}"
     "td:first-child,th:first-child{text-align:left;min-width:9em}"
+    // A figure stays on one line with its interval; a wide table scrolls
+    // inside its .wide container instead of the page.
+    "td:not(:first-child){white-space:nowrap}"
     "table.grid td,table.grid th{font-size:0.9em;padding:2px 5px}"
     "table.grid td:nth-child(-n+4){text-align:left;white-space:nowrap}"
     "table.grid td:first-child,table.grid th:first-child{min-width:0}"
