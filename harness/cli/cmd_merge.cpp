@@ -129,8 +129,8 @@ int cmd_merge(const Args& args) {
     const RunFolder merged = RunFolder::open(out, RunFolder::Access::Write);
     for (const auto& [id, c] : cells) merged.write_cell(id, c);
     const ReportSummary s = write_report(merged);
-    std::cout << s.table_markdown << "\nmerged " << dirs.size() << " shards, " << s.cells
-              << " cells into " << escaped_text(out, 2000) << "\n";
+    std::cout << terminal_table(s.tables, terminal_width()) << "\nmerged " << dirs.size()
+              << " shards, " << s.cells << " cells into " << escaped_text(out, 2000) << "\n";
   } catch (...) {
     std::filesystem::remove_all(out, ec);
     throw;

@@ -19,7 +19,7 @@ int cmd_report(const Args& args) {
   if (!parse(args, desc, vm, "kvbench report DIR", &pos)) return 0;
   const RunFolder run = RunFolder::open(vm["dir"].as<std::string>(), RunFolder::Access::Write);
   const ReportSummary s = write_report(run);
-  std::cout << s.table_markdown << "\n" << s.cells << " cells";
+  std::cout << terminal_table(s.tables, terminal_width()) << "\n" << s.cells << " cells";
   if (s.expected_cells) std::cout << " of " << s.expected_cells;
   std::cout << "; wrote " << escaped_text(run.dir(), 2000)
             << "/report.md, report.html and predictions.html\n";
