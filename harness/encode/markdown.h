@@ -29,8 +29,8 @@ std::string markdown_text(std::string_view s, size_t max_bytes = 4096, bool at_l
 std::string markdown_cell(const std::string& s);
 
 // What a Markdown viewer shows for markdown_text's output: a backslash
-// before ASCII punctuation is dropped (the HTML report renders kvbench's own
-// markdown tables through it, then html_escape).
+// before ASCII punctuation is dropped (the tests' and the fuzzer's oracle
+// for markdown_text; the HTML report renders its tables with md4c).
 std::string markdown_unescape(std::string_view md);
 
 }  // namespace kvbench
