@@ -1,0 +1,58 @@
+#!/bin/bash
+# The leaderboard (experiments/leaderboard.json) on both models and both
+# protocols, resumably: each model x protocol runs as SHARDS processes of one
+# thread each (two 1-thread shards use 2 cores better than one 2-thread run:
+# no barrier between them), then `kvbench merge` joins its shards.
+#
+# usage: scripts/leaderboard.sh OUT [SHARDS]     (default SHARDS: the core count)
+#        EXPERIMENT=experiments/quick.json LIMIT=1 scripts/leaderboard.sh OUT   (a smoke test)
+#
+# Run it again after an interruption: a finished job is skipped (its DONE
+# file), an unfinished shard resumes its run folder (`kvbench run --resume`).
+# Every job runs with threads=1, so all its cells have one thread count
+# (numbers are bit-identical for a thread count, not across them).
+# Results: OUT/<model>-<protocol>/merged, a run folder `kvbench report` reads.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+out=${1:?usage: scripts/leaderboard.sh OUT [SHARDS]}
+shards=${2:-$(nproc)}
+kvbench=${KVBENCH:-build/kvbench}
+experiment=${EXPERIMENT:-experiments/leaderboard.json}
+limit=(${LIMIT:+--limit "$LIMIT"})
+declare -A model=(
+  [smollm2]=models/SmolLM2-135M-Instruct.Q4_1.gguf
+  [gemma3]=models/gemma-3-270m-q4_k_m.gguf
+)
+
+run_shard() {  # job-dir model protocol index
+  local dir=$1/shard$4
+  mkdir -p "$dir"
+  [ -f "$dir/DONE" ] && return 0
+  local folder
+  folder=$(find "$dir" -mindepth 1 -maxdepth 1 -type d | head -1)
+  if [ -n "$folder" ]; then
+    "$kvbench" run --resume "$folder" -q
+  else
+    "$kvbench" run "$experiment" "${limit[@]}" --model "$2" --threads 1 \
+      --set "decoding.protocol=$3" --shard "$4/$shards" --out "$dir" -q
+  fi
+  touch "$dir/DONE"
+}
+
+for m in smollm2 gemma3; do
+  for p in query_agnostic query_aware; do
+    job=$out/$m-$p
+    [ -d "$job/merged" ] && continue
+    mkdir -p "$job"
+    echo "$(date -u +%FT%TZ) $m $p: $shards shards"
+    pids=()
+    for i in $(seq 1 "$shards"); do
+      run_shard "$job" "${model[$m]}" "$p" "$i" > "$job.shard$i.log" 2>&1 &
+      pids+=($!)
+    done
+    for pid in "${pids[@]}"; do wait "$pid"; done
+    mapfile -t folders < <(find "$job" -mindepth 2 -maxdepth 2 -type d | sort)
+    "$kvbench" merge "${folders[@]}" -o "$job/merged" > "$job.merge.log"
+    echo "$(date -u +%FT%TZ) $m $p: merged into $job/merged"
+  done
+done
