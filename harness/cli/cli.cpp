@@ -34,6 +34,7 @@ const std::vector<Command>& commands() {
       {"report", "re-render a run folder's table, plots and report", cmd_report},
       {"compare", "regression gate: compare two run folders (exit 1 on a score drop)", cmd_compare},
       {"merge", "merge the shards of an experiment into one run folder", cmd_merge},
+      {"pack", "pack a finished run's cells into one cells.jsonl.zst (for committing)", cmd_pack},
       {"submit", "run an experiment on Slurm: a job array, one shard per task", cmd_submit},
       {"history", "recall over commits: add run folders to an SQLite history; show; plot",
        cmd_history},

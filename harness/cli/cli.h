@@ -79,6 +79,7 @@ int cmd_run(const Args& args);
 int cmd_report(const Args& args);
 int cmd_compare(const Args& args);
 int cmd_merge(const Args& args);
+int cmd_pack(const Args& args);
 int cmd_submit(const Args& args);
 int cmd_cache(const Args& args);
 int cmd_ask(const Args& args);

@@ -102,6 +102,10 @@ int cmd_run(const Args& args) {
           "--model, --threads, --limit, --out or --shard");
     folder = std::make_unique<RunFolder>(
         RunFolder::open(vm["resume"].as<std::string>(), RunFolder::Access::Write));
+    if (folder->packed())
+      throw InputError(folder->dir() +
+                       ": its cells are packed (cells.jsonl.zst, kvbench pack): a packed run is "
+                       "finished and cannot be resumed");
     config = parse_experiment(folder->config(), folder->path("config.json"));
     // A shard resumes as the same slice (its meta.json says which), not as
     // the whole grid.

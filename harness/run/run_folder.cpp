@@ -1,5 +1,7 @@
 #include "harness/run/run_folder.h"
 
+#include "harness/run/packed_cells.h"
+
 #include <fcntl.h>
 #include <sys/file.h>
 #include <sys/stat.h>
@@ -17,6 +19,7 @@
 
 #include "datasets/json_text.h"
 #include "harness/run/experiment.h"
+#include "harness/run/packed_cells.h"
 #include "model/common/atomic_file.h"
 #include "model/common/error.h"
 #include "model/common/printable.h"
@@ -426,7 +429,35 @@ void check_labels(const std::vector<nlohmann::json>& cells, const std::vector<st
 
 }  // namespace
 
+bool RunFolder::packed() const {
+  struct stat st {};
+  return ::lstat(path(kPackedCells).c_str(), &st) == 0;
+}
+
 std::vector<nlohmann::json> RunFolder::cells() const {
+  if (packed()) {
+    struct stat st {};
+    if (::lstat(path("cells").c_str(), &st) == 0)
+      throw InputError(dir_ + ": holds both cells/ and " + kPackedCells +
+                       ": which are its cells is unclear (remove one)");
+    const std::string file = path(kPackedCells);
+    std::vector<nlohmann::json> out = read_packed_cells(file);
+    std::vector<std::string> names;
+    names.reserve(out.size());
+    for (size_t i = 0; i < out.size(); ++i) {
+      names.push_back(file + ": line " + std::to_string(i + 2));  // after the header
+      const nlohmann::json* id =
+          out[i].is_object() && out[i].contains("id") ? &out[i]["id"] : nullptr;
+      check_cell(out[i], names.back(), id && id->is_string() ? id->get<std::string>() : "");
+      // Sorted by id and each once, as cells/ lists them.
+      if (i > 0 && !(out[i - 1]["id"].get<std::string>() < out[i]["id"].get<std::string>()))
+        throw InputError(names.back() +
+                         ": /id: not after the previous line's (cells are sorted by "
+                         "id, each once)");
+    }
+    check_labels(out, names);
+    return out;
+  }
   const std::vector<std::string> files = cell_files(dir_ + "/cells");
   std::vector<nlohmann::json> out;
   out.reserve(files.size());

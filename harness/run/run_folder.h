@@ -5,6 +5,7 @@
 //   cells/<id>.json  one file per completed cell (naming its model), written atomically: a run
 //                    interrupted at any point (Ctrl-C, kill -9) resumes by
 //                    running exactly the cells without a file
+//   cells.jsonl.zst  instead of cells/, in a finished run packed by `kvbench pack`
 // A process that writes a folder (run, --resume, report, merge) holds an
 // advisory flock on it (the kernel releases it when the process dies), so a
 // second writer is refused; taking the lock removes the temporaries
@@ -63,6 +64,9 @@ class RunFolder {
   // Every completed cell, sorted by id (deterministic order); each checked
   // (check_cell) — a damaged one is an InputError naming its file.
   std::vector<nlohmann::json> cells() const;
+  // Whether its cells are packed in cells.jsonl.zst (harness/run/packed_cells.h):
+  // read as cells/ is; a run cannot add to them.
+  bool packed() const;
   std::string path(const std::string& relative) const { return dir_ + "/" + relative; }
   // Removes the folder and everything in it (a run that failed before any cell).
   void remove() const;
