@@ -270,16 +270,10 @@ CompareResult compare_runs(const std::string& base_dir, const std::string& new_d
         if (!mc.changed) continue;
         any_metric_changed = true;
         r.regressed = r.regressed || mc.regressed;
-        const bool better = mc.worsening < 0;
         metrics << "| " << in_model << shown << " | " << markdown_cell(key.second) << " | "
                 << mc.metric << " | " << mc.n << " | " << fixed(mc.base_mean, "%.4f") << " | "
                 << fixed(mc.new_mean, "%.4f") << " | " << fixed(mc.new_mean - mc.base_mean, "%+.4f")
-                << " | " << fixed(mc.p, "%.4g") << " | "
-                << (mc.regressed               ? "REGRESSED"
-                    : better                   ? "better"
-                    : stats::significant(mc.p) ? "worse within tolerance"
-                                               : "worse, not significant")
-                << " |\n";
+                << " | " << fixed(mc.p, "%.4g") << " | " << metric_status(mc) << " |\n";
       }
       metric_groups_changed += any_metric_changed;
       table << "| " << shown << " | " << markdown_cell(key.second) << " | " << n << " | "
