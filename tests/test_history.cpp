@@ -11,7 +11,9 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <map>
+#include <set>
 #include <sstream>
 
 #include <nlohmann/json.hpp>
@@ -251,6 +253,86 @@ TEST(History, SeriesAreKeyedBySpecNotLabel) {
   fs::remove_all(d);
 }
 
+// Issue 36: the same configurations run under the two decoding protocols
+// (query-aware, the seed's; query-agnostic, kvpress's) differ in every
+// number by the protocol. The config hash covers decoding.protocol, but a
+// series is not keyed by the hash (any edit of the experiment would split
+// it): the run's protocol is stored (schema 5) and keys the series. At one
+// commit the query-agnostic run, started later, neither replaces the
+// query-aware cells nor becomes the point the next query-aware run is
+// paired with; show says so in one line, the plot names it.
+TEST(History, RunsOfTheOtherProtocolAreTheirOwnSeries) {
+  const std::string d = scratch("protocol");
+  HistoryWriter writer(d + "/h.sqlite");
+  const Db& db = writer.db();
+  add_run(db, make_run(d, "1111111", "2026-11-21T07:00:00Z", group("snapkv", "niah", 8, 0)), "");
+  add_run(db,
+          make_run(d, "1111111", "2026-11-21T08:00:00Z", group("snapkv", "niah", 8, 8), "tiny",
+                   false, json{{"protocol", "query_agnostic"}}),
+          "");
+  add_run(db, make_run(d, "2222222", "2026-11-22T07:00:00Z", group("snapkv", "niah", 8, 0)), "");
+  // Stored per run; the config hash differs too (it covers the protocol).
+  std::set<std::pair<std::string, std::string>> stored;  // (config hash, protocol)
+  Stmt runs(db, "SELECT config_hash, protocol FROM runs", "runs");
+  while (runs.step()) stored.insert({runs.text(0), runs.text(1)});
+  ASSERT_EQ(stored.size(), 2u);  // the two query-aware runs share their hash
+  EXPECT_NE(stored.begin()->first, std::next(stored.begin())->first);
+  std::set<std::string> protocols;
+  for (const auto& [hash, protocol] : stored) protocols.insert(protocol);
+  EXPECT_EQ(protocols, (std::set<std::string>{"query_aware", "query_agnostic"}));
+
+  const Trend t = load_trend(db, 0.05);
+  ASSERT_EQ(t.series.size(), 2u);
+  const Series* aware = find_series(t, "snapkv", "niah");
+  const Series* agnostic = find_series(t, "snapkv (query-agnostic)", "niah");
+  ASSERT_NE(aware, nullptr);
+  ASSERT_NE(agnostic, nullptr);
+  EXPECT_EQ(aware->protocol, kQueryAware);
+  EXPECT_EQ(agnostic->protocol, kQueryAgnostic);
+  EXPECT_EQ(aware->spec, agnostic->spec);  // the same configuration otherwise
+  ASSERT_EQ(aware->points.size(), 2u);
+  EXPECT_DOUBLE_EQ(aware->points[0].score.mean, 1.0);  // not replaced by the later run's zeros
+  EXPECT_FALSE(aware->points[1].regressed);
+  ASSERT_EQ(agnostic->points.size(), 1u);
+  EXPECT_DOUBLE_EQ(agnostic->points[0].score.mean, 0.0);
+  const std::string md = show_markdown(t, "h.sqlite");
+  EXPECT_NE(md.find("- 'snapkv' ran under both protocols (decoding.protocol query_aware and "
+                    "query_agnostic): different configurations, a series each ('snapkv "
+                    "(query-agnostic)')\n"),
+            std::string::npos)
+      << md;
+  EXPECT_NE(md.find("| snapkv (query-agnostic) | niah |"), std::string::npos) << md;
+  EXPECT_NE(md.find("No regression point"), std::string::npos) << md;
+  EXPECT_NE(plot_script(t, d + "/trend.png").find(plot::label("snapkv (query-agnostic)")),
+            std::string::npos);
+
+  // A run stored before version 5 (protocol NULL) reads as query-aware;
+  // adding its folder again records its protocol.
+  const std::string old_agnostic =
+      make_run(d + "/old", "3333333", "2026-11-23T07:00:00Z", group("snapkv", "niah", 8, 0), "tiny",
+               false, json{{"protocol", "query_agnostic"}});
+  const AddResult first = add_run(db, old_agnostic, "");
+  db.exec("UPDATE runs SET protocol = NULL WHERE run_id = '" + first.run_id + "'");  // hex id
+  EXPECT_EQ(find_series(load_trend(db, 0.05), "snapkv", "niah")->points.size(), 3u);
+  const AddResult again = add_run(db, old_agnostic, "");
+  EXPECT_EQ(again.cells_added, 0);
+  EXPECT_EQ(find_series(load_trend(db, 0.05), "snapkv (query-agnostic)", "niah")->points.size(),
+            2u);
+  // A protocol kvbench does not know is refused, naming the field.
+  const std::string odd =
+      make_run(d + "/odd", "4444444", "2026-11-24T07:00:00Z", group("snapkv", "niah", 1, 0), "tiny",
+               false, json{{"protocol", "\x1b[2Jsideways"}});
+  try {
+    add_run(db, odd, "");
+    ADD_FAILURE() << "unknown protocol accepted";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("config.json: /decoding/protocol: expected"),
+              std::string::npos)
+        << e.what();
+  }
+  fs::remove_all(d);
+}
+
 // A run of another arithmetic (bf16 attention, exact activations) is a
 // series of its own: at the same commit it neither replaces the default
 // run's cells nor becomes the point the next default run is compared with.
@@ -380,6 +462,9 @@ TEST(History, MigratesVersion0And1) {
   Stmt dirty(db, "SELECT git_dirty FROM runs WHERE run_id = 'r1'", "runs");
   ASSERT_TRUE(dirty.step());
   EXPECT_TRUE(dirty.is_null(0));  // version 4's: unknown, read as a clean build
+  Stmt protocol(db, "SELECT protocol FROM runs WHERE run_id = 'r1'", "runs");
+  ASSERT_TRUE(protocol.step());
+  EXPECT_TRUE(protocol.is_null(0));  // version 5's: unknown, read as query-aware
   Stmt spec(db, "SELECT spec FROM cells WHERE cell_id = 'c0'", "cells");
   ASSERT_TRUE(spec.step());
   EXPECT_TRUE(spec.is_null(0));

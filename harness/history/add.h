@@ -14,6 +14,10 @@
 //                the folder was written): the same experiment run from two
 //                checkouts hashes the same
 //   machine      meta.json's CPU model and core count ("AMD EPYC, 2 cores")
+//   protocol     config.json's decoding.protocol ("query_aware" when absent;
+//                another value is an error), kept per run: series are keyed
+//                by it (trend.h). Re-adding a run stored without it (schema
+//                version < 5) records it.
 //   commit time  the commit's date from git (`git -C REPO show -s
 //                --format=%ct COMMIT`, no shell), so commits run later than
 //                they were made (a backfill) still sort in history order;
