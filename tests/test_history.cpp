@@ -18,10 +18,12 @@
 
 #include <nlohmann/json.hpp>
 
+#include "harness/encode/csv.h"
 #include "harness/history/add.h"
 #include "harness/history/plot.h"
 #include "harness/history/schema.h"
 #include "harness/history/show.h"
+#include "harness/history/show_data.h"
 #include "harness/history/trend.h"
 #include "harness/history/writer.h"
 #include "harness/report/plot_script.h"
@@ -796,6 +798,121 @@ TEST(History, RunsWithUncommittedChangesAreAPointOfTheirOwn) {
   const std::string shown = show_markdown(t, d + "/h.sqlite");
   EXPECT_NE(shown.find("| aaaaaaa+dirty |"), std::string::npos) << shown;
   EXPECT_NE(shown.find("aaaaaaa+dirty (vs aaaaaaa)"), std::string::npos) << shown;
+  fs::remove_all(d);
+}
+
+// `history show --csv` and `--json`: the points show prints, one CSV row or
+// JSON point each, with hostile strings from the database (commas, quotes,
+// a line break, a leading '=' or '|', ESC) encoded for each sink: every CSV
+// record keeps its 18 fields, no label becomes a formula, no control
+// character reaches the terminal; JSON is ASCII and gives the strings back
+// exactly.
+TEST(History, ShowCsvAndJsonHoldThePointsEncoded) {
+  const std::string d = scratch("data");
+  const std::vector<std::string> labels = {"=HYPERLINK(\"http://x\"),\"a\"", "|pipe, \"q\"",
+                                           "line\nbreak", "\x1b[31mred\x07"};
+  std::vector<CellSpec> before, after;
+  for (const auto& l : labels) {
+    before = join(before, group(l, "passkey", 4, 0));
+    after = join(after, group(l, "passkey", 4, l == labels[0] ? 4 : 0));
+  }
+  {
+    HistoryWriter writer(d + "/h.sqlite");
+    add_run(writer.db(), make_run(d, "aaaaaaa", "2026-11-21T07:00:00Z", before, "-exp,1"), "");
+    add_run(writer.db(), make_run(d, "bbbbbbb", "2026-11-22T07:00:00Z", after, "-exp,1"), "");
+    writer.commit();
+  }
+  const Trend t = load_trend(*open_history_read(d + "/h.sqlite"), 0.0);
+  ASSERT_EQ(t.series.size(), labels.size());
+
+  const std::string csv = show_csv(t);
+  EXPECT_EQ(csv.find('\x1b'), std::string::npos);
+  EXPECT_EQ(csv.find('\x07'), std::string::npos);
+  const auto records = parse_csv(csv, "show --csv");
+  ASSERT_EQ(records.size(), 1 + labels.size() * 2);  // the header, two points per series
+  EXPECT_EQ(records[0], (std::vector<std::string>{"experiment", "model", "configuration", "task",
+                                                  "spec", "protocol", "commit", "dirty", "date",
+                                                  "date_from", "mean", "ci_lo", "ci_hi", "n",
+                                                  "paired", "p_drop", "drop", "regressed"}));
+  std::map<std::string, std::vector<std::vector<std::string>>> rows;  // configuration -> rows
+  for (size_t i = 1; i < records.size(); ++i) {
+    ASSERT_EQ(records[i].size(), 18u) << i;
+    EXPECT_EQ(records[i][0], "'-exp,1");  // a leading '-' could start a formula
+    EXPECT_EQ(records[i][1], "ab12");
+    EXPECT_EQ(records[i][5], "query_aware");
+    rows[records[i][2]].push_back(records[i]);
+  }
+  // Each hostile label, as one field: a formula's '=' quoted away, the line
+  // break and the controls as visible escapes.
+  const std::vector<std::string> expected = {"'=HYPERLINK(\"http://x\"),\"a\"", "|pipe, \"q\"",
+                                             "line\\nbreak", "\\x1b[31mred\\x07"};
+  for (const auto& e : expected) EXPECT_EQ(rows[e].size(), 2u) << e;
+  const auto& dropped = rows[expected[0]];
+  ASSERT_EQ(dropped.size(), 2u);
+  EXPECT_EQ(dropped[0][6], "aaaaaaa");
+  EXPECT_EQ(dropped[0][8], "2026-11-21");
+  EXPECT_EQ(dropped[0][9], "run");  // no git asked
+  EXPECT_EQ(dropped[0][10], "1");
+  EXPECT_EQ(dropped[0][13], "4");
+  EXPECT_EQ(dropped[0][14], "");  // the first point: nothing to pair with
+  EXPECT_EQ(dropped[0][17], "false");
+  EXPECT_EQ(dropped[1][6], "bbbbbbb");
+  EXPECT_EQ(dropped[1][10], "0");
+  EXPECT_EQ(dropped[1][14], "4");
+  EXPECT_EQ(dropped[1][15], "0.03125");  // four of four failing: mid-p 2^-5
+  EXPECT_EQ(dropped[1][16], "1");
+  EXPECT_EQ(dropped[1][17], "true");
+  EXPECT_EQ(rows[expected[1]][1][17], "false");
+
+  const std::string text = show_json(t, d + "/h.sqlite");
+  for (const char c : text)
+    ASSERT_TRUE(static_cast<unsigned char>(c) < 0x80 && (c >= 0x20 || c == '\n'));
+  const json j = json::parse(text);
+  EXPECT_EQ(j["schema"], kHistoryJsonSchema);
+  EXPECT_EQ(j["runs"], 2);
+  EXPECT_EQ(j["cells"], 32);
+  ASSERT_EQ(j["commits"].size(), 2u);
+  EXPECT_EQ(j["commits"][1]["commit"], "bbbbbbb");
+  EXPECT_EQ(j["commits"][1]["date_from"], "run");
+  ASSERT_EQ(j["series"].size(), labels.size());
+  std::set<std::string> seen;
+  for (const json& s : j["series"]) {
+    seen.insert(s["configuration"].get<std::string>());
+    EXPECT_EQ(s["experiment"], "-exp,1");
+    EXPECT_EQ(s["protocol"], "query_aware");
+    ASSERT_EQ(s["points"].size(), 2u);
+    EXPECT_TRUE(s["points"][0]["paired"].is_null());
+    EXPECT_TRUE(s["points"][0]["p_drop"].is_null());
+    const bool dropped_series = s["configuration"] == labels[0];
+    EXPECT_EQ(s["points"][1]["regressed"], dropped_series);
+    EXPECT_EQ(s["points"][1]["commit"], 1);
+    EXPECT_DOUBLE_EQ(s["points"][1]["mean"].get<double>(), dropped_series ? 0.0 : 1.0);
+    EXPECT_EQ(s["points"][1]["n"], 4);
+  }
+  EXPECT_EQ(seen, std::set<std::string>(labels.begin(), labels.end()));  // exactly, ESC included
+  fs::remove_all(d);
+}
+
+// The CLI: --csv and --json print what show_csv and show_json give, and
+// together are one error line.
+TEST(History, ShowCsvAndJsonOnTheCommandLine) {
+  const std::string d = scratch("cli");
+  const std::string run =
+      make_run(d, "aaaaaaa", "2026-11-21T07:00:00Z", group("h2o", "niah", 4, 1));
+  const std::string db = d + "/h.sqlite";
+  const test::CliResult add =
+      test::run_kvbench("history add " + run + " --db " + db + " --repo ''");
+  ASSERT_EQ(add.code, 0) << add.err;
+  const Trend t = load_trend(*open_history_read(db), 0.0);
+  const test::CliResult csv = test::run_kvbench("history show --csv --db " + db);
+  EXPECT_EQ(csv.code, 0) << csv.err;
+  EXPECT_EQ(csv.out, show_csv(t));
+  const test::CliResult js = test::run_kvbench("history show --json --db " + db);
+  EXPECT_EQ(js.code, 0) << js.err;
+  EXPECT_EQ(js.out, show_json(t, db));
+  test::expect_input_error(test::run_kvbench("history show --csv --json --db " + db),
+                           "--csv and --json");
+  EXPECT_NE(test::run_kvbench("history show --help").out.find("--json"), std::string::npos);
   fs::remove_all(d);
 }
 

@@ -1,7 +1,8 @@
 // kvbench history add | show | plot: per-cell results of run folders in an
 // SQLite database keyed by commit, model, config and machine
 // (harness/history/), printed as a table over commits or drawn as a trend
-// plot with each regression point marked.
+// plot with each regression point marked; show --csv / --json give the same
+// points as data (harness/history/show_data.h).
 #include <iostream>
 
 #include "harness/cli/cli.h"
@@ -9,6 +10,7 @@
 #include "harness/history/plot.h"
 #include "harness/history/schema.h"
 #include "harness/history/show.h"
+#include "harness/history/show_data.h"
 #include "harness/history/trend.h"
 #include "harness/history/writer.h"
 #include "model/common/error.h"
@@ -21,7 +23,7 @@ namespace {
 
 constexpr const char* kUsage =
     "kvbench history add RUN... [--db FILE] [--repo DIR]\n"
-    "       kvbench history show [--db FILE] [--experiment NAME] [--tolerance X]\n"
+    "       kvbench history show [--db FILE] [--experiment NAME] [--tolerance X] [--csv | --json]\n"
     "       kvbench history plot [--db FILE] -o OUT.png|OUT.svg [--experiment NAME] "
     "[--tolerance X]";
 
@@ -83,12 +85,25 @@ int history_show(const Args& args) {
   po::options_description desc("options");
   add_db_option(desc);
   add_trend_options(desc);
+  desc.add_options()("csv", po::bool_switch(),
+                     "CSV instead of markdown, one row per point: experiment, model, "
+                     "configuration, task, spec, protocol, commit, dirty, date, date_from, mean, "
+                     "ci_lo, ci_hi, n, paired, p_drop, drop, regressed")(
+      "json", po::bool_switch(),
+      "one JSON document instead of markdown (schema \"kvbench-history/1\": db, tolerance, runs, "
+      "cells, commits, series with their points; docs/HARNESS.md)");
   po::variables_map vm;
   if (!parse(args, desc, vm,
-             "kvbench history show [--db FILE] [--experiment NAME] [--tolerance X]"))
+             "kvbench history show [--db FILE] [--experiment NAME] [--tolerance X] "
+             "[--csv | --json]"))
     return 0;
+  const bool csv = vm["csv"].as<bool>(), json = vm["json"].as<bool>();
+  if (csv && json) throw InputError("history show: --csv and --json exclude each other");
   const history::Trend t = selected_trend(vm);
-  std::cout << history::show_markdown(t, vm["db"].as<std::string>());
+  const std::string& db = vm["db"].as<std::string>();
+  std::cout << (csv    ? history::show_csv(t)
+                : json ? history::show_json(t, db)
+                       : history::show_markdown(t, db));
   return 0;
 }
 
@@ -119,7 +134,7 @@ int cmd_history(const Args& args) {
               << "  add    add run folders' cells to the history (idempotent: a cell already "
                  "there is not added again)\n"
               << "  show   score per configuration x task over commits, regression points "
-                 "marked\n"
+                 "marked (markdown; --csv or --json for data)\n"
               << "  plot   the same as a trend plot (PNG or SVG)\n"
               << "The database defaults to " << history::kDefaultHistoryDb
               << " (relative to the current directory).\n"
