@@ -2,7 +2,8 @@
 // and read back, idempotent re-adds, concurrent writers in two processes,
 // schema migration from version 0 and 1, runs of several models, foreign, newer and corrupt
 // database files, regression points, and hostile labels on their way to the
-// markdown table and the gnuplot script.
+// markdown table and the gnuplot script; show --csv and --json, series split
+// by decoding protocol, and history add's --repo.
 #include <gtest/gtest.h>
 
 #include <unistd.h>
@@ -28,6 +29,7 @@
 #include "harness/history/writer.h"
 #include "harness/report/plot_script.h"
 #include "harness/run/run_folder.h"
+#include "harness/subprocess.h"
 #include "model/common/error.h"
 #include "tests/support/cli_run.h"
 #include "tests/support/scratch.h"
@@ -913,6 +915,53 @@ TEST(History, ShowCsvAndJsonOnTheCommandLine) {
   test::expect_input_error(test::run_kvbench("history show --csv --json --db " + db),
                            "--csv and --json");
   EXPECT_NE(test::run_kvbench("history show --help").out.find("--json"), std::string::npos);
+  fs::remove_all(d);
+}
+
+// history add's --repo (issue 38): its help names no path of the build
+// machine; a --repo that is missing, a file or not a git repository is
+// checked before anything is written; the default is the current
+// directory's repository when there is one, and nothing outside one.
+TEST(History, RepoIsCheckedAndNeverABuildPath) {
+  const std::string d = scratch("repo");
+  const std::string run =
+      make_run(d, "aaaaaaa", "2026-11-21T07:00:00Z", group("h2o", "niah", 4, 1));
+  const test::CliResult help = test::run_kvbench("history add --help");
+  EXPECT_EQ(help.code, 0);
+  EXPECT_NE(help.out.find("the current directory's"), std::string::npos) << help.out;
+  EXPECT_EQ(help.out.find(KVBENCH_SOURCE_DIR), std::string::npos) << help.out;
+
+  // A --repo that is missing, a file, or not a git repository: one line,
+  // exit 2, no database and no temporary written.
+  fs::create_directories(d + "/plain");
+  std::ofstream(d + "/file") << "x";
+  const std::string fresh = d + "/fresh.sqlite";
+  for (const auto& [repo, why] :
+       std::vector<std::pair<std::string, std::string>>{{d + "/none", "no such directory"},
+                                                        {d + "/file", "not a directory"},
+                                                        {d + "/plain", "not a git repository"}}) {
+    test::expect_input_error(
+        test::run_kvbench("history add " + run + " --db " + fresh + " --repo " + repo),
+        "--repo " + repo + ": " + why);
+    EXPECT_FALSE(fs::exists(fresh)) << repo;
+  }
+  for (const auto& e : fs::directory_iterator(d))
+    EXPECT_EQ(e.path().string().find(".tmp."), std::string::npos) << e.path();
+  // The default: the current directory's repository when there is one (the
+  // source tree, which knows its own HEAD: the commit's date comes from git),
+  // nothing asked outside one (the run's start stands in).
+  const Captured head = run_capture({"git", "-C", KVBENCH_SOURCE_DIR, "rev-parse", "HEAD"});
+  ASSERT_EQ(head.code, 0);
+  const std::string known = make_run(d + "/known", head.out.substr(0, 40), "2026-11-21T07:00:00Z",
+                                     group("h2o", "niah", 4, 1));
+  const test::CliResult in_repo = test::run_kvbench_in(
+      KVBENCH_SOURCE_DIR, "history add " + known + " --db " + d + "/in.sqlite");
+  EXPECT_EQ(in_repo.code, 0) << in_repo.err;
+  EXPECT_TRUE(load_trend(*open_history_read(d + "/in.sqlite"), 0.0).commits.at(0).commit_time);
+  const test::CliResult outside =
+      test::run_kvbench_in(d + "/plain", "history add " + known + " --db " + d + "/out.sqlite");
+  EXPECT_EQ(outside.code, 0) << outside.err;
+  EXPECT_FALSE(load_trend(*open_history_read(d + "/out.sqlite"), 0.0).commits.at(0).commit_time);
   fs::remove_all(d);
 }
 

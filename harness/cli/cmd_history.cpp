@@ -8,6 +8,7 @@
 #include "harness/cli/cli.h"
 #include "harness/history/add.h"
 #include "harness/history/plot.h"
+#include "harness/history/repo.h"
 #include "harness/history/schema.h"
 #include "harness/history/show.h"
 #include "harness/history/show_data.h"
@@ -56,21 +57,25 @@ history::Trend selected_trend(const po::variables_map& vm) {
 int history_add(const Args& args) {
   po::options_description desc("options");
   desc.add_options()("run", po::value<std::vector<std::string>>()->required(), "run folders")(
-      "repo", po::value<std::string>()->default_value(KVBENCH_SOURCE_DIR),
-      "git repository asked for each commit's date (\"\" to not ask; the run's start time then "
-      "orders it)");
+      "repo", po::value<std::string>(),
+      "git repository asked for each commit's date (default: the current directory's, when it is "
+      "in one; \"\" to not ask: the run's start time then orders the commit); a path that is not "
+      "a git repository is an error");
   add_db_option(desc);
   po::positional_options_description pos;
   pos.add("run", -1);
   po::variables_map vm;
   if (!parse(args, desc, vm, "kvbench history add RUN... [--db FILE] [--repo DIR]", &pos)) return 0;
+  // Checked before the writer copies anything: a bad --repo writes nothing.
+  const std::string repo = vm.count("repo") ? history::checked_repo(vm["repo"].as<std::string>())
+                                            : history::default_repo();
   const std::string db_path = vm["db"].as<std::string>();
   history::HistoryWriter writer(db_path);
   // Every folder goes into the one copy; the lines are printed once it has
   // replaced the database, so an error prints nothing but itself.
   std::string report;
   for (const std::string& run : vm["run"].as<std::vector<std::string>>()) {
-    const history::AddResult r = history::add_run(writer.db(), run, vm["repo"].as<std::string>());
+    const history::AddResult r = history::add_run(writer.db(), run, repo);
     report += escaped_text(run, 512) + ": commit " + history::short_commit(r.git_commit) +
               (r.git_dirty ? " (built with uncommitted changes)" : "") + ", " +
               std::to_string(r.cells_added) + " cells added, " + std::to_string(r.cells_present) +

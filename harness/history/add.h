@@ -35,6 +35,7 @@
 #include <cstdint>
 #include <string>
 
+#include "harness/history/repo.h"  // default_repo, checked_repo: what callers pass as `repo`
 #include "harness/history/sqlite_db.h"
 
 namespace kvbench::history {
@@ -49,8 +50,8 @@ struct AddResult {
 };
 
 // Adds one run folder. `repo`: the git repository asked for the commit's
-// date ("" to not ask). InputError naming the file and field for a folder
-// that cannot be read.
+// date ("" to not ask; repo.h gives the default and checks a --repo). InputError naming the file
+// and field for a folder that cannot be read.
 AddResult add_run(const Db& db, const std::string& run_dir, const std::string& repo);
 
 }  // namespace kvbench::history
