@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "harness/report/compare.h"
+#include "harness/report/compare_json.h"
 #include "harness/report/curve_stats.h"
 #include "harness/report/plot_script.h"
 #include "harness/report/plots_ratio.h"
@@ -629,6 +630,124 @@ TEST(CompareCli, ExitCodes) {
   test::expect_input_error(test::run_kvbench("compare " + base.dir() + " " + base.dir() + "-none"),
                            base.dir() + "-none");
   for (const auto* f : {&base, &one, &three, &four}) f->remove();
+}
+
+// `compare --json` on a known comparison (four of ten h2o instances flip:
+// one-sided mid-p McNemar p = 1/32, a regression at tolerance 0.05): every
+// number of the markdown table is there, with the exit code; nothing but
+// ASCII is printed, and a hostile label comes back exactly.
+TEST(CompareJson, HoldsTheComparisonAndItsExitCode) {
+  const RunFolder base = make_run("base", ten(passing_but(0)));
+  const RunFolder four = make_run("four", ten(passing_but(4)));
+  const CompareResult r = compare_runs(base.dir(), four.dir(), 0.05);
+  const std::string text = compare_json_text(r);
+  for (const char c : text)
+    ASSERT_TRUE(static_cast<unsigned char>(c) < 0x80 && (c >= 0x20 || c == '\n')) << int(c);
+  const json j = json::parse(text);
+  EXPECT_EQ(j["schema"], "kvbench-compare/1");
+  EXPECT_EQ(j["result"], "regression");
+  EXPECT_EQ(j["exit_code"], 1);
+  EXPECT_DOUBLE_EQ(j["tolerance"].get<double>(), 0.05);
+  EXPECT_DOUBLE_EQ(j["metric_tolerance"].get<double>(), 0.01);
+  EXPECT_EQ(j["base"]["dir"], base.dir());
+  EXPECT_EQ(j["new"]["decoding"], "query-aware, chunk 512, task's answer budget, question last");
+  EXPECT_TRUE(j["notes"].empty());
+  EXPECT_TRUE(j["configurations"].empty());
+  EXPECT_EQ(j["counts"], (json{{"base_cells", 20},
+                               {"new_cells", 20},
+                               {"missing_from_new", 0},
+                               {"only_in_new", 0},
+                               {"changed_cells", 4}}));
+  ASSERT_EQ(j["groups"].size(), 2u);
+  const json& full = j["groups"][0];
+  EXPECT_EQ(full["configuration"], "full");
+  EXPECT_EQ(full["status"], "ok");
+  EXPECT_FALSE(full["regressed"].get<bool>());
+  const json& h2o = j["groups"][1];
+  EXPECT_TRUE(h2o["model"].is_null());  // one model in each run
+  EXPECT_EQ(h2o["configuration"], "h2o");
+  EXPECT_EQ(h2o["new_configuration"], "h2o");
+  EXPECT_EQ(h2o["spec"], "h2o");
+  EXPECT_EQ(h2o["task"], "passkey");
+  EXPECT_EQ(h2o["n"], 10);
+  EXPECT_EQ(h2o["test"], "McNemar");
+  EXPECT_DOUBLE_EQ(h2o["base"]["mean"].get<double>(), 1.0);
+  EXPECT_NEAR(h2o["base"]["ci"][0].get<double>(), 0.722, 5e-4);  // as the table: [0.722, 1.000]
+  EXPECT_DOUBLE_EQ(h2o["base"]["ci"][1].get<double>(), 1.0);
+  EXPECT_DOUBLE_EQ(h2o["new"]["mean"].get<double>(), 0.6);
+  EXPECT_NEAR(h2o["new"]["ci"][0].get<double>(), 0.313, 5e-4);  // [0.313, 0.832]
+  EXPECT_NEAR(h2o["new"]["ci"][1].get<double>(), 0.832, 5e-4);
+  EXPECT_NEAR(h2o["delta"].get<double>(), -0.4, 1e-12);
+  EXPECT_DOUBLE_EQ(h2o["p"].get<double>(), 0.03125);
+  EXPECT_DOUBLE_EQ(h2o["min_detectable_drop"].get<double>(), 0.4);
+  EXPECT_EQ(h2o["min_detectable_flips"], 4);
+  EXPECT_TRUE(h2o["undetectable"].get<bool>());  // 0.4 > the tolerance 0.05
+  EXPECT_EQ(h2o["missing"], 0);
+  EXPECT_EQ(h2o["status"], "REGRESSED");
+  EXPECT_TRUE(h2o["regressed"].get<bool>());
+  ASSERT_EQ(h2o["metrics"].size(), 3u);  // unchanged: said so, p 1
+  EXPECT_EQ(h2o["metrics"][1]["metric"], "KL(full\u2016policy)");
+  EXPECT_EQ(h2o["metrics"][1]["status"], "unchanged");
+  EXPECT_DOUBLE_EQ(h2o["metrics"][1]["base_mean"].get<double>(), 0.2);
+  ASSERT_EQ(j["changed_cells"].size(), 4u);
+  EXPECT_EQ(j["changed_cells"][0], (json{{"model", nullptr},
+                                         {"cell", "passkey-0--h2o"},
+                                         {"instance", "passkey-0"},
+                                         {"configuration", "h2o"},
+                                         {"base", 1.0},
+                                         {"new", 0.0},
+                                         {"delta", -1.0}}));
+
+  // The command line: the same document, the exit code unchanged; markdown
+  // stays the default.
+  const test::CliResult cli =
+      test::run_kvbench("compare " + base.dir() + " " + four.dir() + " --tolerance 0.05 --json");
+  EXPECT_EQ(cli.code, 1) << cli.err;
+  EXPECT_EQ(cli.out, text);
+  EXPECT_TRUE(cli.err.empty()) << cli.err;
+  const test::CliResult ok =
+      test::run_kvbench("compare " + base.dir() + " " + base.dir() + " --json");
+  EXPECT_EQ(ok.code, 0) << ok.err;
+  EXPECT_EQ(json::parse(ok.out)["result"], "no significant regression");
+  EXPECT_EQ(json::parse(ok.out)["exit_code"], 0);
+  const test::CliResult help = test::run_kvbench("compare --help");
+  EXPECT_EQ(help.code, 0);
+  for (const char* field : {"--json", "kvbench-compare/1", "min_detectable_drop", "changed_cells"})
+    EXPECT_NE(help.out.find(field), std::string::npos) << field << "\n" << help.out;
+
+  // A renamed configuration, another protocol (a decoding note) and a
+  // hostile label: raw in the document, which is ASCII all the same.
+  const std::string hostile = "\x1b[2J\u202e=cmd|' /C calc'!A0,\"q\"\nx";
+  const std::string out = testing::TempDir() + "kvbench-results-" + std::to_string(::getpid());
+  RunFolder agnostic =
+      RunFolder::create(out, "agnostic", json{{"decoding", {{"protocol", "query_agnostic"}}}},
+                        json{{"plan", {{"cells", 20}}}});
+  for (json c : relabelled(ten(passing_but(0)), hostile, "h2o:budget=128"))
+    agnostic.write_cell(c["id"].get<std::string>(), c);
+  const RunFolder spec_base =
+      make_run("spec-base", relabelled(ten(passing_but(0)), "h2o 128", "h2o:budget=128"));
+  const CompareResult rr = compare_runs(spec_base.dir(), agnostic.dir(), 0.0);
+  const std::string rtext = compare_json_text(rr);
+  for (const char c : rtext) ASSERT_TRUE(static_cast<unsigned char>(c) < 0x80 && c != 0x1b);
+  const json jr = json::parse(rtext);
+  ASSERT_EQ(jr["notes"].size(), 1u);
+  EXPECT_EQ(jr["notes"][0].get<std::string>().rfind(
+                "the runs decode differently (base: query-aware, chunk 512, task's answer budget, "
+                "question last; new: query-agnostic, chunk 512",
+                0),
+            0u)
+      << jr["notes"];
+  ASSERT_EQ(jr["configurations"].size(), 1u);
+  EXPECT_EQ(jr["configurations"][0], (json{{"model", nullptr},
+                                           {"label", "h2o 128"},
+                                           {"spec", "h2o:budget=128"},
+                                           {"match", "renamed"},
+                                           {"new_label", hostile},
+                                           {"new_spec", "h2o:budget=128"}}));
+  EXPECT_EQ(jr["groups"][1]["new_configuration"], hostile);
+  EXPECT_EQ(jr["result"], "no significant regression");
+  for (const auto* f : {&base, &four, &spec_base}) f->remove();
+  agnostic.remove();
 }
 
 // Records appended during a long job (dataset calibrate --records) reach the

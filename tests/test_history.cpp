@@ -2,7 +2,8 @@
 // and read back, idempotent re-adds, concurrent writers in two processes,
 // schema migration from version 0 and 1, runs of several models, foreign, newer and corrupt
 // database files, regression points, and hostile labels on their way to the
-// markdown table and the gnuplot script.
+// markdown table and the gnuplot script; show --csv and --json, series split
+// by decoding protocol, and history add's --repo.
 #include <gtest/gtest.h>
 
 #include <unistd.h>
@@ -11,19 +12,24 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <map>
+#include <set>
 #include <sstream>
 
 #include <nlohmann/json.hpp>
 
+#include "harness/encode/csv.h"
 #include "harness/history/add.h"
 #include "harness/history/plot.h"
 #include "harness/history/schema.h"
 #include "harness/history/show.h"
+#include "harness/history/show_data.h"
 #include "harness/history/trend.h"
 #include "harness/history/writer.h"
 #include "harness/report/plot_script.h"
 #include "harness/run/run_folder.h"
+#include "harness/subprocess.h"
 #include "model/common/error.h"
 #include "tests/support/cli_run.h"
 #include "tests/support/scratch.h"
@@ -251,6 +257,86 @@ TEST(History, SeriesAreKeyedBySpecNotLabel) {
   fs::remove_all(d);
 }
 
+// Issue 36: the same configurations run under the two decoding protocols
+// (query-aware, the seed's; query-agnostic, kvpress's) differ in every
+// number by the protocol. The config hash covers decoding.protocol, but a
+// series is not keyed by the hash (any edit of the experiment would split
+// it): the run's protocol is stored (schema 5) and keys the series. At one
+// commit the query-agnostic run, started later, neither replaces the
+// query-aware cells nor becomes the point the next query-aware run is
+// paired with; show says so in one line, the plot names it.
+TEST(History, RunsOfTheOtherProtocolAreTheirOwnSeries) {
+  const std::string d = scratch("protocol");
+  HistoryWriter writer(d + "/h.sqlite");
+  const Db& db = writer.db();
+  add_run(db, make_run(d, "1111111", "2026-11-21T07:00:00Z", group("snapkv", "niah", 8, 0)), "");
+  add_run(db,
+          make_run(d, "1111111", "2026-11-21T08:00:00Z", group("snapkv", "niah", 8, 8), "tiny",
+                   false, json{{"protocol", "query_agnostic"}}),
+          "");
+  add_run(db, make_run(d, "2222222", "2026-11-22T07:00:00Z", group("snapkv", "niah", 8, 0)), "");
+  // Stored per run; the config hash differs too (it covers the protocol).
+  std::set<std::pair<std::string, std::string>> stored;  // (config hash, protocol)
+  Stmt runs(db, "SELECT config_hash, protocol FROM runs", "runs");
+  while (runs.step()) stored.insert({runs.text(0), runs.text(1)});
+  ASSERT_EQ(stored.size(), 2u);  // the two query-aware runs share their hash
+  EXPECT_NE(stored.begin()->first, std::next(stored.begin())->first);
+  std::set<std::string> protocols;
+  for (const auto& [hash, protocol] : stored) protocols.insert(protocol);
+  EXPECT_EQ(protocols, (std::set<std::string>{"query_aware", "query_agnostic"}));
+
+  const Trend t = load_trend(db, 0.05);
+  ASSERT_EQ(t.series.size(), 2u);
+  const Series* aware = find_series(t, "snapkv", "niah");
+  const Series* agnostic = find_series(t, "snapkv (query-agnostic)", "niah");
+  ASSERT_NE(aware, nullptr);
+  ASSERT_NE(agnostic, nullptr);
+  EXPECT_EQ(aware->protocol, kQueryAware);
+  EXPECT_EQ(agnostic->protocol, kQueryAgnostic);
+  EXPECT_EQ(aware->spec, agnostic->spec);  // the same configuration otherwise
+  ASSERT_EQ(aware->points.size(), 2u);
+  EXPECT_DOUBLE_EQ(aware->points[0].score.mean, 1.0);  // not replaced by the later run's zeros
+  EXPECT_FALSE(aware->points[1].regressed);
+  ASSERT_EQ(agnostic->points.size(), 1u);
+  EXPECT_DOUBLE_EQ(agnostic->points[0].score.mean, 0.0);
+  const std::string md = show_markdown(t, "h.sqlite");
+  EXPECT_NE(md.find("- 'snapkv' ran under both protocols (decoding.protocol query_aware and "
+                    "query_agnostic): different configurations, a series each ('snapkv "
+                    "(query-agnostic)')\n"),
+            std::string::npos)
+      << md;
+  EXPECT_NE(md.find("| snapkv (query-agnostic) | niah |"), std::string::npos) << md;
+  EXPECT_NE(md.find("No regression point"), std::string::npos) << md;
+  EXPECT_NE(plot_script(t, d + "/trend.png").find(plot::label("snapkv (query-agnostic)")),
+            std::string::npos);
+
+  // A run stored before version 5 (protocol NULL) reads as query-aware;
+  // adding its folder again records its protocol.
+  const std::string old_agnostic =
+      make_run(d + "/old", "3333333", "2026-11-23T07:00:00Z", group("snapkv", "niah", 8, 0), "tiny",
+               false, json{{"protocol", "query_agnostic"}});
+  const AddResult first = add_run(db, old_agnostic, "");
+  db.exec("UPDATE runs SET protocol = NULL WHERE run_id = '" + first.run_id + "'");  // hex id
+  EXPECT_EQ(find_series(load_trend(db, 0.05), "snapkv", "niah")->points.size(), 3u);
+  const AddResult again = add_run(db, old_agnostic, "");
+  EXPECT_EQ(again.cells_added, 0);
+  EXPECT_EQ(find_series(load_trend(db, 0.05), "snapkv (query-agnostic)", "niah")->points.size(),
+            2u);
+  // A protocol kvbench does not know is refused, naming the field.
+  const std::string odd =
+      make_run(d + "/odd", "4444444", "2026-11-24T07:00:00Z", group("snapkv", "niah", 1, 0), "tiny",
+               false, json{{"protocol", "\x1b[2Jsideways"}});
+  try {
+    add_run(db, odd, "");
+    ADD_FAILURE() << "unknown protocol accepted";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("config.json: /decoding/protocol: expected"),
+              std::string::npos)
+        << e.what();
+  }
+  fs::remove_all(d);
+}
+
 // A run of another arithmetic (bf16 attention, exact activations) is a
 // series of its own: at the same commit it neither replaces the default
 // run's cells nor becomes the point the next default run is compared with.
@@ -380,6 +466,9 @@ TEST(History, MigratesVersion0And1) {
   Stmt dirty(db, "SELECT git_dirty FROM runs WHERE run_id = 'r1'", "runs");
   ASSERT_TRUE(dirty.step());
   EXPECT_TRUE(dirty.is_null(0));  // version 4's: unknown, read as a clean build
+  Stmt protocol(db, "SELECT protocol FROM runs WHERE run_id = 'r1'", "runs");
+  ASSERT_TRUE(protocol.step());
+  EXPECT_TRUE(protocol.is_null(0));  // version 5's: unknown, read as query-aware
   Stmt spec(db, "SELECT spec FROM cells WHERE cell_id = 'c0'", "cells");
   ASSERT_TRUE(spec.step());
   EXPECT_TRUE(spec.is_null(0));
@@ -711,6 +800,168 @@ TEST(History, RunsWithUncommittedChangesAreAPointOfTheirOwn) {
   const std::string shown = show_markdown(t, d + "/h.sqlite");
   EXPECT_NE(shown.find("| aaaaaaa+dirty |"), std::string::npos) << shown;
   EXPECT_NE(shown.find("aaaaaaa+dirty (vs aaaaaaa)"), std::string::npos) << shown;
+  fs::remove_all(d);
+}
+
+// `history show --csv` and `--json`: the points show prints, one CSV row or
+// JSON point each, with hostile strings from the database (commas, quotes,
+// a line break, a leading '=' or '|', ESC) encoded for each sink: every CSV
+// record keeps its 18 fields, no label becomes a formula, no control
+// character reaches the terminal; JSON is ASCII and gives the strings back
+// exactly.
+TEST(History, ShowCsvAndJsonHoldThePointsEncoded) {
+  const std::string d = scratch("data");
+  const std::vector<std::string> labels = {"=HYPERLINK(\"http://x\"),\"a\"", "|pipe, \"q\"",
+                                           "line\nbreak", "\x1b[31mred\x07"};
+  std::vector<CellSpec> before, after;
+  for (const auto& l : labels) {
+    before = join(before, group(l, "passkey", 4, 0));
+    after = join(after, group(l, "passkey", 4, l == labels[0] ? 4 : 0));
+  }
+  {
+    HistoryWriter writer(d + "/h.sqlite");
+    add_run(writer.db(), make_run(d, "aaaaaaa", "2026-11-21T07:00:00Z", before, "-exp,1"), "");
+    add_run(writer.db(), make_run(d, "bbbbbbb", "2026-11-22T07:00:00Z", after, "-exp,1"), "");
+    writer.commit();
+  }
+  const Trend t = load_trend(*open_history_read(d + "/h.sqlite"), 0.0);
+  ASSERT_EQ(t.series.size(), labels.size());
+
+  const std::string csv = show_csv(t);
+  EXPECT_EQ(csv.find('\x1b'), std::string::npos);
+  EXPECT_EQ(csv.find('\x07'), std::string::npos);
+  const auto records = parse_csv(csv, "show --csv");
+  ASSERT_EQ(records.size(), 1 + labels.size() * 2);  // the header, two points per series
+  EXPECT_EQ(records[0], (std::vector<std::string>{"experiment", "model", "configuration", "task",
+                                                  "spec", "protocol", "commit", "dirty", "date",
+                                                  "date_from", "mean", "ci_lo", "ci_hi", "n",
+                                                  "paired", "p_drop", "drop", "regressed"}));
+  std::map<std::string, std::vector<std::vector<std::string>>> rows;  // configuration -> rows
+  for (size_t i = 1; i < records.size(); ++i) {
+    ASSERT_EQ(records[i].size(), 18u) << i;
+    EXPECT_EQ(records[i][0], "'-exp,1");  // a leading '-' could start a formula
+    EXPECT_EQ(records[i][1], "ab12");
+    EXPECT_EQ(records[i][5], "query_aware");
+    rows[records[i][2]].push_back(records[i]);
+  }
+  // Each hostile label, as one field: a formula's '=' quoted away, the line
+  // break and the controls as visible escapes.
+  const std::vector<std::string> expected = {"'=HYPERLINK(\"http://x\"),\"a\"", "|pipe, \"q\"",
+                                             "line\\nbreak", "\\x1b[31mred\\x07"};
+  for (const auto& e : expected) EXPECT_EQ(rows[e].size(), 2u) << e;
+  const auto& dropped = rows[expected[0]];
+  ASSERT_EQ(dropped.size(), 2u);
+  EXPECT_EQ(dropped[0][6], "aaaaaaa");
+  EXPECT_EQ(dropped[0][8], "2026-11-21");
+  EXPECT_EQ(dropped[0][9], "run");  // no git asked
+  EXPECT_EQ(dropped[0][10], "1");
+  EXPECT_EQ(dropped[0][13], "4");
+  EXPECT_EQ(dropped[0][14], "");  // the first point: nothing to pair with
+  EXPECT_EQ(dropped[0][17], "false");
+  EXPECT_EQ(dropped[1][6], "bbbbbbb");
+  EXPECT_EQ(dropped[1][10], "0");
+  EXPECT_EQ(dropped[1][14], "4");
+  EXPECT_EQ(dropped[1][15], "0.03125");  // four of four failing: mid-p 2^-5
+  EXPECT_EQ(dropped[1][16], "1");
+  EXPECT_EQ(dropped[1][17], "true");
+  EXPECT_EQ(rows[expected[1]][1][17], "false");
+
+  const std::string text = show_json(t, d + "/h.sqlite");
+  for (const char c : text)
+    ASSERT_TRUE(static_cast<unsigned char>(c) < 0x80 && (c >= 0x20 || c == '\n'));
+  const json j = json::parse(text);
+  EXPECT_EQ(j["schema"], kHistoryJsonSchema);
+  EXPECT_EQ(j["runs"], 2);
+  EXPECT_EQ(j["cells"], 32);
+  ASSERT_EQ(j["commits"].size(), 2u);
+  EXPECT_EQ(j["commits"][1]["commit"], "bbbbbbb");
+  EXPECT_EQ(j["commits"][1]["date_from"], "run");
+  ASSERT_EQ(j["series"].size(), labels.size());
+  std::set<std::string> seen;
+  for (const json& s : j["series"]) {
+    seen.insert(s["configuration"].get<std::string>());
+    EXPECT_EQ(s["experiment"], "-exp,1");
+    EXPECT_EQ(s["protocol"], "query_aware");
+    ASSERT_EQ(s["points"].size(), 2u);
+    EXPECT_TRUE(s["points"][0]["paired"].is_null());
+    EXPECT_TRUE(s["points"][0]["p_drop"].is_null());
+    const bool dropped_series = s["configuration"] == labels[0];
+    EXPECT_EQ(s["points"][1]["regressed"], dropped_series);
+    EXPECT_EQ(s["points"][1]["commit"], 1);
+    EXPECT_DOUBLE_EQ(s["points"][1]["mean"].get<double>(), dropped_series ? 0.0 : 1.0);
+    EXPECT_EQ(s["points"][1]["n"], 4);
+  }
+  EXPECT_EQ(seen, std::set<std::string>(labels.begin(), labels.end()));  // exactly, ESC included
+  fs::remove_all(d);
+}
+
+// The CLI: --csv and --json print what show_csv and show_json give, and
+// together are one error line.
+TEST(History, ShowCsvAndJsonOnTheCommandLine) {
+  const std::string d = scratch("cli");
+  const std::string run =
+      make_run(d, "aaaaaaa", "2026-11-21T07:00:00Z", group("h2o", "niah", 4, 1));
+  const std::string db = d + "/h.sqlite";
+  const test::CliResult add =
+      test::run_kvbench("history add " + run + " --db " + db + " --repo ''");
+  ASSERT_EQ(add.code, 0) << add.err;
+  const Trend t = load_trend(*open_history_read(db), 0.0);
+  const test::CliResult csv = test::run_kvbench("history show --csv --db " + db);
+  EXPECT_EQ(csv.code, 0) << csv.err;
+  EXPECT_EQ(csv.out, show_csv(t));
+  const test::CliResult js = test::run_kvbench("history show --json --db " + db);
+  EXPECT_EQ(js.code, 0) << js.err;
+  EXPECT_EQ(js.out, show_json(t, db));
+  test::expect_input_error(test::run_kvbench("history show --csv --json --db " + db),
+                           "--csv and --json");
+  EXPECT_NE(test::run_kvbench("history show --help").out.find("--json"), std::string::npos);
+  fs::remove_all(d);
+}
+
+// history add's --repo (issue 38): its help names no path of the build
+// machine; a --repo that is missing, a file or not a git repository is
+// checked before anything is written; the default is the current
+// directory's repository when there is one, and nothing outside one.
+TEST(History, RepoIsCheckedAndNeverABuildPath) {
+  const std::string d = scratch("repo");
+  const std::string run =
+      make_run(d, "aaaaaaa", "2026-11-21T07:00:00Z", group("h2o", "niah", 4, 1));
+  const test::CliResult help = test::run_kvbench("history add --help");
+  EXPECT_EQ(help.code, 0);
+  EXPECT_NE(help.out.find("the current directory's"), std::string::npos) << help.out;
+  EXPECT_EQ(help.out.find(KVBENCH_SOURCE_DIR), std::string::npos) << help.out;
+
+  // A --repo that is missing, a file, or not a git repository: one line,
+  // exit 2, no database and no temporary written.
+  fs::create_directories(d + "/plain");
+  std::ofstream(d + "/file") << "x";
+  const std::string fresh = d + "/fresh.sqlite";
+  for (const auto& [repo, why] :
+       std::vector<std::pair<std::string, std::string>>{{d + "/none", "no such directory"},
+                                                        {d + "/file", "not a directory"},
+                                                        {d + "/plain", "not a git repository"}}) {
+    test::expect_input_error(
+        test::run_kvbench("history add " + run + " --db " + fresh + " --repo " + repo),
+        "--repo " + repo + ": " + why);
+    EXPECT_FALSE(fs::exists(fresh)) << repo;
+  }
+  for (const auto& e : fs::directory_iterator(d))
+    EXPECT_EQ(e.path().string().find(".tmp."), std::string::npos) << e.path();
+  // The default: the current directory's repository when there is one (the
+  // source tree, which knows its own HEAD: the commit's date comes from git),
+  // nothing asked outside one (the run's start stands in).
+  const Captured head = run_capture({"git", "-C", KVBENCH_SOURCE_DIR, "rev-parse", "HEAD"});
+  ASSERT_EQ(head.code, 0);
+  const std::string known = make_run(d + "/known", head.out.substr(0, 40), "2026-11-21T07:00:00Z",
+                                     group("h2o", "niah", 4, 1));
+  const test::CliResult in_repo = test::run_kvbench_in(
+      KVBENCH_SOURCE_DIR, "history add " + known + " --db " + d + "/in.sqlite");
+  EXPECT_EQ(in_repo.code, 0) << in_repo.err;
+  EXPECT_TRUE(load_trend(*open_history_read(d + "/in.sqlite"), 0.0).commits.at(0).commit_time);
+  const test::CliResult outside =
+      test::run_kvbench_in(d + "/plain", "history add " + known + " --db " + d + "/out.sqlite");
+  EXPECT_EQ(outside.code, 0) << outside.err;
+  EXPECT_FALSE(load_trend(*open_history_read(d + "/out.sqlite"), 0.0).commits.at(0).commit_time);
   fs::remove_all(d);
 }
 

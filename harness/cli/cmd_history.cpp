@@ -1,14 +1,17 @@
 // kvbench history add | show | plot: per-cell results of run folders in an
 // SQLite database keyed by commit, model, config and machine
 // (harness/history/), printed as a table over commits or drawn as a trend
-// plot with each regression point marked.
+// plot with each regression point marked; show --csv / --json give the same
+// points as data (harness/history/show_data.h).
 #include <iostream>
 
 #include "harness/cli/cli.h"
 #include "harness/history/add.h"
 #include "harness/history/plot.h"
+#include "harness/history/repo.h"
 #include "harness/history/schema.h"
 #include "harness/history/show.h"
+#include "harness/history/show_data.h"
 #include "harness/history/trend.h"
 #include "harness/history/writer.h"
 #include "model/common/error.h"
@@ -21,7 +24,7 @@ namespace {
 
 constexpr const char* kUsage =
     "kvbench history add RUN... [--db FILE] [--repo DIR]\n"
-    "       kvbench history show [--db FILE] [--experiment NAME] [--tolerance X]\n"
+    "       kvbench history show [--db FILE] [--experiment NAME] [--tolerance X] [--csv | --json]\n"
     "       kvbench history plot [--db FILE] -o OUT.png|OUT.svg [--experiment NAME] "
     "[--tolerance X]";
 
@@ -54,21 +57,25 @@ history::Trend selected_trend(const po::variables_map& vm) {
 int history_add(const Args& args) {
   po::options_description desc("options");
   desc.add_options()("run", po::value<std::vector<std::string>>()->required(), "run folders")(
-      "repo", po::value<std::string>()->default_value(KVBENCH_SOURCE_DIR),
-      "git repository asked for each commit's date (\"\" to not ask; the run's start time then "
-      "orders it)");
+      "repo", po::value<std::string>(),
+      "git repository asked for each commit's date (default: the current directory's, when it is "
+      "in one; \"\" to not ask: the run's start time then orders the commit); a path that is not "
+      "a git repository is an error");
   add_db_option(desc);
   po::positional_options_description pos;
   pos.add("run", -1);
   po::variables_map vm;
   if (!parse(args, desc, vm, "kvbench history add RUN... [--db FILE] [--repo DIR]", &pos)) return 0;
+  // Checked before the writer copies anything: a bad --repo writes nothing.
+  const std::string repo = vm.count("repo") ? history::checked_repo(vm["repo"].as<std::string>())
+                                            : history::default_repo();
   const std::string db_path = vm["db"].as<std::string>();
   history::HistoryWriter writer(db_path);
   // Every folder goes into the one copy; the lines are printed once it has
   // replaced the database, so an error prints nothing but itself.
   std::string report;
   for (const std::string& run : vm["run"].as<std::vector<std::string>>()) {
-    const history::AddResult r = history::add_run(writer.db(), run, vm["repo"].as<std::string>());
+    const history::AddResult r = history::add_run(writer.db(), run, repo);
     report += escaped_text(run, 512) + ": commit " + history::short_commit(r.git_commit) +
               (r.git_dirty ? " (built with uncommitted changes)" : "") + ", " +
               std::to_string(r.cells_added) + " cells added, " + std::to_string(r.cells_present) +
@@ -83,12 +90,25 @@ int history_show(const Args& args) {
   po::options_description desc("options");
   add_db_option(desc);
   add_trend_options(desc);
+  desc.add_options()("csv", po::bool_switch(),
+                     "CSV instead of markdown, one row per point: experiment, model, "
+                     "configuration, task, spec, protocol, commit, dirty, date, date_from, mean, "
+                     "ci_lo, ci_hi, n, paired, p_drop, drop, regressed")(
+      "json", po::bool_switch(),
+      "one JSON document instead of markdown (schema \"kvbench-history/1\": db, tolerance, runs, "
+      "cells, commits, series with their points; docs/HARNESS.md)");
   po::variables_map vm;
   if (!parse(args, desc, vm,
-             "kvbench history show [--db FILE] [--experiment NAME] [--tolerance X]"))
+             "kvbench history show [--db FILE] [--experiment NAME] [--tolerance X] "
+             "[--csv | --json]"))
     return 0;
+  const bool csv = vm["csv"].as<bool>(), json = vm["json"].as<bool>();
+  if (csv && json) throw InputError("history show: --csv and --json exclude each other");
   const history::Trend t = selected_trend(vm);
-  std::cout << history::show_markdown(t, vm["db"].as<std::string>());
+  const std::string& db = vm["db"].as<std::string>();
+  std::cout << (csv    ? history::show_csv(t)
+                : json ? history::show_json(t, db)
+                       : history::show_markdown(t, db));
   return 0;
 }
 
@@ -119,7 +139,7 @@ int cmd_history(const Args& args) {
               << "  add    add run folders' cells to the history (idempotent: a cell already "
                  "there is not added again)\n"
               << "  show   score per configuration x task over commits, regression points "
-                 "marked\n"
+                 "marked (markdown; --csv or --json for data)\n"
               << "  plot   the same as a trend plot (PNG or SVG)\n"
               << "The database defaults to " << history::kDefaultHistoryDb
               << " (relative to the current directory).\n"

@@ -306,7 +306,7 @@ int cmd_run(const Args& args) {
     const std::string dir = folder->dir();
     folder.reset();
     history::HistoryWriter writer(vm["history"].as<std::string>());
-    const history::AddResult h = history::add_run(writer.db(), dir, KVBENCH_SOURCE_DIR);
+    const history::AddResult h = history::add_run(writer.db(), dir, history::default_repo());
     writer.commit();
     std::cout << "history: " << h.cells_added << " cells added to "
               << escaped_text(vm["history"].as<std::string>(), 512) << " (" << h.cells_present

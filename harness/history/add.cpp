@@ -81,6 +81,20 @@ std::string config_hash(json config) {
   return sha256_hex(text.data(), text.size());
 }
 
+// The run's decoding.protocol as config.json holds it (written only when
+// not the default, harness/run/experiment.cpp): "query_aware" or
+// "query_agnostic". Anything else is an error naming the field: a series
+// would be keyed by it.
+std::string protocol_of(const json& config, const std::string& file) {
+  if (!config.contains("decoding") || !config["decoding"].is_object() ||
+      !config["decoding"].contains("protocol"))
+    return "query_aware";
+  const json& p = config["decoding"]["protocol"];
+  if (p != "query_aware" && p != "query_agnostic")
+    throw InputError(file + ": /decoding/protocol: expected \"query_aware\" or \"query_agnostic\"");
+  return p.get<std::string>();
+}
+
 std::string now_utc() {
   const std::time_t now = std::time(nullptr);
   std::tm utc{};
@@ -123,6 +137,9 @@ AddResult add_run(const Db& db, const std::string& run_dir, const std::string& r
   const bool several = meta.contains("models");
   const std::string machine = machine_key(meta, meta_file);
   const std::string chash = config_hash(run.config());
+  // The config hash covers it too, but series are not keyed by the hash
+  // (any edit of the experiment would start new ones): by the protocol.
+  const std::string protocol = protocol_of(run.config(), run.path("config.json"));
   std::string experiment = run.config().contains("name") && run.config()["name"].is_string()
                                ? run.config()["name"].get<std::string>().substr(0, kMaxFieldBytes)
                                : std::string("experiment");
@@ -166,14 +183,23 @@ AddResult add_run(const Db& db, const std::string& run_dir, const std::string& r
   // error: a row is never dropped in silence, as INSERT OR IGNORE would.
   Transaction tx(db, Transaction::Kind::Write);
   Stmt run_present(db, "SELECT 1 FROM runs WHERE run_id = ?1", "runs");
-  Stmt add_run(db,
-               "INSERT INTO runs(run_id, experiment, git_commit, commit_time, "
-               "started_utc, model_sha256, config_hash, machine, folder, added_utc, model_label, "
-               "git_dirty) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
-               "runs");
+  Stmt add_run(
+      db,
+      "INSERT INTO runs(run_id, experiment, git_commit, commit_time, "
+      "started_utc, model_sha256, config_hash, machine, folder, added_utc, model_label, "
+      "git_dirty, protocol) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
+      "runs");
+  // A run added before version 5 has no protocol: re-adding its folder
+  // records it (its id covers the config hash, so it is this folder's).
+  Stmt set_protocol(db, "UPDATE runs SET protocol = ?2 WHERE run_id = ?1 AND protocol IS NULL",
+                    "runs");
   for (const ModelRun& m : models) {
     run_present.reset();
-    if (run_present.bind(1, m.run_id).step()) continue;  // added before (its cells may not all be)
+    if (run_present.bind(1, m.run_id).step()) {  // added before (its cells may not all be)
+      set_protocol.reset();
+      set_protocol.bind(1, m.run_id).bind(2, protocol).step();
+      continue;
+    }
     add_run.reset();
     add_run.bind(1, m.run_id).bind(2, experiment).bind(3, r.git_commit);
     if (when)
@@ -187,6 +213,7 @@ AddResult add_run(const Db& db, const std::string& run_dir, const std::string& r
     else
       add_run.bind_null(11);
     add_run.bind(12, int64_t{r.git_dirty ? 1 : 0});
+    add_run.bind(13, protocol);
     add_run.step();
   }
   Stmt cell_present(db, "SELECT 1 FROM cells WHERE run_id = ?1 AND cell_id = ?2", "cells");

@@ -14,6 +14,10 @@
 //                the folder was written): the same experiment run from two
 //                checkouts hashes the same
 //   machine      meta.json's CPU model and core count ("AMD EPYC, 2 cores")
+//   protocol     config.json's decoding.protocol ("query_aware" when absent;
+//                another value is an error), kept per run: series are keyed
+//                by it (trend.h). Re-adding a run stored without it (schema
+//                version < 5) records it.
 //   commit time  the commit's date from git (`git -C REPO show -s
 //                --format=%ct COMMIT`, no shell), so commits run later than
 //                they were made (a backfill) still sort in history order;
@@ -31,6 +35,7 @@
 #include <cstdint>
 #include <string>
 
+#include "harness/history/repo.h"  // default_repo, checked_repo: what callers pass as `repo`
 #include "harness/history/sqlite_db.h"
 
 namespace kvbench::history {
@@ -45,8 +50,8 @@ struct AddResult {
 };
 
 // Adds one run folder. `repo`: the git repository asked for the commit's
-// date ("" to not ask). InputError naming the file and field for a folder
-// that cannot be read.
+// date ("" to not ask; repo.h gives the default and checks a --repo). InputError naming the file
+// and field for a folder that cannot be read.
 AddResult add_run(const Db& db, const std::string& run_dir, const std::string& repo);
 
 }  // namespace kvbench::history

@@ -30,9 +30,13 @@ void to_version_3(const Db& db) { db.exec("ALTER TABLE runs ADD COLUMN model_lab
 // (meta.json git_dirty): 1 or 0; NULL for runs added before version 4.
 void to_version_4(const Db& db) { db.exec("ALTER TABLE runs ADD COLUMN git_dirty INTEGER"); }
 
+// The run's decoding.protocol: runs of one configuration in the two
+// protocols are two series (trend.h); NULL for runs added before version 5.
+void to_version_5(const Db& db) { db.exec("ALTER TABLE runs ADD COLUMN protocol TEXT"); }
+
 using Migration = void (*)(const Db&);
 constexpr Migration kMigrations[kSchemaVersion] = {to_version_1, to_version_2, to_version_3,
-                                                   to_version_4};
+                                                   to_version_4, to_version_5};
 
 void migrate(const Db& db, int from) {
   for (int v = from; v < kSchemaVersion; ++v) {

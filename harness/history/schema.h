@@ -15,6 +15,10 @@
 //              several models (one history run per model); NULL otherwise
 //   version 4  runs.git_dirty: 1 when the run's binary was built with
 //              uncommitted changes, 0 when not, NULL for runs added before
+//   version 5  runs.protocol: the run's decoding.protocol ("query_aware" or
+//              "query_agnostic"), which series are keyed by; NULL for runs
+//              added before, read as query_aware (the only protocol before
+//              kvbench 95c96c5) until their folder is added again
 //
 // A file is refused with "<file>: ..." when it is newer than this kvbench,
 // when it is not an SQLite file or is damaged, and when its schema is not
@@ -32,7 +36,7 @@
 
 namespace kvbench::history {
 
-inline constexpr int kSchemaVersion = 4;
+inline constexpr int kSchemaVersion = 5;
 
 // Where the CLI keeps the history unless told (--db): under results/, which
 // git ignores, like run folders.

@@ -27,12 +27,14 @@ std::string count(int64_t n, const char* noun) {
   return std::to_string(n) + " " + noun + (n == 1 ? "" : "s");
 }
 
-// One line per spec that had several labels (one series) and per label
-// that named several specs (a series each), across the experiment's tasks.
+// One line per spec that had several labels (one series), per label that
+// named several specs (a series each) and per label run under both
+// protocols (a series each), across the experiment's tasks.
 std::string configuration_notes(const std::vector<const Series*>& series) {
   std::map<std::string, std::vector<std::string>> spec_labels;  // spec -> labels, latest first
-  std::map<std::string, std::set<std::string>> label_specs;
+  std::map<std::string, std::set<std::string>> label_specs, label_protocols;
   for (const Series* s : series) {
+    for (const std::string& label : s->labels) label_protocols[label].insert(s->protocol);
     if (s->spec.empty()) continue;
     if (s->labels.size() > 1) spec_labels[s->spec] = s->labels;
     for (const std::string& label : s->labels) label_specs[label].insert(s->spec);
@@ -52,8 +54,16 @@ std::string configuration_notes(const std::vector<const Series*>& series) {
       o << (i++ ? ", " : "") << "`" << markdown_cell(spec) << "`";
     o << "): different configurations, a series each\n";
   }
+  for (const auto& [label, protocols] : label_protocols)
+    if (protocols.size() > 1)
+      o << "- '" << markdown_cell(label)
+        << "' ran under both protocols (decoding.protocol query_aware and query_agnostic): "
+           "different configurations, a series each ('"
+        << markdown_cell(label) << " (query-agnostic)')\n";
   const std::string lines = o.str();
-  return lines.empty() ? "" : "\nConfigurations are series by spec, not by label:\n\n" + lines;
+  return lines.empty()
+             ? ""
+             : "\nConfigurations are series by spec and protocol, not by label:\n\n" + lines;
 }
 
 }  // namespace

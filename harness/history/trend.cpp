@@ -16,6 +16,7 @@ namespace {
 
 struct RunRow {
   std::string experiment, commit, model, machine;
+  std::string protocol;   // Series::protocol
   bool dirty = false;     // built with uncommitted changes: a point of its own
   std::string model_key;  // Series::model
   std::optional<int64_t> commit_time;
@@ -33,10 +34,10 @@ struct InstanceScore {
 // uncommitted changes.
 using PointKey = std::pair<std::string, bool>;
 
-// experiment, task, configuration, model. The configuration is its spec
-// (canonical form); a cell without one (a version-1 file) is keyed by its
-// label, prefixed so that no spec can equal it.
-using SeriesKey = std::tuple<std::string, std::string, std::string, std::string>;
+// experiment, task, configuration, model, protocol. The configuration is
+// its spec (canonical form); a cell without one (a version-1 file) is keyed
+// by its label, prefixed so that no spec can equal it.
+using SeriesKey = std::tuple<std::string, std::string, std::string, std::string, std::string>;
 constexpr char kLabelKey[] = "\x01label:";
 
 [[noreturn]] void bad(const Db& db, const std::string& what) {
@@ -47,14 +48,17 @@ constexpr char kLabelKey[] = "\x01label:";
 // never migrates (it writes nothing), so an older file is read as it is
 // (check_schema() has checked it is exactly that version's layout).
 const char* runs_query(int version) {
-  if (version >= 4)
+  if (version >= 5)
     return "SELECT run_id, experiment, git_commit, commit_time, started_utc, model_sha256, "
-           "machine, model_label, git_dirty FROM runs ORDER BY run_id";
+           "machine, model_label, git_dirty, protocol FROM runs ORDER BY run_id";
+  if (version == 4)
+    return "SELECT run_id, experiment, git_commit, commit_time, started_utc, model_sha256, "
+           "machine, model_label, git_dirty, NULL FROM runs ORDER BY run_id";
   if (version == 3)
     return "SELECT run_id, experiment, git_commit, commit_time, started_utc, model_sha256, "
-           "machine, model_label, NULL FROM runs ORDER BY run_id";
+           "machine, model_label, NULL, NULL FROM runs ORDER BY run_id";
   return "SELECT run_id, experiment, git_commit, commit_time, started_utc, model_sha256, "
-         "machine, NULL, NULL FROM runs ORDER BY run_id";
+         "machine, NULL, NULL, NULL FROM runs ORDER BY run_id";
 }
 
 // The cells, with the spec NULL in a version-1 file.
@@ -115,6 +119,12 @@ Trend load_trend(const Db& db, double tolerance, const std::string& experiment) 
       const std::optional<std::string> label = s.optional_text(7);
       r.model_key = label ? *label : r.model.substr(0, 12);
       r.dirty = s.optional_integer(8).value_or(0) != 0;
+      // NULL: a run added before version 5, when query-aware was the only
+      // protocol most histories held (add.h).
+      r.protocol = s.optional_text(9).value_or(kQueryAware);
+      if (r.protocol != kQueryAware && r.protocol != kQueryAgnostic)
+        bad(db, "runs.protocol: '" + escaped_text(r.protocol, 64) +
+                    "' is not query_aware or query_agnostic (not a kvbench history, or damaged)");
       if (!experiment.empty() && r.experiment != experiment) continue;
       runs.emplace(id, std::move(r));
     }
@@ -140,7 +150,8 @@ Trend load_trend(const Db& db, double tolerance, const std::string& experiment) 
       const std::string label = s.text(1);
       const std::optional<std::string> spec = s.optional_text(5);
       const SeriesKey key{r.experiment, s.text(2),
-                          spec && !spec->empty() ? *spec : kLabelKey + label, r.model_key};
+                          spec && !spec->empty() ? *spec : kLabelKey + label, r.model_key,
+                          r.protocol};
       int64_t& last = labels[key].try_emplace(label, r.started).first->second;
       last = std::max(last, r.started);
       InstanceScore& slot = data[key][{r.commit, r.dirty}][s.text(3)];
@@ -185,7 +196,8 @@ Trend load_trend(const Db& db, double tolerance, const std::string& experiment) 
   t.runs = static_cast<int64_t>(runs.size());
 
   for (const auto& [key, commits] : data) {
-    Series series{std::get<0>(key), "", std::get<1>(key), std::get<3>(key), "", {}, {}};
+    Series series{
+        std::get<0>(key), "", std::get<1>(key), std::get<3>(key), std::get<4>(key), "", {}, {}};
     const std::string& config = std::get<2>(key);
     if (config.rfind(kLabelKey, 0) != 0) series.spec = config;
     // Its labels, the latest used first: the series is shown by that one.
@@ -228,16 +240,22 @@ Trend load_trend(const Db& db, double tolerance, const std::string& experiment) 
     }
     t.series.push_back(std::move(series));
   }
-  // A label shown by two series of one experiment, task and model (it named
-  // two specs): each shown with its spec.
-  std::map<std::tuple<std::string, std::string, std::string, std::string>, int> shown;
-  for (const Series& s : t.series) ++shown[{s.experiment, s.task, s.model, s.configuration}];
+  // A label shown by two series of one experiment, task, model and protocol
+  // (it named two specs): each shown with its spec.
+  std::map<std::tuple<std::string, std::string, std::string, std::string, std::string>, int> shown;
+  for (const Series& s : t.series)
+    ++shown[{s.experiment, s.task, s.model, s.protocol, s.configuration}];
   for (Series& s : t.series)
-    if (shown[{s.experiment, s.task, s.model, s.configuration}] > 1 && !s.spec.empty())
+    if (shown[{s.experiment, s.task, s.model, s.protocol, s.configuration}] > 1 && !s.spec.empty())
       s.configuration += " [" + s.spec + "]";
+  // A query-agnostic series says so wherever it is shown (the default
+  // protocol's keep their labels, as runs of the default arithmetic keep
+  // the experiment's name).
+  for (Series& s : t.series)
+    if (s.protocol == kQueryAgnostic) s.configuration += " (query-agnostic)";
   std::sort(t.series.begin(), t.series.end(), [](const Series& a, const Series& b) {
-    return std::tie(a.experiment, a.task, a.configuration, a.model) <
-           std::tie(b.experiment, b.task, b.configuration, b.model);
+    return std::tie(a.experiment, a.task, a.configuration, a.model, a.protocol) <
+           std::tie(b.experiment, b.task, b.configuration, b.model, b.protocol);
   });
   return t;
 }

@@ -1,7 +1,7 @@
 // Scores over commits, read back from the history: what `history show` prints
 // and `history plot` draws.
 //
-// A series is one (experiment, model, configuration, task); it has a point
+// A series is one (experiment, model, configuration, task, protocol); it has a point
 // per commit that has cells of it. A point pools the commit's runs by
 // instance: per instance id the latest-started run's cell counts (a rerun
 // replaces an earlier one, shards of one run add up), so each instance
@@ -12,6 +12,10 @@
 // renamed over the same spec stays one series (shown by its latest label),
 // a label kept over another spec starts another (both then shown as
 // "label [spec]"). Cells of a version-1 file carry no spec: keyed by label.
+// The same configuration run under the other decoding.protocol is another
+// series (its numbers differ by the protocol, not by the code), shown as
+// "label (query-agnostic)"; a run stored before schema version 5 counts as
+// query-aware.
 //
 // Commits are ordered by their date from git (add.h), falling back to the
 // earliest start time of their runs when git did not know the commit, ties
@@ -33,6 +37,9 @@
 #include "harness/report/stats.h"
 
 namespace kvbench::history {
+
+inline constexpr const char* kQueryAware = "query_aware";
+inline constexpr const char* kQueryAgnostic = "query_agnostic";
 
 // Bounds on what is read from a file (which may be hostile).
 inline constexpr int64_t kMaxRuns = 100'000;
@@ -61,12 +68,14 @@ struct TrendPoint {
 
 struct Series {
   // configuration: the label the latest run used ("label [spec]" when
-  // another series of the same experiment, task and model shows it too).
+  // another series of the same experiment, task, model and protocol shows
+  // it too; " (query-agnostic)" appended for that protocol).
   std::string experiment, configuration, task;
   // The model: its label in a run folder of several models, else the first
   // 12 hex digits of its sha256 (runs of different models never share a
   // series: a model change is not a regression).
   std::string model;
+  std::string protocol;             // kQueryAware or kQueryAgnostic
   std::string spec;                 // canonical; "" for cells without one
   std::vector<std::string> labels;  // every label the series had, the latest first
   std::vector<TrendPoint> points;   // in commit order

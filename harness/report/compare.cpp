@@ -111,8 +111,10 @@ std::string detectable(stats::ScoreKind kind, int64_t n) {
 // the base's is missing from the new run (the gate fails) and `notes` says
 // so in one line. Specs unknown to old folders ("") match by label.
 std::map<std::string, std::string> match_configurations(const Specs& base, const Specs& next,
+                                                        const std::string& model,
                                                         const std::string& in_model,
-                                                        std::ostringstream& notes) {
+                                                        std::ostringstream& notes,
+                                                        std::vector<ConfigurationMatch>& matches) {
   std::map<std::string, std::string> to_new;
   std::set<std::string> taken;  // new labels already matched
   for (const auto& [label, spec] : base) {
@@ -131,15 +133,18 @@ std::map<std::string, std::string> match_configurations(const Specs& base, const
     if (same_spec.size() == 1) {
       to_new[label] = same_spec[0];
       taken.insert(same_spec[0]);
+      matches.push_back({model, label, spec, "renamed", same_spec[0], spec});
       notes << "- " << in_model << "'" << markdown_cell(label) << "' is labelled '"
             << markdown_cell(same_spec[0]) << "' in the new run (same spec `" << markdown_cell(spec)
             << "`): compared as one configuration\n";
     } else if (now != next.end()) {
+      matches.push_back({model, label, spec, "spec changed", label, now->second});
       notes << "- " << in_model << "'" << markdown_cell(label) << "' names spec `"
             << markdown_cell(spec) << "` in the base run and `" << markdown_cell(now->second)
             << "` in the new one: different configurations, not compared (the base's is "
                "missing from the new run)\n";
     } else {
+      matches.push_back({model, label, spec, "missing", "", ""});
       notes << "- " << in_model << "'" << markdown_cell(label) << "' (`" << markdown_cell(spec)
             << "`): not in the new run\n";
     }
@@ -162,23 +167,31 @@ CompareResult compare_runs(const std::string& base_dir, const std::string& new_d
     base_models = {{"", std::move(b)}};
     new_models = {{"", std::move(n)}};
   }
+  CompareResult r;
+  r.base_dir = base_dir;
+  r.new_dir = new_dir;
+  r.tolerance = tolerance;
+  r.metric_tolerance = metric_tolerance;
   std::ostringstream only;  // models of one run only: named, not compared
   size_t common = 0;
   for (const auto& [model, m] : base_models)
-    if (new_models.count(model))
+    if (new_models.count(model)) {
       ++common;
-    else
+    } else {
+      r.models_in_one_run.push_back({model, "base"});
       only << "- model " << markdown_text(model, 200) << ": only in "
            << markdown_text(base_dir, 400) << ", not compared\n";
+    }
   for (const auto& [model, m] : new_models)
-    if (!base_models.count(model))
+    if (!base_models.count(model)) {
+      r.models_in_one_run.push_back({model, "new"});
       only << "- model " << markdown_text(model, 200) << ": only in " << markdown_text(new_dir, 400)
            << ", not compared\n";
+    }
   if (per_model && common == 0)
     throw InputError(new_dir + ": no model in common with " + base_dir +
                      " (models are matched by label): nothing to compare");
 
-  CompareResult r;
   std::ostringstream table, changed, notes, configurations, metrics;
   int metric_groups = 0, metric_groups_changed = 0;
   int n_changed = 0, n_missing = 0, n_base = 0, n_new = 0, n_only_new = 0;
@@ -190,8 +203,8 @@ CompareResult compare_runs(const std::string& base_dir, const std::string& new_d
     const Groups& base_groups = base_model.groups;
     const Groups& new_groups = new_models.at(model).groups;
     const std::string in_model = per_model ? markdown_cell(model) + ": " : "";
-    const auto to_new = match_configurations(base_model.specs, new_models.at(model).specs, in_model,
-                                             configurations);
+    const auto to_new = match_configurations(base_model.specs, new_models.at(model).specs, model,
+                                             in_model, configurations, r.configurations);
     // The base group a new group is compared with (none: only in new).
     std::map<GroupKey, GroupKey> from_new;
     for (const auto& [key, instances] : base_groups)
@@ -233,6 +246,7 @@ CompareResult compare_runs(const std::string& base_dir, const std::string& new_d
           char buf[96];
           std::snprintf(buf, sizeof buf, " | %.3f | %.3f | %+.3f |\n", cell.score, score_new,
                         score_new - cell.score);
+          r.changed.push_back({model, cell.id, instance, key.first, cell.score, score_new});
           changed << "| " << markdown_text(cell.id, 400) << " | " << markdown_text(instance, 400)
                   << " | " << in_model << markdown_cell(key.first) << buf;
         }
@@ -252,34 +266,45 @@ CompareResult compare_runs(const std::string& base_dir, const std::string& new_d
       const bool rose = n && drop < 0 && stats::significant(stats::paired_p(kind, sn, sb));
       const bool regressed = beyond && sig;
       r.regressed = r.regressed || regressed || missing > 0;
+      CompareGroup& group = r.groups.emplace_back();
+      group.model = model;
+      group.configuration = key.first;
+      group.new_configuration = m == to_new.end() ? "" : m->second;
+      group.spec = base_model.specs.at(key.first);
+      group.task = key.second;
+      group.n = n;
+      group.test = n ? stats::paired_test_name(kind) : "";
+      group.base = eb;
+      group.next = en;
+      group.delta = n ? mean(sn) - mean(sb) : NAN;
+      group.p = p;
+      group.missing = missing;
+      group.regressed = regressed || missing > 0;
       std::string status = regressed ? "REGRESSED"
                            : beyond  ? "drop not significant"
                            : sig     ? "significant drop within tolerance"
                            : rose    ? "improved"
                            : n       ? "ok"
                                      : "";
+      group.status = status;
       if (missing)
         status += (status.empty() ? "" : ", ") + std::to_string(missing) + " instance(s) missing";
       const std::string shown = m == to_new.end() || m->second == key.first
                                     ? markdown_cell(key.first)
                                     : markdown_cell(key.first) + " → " + markdown_cell(m->second);
       const std::vector<MetricCheck> checks = compare_metrics(mb, mn, metric_tolerance);
+      group.metrics = checks;
+      for (const MetricCheck& mc : checks) group.regressed = group.regressed || mc.regressed;
       metric_groups += !checks.empty();
       bool any_metric_changed = false;
       for (const MetricCheck& mc : checks) {
         if (!mc.changed) continue;
         any_metric_changed = true;
         r.regressed = r.regressed || mc.regressed;
-        const bool better = mc.worsening < 0;
         metrics << "| " << in_model << shown << " | " << markdown_cell(key.second) << " | "
                 << mc.metric << " | " << mc.n << " | " << fixed(mc.base_mean, "%.4f") << " | "
                 << fixed(mc.new_mean, "%.4f") << " | " << fixed(mc.new_mean - mc.base_mean, "%+.4f")
-                << " | " << fixed(mc.p, "%.4g") << " | "
-                << (mc.regressed               ? "REGRESSED"
-                    : better                   ? "better"
-                    : stats::significant(mc.p) ? "worse within tolerance"
-                                               : "worse, not significant")
-                << " |\n";
+                << " | " << fixed(mc.p, "%.4g") << " | " << metric_status(mc) << " |\n";
       }
       metric_groups_changed += any_metric_changed;
       table << "| " << shown << " | " << markdown_cell(key.second) << " | " << n << " | "
@@ -290,6 +315,11 @@ CompareResult compare_runs(const std::string& base_dir, const std::string& new_d
             << (n ? detectable(kind, n) : "–") << " | " << status << " |\n";
       // A group that could not have shown a drop of the tolerance's size.
       const double mdd = stats::min_detectable_drop(kind, n);
+      if (n) {
+        group.min_detectable_drop = mdd;
+        group.min_detectable_flips = stats::min_detectable_flips(kind, n);
+        group.undetectable = !(mdd <= tolerance);
+      }
       if (n && !(mdd <= tolerance))
         notes << "- " << in_model << markdown_cell(key.first) << " / " << markdown_cell(key.second)
               << ": with " << n << " paired instances the " << stats::paired_test_name(kind)
@@ -306,11 +336,23 @@ CompareResult compare_runs(const std::string& base_dir, const std::string& new_d
     }
   }
 
+  r.base_cells = n_base;
+  r.new_cells = n_new;
+  r.missing = n_missing;
+  r.only_in_new = n_only_new;
+  r.base_arithmetic = arithmetic_text(base.config());
+  r.new_arithmetic = arithmetic_text(next.config());
+  r.base_decoding = decoding_text(base.config());
+  r.new_decoding = decoding_text(next.config());
   std::ostringstream o;
   // Another arithmetic moves scores by itself (bf16 attention, exact
   // activations): said first, so that no change is read as a policy's alone.
   const std::string base_arith = markdown_text(arithmetic_text(base.config()), 80),
                     new_arith = markdown_text(arithmetic_text(next.config()), 80);
+  if (r.base_arithmetic != r.new_arithmetic)
+    r.notes.push_back("the runs compute with different arithmetic (base: " + r.base_arithmetic +
+                      "; new: " + r.new_arithmetic +
+                      "): scores move by that as well as by any change of the policies");
   if (base_arith != new_arith)
     o << "Note: the runs compute with different arithmetic (base: " << base_arith
       << "; new: " << new_arith
@@ -319,6 +361,11 @@ CompareResult compare_runs(const std::string& base_dir, const std::string& new_d
   // the same spec is then not the same configuration.
   const std::string base_dec = markdown_text(decoding_text(base.config()), 120),
                     new_dec = markdown_text(decoding_text(next.config()), 120);
+  if (r.base_decoding != r.new_decoding)
+    r.notes.push_back("the runs decode differently (base: " + r.base_decoding +
+                      "; new: " + r.new_decoding +
+                      "): every configuration's numbers move by that as well as by any change "
+                      "of the policies");
   if (base_dec != new_dec)
     o << "Note: the runs decode differently (base: " << base_dec << "; new: " << new_dec
       << "): every configuration's numbers move by that as well as by any change of the "

@@ -23,15 +23,74 @@
 // result line ("RESULT: regression" or "RESULT: no significant regression").
 // A significant worsening of a continuous metric beyond `metric_tolerance`
 // is a regression too.
+//
+// The same comparison is also kept as data (CompareResult's other fields),
+// raw text from the folders, for `compare --json` (compare_json.h), which
+// encodes it for its sink.
 #pragma once
 
+#include <cmath>
+#include <cstdint>
 #include <string>
+#include <vector>
+
+#include "harness/report/compare_metrics.h"
+#include "harness/report/stats.h"
 
 namespace kvbench {
+
+// One row of the per-configuration table: a base configuration and task (of
+// one model), paired with the new run's cells by instance.
+struct CompareGroup {
+  std::string model;              // its label; "" when each run has one model
+  std::string configuration;      // the base run's label
+  std::string new_configuration;  // the new run's label it is compared with; "" when none
+  std::string spec;               // the base's canonical spec; "" for cells without one
+  std::string task;
+  int64_t n = 0;                     // paired instances
+  std::string test;                  // stats::paired_test_name; "" when n = 0
+  stats::Estimate base, next;        // over the n paired instances
+  double delta = NAN;                // new mean - base mean
+  double p = NAN;                    // one-sided, for a drop
+  double min_detectable_drop = NAN;  // NaN: no drop of n instances can be significant
+  int64_t min_detectable_flips = 0;  // 0 with it
+  bool undetectable = false;         // n > 0 and that drop is larger than the tolerance
+  int64_t missing = 0;               // base instances not in the new run
+  // "REGRESSED", "drop not significant", "significant drop within
+  // tolerance", "improved", "ok"; "" when n = 0 (missing instances apart).
+  std::string status;
+  bool regressed = false;  // the group fails the gate: its score, a metric or missing instances
+  std::vector<MetricCheck> metrics;  // every metric both runs have
+};
+
+// A base configuration not matched by the same label and spec.
+struct ConfigurationMatch {
+  std::string model, label, spec;
+  // "renamed" (same spec, matched), "spec changed" (same label, another spec:
+  // not compared) or "missing" (neither label nor spec in the new run).
+  std::string match;
+  std::string new_label, new_spec;  // "" for "missing"
+};
+
+struct ChangedCell {
+  std::string model, cell, instance, configuration;
+  double base = NAN, next = NAN;
+};
 
 struct CompareResult {
   bool regressed = false;  // a significant drop beyond the tolerance, or missing instances
   std::string report;      // the tables and notes, markdown
+
+  // The comparison as data (raw strings), in the report's order.
+  std::string base_dir, new_dir;
+  double tolerance = 0.0, metric_tolerance = 0.0;
+  std::string base_arithmetic, new_arithmetic, base_decoding, new_decoding;
+  std::vector<std::string> notes;  // the report's "Note:" lines: another arithmetic, decoding
+  std::vector<ConfigurationMatch> configurations;
+  std::vector<std::pair<std::string, std::string>> models_in_one_run;  // model, "base" or "new"
+  std::vector<CompareGroup> groups;
+  std::vector<ChangedCell> changed;
+  int64_t base_cells = 0, new_cells = 0, missing = 0, only_in_new = 0;
 };
 
 // InputError (naming the file and field) for a folder or cell that cannot be

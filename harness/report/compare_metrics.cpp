@@ -13,6 +13,13 @@ double mean_of(const std::vector<double>& v) {
 
 }  // namespace
 
+const char* metric_status(const MetricCheck& c) {
+  if (!c.changed) return "unchanged";
+  if (c.regressed) return "REGRESSED";
+  if (c.worsening < 0) return "better";
+  return stats::significant(c.p) ? "worse within tolerance" : "worse, not significant";
+}
+
 std::vector<MetricCheck> compare_metrics(const std::vector<CellMetrics>& base,
                                          const std::vector<CellMetrics>& next, double tolerance) {
   struct Metric {

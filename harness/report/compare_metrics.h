@@ -33,6 +33,10 @@ struct MetricCheck {
   bool regressed = false;  // significant and beyond the tolerance
 };
 
+// "REGRESSED", "better", "worse within tolerance", "worse, not significant",
+// or "unchanged" when no instance's value differs.
+const char* metric_status(const MetricCheck& c);
+
 // base[i] and next[i] are the same instance's cells. One check per metric
 // that both runs have for at least one instance.
 std::vector<MetricCheck> compare_metrics(const std::vector<CellMetrics>& base,

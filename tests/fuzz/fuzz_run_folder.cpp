@@ -3,7 +3,7 @@
 // cells/c1.json, ... of a scratch run folder. Any input must be refused with
 // InputError or be read whole: the cells and meta checked, the table built
 // and rendered (markdown, CSV, JSON; per model too) and the folder compared with itself
-// without a regression.
+// without a regression (and the comparison rendered as JSON).
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "harness/report/compare.h"
+#include "harness/report/compare_json.h"
 #include "harness/report/models.h"
 #include "harness/report/table.h"
 #include "harness/run/run_folder.h"
@@ -49,8 +50,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     // The report's per-model tables (a run of several models).
     for (const auto& section : split_by_model(cells, run.config()))
       (void)table_markdown(build_table(section.cells));
-    if (compare_runs(dir, dir, 0.0).regressed)
-      std::abort();  // a folder never regresses against itself
+    const CompareResult self = compare_runs(dir, dir, 0.0);
+    if (self.regressed) std::abort();  // a folder never regresses against itself
+    (void)compare_json_text(self);
   } catch (const InputError&) {
   }
   return 0;
