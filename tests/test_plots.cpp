@@ -4,8 +4,10 @@
 // itself runs in test_harness_results and the hostile suite.
 #include <gtest/gtest.h>
 
+#include <map>
 #include <set>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "harness/report/layer_kinds.h"
@@ -219,6 +221,37 @@ TEST(Plots, NeedleLayersMarkLocalAndGlobalLayers) {
     EXPECT_EQ(s->body.str().find("$kind"), std::string::npos);
     EXPECT_EQ(s->body.str().find("layer kind"), std::string::npos);
   }
+}
+
+// A family keeps its colour and marker in every figure: styles follow the
+// config's order (policy.index) over every configuration, so the budget
+// figure, which has no int8, draws h2o as the memory figure does.
+TEST(Plots, OneStylePerFamilyAcrossFigures) {
+  std::vector<json> cells;
+  for (int i = 0; i < 2; ++i) {
+    cells.push_back(cell("passkey", i, "full", "full", 1.0, 4000));
+    for (const auto& [index, label, spec, budget] :
+         {std::tuple{3, "h2o (budget 128)", "h2o:budget=128", 128},
+          std::tuple{1, "int8", "full+int8", 0}, std::tuple{2, "window", "window:budget=64", 0}}) {
+      json c = cell("passkey", i, label, spec, 1.0, 1000, budget ? json(budget) : json(nullptr));
+      c["policy"]["index"] = index;
+      if (budget) c["policy"]["base"] = "h2o";
+      cells.push_back(c);
+    }
+  }
+  const std::vector<TableRow> rows = build_table(cells);
+  const std::vector<PlotModel> models = {{"", &cells, &rows, {}}};
+  const std::map<std::string, size_t> styles = plot::family_styles(models);
+  EXPECT_EQ(styles, (std::map<std::string, size_t>{{"int8", 0}, {"window", 1}, {"h2o", 2}}));
+  plot::Script memory, budget;
+  plot::score_vs_memory(memory, models, "/tmp/x");
+  plot::score_vs_budget(budget, models, "/tmp/x");
+  for (const plot::Script* s : {&memory, &budget})
+    EXPECT_NE(s->body.str().find(plot::family_style(2) + " title 'h2o'"), std::string::npos)
+        << s->body.str();
+  // window's budget is in its spec: its line in the budget figure too.
+  EXPECT_NE(budget.body.str().find(plot::family_style(1) + " title 'window'"), std::string::npos);
+  EXPECT_EQ(budget.body.str().find("int8"), std::string::npos);
 }
 
 // The kinds come from the GGUF header of the file config.json names for the

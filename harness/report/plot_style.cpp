@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdio>
 
+#include "harness/report/curve_stats.h"
 #include "harness/report/plot_script.h"
 #include "harness/report/stats.h"
 
@@ -58,7 +59,7 @@ std::string panel_place(size_t r, size_t c, double pw, double ph, double width, 
 }
 
 std::string legend_panel(double x, double w, double h, const std::vector<std::string>& names,
-                         bool full, const std::string& extra) {
+                         const std::vector<size_t>& styles, bool full) {
   std::ostringstream cmd;
   char place[120];
   std::snprintf(place, sizeof place, "set origin %.5f, 0\nset size %.5f, %.5f\n", x, w, h);
@@ -72,14 +73,32 @@ std::string legend_panel(double x, double w, double h, const std::vector<std::st
     sep = ", ";
   }
   for (size_t j = 0; j < names.size(); ++j) {
-    cmd << sep << "NaN with linespoints lw 1.5 " << family_style(j) << " title "
+    cmd << sep << "NaN with linespoints lw 1.5 " << family_style(styles.at(j)) << " title "
         << label(shorten(names[j], 28));
     sep = ", ";
   }
-  if (sep.empty() && extra.empty()) cmd << "NaN notitle";
-  cmd << (sep.empty() && !extra.empty() && extra.rfind(", ", 0) == 0 ? extra.substr(2) : extra)
-      << "\n";
+  if (sep.empty()) cmd << "NaN notitle";
+  cmd << "\n";
   return cmd.str();
+}
+
+std::map<std::string, size_t> family_styles(const std::vector<PlotModel>& models) {
+  std::map<std::string, std::pair<int64_t, size_t>> first;  // family -> (index, appearance)
+  for (const PlotModel& m : models)
+    for (const nlohmann::json& c : *m.cells) {
+      const nlohmann::json& p = c["policy"];
+      if (p.value("is_reference", false)) continue;
+      const int64_t index = p.value("index", int64_t{0});
+      const auto [it, fresh] = first.emplace(policy_family(p.value("label", std::string())),
+                                             std::pair{index, first.size()});
+      if (!fresh) it->second.first = std::min(it->second.first, index);
+    }
+  std::vector<std::pair<std::pair<int64_t, size_t>, std::string>> order;
+  for (const auto& [family, key] : first) order.push_back({key, family});
+  std::sort(order.begin(), order.end());
+  std::map<std::string, size_t> styles;
+  for (size_t j = 0; j < order.size(); ++j) styles[order[j].second] = j;
+  return styles;
 }
 
 void dodge(std::vector<double>& xs, const std::vector<size_t>& families, double step, bool log) {

@@ -1,8 +1,9 @@
 // The house style of the report's figures, shared by every faceted figure
 // (score vs ratio, score vs memory, score vs budget) and the heatmaps:
 //   - policy families told apart by colour AND marker, the colours from
-//     Okabe & Ito's palette (readable by colour-blind readers), named in a
-//     legend panel beside the facets, never on the points;
+//     Okabe & Ito's palette (readable by colour-blind readers), one style
+//     per family in every figure (family_styles), named in a legend panel
+//     beside the facets, never on the points;
 //   - the full cache as a black dashed line with its 95% interval as a grey
 //     band;
 //   - heatmaps on viridis (perceptually uniform, colour-blind safe, readable
@@ -11,9 +12,12 @@
 // through data blocks and formatted numbers.
 #pragma once
 
+#include <map>
 #include <sstream>
 #include <string>
 #include <vector>
+
+#include "harness/report/plots.h"
 
 namespace kvbench::plot {
 
@@ -23,6 +27,12 @@ namespace kvbench::plot {
 // hollow shapes and another dash pattern. No two of the first 70 families look alike.
 std::string family_style(size_t j);
 const char* family_colour(size_t j);
+
+// The style index (family_style) of every policy family (policy_family of
+// a label, curve_stats.h) among the models' non-reference cells: families in
+// the config's order (their first configuration's policy.index, then first
+// appearance), so a family keeps one colour and marker in every figure.
+std::map<std::string, size_t> family_styles(const std::vector<PlotModel>& models);
 
 // A mean with its 95% interval (stats::estimate_mean); the mean itself for a
 // missing bound (one fractional score).
@@ -45,11 +55,10 @@ std::string panel_place(size_t r, size_t c, double pw, double ph, double width, 
 
 // The legend panel: an empty plot at screen [x, x + w] x [0, h] (fractions of
 // the figure) whose series are the full cache (when `full`) and the families
-// in `names` (family_style j for names[j]); `extra`: further `, NaN ...`
-// clauses (their own titles) appended. Leaves border, tics and grid unset
-// for the caller to restore.
+// in `names`, names[j] drawn in family_style(styles[j]). Leaves border, tics
+// and grid unset for the caller to restore.
 std::string legend_panel(double x, double w, double h, const std::vector<std::string>& names,
-                         bool full, const std::string& extra = "");
+                         const std::vector<size_t>& styles, bool full);
 
 // Points of several families at one x (two policies at one memory or
 // budget) would hide one another: `xs[i]` of family `families[i]` moved

@@ -5,9 +5,10 @@
 #include <cstdio>
 #include <map>
 #include <sstream>
+#include <stdexcept>
 
+#include "harness/report/curve_stats.h"
 #include "harness/report/plot_style.h"
-#include "model/common/error.h"
 #include "policies/policy_spec.h"
 
 namespace kvbench::plot {
@@ -48,28 +49,37 @@ std::optional<CellBudget> cell_budget(const json& cell) {
                                 [](const auto& kv) { return kv.first == "budget"; }),
                  params.end());
     return CellBudget{to_string(spec), b.ratio, b.value};
-  } catch (const InputError&) {
-    return std::nullopt;  // a spec of another kvbench version: not drawn
+  } catch (const std::exception&) {
+    return std::nullopt;  // a spec of another kvbench version, or damaged: not drawn
   }
 }
 
 void score_vs_budget(Script& s, const std::vector<PlotModel>& models, const std::string& dir) {
   // Base policies in the config's order (their first configuration's
   // index), so colours follow the table as in the other figures.
+  // Each base takes the colour and marker of its first configuration's
+  // family (family_styles), the same as in the other figures.
+  const std::map<std::string, size_t> style_of = family_styles(models);
   std::vector<std::string> bases;
+  std::vector<size_t> styles;
   {
-    std::map<std::string, int64_t> first;
+    std::map<std::string, std::pair<int64_t, std::string>> first;  // base -> (index, family)
     for (const PlotModel& m : models)
       for (const json& c : *m.cells)
         if (const std::optional<CellBudget> b = cell_budget(c)) {
-          const int64_t index = c["policy"].value("index", int64_t{0});
-          const auto [it, fresh] = first.emplace(b->base, index);
-          if (!fresh) it->second = std::min(it->second, index);
+          const std::pair<int64_t, std::string> at{
+              c["policy"].value("index", int64_t{0}),
+              policy_family(c["policy"].value("label", std::string()))};
+          const auto [it, fresh] = first.emplace(b->base, at);
+          if (!fresh && at.first < it->second.first) it->second = at;
         }
-    std::vector<std::pair<int64_t, std::string>> by_index;
-    for (const auto& [base, index] : first) by_index.push_back({index, base});
-    std::sort(by_index.begin(), by_index.end());
-    for (const auto& [index, base] : by_index) bases.push_back(base);
+    std::vector<std::pair<size_t, std::string>> by_style;
+    for (const auto& [base, at] : first) by_style.push_back({style_of.at(at.second), base});
+    std::sort(by_style.begin(), by_style.end());
+    for (const auto& [style, base] : by_style) {
+      bases.push_back(base);
+      styles.push_back(style);
+    }
   }
   // [model][unit: 0 tokens, 1 ratio]
   std::vector<std::array<Panel, 2>> panels(models.size());
@@ -136,7 +146,8 @@ void score_vs_budget(Script& s, const std::vector<PlotModel>& models, const std:
           cmd << num(xs[i]) << " " << ys[i].mean << " " << ys[i].lo << " " << ys[i].hi << "\n";
         cmd << "EOD\n";
         plot += std::string(plot.empty() ? "" : ", ") + "$b" + std::to_string(block++) +
-                " using 1:2:3:4 with yerrorlines lw 1.5 ps 1.1 " + family_style(f) + " notitle";
+                " using 1:2:3:4 with yerrorlines lw 1.5 ps 1.1 " + family_style(styles[f]) +
+                " notitle";
       }
       if (ratio) {
         cmd << "unset logscale x\nset xrange [0:1.02]\nset xtics 0.25\n"
@@ -165,7 +176,7 @@ void score_vs_budget(Script& s, const std::vector<PlotModel>& models, const std:
           << " font ',10'\nplot " << (plot.empty() ? std::string("NaN notitle") : plot) << "\n";
     }
   cmd << legend_panel(pw * static_cast<double>(units.size()) / width, legend / width,
-                      (height - top) / height, bases, true)
+                      (height - top) / height, bases, styles, true)
       << "unset multiplot\nset border\nset tics\nset grid\n";
   s.emit(dir, "score-vs-budget",
          std::to_string(static_cast<int>(width)) + "," + std::to_string(static_cast<int>(height)),

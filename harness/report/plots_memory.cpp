@@ -45,8 +45,8 @@ std::set<std::string> reference_labels(const std::vector<json>& cells) {
 // Log-axis tics inside [lo, hi] (percent): 1-2-5 steps, finer (1, 1.5, 2,
 // 3, 5, 7) when the range spans less than about a decade.
 std::string log_tics(double lo, double hi) {
-  const std::vector<double> steps = hi / lo < 12 ? std::vector<double>{1, 1.5, 2, 3, 5, 7}
-                                                 : std::vector<double>{1, 2, 5};
+  const std::vector<double> steps =
+      hi / lo < 12 ? std::vector<double>{1, 1.5, 2, 3, 5, 7} : std::vector<double>{1, 2, 5};
   std::string tics;
   for (double decade = 0.01; decade <= 1000; decade *= 10)
     for (const double m : steps) {
@@ -94,6 +94,14 @@ void score_vs_memory(Script& s, const std::vector<PlotModel>& models, const std:
     }
   }
   if (families.empty()) return;
+  // One colour and marker per family across the report's figures; the
+  // legend in that order.
+  const std::map<std::string, size_t> style_of = family_styles(models);
+  std::sort(families.begin(), families.end(), [&](const std::string& a, const std::string& b) {
+    return style_of.at(a) < style_of.at(b);
+  });
+  std::vector<size_t> styles;
+  for (const std::string& f : families) styles.push_back(style_of.at(f));
 
   // Log axis over [lo / 1.4, 140]: the full cache at 100 sits inside it.
   const double x0 = std::max(0.01, lo / 1.4), x1 = 140;
@@ -143,7 +151,8 @@ void score_vs_memory(Script& s, const std::vector<PlotModel>& models, const std:
         for (const auto& p : pts) cmd << p[0] << " " << p[1] << " " << p[2] << " " << p[3] << "\n";
         cmd << "EOD\n";
         plot += std::string(plot.empty() ? "" : ", ") + "$b" + std::to_string(block++) +
-                " using 1:2:3:4 with yerrorlines lw 1.5 ps 1.1 " + family_style(f) + " notitle";
+                " using 1:2:3:4 with yerrorlines lw 1.5 ps 1.1 " + family_style(styles[f]) +
+                " notitle";
       }
       const std::string title =
           (models.size() > 1 ? shorten(models[r].label, 40) + " · " : std::string()) +
@@ -153,7 +162,7 @@ void score_vs_memory(Script& s, const std::vector<PlotModel>& models, const std:
           << " font ',10'\nplot " << (plot.empty() ? std::string("NaN notitle") : plot) << "\n";
     }
   cmd << legend_panel(pw * static_cast<double>(columns.size()) / width, legend / width,
-                      (height - top) / height, families, true)
+                      (height - top) / height, families, styles, true)
       << "unset multiplot\nset border\nset tics\nset grid\n";
   s.emit(dir, "score-vs-memory",
          std::to_string(static_cast<int>(width)) + "," + std::to_string(static_cast<int>(height)),

@@ -274,7 +274,7 @@ void needle_layers(Script& s, const std::vector<json>& cells, const std::vector<
     cmd << (which == 1 ? colour_bar(width, height, title_px + 20, bottom_px) : "unset colorbox\n");
     if (kinds && which == 0)
       cmd << "set key at screen " << names_px / width << ", screen " << 28.0 / height
-          << " Left reverse horizontal maxrows 1 samplen 1.5 font ',9'\n";
+          << " left Left reverse horizontal maxrows 1 samplen 1.5 font ',9'\n";
     else
       cmd << "unset key\n";
     cmd << "plot $l" << which

@@ -40,6 +40,8 @@ void score_vs_ratio(Script& s, const std::vector<PlotModel>& models, const std::
   for (const PlotModel& m : models) runs.push_back(m.cells);
   const std::vector<std::string> families = ratio_families(runs);
   if (families.empty()) return;
+  // One colour and marker per family across the report's figures.
+  const std::map<std::string, size_t> style_of = family_styles(models);
   std::map<std::string, size_t> family_of;
   for (size_t j = 0; j < families.size(); ++j) family_of[families[j]] = j;
 
@@ -106,7 +108,8 @@ void score_vs_ratio(Script& s, const std::vector<PlotModel>& models, const std::
         }
         cmd << "EOD\n";
         plot += std::string(any ? ", " : "") + "$b" + std::to_string(block) +
-                " using 1:2:3:4 with yerrorlines lw 1.5 ps 0.9 " + family_style(f) + " notitle";
+                " using 1:2:3:4 with yerrorlines lw 1.5 ps 0.9 " +
+                family_style(style_of.at(families[f])) + " notitle";
         ++block;
         any = true;
       }
@@ -119,9 +122,10 @@ void score_vs_ratio(Script& s, const std::vector<PlotModel>& models, const std::
           << (any ? plot : std::string("plot NaN notitle")) << "\n";
     }
   // The legend: an empty panel whose series are the full cache and the families.
-  std::vector<std::string> names(families.begin(), families.end());
+  std::vector<size_t> styles;
+  for (const std::string& f : families) styles.push_back(style_of.at(f));
   cmd << legend_panel(pw * static_cast<double>(columns.size()) / width, legend / width,
-                      (height - top) / height, names, true);
+                      (height - top) / height, families, styles, true);
   cmd << "unset multiplot\nset border\nset tics\nset grid\n";
   s.emit(dir, "score-vs-ratio",
          std::to_string(static_cast<int>(width)) + "," + std::to_string(static_cast<int>(height)),
