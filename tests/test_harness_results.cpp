@@ -22,6 +22,7 @@
 #include "model/common/atomic_file.h"
 #include "model/common/error.h"
 #include "tests/support/cli_run.h"
+#include "tests/support/scratch.h"
 
 namespace kvbench {
 namespace {
@@ -158,12 +159,14 @@ TEST(Report, WritesTableReportAndPlots) {
                         "predictions.html", "report.md", "report.html"})
     EXPECT_TRUE(fs::exists(run.path(f))) << f;
   if (s.plot_warning.empty()) {
-    // One heatmap figure for every configuration (small multiples), no
-    // file per label.
-    for (const char* f : {"plots/heatmaps.png", "plots/heatmaps.svg", "plots/score-vs-memory.png",
-                          "plots/score-vs-budget.png", "plots/speed.svg"})
+    // One heatmap figure per task with every configuration (small
+    // multiples), no file per label.
+    for (const char* f :
+         {"plots/heatmaps-task1.png", "plots/heatmaps-task1.svg", "plots/score-vs-memory.png",
+          "plots/score-vs-budget.png", "plots/speed.svg"})
       EXPECT_GT(fs::file_size(run.path(f)), 1000u) << f;
     EXPECT_FALSE(fs::exists(run.path("plots/heatmap-h2o.png")));
+    EXPECT_FALSE(fs::exists(run.path("plots/heatmaps-task2.png")));  // one task
   }
   std::ifstream in(run.path("report.html"));
   const std::string html((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
@@ -178,7 +181,7 @@ TEST(Report, WritesTableReportAndPlots) {
   EXPECT_NE(md.find("\n- arithmetic: fast (8-bit activations), f32 attention\n"),
             std::string::npos);
   if (s.plot_warning.empty())
-    EXPECT_NE(html.find("<img src=\"plots/heatmaps.svg\""), std::string::npos);
+    EXPECT_NE(html.find("<img src=\"plots/heatmaps-task1.svg\""), std::string::npos);
   EXPECT_NE(html.find("<a href=\"predictions.html#cell-passkey-3--h2o\">0.00</a>"),
             std::string::npos);
   std::ifstream pin(run.path("predictions.html"));
@@ -251,8 +254,11 @@ TEST(Plots, ScoreVsRatioFamiliesAndTaskGroups) {
     for (const char* text : {"All tasks (12 instances)", "Retrieval (6 instances)",
                              "Aggregation (6 instances)", "Full cache", ">H2O<"})
       EXPECT_NE(svg.find(text), std::string::npos) << text;
-    // Ratio budgets are this figure's, not score-vs-budget's (tokens only).
-    EXPECT_FALSE(fs::exists(run.path("plots/score-vs-budget.svg")));
+    // Score vs budget draws them too, in a ratio panel of its own (and no
+    // token panel: there are no token budgets).
+    const std::string budget = test::slurp(run.path("plots/score-vs-budget.svg"));
+    EXPECT_NE(budget.find("ratio budgets (2 points)"), std::string::npos);
+    EXPECT_EQ(budget.find("token budgets"), std::string::npos);
   }
   // Token budgets alone draw no such figure.
   const RunFolder tokens = make_run("tokens", synthetic());

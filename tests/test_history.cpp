@@ -169,6 +169,51 @@ TEST(History, AddShowRoundTripAndIdempotentReAdd) {
   fs::remove_all(d);
 }
 
+// The trend as small multiples: one panel per series (configuration x
+// task), never several series dodged around a commit; commit labels and an
+// axis title under each column's lowest panel; the score axis past 0 and 1.
+TEST(History, PlotHasAPanelPerConfigurationAndTask) {
+  const std::string d = scratch("panels");
+  HistoryWriter writer(d + "/h.sqlite");
+  const Db& db = writer.db();
+  for (const auto& [commit, when] : {std::pair{"aaaaaaa1", "2026-11-21T07:00:00Z"},
+                                     std::pair{"bbbbbbb2", "2026-11-22T07:00:00Z"}})
+    add_run(db,
+            make_run(d + "/runs", commit, when,
+                     join(join(group("h2o", "passkey", 4, 0), group("full", "passkey", 4, 0)),
+                          group("h2o", "niah", 4, 1))),
+            "");
+  const Trend t = load_trend(db, 0.0);
+  ASSERT_EQ(t.series.size(), 3u);
+  const std::string script = plot_script(t, d + "/trend.png");
+  // Three panels, one series each (no second series in a plot command), no
+  // dodging: every x a whole commit.
+  EXPECT_EQ(script.find(", $s"), std::string::npos);
+  size_t panels = 0;
+  for (size_t at = script.find("\nplot $s using"); at != std::string::npos;
+       at = script.find("\nplot $s using", at + 1))
+    ++panels;
+  EXPECT_EQ(panels, 3u);
+  EXPECT_NE(script.find("$s << EOD\n1 1 0.51"), std::string::npos) << script;
+  EXPECT_NE(script.find("$s << EOD\n1 0.75 "), std::string::npos) << script;
+  // Columns: niah, then passkey (series order); rows: full, h2o. The
+  // niah column has its lowest panel in row h2o, as passkey has: two
+  // labelled x axes.
+  EXPECT_NE(script.find("set label 1 'niah (tiny)'"), std::string::npos) << script;
+  EXPECT_NE(script.find("set label 2 'passkey (tiny)'"), std::string::npos);
+  size_t titled = 0;
+  for (size_t at = script.find("set xlabel 'commit (history order: short id, date)'");
+       at != std::string::npos;
+       at = script.find("set xlabel 'commit (history order: short id, date)'", at + 1))
+    ++titled;
+  EXPECT_EQ(titled, 2u);
+  EXPECT_NE(script.find("set xtics 1, 1, 2 format ''"), std::string::npos);  // full's panel
+  EXPECT_NE(script.find("set yrange [-0.12:1.12]"), std::string::npos);
+  write_trend_plot(t, d + "/trend.png");
+  EXPECT_GT(fs::file_size(d + "/trend.png"), 1000u);
+  fs::remove_all(d);
+}
+
 TEST(History, RegressionPointIsTheFirstSignificantDrop) {
   const std::string d = scratch("regression");
   HistoryWriter writer(d + "/h.sqlite");

@@ -281,12 +281,12 @@ TEST(RunModels, TheReportIsSectionedByModelWithOneScoreVsMemoryFigure) {
   // Figures: per model numbered, one score-vs-memory with both (when gnuplot
   // is installed: scripts/setup.sh installs it).
   if (!fs::exists(run + "/plots/score-vs-memory.svg")) GTEST_SKIP() << "gnuplot missing";
-  for (const char* f : {"heatmaps-1", "heatmaps-2", "needle-layers-1", "needle-layers-2", "speed-1",
-                        "speed-2", "score-vs-budget"})
+  for (const char* f : {"heatmaps-1-task1", "heatmaps-2-task1", "needle-layers-1",
+                        "needle-layers-2", "speed-1", "speed-2", "score-vs-budget"})
     EXPECT_TRUE(fs::exists(run + "/plots/" + std::string(f) + ".svg")) << f;
   EXPECT_FALSE(fs::exists(run + "/plots/heatmaps.svg"));
   const std::string svg = test::slurp(run + "/plots/score-vs-memory.svg");
-  // Both models in the legend, the label as text (gnuplot's SVG escapes it).
+  // Both models in the panel titles, the label as text (gnuplot's SVG escapes it).
   EXPECT_NE(svg.find(tiny_label()), std::string::npos);
   EXPECT_NE(svg.find("Gemma &lt;b"), std::string::npos);
   EXPECT_EQ(svg.find("<b>"), std::string::npos);

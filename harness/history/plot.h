@@ -1,8 +1,11 @@
 // `kvbench history plot`: the trend as one figure (PNG or SVG by the output's
-// extension), asv-style: per experiment and task a panel, per configuration
-// a line of its score over the commits in history order with 95% interval
-// bars (configurations side by side at each commit so the bars stay
-// apart), and each regression point (trend.h) circled in red. Drawn by
+// extension), small multiples: a panel per series (trend.h), in a column per
+// (experiment, task) and a row per configuration (and model), each drawing
+// its score over the commits in history order (x: commit, labelled with its
+// short id and date under each column's lowest panel, with an axis title)
+// with 95% interval bars, each regression point (trend.h) circled in red.
+// One series per panel: no series hides another at 0 or 1, and the score
+// axis runs past both so points there stay clear of the border. Drawn by
 // gnuplot through a pipe (no shell); every string from the database reaches
 // the script through plot::label / plot::tic_label (harness/report/plot_script.h)
 // or gnuplot_string (harness/encode/gnuplot.h), so no label can end a

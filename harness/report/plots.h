@@ -1,18 +1,22 @@
 // Plots of a run through a gnuplot pipe, each as PNG and SVG in <dir>/plots/:
-//   heatmaps.png          every configuration's needle score by depth x context
-//                         length, small multiples with one colour scale
+//   heatmaps-task<i>.png  one figure per needle task i (1, 2, ... by task
+//                         name): every configuration's
+//                         needle score by depth x context length, small
+//                         multiples on one viridis scale, k/n in each cell
 //                         (plots_needles.h)
-//   needle-layers.png     needle survival per layer, held and attended
-//                         (plots_needles.h)
-//   score-vs-memory.png   every configuration's score against its KV bytes (%
-//                         of full), the Pareto front drawn through the best;
-//                         error bars: the score's 95% interval (TableRow)
+//   needle-layers.png     needle survival per layer, held and attended,
+//                         global and local layers marked (plots_needles.h)
+//   score-vs-memory.png   score against KV memory, panels by task and
+//                         model, log memory axis (plots_memory.h)
 //   score-vs-ratio.png    score against compression ratio, panels by task
 //                         group and model (plots_ratio.h)
-//   score-vs-budget.png   score against budget, one line per base policy,
-//                         error bars: the 95% interval (stats::estimate_mean)
+//   score-vs-budget.png   score against budget, token and ratio budgets in
+//                         panels of their own (plots_budget.h)
 //   speed.png             decode and prefill tokens/s per configuration:
 //                         medians, whiskers from the slowest to the fastest cell
+// The faceted figures share one house style (plot_style.h): families by
+// Okabe-Ito colour and marker named in a legend panel, the full cache as a
+// dashed line with its interval band.
 // File names are fixed or numbered: none comes from a label.
 #pragma once
 
@@ -35,18 +39,26 @@ struct PlotModel {
   std::string label;  // the model's label (untrusted: only through label())
   const std::vector<nlohmann::json>* cells = nullptr;
   const std::vector<TableRow>* rows = nullptr;
+  // [layer] true for a sliding-window ("local") layer; empty when every
+  // layer is global or the kinds are unknown (layer_kinds.h).
+  std::vector<bool> local_layers;
 };
 
 // One model: the figures above. Several (a run of several models): per model
-// k (1, 2, ... in the given order) heatmaps-k, needle-layers-k and speed-k,
-// titled with its label; one score-vs-memory with every model (a colour and
-// marker each, named in the legend, each with its own Pareto front, memory as
-// a share of that model's full cache); one score-vs-budget with a line per
-// model and base policy.
+// k (1, 2, ... in the given order) heatmaps-k-task<i>, needle-layers-k and
+// speed-k, titled with its label; one score-vs-memory, score-vs-ratio and
+// score-vs-budget with a row of panels per model (memory as a share of that
+// model's full cache).
 // Written through temporaries renamed into place (plot_files.h);
 // `inherit_fd`: the run folder's lock, which gnuplot holds while it writes.
 PlotResult write_plots(const std::vector<PlotModel>& models, const std::string& dir,
                        int inherit_fd = -1);
+// The SVG files of figure `stem` among `files` (write_plots' result):
+// plots/<stem>.svg, else its per-task parts plots/<stem>-task1.svg,
+// -task2.svg, ... in task order; empty when gnuplot wrote none.
+std::vector<std::string> figure_svgs(const std::vector<std::string>& files,
+                                     const std::string& stem);
+
 // The one-model form.
 PlotResult write_plots(const std::vector<nlohmann::json>& cells, const std::vector<TableRow>& rows,
                        const std::string& dir, int inherit_fd = -1);

@@ -7,6 +7,7 @@
 #include <map>
 #include <set>
 
+#include "harness/report/plot_style.h"
 #include "harness/report/plots.h"
 
 namespace kvbench::plot {
@@ -33,11 +34,6 @@ std::string value_or_nan(double sum, int n) {
   return buf;
 }
 
-// The red-to-green palette of every score plot, fixed to [0, 1].
-const char* kPalette =
-    "set palette defined (0 '#d7191c', 0.5 '#fdae61', 0.75 '#ffffbf', 1 '#1a9641')\n"
-    "set cbrange [0:1]\n";
-
 // A vertical colour bar at the figure's right edge, drawn with the last
 // panel (every other panel unsets it): one scale for all panels.
 std::string colour_bar(double width_px, double height_px, double top_px, double bottom_px) {
@@ -50,63 +46,83 @@ std::string colour_bar(double width_px, double height_px, double top_px, double 
   return buf;
 }
 
-}  // namespace
+// One cell of a heatmap: the summed score and the instances behind it.
+struct HeatCell {
+  double sum = 0;
+  int n = 0;
+  bool pass_fail = true;  // every score 0 or 1: the sum counts passes
+};
 
-void needle_heatmaps(Script& s, const std::vector<json>& cells, const std::vector<TableRow>& rows,
-                     const std::string& dir, const std::string& stem, const std::string& model) {
-  // label -> (depth, length) -> (score sum, count)
-  std::map<std::string, std::map<std::pair<double, int64_t>, std::pair<double, int>>> heat;
+// plots/<stem>.{png,svg}: the cells of `task` with a needle depth, a panel
+// per configuration in the table's order, rows depth (0% at the top),
+// columns context length, colour the mean score (viridis, one scale for
+// every panel), text k/n (the summed score over the n instances).
+void heatmap_of_task(Script& s, const std::vector<json>& cells, const std::vector<TableRow>& rows,
+                     const std::string& dir, const std::string& stem, const std::string& model,
+                     const std::string& task) {
+  // label -> (depth, length) -> cell
+  std::map<std::string, std::map<std::pair<double, int64_t>, HeatCell>> heat;
   std::set<double> depth_set;
   std::set<int64_t> length_set;
-  std::set<std::string> labels;
+  std::set<std::string> labels, instances;
   for (const auto& c : cells) {
     const json& inst = c["instance"];
-    if (!inst.contains("depth") || !inst["depth"].is_number()) continue;
+    if (!inst.contains("depth") || !inst["depth"].is_number() || inst.value("task", "") != task)
+      continue;
     const double depth = inst["depth"].get<double>();
     const int64_t len = inst.value("length", int64_t{0});
     const std::string name = c["policy"]["label"].get<std::string>();
-    auto& e = heat[name][{depth, len}];
-    e.first += c["score"].get<double>();
-    e.second += 1;
+    const double score = c["score"].get<double>();
+    HeatCell& e = heat[name][{depth, len}];
+    e.sum += score;
+    e.n += 1;
+    e.pass_fail = e.pass_fail && (score == 0.0 || score == 1.0);
     depth_set.insert(depth);
     length_set.insert(len);
     labels.insert(name);
+    instances.insert(inst.value("id", ""));
   }
-  if (heat.empty()) return;
   const std::vector<double> depths(depth_set.begin(), depth_set.end());
   const std::vector<int64_t> lengths(length_set.begin(), length_set.end());
   const std::vector<std::string> order = in_table_order(rows, labels);
 
-  // Panel size from the grid's shape: one length gives a narrow panel, not
-  // a giant single column; values are printed when a box has room for them.
+  // Panel size from the grid's shape, every box wide and tall enough for
+  // its "k/n" at the 8-point font.
   const int n_len = static_cast<int>(lengths.size()), n_dep = static_cast<int>(depths.size());
-  const double pw = std::clamp(120.0 + 48.0 * n_len, 210.0, 620.0);
-  const double ph = std::clamp(70.0 + 26.0 * n_dep, 170.0, 520.0);
-  const bool values = (pw - 60) / n_len >= 34 && (ph - 55) / n_dep >= 13;
+  const double pw = std::clamp(70.0 + 46.0 * n_len, 200.0, 720.0);
+  const double ph = std::clamp(62.0 + 24.0 * n_dep, 150.0, 640.0);
   const int n = static_cast<int>(order.size());
   const int columns = std::clamp(static_cast<int>(1250 / pw), 1, n);
   const int panel_rows = (n + columns - 1) / columns;
-  const double title_px = 36, bar_px = 90;
+  const double title_px = 50, bar_px = 90;
   const double width = columns * pw + bar_px, height = panel_rows * ph + title_px;
 
   std::ostringstream cmd;
+  const std::string what = shorten(task, 30) + " (" + std::to_string(instances.size()) +
+                           (instances.size() == 1 ? " instance)" : " instances)");
   cmd << "unset grid\n"
-      << kPalette << "set multiplot title "
-      << (model.empty()
-              ? std::string("'Score by needle depth (rows) and context length (columns), mean "
-                            "over instances'")
-              // Short enough for a narrow figure, the model first.
-              : label(shorten(model, 40) + ": score by depth (rows), length (columns)"))
-      << " font ',11'\n";
+      << kScorePalette
+      << "set multiplot title "
+      // Two lines: gnuplot's "\n" joins the two literals.
+      << label((model.empty() ? std::string() : shorten(model, 40) + " · ") + what +
+               ": mean score by needle depth (rows) and context length (columns)")
+      << " . \"\\n\" . "
+      << label("cell text k/n: summed score over the n instances (the passes when scores are 0/1)")
+      << " font ',10'\n";
   for (int k = 0; k < n; ++k) {
     const auto& grid = heat.at(order[k]);
+    // Columns: length index, depth index, mean, k, n, pass/fail, text colour.
     cmd << "$h" << k << " << EOD\n";
     for (int di = 0; di < n_dep; ++di)
       for (int li = 0; li < n_len; ++li) {
         const auto it = grid.find({depths[di], lengths[li]});
-        cmd << li << " " << di << " "
-            << (it == grid.end() ? "NaN" : value_or_nan(it->second.first, it->second.second))
-            << "\n";
+        if (it == grid.end()) continue;  // no instance: left blank
+        const HeatCell& e = it->second;
+        const double mean = e.sum / e.n;
+        char line[160];
+        std::snprintf(line, sizeof line, "%d %d %.6g %.6g %d %d %d\n", li, di, mean, e.sum, e.n,
+                      e.pass_fail ? 1 : 0, text_rgb_on(mean));
+        cmd << line;
       }
     cmd << "EOD\n";
     const int col = k % columns, row = k / columns;
@@ -130,13 +146,13 @@ void needle_heatmaps(Script& s, const std::vector<json>& cells, const std::vecto
     cmd << ")\n"
         << (k + 1 == n ? colour_bar(width, height, title_px + 30, 30) : "unset colorbox\n")
         // One filled box per cell (`with image` needs two columns and two
-        // rows to size its pixels); cells without instances stay blank.
+        // rows to size its pixels), its k/n in a colour that reads on it.
         << "plot $h" << k
         << " using 1:2:(0.5):(0.5):3 with boxxyerror fillstyle solid 1.0 noborder "
-           "linecolor palette notitle";
-    if (values)
-      cmd << ", $h" << k << " using 1:2:(sprintf('%.2f', $3)) with labels font ',8' notitle";
-    cmd << "\n";
+           "linecolor palette notitle, $h"
+        << k
+        << " using 1:2:($6 > 0 ? sprintf('%d/%d', $4, $5) : sprintf('%.1f/%d', $4, $5)):7 with "
+           "labels font ',8' tc rgb variable notitle\n";
   }
   cmd << "unset multiplot\n";
   char size[48];
@@ -144,8 +160,25 @@ void needle_heatmaps(Script& s, const std::vector<json>& cells, const std::vecto
   s.emit(dir, stem, size, cmd.str());
 }
 
+}  // namespace
+
+void needle_heatmaps(Script& s, const std::vector<json>& cells, const std::vector<TableRow>& rows,
+                     const std::string& dir, const std::string& stem, const std::string& model) {
+  // Tasks by name, each its own figure (pooling tasks would read one task's
+  // failures as a depth's).
+  std::set<std::string> tasks;
+  for (const auto& c : cells) {
+    const json& inst = c["instance"];
+    if (inst.contains("depth") && inst["depth"].is_number()) tasks.insert(inst.value("task", ""));
+  }
+  size_t t = 0;
+  for (const std::string& task : tasks)
+    heatmap_of_task(s, cells, rows, dir, stem + "-task" + std::to_string(++t), model, task);
+}
+
 void needle_layers(Script& s, const std::vector<json>& cells, const std::vector<TableRow>& rows,
-                   const std::string& dir, const std::string& stem, const std::string& model) {
+                   const std::string& dir, const std::vector<bool>& local_layers,
+                   const std::string& stem, const std::string& model) {
   // label -> [held | attended] -> layer -> (sum, count)
   std::map<std::string, std::array<std::vector<std::pair<double, int>>, 2>> acc;
   std::set<std::string> labels;
@@ -172,6 +205,8 @@ void needle_layers(Script& s, const std::vector<json>& cells, const std::vector<
     }
   }
   if (layers == 0) return;
+  // Layer kinds only when they describe these cells' layers.
+  const bool kinds = local_layers.size() == layers;
   const std::vector<std::string> order = in_table_order(rows, labels);
   const int n = static_cast<int>(order.size());
   size_t longest = 0;
@@ -181,14 +216,16 @@ void needle_layers(Script& s, const std::vector<json>& cells, const std::vector<
     longest = std::max(longest, std::min<size_t>(l.size(), 35));
   }
   // Two panels side by side; the left one carries the configuration names.
-  const double names_px = 20 + 6.2 * static_cast<double>(longest);
+  // With layer kinds: a strip above the rows (row -1.25) shows each layer's
+  // kind, global dark and local light, named in a key under the panels.
+  const double names_px = 20 + 6.2 * static_cast<double>(std::max<size_t>(longest, 11));
   const double panel_px = std::clamp(120.0 + 14.0 * static_cast<double>(layers), 360.0, 700.0);
-  const double title_px = 50, bottom_px = 45, bar_px = 80;
-  const double plot_h = std::max(140.0, 20.0 * n);  // room for the colour bar
+  const double title_px = 64, bottom_px = kinds ? 75 : 45, bar_px = 80;
+  const double plot_h = std::max(140.0, 20.0 * (n + (kinds ? 1.5 : 0)));
   const double width = names_px + 2 * panel_px + bar_px, height = title_px + plot_h + bottom_px;
 
   std::ostringstream cmd;
-  cmd << "unset grid\n" << kPalette;
+  cmd << "unset grid\n" << kScorePalette;
   for (int which = 0; which < 2; ++which) {
     cmd << "$l" << which << " << EOD\n";
     for (int r = 0; r < n; ++r) {
@@ -199,11 +236,18 @@ void needle_layers(Script& s, const std::vector<json>& cells, const std::vector<
     }
     cmd << "EOD\n";
   }
+  if (kinds) {
+    // Columns: layer, 1 for a global layer, 0 for a local one.
+    cmd << "$kind << EOD\n";
+    for (size_t l = 0; l < layers; ++l) cmd << l << " " << (local_layers[l] ? 0 : 1) << "\n";
+    cmd << "EOD\n";
+  }
   cmd << "set multiplot title "
       << (model.empty() ? std::string("'Needle survival per layer (mean over cells with a needle)'")
                         : label(shorten(model, 40) +
                                 ": needle survival per layer (mean over cells with a needle)"))
       << " font ',11'\n";
+  const double y_top = kinds ? -1.75 : -0.5;
   for (int which = 0; which < 2; ++which) {
     const double left = names_px + which * panel_px;
     char margins[320];
@@ -215,20 +259,36 @@ void needle_layers(Script& s, const std::vector<json>& cells, const std::vector<
     cmd << margins << "set title "
         << (which == 0 ? "'held (in any tier)'" : "'attended (at question time)'")
         << " font ',9'\nset xlabel 'layer' font ',9'\n"
-        << "set xrange [-0.5:" << layers - 0.5 << "]\nset yrange [" << n - 0.5 << ":-0.5]\n"
+        << "set xrange [-0.5:" << layers - 0.5 << "]\nset yrange [" << n - 0.5 << ":" << y_top
+        << "]\n"
         << "set xtics 0, " << (layers > 40 ? 10 : 5) << " font ',8'\n";
     if (which == 0) {
       cmd << "set ytics font ',8' (";
+      if (kinds) cmd << "'layer kind' -1.25, ";
       for (int r = 0; r < n; ++r) cmd << (r ? ", " : "") << tic_label(shown[r]) << " " << r;
       cmd << ")\n";
     } else {
       // The names are on the left panel: tics without labels here.
       cmd << "unset ytics\nset ytics 1 format ''\n";
     }
-    cmd << (which == 1 ? colour_bar(width, height, title_px + 20, bottom_px) : "unset colorbox\n")
-        << "plot $l" << which
+    cmd << (which == 1 ? colour_bar(width, height, title_px + 20, bottom_px) : "unset colorbox\n");
+    if (kinds && which == 0)
+      cmd << "set key at screen " << names_px / width << ", screen " << 28.0 / height
+          << " left Left reverse horizontal maxrows 1 samplen 1.5 font ',9'\n";
+    else
+      cmd << "unset key\n";
+    cmd << "plot $l" << which
         << " using 1:2:(0.5):(0.5):3 with boxxyerror fillstyle solid 1.0 noborder linecolor "
-           "palette notitle\n";
+           "palette notitle";
+    if (kinds)
+      cmd << ", $kind using 1:(-1.25):(0.5):(0.4):($2 > 0 ? 0x222222 : 0xCCCCCC) with boxxyerror "
+             "fillstyle solid 1.0 noborder linecolor rgb variable notitle"
+          << (which == 0
+                  ? ", NaN with boxes fillstyle solid 1.0 noborder lc rgb '#222222' title "
+                    "'global layer (attends the whole context)', NaN with boxes fillstyle solid "
+                    "1.0 noborder lc rgb '#CCCCCC' title 'local layer (sliding window)'"
+                  : "");
+    cmd << "\n";
   }
   cmd << "unset multiplot\n";
   char size[48];

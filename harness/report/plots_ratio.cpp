@@ -6,38 +6,16 @@
 #include <set>
 #include <sstream>
 
-#include "harness/report/stats.h"
+#include "harness/report/plot_style.h"
 
 namespace kvbench::plot {
 namespace {
 
 using json = nlohmann::json;
 
-// Okabe & Ito's palette without black (the full cache's), in their order.
-constexpr const char* kColours[] = {"#E69F00", "#56B4E9", "#009E73", "#F0E442",
-                                    "#0072B2", "#D55E00", "#CC79A7"};
-constexpr size_t kNColours = sizeof kColours / sizeof kColours[0];
-
-// Family j: a colour, and past every seventh family another marker and dash.
-std::string family_style(size_t j) {
-  static const int kPoints[] = {7, 5, 9, 11, 13, 15, 4, 6, 8, 10};
-  const size_t round = j / kNColours;
-  return std::string("lc rgb '") + kColours[j % kNColours] + "' pt " +
-         std::to_string(kPoints[round % 10]) + " dt " + std::to_string(round % 5 + 1);
-}
-
 const std::vector<std::string>& group_order() {
   static const std::vector<std::string> k{"Retrieval", "Multi-hop tracing", "Aggregation", "QA"};
   return k;
-}
-
-struct Point {
-  double mean, lo, hi;
-};
-
-Point estimate(const std::vector<double>& scores) {
-  const stats::Estimate e = stats::estimate_mean(scores);
-  return {e.mean, std::isnan(e.ci.lo) ? e.mean : e.ci.lo, std::isnan(e.ci.hi) ? e.mean : e.ci.hi};
 }
 
 // One panel: a model's cells of one task group.
@@ -62,6 +40,8 @@ void score_vs_ratio(Script& s, const std::vector<PlotModel>& models, const std::
   for (const PlotModel& m : models) runs.push_back(m.cells);
   const std::vector<std::string> families = ratio_families(runs);
   if (families.empty()) return;
+  // One colour and marker per family across the report's figures.
+  const std::map<std::string, size_t> style_of = family_styles(models);
   std::map<std::string, size_t> family_of;
   for (size_t j = 0; j < families.size(); ++j) family_of[families[j]] = j;
 
@@ -117,25 +97,19 @@ void score_vs_ratio(Script& s, const std::vector<PlotModel>& models, const std::
       std::string plot = "plot ";
       bool any = false;
       if (!panel.full.empty()) {
-        const Point e = estimate(panel.full);
-        cmd << "$b" << block << " << EOD\n-0.02 " << e.mean << " " << e.lo << " " << e.hi
-            << "\n1.02 " << e.mean << " " << e.lo << " " << e.hi << "\nEOD\n";
-        plot += "$b" + std::to_string(block) +
-                " using 1:3:4 with filledcurves fc rgb '#000000' fs transparent solid 0.12 "
-                "noborder notitle, $b" +
-                std::to_string(block) + " using 1:2 with lines dt 2 lw 2 lc rgb '#000000' notitle";
-        ++block;
+        plot += full_cache_clauses(cmd, block, -0.02, 1.02, interval_of(panel.full));
         any = true;
       }
       for (const auto& [f, by_ratio] : panel.family) {
         cmd << "$b" << block << " << EOD\n";
         for (const auto& [x, scores] : by_ratio) {
-          const Point e = estimate(scores);
+          const Interval3 e = interval_of(scores);
           cmd << x << " " << e.mean << " " << e.lo << " " << e.hi << "\n";
         }
         cmd << "EOD\n";
         plot += std::string(any ? ", " : "") + "$b" + std::to_string(block) +
-                " using 1:2:3:4 with yerrorlines lw 1.5 ps 0.9 " + family_style(f) + " notitle";
+                " using 1:2:3:4 with yerrorlines lw 1.5 ps 0.9 " +
+                family_style(style_of.at(families[f])) + " notitle";
         ++block;
         any = true;
       }
@@ -143,22 +117,16 @@ void score_vs_ratio(Script& s, const std::vector<PlotModel>& models, const std::
           (models.size() > 1 ? shorten(models[r].label, 30) + " · " : std::string()) + columns[k] +
           " (" + std::to_string(panel.instances.size()) +
           (panel.instances.size() == 1 ? " instance)" : " instances)");
-      cmd << "set origin " << pw * static_cast<double>(k) / width << ","
-          << (height - top - ph * static_cast<double>(r + 1)) / height << "\nset size "
-          << pw / width << "," << ph / height << "\nset title " << label(title) << " font ',10'\n"
+      cmd << panel_place(r, k, pw, ph, width, height, top) << "set title " << label(title)
+          << " font ',10'\n"
           << (any ? plot : std::string("plot NaN notitle")) << "\n";
     }
-  // The legend: an empty panel whose series are the families.
-  cmd << "set origin " << pw * static_cast<double>(columns.size()) / width << ",0\nset size "
-      << legend / width << "," << (height - top) / height
-      << "\nunset title\nunset xlabel\nunset ylabel\nunset border\nunset tics\nunset grid\n"
-      << "set key top left Left reverse samplen 2.5 spacing 1.0 font ',9' maxcols 1\n"
-      << "set yrange [0:1]\n"
-      << "plot NaN with lines dt 2 lw 2 lc rgb '#000000' title 'Full cache'";
-  for (size_t j = 0; j < families.size(); ++j)
-    cmd << ", NaN with linespoints lw 1.5 " << family_style(j) << " title "
-        << label(shorten(families[j], 28));
-  cmd << "\nunset multiplot\nset border\nset tics\nset grid\n";
+  // The legend: an empty panel whose series are the full cache and the families.
+  std::vector<size_t> styles;
+  for (const std::string& f : families) styles.push_back(style_of.at(f));
+  cmd << legend_panel(pw * static_cast<double>(columns.size()) / width, legend / width,
+                      (height - top) / height, families, styles, true);
+  cmd << "unset multiplot\nset border\nset tics\nset grid\n";
   s.emit(dir, "score-vs-ratio",
          std::to_string(static_cast<int>(width)) + "," + std::to_string(static_cast<int>(height)),
          cmd.str());

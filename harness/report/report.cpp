@@ -12,6 +12,7 @@
 #include "harness/report/arithmetic.h"
 #include "harness/report/curve_stats.h"
 #include "harness/report/html.h"
+#include "harness/report/layer_kinds.h"
 #include "harness/report/models.h"
 #include "harness/report/plots.h"
 #include "harness/report/predictions_page.h"
@@ -96,32 +97,37 @@ constexpr Figure kFigures[] = {
      "number of instances behind each panel in its title. Only configurations with a ratio "
      "budget are drawn."},
     {"score-vs-memory", "Score vs memory", "memory",
-     "Every configuration's mean score against its hot KV bytes at question time (% of the full "
-     "cache's); bars: the score's 95% interval; grey steps: the Pareto front (the best score at "
-     "that memory or less)."},
+     "Mean score against hot KV memory at question time (% of the full cache's on the same "
+     "instances, log scale), a panel per task (all tasks first) and per model; one line per "
+     "policy family (colour and marker, named in the legend) through its configurations; bars: "
+     "95% intervals; dashed line and grey band: the full cache's score and its 95% interval."},
     {"heatmaps", "Needle heatmaps", "heatmaps",
-     "Mean score by needle depth (rows, 0% at the top) and context length (columns), one panel per "
-     "configuration in the table's order, one colour scale (0 red, 1 green); blank: no instance. "
-     "Each instance's score and output: the per-instance grid below."},
+     "One figure per needle task: mean score by needle depth (rows, 0% at the top) and context "
+     "length (columns), one panel per configuration in the table's order, one viridis colour "
+     "scale (dark 0, yellow 1); each box prints k/n, its summed score over its n instances (the "
+     "passes for pass/fail tasks); blank: no instance. Each instance's score and output: the "
+     "per-instance grid below."},
     {"needle-layers", "Needle survival per layer", "layers",
      "Share of the needle's K/V per layer (columns) and configuration (rows), mean over the cells "
      "with a needle: held in any tier (left) and in the hot set attention reads at question time, "
-     "restored pages included (right)."},
+     "restored pages included (right). For a model with sliding-window layers, the strip above "
+     "the rows marks each layer's kind: dark global (attends the whole context), light local "
+     "(its window only)."},
     {"score-vs-budget", "Score vs budget", "budget",
-     "Mean score against the policy's token budget, one line per base policy; bars: 95% "
-     "interval. Ratio budgets are in Score vs compression ratio."},
+     "Mean score against the policy's budget, every configuration with one: token budgets (log "
+     "scale) and ratio budgets (share of the prompt kept) in panels of their own, per model; one "
+     "line per base policy (its spec without the budget); bars: 95% intervals; dashed line and "
+     "grey band: the full cache's score and its 95% interval."},
 };
 
-bool has_file(const std::vector<std::string>& files, const std::string& f) {
-  return std::find(files.begin(), files.end(), f) != files.end();
-}
-
-// <img> of plots/<stem>.svg when gnuplot wrote it.
+// <img> of plots/<stem>.svg (or of each of its per-task parts) when gnuplot
+// wrote it.
 std::string figure_html(const std::vector<std::string>& files, const std::string& stem,
                         const std::string& alt) {
-  const std::string svg = "plots/" + stem + ".svg";
-  if (!has_file(files, svg)) return "";
-  return "<p><img src=\"" + html_escape(svg) + "\" alt=\"" + html_escape(alt) + "\"></p>\n";
+  std::string out;
+  for (const std::string& svg : figure_svgs(files, stem))
+    out += "<p><img src=\"" + html_escape(svg) + "\" alt=\"" + html_escape(alt) + "\"></p>\n";
+  return out;
 }
 
 const char* kStyle =
@@ -339,7 +345,8 @@ ReportSummary write_report(const RunFolder& run) {
   write_file_atomic(run.path("metrics.json"), dump_json(metrics, 1) + "\n");
 
   std::vector<PlotModel> plot_models;
-  for (const auto& s : sections) plot_models.push_back({s.label, s.cells, &s.rows});
+  for (const auto& s : sections)
+    plot_models.push_back({s.label, s.cells, &s.rows, local_layers_of(config, s.label)});
   const PlotResult plots = write_plots(plot_models, run.dir(), run.lock_fd());
   summary.plot_warning = plots.warning;
 
@@ -453,12 +460,12 @@ ReportSummary write_report(const RunFolder& run) {
   // Figures drawn once per model with several models.
   const auto per_model_figure = [&](const Figure& f) {
     return several && std::string(f.stem) != "score-vs-memory" &&
-           std::string(f.stem) != "score-vs-budget";
+           std::string(f.stem) != "score-vs-budget" && std::string(f.stem) != "score-vs-ratio";
   };
   const auto figure_exists = [&](const Figure& f) {
-    if (!per_model_figure(f)) return has_file(plots.files, std::string("plots/") + f.stem + ".svg");
+    if (!per_model_figure(f)) return !figure_svgs(plots.files, f.stem).empty();
     for (const auto& s : sections)
-      if (has_file(plots.files, std::string("plots/") + f.stem + s.suffix + ".svg")) return true;
+      if (!figure_svgs(plots.files, f.stem + s.suffix).empty()) return true;
     return false;
   };
   std::ostringstream html;

@@ -42,7 +42,8 @@ std::string only_folder(const std::string& parent) {
 
 // The plots a finished run folder must hold (PNG and SVG of each figure).
 void expect_plots(const std::string& run) {
-  for (const char* f : {"plots/heatmaps.png", "plots/score-vs-memory.svg", "plots/speed.png"}) {
+  for (const char* f :
+       {"plots/heatmaps-task1.png", "plots/score-vs-memory.svg", "plots/speed.png"}) {
     std::error_code ec;
     EXPECT_TRUE(fs::is_regular_file(run + "/" + f, ec)) << run << "/" << f;
     EXPECT_GT(fs::file_size(run + "/" + f, ec), 100u) << run << "/" << f;
@@ -118,7 +119,8 @@ TEST(HostileOutputs, OutputPathsBeginningWithAPipeRunNothing) {
     const std::string name = fs::path(run).filename().string();
     const std::string moved = dir + "/" + parent + "/" + name;
     fs::rename(run, moved);
-    for (const char* f : {"plots/heatmaps.png", "plots/speed.svg"}) fs::remove(moved + "/" + f);
+    for (const char* f : {"plots/heatmaps-task1.png", "plots/speed.svg"})
+      fs::remove(moved + "/" + f);
     const auto r = run_kvbench_in(dir, "report '" + parent + "/" + name + "'");
     EXPECT_EQ(r.code, 0) << r.err;
     EXPECT_FALSE(pwned());
@@ -176,12 +178,12 @@ TEST(HostileOutputs, PlotsNeverWriteThroughAHardLink) {
   // The campaign's reproducer: a hard link from a plot to a file outside.
   const std::string victim = dir + "/victim.txt";
   std::ofstream(victim) << "precious\n";
-  fs::remove(run + "/plots/heatmaps.png");
-  fs::create_hard_link(victim, run + "/plots/heatmaps.png");
+  fs::remove(run + "/plots/heatmaps-task1.png");
+  fs::create_hard_link(victim, run + "/plots/heatmaps-task1.png");
   const auto r = run_kvbench("report " + run);
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_EQ(slurp(victim), "precious\n");
-  EXPECT_EQ(slurp(run + "/plots/heatmaps.png").substr(1, 3), "PNG");
+  EXPECT_EQ(slurp(run + "/plots/heatmaps-task1.png").substr(1, 3), "PNG");
   EXPECT_EQ(fs::hard_link_count(victim), 1u);
 
   // The realistic one: a copy sharing its files (cp -al), a label edited in
@@ -239,7 +241,7 @@ TEST(HostileOutputs, StaleTemporariesAreRemovedByTheNextWrite) {
   ASSERT_EQ(run_kvbench("history plot --db " + dir + "/h.sqlite -o " + png).code, 0);
   EXPECT_FALSE(fs::exists(png + ".tmp." + dead));
   // A run folder's plots/ (swept under the folder's lock).
-  std::ofstream(run + "/plots/heatmaps.png.tmp." + dead) << "half a png";
+  std::ofstream(run + "/plots/heatmaps-task1.png.tmp." + dead) << "half a png";
   ASSERT_EQ(run_kvbench("report " + run).code, 0);
   EXPECT_TRUE(temporaries_under(run).empty());
 }
