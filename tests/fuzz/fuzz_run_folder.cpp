@@ -44,7 +44,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     const auto cells = run.cells();
     const auto rows = build_table(cells);
     (void)table_markdown(rows);
-    (void)table_csv(rows);
+    (void)table_csv({{"m", &rows}});
     (void)dump_json(table_json(rows));
     // The report's per-model tables (a run of several models).
     for (const auto& section : split_by_model(cells, run.config()))

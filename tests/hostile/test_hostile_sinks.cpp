@@ -299,7 +299,8 @@ TEST(HostileSinks, ReportTerminalAndTableCarryNoMarkupControlsOrFormulas) {
   // table.csv: the label is text, not a formula.
   const auto csv = parse_csv(slurp(run + "/table.csv"), "table.csv");
   ASSERT_EQ(csv.size(), 3u);
-  EXPECT_EQ(csv[2][0].substr(0, 2), "'=");
+  ASSERT_EQ(csv[0][1], "configuration");
+  EXPECT_EQ(csv[2][1].substr(0, 2), "'=");
   // Now as a colleague shares it: hostile task, description, meta text.
   for (const auto& f : test::cell_files(run)) {
     json c = json::parse(slurp(f));
