@@ -10,6 +10,7 @@
 #include "harness/encode/csv.h"
 #include "harness/encode/markdown.h"
 #include "harness/report/arithmetic.h"
+#include "harness/report/cells_table.h"
 #include "harness/report/curve_stats.h"
 #include "harness/report/html.h"
 #include "harness/report/models.h"
@@ -274,6 +275,7 @@ ReportSummary write_report(const RunFolder& run) {
   std::vector<ModelRows> csv_models;
   for (const auto& s : sections) csv_models.push_back({s.label, &s.rows});
   write_file_atomic(run.path("table.csv"), table_csv(csv_models));
+  write_cell_tables(run, models);
 
   // predictions.jsonl: one line per cell, sorted by cell id (deterministic).
   std::string predictions;
