@@ -96,8 +96,9 @@ TEST(Table, RelativeColumnsAgainstFullOnTheSameInstances) {
   EXPECT_NE(md.find("| 1.000 [0.510, 1.000] | Wilson, n=4 |"), std::string::npos) << md;
   EXPECT_EQ(rows[1].score_kind, stats::ScoreKind::PassFail);
   EXPECT_NEAR(rows[1].score_ci.lo, 0.300642, 1e-6);
-  const std::string csv = table_csv(rows);
-  EXPECT_NE(csv.find("\"h2o\",\"h2o\",4,0.25,1.1,0.75,"), std::string::npos) << csv;
+  const std::string csv = table_csv({{"m", &rows}});
+  // The model first; byte counts whole (not 1e+03).
+  EXPECT_NE(csv.find("\"m\",\"h2o\",\"h2o\",4,0.25,1.1,0.75,1000,0,"), std::string::npos) << csv;
   EXPECT_NE(csv.find(",0.300642,0.954413,Wilson,0.300642,0.954413,"), std::string::npos) << csv;
   // ΔNLL, KL and top-1 agreement carry bootstrap intervals over the
   // instances (identical here: every instance moved by the same 0.5);

@@ -10,6 +10,7 @@
 #include "harness/encode/csv.h"
 #include "harness/encode/markdown.h"
 #include "harness/report/arithmetic.h"
+#include "harness/report/cells_table.h"
 #include "harness/report/curve_stats.h"
 #include "harness/report/html.h"
 #include "harness/report/layer_kinds.h"
@@ -170,25 +171,6 @@ std::string html_heading(const Section& s, bool several) {
   return several ? "<h3>Model: " + html_escape(s.label) + "</h3>\n" : "";
 }
 
-// table.csv with several models: a first column naming the model.
-std::string csv_with_model(const std::vector<Section>& sections) {
-  std::string out;
-  for (size_t k = 0; k < sections.size(); ++k) {
-    std::istringstream lines(table_csv(sections[k].rows));
-    std::string line;
-    bool header = true;
-    while (std::getline(lines, line)) {
-      if (header) {
-        if (k == 0) out += "model," + line + "\n";
-        header = false;
-        continue;
-      }
-      out += csv_field(sections[k].label) + "," + line + "\n";
-    }
-  }
-  return out;
-}
-
 // How the run was made, as meta.json's "invocation" records it: the
 // experiment file and the command line's changes to it, so a reader of a
 // report whose description was written for the unchanged experiment sees
@@ -296,8 +278,10 @@ ReportSummary write_report(const RunFolder& run) {
     summary.table_markdown += md_heading(s, several) + s.table + (several ? "\n" : "");
   write_file_atomic(run.path("table.md"), summary.table_markdown);
   for (const auto& s : sections) summary.tables.push_back({several ? s.label : "", s.rows});
-  write_file_atomic(run.path("table.csv"),
-                    several ? csv_with_model(sections) : table_csv(sections.front().rows));
+  std::vector<ModelRows> csv_models;
+  for (const auto& s : sections) csv_models.push_back({s.label, &s.rows});
+  write_file_atomic(run.path("table.csv"), table_csv(csv_models));
+  write_cell_tables(run, models);
 
   // predictions.jsonl: one line per cell, sorted by cell id (deterministic).
   std::string predictions;

@@ -1,8 +1,8 @@
 // Renders a run folder from its cells: metrics.json, predictions.jsonl,
-// table.md, table.csv, plots/ and report.md / report.html (plots embedded as
-// inline SVG). Deterministic given the cells; `kvbench report DIR` re-runs it.
-// A run of several models is sectioned by model (harness/report/models.h);
-// a run of one renders exactly as before models could be listed.
+// table.md, table.csv, cells.csv and cells.jsonl (harness/report/cells_table.h),
+// plots/ and report.md / report.html (plots embedded as inline SVG). Deterministic given the cells;
+// `kvbench report DIR` re-runs it. A run of several models is sectioned by model
+// (harness/report/models.h); a run of one renders exactly as before models could be listed.
 #pragma once
 
 #include <string>

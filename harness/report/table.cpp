@@ -273,30 +273,33 @@ std::string table_markdown(const std::vector<TableRow>& rows) {
   return o.str();
 }
 
-std::string table_csv(const std::vector<TableRow>& rows) {
+std::string table_csv(const std::vector<ModelRows>& models) {
   std::ostringstream o;
-  o << "configuration,spec,cells,memory_rel,speed_rel,score_rel,kv_bytes_hot,kv_bytes_cold,decode_"
-       "tok_s,"
-       "prefill_tok_s,ttft_seconds,score,nll_delta,kl_full,top1_agreement,needle_survival,needle_"
-       "attended,"
-       "policy_share,kv_bytes_peak_prefill,score_lo,score_hi,score_interval,score_rel_lo,score_"
-       "rel_hi,nll_delta_lo,nll_delta_hi,kl_full_lo,kl_full_hi,top1_agreement_lo,top1_agreement_"
-       "hi\n";
+  o << "model,configuration,spec,cells,memory_rel,speed_rel,score_rel,kv_bytes_hot,kv_bytes_cold,"
+       "decode_tok_s,prefill_tok_s,ttft_seconds,score,nll_delta,kl_full,top1_agreement,needle_"
+       "survival,needle_attended,policy_share,kv_bytes_peak_prefill,score_lo,score_hi,score_"
+       "interval,score_rel_lo,score_rel_hi,nll_delta_lo,nll_delta_hi,kl_full_lo,kl_full_hi,top1_"
+       "agreement_lo,top1_agreement_hi\n";
   auto v = [](std::optional<double> x) { return x ? fmt(x, "%.6g") : std::string(); };
-  for (const auto& r : rows) {
-    o << csv_field(r.label) << "," << csv_field(r.spec) << "," << r.cells << "," << v(r.memory_rel)
-      << "," << v(r.speed_rel) << "," << v(r.score_rel) << "," << v(opt(r.kv_bytes_hot)) << ","
-      << v(opt(r.kv_bytes_cold)) << "," << v(opt(r.decode_tok_s)) << "," << v(opt(r.prefill_tok_s))
-      << "," << v(opt(r.ttft_seconds)) << "," << v(opt(r.score)) << "," << v(r.nll_delta) << ","
-      << v(r.kl_full) << "," << v(r.top1_agreement) << "," << v(r.needle_survival) << ","
-      << v(r.needle_attended) << "," << v(opt(r.policy_share)) << ","
-      << v(opt(r.kv_bytes_peak_prefill)) << "," << v(opt(r.score_ci.lo)) << ","
-      << v(opt(r.score_ci.hi)) << "," << stats::interval_method(r.score_kind) << ","
-      << v(opt(r.score_rel_ci.lo)) << "," << v(opt(r.score_rel_ci.hi)) << ","
-      << v(opt(r.nll_delta_ci.lo)) << "," << v(opt(r.nll_delta_ci.hi)) << ","
-      << v(opt(r.kl_full_ci.lo)) << "," << v(opt(r.kl_full_ci.hi)) << ","
-      << v(opt(r.top1_agreement_ci.lo)) << "," << v(opt(r.top1_agreement_ci.hi)) << "\n";
-  }
+  // Whole bytes: a mean of byte counts, exact to the byte rather than to
+  // six significant digits.
+  auto bytes = [](double x) { return std::isnan(x) ? std::string() : fmt(x, "%.0f"); };
+  for (const ModelRows& m : models)
+    for (const auto& r : *m.rows) {
+      o << csv_field(m.model) << "," << csv_field(r.label) << "," << csv_field(r.spec) << ","
+        << r.cells << "," << v(r.memory_rel) << "," << v(r.speed_rel) << "," << v(r.score_rel)
+        << "," << bytes(r.kv_bytes_hot) << "," << bytes(r.kv_bytes_cold) << ","
+        << v(opt(r.decode_tok_s)) << "," << v(opt(r.prefill_tok_s)) << "," << v(opt(r.ttft_seconds))
+        << "," << v(opt(r.score)) << "," << v(r.nll_delta) << "," << v(r.kl_full) << ","
+        << v(r.top1_agreement) << "," << v(r.needle_survival) << "," << v(r.needle_attended) << ","
+        << v(opt(r.policy_share)) << "," << bytes(r.kv_bytes_peak_prefill) << ","
+        << v(opt(r.score_ci.lo)) << "," << v(opt(r.score_ci.hi)) << ","
+        << stats::interval_method(r.score_kind) << "," << v(opt(r.score_rel_ci.lo)) << ","
+        << v(opt(r.score_rel_ci.hi)) << "," << v(opt(r.nll_delta_ci.lo)) << ","
+        << v(opt(r.nll_delta_ci.hi)) << "," << v(opt(r.kl_full_ci.lo)) << ","
+        << v(opt(r.kl_full_ci.hi)) << "," << v(opt(r.top1_agreement_ci.lo)) << ","
+        << v(opt(r.top1_agreement_ci.hi)) << "\n";
+    }
   return o.str();
 }
 

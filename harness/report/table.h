@@ -69,7 +69,17 @@ struct TableRow {
 std::vector<TableRow> build_table(const std::vector<nlohmann::json>& cells);
 
 std::string table_markdown(const std::vector<TableRow>& rows);
-std::string table_csv(const std::vector<TableRow>& rows);
+
+// One model's rows, for table.csv.
+struct ModelRows {
+  std::string model;  // its label (untrusted text: csv_field encodes it)
+  const std::vector<TableRow>* rows = nullptr;
+};
+// table.csv: one schema whatever the number of models (docs/HARNESS.md): a
+// header, then each model's rows in the order given, each row beginning
+// with its model's label. Byte counts (means over a row's cells) are
+// rounded to whole bytes; a value a row does not have is an empty field.
+std::string table_csv(const std::vector<ModelRows>& models);
 nlohmann::json table_json(const std::vector<TableRow>& rows);
 
 // The speed table of the report: per configuration the median decode and

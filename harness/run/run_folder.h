@@ -12,8 +12,9 @@
 // (*.tmp.<pid>) an interrupted writer left behind. Folders may come from
 // others: every file is read bounded (model/common/input_file.h) and checked field
 // by field before use, so a damaged one is an error naming it.
-//   metrics.json, predictions.jsonl, table.md, table.csv, plots/, report.md,
-//   report.html      derived from the cells by `kvbench report` (re-creatable)
+//   metrics.json, predictions.jsonl, table.md, table.csv, cells.csv, cells.jsonl,
+//   plots/, report.md, report.html
+//                    derived from the cells by `kvbench report` (re-creatable)
 #pragma once
 
 #include <memory>

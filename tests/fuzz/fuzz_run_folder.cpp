@@ -2,8 +2,9 @@
 // is split at NUL bytes into config.json, meta.json and cells/c0.json,
 // cells/c1.json, ... of a scratch run folder. Any input must be refused with
 // InputError or be read whole: the cells and meta checked, the table built
-// and rendered (markdown, CSV, JSON; per model too) and the folder compared with itself
-// without a regression (and the comparison rendered as JSON).
+// and rendered (markdown, CSV, JSON; per model too), the cells as tidy rows (cells.csv,
+// cells.jsonl), and the folder compared with itself without a regression (and the
+// comparison rendered as JSON).
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -11,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "harness/report/cells_table.h"
 #include "harness/report/compare.h"
 #include "harness/report/compare_json.h"
 #include "harness/report/models.h"
@@ -45,11 +47,15 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     const auto cells = run.cells();
     const auto rows = build_table(cells);
     (void)table_markdown(rows);
-    (void)table_csv(rows);
+    (void)table_csv({{"m", &rows}});
     (void)dump_json(table_json(rows));
     // The report's per-model tables (a run of several models).
-    for (const auto& section : split_by_model(cells, run.config()))
-      (void)table_markdown(build_table(section.cells));
+    const auto sections = split_by_model(cells, run.config());
+    for (const auto& section : sections) (void)table_markdown(build_table(section.cells));
+    // cells.csv and cells.jsonl of any cells that passed the checks.
+    const auto cell_table = cell_rows(sections);
+    (void)cells_csv(cell_table);
+    (void)cells_jsonl(cell_table);
     const CompareResult self = compare_runs(dir, dir, 0.0);
     if (self.regressed) std::abort();  // a folder never regresses against itself
     (void)compare_json_text(self);

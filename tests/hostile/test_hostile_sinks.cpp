@@ -296,10 +296,18 @@ TEST(HostileSinks, ReportTerminalAndTableCarryNoMarkupControlsOrFormulas) {
   for (const std::string& text : {r.out, r.err}) EXPECT_TRUE(terminal_safe(text, true)) << text;
   std::string run;
   for (const auto& e : fs::directory_iterator(dir + "/out")) run = e.path().string();
-  // table.csv: the label is text, not a formula.
+  // table.csv and cells.csv: the label is text, not a formula.
   const auto csv = parse_csv(slurp(run + "/table.csv"), "table.csv");
   ASSERT_EQ(csv.size(), 3u);
-  EXPECT_EQ(csv[2][0].substr(0, 2), "'=");
+  ASSERT_EQ(csv[0][1], "configuration");
+  EXPECT_EQ(csv[2][1].substr(0, 2), "'=");
+  const auto cells = parse_csv(slurp(run + "/cells.csv"), "cells.csv");
+  ASSERT_GE(cells.size(), 2u);
+  ASSERT_EQ(cells[0][1], "configuration");
+  size_t formulas = 0;
+  for (const auto& record : cells)
+    if (record.size() > 1 && record[1].rfind("'=", 0) == 0) ++formulas;
+  EXPECT_EQ(formulas, test::cell_files(run).size() / 2) << slurp(run + "/cells.csv");
   // Now as a colleague shares it: hostile task, description, meta text.
   for (const auto& f : test::cell_files(run)) {
     json c = json::parse(slurp(f));
