@@ -49,6 +49,17 @@ std::string full_cache_clauses(std::ostream& data, int& block, double x0, double
          b + " using 1:2 with lines dt 2 lw 2 lc rgb '#000000' notitle";
 }
 
+PanelGrid panel_grid(double pw, double ph, size_t columns, size_t rows, size_t legend_entries) {
+  const double legend = 280, top = 40;
+  const double legend_h = 15.0 * static_cast<double>(legend_entries + 1) + 40;
+  return {pw,
+          ph,
+          legend,
+          top,
+          pw * static_cast<double>(columns) + legend,
+          std::max(ph * static_cast<double>(rows), legend_h) + top};
+}
+
 std::string panel_place(size_t r, size_t c, double pw, double ph, double width, double height,
                         double top) {
   char buf[160];

@@ -47,6 +47,15 @@ Interval3 interval_of(const std::vector<double>& scores);
 std::string full_cache_clauses(std::ostream& data, int& block, double x0, double x1,
                                const Interval3& full);
 
+// A figure of rows x columns panels of pw x ph pixels, a legend column of
+// `legend` pixels on the right as tall as its entries need (about 15 pixels
+// each at its font, plus the full cache's line and a margin), and `top`
+// pixels for the title line.
+struct PanelGrid {
+  double pw, ph, legend, top, width, height;
+};
+PanelGrid panel_grid(double pw, double ph, size_t columns, size_t rows, size_t legend_entries);
+
 // The placement of panel (row r, column c) of a grid of panels of pw x ph
 // pixels in a figure of width x height pixels whose panels start `top`
 // pixels below its top edge: "set origin ...\nset size ...\n".

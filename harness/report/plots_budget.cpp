@@ -109,10 +109,8 @@ void score_vs_budget(Script& s, const std::vector<PlotModel>& models, const std:
   for (int u = 0; u < 2; ++u)
     if (used[u]) units.push_back(u);
 
-  const double pw = 420, ph = 310, legend = 280, top = 40;
-  const double width = pw * static_cast<double>(units.size()) + legend;
-  const double legend_h = 15.0 * static_cast<double>(bases.size() + 1) + 40;
-  const double height = std::max(ph * static_cast<double>(models.size()), legend_h) + top;
+  const auto [pw, ph, legend, top, width, height] =
+      panel_grid(420, 310, units.size(), models.size(), bases.size());
   // Token axis: log2 over the budgets used, a margin either side.
   const double t0 = lo / 1.5, t1 = hi * 1.5;
 

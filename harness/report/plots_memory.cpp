@@ -105,10 +105,8 @@ void score_vs_memory(Script& s, const std::vector<PlotModel>& models, const std:
 
   // Log axis over [lo / 1.4, 140]: the full cache at 100 sits inside it.
   const double x0 = std::max(0.01, lo / 1.4), x1 = 140;
-  const double pw = 400, ph = 310, legend = 280, top = 40;
-  const double width = pw * static_cast<double>(columns.size()) + legend;
-  const double legend_h = 15.0 * static_cast<double>(families.size() + 1) + 40;
-  const double height = std::max(ph * static_cast<double>(models.size()), legend_h) + top;
+  const auto [pw, ph, legend, top, width, height] =
+      panel_grid(400, 310, columns.size(), models.size(), families.size());
 
   std::ostringstream cmd;
   int block = 0;

@@ -81,10 +81,8 @@ void score_vs_ratio(Script& s, const std::vector<PlotModel>& models, const std::
 
   // Pixels: panels of 420 x 320, a legend column as tall as its entries
   // need (about 15 pixels each at its font), a title line.
-  const double pw = 420, ph = 320, legend = 280, top = 40;
-  const double width = pw * static_cast<double>(columns.size()) + legend;
-  const double legend_h = 15.0 * static_cast<double>(families.size() + 1) + 40;
-  const double height = std::max(ph * static_cast<double>(models.size()), legend_h) + top;
+  const auto [pw, ph, legend, top, width, height] =
+      panel_grid(420, 320, columns.size(), models.size(), families.size());
   std::ostringstream cmd;
   int block = 0;
   cmd << "set multiplot title 'Score vs compression ratio (bars and band: 95% intervals)'\n"
