@@ -57,20 +57,15 @@ PanelGrid panel_grid(double pw, double ph, size_t columns, size_t rows, size_t l
           legend,
           top,
           pw * static_cast<double>(columns) + legend,
-          std::max(ph * static_cast<double>(rows), legend_h) + top};
+          std::max(ph * static_cast<double>(rows), legend_h) + top,
+          columns};
 }
 
-std::string panel_place(size_t r, size_t c, double pw, double ph, double width, double height,
-                        double top) {
-  char buf[160];
-  std::snprintf(buf, sizeof buf, "set origin %.5f, %.5f\nset size %.5f, %.5f\n",
-                pw * static_cast<double>(c) / width,
-                (height - top - ph * static_cast<double>(r + 1)) / height, pw / width, ph / height);
-  return buf;
-}
-
-std::string legend_panel(double x, double w, double h, const std::vector<std::string>& names,
-                         const std::vector<size_t>& styles, bool full) {
+// An empty plot at screen [x, x + w] x [0, h] (fractions of the figure)
+// whose series are the full cache (when `full`) and the families in `names`.
+// Leaves border, tics and grid unset for the caller to restore.
+static std::string legend_panel(double x, double w, double h, const std::vector<std::string>& names,
+                                const std::vector<size_t>& styles, bool full) {
   std::ostringstream cmd;
   char place[120];
   std::snprintf(place, sizeof place, "set origin %.5f, 0\nset size %.5f, %.5f\n", x, w, h);
@@ -91,6 +86,25 @@ std::string legend_panel(double x, double w, double h, const std::vector<std::st
   if (sep.empty()) cmd << "NaN notitle";
   cmd << "\n";
   return cmd.str();
+}
+
+std::string PanelGrid::place(size_t r, size_t c) const {
+  char buf[160];
+  std::snprintf(buf, sizeof buf, "set origin %.5f, %.5f\nset size %.5f, %.5f\n",
+                pw * static_cast<double>(c) / width,
+                (height - top - ph * static_cast<double>(r + 1)) / height, pw / width, ph / height);
+  return buf;
+}
+
+std::string PanelGrid::legend_and_close(const std::vector<std::string>& names,
+                                        const std::vector<size_t>& styles) const {
+  return legend_panel(pw * static_cast<double>(columns) / width, legend / width,
+                      (height - top) / height, names, styles, true) +
+         "unset multiplot\nset border\nset tics\nset grid\n";
+}
+
+std::string PanelGrid::size() const {
+  return std::to_string(static_cast<int>(width)) + "," + std::to_string(static_cast<int>(height));
 }
 
 std::map<std::string, size_t> family_styles(const std::vector<PlotModel>& models) {

@@ -53,21 +53,19 @@ std::string full_cache_clauses(std::ostream& data, int& block, double x0, double
 // pixels for the title line.
 struct PanelGrid {
   double pw, ph, legend, top, width, height;
+  size_t columns;
+
+  // The placement of panel (row r, column c): "set origin ...\nset size ...\n".
+  std::string place(size_t r, size_t c) const;
+  // The legend panel right of the panels, whose series are the full cache
+  // and the families in `names` (names[j] drawn in family_style(styles[j])),
+  // then the multiplot closed and border, tics and grid restored.
+  std::string legend_and_close(const std::vector<std::string>& names,
+                               const std::vector<size_t>& styles) const;
+  // The figure's size in pixels for the terminal: "W,H".
+  std::string size() const;
 };
 PanelGrid panel_grid(double pw, double ph, size_t columns, size_t rows, size_t legend_entries);
-
-// The placement of panel (row r, column c) of a grid of panels of pw x ph
-// pixels in a figure of width x height pixels whose panels start `top`
-// pixels below its top edge: "set origin ...\nset size ...\n".
-std::string panel_place(size_t r, size_t c, double pw, double ph, double width, double height,
-                        double top);
-
-// The legend panel: an empty plot at screen [x, x + w] x [0, h] (fractions of
-// the figure) whose series are the full cache (when `full`) and the families
-// in `names`, names[j] drawn in family_style(styles[j]). Leaves border, tics
-// and grid unset for the caller to restore.
-std::string legend_panel(double x, double w, double h, const std::vector<std::string>& names,
-                         const std::vector<size_t>& styles, bool full);
 
 // Points of several families at one x (two policies at one memory or
 // budget) would hide one another: `xs[i]` of family `families[i]` moved

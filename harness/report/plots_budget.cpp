@@ -109,8 +109,7 @@ void score_vs_budget(Script& s, const std::vector<PlotModel>& models, const std:
   for (int u = 0; u < 2; ++u)
     if (used[u]) units.push_back(u);
 
-  const auto [pw, ph, legend, top, width, height] =
-      panel_grid(420, 310, units.size(), models.size(), bases.size());
+  const PanelGrid grid = panel_grid(420, 310, units.size(), models.size(), bases.size());
   // Token axis: log2 over the budgets used, a margin either side.
   const double t0 = lo / 1.5, t1 = hi * 1.5;
 
@@ -170,15 +169,11 @@ void score_vs_budget(Script& s, const std::vector<PlotModel>& models, const std:
           (models.size() > 1 ? shorten(models[r].label, 40) + " · " : std::string()) +
           (ratio ? "ratio budgets" : "token budgets") + " (" + std::to_string(points) +
           (points == 1 ? " point)" : " points)");
-      cmd << panel_place(r, k, pw, ph, width, height, top) << "set title " << label(title)
-          << " font ',10'\nplot " << (plot.empty() ? std::string("NaN notitle") : plot) << "\n";
+      cmd << grid.place(r, k) << "set title " << label(title) << " font ',10'\nplot "
+          << (plot.empty() ? std::string("NaN notitle") : plot) << "\n";
     }
-  cmd << legend_panel(pw * static_cast<double>(units.size()) / width, legend / width,
-                      (height - top) / height, bases, styles, true)
-      << "unset multiplot\nset border\nset tics\nset grid\n";
-  s.emit(dir, "score-vs-budget",
-         std::to_string(static_cast<int>(width)) + "," + std::to_string(static_cast<int>(height)),
-         cmd.str());
+  cmd << grid.legend_and_close(bases, styles);
+  s.emit(dir, "score-vs-budget", grid.size(), cmd.str());
 }
 
 }  // namespace kvbench::plot

@@ -105,8 +105,7 @@ void score_vs_memory(Script& s, const std::vector<PlotModel>& models, const std:
 
   // Log axis over [lo / 1.4, 140]: the full cache at 100 sits inside it.
   const double x0 = std::max(0.01, lo / 1.4), x1 = 140;
-  const auto [pw, ph, legend, top, width, height] =
-      panel_grid(400, 310, columns.size(), models.size(), families.size());
+  const PanelGrid grid = panel_grid(400, 310, columns.size(), models.size(), families.size());
 
   std::ostringstream cmd;
   int block = 0;
@@ -156,15 +155,11 @@ void score_vs_memory(Script& s, const std::vector<PlotModel>& models, const std:
           (models.size() > 1 ? shorten(models[r].label, 40) + " · " : std::string()) +
           (columns[k].empty() ? std::string("All tasks") : shorten(columns[k], 30)) + " (" +
           std::to_string(panel.instances) + (panel.instances == 1 ? " instance)" : " instances)");
-      cmd << panel_place(r, k, pw, ph, width, height, top) << "set title " << label(title)
-          << " font ',10'\nplot " << (plot.empty() ? std::string("NaN notitle") : plot) << "\n";
+      cmd << grid.place(r, k) << "set title " << label(title) << " font ',10'\nplot "
+          << (plot.empty() ? std::string("NaN notitle") : plot) << "\n";
     }
-  cmd << legend_panel(pw * static_cast<double>(columns.size()) / width, legend / width,
-                      (height - top) / height, families, styles, true)
-      << "unset multiplot\nset border\nset tics\nset grid\n";
-  s.emit(dir, "score-vs-memory",
-         std::to_string(static_cast<int>(width)) + "," + std::to_string(static_cast<int>(height)),
-         cmd.str());
+  cmd << grid.legend_and_close(families, styles);
+  s.emit(dir, "score-vs-memory", grid.size(), cmd.str());
 }
 
 }  // namespace kvbench::plot

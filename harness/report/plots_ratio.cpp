@@ -81,8 +81,7 @@ void score_vs_ratio(Script& s, const std::vector<PlotModel>& models, const std::
 
   // Pixels: panels of 420 x 320, a legend column as tall as its entries
   // need (about 15 pixels each at its font), a title line.
-  const auto [pw, ph, legend, top, width, height] =
-      panel_grid(420, 320, columns.size(), models.size(), families.size());
+  const PanelGrid grid = panel_grid(420, 320, columns.size(), models.size(), families.size());
   std::ostringstream cmd;
   int block = 0;
   cmd << "set multiplot title 'Score vs compression ratio (bars and band: 95% intervals)'\n"
@@ -115,19 +114,14 @@ void score_vs_ratio(Script& s, const std::vector<PlotModel>& models, const std::
           (models.size() > 1 ? shorten(models[r].label, 30) + " · " : std::string()) + columns[k] +
           " (" + std::to_string(panel.instances.size()) +
           (panel.instances.size() == 1 ? " instance)" : " instances)");
-      cmd << panel_place(r, k, pw, ph, width, height, top) << "set title " << label(title)
-          << " font ',10'\n"
+      cmd << grid.place(r, k) << "set title " << label(title) << " font ',10'\n"
           << (any ? plot : std::string("plot NaN notitle")) << "\n";
     }
   // The legend: an empty panel whose series are the full cache and the families.
   std::vector<size_t> styles;
   for (const std::string& f : families) styles.push_back(style_of.at(f));
-  cmd << legend_panel(pw * static_cast<double>(columns.size()) / width, legend / width,
-                      (height - top) / height, families, styles, true);
-  cmd << "unset multiplot\nset border\nset tics\nset grid\n";
-  s.emit(dir, "score-vs-ratio",
-         std::to_string(static_cast<int>(width)) + "," + std::to_string(static_cast<int>(height)),
-         cmd.str());
+  cmd << grid.legend_and_close(families, styles);
+  s.emit(dir, "score-vs-ratio", grid.size(), cmd.str());
 }
 
 }  // namespace kvbench::plot
