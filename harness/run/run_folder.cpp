@@ -441,6 +441,9 @@ std::vector<nlohmann::json> RunFolder::cells() const {
       throw InputError(dir_ + ": holds both cells/ and " + kPackedCells +
                        ": which are its cells is unclear (remove one)");
     const std::string file = path(kPackedCells);
+    // As for cell files: a link could make a shared folder read any file.
+    if (::lstat(file.c_str(), &st) == 0 && S_ISLNK(st.st_mode))
+      throw InputError(file + ": a symbolic link (a run folder's cells are its own files)");
     std::vector<nlohmann::json> out = read_packed_cells(file);
     std::vector<std::string> names;
     names.reserve(out.size());

@@ -101,6 +101,12 @@ TEST(HostilePacked, DamagedPacksAreRefusedNamingTheFile) {
     expect_input_error(r, c.error);
     EXPECT_NE(r.err.find(file), std::string::npos) << r.err;
   }
+  // A link in place of the packed file, even to a good pack, is refused.
+  write_bytes(run + "/elsewhere.zst", pack_cells(cells));
+  fs::remove(file);
+  fs::create_symlink("elsewhere.zst", file);
+  expect_input_error(run_kvbench("report " + run), "cells.jsonl.zst: a symbolic link");
+  fs::remove(file);
   // A last line without its newline: a truncated file.
   write_bytes(file,
               zstd("{\"format\": \"kvbench packed cells 1\", \"cells\": 1}\n" + cells[0].dump()));
