@@ -59,9 +59,9 @@ std::vector<nlohmann::json> read_packed_cells(const std::string& path) {
           // The header: the format and how many cells follow, so a file cut
           // at a line boundary is not read as a run of fewer cells.
           const nlohmann::json h = parse_json_text(line, where);
-          if (!h.is_object() || h.value("format", "") != "kvbench packed cells 1" ||
-              !h.contains("cells") || !h["cells"].is_number_unsigned() ||
-              h["cells"].get<uint64_t>() > kMaxPackedCells)
+          if (!h.is_object() || !h.contains("format") ||
+              h["format"] != nlohmann::json("kvbench packed cells 1") || !h.contains("cells") ||
+              !h["cells"].is_number_unsigned() || h["cells"].get<uint64_t>() > kMaxPackedCells)
             throw InputError(where +
                              ": expected the header {\"format\": \"kvbench packed "
                              "cells 1\", \"cells\": N} with N <= 10,000,000");
