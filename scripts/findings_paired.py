@@ -9,8 +9,10 @@ significant (so "not significant" is not read as "equal").
 
     scripts/findings_paired.py CELLS_CSV LABEL_A LABEL_B > paired.md
 
-CELLS_CSV is scripts/findings_cells.py's output. A missing label, an
-instance one side lacks or a malformed row is one error line, exit 2.
+CELLS_CSV is a run folder's cells.csv (`kvbench report FOLDER` writes it,
+also for a stored results/findings/NAME); LABEL_A and LABEL_B are values of
+its `configuration` column. A missing label, an instance one side lacks or
+a malformed row is one error line, exit 2.
 """
 import csv
 import random
@@ -61,11 +63,11 @@ def main():
             for i, row in enumerate(csv.DictReader(f)):
                 if i >= MAX_ROWS:
                     fail(f"{path}: more than {MAX_ROWS} rows")
-                if row.get("policy") in scores:
+                if row["configuration"] in scores:
                     s = float(row["score"])
                     if not 0.0 <= s <= 1.0:
                         fail(f"{path}: row {i + 2}: score {s} outside [0, 1]")
-                    scores[row["policy"]][(row["task"], row["instance"])] = s
+                    scores[row["configuration"]][(row["task"], row["instance"])] = s
     except (OSError, UnicodeDecodeError, KeyError, ValueError, csv.Error) as e:
         fail(f"{path}: {e}")
     for label in (a, b):

@@ -1,11 +1,13 @@
 #!/bin/bash
 # One findings experiment of docs/FINDINGS.md from its config: runs
 # experiments/findings/NAME.json into a run folder under $FINDINGS_RUNS (a
-# new temporary folder by default; run folders are never committed) and
-# copies its figures — the table (markdown and CSV), the score per task
-# (report.md's section), one row per cell (cells.csv: depth, score, needle
-# held / attended; scripts/findings_cells.py) and meta.json (commit, model
-# sha256, machine) — to results/findings/NAME/ (or OUT).
+# new temporary folder by default; run folders themselves are never
+# committed) and stores it in results/findings/NAME/ (or OUT) with
+# scripts/store_run.sh: the per-cell data packed (config.json, meta.json,
+# cells.jsonl.zst) and the tables `kvbench report` regenerates from them
+# (table.md, table.csv, report.md), plus per_task.md (report.md's score per
+# task). `build/kvbench report results/findings/NAME` regenerates the tables
+# and writes cells.csv (one row per cell) and the figures beside them.
 #
 #   scripts/findings_run.sh NAME [out-dir]
 #   FINDINGS_RESUME=RUN_FOLDER scripts/findings_run.sh NAME   (finish a stopped run)
@@ -26,10 +28,7 @@ else
   "$kvbench" run "$config" --set "model=$model" --out "$runs" --quiet
   folder=$(ls -d "$runs"/findings-"$name"-* | tail -1)
 fi
-for f in table.md table.csv meta.json; do
-  cp "$folder/$f" "$out/$f.tmp" && mv "$out/$f.tmp" "$out/$f"
-done
-awk '/^## Score per task/ {on = 1} /^## / && !/Score per task/ {on = 0} on' "$folder/report.md" \
+KVBENCH_BIN=$kvbench "$here/scripts/store_run.sh" "$folder" "$out" > /dev/null
+awk '/^## Score per task/ {on = 1} /^## / && !/Score per task/ {on = 0} on' "$out/report.md" \
   > "$out/per_task.md.tmp" && mv "$out/per_task.md.tmp" "$out/per_task.md"
-python3 "$here/scripts/findings_cells.py" "$folder" > "$out/cells.csv.tmp" && mv "$out/cells.csv.tmp" "$out/cells.csv"
-echo "figures: $out (run folder: $folder)"
+echo "results: $out (run folder: $folder)"
