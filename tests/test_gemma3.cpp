@@ -60,7 +60,7 @@ TEST(Gemma3Config, TinyModelHyperParameters) {
 std::string edited(const std::string& name, const std::string& key, const std::string& tensor) {
   TinyModelOptions o;
   o.vocab = TinyVocabKind::Spm;
-  o.gemma3 = true;
+  o.arch = TinyArch::Gemma3;
   return test::edited_model(
       name,
       {[&](const std::string& k, GgufValue&) { return k != key; },

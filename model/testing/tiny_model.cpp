@@ -3,6 +3,7 @@
 #include <cmath>
 #include <string>
 
+#include "model/common/error.h"
 #include "model/gguf/gguf_writer.h"
 
 namespace kvbench {
@@ -34,33 +35,141 @@ std::vector<float> random_values(Normal& rng, int64_t n, float scale, float offs
   return v;
 }
 
+constexpr std::string_view kArchNames[] = {"llama", "gemma3", "qwen2", "qwen3"};
+constexpr std::string_view kWeightsNames[] = {"mixed", "f16",  "bf16",   "q8_0",
+                                              "q4_0",  "q6_k", "q4_k_m", "q5_k_m"};
+
+// The matrices of a block, for picking their types.
+enum class Tensor { Q, K, V, O, Gate, Up, Down };
+
+// The type a row of `cols` elements is stored in: `want`, or, where its
+// blocks do not divide the row, what llama-quantize falls back to (K-quants
+// to Q5_0, Q5_1 or Q8_0 for rows not a multiple of 256; legacy types to F16
+// for rows not a multiple of 32).
+GgmlType fitting(GgmlType want, int64_t cols) {
+  if (row_is_whole(want, cols)) return want;
+  switch (want) {
+    case GgmlType::Q4_K:
+      return fitting(GgmlType::Q5_0, cols);
+    case GgmlType::Q5_K:
+      return fitting(GgmlType::Q5_1, cols);
+    case GgmlType::Q6_K:
+      return fitting(GgmlType::Q8_0, cols);
+    default:
+      return GgmlType::F16;
+  }
+}
+
+// llama-quantize's use_more_bits: the K_M mixes give these layers' attn_v
+// and ffn_down 6 bits.
+bool more_bits(int layer, int n_layers) {
+  return layer < n_layers / 8 || layer >= 7 * n_layers / 8 || (layer - n_layers / 8) % 3 == 2;
+}
+
+GgmlType matrix_type(TinyWeights w, Tensor t, int layer, int n_layers) {
+  // The tests' mix, per layer (l % 3), so the loader and kernels meet most types.
+  static constexpr GgmlType mix[7][3] = {
+      {GgmlType::Q4_0, GgmlType::Q5_0, GgmlType::F16},   // Q
+      {GgmlType::Q4_1, GgmlType::Q5_1, GgmlType::BF16},  // K
+      {GgmlType::Q8_0, GgmlType::Q4_0, GgmlType::F32},   // V
+      {GgmlType::Q5_1, GgmlType::Q8_0, GgmlType::Q4_1},  // O
+      {GgmlType::F16, GgmlType::Q4_1, GgmlType::Q5_0},   // gate
+      {GgmlType::BF16, GgmlType::Q8_0, GgmlType::Q4_0},  // up
+      {GgmlType::Q4_K, GgmlType::Q6_K, GgmlType::Q8_0},  // down
+  };
+  const bool k_m = w == TinyWeights::Q4_K_M || w == TinyWeights::Q5_K_M;
+  if (k_m && (t == Tensor::V || t == Tensor::Down) && more_bits(layer, n_layers))
+    return GgmlType::Q6_K;
+  switch (w) {
+    case TinyWeights::Mixed:
+      return mix[static_cast<int>(t)][layer % 3];
+    case TinyWeights::F16:
+      return GgmlType::F16;
+    case TinyWeights::BF16:
+      return GgmlType::BF16;
+    case TinyWeights::Q8_0:
+      return GgmlType::Q8_0;
+    case TinyWeights::Q4_0:
+      return GgmlType::Q4_0;
+    case TinyWeights::Q6_K:
+      return GgmlType::Q6_K;
+    case TinyWeights::Q4_K_M:
+      return GgmlType::Q4_K;
+    case TinyWeights::Q5_K_M:
+      return GgmlType::Q5_K;
+  }
+  return GgmlType::F32;
+}
+
+// token_embd (and, untied, output.weight).
+GgmlType embedding_type(TinyWeights w, bool output) {
+  switch (w) {
+    case TinyWeights::Mixed:
+      return output ? GgmlType::F16 : GgmlType::Q8_0;
+    case TinyWeights::Q4_K_M:
+      return output ? GgmlType::Q6_K : GgmlType::Q4_K;
+    case TinyWeights::Q5_K_M:
+      return output ? GgmlType::Q6_K : GgmlType::Q5_K;
+    default:
+      return matrix_type(w, Tensor::Q, 0, 1);
+  }
+}
+
+void check_size(const char* what, int v, int max) {
+  if (v < 1 || v > max)
+    throw InputError(std::string("tiny model: ") + what + " " + std::to_string(v) +
+                     " is out of range [1, " + std::to_string(max) + "]");
+}
+
 GgufWriter build_tiny_model(const TinyModelOptions& o) {
   using S = TinyModelShape;
   using G = TinyGemma3Shape;
-  const int head_dim = o.gemma3 ? G::head_dim : S::dim / S::n_heads;
-  const int q_dim = S::n_heads * head_dim;
-  const int kv_dim = S::n_kv_heads * head_dim;
+  const bool gemma3 = o.arch == TinyArch::Gemma3;
+  const bool qwen = o.arch == TinyArch::Qwen2 || o.arch == TinyArch::Qwen3;
+  const int dim = o.dim ? o.dim : S::dim;
+  const int n_heads = o.n_heads ? o.n_heads : S::n_heads;
+  const int n_kv_heads = o.n_kv_heads ? o.n_kv_heads : S::n_kv_heads;
+  const int ffn_dim = o.ffn_dim ? o.ffn_dim : S::ffn_dim;
+  check_size("dim", dim, 4096);
+  check_size("head count", n_heads, 256);
+  check_size("KV head count", n_kv_heads, 256);
+  check_size("feed-forward size", ffn_dim, 16384);
+  if (n_heads % n_kv_heads != 0)
+    throw InputError("tiny model: " + std::to_string(n_heads) + " heads are not a multiple of " +
+                     std::to_string(n_kv_heads) + " KV heads");
+  const int head_dim = o.head_dim ? o.head_dim : gemma3 ? G::head_dim : dim / n_heads;
+  check_size("head dimension", head_dim, 1024);
+  if (head_dim % 2 != 0)
+    throw InputError("tiny model: head dimension " + std::to_string(head_dim) + " is odd");
+  const int q_dim = n_heads * head_dim;
+  const int kv_dim = n_kv_heads * head_dim;
   const int n_vocab = tiny_vocab_size(o.vocab);
   Normal rng(o.seed);
 
   GgufWriter w;
-  const std::string arch = o.gemma3 ? "gemma3" : "llama";
+  const std::string arch(tiny_arch_name(o.arch));
   const std::string a = arch + ".";
   w.set_string("general.architecture", arch);
-  w.set_string("general.name", o.gemma3 ? "kvbench-tiny-gemma3" : "kvbench-tiny");
+  w.set_string("general.name", o.arch == TinyArch::Llama ? "kvbench-tiny" : "kvbench-tiny-" + arch);
   w.set_u32(a + "block_count", S::n_layers);
   w.set_u32(a + "context_length", S::n_ctx);
-  w.set_u32(a + "embedding_length", S::dim);
-  w.set_u32(a + "feed_forward_length", S::ffn_dim);
-  w.set_u32(a + "attention.head_count", S::n_heads);
-  w.set_u32(a + "attention.head_count_kv", S::n_kv_heads);
-  if (o.gemma3) {
+  w.set_u32(a + "embedding_length", dim);
+  w.set_u32(a + "feed_forward_length", ffn_dim);
+  w.set_u32(a + "attention.head_count", n_heads);
+  w.set_u32(a + "attention.head_count_kv", n_kv_heads);
+  if (gemma3 || head_dim * n_heads != dim) {
     w.set_u32(a + "attention.key_length", head_dim);
     w.set_u32(a + "attention.value_length", head_dim);
+  }
+  if (gemma3) {
     w.set_f32(a + "rope.freq_base", G::rope_base);
     w.set_u32(a + "attention.sliding_window", G::sliding_window);
     w.set_u32(a + "attention.sliding_window_pattern", G::pattern);
     w.set_f32(a + "final_logit_softcapping", G::softcap);
+    w.set_f32(a + "attention.layer_norm_rms_epsilon", 1e-6f);
+  } else if (qwen) {
+    // Qwen2.5's and Qwen3's base and epsilon.
+    w.set_f32(a + "rope.freq_base", 1000000.0f);
     w.set_f32(a + "attention.layer_norm_rms_epsilon", 1e-6f);
   } else {
     w.set_f32(a + "rope.freq_base", 10000.0f);
@@ -71,60 +180,70 @@ GgufWriter build_tiny_model(const TinyModelOptions& o) {
   write_tiny_vocab(w, o.vocab);
 
   // Scales keep activations O(1) through the random layers so that attention
-  // is neither uniform nor one-hot.
-  const float embd_scale = o.gemma3 ? 0.1f : 1.0f, mat_scale = 0.15f;
-  w.add_tensor_f32("token_embd.weight", GgmlType::Q8_0, {S::dim, n_vocab},
-                   random_values(rng, int64_t{S::dim} * n_vocab, embd_scale));
-  // Per layer, a different type for most tensors (rows of `cols` elements).
-  const GgmlType q_types[] = {GgmlType::Q4_0, GgmlType::Q5_0, GgmlType::F16};
-  const GgmlType k_types[] = {GgmlType::Q4_1, GgmlType::Q5_1, GgmlType::BF16};
-  const GgmlType v_types[] = {GgmlType::Q8_0, GgmlType::Q4_0, GgmlType::F32};
-  const GgmlType o_types[] = {GgmlType::Q5_1, GgmlType::Q8_0, GgmlType::Q4_1};
-  const GgmlType gate_types[] = {GgmlType::F16, GgmlType::Q4_1, GgmlType::Q5_0};
-  const GgmlType up_types[] = {GgmlType::BF16, GgmlType::Q8_0, GgmlType::Q4_0};
-  const GgmlType down_types[] = {GgmlType::Q4_K, GgmlType::Q6_K, GgmlType::Q8_0};
+  // is neither uniform nor one-hot (0.15 at the default width of 96).
+  // A wider file scales both by sqrt(96 / dim), so its logits stay about
+  // as large as the default's (tens, not hundreds).
+  const float widen = dim == S::dim ? 1.0f : std::sqrt(static_cast<float>(S::dim) / dim);
+  const float embd_scale = (gemma3 ? 0.1f : 1.0f) * widen;
+  const float mat_scale = 0.15f * widen;
+  auto matrix = [&](const std::string& name, GgmlType type, int cols, int rows, float scale) {
+    w.add_tensor_f32(name, fitting(type, cols), {cols, rows},
+                     random_values(rng, int64_t{cols} * rows, scale));
+  };
+  auto vector = [&](const std::string& name, int n, float scale, float offset) {
+    w.add_tensor_f32(name, GgmlType::F32, {n}, random_values(rng, n, scale, offset));
+  };
+  matrix("token_embd.weight", embedding_type(o.weights, false), dim, n_vocab, embd_scale);
   for (int l = 0; l < S::n_layers; ++l) {
     const std::string p = "blk." + std::to_string(l) + ".";
-    const int t = l % 3;
-    w.add_tensor_f32(p + "attn_norm.weight", GgmlType::F32, {S::dim},
-                     random_values(rng, S::dim, 0.1f, 1.0f));
-    w.add_tensor_f32(p + "attn_q.weight", q_types[t], {S::dim, q_dim},
-                     random_values(rng, S::dim * q_dim, mat_scale));
-    w.add_tensor_f32(p + "attn_k.weight", k_types[t], {S::dim, kv_dim},
-                     random_values(rng, S::dim * kv_dim, mat_scale));
-    w.add_tensor_f32(p + "attn_v.weight", v_types[t], {S::dim, kv_dim},
-                     random_values(rng, S::dim * kv_dim, mat_scale));
-    w.add_tensor_f32(p + "attn_output.weight", o_types[t], {q_dim, S::dim},
-                     random_values(rng, q_dim * S::dim, mat_scale));
-    w.add_tensor_f32(p + "ffn_norm.weight", GgmlType::F32, {S::dim},
-                     random_values(rng, S::dim, 0.1f, 1.0f));
-    w.add_tensor_f32(p + "ffn_gate.weight", gate_types[t], {S::dim, S::ffn_dim},
-                     random_values(rng, S::dim * S::ffn_dim, mat_scale));
-    w.add_tensor_f32(p + "ffn_up.weight", up_types[t], {S::dim, S::ffn_dim},
-                     random_values(rng, S::dim * S::ffn_dim, mat_scale));
-    w.add_tensor_f32(p + "ffn_down.weight", down_types[t], {S::ffn_dim, S::dim},
-                     random_values(rng, S::ffn_dim * S::dim, mat_scale));
-    if (o.gemma3) {
-      // Norm weights as a Gemma converter stores them: 1 + w.
-      w.add_tensor_f32(p + "attn_q_norm.weight", GgmlType::F32, {head_dim},
-                       random_values(rng, head_dim, 0.1f, 1.0f));
-      w.add_tensor_f32(p + "attn_k_norm.weight", GgmlType::F32, {head_dim},
-                       random_values(rng, head_dim, 0.1f, 1.0f));
-      w.add_tensor_f32(p + "post_attention_norm.weight", GgmlType::F32, {S::dim},
-                       random_values(rng, S::dim, 0.1f, 1.0f));
-      w.add_tensor_f32(p + "post_ffw_norm.weight", GgmlType::F32, {S::dim},
-                       random_values(rng, S::dim, 0.1f, 1.0f));
+    auto type = [&](Tensor t) { return matrix_type(o.weights, t, l, S::n_layers); };
+    vector(p + "attn_norm.weight", dim, 0.1f, 1.0f);
+    matrix(p + "attn_q.weight", type(Tensor::Q), dim, q_dim, mat_scale);
+    matrix(p + "attn_k.weight", type(Tensor::K), dim, kv_dim, mat_scale);
+    matrix(p + "attn_v.weight", type(Tensor::V), dim, kv_dim, mat_scale);
+    matrix(p + "attn_output.weight", type(Tensor::O), q_dim, dim, mat_scale);
+    vector(p + "ffn_norm.weight", dim, 0.1f, 1.0f);
+    matrix(p + "ffn_gate.weight", type(Tensor::Gate), dim, ffn_dim, mat_scale);
+    matrix(p + "ffn_up.weight", type(Tensor::Up), dim, ffn_dim, mat_scale);
+    matrix(p + "ffn_down.weight", type(Tensor::Down), ffn_dim, dim, mat_scale);
+    if (o.arch == TinyArch::Qwen2) {
+      // Qwen2's biases are f32 in its files; K's are large in the real models.
+      vector(p + "attn_q.bias", q_dim, 0.5f, 0.0f);
+      vector(p + "attn_k.bias", kv_dim, 1.0f, 0.0f);
+      vector(p + "attn_v.bias", kv_dim, 0.5f, 0.0f);
+    }
+    if (gemma3 || o.arch == TinyArch::Qwen3) {
+      // Norm weights as a Gemma converter stores them: 1 + w (Qwen3's: w).
+      vector(p + "attn_q_norm.weight", head_dim, 0.1f, 1.0f);
+      vector(p + "attn_k_norm.weight", head_dim, 0.1f, 1.0f);
+    }
+    if (gemma3) {
+      vector(p + "post_attention_norm.weight", dim, 0.1f, 1.0f);
+      vector(p + "post_ffw_norm.weight", dim, 0.1f, 1.0f);
     }
   }
-  w.add_tensor_f32("output_norm.weight", GgmlType::F32, {S::dim},
-                   random_values(rng, S::dim, 0.1f, 1.0f));
-  if (!o.tied_output)
-    w.add_tensor_f32("output.weight", GgmlType::F16, {S::dim, n_vocab},
-                     random_values(rng, int64_t{S::dim} * n_vocab, 0.3f));
+  vector("output_norm.weight", dim, 0.1f, 1.0f);
+  if (!o.tied_output) matrix("output.weight", embedding_type(o.weights, true), dim, n_vocab, 0.3f);
   return w;
 }
 
 }  // namespace
+
+std::optional<TinyArch> tiny_arch(std::string_view name) {
+  for (size_t i = 0; i < std::size(kArchNames); ++i)
+    if (kArchNames[i] == name) return static_cast<TinyArch>(i);
+  return std::nullopt;
+}
+
+std::string_view tiny_arch_name(TinyArch arch) { return kArchNames[static_cast<int>(arch)]; }
+
+std::optional<TinyWeights> tiny_weights(std::string_view name) {
+  for (size_t i = 0; i < std::size(kWeightsNames); ++i)
+    if (kWeightsNames[i] == name) return static_cast<TinyWeights>(i);
+  return std::nullopt;
+}
+
+std::string_view tiny_weights_name(TinyWeights w) { return kWeightsNames[static_cast<int>(w)]; }
 
 std::vector<uint8_t> make_tiny_model(const TinyModelOptions& options) {
   return build_tiny_model(options).to_bytes();

@@ -1,24 +1,63 @@
-// The project's own tiny random-weight LLaMA GGUF: few layers, GQA, sizes
-// that are not powers of two, and a different tensor type in most tensors,
-// so unit tests exercise the whole loader and forward pass without the big
-// model. Deterministic for a given seed.
+// The project's own tiny random-weight GGUF files: few layers, GQA, sizes
+// that are not powers of two and (by default) a different tensor type in
+// most tensors, so unit tests exercise the whole loader and forward pass
+// without the big model. Each architecture kvbench runs can be written
+// (TinyArch), and the shape and weight type can be set, so that a family's
+// files can be checked against llama.cpp at the shapes and quantization
+// types the family ships (docs/ARCHITECTURES.md). Deterministic for a given
+// options value.
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
+#include "model/gguf/ggml_types.h"
 #include "model/testing/tiny_vocab.h"
 
 namespace kvbench {
 
+enum class TinyArch {
+  Llama,
+  // QK-norms, post-norms, GeGLU, NEOX RoPE, local layers with a sliding
+  // window, logit soft-capping (TinyGemma3Shape).
+  Gemma3,
+  Qwen2,  // LLaMA's block with Q/K/V biases and NEOX RoPE
+  Qwen3,  // LLaMA's block with QK-norms and NEOX RoPE, no biases
+};
+
+// "llama", "gemma3", "qwen2", "qwen3" (general.architecture); nullopt for
+// another name.
+std::optional<TinyArch> tiny_arch(std::string_view name);
+std::string_view tiny_arch_name(TinyArch arch);
+
+// The weight types a tiny file can be written in with TinyModelOptions::
+// weight_type: one GGML type for every matrix, or llama.cpp's K-quant mixes.
+enum class TinyWeights {
+  Mixed,  // the tests' mix: a different type in most tensors (the default)
+  F16,
+  BF16,
+  Q8_0,
+  Q4_0,
+  Q6_K,
+  Q4_K_M,  // Q4_K, with attn_v, ffn_down and output in Q6_K (as llama-quantize's Q4_K_M)
+  Q5_K_M,  // Q5_K, with the same tensors in Q6_K
+};
+// "mixed", "f16", "bf16", "q8_0", "q4_0", "q6_k", "q4_k_m", "q5_k_m".
+std::optional<TinyWeights> tiny_weights(std::string_view name);
+std::string_view tiny_weights_name(TinyWeights w);
+
 struct TinyModelOptions {
   TinyVocabKind vocab = TinyVocabKind::Bpe;
-  // A gemma3 file instead of a llama one (TinyGemma3Shape): QK-norms,
-  // post-norms, GeGLU, NEOX RoPE, local layers with a sliding window, logit
-  // soft-capping.
-  bool gemma3 = false;
+  TinyArch arch = TinyArch::Llama;
   bool tied_output = true;  // no output.weight: logits use token_embd (as SmolLM2)
+  // The shape; 0 takes TinyModelShape's (head_dim: dim / n_heads, gemma3's
+  // TinyGemma3Shape::head_dim). A head_dim other than dim / n_heads is
+  // written as ARCH.attention.key_length.
+  int dim = 0, n_heads = 0, n_kv_heads = 0, head_dim = 0, ffn_dim = 0;
+  TinyWeights weights = TinyWeights::Mixed;
   uint64_t seed = 1;
 };
 
@@ -45,6 +84,8 @@ struct TinyGemma3Shape {
   static constexpr float softcap = 4.0f;
 };
 
+// Throws InputError for a shape that cannot be written (n_heads not a
+// multiple of n_kv_heads, an odd head_dim, a size out of [1, 4096]).
 std::vector<uint8_t> make_tiny_model(const TinyModelOptions& options);
 void write_tiny_model(const std::string& path, const TinyModelOptions& options);
 

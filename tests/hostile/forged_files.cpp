@@ -66,7 +66,7 @@ void ForgedModel::write(const std::string& path) const {
 
 ForgedModel tiny_model(bool gemma3) {
   TinyModelOptions o;
-  o.gemma3 = gemma3;
+  o.arch = gemma3 ? TinyArch::Gemma3 : TinyArch::Llama;
   if (gemma3) o.vocab = TinyVocabKind::Spm;
   const std::vector<uint8_t> bytes = make_tiny_model(o);
   const auto f = GgufFile::from_memory(bytes.data(), bytes.size(), "tiny");

@@ -106,7 +106,7 @@ std::string tiny_gemma3_path() {
     p = testing::TempDir() + "kvbench-tiny-gemma3-" + std::to_string(::getpid()) + ".gguf";
     TinyModelOptions o;
     o.vocab = TinyVocabKind::Spm;
-    o.gemma3 = true;
+    o.arch = TinyArch::Gemma3;
     write_tiny_model(p, o);
   }
   return p;

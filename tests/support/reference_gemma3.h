@@ -28,7 +28,7 @@ class ReferenceGemma3 final : public reference::Forward {
   std::vector<Layer> layers_;
 };
 
-// The tiny gemma3 model (TinyModelOptions::gemma3, SentencePiece vocabulary),
+// The tiny gemma3 model (TinyArch::Gemma3, SentencePiece vocabulary),
 // written to a temporary file once per process.
 std::string tiny_gemma3_path();
 // Gemma 3 270M if present (<repo>/models/gemma-3-270m-q4_k_m.gguf), else "".
