@@ -70,6 +70,14 @@ void Evaluator::add_residual(int64_t n) {
   });
 }
 
+void Evaluator::add_bias_rows(float* rows, const std::vector<float>& bias, int64_t n) {
+  const int64_t width = static_cast<int64_t>(bias.size());
+  for_tokens(n, [&](int64_t t0, int64_t t1) {
+    for (int64_t t = t0; t < t1; ++t)
+      for (int64_t i = 0; i < width; ++i) rows[t * width + i] += bias[i];
+  });
+}
+
 void Evaluator::step(std::span<const int32_t> tokens, std::span<const int32_t> positions, int seq,
                      StepPhase phase, KvCache& cache, Logits which, float* logits) {
   assert(tokens.size() == positions.size() && !tokens.empty());

@@ -67,6 +67,8 @@ class Evaluator {
   template <class Fn>
   void for_tokens(int64_t n, Fn&& fn);
   void add_residual(int64_t n);
+  // rows[t][i] += bias[i] for the first n rows of bias.size() floats.
+  void add_bias_rows(float* rows, const std::vector<float>& bias, int64_t n);
 
   const LlamaModel& model_;
   ThreadPool pool_;

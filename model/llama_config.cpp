@@ -7,6 +7,7 @@
 #include "model/common/printable.h"
 #include "model/gemma3_config.h"
 #include "model/gguf/gguf.h"
+#include "model/qwen_config.h"
 
 namespace kvbench {
 namespace {
@@ -31,7 +32,10 @@ struct Architecture {
   std::string_view name;
   void (*read)(const GgufFile& file, LlamaConfig& c);  // null: nothing to add
 };
-constexpr Architecture kArchitectures[] = {{"llama", nullptr}, {"gemma3", read_gemma3_config}};
+constexpr Architecture kArchitectures[] = {{"llama", nullptr},
+                                           {"gemma3", read_gemma3_config},
+                                           {"qwen2", read_qwen2_config},
+                                           {"qwen3", read_qwen3_config}};
 
 const Architecture* find_architecture(std::string_view name) {
   for (const Architecture& a : kArchitectures)
@@ -39,7 +43,10 @@ const Architecture* find_architecture(std::string_view name) {
   return nullptr;
 }
 
-// "'llama' and 'gemma3'"
+}  // namespace
+
+bool runs_architecture(std::string_view arch) { return find_architecture(arch) != nullptr; }
+
 std::string architecture_names() {
   std::string out;
   const size_t n = std::size(kArchitectures);
@@ -49,10 +56,6 @@ std::string architecture_names() {
   }
   return out;
 }
-
-}  // namespace
-
-bool runs_architecture(std::string_view arch) { return find_architecture(arch) != nullptr; }
 
 LlamaConfig read_llama_config(const GgufFile& f) {
   if (!f.has("general.architecture")) fail(f, "missing key 'general.architecture'");

@@ -4,8 +4,10 @@
 // transformer block as plain fields: which norms it has, its activation, its
 // scales and soft-caps, which layers attend over a sliding window. An
 // architecture is a setting of these fields (LLaMA: the defaults; Gemma 3:
-// read_gemma3_config), which the one block (model/transformer_block.cpp)
-// runs: the forward pass never asks which architecture it is.
+// read_gemma3_config; Qwen2 and Qwen3: qwen_config.h), which the one block
+// (model/transformer_block.cpp) runs: the forward pass never asks which
+// architecture it is. Weights the file may or may not have (Q/K/V biases, a
+// separate output matrix) are the weights loader's (llama_weights.h).
 #pragma once
 
 #include <cstdint>
@@ -90,9 +92,11 @@ struct LlamaConfig {
 
 // Whether kvbench runs files of this general.architecture.
 bool runs_architecture(std::string_view arch);
+// The architectures it runs, for messages: "'llama', 'gemma3', 'qwen2' and 'qwen3'".
+std::string architecture_names();
 
 // Throws InputError("<path>: ...") for an architecture kvbench does not run
-// (it runs llama and gemma3), a missing or out-of-range key, or inconsistent
+// (it runs llama, gemma3, qwen2 and qwen3), a missing or out-of-range key, or inconsistent
 // sizes.
 LlamaConfig read_llama_config(const GgufFile& file);
 

@@ -43,6 +43,16 @@ LlamaWeights load_llama_weights(const GgufFile& f, LlamaConfig& c) {
     L.wk = tensors.matrix(p + "attn_k.weight", c.kv_dim(), c.dim);
     L.wv = tensors.matrix(p + "attn_v.weight", c.kv_dim(), c.dim);
     L.wo = tensors.matrix(p + "attn_output.weight", c.dim, c.q_dim());
+    const int biases = tensors.has(p + "attn_q.bias") + tensors.has(p + "attn_k.bias") +
+                       tensors.has(p + "attn_v.bias");
+    if (biases != 0 && biases != 3)
+      throw InputError(f.path() + ": layer " + std::to_string(l) +
+                       " has some of attn_q.bias, attn_k.bias and attn_v.bias but not all three");
+    if (biases == 3) {
+      L.bq = tensors.vector_f32(p + "attn_q.bias", c.q_dim());
+      L.bk = tensors.vector_f32(p + "attn_k.bias", c.kv_dim());
+      L.bv = tensors.vector_f32(p + "attn_v.bias", c.kv_dim());
+    }
     if (norms.pre_ffn) L.ffn_norm = tensors.vector_f32(p + "ffn_norm.weight", c.dim);
     L.w_gate = tensors.matrix(p + "ffn_gate.weight", c.ffn_dim, c.dim);
     L.w_up = tensors.matrix(p + "ffn_up.weight", c.ffn_dim, c.dim);

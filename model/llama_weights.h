@@ -32,6 +32,12 @@ struct LayerWeights {
   std::vector<float> k_norm;          // [head_dim] attn_k_norm, per KV head
   std::vector<float> attn_post_norm;  // [dim] post_attention_norm, on the attention output
   std::vector<float> ffn_post_norm;   // [dim] post_ffw_norm, on the feed-forward output
+  // Biases added to Wq xn, Wk xn and Wv xn (before the QK-norms and RoPE),
+  // loaded when the file has blk.N.attn_{q,k,v}.bias (Qwen2); empty: none.
+  // All three or none, as llama.cpp's LLaMA-style graphs add them.
+  std::vector<float> bq;  // [n_heads * head_dim]
+  std::vector<float> bk;  // [n_kv_heads * head_dim]
+  std::vector<float> bv;  // [n_kv_heads * head_dim]
 };
 
 struct LlamaWeights {

@@ -3,20 +3,20 @@
 // (llama_config.h); nothing here asks which architecture it is:
 //
 //   xn = pre_attention_norm(x)
-//   q = rope(q_norm(Wq xn)), k = rope(k_norm(Wk xn)), v = Wv xn
+//   q = rope(q_norm(Wq xn + bq)), k = rope(k_norm(Wk xn + bk)), v = Wv xn + bv
 //   x += post_attention_norm(Wo . attention(q, k, v))
 //   xn = pre_ffn_norm(x)
 //   x += post_ffn_norm(W_down (act(W_gate xn) * W_up xn))
 //
 // Each norm is applied only when config.norms names it (an absent pre-norm
-// passes x itself). act is SiLU (SwiGLU) or GELU-tanh (GeGLU). RoPE pairs
-// adjacent dimensions or halves (RopeConfig::neox), at the layer's angles: a
-// local layer has its own base (rope_local). Attention sees the layer's
-// window (0 on a global layer: every key up to the query) and scales scores
-// by attn_scale (0: 1 / sqrt(head_dim)).
+// passes x itself); the biases only when the file has them (Qwen2). act is SiLU (SwiGLU) or
+// GELU-tanh (GeGLU). RoPE pairs adjacent dimensions or halves (RopeConfig::neox), at the layer's
+// angles: a local layer has its own base (rope_local). Attention sees the layer's window (0 on a
+// global layer: every key up to the query) and scales scores by attn_scale (0: 1 / sqrt(head_dim)).
 //
 // LLaMA: the pre-norms, SiLU, adjacent pairs, every layer global. Gemma 3:
-// every norm, GELU-tanh, halves, local layers with a sliding window.
+// every norm, GELU-tanh, halves, local layers with a sliding window. Qwen2:
+// LLaMA's with Q/K/V biases and halves; Qwen3: LLaMA's with QK-norms and halves.
 #include "model/evaluator.h"
 #include "model/ops/gelu.h"
 #include "model/ops/rope.h"
@@ -55,6 +55,11 @@ void Evaluator::block(int l, std::span<const int32_t> positions, KvCache& cache)
                               {&L.wk, k_.data(), c.kv_dim()},
                               {&L.wv, v_.data(), c.kv_dim()}};
   matmul_group(qkv, in, n, pool_, matmul_scratch_, matmul_options_);
+  if (!L.bq.empty()) {
+    add_bias_rows(q_.data(), L.bq, n);
+    add_bias_rows(k_.data(), L.bk, n);
+    add_bias_rows(v_.data(), L.bv, n);
+  }
   if (norms.qk) {
     rms_norm_rows(q_.data(), L.q_norm, q_.data(), n * c.n_heads, c.head_dim);
     rms_norm_rows(k_.data(), L.k_norm, k_.data(), n * c.n_kv_heads, c.head_dim);

@@ -83,7 +83,8 @@ double decode_bytes_per_token(const LlamaModel& model, int64_t first, int64_t n,
     for (const WeightMatrix* m : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down})
       bytes += matrix_bytes(*m);
     bytes += 4.0 * (l.attn_norm.size() + l.ffn_norm.size() + l.q_norm.size() + l.k_norm.size() +
-                    l.attn_post_norm.size() + l.ffn_post_norm.size());
+                    l.attn_post_norm.size() + l.ffn_post_norm.size() + l.bq.size() + l.bk.size() +
+                    l.bv.size());
   }
   bytes += matrix_bytes(w.output) + 4.0 * w.output_norm.size();
   if (!w.tied_output) bytes += w.tok_embd.row_bytes;

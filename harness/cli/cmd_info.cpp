@@ -41,15 +41,20 @@ int cmd_info(const Args& args) {
     out << "  " << escaped_text(key, 256) << " = " << value.to_display() << "\n";
   if (model) {
     const LlamaConfig& c = model->config();
-    out << "\nmodel: " << c.name << "\n"
+    const LayerWeights& first = model->weights().layers[0];
+    out << "\nmodel: " << escaped_text(c.name, 256) << "\n"
         << "  layers " << c.n_layers << ", dim " << c.dim << ", ffn " << c.ffn_dim << ", heads "
         << c.n_heads << " (kv " << c.n_kv_heads << ", head_dim " << c.head_dim << "), vocab "
         << c.n_vocab << ", context " << c.n_ctx_train << "\n"
         << "  rope: dims " << c.rope.n_dims << ", base " << c.rope.freq_base << ", scale "
         << c.rope.freq_scale << (c.rope.freq_factors.empty() ? "" : ", llama3 freq factors") << "\n"
-        << (c.rope.neox ? "  rope pairs: halves (neox)\n" : "") << "  rms eps " << c.rms_eps
-        << ", output " << (model->weights().tied_output ? "tied to token_embd" : "output.weight")
-        << "\n"
+        << (c.rope.neox ? "  rope pairs: halves (neox)\n" : "")
+        << "  block: " << (c.norms.pre_attention ? "pre-norms" : "no pre-norms")
+        << (first.bq.empty() ? "" : ", Q/K/V biases") << (c.norms.qk ? ", QK-norms" : "")
+        << (c.norms.post_attention ? ", post-norms" : "")
+        << (c.activation == Activation::Silu ? ", SwiGLU" : ", GeGLU") << "\n"
+        << "  rms eps " << c.rms_eps << ", output "
+        << (model->weights().tied_output ? "tied to token_embd" : "output.weight") << "\n"
         << "  tokenizer: " << model->tokenizer().model_name() << " / "
         << model->tokenizer().pre_name() << ", chat template " << model->chat_template().name()
         << "\n"
@@ -75,9 +80,8 @@ int cmd_info(const Args& args) {
     }
   } else {
     out << "\nmodel: architecture '" << escaped_text(arch, 64)
-        << "', which kvbench does not run (it runs 'llama' and 'gemma3'): commands that run a "
-           "model refuse "
-           "this file\n";
+        << "', which kvbench does not run (it runs " << architecture_names()
+        << "): commands that run a model refuse this file\n";
   }
 
   std::map<std::string, std::pair<int, uint64_t>> by_type;

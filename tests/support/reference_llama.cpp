@@ -17,27 +17,35 @@ namespace {
 
 using reference::attend;
 using reference::DenseMatrix;
+using reference::rms_norm;
 using reference::rms_normed;
 
-// Adjacent-pair rotation of one head vector at position pos.
+// RoPE of one head vector at position pos: adjacent pairs (LLaMA), or
+// element i with element i + n_dims/2 (NEOX: Qwen, Gemma).
 void rope(double* v, int n_dims, int64_t pos, const RopeConfig& r) {
   for (int i = 0; i < n_dims / 2; ++i) {
     double theta = std::pow(static_cast<double>(r.freq_base), -2.0 * i / n_dims) * r.freq_scale;
     if (!r.freq_factors.empty()) theta /= r.freq_factors[i];
     const double a = pos * theta, c = std::cos(a), s = std::sin(a);
-    const double x0 = v[2 * i], x1 = v[2 * i + 1];
-    v[2 * i] = x0 * c - x1 * s;
-    v[2 * i + 1] = x0 * s + x1 * c;
+    const int i0 = r.neox ? i : 2 * i, i1 = r.neox ? i + n_dims / 2 : 2 * i + 1;
+    const double x0 = v[i0], x1 = v[i1];
+    v[i0] = x0 * c - x1 * s;
+    v[i1] = x0 * s + x1 * c;
   }
+}
+
+void add(std::vector<double>& x, const std::vector<float>& bias) {
+  for (size_t i = 0; i < bias.size(); ++i) x[i] += bias[i];
 }
 
 }  // namespace
 
 ReferenceLlama::ReferenceLlama(const LlamaModel& model) : Forward(model) {
   for (const auto& L : model.weights().layers) {
-    layers_.push_back({L.attn_norm, L.ffn_norm, DenseMatrix::of(L.wq), DenseMatrix::of(L.wk),
-                       DenseMatrix::of(L.wv), DenseMatrix::of(L.wo), DenseMatrix::of(L.w_gate),
-                       DenseMatrix::of(L.w_up), DenseMatrix::of(L.w_down)});
+    layers_.push_back({L.attn_norm, L.ffn_norm, L.bq, L.bk, L.bv, L.q_norm, L.k_norm,
+                       DenseMatrix::of(L.wq), DenseMatrix::of(L.wk), DenseMatrix::of(L.wv),
+                       DenseMatrix::of(L.wo), DenseMatrix::of(L.w_gate), DenseMatrix::of(L.w_up),
+                       DenseMatrix::of(L.w_down)});
   }
 }
 
@@ -57,9 +65,17 @@ std::vector<float> ReferenceLlama::logits(const std::vector<int32_t>& tokens,
       q[t] = L.wq.times(xn.data());
       k[t] = L.wk.times(xn.data());
       v[t] = L.wv.times(xn.data());
-      for (int h = 0; h < c_.n_heads; ++h) rope(q[t].data() + h * hd, c_.rope.n_dims, t, c_.rope);
-      for (int h = 0; h < c_.n_kv_heads; ++h)
+      add(q[t], L.bq);  // Qwen2's biases (empty elsewhere)
+      add(k[t], L.bk);
+      add(v[t], L.bv);
+      for (int h = 0; h < c_.n_heads; ++h) {
+        if (c_.norms.qk) rms_norm(q[t].data() + h * hd, hd, L.q_norm, c_.rms_eps);  // Qwen3
+        rope(q[t].data() + h * hd, c_.rope.n_dims, t, c_.rope);
+      }
+      for (int h = 0; h < c_.n_kv_heads; ++h) {
+        if (c_.norms.qk) rms_norm(k[t].data() + h * hd, hd, L.k_norm, c_.rms_eps);
         rope(k[t].data() + h * hd, c_.rope.n_dims, t, c_.rope);
+      }
     }
     for (int64_t t = 0; t < n; ++t) {
       const auto attn = attend(c_, q, k, v, t, 0, 1.0 / std::sqrt(static_cast<double>(hd)));

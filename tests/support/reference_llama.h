@@ -1,6 +1,8 @@
 // A naive scalar LLaMA forward for tests: straight math on fully dequantized
 // weights, every sum in double, every position recomputed from scratch with
 // no cache. Slow and obviously right; the optimized model is compared to it.
+// Also Qwen2 (Q/K/V biases, NEOX RoPE) and Qwen3 (QK-norms, NEOX RoPE): the
+// same block with those pieces.
 #pragma once
 
 #include <cstdint>
@@ -22,6 +24,8 @@ class ReferenceLlama final : public reference::Forward {
   using Matrix = reference::DenseMatrix;
   struct Layer {
     std::vector<float> attn_norm, ffn_norm;
+    std::vector<float> bq, bk, bv;      // Qwen2 (else empty)
+    std::vector<float> q_norm, k_norm;  // Qwen3 (config.norms.qk)
     Matrix wq, wk, wv, wo, gate, up, down;
   };
   std::vector<Layer> layers_;
