@@ -11,7 +11,8 @@ significant (so "not significant" is not read as "equal").
 
 CELLS_CSV is a run folder's cells.csv (`kvbench report FOLDER` writes it,
 also for a stored results/findings/NAME); LABEL_A and LABEL_B are values of
-its `configuration` column. A missing label, an instance one side lacks or
+its `configuration` column (or `policy`, in the earlier findings cells.csv
+files). A missing label, an instance one side lacks or
 a malformed row is one error line, exit 2.
 """
 import csv
@@ -63,11 +64,14 @@ def main():
             for i, row in enumerate(csv.DictReader(f)):
                 if i >= MAX_ROWS:
                     fail(f"{path}: more than {MAX_ROWS} rows")
-                if row["configuration"] in scores:
+                # "policy": the column of the earlier findings cells.csv
+                # files (results/findings/restore-rule, ruler, ...).
+                label = row["configuration"] if "configuration" in row else row["policy"]
+                if label in scores:
                     s = float(row["score"])
                     if not 0.0 <= s <= 1.0:
                         fail(f"{path}: row {i + 2}: score {s} outside [0, 1]")
-                    scores[row["configuration"]][(row["task"], row["instance"])] = s
+                    scores[label][(row["task"], row["instance"])] = s
     except (OSError, UnicodeDecodeError, KeyError, ValueError, csv.Error) as e:
         fail(f"{path}: {e}")
     for label in (a, b):
