@@ -56,6 +56,9 @@ int cmd_tiny_model(const Args& args) {
       "weight type of a real shape: q4_0 (default), q8_0 or q4_k; every matrix and token_embd in "
       "it, norms f32")("vocab", po::value<std::string>(),
                        "tiny only: bpe (gpt2/smollm, default) or spm (llama)")(
+      "pre", po::value<std::string>(),
+      "tiny only, bpe vocabulary: its pre-tokenizer (tokenizer.ggml.pre), e.g. qwen2 or llama3 "
+      "(default: smollm, the one its merges were learned on)")(
       "untied", po::bool_switch(),
       "tiny only: write a separate output.weight instead of tying it to token_embd")(
       "seed", po::value<uint64_t>()->default_value(1), "weight seed");
@@ -63,7 +66,7 @@ int cmd_tiny_model(const Args& args) {
   if (!parse(args, desc, vm,
              "kvbench tiny-model -o FILE [--arch llama|gemma3|qwen2|qwen3] [--weights TYPE]\n"
              "                   [--dim N] [--heads N] [--kv-heads N] [--head-dim N] [--ffn N]\n"
-             "                   [--vocab bpe|spm] [--untied] [--seed N]\n"
+             "                   [--vocab bpe|spm] [--pre NAME] [--untied] [--seed N]\n"
              "       kvbench tiny-model -o FILE --shape llama3.2-1b|llama3-8b [--type "
              "q4_0|q8_0|q4_k] [--seed N]\n\n"
              "Writes a random-weight GGUF. The tiny files (3 layers) are the tests' models and\n"
@@ -78,9 +81,10 @@ int cmd_tiny_model(const Args& args) {
   const std::string out = vm["output"].as<std::string>();
   const uint64_t seed = vm["seed"].as<uint64_t>();
   const std::string shape_name = vm["shape"].as<std::string>();
-  const bool tiny_options = vm.count("arch") || vm.count("weights") || vm["dim"].as<int>() ||
-                            vm["heads"].as<int>() || vm["kv-heads"].as<int>() ||
-                            vm["head-dim"].as<int>() || vm["ffn"].as<int>();
+  const bool tiny_options = vm.count("arch") || vm.count("weights") || vm.count("pre") ||
+                            vm["dim"].as<int>() || vm["heads"].as<int>() ||
+                            vm["kv-heads"].as<int>() || vm["head-dim"].as<int>() ||
+                            vm["ffn"].as<int>();
 
   if (shape_name == "tiny" || shape_name == "tiny-gemma3") {
     if (vm.count("type"))
@@ -95,6 +99,7 @@ int cmd_tiny_model(const Args& args) {
     else
       throw InputError("--vocab must be bpe or spm, got '" + escaped_text(vocab, 64) + "'");
     o.tied_output = !vm["untied"].as<bool>();
+    if (vm.count("pre")) o.pre = escaped_text(vm["pre"].as<std::string>(), 64);
     const std::string arch = vm.count("arch")              ? vm["arch"].as<std::string>()
                              : shape_name == "tiny-gemma3" ? "gemma3"
                                                            : "llama";
@@ -128,7 +133,7 @@ int cmd_tiny_model(const Args& args) {
   }
   if (tiny_options)
     throw InputError(
-        "--arch, --weights, --dim, --heads, --kv-heads, --head-dim and --ffn apply "
+        "--arch, --weights, --pre, --dim, --heads, --kv-heads, --head-dim and --ffn apply "
         "to --shape tiny only; " +
         escaped_text(shape_name, 64) + " has its own");
 

@@ -5,6 +5,7 @@
 
 #include "model/common/error.h"
 #include "model/gguf/gguf_writer.h"
+#include "model/tokenizer/pretokenizer.h"
 
 namespace kvbench {
 namespace {
@@ -143,7 +144,11 @@ GgufWriter build_tiny_model(const TinyModelOptions& o) {
     throw InputError("tiny model: head dimension " + std::to_string(head_dim) + " is odd");
   const int q_dim = n_heads * head_dim;
   const int kv_dim = n_kv_heads * head_dim;
-  const int n_vocab = tiny_vocab_size(o.vocab);
+  if (!o.pre.empty() && o.vocab != TinyVocabKind::Bpe)
+    throw InputError("tiny model: a pre-tokenizer applies to the BPE vocabulary only");
+  if (!o.pre.empty() && !PreTokenizer::create(o.pre))
+    throw InputError("tiny model: unknown pre-tokenizer '" + o.pre + "'");
+  const int n_vocab = o.pre.empty() ? tiny_vocab_size(o.vocab) : tiny_vocab_with_pre_size();
   Normal rng(o.seed);
 
   GgufWriter w;
@@ -177,7 +182,10 @@ GgufWriter build_tiny_model(const TinyModelOptions& o) {
     w.set_f32(a + "attention.layer_norm_rms_epsilon", 1e-5f);
   }
   w.set_u32(a + "vocab_size", n_vocab);
-  write_tiny_vocab(w, o.vocab);
+  if (o.pre.empty())
+    write_tiny_vocab(w, o.vocab);
+  else
+    write_tiny_vocab_with_pre(w, o.pre);
 
   // Scales keep activations O(1) through the random layers so that attention
   // is neither uniform nor one-hot (0.15 at the default width of 96).

@@ -58,6 +58,11 @@ struct TinyModelOptions {
   // written as ARCH.attention.key_length.
   int dim = 0, n_heads = 0, n_kv_heads = 0, head_dim = 0, ffn_dim = 0;
   TinyWeights weights = TinyWeights::Mixed;
+  // The BPE vocabulary's pre-tokenizer (tokenizer.ggml.pre), for checking a
+  // family's split rules against llama.cpp: "qwen2", "llama3", ...; empty:
+  // "smollm", the one its merges were learned on. Bpe only; a file with one
+  // also has write_tiny_vocab_with_pre's probe tokens.
+  std::string pre;
   uint64_t seed = 1;
 };
 

@@ -285,6 +285,31 @@ void write_tiny_vocab(GgufWriter& w, TinyVocabKind kind) {
   }
 }
 
+namespace {
+
+// write_tiny_vocab_with_pre's probes: tokens, and the merges that reach the
+// first three (the last, "456", has none on purpose).
+const std::vector<std::string> kProbeTokens = {"12", "123", "'M", "456"};
+const std::vector<std::string> kProbeMerges = {"1 2", "12 3", "' M"};
+
+}  // namespace
+
+void write_tiny_vocab_with_pre(GgufWriter& w, const std::string& pre) {
+  BpeVocab v = bpe_vocab();
+  v.tokens.insert(v.tokens.end(), kProbeTokens.begin(), kProbeTokens.end());
+  v.types.insert(v.types.end(), kProbeTokens.size(), 1);
+  v.merges.insert(v.merges.end(), kProbeMerges.begin(), kProbeMerges.end());
+  write_tiny_vocab(w, TinyVocabKind::Bpe);
+  w.set_string("tokenizer.ggml.pre", pre);
+  w.set_string_array("tokenizer.ggml.tokens", v.tokens);
+  w.set_i32_array("tokenizer.ggml.token_type", v.types);
+  w.set_string_array("tokenizer.ggml.merges", v.merges);
+}
+
+int32_t tiny_vocab_with_pre_size() {
+  return tiny_vocab_size(TinyVocabKind::Bpe) + static_cast<int32_t>(kProbeTokens.size());
+}
+
 int32_t tiny_vocab_size(TinyVocabKind kind) {
   return static_cast<int32_t>(kind == TinyVocabKind::Bpe ? bpe_vocab().tokens.size()
                                                          : spm_vocab().tokens.size());

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 
 namespace kvbench {
 
@@ -19,6 +20,17 @@ enum class TinyVocabKind { Bpe, Spm };
 void write_tiny_vocab(GgufWriter& w, TinyVocabKind kind);
 // Number of tokens write_tiny_vocab writes for `kind`.
 int32_t tiny_vocab_size(TinyVocabKind kind);
+
+// The BPE vocabulary with tokenizer.ggml.pre = `pre` and four probe tokens
+// appended after it, so that the pre-tokenizers' split rules change ids:
+// "12" and "123" (merges "1 2", "12 3": only a split that keeps digits
+// together, as Llama 3's groups of three, can form them), "456" with no
+// merge (reachable only by ignore_merges, Llama 3's rule of taking a whole
+// chunk that is a token), and "'M" (merge "' M": only a case-insensitive
+// contraction rule, Qwen2's and Llama 3's, keeps ' and M in one chunk).
+void write_tiny_vocab_with_pre(GgufWriter& w, const std::string& pre);
+// Tokens write_tiny_vocab_with_pre writes.
+int32_t tiny_vocab_with_pre_size();
 
 // The SentencePiece-style vocabulary grown to exactly n_vocab tokens (for the
 // random-weight models of real shapes, whose vocabulary size is part of the
