@@ -198,21 +198,6 @@ TEST(Gemma3Ops, NeoxRopeRotatesHalves) {
   }
 }
 
-// Logits [n][n_vocab] for every position, prefilled in chunks of `chunk`.
-std::vector<float> run_all(const LlamaModel& m, const std::vector<int32_t>& tokens, int chunk,
-                           MatmulMode mode = MatmulMode::Exact) {
-  Evaluator eval(m, 2, mode);
-  FullCache cache(m.kv_shape());
-  const int nv = m.config().n_vocab;
-  std::vector<float> all(tokens.size() * nv);
-  for (size_t b = 0; b < tokens.size(); b += chunk) {
-    const size_t e = std::min(tokens.size(), b + chunk);
-    eval.step(std::span(tokens.data() + b, e - b), iota_positions(b, e - b), 0, StepPhase::Prefill,
-              cache, Logits::All, all.data() + b * nv);
-  }
-  return all;
-}
-
 // 20 tokens: the local layers' window (5) slides over most of them.
 TEST(Gemma3Forward, MatchesNaiveReferenceInOneChunkAndInChunks) {
   auto model = LlamaModel::load(test::tiny_gemma3_path());
@@ -222,7 +207,7 @@ TEST(Gemma3Forward, MatchesNaiveReferenceInOneChunkAndInChunks) {
   std::iota(at.begin(), at.end(), 0);
   const auto ref = test::ReferenceGemma3(*model).logits(tokens, at);
   for (int chunk : {20, 1, 3, 7}) {
-    const auto fast = run_all(*model, tokens, chunk);
+    const auto fast = test::logits_at_every_position(*model, tokens, chunk);
     const float diff = max_abs_diff(fast.data(), ref.data(), ref.size());
     if (chunk == 20) RecordProperty("max_abs_logit_diff", std::to_string(diff));
     EXPECT_LE(diff, 1e-3f) << "chunk " << chunk;
@@ -235,7 +220,7 @@ TEST(Gemma3Forward, MatchesNaiveReferenceInOneChunkAndInChunks) {
   // The layer pattern matters: the same file with every layer global (the
   // file's RoPE base and no window everywhere) gives other logits.
   auto wide = LlamaModel::load(edited("gemma3-no-window", "gemma3.attention.sliding_window", ""));
-  const auto global = run_all(*wide, tokens, 20);
+  const auto global = test::logits_at_every_position(*wide, tokens, 20);
   EXPECT_GT(max_abs_diff(global.data() + 10 * nv, ref.data() + 10 * nv, 10 * nv), 1e-2f);
 }
 
@@ -250,8 +235,8 @@ TEST(Gemma3Forward, CachedDecodeMatchesRecomputePastTheWindow) {
 TEST(Gemma3Forward, QuantizedActivationsStayNearExact) {
   auto model = LlamaModel::load(test::tiny_gemma3_path());
   const auto tokens = some_tokens(20, model->config().n_vocab, 5);
-  const auto exact = run_all(*model, tokens, 20);
-  const auto fast = run_all(*model, tokens, 20, MatmulMode::Quantized);
+  const auto exact = test::logits_at_every_position(*model, tokens, 20);
+  const auto fast = test::logits_at_every_position(*model, tokens, 20, MatmulMode::Quantized);
   const float diff = max_abs_diff(exact.data(), fast.data(), exact.size());
   RecordProperty("max_abs_logit_diff_quantized", std::to_string(diff));
   EXPECT_GT(diff, 0.0f);

@@ -121,21 +121,6 @@ TEST(QwenConfig, MissingTensorsAndPartialBiasesAreNamed) {
   EXPECT_NE(norm.find("missing tensor 'blk.2.attn_q_norm.weight'"), std::string::npos) << norm;
 }
 
-// Logits [n][n_vocab] for every position, prefilled in chunks of `chunk`.
-std::vector<float> run_all(const LlamaModel& m, const std::vector<int32_t>& tokens, int chunk,
-                           MatmulMode mode = MatmulMode::Exact) {
-  Evaluator eval(m, 2, mode);
-  FullCache cache(m.kv_shape());
-  const int nv = m.config().n_vocab;
-  std::vector<float> all(tokens.size() * nv);
-  for (size_t b = 0; b < tokens.size(); b += chunk) {
-    const size_t e = std::min(tokens.size(), b + chunk);
-    eval.step(std::span(tokens.data() + b, e - b), iota_positions(b, e - b), 0, StepPhase::Prefill,
-              cache, Logits::All, all.data() + b * nv);
-  }
-  return all;
-}
-
 // Every shape in every family type: the exact forward against the reference
 // (in one chunk and in chunks), 8-bit activations near it.
 TEST(QwenForward, MatchesNaiveReferenceAtEveryShapeAndType) {
@@ -158,7 +143,7 @@ TEST(QwenForward, MatchesNaiveReferenceAtEveryShapeAndType) {
         std::iota(at.begin(), at.end(), 0);
         const auto ref = test::ReferenceLlama(*model).logits(tokens, at);
         for (int chunk : {12, 5}) {
-          const auto fast = run_all(*model, tokens, chunk);
+          const auto fast = test::logits_at_every_position(*model, tokens, chunk);
           EXPECT_LE(max_abs_diff(fast.data(), ref.data(), ref.size()), 1e-3f)
               << what << ", chunk " << chunk;
         }
@@ -168,7 +153,8 @@ TEST(QwenForward, MatchesNaiveReferenceAtEveryShapeAndType) {
         // with Qwen2's large K biases make attention peaked, and the forward
         // pass chaotic in the activations' rounding; llama.cpp is as far).
         const float top = std::max(std::fabs(*lo), std::fabs(*hi));
-        const auto quantized = run_all(*model, tokens, 12, MatmulMode::Quantized);
+        const auto quantized =
+            test::logits_at_every_position(*model, tokens, 12, MatmulMode::Quantized);
         EXPECT_LE(max_abs_diff(quantized.data(), ref.data(), ref.size()), 0.05f * top) << what;
       }
     }

@@ -66,4 +66,21 @@ DecodeCheck check_decode_from_random_prompt(const LlamaModel& model, int n_promp
   return {worst, tokens.size(), cache.n_tokens()};
 }
 
+// Logits [n][n_vocab] for every position of `tokens`, prefilled into a new
+// FullCache in steps of `chunk` tokens (2 threads).
+inline std::vector<float> logits_at_every_position(const LlamaModel& m,
+                                                   const std::vector<int32_t>& tokens, int chunk,
+                                                   MatmulMode mode = MatmulMode::Exact) {
+  Evaluator eval(m, 2, mode);
+  FullCache cache(m.kv_shape());
+  const int nv = m.config().n_vocab;
+  std::vector<float> all(tokens.size() * nv);
+  for (size_t b = 0; b < tokens.size(); b += chunk) {
+    const size_t e = std::min(tokens.size(), b + chunk);
+    eval.step(std::span(tokens.data() + b, e - b), iota_positions(b, e - b), 0, StepPhase::Prefill,
+              cache, Logits::All, all.data() + b * nv);
+  }
+  return all;
+}
+
 }  // namespace kvbench::test
