@@ -150,7 +150,24 @@ class PolicyStartGemma3 : public PolicyStart {
   void SetUp() override { load(test::tiny_gemma3_path()); }
 };
 
+// And on Qwen2's (Q/K/V biases) and Qwen3's (QK-norms) blocks, both with
+// RoPE halves: what a policy scores and keeps is what the block computed.
+class PolicyStartQwen2 : public PolicyStart {
+ protected:
+  void SetUp() override { load(test::tiny_arch_path(TinyArch::Qwen2)); }
+};
+class PolicyStartQwen3 : public PolicyStart {
+ protected:
+  void SetUp() override { load(test::tiny_arch_path(TinyArch::Qwen3)); }
+};
+
 TEST_F(PolicyStart, SharingEqualsPrefillingAloneForEverySpecTheRegistryBuilds) {
+  check_every_spec();
+}
+TEST_F(PolicyStartQwen2, SharingEqualsPrefillingAloneForEverySpecTheRegistryBuilds) {
+  check_every_spec();
+}
+TEST_F(PolicyStartQwen3, SharingEqualsPrefillingAloneForEverySpecTheRegistryBuilds) {
   check_every_spec();
 }
 TEST_F(PolicyStartGemma3, SharingEqualsPrefillingAloneForEverySpecTheRegistryBuilds) {

@@ -113,6 +113,19 @@ std::string tiny_model_path(bool spm, bool tied) {
   return p;
 }
 
+std::string tiny_arch_path(TinyArch arch) {
+  static std::map<TinyArch, std::string> paths;
+  auto& p = paths[arch];
+  if (p.empty()) {
+    p = testing::TempDir() + "kvbench-tiny-arch-" + std::string(tiny_arch_name(arch)) + "-" +
+        std::to_string(::getpid()) + ".gguf";
+    TinyModelOptions o;
+    o.arch = arch;
+    write_tiny_model(p, o);
+  }
+  return p;
+}
+
 std::string smollm2_path() {
   if (const char* env = std::getenv("KVBENCH_MODEL"); env && *env) return env;
   const std::string p = std::string(KVBENCH_SOURCE_DIR) + "/models/SmolLM2-135M-Instruct.Q4_1.gguf";

@@ -10,6 +10,7 @@
 
 #include "model/llama_model.h"
 #include "model/ops/quant_dot.h"
+#include "model/testing/tiny_model.h"
 #include "tests/support/reference_forward.h"
 
 namespace kvbench::test {
@@ -34,6 +35,9 @@ class ReferenceLlama final : public reference::Forward {
 // The model the tests use: the tiny GGUF written to a temporary file once
 // per process and vocabulary kind.
 std::string tiny_model_path(bool spm = false, bool tied = true);
+// The tiny file of another architecture (qwen2, qwen3: the default shape and
+// the tests' mix of types), written once per process.
+std::string tiny_arch_path(TinyArch arch);
 // Path of the default model if present (KVBENCH_MODEL or <repo>/models/...), else "".
 std::string smollm2_path();
 
