@@ -269,6 +269,43 @@ TEST(Plots, ScoreVsRatioFamiliesAndTaskGroups) {
   tokens.remove();
 }
 
+// Ten families: the figure draws the eight of highest AUC, in their order,
+// and score-vs-ratio-all draws all ten; the two lowest are only there.
+TEST(Plots, ScoreVsRatioDrawsTheLeadersAndEveryFamilyApart) {
+  std::vector<json> cells;
+  for (int i = 0; i < 4; ++i) {
+    const std::string inst = "passkey-" + std::to_string(i);
+    cells.push_back(cell(inst, 0, "full", 1.0, 4000, 100, true));
+    for (int f = 0; f < 10; ++f)
+      for (const double b : {0.5, 0.25}) {
+        // Family F<f> scores f / 10 at 0.5 and half that at 0.25: F9 leads,
+        // F0 and F1 come last.
+        const double score = f / 10.0 * (b == 0.5 ? 1.0 : 0.5);
+        json c = cell(inst, 1 + 2 * f + (b == 0.5 ? 0 : 1),
+                      "F" + std::to_string(f) + (b == 0.5 ? " (budget 0.5)" : " (budget 0.25)"),
+                      score, 1000, 110);
+        c["policy"]["budget"] = b;
+        c["id"] = inst + "--f" + std::to_string(f) + "-" + (b == 0.5 ? "50" : "25");
+        cells.push_back(c);
+      }
+  }
+  const RunFolder run = make_run("ratio-top", cells);
+  const ReportSummary s = write_report(run);
+  if (s.plot_warning.empty()) {
+    const std::string top = test::slurp(run.path("plots/score-vs-ratio.svg"));
+    const std::string all = test::slurp(run.path("plots/score-vs-ratio-all.svg"));
+    EXPECT_NE(top.find("the 8 of 10 families with the highest AUC"), std::string::npos);
+    for (int f = 0; f < 10; ++f) {
+      const std::string name = ">F" + std::to_string(f) + "<";
+      EXPECT_EQ(top.find(name) != std::string::npos, f >= 2) << name;
+      EXPECT_NE(all.find(name), std::string::npos) << name;
+    }
+    EXPECT_LT(top.find(">F9<"), top.find(">F2<"));  // the legend in AUC order
+    EXPECT_NE(test::slurp(run.path("report.html")).find("score-vs-ratio-all"), std::string::npos);
+  }
+  run.remove();
+}
+
 // The area under a family's score-vs-ratio curve, per instance (trapezoids
 // over the tested ratios, divided by their range) and pooled, and a family
 // against another paired over the same instances.
@@ -303,22 +340,50 @@ TEST(CurveStats, AreaUnderTheCurveAndPairedComparison) {
   const CurvePair p = compare_curves(f[1], f[0]);
   EXPECT_EQ(p.n, 10);
   EXPECT_DOUBLE_EQ(p.delta, -0.5);
-  EXPECT_TRUE(p.differ);  // ten of ten lower: two-sided mid-p 2 x 2^-11
-  EXPECT_LT(p.p, 0.002);
+  // Ten of ten lower by 0.5: the exact sign-flip p is 2 / 2^10; the fixed
+  // seed's 9,999 draws give 0.001.
+  EXPECT_TRUE(p.differ);
+  EXPECT_FALSE(p.split);
+  EXPECT_NEAR(p.p, 2.0 / 1024, 0.0015);
   const std::string table = curve_table_markdown(cells);
   EXPECT_NE(table.find("| 1 | A | 0.5, 0.75 | 10 | 1.000 [1.000, 1.000] | – | – | leader |"),
             std::string::npos)
       << table;
   EXPECT_NE(table.find("| 2 | B | 0.5, 0.75 | 10 | 0.500 [0.500, 0.500] | -0.500 [-0.500, -0.500] "
-                       "(n=10) | 0.000977 | below the leader |"),
+                       "(n=10) | 0.001 | below the leader |"),
             std::string::npos)
       << table;
-  // Two instances cannot tell even a large difference.
-  cells.resize(3 * 5);  // instances 0..2
+  // Three instances cannot tell even a large difference.
+  cells.resize(3 * 6);  // instances 0..2 (full, A twice, B twice, C once each)
   const std::vector<CurveFamily> few = curve_families(cells);
   const CurvePair q = compare_curves(few[1], few[0]);
   EXPECT_FALSE(q.differ) << q.n << " " << q.p;
   EXPECT_LT(q.n, 4);
+  // Three differences of -0.5: every resample's mean is -0.5, so the
+  // bootstrap interval excludes 0, while the sign flips give |sum| >= 1.5 in
+  // 2 of 8 patterns. The table says the two disagree instead of taking a side.
+  EXPECT_TRUE(q.split);
+  EXPECT_NEAR(q.p, 0.25, 0.02);
+  EXPECT_NE(curve_table_markdown(cells).find("unsettled at n=3 (interval and test disagree)"),
+            std::string::npos);
+}
+
+// The sign-flip test against exact enumeration of all 2^n sign patterns.
+TEST(Stats, PairedPermutationMatchesEnumeration) {
+  const std::vector<double> d{-0.3, -0.1, 0.05, -0.4, -0.2, 0.0, -0.25, 0.1};
+  double observed = 0;
+  for (double x : d) observed += x;
+  int as_large = 0;
+  for (int mask = 0; mask < 256; ++mask) {
+    double sum = 0;
+    for (int i = 0; i < 8; ++i) sum += (mask >> i & 1) ? d[i] : -d[i];
+    as_large += std::fabs(sum) >= std::fabs(observed) * (1 - 1e-12);
+  }
+  const double exact = as_large / 256.0;
+  EXPECT_NEAR(stats::paired_permutation_p(d), exact, 0.01) << exact;
+  EXPECT_EQ(stats::paired_permutation_p(std::vector<double>{0.0, 0.0, 0.0}), 1.0);
+  // Differences that cancel: no evidence either way.
+  EXPECT_EQ(stats::paired_permutation_p(std::vector<double>{0.5, -0.5}), 1.0);
 }
 
 // A figure with many series (a report of every policy family, a history of

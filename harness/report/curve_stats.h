@@ -10,9 +10,11 @@
 // ratio count. AUC = mean of AUC_i, its 95% interval a percentile bootstrap
 // over instances (stats::bootstrap_mean_interval). A vs B: d_i = AUC_i(A) -
 // AUC_i(B) over the instances both have; the mean with its bootstrap
-// interval, and the two-sided mid-p sign test on the d_i (2 x the smaller
-// one-sided p, at most 1). A difference is called one when p < 0.05 and the
-// interval excludes 0; otherwise "not distinguished at n", never "equal".
+// interval, and the two-sided paired sign-flip test on the mean of the d_i
+// (stats::paired_permutation_p: the statistic the interval is about, so the
+// two agree but at the margin). A difference is called one when p < 0.05 and
+// the interval excludes 0; when only one of them says so, "unsettled at n";
+// otherwise "not distinguished at n", never "equal".
 #pragma once
 
 #include <cstdint>
@@ -62,8 +64,9 @@ struct CurvePair {
   int64_t n = 0;        // instances both have
   double delta = NAN;   // mean of AUC_i(a) - AUC_i(b)
   stats::Interval ci;   // 95%, bootstrap over instances
-  double p = NAN;       // two-sided mid-p sign test
+  double p = NAN;       // two-sided paired sign-flip test on the mean
   bool differ = false;  // p < 0.05 and the interval excludes 0
+  bool split = false;   // only one of the two says so
 };
 CurvePair compare_curves(const CurveFamily& a, const CurveFamily& b);
 

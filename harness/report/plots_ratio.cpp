@@ -35,15 +35,36 @@ std::string task_group(const std::string& task) {
   return task;
 }
 
-void score_vs_ratio(Script& s, const std::vector<PlotModel>& models, const std::string& dir) {
-  std::vector<const std::vector<json>*> runs;
-  for (const PlotModel& m : models) runs.push_back(m.cells);
-  const std::vector<std::string> families = ratio_families(runs);
-  if (families.empty()) return;
-  // One colour and marker per family across the report's figures.
-  const std::map<std::string, size_t> style_of = family_styles(models);
+namespace {
+
+// The families ranked by their AUC (curve_stats.h), averaged over the models
+// that have one; families without an AUC (one ratio) after them, in order.
+std::vector<std::string> ranked_families(const std::vector<PlotModel>& models,
+                                         const std::vector<std::string>& families) {
+  std::map<std::string, std::pair<double, int>> sum;  // family -> (sum of AUCs, models)
+  for (const PlotModel& m : models)
+    for (const CurveFamily& f : curve_families(*m.cells)) {
+      sum[f.family].first += f.auc;
+      ++sum[f.family].second;
+    }
+  const auto auc = [&](const std::string& f) {
+    const auto it = sum.find(f);
+    return it == sum.end() ? -1.0 : it->second.first / it->second.second;
+  };
+  std::vector<std::string> out = families;
+  std::stable_sort(out.begin(), out.end(),
+                   [&](const auto& a, const auto& b) { return auc(a) > auc(b); });
+  return out;
+}
+
+// One figure of `shown` (a subset of `families`, the legend's order); with
+// `dodge`, the families' points are spread sideways around each ratio by
+// that much per family, so their bars do not cover each other.
+void draw(Script& s, const std::vector<PlotModel>& models, const std::string& dir,
+          const std::string& stem, const std::string& title, const std::vector<std::string>& shown,
+          const std::map<std::string, size_t>& style_of, double dodge) {
   std::map<std::string, size_t> family_of;
-  for (size_t j = 0; j < families.size(); ++j) family_of[families[j]] = j;
+  for (size_t j = 0; j < shown.size(); ++j) family_of[shown[j]] = j;
 
   // Columns: all tasks, then each group present, in RULER's order then by name.
   std::set<std::string> present;
@@ -63,28 +84,26 @@ void score_vs_ratio(Script& s, const std::vector<PlotModel>& models, const std::
     for (const json& c : *models[r].cells) {
       const bool reference = c["policy"].value("is_reference", false);
       const std::optional<RatioPoint> point = ratio_point(c);
+      if (!reference && (!point || !family_of.count(point->family))) continue;
       const std::string group = task_group(c["instance"].value("task", ""));
       const double score = c["score"].get<double>();
       for (size_t k = 0; k < columns.size(); ++k) {
         if (k > 0 && columns[k] != group) continue;
         Panel& panel = panels[r][k];
-        if (reference) {
+        if (reference)
           panel.full.push_back(score);
-        } else if (point) {
+        else
           panel.family[family_of.at(point->family)][point->ratio].push_back(score);
-        } else {
-          continue;
-        }
         panel.instances.insert(c["instance"].value("id", ""));
       }
     }
 
   // Pixels: panels of 420 x 320, a legend column as tall as its entries
   // need (about 15 pixels each at its font), a title line.
-  const PanelGrid grid = panel_grid(420, 320, columns.size(), models.size(), families.size());
+  const PanelGrid grid = panel_grid(420, 320, columns.size(), models.size(), shown.size());
   std::ostringstream cmd;
   int block = 0;
-  cmd << "set multiplot title 'Score vs compression ratio (bars and band: 95% intervals)'\n"
+  cmd << "set multiplot title " << label(title) << "\n"
       << "set xrange [-0.02:1.02]\nset yrange [0:1.05]\nset xtics 0.25\nset ytics 0.25\n"
       << "set xlabel 'compression ratio (share of the context evicted)' font ',9'\n"
       << "set ylabel 'score' font ',9'\nunset key\n";
@@ -98,30 +117,58 @@ void score_vs_ratio(Script& s, const std::vector<PlotModel>& models, const std::
         any = true;
       }
       for (const auto& [f, by_ratio] : panel.family) {
+        const double shift = dodge * (static_cast<double>(f) - (shown.size() - 1) / 2.0);
         cmd << "$b" << block << " << EOD\n";
         for (const auto& [x, scores] : by_ratio) {
           const Interval3 e = interval_of(scores);
-          cmd << x << " " << e.mean << " " << e.lo << " " << e.hi << "\n";
+          cmd << x + shift << " " << e.mean << " " << e.lo << " " << e.hi << "\n";
         }
         cmd << "EOD\n";
         plot += std::string(any ? ", " : "") + "$b" + std::to_string(block) +
                 " using 1:2:3:4 with yerrorlines lw 1.5 ps 0.9 " +
-                family_style(style_of.at(families[f])) + " notitle";
+                family_style(style_of.at(shown[f])) + " notitle";
         ++block;
         any = true;
       }
-      const std::string title =
+      const std::string panel_title =
           (models.size() > 1 ? shorten(models[r].label, 30) + " · " : std::string()) + columns[k] +
           " (" + std::to_string(panel.instances.size()) +
           (panel.instances.size() == 1 ? " instance)" : " instances)");
-      cmd << grid.place(r, k) << "set title " << label(title) << " font ',10'\n"
+      cmd << grid.place(r, k) << "set title " << label(panel_title) << " font ',10'\n"
           << (any ? plot : std::string("plot NaN notitle")) << "\n";
     }
   // The legend: an empty panel whose series are the full cache and the families.
   std::vector<size_t> styles;
-  for (const std::string& f : families) styles.push_back(style_of.at(f));
-  cmd << grid.legend_and_close(families, styles);
-  s.emit(dir, "score-vs-ratio", grid.size(), cmd.str());
+  for (const std::string& f : shown) styles.push_back(style_of.at(f));
+  cmd << grid.legend_and_close(shown, styles);
+  s.emit(dir, stem, grid.size(), cmd.str());
+}
+
+}  // namespace
+
+void score_vs_ratio(Script& s, const std::vector<PlotModel>& models, const std::string& dir) {
+  std::vector<const std::vector<json>*> runs;
+  for (const PlotModel& m : models) runs.push_back(m.cells);
+  const std::vector<std::string> families = ratio_families(runs);
+  if (families.empty()) return;
+  // One colour and marker per family across the report's figures.
+  const std::map<std::string, size_t> style_of = family_styles(models);
+  const std::string base = "Score vs compression ratio (bars and band: 95% intervals)";
+  if (families.size() <= kRatioFigureTop) {
+    draw(s, models, dir, "score-vs-ratio", base, families, style_of, 0.008);
+    return;
+  }
+  // Two dozen lines with their bars cannot be read on one panel: the
+  // figure draws the leaders, a second one every family.
+  std::vector<std::string> top = ranked_families(models, families);
+  top.resize(kRatioFigureTop);
+  draw(s, models, dir, "score-vs-ratio",
+       "Score vs compression ratio: the " + std::to_string(kRatioFigureTop) + " of " +
+           std::to_string(families.size()) +
+           " families with the highest AUC (every family: score-vs-ratio-all; bars and band: 95% "
+           "intervals)",
+       top, style_of, 0.008);
+  draw(s, models, dir, "score-vs-ratio-all", base, families, style_of, 0.0);
 }
 
 }  // namespace kvbench::plot

@@ -24,7 +24,14 @@ namespace kvbench::plot {
 // task itself.
 std::string task_group(const std::string& task);
 
-// Adds plots/score-vs-ratio.{png,svg} to the script.
+// The most families score-vs-ratio draws: with more, it draws the
+// kRatioFigureTop of highest AUC (averaged over the models that have one;
+// their points spread a little sideways so bars do not cover each other),
+// and score-vs-ratio-all every family.
+inline constexpr size_t kRatioFigureTop = 8;
+
+// Adds plots/score-vs-ratio.{png,svg} (and score-vs-ratio-all.{png,svg}
+// when there are more than kRatioFigureTop families) to the script.
 void score_vs_ratio(Script& s, const std::vector<PlotModel>& models, const std::string& dir);
 
 }  // namespace kvbench::plot

@@ -96,7 +96,12 @@ constexpr Figure kFigures[] = {
      "95% intervals; dashed line and grey band: the full cache's score and its 95% interval. "
      "Panels: all tasks, then each RULER category present (columns), per model (rows); the "
      "number of instances behind each panel in its title. Only configurations with a ratio "
-     "budget are drawn."},
+     "budget are drawn; with more than eight families, the eight of highest AUC (their points "
+     "spread a little sideways around each ratio so bars do not cover each other), and every "
+     "family in the next figure."},
+    {"score-vs-ratio-all", "Score vs compression ratio, every family", "ratio-all",
+     "The same curves for every policy family, on the same panels and in the same colours and "
+     "markers as above."},
     {"score-vs-memory", "Score vs memory", "memory",
      "Mean score against hot KV memory at question time (% of the full cache's on the same "
      "instances, log scale), a panel per task (all tasks first) and per model; one line per "
@@ -380,9 +385,10 @@ ReportSummary write_report(const RunFolder& run) {
       "(trapezoids, divided by the range: the mean score over it), with its 95% bootstrap "
       "interval; only instances with a cell at every ratio count (n). Each family against the "
       "leader: the mean paired difference of the instances' AUCs with its 95% bootstrap "
-      "interval and the two-sided mid-p sign test; a difference is called one when p < 0.05 and "
-      "the interval excludes 0. 'Not distinguished' means this run could not tell them apart, "
-      "not that they are equal.";
+      "interval and the two-sided paired sign-flip test on that mean (9,999 draws; '≤ 0.0001': "
+      "none was as extreme); a difference is called one "
+      "when p < 0.05 and the interval excludes 0, 'unsettled' when only one of the two says so. "
+      "'Not distinguished' means this run could not tell them apart, not that they are equal.";
   const std::string summary_legend =
       "Generated from the cells: scores are means over all tasks with their 95% intervals; a "
       "difference is called one only when the paired test on the same instances gives p < 0.05.";
@@ -444,7 +450,8 @@ ReportSummary write_report(const RunFolder& run) {
   // Figures drawn once per model with several models.
   const auto per_model_figure = [&](const Figure& f) {
     return several && std::string(f.stem) != "score-vs-memory" &&
-           std::string(f.stem) != "score-vs-budget" && std::string(f.stem) != "score-vs-ratio";
+           std::string(f.stem) != "score-vs-budget" && std::string(f.stem) != "score-vs-ratio" &&
+           std::string(f.stem) != "score-vs-ratio-all";
   };
   const auto figure_exists = [&](const Figure& f) {
     if (!per_model_figure(f)) return !figure_svgs(plots.files, f.stem).empty();

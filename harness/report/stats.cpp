@@ -147,6 +147,24 @@ double paired_sign_test_p(std::span<const double> base, std::span<const double> 
   return mcnemar_midp_drop_p(fell, rose);
 }
 
+double paired_permutation_p(std::span<const double> d) {
+  assert(!d.empty());
+  double observed = 0.0;
+  for (double x : d) observed += x;
+  // Sums of the same terms with other signs can differ from the observed one
+  // by rounding alone; a relative margin counts those draws as ties.
+  const double bar = std::fabs(observed) * (1.0 - 1e-12);
+  if (bar == 0.0) return 1.0;
+  datasets::Rng rng(kBootstrapSeed);
+  int64_t as_large = 0;
+  for (int r = 0; r < kBootstrapResamples; ++r) {
+    double sum = 0.0;
+    for (double x : d) sum += rng.below(2) ? x : -x;
+    as_large += std::fabs(sum) >= bar;
+  }
+  return static_cast<double>(1 + as_large) / (kBootstrapResamples + 1);
+}
+
 double paired_p(ScoreKind kind, std::span<const double> base, std::span<const double> next) {
   assert(base.size() == next.size() && !base.empty());
   // On 0/1 scores the sign test counts exactly McNemar's discordant pairs.

@@ -113,6 +113,16 @@ double paired_bootstrap_p(std::span<const double> base, std::span<const double> 
 // left out. On pass/fail scores it is McNemar.
 double paired_sign_test_p(std::span<const double> base, std::span<const double> next);
 
+// Two-sided paired sign-flip (randomization) test on the mean of paired
+// differences d (size > 0): under "no difference" each d[i] is as likely
+// to have the other sign, so kBootstrapResamples draws flip each sign by a
+// fair coin (one fixed-seed stream); with G the draws whose |sum| is at
+// least the observed |sum|, p = (1 + G) / (B + 1). It tests the same
+// statistic the bootstrap interval of the mean is about (unlike the sign
+// test, which counts directions and drops ties), so the two mostly agree;
+// all-zero d: p = 1.
+double paired_permutation_p(std::span<const double> d);
+
 // The one-sided p-value `compare` judges a paired drop by (equal sizes > 0):
 //   pass/fail   mid-p McNemar on the discordant pairs
 //   fractional  max(paired bootstrap p, sign test p): the drop is
