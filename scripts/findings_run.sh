@@ -13,7 +13,7 @@
 #   FINDINGS_RESUME=RUN_FOLDER scripts/findings_run.sh NAME   (finish a stopped run)
 #   NAME: any experiments/findings/NAME.json (h2o, snapkv, snapkv-window, allocation,
 #   allocation-window8, quantization, kivi-ablation, quest-equal, quest-offload, restore-rule, ruler,
-#   sinks-needles)
+#   sinks-needles, cam)
 set -euo pipefail
 name=${1:?usage: scripts/findings_run.sh NAME [out-dir]}
 [[ $name =~ ^[a-z0-9_-]{1,40}$ ]] || { echo "error: NAME '$name': letters, digits, - and _ only" >&2; exit 2; }
