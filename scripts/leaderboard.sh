@@ -6,6 +6,13 @@
 #
 # usage: scripts/leaderboard.sh OUT [SHARDS]     (default SHARDS: the core count)
 #        EXPERIMENT=experiments/quick.json LIMIT=1 scripts/leaderboard.sh OUT   (a smoke test)
+#        JOBS=smollm2-query_aware scripts/leaderboard.sh OUT 8    (one job, 8 shards)
+#
+# At most PARALLEL shards (default: the core count) run at once; more shards
+# than cores make smaller pieces of work, so an interruption loses less (a
+# finished shard is DONE and can be kept, e.g. packed with
+# scripts/store_run.sh, and merged later). JOBS (space-separated
+# <model>-<protocol>) picks the jobs; default all four.
 #
 # Run it again after an interruption: a finished job is skipped (its DONE
 # file), an unfinished shard resumes its run folder (`kvbench run --resume`).
@@ -16,6 +23,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 out=${1:?usage: scripts/leaderboard.sh OUT [SHARDS]}
 shards=${2:-$(nproc)}
+parallel=${PARALLEL:-$(nproc)}
+jobs=${JOBS:-smollm2-query_agnostic smollm2-query_aware gemma3-query_agnostic gemma3-query_aware}
 kvbench=${KVBENCH:-build/kvbench}
 experiment=${EXPERIMENT:-experiments/leaderboard.json}
 limit=(${LIMIT:+--limit "$LIMIT"})
@@ -39,20 +48,24 @@ run_shard() {  # job-dir model protocol index
   touch "$dir/DONE"
 }
 
-for m in smollm2 gemma3; do
-  for p in query_agnostic query_aware; do
-    job=$out/$m-$p
-    [ -d "$job/merged" ] && continue
-    mkdir -p "$job"
-    echo "$(date -u +%FT%TZ) $m $p: $shards shards"
-    pids=()
-    for i in $(seq 1 "$shards"); do
-      run_shard "$job" "${model[$m]}" "$p" "$i" > "$job.shard$i.log" 2>&1 &
-      pids+=($!)
-    done
-    for pid in "${pids[@]}"; do wait "$pid"; done
-    mapfile -t folders < <(find "$job" -mindepth 2 -maxdepth 2 -type d | sort)
-    "$kvbench" merge "${folders[@]}" -o "$job/merged" > "$job.merge.log"
-    echo "$(date -u +%FT%TZ) $m $p: merged into $job/merged"
+for name in $jobs; do
+  m=${name%%-*}
+  p=${name#*-}
+  [ -n "${model[$m]:-}" ] && [[ $p == query_agnostic || $p == query_aware ]] ||
+    { echo "error: JOBS: '$name' is not <smollm2|gemma3>-<query_agnostic|query_aware>" >&2; exit 2; }
+  job=$out/$name
+  [ -d "$job/merged" ] && continue
+  mkdir -p "$job"
+  echo "$(date -u +%FT%TZ) $m $p: $shards shards, $parallel at a time"
+  # A queue of shard indices, $parallel workers taking the next one.
+  failed=0
+  for i in $(seq 1 "$shards"); do
+    while [ "$(jobs -rp | wc -l)" -ge "$parallel" ]; do wait -n || failed=1; done
+    run_shard "$job" "${model[$m]}" "$p" "$i" > "$job.shard$i.log" 2>&1 &
   done
+  while [ "$(jobs -rp | wc -l)" -gt 0 ]; do wait -n || failed=1; done
+  [ "$failed" = 0 ] || { echo "error: $name: a shard failed (see $job.shard*.log)" >&2; exit 1; }
+  mapfile -t folders < <(find "$job" -mindepth 2 -maxdepth 2 -type d | sort)
+  "$kvbench" merge "${folders[@]}" -o "$job/merged" > "$job.merge.log"
+  echo "$(date -u +%FT%TZ) $m $p: merged into $job/merged"
 done
