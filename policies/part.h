@@ -16,6 +16,7 @@
 // overrides only the points it acts at.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <span>
@@ -26,6 +27,7 @@
 #include "policies/cache_context.h"
 #include "policies/cache_store.h"
 #include "policies/policy_spec.h"
+#include "policies/priority_memo.h"
 #include "policies/query_window.h"
 #include "policies/scorer.h"
 
@@ -50,6 +52,25 @@ struct CacheSetup {
   int32_t local_window = 0;  // the longest native window (0: none)
 };
 
+// A layer's first scoring in a Branch start that shares a PriorityMemo
+// (policies/priority_memo.h): where a part keeps or finds a per-entry figure
+// that does not depend on the budget. memo null: compute as usual.
+struct MemoSlot {
+  PriorityMemo* memo = nullptr;
+  const std::string* family = nullptr;
+  int64_t now = 0;
+  uint64_t seed = 0;
+  // A reused row's compute time is added to both: the cache's memo time and
+  // its policy time (charged as if computed).
+  std::atomic<int64_t>* reused_ns = nullptr;
+  std::atomic<int64_t>* policy_ns = nullptr;
+  void charge(double seconds) const {
+    const auto ns = static_cast<int64_t>(seconds * 1e9);
+    *reused_ns += ns;
+    *policy_ns += ns;
+  }
+};
+
 // A layer's maintenance, as the parts see it (PolicyCache's scratch).
 struct LayerWork {
   int seq = 0;
@@ -71,6 +92,7 @@ struct LayerWork {
   // Each head's top-priority entries the allocator guaranteed
   // (Allocator::guaranteed; at most a head's keep count).
   int32_t guaranteed = 0;
+  MemoSlot memo;
 };
 
 // One head's eviction, as the parts see it: the candidates, their

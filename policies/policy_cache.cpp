@@ -220,6 +220,18 @@ void PolicyCache::end_step() {
   }
 }
 
+void PolicyCache::share_priorities(PriorityMemo* memo) {
+  memo_ = memo;
+  memo_layers_.assign(ctx_.shape.n_layers, 0);
+  if (!memo || !memo_family_.empty()) return;
+  // The family: this spec with the scorer's budget left out (every other
+  // parameter, part and codec stays in the key).
+  PolicySpec family = spec_;
+  for (auto& [name, value] : family.scorer.params)
+    if (name == "budget") value = "*";
+  memo_family_ = to_string(family);
+}
+
 void PolicyCache::end_prefill() {
   ScopeTimer t(policy_ns_.ns);
   if (store_->known_sequences() == 0) return;

@@ -24,6 +24,7 @@
 #include <cstdint>
 #include <memory>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "model/ops/kv_cache.h"
@@ -134,6 +135,14 @@ class PolicyCache final : public KvCache {
   // (policies/reconstruction.h) after the prompt and gives its tables with
   // set_importance before end_prefill; evicting without them is an InputError.
   bool needs_reconstruction() const { return needs_.reconstruction; }
+  // Budgets of one family (specs alike but for the scorer's budget) that
+  // branch from one shared prefill share their first scoring of each layer:
+  // start_policy sets the memo for a Branch start's end_prefill and clears
+  // it (null) after; policies/priority_memo.h says why that is exact.
+  void share_priorities(PriorityMemo* memo);
+  // Of policy_seconds(), the time the memo's rows took the cell that
+  // computed them (a reusing cell is charged it, as if it had computed).
+  double memo_seconds() const { return memo_ns_.ns * 1e-9; }
 
   // --- snapshots (policies/cache_state.cpp; the file format around them is
   // harness/snapshot/snapshot_file.h). The complete state: spec, context, every
@@ -242,6 +251,9 @@ class PolicyCache final : public KvCache {
   void evict_head(int seq, int layer, int kv_head, int32_t keep);
   bool keeps_all(int layer, int kv_head) const;
   ScoreInput score_input(int layer, int kv_head, int32_t keep) const;
+  // The memo slot of the layer's maintenance (empty unless its first
+  // scoring runs under share_priorities).
+  MemoSlot memo_slot(int layer);
 
   PolicySpec spec_;
   CacheContext ctx_;
@@ -285,6 +297,14 @@ class PolicyCache final : public KvCache {
     }
   };
   Nanoseconds policy_ns_;
+  // share_priorities: the memo, this spec's family key, the layers scored
+  // at least once in this cache's life, and those whose first scoring ran
+  // under the memo; the reused rows' compute time.
+  PriorityMemo* memo_ = nullptr;
+  std::string memo_family_;
+  std::vector<char> scored_layers_, memo_layers_;
+  Nanoseconds memo_ns_;
+  std::vector<double> memo_scratch_;
   uint64_t peak_prefill_ = 0;
   void note_peak();
   // Scratch for maintenance, reused.

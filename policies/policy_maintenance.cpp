@@ -1,6 +1,7 @@
 // PolicyCache's maintenance of one layer: count, gather, score, allocate,
 // evict, with the policy's parts (policies/part.h) called at each point.
 #include <algorithm>
+#include <chrono>
 #include <limits>
 #include <numeric>
 
@@ -69,8 +70,15 @@ void PolicyCache::open_contexts(std::vector<HeadContext>& views, int seq, int la
 }
 
 LayerWork PolicyCache::layer_work(int seq, int layer) {
-  return {seq,         layer,  cand_, prio_,     pairs_,
-          head_pairs_, order_, refs_, contexts_, ctx_.output_projection.get()};
+  LayerWork w{seq,         layer,  cand_, prio_,     pairs_,
+              head_pairs_, order_, refs_, contexts_, ctx_.output_projection.get()};
+  w.memo = memo_slot(layer);
+  return w;
+}
+
+MemoSlot PolicyCache::memo_slot(int layer) {
+  if (!memo_ || !memo_layers_[layer]) return {};
+  return {memo_, &memo_family_, store_->tokens_seen(), ctx_.seed, &memo_ns_.ns, &policy_ns_.ns};
 }
 
 void PolicyCache::maintain_across_layers(int seq) {
@@ -196,6 +204,15 @@ bool PolicyCache::gather_layer(int seq, int layer, int32_t limit) {
 // without it (mixed's demotion between evictions).
 void PolicyCache::score_layer(int seq, int layer, int32_t limit, bool use_scorer) {
   const int H = ctx_.shape.n_kv_heads;
+  // Only a layer's first scoring in this cache reads the imported state
+  // unchanged: only that one may share the memo's rows.
+  if (scored_layers_.size() != static_cast<size_t>(ctx_.shape.n_layers))
+    scored_layers_.assign(ctx_.shape.n_layers, 0);
+  const bool first = !scored_layers_[layer];
+  scored_layers_[layer] = 1;
+  if (memo_) memo_layers_[layer] = first && use_scorer;
+  const MemoSlot slot = memo_slot(layer);
+  const bool share = slot.memo && !scorer_->priorities_read_keep();
   for (int h = 0; h < H; ++h) {
     const Candidates& c = cand_[h];
     auto& p = prio_[h];
@@ -219,7 +236,24 @@ void PolicyCache::score_layer(int seq, int layer, int32_t limit, bool use_scorer
         gathered_[i] = c.src[i] < static_cast<int32_t>(table.size()) ? table[c.src[i]] : 0.0f;
       in.importance = gathered_.data();
     }
+    if (!share) {
+      scorer_->priorities(in, p.data());
+      continue;
+    }
+    const PriorityMemo::Hit hit =
+        slot.memo->find(*slot.family, MemoKind::Priorities, layer, h, c.src, in.now, in.seed);
+    if (hit.values) {
+      for (int32_t i = 0; i < c.size(); ++i) p[i] = static_cast<float>((*hit.values)[i]);
+      slot.charge(hit.seconds);
+      continue;
+    }
+    const auto t0 = std::chrono::steady_clock::now();
     scorer_->priorities(in, p.data());
+    const double seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    memo_scratch_.assign(p.begin(), p.end());
+    slot.memo->store(*slot.family, MemoKind::Priorities, layer, h, c.src, in.now, in.seed,
+                     memo_scratch_, seconds);
   }
 }
 
@@ -239,8 +273,7 @@ void PolicyCache::evict_layer(int seq, int layer) {
   allocator_->keep_counts(ai, keep_);
   for (int h = 0; h < H; ++h)
     if (keeps_all(layer, h)) keep_[h] = cand_[h].size();
-  LayerWork work{seq,         layer,  cand_, prio_,     pairs_,
-                 head_pairs_, order_, refs_, contexts_, ctx_.output_projection.get()};
+  LayerWork work = layer_work(seq, layer);
   work.guaranteed = allocator_->guaranteed(ai);
   for (const auto& p : parts_) p->allocate(work, keep_);
   contexts_.clear();  // eviction changes the heads' views

@@ -147,6 +147,12 @@ class Scorer {
   virtual int32_t reserved(int32_t budget) const { return 0; }
   // out: [in.n] keep-priorities.
   virtual void priorities(const ScoreInput& in, float* out) const = 0;
+  // Whether priorities() reads in.keep (a share of the keep count protected,
+  // as h2o's recent half). Such a scorer's budgets cannot share one scoring
+  // (policies/priority_memo.h); every other scorer's priorities must not
+  // depend on the budget, which tests/test_policy_start.cpp checks for every
+  // spec the registry builds.
+  virtual bool priorities_read_keep() const { return false; }
 
  protected:
   std::string name_;

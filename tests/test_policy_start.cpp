@@ -114,9 +114,11 @@ class PolicyStart : public testing::Test {
       }
   }
 
-  Outcome outcome(const PolicySpec& spec, const StartPlan& plan, const SharedPrefill& shared) {
-    StartedCache s = start_policy(spec, ctx_, plan, shared, *eval_, tokens_, chunks_,
-                                  [&](PolicyCache& c) { set_oracle(c); });
+  Outcome outcome(const PolicySpec& spec, const StartPlan& plan, const SharedPrefill& shared,
+                  PriorityMemo* memo = nullptr) {
+    StartedCache s = start_policy(
+        spec, ctx_, plan, shared, *eval_, tokens_, chunks_, [&](PolicyCache& c) { set_oracle(c); },
+        nullptr, memo);
     Outcome o;
     for (int l = 0; l < ctx_.shape.n_layers; ++l)
       for (int h = 0; h < ctx_.shape.n_kv_heads; ++h)
@@ -261,6 +263,51 @@ void PolicyStart::check_every_spec() {
   }
   // The grid exercises both ways to share (Scratch: QuantizedStorageAlwaysPrefillsItself).
   EXPECT_TRUE(seen.count(Start::Branch) && seen.count(Start::Resume));
+
+  // The budgets of a family share one scoring (policies/priority_memo.h):
+  // each branch, started with a memo that another budget of its family
+  // filled first, equals the same branch started alone.
+  int64_t reused = 0, norms = 0;
+  std::set<std::string> reusing;
+  for (size_t i = 0; i < specs.size(); ++i) {
+    if (plans[i].start != Start::Branch) continue;
+    SCOPED_TRACE(to_string(specs[i]));
+    PolicySpec twin = specs[i];
+    for (auto& [name, value] : twin.scorer.params)
+      if (name == "budget") value = value == "24" ? "40" : "0.6";
+    if (twin == specs[i]) continue;  // no budget
+    StartPlan twin_plan;
+    try {
+      twin_plan = plan_start(twin, ctx_, chunks_, true);
+    } catch (const InputError&) {
+      continue;
+    }
+    if (twin_plan.start != Start::Branch) continue;
+    PriorityMemo memo;
+    outcome(twin, twin_plan, shared, &memo);
+    const int64_t before = memo.reused();
+    const Outcome got = outcome(specs[i], plans[i], shared, &memo);
+    if (memo.reused() > before) reusing.insert(specs[i].scorer.name);
+    reused += memo.reused() - before;
+    norms += memo.reused(MemoKind::CriticalNorms);
+    const Outcome want = outcome(specs[i], StartPlan{}, shared);
+    for (size_t s = 0; s < want.logits.size(); ++s)
+      if (std::memcmp(got.logits[s].data(), want.logits[s].data(), sizeof(float) * nv) != 0) {
+        ADD_FAILURE() << "with the memo, logits differ at step " << s;
+        break;
+      }
+    for (size_t h = 0; h < want.entries.size(); ++h)
+      if (!same_entries(got.entries[h], want.entries[h])) {
+        ADD_FAILURE() << "with the memo, entries of head " << h << " differ";
+        break;
+      }
+    EXPECT_EQ(got.memory.hot, want.memory.hot);
+  }
+  // The memo was used, by the scorers the leaderboard's nested ratios have.
+  EXPECT_GT(reused, 0);
+  EXPECT_GT(norms, 0);  // CriticalKV's value norms through o_proj
+  for (const char* name : {"snapkv", "expected", "knorm", "keydiff", "lagkv", "tova"})
+    EXPECT_TRUE(reusing.count(name)) << name << " never reused a scoring";
 }
 
 TEST_F(PolicyStart, QuantizedStorageAlwaysPrefillsItself) {

@@ -81,7 +81,7 @@ StartedCache start_policy(const PolicySpec& spec, const CacheContext& ctx, const
                           const SharedPrefill& shared, Evaluator& eval,
                           std::span<const int32_t> tokens, const std::vector<Span>& chunks,
                           const std::function<void(PolicyCache&)>& prepare,
-                          ReconstructionMemo* memo) {
+                          ReconstructionMemo* memo, PriorityMemo* priorities) {
   StartedCache r;
   r.cache = PolicyCache::create(spec, ctx);
   if (prepare) prepare(*r.cache);
@@ -116,7 +116,16 @@ StartedCache start_policy(const PolicySpec& spec, const CacheContext& ctx, const
       ++memo->passes;
     }
     set_reconstruction(*r.cache, it->second);
+    if (priorities) r.cache->share_priorities(priorities);
     r.cache->end_prefill();
+    r.cache->share_priorities(nullptr);
+    return r;
+  }
+  if (priorities && plan.start == Start::Branch && !r.cache->needs_reconstruction()) {
+    // What finish_prompt does without a reconstruction pass, with the memo.
+    r.cache->share_priorities(priorities);
+    r.cache->end_prefill();
+    r.cache->share_priorities(nullptr);
     return r;
   }
   finish_prompt(eval, *r.cache, tokens, static_cast<int>(chunk));

@@ -81,7 +81,9 @@ struct ReconstructionMemo {
 // The policy's cache with the prompt in (end_prefill() done) by `plan`, and
 // the logits of the prompt's last token, and the prefill tokens it computed
 // itself. `prepare` runs on the new cache before anything enters it (the
-// oracle's importance).
+// oracle's importance). With `priorities`, a Branch start shares its first
+// scoring with the other budgets of its family branching from the same
+// shared prefill (policies/priority_memo.h; per instance, like `memo`).
 struct StartedCache {
   std::unique_ptr<PolicyCache> cache;
   std::vector<float> logits;
@@ -91,6 +93,6 @@ StartedCache start_policy(const PolicySpec& spec, const CacheContext& ctx, const
                           const SharedPrefill& shared, Evaluator& eval,
                           std::span<const int32_t> tokens, const std::vector<Span>& chunks,
                           const std::function<void(PolicyCache&)>& prepare = {},
-                          ReconstructionMemo* memo = nullptr);
+                          ReconstructionMemo* memo = nullptr, PriorityMemo* priorities = nullptr);
 
 }  // namespace kvbench

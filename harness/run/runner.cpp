@@ -394,6 +394,7 @@ void InstanceRunner::run(const std::vector<PolicyRun>& pending, const RunFolder&
   }
 
   ReconstructionMemo reconstructions;  // one pass for every ratio of a scorer
+  PriorityMemo priorities;             // one scoring for every budget of a family
   for (const auto& r : pending) {
     progress.start(r.id);
     const PlannedPolicy& p = *r.policy;
@@ -413,17 +414,19 @@ void InstanceRunner::run(const std::vector<PolicyRun>& pending, const RunFolder&
     } else {
       auto set_oracle = [&](PolicyCache& c) { apply_hindsight(c, oracle_importance_); };
       const auto t1 = Clock::now();
-      StartedCache started = start_policy(p.spec, ctx_, r.plan, shared, eval_, compressed_prompt(),
-                                          compressed_chunks_, set_oracle, &reconstructions);
+      StartedCache started =
+          start_policy(p.spec, ctx_, r.plan, shared, eval_, compressed_prompt(), compressed_chunks_,
+                       set_oracle, &reconstructions, &priorities);
       cache = std::move(started.cache);
       logits = std::move(started.logits);
       computed = started.computed;
       // Time to first token as if prefilled alone: the shared part at the
-      // full cache's measured rate plus this policy's own part.
+      // full cache's measured rate plus this policy's own part, and the
+      // scoring it took from another budget of its family as that one took it.
       const int64_t n = n_compressed_;
-      prefill_seconds = seconds_since(t1) + full_prefill_seconds_ *
-                                                static_cast<double>(n - computed) /
-                                                static_cast<double>(n);
+      prefill_seconds =
+          seconds_since(t1) + cache->memo_seconds() +
+          full_prefill_seconds_ * static_cast<double>(n - computed) / static_cast<double>(n);
       prefill_seconds += append_question(*cache, logits);
       computed += appended_tokens();
       sum.prefill_tokens_computed += computed;

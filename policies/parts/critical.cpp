@@ -23,6 +23,7 @@
 #include <cblas.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <memory>
 #include <numeric>
@@ -108,7 +109,22 @@ class CriticalPart final : public Part {
     std::partial_sort(order.begin(), order.begin() + first, order.end(), [&](int32_t a, int32_t b) {
       return s[a] != s[b] ? s[a] > s[b] : c.src[a] > c.src[b];
     });
-    projected_norms(w, h, n, norm);
+    // The norms depend on the candidates' values alone, not on k: the
+    // budgets of one family share them (policies/priority_memo.h).
+    const MemoSlot& m = w.memo;
+    const PriorityMemo::Hit hit =
+        m.memo ? m.memo->find(*m.family, MemoKind::CriticalNorms, w.layer, h, c.src, m.now, m.seed)
+               : PriorityMemo::Hit{};
+    if (hit.values) {
+      norm = *hit.values;
+      m.charge(hit.seconds);
+    } else {
+      const auto t0 = std::chrono::steady_clock::now();
+      projected_norms(w, h, n, norm);
+      if (m.memo)
+        m.memo->store(*m.family, MemoKind::CriticalNorms, w.layer, h, c.src, m.now, m.seed, norm,
+                      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    }
     for (int32_t j = 0; j < n; ++j)
       prio[j] = static_cast<float>(s[j] == Scorer::kKeep ? s[j] : (s[j] + eps_) * norm[j]);
     for (int32_t r = 0; r < first; ++r) prio[order[r]] = Scorer::kKeep;

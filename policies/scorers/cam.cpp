@@ -24,6 +24,7 @@ class CamScorer final : public Scorer {
     return n;
   }
   int32_t reserved(int32_t budget) const override { return start_tokens(budget); }
+  bool priorities_read_keep() const override { return true; }
   void priorities(const ScoreInput& in, float* out) const override {
     sinks_then_recent(in, start_tokens(in.keep), out);
   }

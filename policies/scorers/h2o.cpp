@@ -18,6 +18,7 @@ class H2oScorer final : public Scorer {
       : Scorer(spec), recent_(spec.get_number("recent")) {}
   ScorerNeeds needs() const override { return {.attention = true}; }
   int32_t reserved(int32_t budget) const override { return recent_count(budget); }
+  bool priorities_read_keep() const override { return true; }
   void priorities(const ScoreInput& in, float* out) const override {
     for (int32_t i = 0; i < in.n; ++i) out[i] = in.stats[int64_t{i} * in.layout.n + in.layout.acc];
     protect_newest(in, recent_count(in.keep), out);

@@ -19,6 +19,7 @@ class HybridScorer final : public Scorer {
       : Scorer(spec), split_(spec.get_number("split")) {}
   ScorerNeeds needs() const override { return {.attention = true}; }
   int32_t reserved(int32_t budget) const override { return recent_count(budget); }
+  bool priorities_read_keep() const override { return true; }
   void priorities(const ScoreInput& in, float* out) const override {
     for (int32_t i = 0; i < in.n; ++i) {
       const double seen = std::max<int64_t>(1, in.now - in.src[i]);
