@@ -71,6 +71,33 @@ std::vector<json> synthetic() {
   return cells;
 }
 
+// Inference Speed pairs each cell with the full cache's on its instance:
+// the median of the ratios, not the ratio of the medians, with a bootstrap
+// interval of that median. Here the full cache ran at 100, 200, 100, 200,
+// 100 tok/s (the machine's state moving between instances) and the policy
+// at 1.1-1.5x of it on each: ratio of medians 1.3, median of ratios 1.3,
+// but the pairs' interval stays inside [1.1, 1.5] where the unpaired
+// speeds spread over 110-300.
+TEST(Table, SpeedIsTheMedianPairedRatioWithItsInterval) {
+  std::vector<json> cells;
+  for (int i = 0; i < 5; ++i) {
+    const std::string inst = "passkey-" + std::to_string(i);
+    const double full = i % 2 ? 200 : 100;
+    cells.push_back(cell(inst, 0, "full", 1.0, 4000, full, true));
+    cells.push_back(cell(inst, 1, "h2o", 1.0, 1000, full * (1.1 + 0.1 * i)));
+  }
+  const auto rows = build_table(cells);
+  ASSERT_EQ(rows.size(), 2u);
+  EXPECT_DOUBLE_EQ(*rows[1].speed_rel, 1.3);
+  EXPECT_GE(rows[1].speed_rel_ci.lo, 1.1);
+  EXPECT_LE(rows[1].speed_rel_ci.hi, 1.5);
+  EXPECT_LT(rows[1].speed_rel_ci.lo, rows[1].speed_rel_ci.hi);
+  EXPECT_TRUE(std::isnan(rows[0].speed_rel_ci.lo));  // full's own row
+  // Fewer than 3 pairs: no interval.
+  cells.resize(4);
+  EXPECT_TRUE(std::isnan(build_table(cells)[1].speed_rel_ci.lo));
+}
+
 TEST(Table, RelativeColumnsAgainstFullOnTheSameInstances) {
   const auto rows = build_table(synthetic());
   ASSERT_EQ(rows.size(), 2u);
@@ -89,7 +116,10 @@ TEST(Table, RelativeColumnsAgainstFullOnTheSameInstances) {
             std::string::npos);
   // Retention's interval: full scored 1 everywhere, so it is the score's
   // Wilson interval (3 of 4: [0.3006, 0.9544]) in percent; full's own row has none.
-  EXPECT_NE(md.find("| h2o | 25.0% | 1.10x | 75.0% [30.1, 95.4] |"), std::string::npos) << md;
+  // Speed: the median of the paired ratios (1.1 on every instance here, so
+  // its interval has no width), none for full's own row.
+  EXPECT_NE(md.find("| h2o | 25.0% | 1.10x [1.10, 1.10] | 75.0% [30.1, 95.4] |"), std::string::npos)
+      << md;
   EXPECT_NE(md.find("| full | 100.0% | 1.00x | 100.0% |"), std::string::npos) << md;
   // The score with its Wilson interval (3 of 4: [0.3006, 0.9544]) and n.
   EXPECT_NE(md.find("| 0.750 [0.301, 0.954] | Wilson, n=4 |"), std::string::npos) << md;
@@ -108,7 +138,7 @@ TEST(Table, RelativeColumnsAgainstFullOnTheSameInstances) {
   EXPECT_NE(md.find("| +0.500 [+0.500, +0.500] | 0.2000 [0.2000, 0.2000] | 0.500 [0.500, 0.500] |"),
             std::string::npos)
       << md;
-  EXPECT_NE(csv.find(",0.5,0.5,0.2,0.2,0.5,0.5\n"), std::string::npos) << csv;
+  EXPECT_NE(csv.find(",0.5,0.5,0.2,0.2,0.5,0.5,1.1,1.1\n"), std::string::npos) << csv;
   // Every row of the markdown table has as many cells as its header.
   std::istringstream lines(md);
   std::string line;

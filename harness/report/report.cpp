@@ -378,7 +378,9 @@ ReportSummary write_report(const RunFolder& run) {
   const std::string speed_legend =
       "Median over each configuration's cells, in brackets the slowest and the fastest cell (a "
       "spread, not a confidence interval: the cells differ in context length and task as well as "
-      "in noise). Timings vary from run to run; every other number is deterministic.";
+      "in noise). Inference Speed: each cell's decode rate over the full cache's on the same "
+      "instance, the median of those ratios with its 95% bootstrap interval over the instances. "
+      "Timings vary from run to run; every other number is deterministic.";
   const std::string curves_legend =
       "Per policy family with two or more ratio budgets: AUC is the mean over instances of the "
       "area under that instance's score-vs-compression-ratio curve over the tested ratios "

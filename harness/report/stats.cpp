@@ -79,6 +79,19 @@ Interval bootstrap_mean_interval(std::span<const double> x) {
   return percentile_interval(means);
 }
 
+Interval bootstrap_median_interval(std::span<const double> x) {
+  if (x.size() < 3) return {};
+  datasets::Rng rng(kBootstrapSeed);
+  const uint64_t n = x.size();
+  std::vector<double> medians(kBootstrapResamples), draw(n);
+  for (double& m : medians) {
+    for (uint64_t i = 0; i < n; ++i) draw[i] = x[rng.below(n)];
+    std::sort(draw.begin(), draw.end());
+    m = n % 2 ? draw[n / 2] : 0.5 * (draw[n / 2 - 1] + draw[n / 2]);
+  }
+  return percentile_interval(medians);
+}
+
 Interval bootstrap_ratio_interval(std::span<const double> num, std::span<const double> den) {
   assert(num.size() == den.size());
   if (num.size() < 2) return {};

@@ -71,6 +71,10 @@ Interval wilson_interval(int64_t successes, int64_t n);
 // certainty the data cannot support).
 Interval bootstrap_mean_interval(std::span<const double> x);
 
+// The same for the median of x (the mean of the two middle values for an
+// even count): NaN for fewer than 3 values.
+Interval bootstrap_median_interval(std::span<const double> x);
+
 // Percentile bootstrap interval at 95% for sum(num) / sum(den) over paired
 // instances (num[i] and den[i] belong to instance i; equal sizes > 0).
 // Resamples whose sum(den) is 0 have no ratio and are left out; NaN when

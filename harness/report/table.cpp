@@ -109,6 +109,17 @@ std::string percent_with_interval(std::optional<double> v, stats::Interval ci) {
   return buf;
 }
 
+// "1.42x [1.35, 1.50]": a speed ratio with its interval.
+std::string speed_with_interval(std::optional<double> v, stats::Interval ci) {
+  if (!v) return "–";
+  char buf[96];
+  if (std::isnan(ci.lo))
+    std::snprintf(buf, sizeof buf, "%.2fx", *v);
+  else
+    std::snprintf(buf, sizeof buf, "%.2fx [%.2f, %.2f]", *v, ci.lo, ci.hi);
+  return buf;
+}
+
 }  // namespace
 
 std::string speed_markdown(const std::vector<TableRow>& rows) {
@@ -126,8 +137,8 @@ std::string speed_markdown(const std::vector<TableRow>& rows) {
   for (const auto& r : rows)
     o << "| " << markdown_cell(r.label) << " | " << spread(r.decode_tok_s, r.decode_range, "%.1f")
       << " | " << spread(r.prefill_tok_s, r.prefill_range, "%.1f") << " | "
-      << spread(r.ttft_seconds, r.ttft_range, "%.3f") << " | " << fmt(r.speed_rel, "%.2fx") << " | "
-      << r.cells << " |\n";
+      << spread(r.ttft_seconds, r.ttft_range, "%.3f") << " | "
+      << speed_with_interval(r.speed_rel, r.speed_rel_ci) << " | " << r.cells << " |\n";
   return o.str();
 }
 
@@ -164,7 +175,7 @@ std::vector<TableRow> build_table(const std::vector<json>& cells) {
         attended;
     double score_sum = 0, full_score_sum = 0, hot_sum = 0, full_bytes_sum = 0;
     std::vector<double> paired_score, paired_full_score;  // [instances with a full cell]
-    std::vector<double> full_dec;
+    std::vector<double> full_dec, speed_pairs;
     bool all_have_full = true;
     for (const json* c : members) {
       const double s = (*c)["score"].get<double>();
@@ -193,6 +204,8 @@ std::vector<TableRow> build_table(const std::vector<json>& cells) {
       hot_sum += num(*c, "memory", "kv_bytes_hot");
       full_bytes_sum += num(full, "memory", "kv_bytes_hot");
       full_dec.push_back(num(full, "timing", "decode_tok_s"));
+      const double d = num(*c, "timing", "decode_tok_s"), fd = num(full, "timing", "decode_tok_s");
+      if (d > 0 && fd > 0) speed_pairs.push_back(d / fd);
       nll_d.push_back(num(*c, "retention", "answer_nll") - num(full, "retention", "answer_nll"));
     }
     r.score = mean(score);
@@ -232,8 +245,10 @@ std::vector<TableRow> build_table(const std::vector<json>& cells) {
           r.score_rel_ci = retention_interval(paired_score, paired_full_score);
       }
       if (full_bytes_sum > 0) r.memory_rel = hot_sum / full_bytes_sum;
-      const double fd = median(full_dec);
-      if (fd > 0 && !std::isnan(r.decode_tok_s)) r.speed_rel = r.decode_tok_s / fd;
+      if (!speed_pairs.empty()) {
+        r.speed_rel = median(speed_pairs);
+        if (!reference) r.speed_rel_ci = stats::bootstrap_median_interval(speed_pairs);
+      }
       r.nll_delta = opt(mean(nll_d));
       r.nll_delta_ci = interval(nll_d);
     }
@@ -254,9 +269,9 @@ std::string table_markdown(const std::vector<TableRow>& rows) {
   for (const auto& r : rows) {
     o << "| " << markdown_cell(r.label) << " | "
       << fmt(r.memory_rel ? std::optional(*r.memory_rel * 100) : std::nullopt, "%.1f%%") << " | "
-      << fmt(r.speed_rel, "%.2fx") << " | " << percent_with_interval(r.score_rel, r.score_rel_ci)
-      << " | " << format_bytes(r.kv_bytes_hot) << " | "
-      << (r.kv_bytes_cold > 0 ? format_bytes(r.kv_bytes_cold) : "–") << " | "
+      << speed_with_interval(r.speed_rel, r.speed_rel_ci) << " | "
+      << percent_with_interval(r.score_rel, r.score_rel_ci) << " | " << format_bytes(r.kv_bytes_hot)
+      << " | " << (r.kv_bytes_cold > 0 ? format_bytes(r.kv_bytes_cold) : "–") << " | "
       << (std::isnan(r.kv_bytes_peak_prefill) ? "–" : format_bytes(r.kv_bytes_peak_prefill))
       << " | " << fmt(opt(r.decode_tok_s), "%.1f") << " | " << fmt(opt(r.prefill_tok_s), "%.1f")
       << " | " << fmt(opt(r.ttft_seconds), "%.3f") << " | "
@@ -279,7 +294,7 @@ std::string table_csv(const std::vector<ModelRows>& models) {
        "decode_tok_s,prefill_tok_s,ttft_seconds,score,nll_delta,kl_full,top1_agreement,needle_"
        "survival,needle_attended,policy_share,kv_bytes_peak_prefill,score_lo,score_hi,score_"
        "interval,score_rel_lo,score_rel_hi,nll_delta_lo,nll_delta_hi,kl_full_lo,kl_full_hi,top1_"
-       "agreement_lo,top1_agreement_hi\n";
+       "agreement_lo,top1_agreement_hi,speed_rel_lo,speed_rel_hi\n";
   auto v = [](std::optional<double> x) { return x ? fmt(x, "%.6g") : std::string(); };
   // Whole bytes: a mean of byte counts, exact to the byte rather than to
   // six significant digits.
@@ -298,7 +313,8 @@ std::string table_csv(const std::vector<ModelRows>& models) {
         << v(opt(r.score_rel_ci.hi)) << "," << v(opt(r.nll_delta_ci.lo)) << ","
         << v(opt(r.nll_delta_ci.hi)) << "," << v(opt(r.kl_full_ci.lo)) << ","
         << v(opt(r.kl_full_ci.hi)) << "," << v(opt(r.top1_agreement_ci.lo)) << ","
-        << v(opt(r.top1_agreement_ci.hi)) << "\n";
+        << v(opt(r.top1_agreement_ci.hi)) << "," << v(opt(r.speed_rel_ci.lo)) << ","
+        << v(opt(r.speed_rel_ci.hi)) << "\n";
     }
   return o.str();
 }
@@ -313,6 +329,7 @@ nlohmann::json table_json(const std::vector<TableRow>& rows) {
          {"cells", r.cells},
          {"memory_rel", v(r.memory_rel)},
          {"speed_rel", v(r.speed_rel)},
+         {"speed_rel_ci", {{"lo", v(opt(r.speed_rel_ci.lo))}, {"hi", v(opt(r.speed_rel_ci.hi))}}},
          {"score_rel", v(r.score_rel)},
          {"kv_bytes_hot", r.kv_bytes_hot},
          {"kv_bytes_cold", r.kv_bytes_cold},

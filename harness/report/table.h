@@ -45,8 +45,14 @@ struct TableRow {
   std::optional<double> memory_rel;    // hot bytes / full's bytes on the same instances
   double decode_tok_s = 0.0;           // median
   double prefill_tok_s = 0.0;          // median
-  std::optional<double> speed_rel;     // decode tok/s / full's, medians
-  double ttft_seconds = 0.0;           // median
+  // Decode tok/s over the full cache's on the same instance: the median of
+  // those paired ratios, with a 95% bootstrap interval of that median over
+  // the instances (cells of an instance run one after another, so each pair
+  // shares the machine's state; NaN for the full cache's own row and with
+  // fewer than 3 pairs).
+  std::optional<double> speed_rel;
+  stats::Interval speed_rel_ci;
+  double ttft_seconds = 0.0;  // median
   // The spread of the speeds over the row's cells: their smallest and
   // largest values (NaN when no cell has one). Not a confidence interval:
   // the cells differ in context length and task as well as in noise.
