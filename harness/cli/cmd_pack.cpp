@@ -15,6 +15,42 @@ namespace po = boost::program_options;
 namespace fs = std::filesystem;
 
 namespace kvbench::cli {
+namespace {
+
+// The cells a finished shard holds: a shard I of N runs instances I-1,
+// I-1+N, ... of the plan's (harness/run/plan.h: in_shard), each with every
+// policy. A finished shard packs like a finished run, so a long job's
+// shards can be stored as they finish and merged later (kvbench merge reads
+// packed folders). Only for one model: a several-model shard slices each
+// model's instances, which meta.json does not count apart.
+int64_t shard_cells(const std::string& dir, const nlohmann::json& meta) {
+  const std::string file = dir + "/meta.json";
+  if (meta.contains("models"))
+    throw InputError(dir +
+                     ": a shard of a several-model run: merge the shards (kvbench merge), "
+                     "then pack the merged folder");
+  const auto count_of = [&](const nlohmann::json& j, const char* key, const std::string& where,
+                            int64_t lo) {
+    if (!j.is_object() || !j.contains(key) || !j[key].is_number_integer() ||
+        j[key].get<int64_t>() < lo || j[key].get<int64_t>() > 1000000000)
+      throw InputError(file + ": " + where + key + ": expected an integer from " +
+                       std::to_string(lo) + " to 1000000000");
+    return j[key].get<int64_t>();
+  };
+  const int64_t index = count_of(meta["shard"], "index", "/shard/", 1);
+  const int64_t count = count_of(meta["shard"], "count", "/shard/", 1);
+  if (index > count)
+    throw InputError(file + ": /shard/index " + std::to_string(index) + " > count " +
+                     std::to_string(count));
+  if (!meta.contains("plan"))
+    throw InputError(file + ": /plan: missing (the shard's planned cells cannot be counted)");
+  const int64_t instances = count_of(meta["plan"], "instances", "/plan/", 0);
+  const int64_t policies = count_of(meta["plan"], "policies", "/plan/", 0);
+  const int64_t mine = index <= instances ? (instances - index) / count + 1 : 0;
+  return mine * policies;
+}
+
+}  // namespace
 
 int cmd_pack(const Args& args) {
   po::options_description desc("options");
@@ -28,11 +64,8 @@ int cmd_pack(const Args& args) {
   const std::vector<nlohmann::json> cells = run.cells();
   if (cells.empty()) throw InputError(run.dir() + ": no cells to pack");
   const nlohmann::json meta = run.meta();
-  if (meta.contains("shard"))
-    throw InputError(run.dir() +
-                     ": a shard of a run: merge the shards (kvbench merge), then pack the merged "
-                     "folder");
-  const int64_t planned = meta.contains("plan") ? meta["plan"].value("cells", int64_t{0}) : 0;
+  int64_t planned = meta.contains("plan") ? meta["plan"].value("cells", int64_t{0}) : 0;
+  if (meta.contains("shard")) planned = shard_cells(run.dir(), meta);
   if (planned > 0 && static_cast<int64_t>(cells.size()) < planned)
     throw InputError(run.dir() + ": " + std::to_string(cells.size()) + " of " +
                      std::to_string(planned) +

@@ -16,6 +16,7 @@
 #include "harness/run/packed_cells.h"
 #include "tests/hostile/hostile_support.h"
 #include "tests/support/cli_run.h"
+#include "tests/support/reference_llama.h"
 
 namespace kvbench::test {
 namespace {
@@ -113,13 +114,51 @@ TEST(HostilePacked, DamagedPacksAreRefusedNamingTheFile) {
   expect_input_error(run_kvbench("report " + run), "no newline at the end");
 }
 
-TEST(HostilePacked, ShardsAndUnfinishedRunsAreNotPacked) {
+// A finished shard packs (so a long job's shards can be stored as they
+// finish and merged later), and packed shards merge into the same cells as
+// the unpacked ones; an unfinished shard, or one whose meta.json says
+// something impossible, is refused before anything is written.
+TEST(HostilePacked, FinishedShardsPackAndMergeUnfinishedOnesDoNot) {
   const std::string dir = scratch("packed-shard");
-  const auto r = run_kvbench("run " + tiny_experiment(dir) + " -q --shard 1/2 --out " + dir + "/s");
-  ASSERT_EQ(r.code, 0) << r.err;
-  std::string shard;
-  for (const auto& e : fs::directory_iterator(dir + "/s")) shard = e.path().string();
-  expect_input_error(run_kvbench("pack " + shard), "merge the shards");
+  const std::string config = dir + "/four.json";
+  std::ofstream(config) << R"({"name": "four", "model": ")" << tiny_model_path() << R"(",
+    "threads": 1, "tasks": [{"task": "passkey", "lengths": [128], "depths": [0.25, 0.75],
+    "samples": 2}], "policies": ["full", {"spec": "window:budget=64", "label": "win"}],
+    "decoding": {"chunk": 64, "max_new_tokens": 2}})";
+  std::vector<std::string> shards, packed;
+  for (int i = 1; i <= 3; ++i) {
+    const std::string out = dir + "/s" + std::to_string(i);
+    const auto r =
+        run_kvbench("run " + config + " -q --shard " + std::to_string(i) + "/3 --out " + out);
+    ASSERT_EQ(r.code, 0) << r.err;
+    for (const auto& e : fs::directory_iterator(out)) shards.push_back(e.path().string());
+    packed.push_back(dir + "/p" + std::to_string(i));
+    fs::copy(shards.back(), packed.back(), fs::copy_options::recursive);
+  }
+  // Shard 1 of 3 holds instances 0 and 3: 4 cells; shards 2 and 3 one each.
+  EXPECT_EQ(cells_of(shards[0]).size(), 4u);
+  // Unfinished: a cell gone.
+  const std::string cut = dir + "/cut";
+  fs::copy(shards[0], cut, fs::copy_options::recursive);
+  fs::remove(fs::directory_iterator(cut + "/cells")->path());
+  expect_input_error(run_kvbench("pack " + cut), "3 of 4 planned cells");
+  // A shard index past its count.
+  json meta = json::parse(slurp(cut + "/meta.json"));
+  meta["shard"]["index"] = 5;
+  std::ofstream(cut + "/meta.json") << meta.dump();
+  expect_input_error(run_kvbench("pack " + cut), "/shard/index");
+  for (const auto& p : packed) {
+    const auto r = run_kvbench("pack " + p);
+    ASSERT_EQ(r.code, 0) << r.err;
+  }
+  const auto a = run_kvbench("merge " + shards[0] + " " + shards[1] + " " + shards[2] + " -o " +
+                             dir + "/merged");
+  ASSERT_EQ(a.code, 0) << a.err;
+  const auto b = run_kvbench("merge " + packed[0] + " " + packed[1] + " " + packed[2] + " -o " +
+                             dir + "/merged-packed");
+  ASSERT_EQ(b.code, 0) << b.err;
+  EXPECT_EQ(cells_of(dir + "/merged-packed"), cells_of(dir + "/merged"));
+  EXPECT_EQ(slurp(dir + "/merged-packed/table.md"), slurp(dir + "/merged/table.md"));
 }
 
 }  // namespace
