@@ -474,6 +474,37 @@ TEST(Compare, ANoiseSizedDropIsNoRegression) {
   for (const auto* f : {&base, &same, &one, &three}) f->remove();
 }
 
+// Beside the gate, compare says what memory and speed did. Speed is read
+// against each run's own full cache: the new run's machine is twice as
+// fast on every cell, which moves no configuration's speed; h2o's memory
+// halved, which is a change (memory has no noise).
+TEST(Compare, MemoryAndSpeedBesideTheGate) {
+  std::vector<json> b = ten(passing_but(0)), n = ten(passing_but(0));
+  for (json& c : n) {
+    c["timing"]["decode_tok_s"] = c["timing"]["decode_tok_s"].get<double>() * 2;
+    if (!c["policy"]["is_reference"].get<bool>()) c["memory"]["kv_bytes_hot"] = 500.0;
+  }
+  const RunFolder base = make_run("res-base", b), next = make_run("res-new", n);
+  const CompareResult r = compare_runs(base.dir(), next.dir(), 0.05);
+  EXPECT_FALSE(r.regressed) << r.report;
+  EXPECT_NE(r.report.find("## Memory and speed (informational, not part of the gate)"),
+            std::string::npos);
+  EXPECT_NE(r.report.find("| h2o | 10 | 1000 B | 500 B | -50.0% | 1.10x | 1.10x | 1.00 [1.00, "
+                          "1.00] |"),
+            std::string::npos)
+      << r.report;
+  EXPECT_NE(r.report.find("| full | 10 | 3.9 KiB | 3.9 KiB | +0.0% | 1.00x | 1.00x |"),
+            std::string::npos)
+      << r.report;
+  const json j = compare_json(r);
+  ASSERT_EQ(j["resources"].size(), 2u);
+  EXPECT_EQ(j["resources"][1]["configuration"], "h2o");
+  EXPECT_DOUBLE_EQ(j["resources"][1]["new_hot_bytes"].get<double>(), 500.0);
+  EXPECT_DOUBLE_EQ(j["resources"][1]["speed_change"].get<double>(), 1.0);
+  base.remove();
+  next.remove();
+}
+
 // Runs of different arithmetic (decoding.exact, decoding.attention) are
 // compared, with a note first; runs of the same arithmetic get none.
 TEST(Compare, AnotherArithmeticIsNamedFirst) {

@@ -10,8 +10,10 @@
 #include "harness/encode/markdown.h"
 #include "harness/report/arithmetic.h"
 #include "harness/report/compare_metrics.h"
+#include "harness/report/compare_resources.h"
 #include "harness/report/models.h"
 #include "harness/report/stats.h"
+#include "harness/report/table.h"
 #include "harness/run/run_folder.h"
 #include "model/common/error.h"
 #include "model/common/printable.h"
@@ -28,7 +30,14 @@ struct Cell {
   std::string id;  // the cell's id (its file's stem)
   double score = 0.0;
   CellMetrics metrics;
+  CellResources resources;
 };
+
+// A number at c[a][b], NaN when absent or not a number.
+double number_at(const json& c, const char* a, const char* b) {
+  if (!c.contains(a) || !c[a].is_object() || !c[a].contains(b) || !c[a][b].is_number()) return NAN;
+  return c[a][b].get<double>();
+}
 
 // A cell's continuous metrics (NaN where null or absent).
 CellMetrics metrics_of(const json& c) {
@@ -53,6 +62,7 @@ using Specs = std::map<std::string, std::string>;
 struct Model {
   Groups groups;
   Specs specs;
+  std::map<std::string, double> full_decode;  // instance id -> the full cache's decode tok/s
 };
 
 // model label -> group -> instance id -> that instance's cell (a cell without
@@ -71,14 +81,23 @@ std::map<std::string, Model> by_model(const RunFolder& run) {
     // RunFolder::open checked that a label has one spec within the run.
     const json& policy = c["policy"];
     m.specs[key.first] = policy.contains("spec") ? policy["spec"].get<std::string>() : "";
+    const CellResources res{number_at(c, "memory", "kv_bytes_hot"),
+                            number_at(c, "timing", "decode_tok_s")};
+    if (policy.value("is_reference", false)) m.full_decode[instance] = res.decode_tok_s;
     const auto [it, inserted] =
-        m.groups[key].emplace(instance, Cell{id, c["score"].get<double>(), metrics_of(c)});
+        m.groups[key].emplace(instance, Cell{id, c["score"].get<double>(), metrics_of(c), res});
     if (!inserted)
       throw InputError(run.path("cells/" + id + ".json") + ": /instance/id: '" +
                        instance.substr(0, 80) + "' is also the instance of cell '" +
                        it->second.id.substr(0, 80) +
                        "' of the same configuration and task (cells are paired by instance)");
   }
+  // Each cell's speed is read against its own run's full cache.
+  for (auto& [label, m] : models)
+    for (auto& [key, cells] : m.groups)
+      for (auto& [instance, cell] : cells)
+        if (const auto f = m.full_decode.find(instance); f != m.full_decode.end())
+          cell.resources.full_decode_tok_s = f->second;
   return models;
 }
 
@@ -193,6 +212,11 @@ CompareResult compare_runs(const std::string& base_dir, const std::string& new_d
                      " (models are matched by label): nothing to compare");
 
   std::ostringstream table, changed, notes, configurations, metrics;
+  // (model, base configuration) -> its paired cells' resources over every task.
+  std::map<std::pair<std::string, std::string>,
+           std::pair<std::vector<CellResources>, std::vector<CellResources>>>
+      resources;
+  std::map<std::pair<std::string, std::string>, std::string> resource_shown;
   int metric_groups = 0, metric_groups_changed = 0;
   int n_changed = 0, n_missing = 0, n_base = 0, n_new = 0, n_only_new = 0;
   const std::string header =
@@ -241,6 +265,9 @@ CompareResult compare_runs(const std::string& base_dir, const std::string& new_d
         sn.push_back(score_new);
         mb.push_back(cell.metrics);
         mn.push_back(it->second.metrics);
+        auto& [rb, rn] = resources[{model, key.first}];
+        rb.push_back(cell.resources);
+        rn.push_back(it->second.resources);
         if (cell.score != score_new) {
           ++n_changed;
           char buf[96];
@@ -292,6 +319,7 @@ CompareResult compare_runs(const std::string& base_dir, const std::string& new_d
       const std::string shown = m == to_new.end() || m->second == key.first
                                     ? markdown_cell(key.first)
                                     : markdown_cell(key.first) + " → " + markdown_cell(m->second);
+      resource_shown[{model, key.first}] = in_model + shown;
       const std::vector<MetricCheck> checks = compare_metrics(mb, mn, metric_tolerance);
       group.metrics = checks;
       for (const MetricCheck& mc : checks) group.regressed = group.regressed || mc.regressed;
@@ -396,6 +424,29 @@ CompareResult compare_runs(const std::string& base_dir, const std::string& new_d
       << metrics.str();
   else
     o << ".\n";
+  o << "\n## Memory and speed (informational, not part of the gate)\n\n"
+    << "Per configuration over the instances both runs have: mean hot KV bytes at question time, "
+       "and decode speed relative to each run's own full cache on the same instance (median over "
+       "the instances); the change is the median over the instances of new / base, with its 95% "
+       "bootstrap interval: timings carry the machines' noise, memory does not.\n\n"
+    << "| Configuration | n | Hot KV, base | Hot KV, new | Δ memory | Speed, base | Speed, new | "
+       "Speed new / base [95%] |\n|---|---:|---:|---:|---:|---:|---:|---|\n";
+  for (const auto& [key, cells] : resources) {
+    const ResourceCheck rc = compare_resources(cells.first, cells.second);
+    r.resources.push_back({key.first, key.second, rc});
+    const auto speed = [](double v) {
+      return std::isnan(v) ? std::string("–") : fixed(v, "%.2fx");
+    };
+    o << "| " << resource_shown[key] << " | " << rc.n << " | "
+      << (std::isnan(rc.base_hot) ? "–" : format_bytes(rc.base_hot)) << " | "
+      << (std::isnan(rc.new_hot) ? "–" : format_bytes(rc.new_hot)) << " | "
+      << (rc.base_hot > 0 ? fixed(100 * (rc.new_hot / rc.base_hot - 1), "%+.1f%%") : "–") << " | "
+      << speed(rc.base_speed) << " | " << speed(rc.new_speed) << " | "
+      << (std::isnan(rc.speed_change)
+              ? std::string("–")
+              : stats::format_estimate(rc.speed_change, rc.speed_change_ci, "%.2f"))
+      << " |\n";
+  }
   o << "\n## Cells whose score changed (" << n_changed << ")\n\n";
   if (n_changed)
     o << "| Cell | Instance | Configuration | Base | New | Δ |\n|---|---|---|---:|---:|---:|\n"

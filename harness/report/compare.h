@@ -21,6 +21,8 @@
 // of every group where any changed, every cell whose score changed, a note
 // for each group too small to detect a drop of the tolerance's size, and the
 // result line ("RESULT: regression" or "RESULT: no significant regression").
+// Beside the gate, per configuration: memory and speed in both runs
+// (harness/report/compare_resources.h), informational.
 // A significant worsening of a continuous metric beyond `metric_tolerance`
 // is a regression too.
 //
@@ -35,6 +37,7 @@
 #include <vector>
 
 #include "harness/report/compare_metrics.h"
+#include "harness/report/compare_resources.h"
 #include "harness/report/stats.h"
 
 namespace kvbench {
@@ -90,6 +93,12 @@ struct CompareResult {
   std::vector<std::pair<std::string, std::string>> models_in_one_run;  // model, "base" or "new"
   std::vector<CompareGroup> groups;
   std::vector<ChangedCell> changed;
+  // Memory and speed per (model, base configuration), over every task.
+  struct Resources {
+    std::string model, configuration;
+    ResourceCheck check;
+  };
+  std::vector<Resources> resources;
   int64_t base_cells = 0, new_cells = 0, missing = 0, only_in_new = 0;
 };
 

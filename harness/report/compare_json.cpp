@@ -56,7 +56,19 @@ json group(const CompareGroup& g) {
 
 json compare_json(const CompareResult& r) {
   json configurations = json::array(), models = json::array(), groups = json::array(),
-       changed = json::array();
+       changed = json::array(), resources = json::array();
+  for (const auto& x : r.resources)
+    resources.push_back({{"model", text_or_null(x.model)},
+                         {"configuration", x.configuration},
+                         {"n", x.check.n},
+                         {"base_hot_bytes", number(x.check.base_hot)},
+                         {"new_hot_bytes", number(x.check.new_hot)},
+                         {"base_speed", number(x.check.base_speed)},
+                         {"new_speed", number(x.check.new_speed)},
+                         {"speed_n", x.check.speed_n},
+                         {"speed_change", number(x.check.speed_change)},
+                         {"speed_change_ci", json::array({number(x.check.speed_change_ci.lo),
+                                                          number(x.check.speed_change_ci.hi)})}});
   for (const ConfigurationMatch& c : r.configurations)
     configurations.push_back({{"model", text_or_null(c.model)},
                               {"label", c.label},
@@ -87,6 +99,7 @@ json compare_json(const CompareResult& r) {
       {"models_in_one_run", models},
       {"groups", groups},
       {"changed_cells", changed},
+      {"resources", resources},
       {"counts",
        {{"base_cells", r.base_cells},
         {"new_cells", r.new_cells},
