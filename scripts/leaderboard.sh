@@ -21,6 +21,10 @@
 # Results: OUT/<model>-<protocol>/merged, a run folder `kvbench report` reads.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# One job's shards may run on different machines (sessions, a Slurm array):
+# OpenBLAS's kernels are pinned so that their numbers agree
+# (scripts/baseline_common.sh says why).
+export OPENBLAS_CORETYPE=${OPENBLAS_CORETYPE:-Haswell}
 out=${1:?usage: scripts/leaderboard.sh OUT [SHARDS]}
 shards=${2:-$(nproc)}
 parallel=${PARALLEL:-$(nproc)}
