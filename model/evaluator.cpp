@@ -2,6 +2,7 @@
 
 #include <cassert>
 #include <cmath>
+#include <stdexcept>
 
 #include "model/ops/rope.h"
 
@@ -78,9 +79,7 @@ void Evaluator::add_bias_rows(float* rows, const std::vector<float>& bias, int64
   });
 }
 
-void Evaluator::step(std::span<const int32_t> tokens, std::span<const int32_t> positions, int seq,
-                     StepPhase phase, KvCache& cache, Logits which, float* logits) {
-  assert(tokens.size() == positions.size() && !tokens.empty());
+void Evaluator::embed(std::span<const int32_t> tokens, std::span<const int32_t> positions) {
   const LlamaConfig& c = model_.config();
   const LlamaWeights& w = model_.weights();
   const int64_t n = static_cast<int64_t>(tokens.size());
@@ -104,6 +103,21 @@ void Evaluator::step(std::span<const int32_t> tokens, std::span<const int32_t> p
     rope_.fill(positions, t0, t1, inv_freq_);
     if (local) rope_local_.fill(positions, t0, t1, inv_freq_local_);
   });
+}
+
+void Evaluator::output(int64_t first, int64_t rows, float* logits) {
+  const LlamaConfig& c = model_.config();
+  const LlamaWeights& w = model_.weights();
+  rms_norm(x_.data() + first * c.dim, w.output_norm, xn_.data(), rows);
+  matmul(w.output, xn_.data(), rows, logits, c.n_vocab, pool_, matmul_scratch_, matmul_options_);
+  if (c.final_logit_softcap > 0.0f) soft_cap(logits, rows * c.n_vocab, c.final_logit_softcap);
+}
+
+void Evaluator::step(std::span<const int32_t> tokens, std::span<const int32_t> positions, int seq,
+                     StepPhase phase, KvCache& cache, Logits which, float* logits) {
+  assert(tokens.size() == positions.size() && !tokens.empty());
+  const int64_t n = static_cast<int64_t>(tokens.size());
+  embed(tokens, positions);
 
   StepInfo info;
   info.seq = seq;
@@ -111,17 +125,50 @@ void Evaluator::step(std::span<const int32_t> tokens, std::span<const int32_t> p
   info.positions = positions;
   info.tokens = tokens;
   cache.begin_step(info);
-
-  for (int l = 0; l < c.n_layers; ++l) block(l, positions, cache);
+  KvCache* const one[] = {&cache};
+  for (int l = 0; l < model_.config().n_layers; ++l) block(l, positions, one);
   cache.end_step();
 
   if (which == Logits::None) return;
   // Only the rows whose logits are wanted go through the output layer.
   const int64_t first = which == Logits::Last ? n - 1 : 0;
-  const int64_t rows = n - first;
-  rms_norm(x_.data() + first * c.dim, w.output_norm, xn_.data(), rows);
-  matmul(w.output, xn_.data(), rows, logits, c.n_vocab, pool_, matmul_scratch_, matmul_options_);
-  if (c.final_logit_softcap > 0.0f) soft_cap(logits, rows * c.n_vocab, c.final_logit_softcap);
+  output(first, n - first, logits);
+}
+
+void Evaluator::step_batch(std::span<const BatchToken> rows, float* logits) {
+  const int64_t n = static_cast<int64_t>(rows.size());
+  if (n == 0) return;
+  // [n] each: the rows' tokens, positions and caches; row t's StepInfo points
+  // at its own element of tokens and positions.
+  std::vector<int32_t> tokens(n), positions(n);
+  std::vector<KvCache*> caches(n);
+  for (int64_t t = 0; t < n; ++t) {
+    tokens[t] = rows[t].token;
+    positions[t] = rows[t].position;
+    caches[t] = rows[t].cache;
+    for (int64_t u = 0; u < t; ++u)
+      if (caches[u] == caches[t])
+        throw std::invalid_argument("step_batch: two rows share one cache");
+  }
+  embed(tokens, positions);
+  // Each row's products as if alone (Exact mode's GEMM would mix the order).
+  struct RowWise {
+    MatmulOptions& o;
+    bool saved;
+    ~RowWise() { o.row_wise = saved; }
+  } row_wise{matmul_options_, matmul_options_.row_wise};
+  matmul_options_.row_wise = true;
+  for (int64_t t = 0; t < n; ++t) {
+    StepInfo info;
+    info.seq = rows[t].seq;
+    info.phase = StepPhase::Decode;
+    info.positions = std::span(positions).subspan(t, 1);
+    info.tokens = std::span(tokens).subspan(t, 1);
+    caches[t]->begin_step(info);
+  }
+  for (int l = 0; l < model_.config().n_layers; ++l) block(l, positions, caches);
+  for (KvCache* c : caches) c->end_step();
+  output(0, n, logits);
 }
 
 }  // namespace kvbench

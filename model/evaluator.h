@@ -22,6 +22,15 @@ namespace kvbench {
 
 enum class Logits { None, Last, All };
 
+// One sequence's token in a batched decode step (Evaluator::step_batch): the
+// token, its rotary position, and the sequence's own cache (with its id).
+struct BatchToken {
+  int32_t token = 0;
+  int32_t position = 0;
+  int seq = 0;
+  KvCache* cache = nullptr;
+};
+
 class Evaluator {
  public:
   // mode: Quantized (8-bit activations, as llama.cpp; the fast default) or
@@ -34,6 +43,15 @@ class Evaluator {
   // [n][n_vocab] for Logits::All (caller-sized), nothing for Logits::None.
   void step(std::span<const int32_t> tokens, std::span<const int32_t> positions, int seq,
             StepPhase phase, KvCache& cache, Logits which, float* logits);
+
+  // One decode step of several sequences at once, each with its own cache
+  // (distinct caches): the weight matmuls run once over the n rows, each
+  // row then appends to and attends over its own cache, which begins, is
+  // observed and ends its step as if it were decoded alone. Writes every
+  // row's logits, [n][n_vocab]. Each row's logits have the bits step() gives
+  // that sequence alone, because no product mixes rows: the matmuls' rows
+  // are independent (tests/test_matmul.cpp) and attention is per row.
+  void step_batch(std::span<const BatchToken> rows, float* logits);
 
   const LlamaModel& model() const { return model_; }
   int n_threads() const { return pool_.size(); }
@@ -51,8 +69,13 @@ class Evaluator {
 
  private:
   void ensure_capacity(int64_t n_tokens);
+  // x_ = the tokens' embeddings, and this step's RoPE tables at `positions`.
+  void embed(std::span<const int32_t> tokens, std::span<const int32_t> positions);
   // One transformer block over the step's n tokens: x_ += attention, x_ += FFN.
-  void block(int layer, std::span<const int32_t> positions, KvCache& cache);
+  // caches: one cache for all n tokens, or n (row t's own cache).
+  void block(int layer, std::span<const int32_t> positions, std::span<KvCache* const> caches);
+  // logits = output layer of x_ rows [first, first + rows).
+  void output(int64_t first, int64_t rows, float* logits);
   // What a sub-block's first matmuls read, [n_tokens][dim]: x_ RMS-normed
   // into xn_ when `norm`, else x_ itself.
   const float* block_input(bool norm, const std::vector<float>& weight, int64_t n_tokens);

@@ -116,4 +116,67 @@ Decoded decode(Evaluator& eval, KvCache& cache, std::vector<float>& logits,
   return d;
 }
 
+std::vector<Decoded> decode_batch(Evaluator& eval, std::span<BatchSequence> sequences) {
+  const size_t n = sequences.size();
+  std::vector<Decoded> out(n);
+  const int n_vocab = eval.model().config().n_vocab;
+  const Tokenizer& tok = eval.model().tokenizer();
+  auto pick = [&](const BatchSequence& s) {
+    return s.options.pick ? s.options.pick(s.logits->data()) : argmax(s.logits->data(), n_vocab);
+  };
+  // A sequence's state between rounds: its next token and stream position,
+  // whether it still steps.
+  std::vector<int32_t> next(n), stream_pos(n);
+  std::vector<char> going(n, 0);
+  for (size_t i = 0; i < n; ++i) {
+    if (sequences[i].options.max_new_tokens <= 0) continue;
+    const auto t0 = Clock::now();
+    next[i] = pick(sequences[i]);
+    out[i].first_token_seconds = since(t0);
+    stream_pos[i] = sequences[i].options.start;
+    going[i] = 1;
+  }
+  const auto t1 = Clock::now();
+  std::vector<BatchToken> rows;
+  std::vector<size_t> who;  // rows[r] is sequence who[r]
+  std::vector<float> logits;
+  for (;;) {
+    rows.clear();
+    who.clear();
+    // decode()'s loop body up to its step, for each sequence still going.
+    for (size_t i = 0; i < n; ++i) {
+      if (!going[i]) continue;
+      const DecodeOptions& o = sequences[i].options;
+      Decoded& d = out[i];
+      going[i] = 0;
+      d.seconds = since(t1);
+      if (tok.is_end_of_generation(next[i])) {
+        d.stopped_at_eog = true;
+        continue;
+      }
+      d.tokens.push_back(next[i]);
+      if (o.on_token) o.on_token(next[i]);
+      if (static_cast<int>(d.tokens.size()) >= o.max_new_tokens) continue;
+      if (o.n_ctx > 0 && stream_pos[i] >= o.n_ctx) {
+        d.hit_context = true;
+        continue;
+      }
+      going[i] = 1;
+      KvCache* cache = sequences[i].cache;
+      rows.push_back({next[i], cache->position_for(o.seq, stream_pos[i]++), o.seq, cache});
+      who.push_back(i);
+    }
+    if (rows.empty()) break;
+    logits.resize(rows.size() * static_cast<size_t>(n_vocab));
+    eval.step_batch(rows, logits.data());
+    for (size_t r = 0; r < rows.size(); ++r) {
+      BatchSequence& s = sequences[who[r]];
+      std::copy_n(logits.data() + r * n_vocab, n_vocab, s.logits->data());
+      ++out[who[r]].steps;
+      next[who[r]] = pick(s);
+    }
+  }
+  return out;
+}
+
 }  // namespace kvbench

@@ -85,4 +85,22 @@ struct Decoded {
 Decoded decode(Evaluator& eval, KvCache& cache, std::vector<float>& logits,
                const DecodeOptions& options);
 
+// One sequence of decode_batch: its cache (distinct from the others'), its
+// logits (in: the last prompt token's, [n_vocab]; out: its last step's) and
+// its options (seq, start, max_new_tokens, n_ctx, pick, on_token as decode's).
+struct BatchSequence {
+  KvCache* cache = nullptr;
+  std::vector<float>* logits = nullptr;
+  DecodeOptions options;
+};
+
+// decode() of every sequence at once: each round picks every unfinished
+// sequence's next token by decode()'s rules, then runs one
+// Evaluator::step_batch over those still going. Each sequence's tokens,
+// stop reason, steps and final logits are exactly decode()'s for it alone.
+// Timings: first_token_seconds is the sequence's own first pick; seconds is
+// the batch's wall time from the first round to the last step the sequence
+// took part in (its share of the batch is not separable).
+std::vector<Decoded> decode_batch(Evaluator& eval, std::span<BatchSequence> sequences);
+
 }  // namespace kvbench

@@ -43,7 +43,7 @@ const float* Evaluator::block_input(bool norm, const std::vector<float>& weight,
   return xn_.data();
 }
 
-void Evaluator::block(int l, std::span<const int32_t> positions, KvCache& cache) {
+void Evaluator::block(int l, std::span<const int32_t> positions, std::span<KvCache* const> caches) {
   const LlamaConfig& c = model_.config();
   const BlockNorms& norms = c.norms;
   const LayerWeights& L = model_.weights().layers[l];
@@ -73,13 +73,24 @@ void Evaluator::block(int l, std::span<const int32_t> positions, KvCache& cache)
       rotate(k_.data() + t * c.kv_dim(), c.n_kv_heads, c.head_dim, cs, sn, rope.half);
     }
   });
-  cache.append(l, k_.data(), v_.data());
-  if (cache.attention_request(l).queries) cache.observe_queries(l, q_.data(), positions);
   AttentionShape shape{c.n_heads, c.n_kv_heads, c.head_dim};
   shape.window = c.window_of(l);
   shape.scale = c.attn_scale;
   shape.bf16 = bf16_attention_;
-  attend(shape, l, q_.data(), positions, cache, attn_.data(), pool_, attention_scratch_);
+  // Rows [t0, t0 + count) go to `cache`: all n when the step has one cache,
+  // else each row to its own (a batched decode step), one call at a time.
+  auto attend_rows = [&](KvCache& cache, int64_t t0, int64_t count) {
+    const auto pos = positions.subspan(t0, count);
+    cache.append(l, k_.data() + t0 * c.kv_dim(), v_.data() + t0 * c.kv_dim());
+    if (cache.attention_request(l).queries)
+      cache.observe_queries(l, q_.data() + t0 * c.q_dim(), pos);
+    attend(shape, l, q_.data() + t0 * c.q_dim(), pos, cache, attn_.data() + t0 * c.q_dim(), pool_,
+           attention_scratch_);
+  };
+  if (caches.size() == 1)
+    attend_rows(*caches[0], 0, n);
+  else
+    for (int64_t t = 0; t < n; ++t) attend_rows(*caches[t], t, 1);
   matmul(L.wo, attn_.data(), n, proj_.data(), c.dim, pool_, matmul_scratch_, matmul_options_);
   if (norms.post_attention) rms_norm(proj_.data(), L.attn_post_norm, proj_.data(), n);
   add_residual(n);

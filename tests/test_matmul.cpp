@@ -433,5 +433,57 @@ TEST(TinyModelQuantized, MatmulPathsGiveBitIdenticalLogits) {
   }
 }
 
+// Batched decoding (several sequences' tokens as the rows of one step) is
+// equal to decoding each alone only if a row's outputs do not depend on the
+// other rows: each row of an n-row product, with and without the planar and
+// interleaved copies, has the bits of the same row multiplied alone; in
+// Exact mode with row_wise (its GEMM, for 8 rows or more, sums in another
+// order, and is checked to differ so the option is seen to matter).
+TEST(Matmul, EachRowHasTheBitsOfItsRowAlone) {
+  std::mt19937 rng(15);
+  for (GgmlType t : kTypes) {
+    const int64_t cols = cols_for(t), rows = 80;
+    const Matrix m = random_matrix(t, rows, cols, rng);
+    std::vector<uint8_t> planar(m.bytes.size()), interleaved(m.bytes.size());
+    WeightMatrix with = m.w;
+    const bool copies = t == GgmlType::Q4_0 || t == GgmlType::Q4_1 || t == GgmlType::Q5_0 ||
+                        t == GgmlType::Q5_1 || t == GgmlType::Q8_0;
+    if (copies) {
+      for (int64_t r = 0; r < rows; ++r)
+        to_planar_row(t, m.w.row(r), planar.data() + r * m.w.row_bytes, cols);
+      const size_t group = kInterleaveRows * m.w.row_bytes;
+      for (int64_t g = 0; g < rows / kInterleaveRows; ++g)
+        to_interleaved(t, m.w.row(g * kInterleaveRows), m.w.row_bytes,
+                       interleaved.data() + g * group, cols);
+      with.planar = planar.data();
+      with.interleaved = interleaved.data();
+    }
+    for (const WeightMatrix* w : {&m.w, static_cast<const WeightMatrix*>(&with)}) {
+      for (MatmulMode mode : {MatmulMode::Quantized, MatmulMode::Exact}) {
+        MatmulOptions o{mode, best_cpu_path()};
+        o.row_wise = true;
+        for (int64_t n : {2, 8, 32}) {
+          const auto x = random_input(n, cols, rng);
+          const auto all = run(*w, x, n, 2, o);
+          for (int64_t r = 0; r < n; ++r) {
+            const std::vector<float> one(x.begin() + r * cols, x.begin() + (r + 1) * cols);
+            EXPECT_EQ(0, std::memcmp(all.data() + r * rows, run(*w, one, 1, 2, o).data(), rows * 4))
+                << type_name(t) << (w == &with ? " with copies" : "")
+                << (mode == MatmulMode::Exact ? " exact" : " quantized") << " n " << n << " row "
+                << r;
+          }
+        }
+      }
+    }
+  }
+  // Without row_wise, Exact mode's GEMM rows differ from the row alone.
+  const Matrix m = random_matrix(GgmlType::Q4_1, 80, 576, rng);
+  const auto x = random_input(8, 576, rng);
+  const MatmulOptions gemm{MatmulMode::Exact, best_cpu_path()};
+  const std::vector<float> first(x.begin(), x.begin() + 576);
+  EXPECT_NE(
+      0, std::memcmp(run(m.w, x, 8, 2, gemm).data(), run(m.w, first, 1, 2, gemm).data(), 80 * 4));
+}
+
 }  // namespace
 }  // namespace kvbench

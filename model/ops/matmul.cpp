@@ -104,12 +104,14 @@ void matmul_group(std::span<const MatmulOutput> outputs, const float* x, int64_t
   std::array<ExactSegment, kMaxGroup> exact;
   size_t n_exact = 0;
   int64_t exact_total = 0;
+  // Exact mode's GEMM sums in another order than its row-wise kernel.
+  const bool exact_gemm = n_tokens >= kGemmMinTokens && !options.row_wise;
   for (const MatmulOutput& o : outputs) {
     assert(o.w->cols == cols && o.ldy >= o.w->rows);
     const auto act_type = dot_activation_type(o.w->type);
     if (options.mode == MatmulMode::Exact || !act_type) {
       exact[n_exact++] = ExactSegment{o.w, o.y, o.ldy, exact_total};
-      exact_total += n_tokens >= kGemmMinTokens ? tiles_of(*o.w) : o.w->rows;
+      exact_total += exact_gemm ? tiles_of(*o.w) : o.w->rows;
       continue;
     }
     Segment& s = segments[n_segments++];
@@ -144,7 +146,7 @@ void matmul_group(std::span<const MatmulOutput> outputs, const float* x, int64_t
         quantize_activations(at, x + t * cols, q + t * stride, cols, path);
     }
   }
-  if (n_exact > 0 && n_tokens >= kGemmMinTokens) {
+  if (n_exact > 0 && exact_gemm) {
     // Per thread: a tile of dequantized rows, then its panels.
     const size_t floats =
         static_cast<size_t>(kTileRows * cols + exact_gemm_panel_floats(kTileRows, cols));

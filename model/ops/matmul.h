@@ -18,7 +18,10 @@
 //    planar copy (WeightMatrix::planar) is read from that copy where the path
 //    has a planar kernel: the same bits, faster loads.
 // Both are deterministic: every output element is computed by the same
-// operations in the same order whatever the thread count.
+// operations in the same order whatever the thread count. Quantized mode's
+// output rows are also independent of the other rows (a row multiplied in
+// a batch has the bits it has alone); Exact mode's are with
+// MatmulOptions::row_wise.
 #pragma once
 
 #include <cstdint>
@@ -36,6 +39,12 @@ enum class MatmulMode { Exact, Quantized };
 struct MatmulOptions {
   MatmulMode mode = MatmulMode::Exact;
   CpuPath path = CpuPath::Scalar;  // instruction set of the Quantized kernels
+  // Every output row computed as if its activation row were multiplied
+  // alone (batched decoding of several sequences: each gets the bits of its
+  // own decode). The Quantized kernels always are; Exact mode (and the
+  // weight types that fall back to it) then keeps its row-wise kernel
+  // instead of the GEMM it uses for 8 tokens or more.
+  bool row_wise = false;
 };
 
 // Per-thread scratch for matmul; sized on first use, reused afterwards.
