@@ -93,7 +93,7 @@ TEST(Bench, CsvHasAHeaderAndOneLinePerTest) {
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_EQ(r.out.rfind("model,model_file,size_bytes,params,backend,threads,kv,", 0), 0u) << r.out;
   EXPECT_EQ(std::count(r.out.begin(), r.out.end(), '\n'), 2);
-  EXPECT_NE(r.out.find(",\"f32\",\"full\",4,0,0,\"pp4\",2,"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find(",\"f32\",\"full\",4,0,0,1,\"pp4\",2,"), std::string::npos) << r.out;
 }
 
 TEST(Bench, RooflineAddsTheLimitsOfEachTest) {
@@ -154,6 +154,35 @@ TEST(Bench, PolicyRowsCarryTheSpecAndTheBytesThatPolicyReads) {
                      "'full\\nfull'");
   expect_input_error(run("-m " + test::tiny_model_path() + " --policy full --kv f32"),
                      "--kv and --policy");
+}
+
+// -b: tg tests at each batch size (pp at b1 only), named "tg4 b3", with
+// tokens/s over all sequences and, with --roofline, the weights' bytes
+// shared by the batch (fewer bytes per token at b3 than at b1); a policy's
+// batch too.
+TEST(Bench, BatchRowsDecodeSeveralSequencesTogether) {
+  const Result r = run("-m " + test::tiny_model_path() +
+                       " -p 8 -n 4 -d 0,20 -b 1,3 -r 2 -t 1 --kv f32 --roofline -o json");
+  ASSERT_EQ(r.code, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  ASSERT_EQ(j.size(), 2u * 3);  // depth x {pp8, tg4, tg4 b3}
+  std::map<std::string, double> bytes;
+  for (const auto& row : j) {
+    for (double v : row["samples_ts"]) EXPECT_GT(v, 0.0);
+    const int b = row["n_batch"];
+    EXPECT_TRUE(b == 1 || (b == 3 && row["n_gen"] == 4)) << row.dump();
+    bytes[row["test"].get<std::string>()] = row["bytes_per_token"].get<double>();
+  }
+  EXPECT_EQ(bytes.count("tg4 b3"), 1u);
+  EXPECT_EQ(bytes.count("tg4 @ d20 b3"), 1u);
+  EXPECT_LT(bytes["tg4 b3"], bytes["tg4"]);
+  EXPECT_LT(bytes["tg4 @ d20 b3"], bytes["tg4 @ d20"]);
+  const Result p = run("-m " + test::tiny_model_path() +
+                       " -p 0 -n 3 -d 24 -b 2 -r 1 -t 1 --policy h2o:budget=16,timing=call");
+  ASSERT_EQ(p.code, 0) << p.err;
+  EXPECT_NE(p.out.find("tg3 @ d24 b2"), std::string::npos) << p.out;
+  expect_input_error(run("-m " + test::tiny_model_path() + " -b 0"),
+                     "--batch must be between 1 and 1024");
 }
 
 TEST(Bench, BadValuesAreOneLineErrors) {

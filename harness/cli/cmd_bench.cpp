@@ -4,6 +4,10 @@
 //                 512, llama-bench's default micro-batch), logits of the last
 //   tg N          token generation: N single-token decode steps, logits each
 //   ... @ dD      the same after a context of D tokens already in the cache
+//   tg N ... bB   B sequences decoding together (-b, llama-batched-bench's
+//                 S_TG): each step is one Evaluator::step_batch of B rows, each
+//                 sequence on its own copy of the depth context's cache;
+//                 tokens/s counts all B sequences' tokens. pp runs at b1 only.
 // Every option takes a comma-separated list (or repeats); every combination
 // of threads x KV precision x depth x test is measured. Each combination gets
 // a warm-up (the whole pp test; one tg step), then -r timed repetitions; the
@@ -174,7 +178,7 @@ struct Result {
   int threads = 0;
   std::string kv;  // "f32" / "f16", or a policy spec
   bool policy = false;
-  int n_prompt = 0, n_gen = 0, depth = 0;
+  int n_prompt = 0, n_gen = 0, depth = 0, batch = 1;
   std::vector<double> tps;  // tokens/s of each repetition
   // Roofline (harness/bench/roofline.h), averaged over the test's token positions:
   // tg: weights + K/V read per decode step (a policy: its hot tier, restored
@@ -184,6 +188,7 @@ struct Result {
   std::string test() const {
     std::string t = n_prompt > 0 ? "pp" + std::to_string(n_prompt) : "tg" + std::to_string(n_gen);
     if (depth > 0) t += " @ d" + std::to_string(depth);
+    if (batch > 1) t += " b" + std::to_string(batch);
     return t;
   }
 };
@@ -347,6 +352,7 @@ nlohmann::json result_json(const ModelInfo& info, const std::string& path, const
           {"n_prompt", r.n_prompt},
           {"n_gen", r.n_gen},
           {"n_depth", r.depth},
+          {"n_batch", r.batch},
           {"test", r.test()},
           {"repetitions", r.tps.size()},
           {"avg_ts", s.mean},
@@ -358,10 +364,11 @@ nlohmann::json result_json(const ModelInfo& info, const std::string& path, const
 }
 
 void print_csv(const ModelInfo& info, const std::string& path, const std::vector<Result>& results) {
-  const char* cols[] = {"model",     "model_file", "size_bytes",      "params",         "backend",
-                        "threads",   "kv",         "policy",          "n_prompt",       "n_gen",
-                        "n_depth",   "test",       "repetitions",     "avg_ts",         "stddev_ts",
-                        "median_ts", "samples_ts", "bytes_per_token", "flops_per_token"};
+  const char* cols[] = {
+      "model",     "model_file", "size_bytes", "params",          "backend",
+      "threads",   "kv",         "policy",     "n_prompt",        "n_gen",
+      "n_depth",   "n_batch",    "test",       "repetitions",     "avg_ts",
+      "stddev_ts", "median_ts",  "samples_ts", "bytes_per_token", "flops_per_token"};
   auto quote = [](const std::string& s) {
     std::string q = "\"";
     for (char c : s) q += c == '"' ? std::string("\"\"") : std::string(1, c);
@@ -390,6 +397,109 @@ void print_csv(const ModelInfo& info, const std::string& path, const std::vector
   }
 }
 
+// One test (pp n_prompt or tg n_gen, at `batch` sequences) after the depth
+// context: the full cache (rolled back by truncation) or a copy of the
+// policy's cache after the context (base) for each run; a warm-up, then reps
+// timed runs.
+Result run_test(Evaluator& eval, const LlamaModel& model, const CacheConfig& cfg, int n_prompt,
+                int n_gen, int depth, int batch, int reps, FullCache* full, PolicyCache* base,
+                int max_test) {
+  const Tokenizer& tok = model.tokenizer();
+  const bool tty = isatty(STDERR_FILENO);
+  Result r;
+  r.threads = eval.n_threads();
+  r.kv = cfg.label;
+  r.policy = cfg.is_policy;
+  r.n_prompt = n_prompt;
+  r.n_gen = n_gen;
+  r.depth = depth;
+  r.batch = batch;
+  // Averaged over the positions the test's tokens occupy; a batch reads the
+  // weights once per step for its `batch` tokens, and each sequence's K/V.
+  const double kv_elem = cfg.kv == KvElement::F16 ? 2.0 : 4.0;
+  const double weights = decode_bytes_per_token(model, 0, 1, 0.0);
+  if (n_gen > 0 && !cfg.is_policy)
+    r.bytes_per_token =
+        decode_bytes_per_token(model, depth, n_gen, kv_elem) - weights + weights / batch;
+  if (n_prompt > 0) r.flops_per_token = prefill_flops_per_token(model, depth, n_prompt);
+  // [batch] each sequence's tokens (sequence 0's are those of a b1 test).
+  std::vector<std::vector<int32_t>> ids;
+  for (int b = 0; b < batch; ++b) ids.push_back(bench_tokens(tok, n_prompt + n_gen, 2 + b));
+  const int n_vocab = model.config().n_vocab;
+  std::vector<float> logits(static_cast<size_t>(n_vocab) * batch);
+  // A policy's bytes read per step at its first / last step: hot K/V
+  // and scales, and the cold pages' bounds restore ranks them by.
+  double hot_first = 0, hot_last = 0;
+  auto hot = [](const PolicyCache& c) {
+    const MemoryReport m = c.memory();
+    return static_cast<double>(m.hot.kv + m.hot.scales) + c.restore_bytes_per_step();
+  };
+  std::vector<FullCache> fulls;                     // batch > 1: copies of *full
+  std::vector<std::unique_ptr<PolicyCache>> works;  // copies of *base
+  std::vector<BatchToken> rows(batch);
+  // One run of the test (n_steps decode steps for tg); returns seconds.
+  // measure: record a policy's hot bytes at the first and last step
+  // (the warm-up only: the accounting walks the cache).
+  auto run = [&](int n_steps, bool measure) {
+    // The batch's caches at the depth context, made before the clock starts.
+    std::vector<KvCache*> caches;
+    works.clear();
+    fulls.clear();
+    if (full) {
+      full->truncate(depth);
+      if (batch == 1) {
+        caches.push_back(full);
+      } else {
+        fulls.assign(batch, *full);
+        for (FullCache& f : fulls) {
+          f.reserve(depth + max_test);
+          caches.push_back(&f);
+        }
+      }
+    } else {
+      for (int b = 0; b < batch; ++b) {
+        works.push_back(base->clone());
+        caches.push_back(works.back().get());
+      }
+    }
+    PolicyCache* work = works.empty() ? nullptr : works[0].get();
+    const auto t0 = std::chrono::steady_clock::now();
+    if (n_prompt > 0) {
+      bench_prefill(eval, *caches[0], ids[0], depth, logits.data());
+      if (work) work->end_prefill();
+    } else {
+      for (int i = 0; i < n_steps; ++i) {
+        if (batch == 1) {
+          const int32_t pos = work ? work->position_for(0, depth + i) : depth + i;
+          eval.step(std::span(&ids[0][i], 1), std::span(&pos, 1), 0, StepPhase::Decode, *caches[0],
+                    Logits::Last, logits.data());
+        } else {
+          for (int b = 0; b < batch; ++b)
+            rows[b] = {ids[b][i], caches[b]->position_for(0, depth + i), 0, caches[b]};
+          eval.step_batch(rows, logits.data());
+        }
+        if (measure && work && i == 0) hot_first = hot(*work);
+      }
+    }
+    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    if (measure && work && n_gen > 0) hot_last = hot(*work);
+    return s;
+  };
+  // Warm-up: pages in the weights, grows every buffer to this shape (a
+  // policy's tg: every step, to measure the bytes it reads).
+  run(n_gen > 0 && cfg.is_policy ? n_gen : 1, cfg.is_policy);
+  if (cfg.is_policy && n_gen > 0)
+    r.bytes_per_token = weights / batch + (hot_first + hot_last) / 2.0;
+  for (int i = 0; i < reps; ++i) {
+    if (tty)
+      std::cerr << "bench: " << r.test() << ", " << r.threads << " threads, " << cfg.label
+                << ": repetition " << i + 1 << "/" << reps << "      \r" << std::flush;
+    const double s = run(n_gen, false);
+    r.tps.push_back(static_cast<double>(n_prompt + n_gen) * batch / s);
+  }
+  return r;
+}
+
 }  // namespace
 
 int cmd_bench(const Args& args) {
@@ -404,6 +514,10 @@ int cmd_bench(const Args& args) {
       "token-generation test: N single-token decode steps (0: none)")(
       "n-depth,d", po::value<std::vector<std::string>>()->composing()->default_value({"0"}, "0"),
       "run each test after a context of D tokens")(
+      "batch,b", po::value<std::vector<std::string>>()->composing()->default_value({"1"}, "1"),
+      "tg tests: B sequences decode together, one step of B rows (llama-batched-bench's "
+      "-npl); each sequence has its own copy of the depth context's cache, and t/s counts the "
+      "tokens of all B; pp tests run at 1 only")(
       "repetitions,r",
       po::value<std::vector<std::string>>()->composing()->default_value({"5"}, "5"),
       "timed repetitions of each test")("threads,t",
@@ -433,7 +547,8 @@ int cmd_bench(const Args& args) {
       "--exact, VNNI otherwise) / operations per token");
   po::variables_map vm;
   if (!parse(args, desc, vm,
-             "kvbench bench [-m PATH] [-p 512] [-n 128] [-d DEPTH] [-r REPS] [-t THREADS] [--kv "
+             "kvbench bench [-m PATH] [-p 512] [-n 128] [-d DEPTH] [-b BATCH] [-r REPS] [-t "
+             "THREADS] [--kv "
              "f32|f16 | --policy SPEC] [-o md|csv|json]"))
     return 0;
 
@@ -441,6 +556,7 @@ int cmd_bench(const Args& args) {
   const std::vector<int> prompts = int_list(vm, "n-prompt", 0, max_tokens);
   const std::vector<int> gens = int_list(vm, "n-gen", 0, max_tokens);
   const std::vector<int> depths = int_list(vm, "n-depth", 0, max_tokens);
+  const std::vector<int> batches = int_list(vm, "batch", 1, 1024);
   const std::vector<int> reps_list = int_list(vm, "repetitions", 1, 10000);
   if (reps_list.size() != 1) throw InputError("--repetitions takes one value");
   const int reps = reps_list[0];
@@ -529,73 +645,11 @@ int cmd_bench(const Args& args) {
           }
         }
         for (const Test& t : tests) {
-          Result r;
-          r.threads = n_threads;
-          r.kv = cfg.label;
-          r.policy = cfg.is_policy;
-          r.n_prompt = t.n_prompt;
-          r.n_gen = t.n_gen;
-          r.depth = depth;
-          // Averaged over the positions the test's tokens occupy.
-          const double kv_elem = cfg.kv == KvElement::F16 ? 2.0 : 4.0;
-          if (t.n_gen > 0 && !cfg.is_policy)
-            r.bytes_per_token = decode_bytes_per_token(*model, depth, t.n_gen, kv_elem);
-          if (t.n_prompt > 0)
-            r.flops_per_token = prefill_flops_per_token(*model, depth, t.n_prompt);
-          const std::vector<int32_t> ids = bench_tokens(tok, t.n_prompt + t.n_gen, 2);
-          std::vector<float> logits(model->config().n_vocab);
-          // A policy's bytes read per step at its first / last step: hot K/V
-          // and scales, and the cold pages' bounds restore ranks them by.
-          double hot_first = 0, hot_last = 0;
-          auto hot = [](const PolicyCache& c) {
-            const MemoryReport m = c.memory();
-            return static_cast<double>(m.hot.kv + m.hot.scales) + c.restore_bytes_per_step();
-          };
-          // One run of the test (n_steps decode steps for tg); returns seconds.
-          // measure: record a policy's hot bytes at the first and last step
-          // (the warm-up only: the accounting walks the cache).
-          auto run = [&](int n_steps, bool measure) {
-            std::unique_ptr<PolicyCache> work;
-            if (full)
-              full->truncate(depth);
-            else
-              work = base->clone();
-            KvCache& cache = full ? static_cast<KvCache&>(*full) : *work;
-            const auto t0 = std::chrono::steady_clock::now();
-            if (t.n_prompt > 0) {
-              if (full)
-                bench_prefill(eval, cache, ids, depth, logits.data());
-              else {
-                bench_prefill(eval, *work, ids, depth, logits.data());
-                work->end_prefill();
-              }
-            } else {
-              for (int i = 0; i < n_steps; ++i) {
-                const int32_t pos = work ? work->position_for(0, depth + i) : depth + i;
-                eval.step(std::span(&ids[i], 1), std::span(&pos, 1), 0, StepPhase::Decode, cache,
-                          Logits::Last, logits.data());
-                if (measure && work && i == 0) hot_first = hot(*work);
-              }
-            }
-            const double s =
-                std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-            if (measure && work && t.n_gen > 0) hot_last = hot(*work);
-            return s;
-          };
-          // Warm-up: pages in the weights, grows every buffer to this shape (a
-          // policy's tg: every step, to measure the bytes it reads).
-          run(t.n_gen > 0 && cfg.is_policy ? t.n_gen : 1, cfg.is_policy);
-          if (cfg.is_policy && t.n_gen > 0)
-            r.bytes_per_token =
-                decode_bytes_per_token(*model, 0, 1, 0.0) + (hot_first + hot_last) / 2.0;
-          for (int i = 0; i < reps; ++i) {
-            if (tty)
-              std::cerr << "bench: " << r.test() << ", " << n_threads << " threads, " << cfg.label
-                        << ": repetition " << i + 1 << "/" << reps << "      \r" << std::flush;
-            const double s = run(t.n_gen, false);
-            r.tps.push_back((t.n_prompt + t.n_gen) / s);
+          for (int batch : batches) {
+            if (t.n_prompt > 0 && batch > 1) continue;  // pp runs at b1 only
+            results.push_back(run_test(eval, *model, cfg, t.n_prompt, t.n_gen, depth, batch, reps,
+                                       full.get(), base.get(), max_test));
           }
-          results.push_back(std::move(r));
         }
       }
     }
