@@ -5,13 +5,6 @@
 namespace kvbench {
 namespace {
 
-double median(std::vector<double> v) {
-  if (v.empty()) return NAN;
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
 // A cell's decode speed over its run's full cache's; NaN without both.
 double relative_speed(const CellResources& c) {
   return c.decode_tok_s > 0 && c.full_decode_tok_s > 0 ? c.decode_tok_s / c.full_decode_tok_s : NAN;
@@ -43,9 +36,9 @@ ResourceCheck compare_resources(const std::vector<CellResources>& base,
     r.new_hot = hn / static_cast<double>(bytes);
   }
   r.speed_n = static_cast<int64_t>(change.size());
-  r.base_speed = median(sb);
-  r.new_speed = median(sn);
-  r.speed_change = median(change);
+  r.base_speed = stats::median(sb);
+  r.new_speed = stats::median(sn);
+  r.speed_change = stats::median(change);
   r.speed_change_ci = stats::bootstrap_median_interval(change);
   return r;
 }

@@ -79,6 +79,14 @@ Interval bootstrap_mean_interval(std::span<const double> x) {
   return percentile_interval(means);
 }
 
+double median(std::vector<double> x) {
+  x.erase(std::remove_if(x.begin(), x.end(), [](double v) { return std::isnan(v); }), x.end());
+  if (x.empty()) return NAN;
+  std::sort(x.begin(), x.end());
+  const size_t n = x.size();
+  return n % 2 ? x[n / 2] : 0.5 * (x[n / 2 - 1] + x[n / 2]);
+}
+
 Interval bootstrap_median_interval(std::span<const double> x) {
   if (x.size() < 3) return {};
   datasets::Rng rng(kBootstrapSeed);
@@ -86,8 +94,7 @@ Interval bootstrap_median_interval(std::span<const double> x) {
   std::vector<double> medians(kBootstrapResamples), draw(n);
   for (double& m : medians) {
     for (uint64_t i = 0; i < n; ++i) draw[i] = x[rng.below(n)];
-    std::sort(draw.begin(), draw.end());
-    m = n % 2 ? draw[n / 2] : 0.5 * (draw[n / 2 - 1] + draw[n / 2]);
+    m = median(draw);
   }
   return percentile_interval(medians);
 }

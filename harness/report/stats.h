@@ -33,6 +33,7 @@
 #include <cstdint>
 #include <span>
 #include <string>
+#include <vector>
 
 namespace kvbench::stats {
 
@@ -71,8 +72,12 @@ Interval wilson_interval(int64_t successes, int64_t n);
 // certainty the data cannot support).
 Interval bootstrap_mean_interval(std::span<const double> x);
 
-// The same for the median of x (the mean of the two middle values for an
-// even count): NaN for fewer than 3 values.
+// The median of x's non-NaN values (the mean of the two middle values for
+// an even count); NaN when there are none.
+double median(std::vector<double> x);
+
+// The same for the median of x (median() of each resample): NaN for fewer
+// than 3 values.
 Interval bootstrap_median_interval(std::span<const double> x);
 
 // Percentile bootstrap interval at 95% for sum(num) / sum(den) over paired

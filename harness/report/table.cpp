@@ -28,14 +28,6 @@ double mean(const std::vector<double>& v) {
   return n ? s / n : NAN;
 }
 
-double median(std::vector<double> v) {
-  v.erase(std::remove_if(v.begin(), v.end(), [](double x) { return std::isnan(x); }), v.end());
-  if (v.empty()) return NAN;
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
 // The smallest and largest non-NaN value; NaN for none.
 stats::Interval range(const std::vector<double>& v) {
   stats::Interval r;
@@ -215,13 +207,13 @@ std::vector<TableRow> build_table(const std::vector<json>& cells) {
     r.kv_bytes_hot = mean(hot);
     r.kv_bytes_cold = mean(cold);
     r.kv_bytes_peak_prefill = mean(peak);
-    r.decode_tok_s = median(dec);
-    r.prefill_tok_s = median(pre);
-    r.ttft_seconds = median(ttft);
+    r.decode_tok_s = stats::median(dec);
+    r.prefill_tok_s = stats::median(pre);
+    r.ttft_seconds = stats::median(ttft);
     r.decode_range = range(dec);
     r.prefill_range = range(pre);
     r.ttft_range = range(ttft);
-    r.policy_share = median(share);
+    r.policy_share = stats::median(share);
     r.kl_full = opt(mean(kl));
     r.top1_agreement = opt(mean(top1));
     const bool reference = (*members.front())["policy"].value("is_reference", false);
@@ -246,7 +238,7 @@ std::vector<TableRow> build_table(const std::vector<json>& cells) {
       }
       if (full_bytes_sum > 0) r.memory_rel = hot_sum / full_bytes_sum;
       if (!speed_pairs.empty()) {
-        r.speed_rel = median(speed_pairs);
+        r.speed_rel = stats::median(speed_pairs);
         if (!reference) r.speed_rel_ci = stats::bootstrap_median_interval(speed_pairs);
       }
       r.nll_delta = opt(mean(nll_d));
