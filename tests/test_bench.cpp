@@ -185,6 +185,37 @@ TEST(Bench, BatchRowsDecodeSeveralSequencesTogether) {
                      "--batch must be between 1 and 1024");
 }
 
+// --kv-memory: the batch is the most sequences whose hot K/V fits in the
+// cap, measured per policy: a cache bounded at 16 tokens fits more
+// sequences in the same bytes than the full cache at depth 40, and a cap
+// smaller than one sequence gives no row.
+TEST(Bench, KvMemoryPicksTheLargestBatchThatFits) {
+  const Result r = run("-m " + test::tiny_model_path() +
+                       " -p 0 -n 4 -d 40 -r 1 -t 1 --kv-memory 64K,1K --policy "
+                       "full,h2o:budget=16,timing=call -o json");
+  ASSERT_EQ(r.code, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  std::map<std::string, nlohmann::json> rows;
+  for (const auto& row : j) rows[row["policy"].get<std::string>()] = row;
+  ASSERT_EQ(j.size(), 2u) << r.out;  // 1K holds no sequence of either
+  EXPECT_NE(r.err.find("holds none"), std::string::npos) << r.err;
+  for (const auto& [policy, row] : rows) {
+    const uint64_t per = row["kv_bytes_per_sequence"], cap = row["kv_memory"];
+    const int b = row["n_batch"];
+    EXPECT_EQ(cap, 65536u);
+    EXPECT_LE(b * per, cap) << policy;
+    EXPECT_GT((b + 1) * per, cap) << policy;
+  }
+  EXPECT_LT(rows["h2o:budget=16,timing=call"]["kv_bytes_per_sequence"].get<uint64_t>(),
+            rows["full"]["kv_bytes_per_sequence"].get<uint64_t>());
+  EXPECT_GT(rows["h2o:budget=16,timing=call"]["n_batch"].get<int>(),
+            rows["full"]["n_batch"].get<int>());
+  expect_input_error(run("-m " + test::tiny_model_path() + " --kv-memory 1G -b 2"),
+                     "--kv-memory and --batch exclude each other");
+  expect_input_error(run("-m " + test::tiny_model_path() + " --kv-memory 12Q"),
+                     "--kv-memory: '12Q' is not a byte count");
+}
+
 TEST(Bench, BadValuesAreOneLineErrors) {
   const std::string m = " -m " + test::tiny_model_path();
   expect_input_error(run(m + " -p abc"), "--n-prompt: 'abc' is not an integer");

@@ -8,6 +8,9 @@
 //                 S_TG): each step is one Evaluator::step_batch of B rows, each
 //                 sequence on its own copy of the depth context's cache;
 //                 tokens/s counts all B sequences' tokens. pp runs at b1 only.
+//   ... in M      --kv-memory M: B is the most sequences whose hot K/V (codes
+//                 and scales, at its most during the test) fits in M bytes
+//                 (harness/bench/kv_memory.h)
 // Every option takes a comma-separated list (or repeats); every combination
 // of threads x KV precision x depth x test is measured. Each combination gets
 // a warm-up (the whole pp test; one tg step), then -r timed repetitions; the
@@ -34,6 +37,7 @@
 #include <nlohmann/json.hpp>
 
 #include "harness/bench/compute_peak.h"
+#include "harness/bench/kv_memory.h"
 #include "harness/bench/roofline.h"
 #include "harness/cli/cli.h"
 #include "harness/inference.h"
@@ -179,7 +183,9 @@ struct Result {
   std::string kv;  // "f32" / "f16", or a policy spec
   bool policy = false;
   int n_prompt = 0, n_gen = 0, depth = 0, batch = 1;
-  std::vector<double> tps;  // tokens/s of each repetition
+  uint64_t kv_memory = 0;              // --kv-memory's cap (0: none)
+  uint64_t kv_bytes_per_sequence = 0;  // measured under a cap: the most one sequence holds
+  std::vector<double> tps;             // tokens/s of each repetition
   // Roofline (harness/bench/roofline.h), averaged over the test's token positions:
   // tg: weights + K/V read per decode step (a policy: its hot tier, restored
   // pages included, averaged over the first and the last step of a run)
@@ -189,6 +195,7 @@ struct Result {
     std::string t = n_prompt > 0 ? "pp" + std::to_string(n_prompt) : "tg" + std::to_string(n_gen);
     if (depth > 0) t += " @ d" + std::to_string(depth);
     if (batch > 1) t += " b" + std::to_string(batch);
+    if (kv_memory > 0) t += " in " + format_bytes(kv_memory);
     return t;
   }
 };
@@ -360,15 +367,34 @@ nlohmann::json result_json(const ModelInfo& info, const std::string& path, const
           {"median_ts", s.median},
           {"samples_ts", r.tps},
           {"bytes_per_token", r.bytes_per_token},
-          {"flops_per_token", r.flops_per_token}};
+          {"flops_per_token", r.flops_per_token},
+          {"kv_memory", r.kv_memory},
+          {"kv_bytes_per_sequence", r.kv_bytes_per_sequence}};
 }
 
 void print_csv(const ModelInfo& info, const std::string& path, const std::vector<Result>& results) {
-  const char* cols[] = {
-      "model",     "model_file", "size_bytes", "params",          "backend",
-      "threads",   "kv",         "policy",     "n_prompt",        "n_gen",
-      "n_depth",   "n_batch",    "test",       "repetitions",     "avg_ts",
-      "stddev_ts", "median_ts",  "samples_ts", "bytes_per_token", "flops_per_token"};
+  const char* cols[] = {"model",
+                        "model_file",
+                        "size_bytes",
+                        "params",
+                        "backend",
+                        "threads",
+                        "kv",
+                        "policy",
+                        "n_prompt",
+                        "n_gen",
+                        "n_depth",
+                        "n_batch",
+                        "test",
+                        "repetitions",
+                        "avg_ts",
+                        "stddev_ts",
+                        "median_ts",
+                        "samples_ts",
+                        "bytes_per_token",
+                        "flops_per_token",
+                        "kv_memory",
+                        "kv_bytes_per_sequence"};
   auto quote = [](const std::string& s) {
     std::string q = "\"";
     for (char c : s) q += c == '"' ? std::string("\"\"") : std::string(1, c);
@@ -395,6 +421,33 @@ void print_csv(const ModelInfo& info, const std::string& path, const std::vector
     }
     std::cout << "\n";
   }
+}
+
+// The most hot K/V bytes (codes and scales) one sequence holds during a tg
+// test of n_gen steps after the depth context: the full cache's by its
+// formula at depth + n_gen tokens; a policy's measured after every step of a
+// run on a copy of base (a policy may hold the most mid-run).
+uint64_t sequence_kv_bytes(Evaluator& eval, const LlamaModel& model, const CacheConfig& cfg,
+                           int depth, int n_gen, PolicyCache* base) {
+  const KvShape shape = model.kv_shape();
+  if (!base)
+    return static_cast<uint64_t>(shape.n_layers) * shape.n_kv_heads * (depth + n_gen) * 2 *
+           kv_row_bytes(cfg.kv, shape.head_dim, 1);
+  auto hot = [](const PolicyCache& c) {
+    const MemoryReport m = c.memory();
+    return m.hot.kv + m.hot.scales;
+  };
+  auto work = base->clone();
+  uint64_t most = hot(*work);
+  const std::vector<int32_t> ids = bench_tokens(model.tokenizer(), n_gen, 2);
+  std::vector<float> logits(model.config().n_vocab);
+  for (int i = 0; i < n_gen; ++i) {
+    const int32_t pos = work->position_for(0, depth + i);
+    eval.step(std::span(&ids[i], 1), std::span(&pos, 1), 0, StepPhase::Decode, *work, Logits::Last,
+              logits.data());
+    most = std::max(most, hot(*work));
+  }
+  return most;
 }
 
 // One test (pp n_prompt or tg n_gen, at `batch` sequences) after the depth
@@ -518,6 +571,10 @@ int cmd_bench(const Args& args) {
       "tg tests: B sequences decode together, one step of B rows (llama-batched-bench's "
       "-npl); each sequence has its own copy of the depth context's cache, and t/s counts the "
       "tokens of all B; pp tests run at 1 only")(
+      "kv-memory", po::value<std::vector<std::string>>()->composing(),
+      "tg tests under a memory cap instead of -b: B is the most sequences whose hot K/V (codes "
+      "and scales, the most one sequence holds during the test; not an offloaded tier) fits in "
+      "BYTES (512M, 1G, 1.5G: binary units), at most 1024")(
       "repetitions,r",
       po::value<std::vector<std::string>>()->composing()->default_value({"5"}, "5"),
       "timed repetitions of each test")("threads,t",
@@ -557,6 +614,18 @@ int cmd_bench(const Args& args) {
   const std::vector<int> gens = int_list(vm, "n-gen", 0, max_tokens);
   const std::vector<int> depths = int_list(vm, "n-depth", 0, max_tokens);
   const std::vector<int> batches = int_list(vm, "batch", 1, 1024);
+  std::vector<uint64_t> caps;
+  if (vm.count("kv-memory")) {
+    if (!vm["batch"].defaulted())
+      throw InputError("--kv-memory and --batch exclude each other (the cap picks the batch)");
+    for (const std::string& arg : vm["kv-memory"].as<std::vector<std::string>>()) {
+      std::stringstream ss(arg);
+      std::string item;
+      while (std::getline(ss, item, ',')) caps.push_back(parse_byte_size(item, "--kv-memory"));
+      if (arg.empty() || arg.back() == ',')
+        throw InputError("--kv-memory: empty value in '" + arg + "'");
+    }
+  }
   const std::vector<int> reps_list = int_list(vm, "repetitions", 1, 10000);
   if (reps_list.size() != 1) throw InputError("--repetitions takes one value");
   const int reps = reps_list[0];
@@ -645,6 +714,25 @@ int cmd_bench(const Args& args) {
           }
         }
         for (const Test& t : tests) {
+          if (t.n_gen > 0 && !caps.empty()) {
+            const uint64_t per_seq =
+                sequence_kv_bytes(eval, *model, cfg, depth, t.n_gen, base.get());
+            for (uint64_t cap : caps) {
+              const int batch = batch_for_memory(cap, per_seq, 1024);
+              if (batch == 0) {
+                std::cerr << "bench: " << cfg.label << " at depth " << depth << " holds "
+                          << format_bytes(per_seq) << " per sequence: --kv-memory "
+                          << format_bytes(cap) << " holds none (no row)\n";
+                continue;
+              }
+              Result r = run_test(eval, *model, cfg, t.n_prompt, t.n_gen, depth, batch, reps,
+                                  full.get(), base.get(), max_test);
+              r.kv_memory = cap;
+              r.kv_bytes_per_sequence = per_seq;
+              results.push_back(std::move(r));
+            }
+            continue;
+          }
           for (int batch : batches) {
             if (t.n_prompt > 0 && batch > 1) continue;  // pp runs at b1 only
             results.push_back(run_test(eval, *model, cfg, t.n_prompt, t.n_gen, depth, batch, reps,
