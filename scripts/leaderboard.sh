@@ -16,6 +16,12 @@
 #
 # Run it again after an interruption: a finished job is skipped (its DONE
 # file), an unfinished shard resumes its run folder (`kvbench run --resume`).
+# STORE=1 stores each shard as it finishes (scripts/store_run.sh) under
+# STORE_DIR/<job>/shards/shardI-of-N (STORE_DIR: results/leaderboard), to be
+# committed; a shard stored there is skipped by later runs on any machine,
+# and the merge reads it, so a job advances across sessions whose run
+# folders do not survive. (A smoke test with another EXPERIMENT sets its own
+# STORE_DIR.)
 # Every job runs with threads=1, so all its cells have one thread count
 # (numbers are bit-identical for a thread count, not across them).
 # Results: OUT/<model>-<protocol>/merged, a run folder `kvbench report` reads.
@@ -37,8 +43,13 @@ declare -A model=(
   [gemma3]=models/gemma-3-270m-q4_k_m.gguf
 )
 
+stored_shard() {  # job-name index -> the committed shard's folder
+  echo "${STORE_DIR:-results/leaderboard}/$1/shards/shard$2-of-$shards"
+}
+
 run_shard() {  # job-dir model protocol index
   local dir=$1/shard$4
+  [ -f "$(stored_shard "$(basename "$1")" "$4")/cells.jsonl.zst" ] && return 0
   mkdir -p "$dir"
   [ -f "$dir/DONE" ] && return 0
   local folder
@@ -50,6 +61,10 @@ run_shard() {  # job-dir model protocol index
       --set "decoding.protocol=$3" --shard "$4/$shards" --out "$dir" -q
   fi
   touch "$dir/DONE"
+  if [ -n "${STORE:-}" ]; then
+    folder=$(find "$dir" -mindepth 1 -maxdepth 1 -type d | head -1)
+    KVBENCH_BIN=$kvbench scripts/store_run.sh "$folder" "$(stored_shard "$(basename "$1")" "$4")"
+  fi
 }
 
 for name in $jobs; do
@@ -69,7 +84,16 @@ for name in $jobs; do
   done
   while [ "$(jobs -rp | wc -l)" -gt 0 ]; do wait -n || failed=1; done
   [ "$failed" = 0 ] || { echo "error: $name: a shard failed (see $job.shard*.log)" >&2; exit 1; }
-  mapfile -t folders < <(find "$job" -mindepth 2 -maxdepth 2 -type d | sort)
+  # Each shard's run folder, or its stored copy.
+  folders=()
+  for i in $(seq 1 "$shards"); do
+    stored=$(stored_shard "$name" "$i")
+    if [ -f "$stored/cells.jsonl.zst" ]; then
+      folders+=("$stored")
+    else
+      folders+=("$(find "$job/shard$i" -mindepth 1 -maxdepth 1 -type d | head -1)")
+    fi
+  done
   "$kvbench" merge "${folders[@]}" -o "$job/merged" > "$job.merge.log"
   echo "$(date -u +%FT%TZ) $m $p: merged into $job/merged"
 done
