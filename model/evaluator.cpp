@@ -23,8 +23,8 @@ Evaluator::Evaluator(const LlamaModel& model, int n_threads, MatmulMode mode)
       inv_freq_(rope_inv_freq(model.config().rope)) {
   const LlamaConfig& c = model.config();
   if (c.has_local_layers()) inv_freq_local_ = rope_inv_freq(c.rope_local);
-  // read_llama_config refuses it: the attention kernels do not soft-cap.
-  assert(c.attn_logit_softcap == 0.0f);
+  rope_.scale = c.rope.attn_factor;
+  rope_local_.scale = c.rope_local.attn_factor;
 }
 
 void Evaluator::ensure_capacity(int64_t n) {

@@ -7,6 +7,7 @@
 #include "model/common/printable.h"
 #include "model/gemma3_config.h"
 #include "model/gguf/gguf.h"
+#include "model/phi3_config.h"
 #include "model/qwen_config.h"
 
 namespace kvbench {
@@ -32,10 +33,9 @@ struct Architecture {
   std::string_view name;
   void (*read)(const GgufFile& file, LlamaConfig& c);  // null: nothing to add
 };
-constexpr Architecture kArchitectures[] = {{"llama", nullptr},
-                                           {"gemma3", read_gemma3_config},
-                                           {"qwen2", read_qwen2_config},
-                                           {"qwen3", read_qwen3_config}};
+constexpr Architecture kArchitectures[] = {
+    {"llama", read_llama_extras}, {"gemma3", read_gemma3_config}, {"qwen2", read_qwen2_config},
+    {"qwen3", read_qwen3_config}, {"phi3", read_phi3_config},     {"gemma2", read_gemma2_config}};
 
 const Architecture* find_architecture(std::string_view name) {
   for (const Architecture& a : kArchitectures)
@@ -67,6 +67,8 @@ LlamaConfig read_llama_config(const GgufFile& f) {
   LlamaConfig c;
   c.arch_name = arch;
   // Keys under the architecture's name: llama.block_count, gemma3.block_count.
+  // Only these families' keys are read; a key they do not know is ignored,
+  // as llama.cpp ignores it.
   const std::string p = arch + ".";
   c.name = f.get_string_or("general.name", "");
   c.n_layers = read_count(f, p + "block_count", 1024);
@@ -124,8 +126,6 @@ LlamaConfig read_llama_config(const GgufFile& f) {
   c.local.assign(c.n_layers, false);
 
   if (architecture->read) architecture->read(f, c);
-  if (c.attn_logit_softcap != 0.0f)
-    fail(f, "attention logit soft-capping is not supported (the attention kernels do not cap)");
   return c;
 }
 

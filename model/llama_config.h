@@ -62,8 +62,8 @@ struct LlamaConfig {
   // Scores are q . k * attn_scale; 0: 1 / sqrt(head_dim) (AttentionShape).
   float attn_scale = 0.0f;
   // Soft-capping, cap * tanh(x / cap); 0: none. Of the attention scores
-  // (Gemma 2; the attention kernels do not cap yet, so the reader refuses a
-  // file that asks for it) and of the output logits (Gemma 2 and 3).
+  // (Gemma 2: AttentionShape::softcap) and of the output logits (Gemma 2
+  // and 3).
   float attn_logit_softcap = 0.0f;
   float final_logit_softcap = 0.0f;
 
@@ -82,6 +82,26 @@ struct LlamaConfig {
   bool is_local(int l) const { return sliding_window > 0 && local[l]; }
   // Layer l's window: sliding_window on a local layer, 0 on a global one.
   int32_t window_of(int l) const { return is_local(l) ? sliding_window : 0; }
+  // --- What a file states that llama.cpp does not apply (info prints it).
+  // The sliding window of a Phi-3 file (llama.cpp disables Phi's; every
+  // layer attends every key) or of a llama file (Mistral: llama.cpp's llama
+  // graph has no window): ARCH.attention.sliding_window, 0 if none.
+  int32_t unapplied_sliding_window = 0;
+  // LongRoPE (Phi-3 files of long context): rope.freq_factors holds the
+  // short factors (rope_factors_short.weight), which llama.cpp uses while
+  // its context is at most n_ctx_orig; these are the long ones
+  // (rope_factors_long.weight), which kvbench does not use.
+  std::vector<float> rope_long_factors;
+  int n_ctx_orig = 0;  // phi3.rope.scaling.original_context_length (else context_length)
+
+  // --- Tensor layout. Phi-3 stores Wq, Wk, Wv as one matrix (blk.N.attn_qkv,
+  // rows q then k then v; llama.cpp also takes the three apart) and W_gate,
+  // W_up as one (blk.N.ffn_up, [2 * ffn_dim][dim], gate rows first: ggml's
+  // swiglu gates with the first half). The loader takes them apart into row
+  // views (rows of every GGML type are independent), so the block is the same.
+  bool fused_qkv_allowed = false;
+  bool fused_gate_up = false;
+
   const RopeConfig& rope_of(int l) const { return is_local(l) ? rope_local : rope; }
   bool has_local_layers() const {
     for (int l = 0; l < n_layers; ++l)
@@ -92,11 +112,11 @@ struct LlamaConfig {
 
 // Whether kvbench runs files of this general.architecture.
 bool runs_architecture(std::string_view arch);
-// The architectures it runs, for messages: "'llama', 'gemma3', 'qwen2' and 'qwen3'".
+// The architectures it runs, for messages: "'llama', 'gemma3', ... and 'gemma2'".
 std::string architecture_names();
 
 // Throws InputError("<path>: ...") for an architecture kvbench does not run
-// (it runs llama, gemma3, qwen2 and qwen3), a missing or out-of-range key, or inconsistent
+// (architecture_names()), a missing or out-of-range key, or inconsistent
 // sizes.
 LlamaConfig read_llama_config(const GgufFile& file);
 

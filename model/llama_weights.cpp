@@ -39,9 +39,18 @@ LlamaWeights load_llama_weights(const GgufFile& f, LlamaConfig& c) {
     // not name is refused (check_nothing_left).
     const BlockNorms& norms = c.norms;
     if (norms.pre_attention) L.attn_norm = tensors.vector_f32(p + "attn_norm.weight", c.dim);
-    L.wq = tensors.matrix(p + "attn_q.weight", c.q_dim(), c.dim);
-    L.wk = tensors.matrix(p + "attn_k.weight", c.kv_dim(), c.dim);
-    L.wv = tensors.matrix(p + "attn_v.weight", c.kv_dim(), c.dim);
+    if (c.fused_qkv_allowed && tensors.has(p + "attn_qkv.weight")) {
+      // Phi-3: [q_dim + 2 kv_dim][dim], Wq's rows, then Wk's, then Wv's.
+      const WeightMatrix qkv =
+          tensors.matrix(p + "attn_qkv.weight", c.q_dim() + 2 * int64_t{c.kv_dim()}, c.dim);
+      L.wq = row_slice(qkv, 0, c.q_dim());
+      L.wk = row_slice(qkv, c.q_dim(), c.kv_dim());
+      L.wv = row_slice(qkv, c.q_dim() + c.kv_dim(), c.kv_dim());
+    } else {
+      L.wq = tensors.matrix(p + "attn_q.weight", c.q_dim(), c.dim);
+      L.wk = tensors.matrix(p + "attn_k.weight", c.kv_dim(), c.dim);
+      L.wv = tensors.matrix(p + "attn_v.weight", c.kv_dim(), c.dim);
+    }
     L.wo = tensors.matrix(p + "attn_output.weight", c.dim, c.q_dim());
     const int biases = tensors.has(p + "attn_q.bias") + tensors.has(p + "attn_k.bias") +
                        tensors.has(p + "attn_v.bias");
@@ -54,8 +63,17 @@ LlamaWeights load_llama_weights(const GgufFile& f, LlamaConfig& c) {
       L.bv = tensors.vector_f32(p + "attn_v.bias", c.kv_dim());
     }
     if (norms.pre_ffn) L.ffn_norm = tensors.vector_f32(p + "ffn_norm.weight", c.dim);
-    L.w_gate = tensors.matrix(p + "ffn_gate.weight", c.ffn_dim, c.dim);
-    L.w_up = tensors.matrix(p + "ffn_up.weight", c.ffn_dim, c.dim);
+    if (c.fused_gate_up) {
+      // Phi-3: [2 ffn_dim][dim], the gate's rows first (ggml_swiglu gates
+      // with the first half, as HF's Phi3MLP chunks gate_up_proj).
+      const WeightMatrix gate_up =
+          tensors.matrix(p + "ffn_up.weight", 2 * int64_t{c.ffn_dim}, c.dim);
+      L.w_gate = row_slice(gate_up, 0, c.ffn_dim);
+      L.w_up = row_slice(gate_up, c.ffn_dim, c.ffn_dim);
+    } else {
+      L.w_gate = tensors.matrix(p + "ffn_gate.weight", c.ffn_dim, c.dim);
+      L.w_up = tensors.matrix(p + "ffn_up.weight", c.ffn_dim, c.dim);
+    }
     L.w_down = tensors.matrix(p + "ffn_down.weight", c.dim, c.ffn_dim);
     if (norms.qk) {
       L.q_norm = tensors.vector_f32(p + "attn_q_norm.weight", c.head_dim);
@@ -66,7 +84,9 @@ LlamaWeights load_llama_weights(const GgufFile& f, LlamaConfig& c) {
     if (norms.post_ffn) L.ffn_post_norm = tensors.vector_f32(p + "post_ffw_norm.weight", c.dim);
   }
   w.output_norm = tensors.vector_f32("output_norm.weight", c.dim);
-  if (tensors.has("output.weight")) {
+  // llama.cpp's gemma2 loader always ties the output to token_embd (a file
+  // with output.weight is refused there, and here as an unknown tensor).
+  if (c.arch_name != "gemma2" && tensors.has("output.weight")) {
     w.output = tensors.matrix("output.weight", c.n_vocab, c.dim);
   } else {
     w.output = w.tok_embd;  // tied embeddings (SmolLM2)
@@ -74,6 +94,19 @@ LlamaWeights load_llama_weights(const GgufFile& f, LlamaConfig& c) {
   }
   if (tensors.has("rope_freqs.weight"))
     c.rope.freq_factors = tensors.vector_f32("rope_freqs.weight", c.rope.n_dims / 2);
+  if (c.arch_name == "phi3") {
+    // LongRoPE: llama.cpp takes the short factors while its context is at
+    // most the original one (llama_model::get_rope_factors); kvbench always
+    // does. The long ones are kept for info.
+    if (tensors.has("rope_factors_short.weight"))
+      c.rope.freq_factors = tensors.vector_f32("rope_factors_short.weight", c.rope.n_dims / 2);
+    if (tensors.has("rope_factors_long.weight"))
+      c.rope_long_factors = tensors.vector_f32("rope_factors_long.weight", c.rope.n_dims / 2);
+  }
+  // A zero, negative or huge divisor would make the angles meaningless.
+  for (float factor : c.rope.freq_factors)
+    if (!(factor > 0.0f && factor < 1e6f))
+      throw InputError(f.path() + ": a RoPE frequency factor is not in (0, 1e6)");
   tensors.check_nothing_left();
   return w;
 }

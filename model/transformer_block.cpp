@@ -16,7 +16,9 @@
 //
 // LLaMA: the pre-norms, SiLU, adjacent pairs, every layer global. Gemma 3:
 // every norm, GELU-tanh, halves, local layers with a sliding window. Qwen2:
-// LLaMA's with Q/K/V biases and halves; Qwen3: LLaMA's with QK-norms and halves.
+// LLaMA's with Q/K/V biases and halves; Qwen3: LLaMA's with QK-norms and halves. Phi-3:
+// LLaMA's with halves, LongRoPE's divisors and attention factor (in the RoPE table); its fused
+// attn_qkv and gate/up tensors arrive taken apart (llama_weights.cpp).
 #include "model/evaluator.h"
 #include "model/ops/gelu.h"
 #include "model/ops/rope.h"
@@ -76,6 +78,7 @@ void Evaluator::block(int l, std::span<const int32_t> positions, std::span<KvCac
   AttentionShape shape{c.n_heads, c.n_kv_heads, c.head_dim};
   shape.window = c.window_of(l);
   shape.scale = c.attn_scale;
+  shape.softcap = c.attn_logit_softcap;
   shape.bf16 = bf16_attention_;
   // Rows [t0, t0 + count) go to `cache`: all n when the step has one cache,
   // else each row to its own (a batched decode step), one call at a time.

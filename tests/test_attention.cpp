@@ -290,10 +290,11 @@ TEST(Attention, BitIdenticalForTheSameInputsWhateverTheThreads) {
 
 // Probabilities reported to an observing cache: one call per (KV head,
 // requested query), rows summing to 1 and equal to the naive softmax.
-void expect_probabilities_match(const Case& c, int32_t last_queries) {
+void expect_probabilities_match(const Case& c, int32_t last_queries, float softcap = 0.0f) {
   HandCache fast(c.n_kv_heads, c.n_kv_heads * c.group, c.head_dim, KvElement::F32, true);
   HandCache naive(c.n_kv_heads, c.n_kv_heads * c.group, c.head_dim, KvElement::F32, true);
-  const Problem p = fill(fast, c, 5);
+  Problem p = fill(fast, c, 5);
+  p.shape.softcap = softcap;
   fill(naive, c, 5);
   fast.request = naive.request = {true, last_queries};
   run_naive(p, naive);
@@ -377,6 +378,41 @@ TEST(Attention, SlidingWindowMatchesNaiveOnEveryPath) {
       }
     }
   }
+}
+
+// Gemma 2's soft-capped scores (cap * tanh(x / cap) before the mask and
+// softmax): flash prefill and split-K decode on every path, with and
+// without a window, against the naive reference with the same cap; the
+// cap changes the output (it bites on these scores).
+TEST(Attention, SoftCapMatchesNaiveOnEveryPath) {
+  uint32_t seed = 700;
+  for (const Case& c : {Case{40, 130, 4, 2, 32}, Case{17, 65, 3, 2, 64}, Case{1, 300, 3, 3, 64},
+                        Case{1, 2500, 3, 1, 64}, Case{1, 90, 2, 1, 20}}) {
+    for (int32_t window : {0, 7}) {
+      for (float cap : {0.5f, 3.0f}) {
+        HandCache cache(c.n_kv_heads, c.n_kv_heads * c.group, c.head_dim, KvElement::F32, true);
+        Problem p = fill(cache, c, seed++);
+        p.shape.window = window;
+        const auto plain = run_naive(p, cache);
+        p.shape.softcap = cap;
+        const auto ref = run_naive(p, cache);
+        EXPECT_GT(max_abs_diff(plain.data(), ref.data(), ref.size()), 1e-3f)
+            << "cap " << cap << " does not bite";
+        for (CpuPath path : supported_paths()) {
+          const auto got = run_attend(p, cache, path, 2);
+          EXPECT_LE(max_abs_diff(got.data(), ref.data(), ref.size()), 1e-5f)
+              << describe(c, path, KvElement::F32, true) << " window " << window << " cap " << cap;
+        }
+      }
+    }
+  }
+}
+
+// What an observing cache is told (H2O's, TOVA's scores) is the capped
+// softmax, in prefill and decode.
+TEST(Attention, ObservedProbabilitiesAreTheCappedOnes) {
+  expect_probabilities_match({20, 90, 3, 2, 64}, -1, 0.5f);
+  expect_probabilities_match({1, 300, 3, 2, 64}, -1, 0.5f);
 }
 
 // The windowed naive reference equals plain attention over a cache that
@@ -534,6 +570,24 @@ TEST(AttentionBf16, EveryPathStaysNearExactAttention) {
   }
   std::printf("bf16 prefill: worst |out - exact| %.3g, worst |out - scalar bf16| %.3g\n",
               worst_exact, worst_scalar);
+}
+
+// With soft-capped scores too: every path's bf16 prefill stays near exact
+// capped attention.
+TEST(AttentionBf16, SoftCapStaysNearExactAttention) {
+  uint32_t seed = 800;
+  for (const Case& c : kPrefillCases) {
+    HandCache cache(c.n_kv_heads, c.n_kv_heads * c.group, c.head_dim, KvElement::F32, true);
+    Problem p = fill(cache, c, seed++);
+    p.shape.softcap = 0.5f;
+    const auto exact = run_naive(p, cache);
+    for (CpuPath path : supported_paths())
+      for (bool native : {false, true}) {
+        const auto got = run_attend_bf16(p, cache, path, 2, native);
+        EXPECT_LE(max_abs_diff(got.data(), exact.data(), exact.size()), 2e-2f)
+            << describe(c, path, KvElement::F32, true) << " native " << native;
+      }
+  }
 }
 
 TEST(AttentionBf16, BitIdenticalWhateverTheThreads) {

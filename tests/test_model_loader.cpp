@@ -71,23 +71,23 @@ TEST(ModelLoader, UnsupportedArchitecture) {
 // `info` reads any architecture's metadata and tensors; only the commands
 // that run a model refuse one kvbench does not run.
 TEST(ModelLoader, InfoShowsAnArchitectureItDoesNotRun) {
-  const auto path = edited_model("phi3", {[](const std::string& k, GgufValue& v) {
-                                            if (k == "general.architecture")
-                                              v.data = std::string("phi3");
-                                            return true;
-                                          },
-                                          {}});
+  const auto path = edited_model("gemma4", {[](const std::string& k, GgufValue& v) {
+                                              if (k == "general.architecture")
+                                                v.data = std::string("gemma4");
+                                              return true;
+                                            },
+                                            {}});
   const test::CliResult info = test::run_kvbench("info --tensors --model " + path);
   ASSERT_EQ(info.code, 0) << info.err;
-  EXPECT_NE(info.out.find("general.architecture = \"phi3\""), std::string::npos) << info.out;
-  EXPECT_NE(info.out.find("architecture 'phi3', which kvbench does not run (it runs 'llama', "
-                          "'gemma3', 'qwen2' and 'qwen3')"),
+  EXPECT_NE(info.out.find("general.architecture = \"gemma4\""), std::string::npos) << info.out;
+  EXPECT_NE(info.out.find("architecture 'gemma4', which kvbench does not run (it runs 'llama', "
+                          "'gemma3', 'qwen2', 'qwen3', 'phi3' and 'gemma2')"),
             std::string::npos)
       << info.out;
   EXPECT_NE(info.out.find("blk.0.attn_q.weight"), std::string::npos);
   EXPECT_EQ(info.out.find("full-cache KV bytes"), std::string::npos);
   test::expect_input_error(test::run_kvbench("generate --prompt hi --model " + path),
-                           "unsupported architecture 'phi3'");
+                           "unsupported architecture 'gemma4'");
 }
 
 TEST(ModelLoader, OutOfRangeAndInconsistentHyperParameters) {

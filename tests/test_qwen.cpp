@@ -198,8 +198,8 @@ TEST(QwenCli, TinyFilesRunPolicies) {
                         testing::TempDir() + "kvbench-cli-tiny-qwen3.gguf"),
       "policy 'kivi2': group 32 does not divide head_dim 80");
   test::expect_input_error(
-      test::run_kvbench("tiny-model -o " + testing::TempDir() + "x.gguf --arch phi3"),
-      "--arch must be llama, gemma3, qwen2 or qwen3, got 'phi3'");
+      test::run_kvbench("tiny-model -o " + testing::TempDir() + "x.gguf --arch mistral"),
+      "--arch must be llama, gemma3, qwen2, qwen3, phi3 or gemma2, got 'mistral'");
   test::expect_input_error(
       test::run_kvbench("tiny-model -o " + testing::TempDir() + "x.gguf --heads 6 --kv-heads 4"),
       "tiny model: 6 heads are not a multiple of 4 KV heads");

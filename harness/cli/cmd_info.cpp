@@ -47,12 +47,19 @@ int cmd_info(const Args& args) {
         << c.n_heads << " (kv " << c.n_kv_heads << ", head_dim " << c.head_dim << "), vocab "
         << c.n_vocab << ", context " << c.n_ctx_train << "\n"
         << "  rope: dims " << c.rope.n_dims << ", base " << c.rope.freq_base << ", scale "
-        << c.rope.freq_scale << (c.rope.freq_factors.empty() ? "" : ", llama3 freq factors") << "\n"
+        << c.rope.freq_scale
+        << (c.rope.freq_factors.empty() ? ""
+            : c.arch_name == "phi3"     ? ", LongRoPE short factors"
+                                        : ", llama3 freq factors")
+        << (c.rope.attn_factor != 1.0f ? ", attention factor " + std::to_string(c.rope.attn_factor)
+                                       : std::string())
+        << "\n"
         << (c.rope.neox ? "  rope pairs: halves (neox)\n" : "")
         << "  block: " << (c.norms.pre_attention ? "pre-norms" : "no pre-norms")
         << (first.bq.empty() ? "" : ", Q/K/V biases") << (c.norms.qk ? ", QK-norms" : "")
         << (c.norms.post_attention ? ", post-norms" : "")
-        << (c.activation == Activation::Silu ? ", SwiGLU" : ", GeGLU") << "\n"
+        << (c.activation == Activation::Silu ? ", SwiGLU" : ", GeGLU")
+        << (c.fused_gate_up ? " (gate and up fused in ffn_up)" : "") << "\n"
         << "  rms eps " << c.rms_eps << ", output "
         << (model->weights().tied_output ? "tied to token_embd" : "output.weight") << "\n"
         << "  tokenizer: " << model->tokenizer().model_name() << " / "
@@ -60,7 +67,16 @@ int cmd_info(const Args& args) {
         << "\n"
         << "  full-cache KV bytes per token (f32): "
         << uint64_t{2} * c.n_layers * c.n_kv_heads * c.head_dim * 4 << "\n";
-    if (c.arch_name == "gemma3") {
+    if (!c.rope_long_factors.empty())
+      out << "  LongRoPE: long factors not used (llama.cpp uses them only for a context over "
+          << c.n_ctx_orig << " tokens, phi3.rope.scaling.original_context_length; kvbench "
+          << "always runs the short ones)\n";
+    if (c.unapplied_sliding_window > 0)
+      out << "  sliding window " << c.unapplied_sliding_window
+          << " stated, not applied: every layer attends every key, as llama.cpp runs "
+          << (c.arch_name == "phi3" ? "Phi-3 (its Phi SWA is disabled)" : "this architecture")
+          << "\n";
+    if (c.arch_name == "gemma3" || c.arch_name == "gemma2") {
       std::string global;
       int n_local = 0;
       for (int l = 0; l < c.n_layers; ++l) {
@@ -69,14 +85,16 @@ int cmd_info(const Args& args) {
         else
           global += (global.empty() ? "" : ", ") + std::to_string(l);
       }
-      out << "  gemma3: " << n_local << " local layers (sliding window " << c.sliding_window
-          << ", rope base " << c.rope_local.freq_base << "), global layers "
+      out << "  " << c.arch_name << ": " << n_local << " local layers (sliding window "
+          << c.sliding_window << ", rope base " << c.rope_local.freq_base << "), global layers "
           << (global.empty() ? "none" : global) << "; attention scale " << c.attn_scale
           << ", embedding scale " << c.embed_scale << ", logit soft-cap ";
       if (c.final_logit_softcap > 0)
-        out << c.final_logit_softcap << "\n";
+        out << c.final_logit_softcap;
       else
-        out << "none\n";
+        out << "none";
+      if (c.attn_logit_softcap > 0) out << ", attention soft-cap " << c.attn_logit_softcap;
+      out << "\n";
     }
   } else {
     out << "\nmodel: architecture '" << escaped_text(arch, 64)

@@ -40,8 +40,10 @@ int cmd_tiny_model(const Args& args) {
       "size: GBs, streamed to disk)")(
       "arch", po::value<std::string>(),
       "tiny only: llama (default), gemma3 (QK-norms, post-norms, GeGLU, NEOX RoPE, "
-      "sliding-window layers, soft-capping), qwen2 (Q/K/V biases, NEOX RoPE) or qwen3 "
-      "(QK-norms, NEOX RoPE)")(
+      "sliding-window layers, soft-capping), qwen2 (Q/K/V biases, NEOX RoPE), qwen3 "
+      "(QK-norms, NEOX RoPE), phi3 (fused QKV and gate/up, NEOX RoPE with LongRoPE factors "
+      "and attention factor, a stated sliding window) or gemma2 (gemma3's block without "
+      "QK-norms, attention soft-capping, every other layer local)")(
       "weights", po::value<std::string>(),
       "tiny only: mixed (default: a different type in most tensors), f16, bf16, q8_0, q4_0, "
       "q6_k, q4_k_m or q5_k_m (every matrix in that type or llama-quantize's mix; a row its "
@@ -52,6 +54,10 @@ int cmd_tiny_model(const Args& args) {
       "head-dim", po::value<int>()->default_value(0),
       "tiny only: head dimension (0: dim / heads; gemma3: 32)")(
       "ffn", po::value<int>()->default_value(0), "tiny only: feed-forward width (0: 256)")(
+      "sliding-window", po::value<int>()->default_value(0),
+      "tiny only, llama and phi3: state this ARCH.attention.sliding_window (Mistral's, "
+      "Phi-3-mini's), which llama.cpp does not apply on these architectures (0: none; phi3: "
+      "5)")(
       "type", po::value<std::string>(),
       "weight type of a real shape: q4_0 (default), q8_0 or q4_k; every matrix and token_embd in "
       "it, norms f32")("vocab", po::value<std::string>(),
@@ -64,8 +70,10 @@ int cmd_tiny_model(const Args& args) {
       "seed", po::value<uint64_t>()->default_value(1), "weight seed");
   po::variables_map vm;
   if (!parse(args, desc, vm,
-             "kvbench tiny-model -o FILE [--arch llama|gemma3|qwen2|qwen3] [--weights TYPE]\n"
+             "kvbench tiny-model -o FILE [--arch llama|gemma3|qwen2|qwen3|phi3|gemma2]\n"
+             "                   [--weights TYPE]\n"
              "                   [--dim N] [--heads N] [--kv-heads N] [--head-dim N] [--ffn N]\n"
+             "                   [--sliding-window N]\n"
              "                   [--vocab bpe|spm] [--pre NAME] [--untied] [--seed N]\n"
              "       kvbench tiny-model -o FILE --shape llama3.2-1b|llama3-8b [--type "
              "q4_0|q8_0|q4_k] [--seed N]\n\n"
@@ -84,7 +92,7 @@ int cmd_tiny_model(const Args& args) {
   const bool tiny_options = vm.count("arch") || vm.count("weights") || vm.count("pre") ||
                             vm["dim"].as<int>() || vm["heads"].as<int>() ||
                             vm["kv-heads"].as<int>() || vm["head-dim"].as<int>() ||
-                            vm["ffn"].as<int>();
+                            vm["ffn"].as<int>() || vm["sliding-window"].as<int>();
 
   if (shape_name == "tiny" || shape_name == "tiny-gemma3") {
     if (vm.count("type"))
@@ -105,7 +113,7 @@ int cmd_tiny_model(const Args& args) {
                                                            : "llama";
     const std::optional<TinyArch> a = tiny_arch(arch);
     if (!a)
-      throw InputError("--arch must be llama, gemma3, qwen2 or qwen3, got '" +
+      throw InputError("--arch must be llama, gemma3, qwen2, qwen3, phi3 or gemma2, got '" +
                        escaped_text(arch, 64) + "'");
     if (shape_name == "tiny-gemma3" && *a != TinyArch::Gemma3)
       throw InputError("--shape tiny-gemma3 is --arch gemma3; got --arch " + arch);
@@ -125,6 +133,7 @@ int cmd_tiny_model(const Args& args) {
     o.n_kv_heads = vm["kv-heads"].as<int>();
     o.head_dim = vm["head-dim"].as<int>();
     o.ffn_dim = vm["ffn"].as<int>();
+    o.sliding_window = vm["sliding-window"].as<int>();
     o.seed = seed;
     write_tiny_model(out, o);
     std::cout << "wrote " << out << " (" << tiny_arch_name(o.arch) << ", "
@@ -133,7 +142,8 @@ int cmd_tiny_model(const Args& args) {
   }
   if (tiny_options)
     throw InputError(
-        "--arch, --weights, --pre, --dim, --heads, --kv-heads, --head-dim and --ffn apply "
+        "--arch, --weights, --pre, --dim, --heads, --kv-heads, --head-dim, --ffn and "
+        "--sliding-window apply "
         "to --shape tiny only; " +
         escaped_text(shape_name, 64) + " has its own");
 

@@ -26,6 +26,8 @@ constexpr float kLog2e = 1.4426950408889634f;
 float log2_scale(const AttentionShape& s) {
   return s.scale > 0.0f ? kLog2e * s.scale : kLog2e / std::sqrt(static_cast<float>(s.head_dim));
 }
+// The soft-cap in the same domain (attn::soft_cap_scores); 0: none.
+float log2_cap(const AttentionShape& s) { return s.softcap > 0.0f ? kLog2e * s.softcap : 0.0f; }
 
 // Decode: at most this many blocks per KV head, and blocks of at least
 // kMinBlock keys (a multiple of kKeyTile). Enough units to balance two to
@@ -194,6 +196,7 @@ void decode(const attn::Kernels& K, const AttentionShape& s, int layer, const fl
     attn::DecodeBlock a;
     a.q = q + int64_t{h} * G * hd;
     a.scale = scale;
+    a.cap = log2_cap(s);
     a.group = G;
     a.head_dim = hd;
     a.k = sc.piece_k[p];
@@ -364,6 +367,7 @@ void prefill(const attn::Kernels& K, const AttentionShape& s, const float* q,
     a.out = out + t0 * q_stride + int64_t{h} * G * hd;
     a.out_stride = q_stride;
     a.scale = scale;
+    a.cap = log2_cap(s);
     a.group = G;
     a.head_dim = hd;
     a.n_queries = static_cast<int32_t>(std::min<int64_t>(kQueryTile, n_tokens - t0));
@@ -412,6 +416,7 @@ void observe_prefill(const attn::Kernels& K, const AttentionShape& s, int layer,
           K.scores(qs, G, hd, sc.piece_k[p], 0, sc.piece_k[p].n, dst + sc.piece_offset[p], head.n);
         for (int g = 0; g < G; ++g) {
           float* row = dst + int64_t{g} * head.n;
+          if (s.softcap > 0.0f) attn::soft_cap_scores(row, head.n, log2_cap(s));
           for (int32_t p = head.piece0; p < head.piece0 + head.n_pieces; ++p) {
             const int32_t* pos = sc.piece_pos[p];
             float* r = row + sc.piece_offset[p];

@@ -45,6 +45,10 @@ struct AttentionShape {
   // Scores are q . k * scale when > 0 (a file's own attention scale), else
   // q . k / sqrt(head_dim).
   float scale = 0.0f;
+  // > 0: attention soft-capping (Gemma 2): each score x becomes
+  // softcap * tanh(x / softcap) before the mask and softmax, as llama.cpp
+  // caps kq. The probabilities a cache observes are the capped ones.
+  float softcap = 0.0f;
   // Prefill (several queries) with bfloat16 products
   // (attn::Kernels::prefill_tile_bf16; vdpbf16ps where the CPU has it, at
   // twice the f32 FMA rate), an option of the fast mode

@@ -505,6 +505,8 @@ void decode_block_t(const DecodeBlock& a, const DecodeWork& w, float* m, float* 
       dot_k2_heads<I>(w.qs, G, hd, a.k, j0, j0 + nk, w.s, kKeyTile, w.qk, w.qk + G * hd, &k2_block);
     else
       dot_heads<I, KE, kKeyPairs>(w.qs, G, hd, a.k, j0, j0 + nk, w.s, kKeyTile);
+    if (a.cap > 0.0f)
+      for (int g = 0; g < G; ++g) soft_cap_scores(w.s + g * kKeyTile, nk, a.cap);
     for (int32_t j = 0; j < nk; ++j)
       if (!visible(a.pos[j0 + j], a.qpos, a.window))
         for (int g = 0; g < G; ++g) w.s[g * kKeyTile + j] = kNegInf;
@@ -689,6 +691,7 @@ void prefill_tile_kernel(const PrefillTile& a, const PrefillWork& w) {
     int r0 = 0;
     for (; r0 + 4 <= rows; r0 += 4) qk_rows<I, 4>(w.qs + r0 * hd, hd, ktile, w.s + r0 * kKeyTile);
     for (; r0 < rows; ++r0) qk_rows<I, 1>(w.qs + r0 * hd, hd, ktile, w.s + r0 * kKeyTile);
+    if (a.cap > 0.0f) soft_cap_scores(w.s, int64_t{rows} * kKeyTile, a.cap);
     mask_tile(a, tile, qmin, qmax, w.s);
     softmax_step<I>(w.s, rows, w.m, w.l, w.acc, hd);
     if (tile.v.type == KvElement::F32 && tile.v.contiguous()) {
@@ -785,6 +788,7 @@ void prefill_tile_bf16_kernel(const PrefillTile& a, const PrefillWork& w) {
     for (; r0 + 4 <= rows; r0 += 4)
       P::template qk<4>(w.qs + r0 * hd, hd, ktile, w.s + r0 * kKeyTile);
     for (; r0 < rows; ++r0) P::template qk<1>(w.qs + r0 * hd, hd, ktile, w.s + r0 * kKeyTile);
+    if (a.cap > 0.0f) soft_cap_scores(w.s, int64_t{rows} * kKeyTile, a.cap);
     mask_tile(a, tile, qmin, qmax, w.s);
     // The running sum l adds the weights before rounding; the rounded ones
     // weigh the V rows.

@@ -16,6 +16,7 @@
 //    type; a decode block and a prefill key tile never span two pieces.
 #pragma once
 
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 
@@ -74,9 +75,20 @@ constexpr bool visible(int32_t key, int32_t query, int32_t window) {
   return key <= query && (window <= 0 || query - key < window);
 }
 
+// Gemma 2's attention soft-capping, on scores in the log2 domain: `cap` is
+// log2(e) times the model's cap, and s = cap * tanh(s / cap) is log2(e)
+// times cap' * tanh(x / cap') for the score x = q . k * scale, as llama.cpp
+// caps kq before the mask and softmax. std::tanh per score: the same
+// function on every path. n scores from s.
+inline void soft_cap_scores(float* s, int64_t n, float cap) {
+  const float inv = 1.0f / cap;
+  for (int64_t i = 0; i < n; ++i) s[i] = cap * std::tanh(s[i] * inv);
+}
+
 struct DecodeBlock {
   const float* q = nullptr;  // [group][head_dim], unscaled
   float scale = 0.0f;        // log2(e) * the score scale (1 / sqrt(head_dim) by default)
+  float cap = 0.0f;          // > 0: soft-capping (soft_cap_scores), log2 domain
   int group = 0;
   int head_dim = 0;
   Rows k, v;
@@ -116,6 +128,7 @@ struct PrefillTile {
   float* out = nullptr;  // same layout as q
   int64_t out_stride = 0;
   float scale = 0.0f;  // log2(e) * the score scale (1 / sqrt(head_dim) by default)
+  float cap = 0.0f;    // > 0: soft-capping (soft_cap_scores), log2 domain
   int group = 0;
   int head_dim = 0;
   int32_t n_queries = 0;           // <= kQueryTile

@@ -37,7 +37,9 @@ void attend_naive(const AttentionShape& s, int layer, const float* q,
         for (int32_t j = 0; j < n; ++j) {
           double dot = 0.0;
           for (int d = 0; d < hd; ++d) dot += static_cast<double>(qv[d]) * k[int64_t{j} * hd + d];
-          p[j] = attn::visible(pos[j], positions[t], s.window) ? dot * scale : -INFINITY;
+          double x = dot * scale;
+          if (s.softcap > 0.0f) x = s.softcap * std::tanh(x / s.softcap);  // Gemma 2
+          p[j] = attn::visible(pos[j], positions[t], s.window) ? x : -INFINITY;
           mx = std::max(mx, p[j]);
         }
         double sum = 0.0;

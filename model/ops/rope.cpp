@@ -65,8 +65,17 @@ void RopeTable::resize(int64_t n, const std::vector<float>& inv_freq) {
 void RopeTable::fill(std::span<const int32_t> positions, int64_t t0, int64_t t1,
                      const std::vector<float>& inv_freq) {
   assert(static_cast<int>(inv_freq.size()) == half);
-  for (int64_t t = t0; t < t1; ++t)
-    angles(positions[t], inv_freq, cos.data() + t * half, sin.data() + t * half);
+  for (int64_t t = t0; t < t1; ++t) {
+    float *c = cos.data() + t * half, *s = sin.data() + t * half;
+    angles(positions[t], inv_freq, c, s);
+    if (scale != 1.0f) {
+      // ggml's rope_yarn: cos_theta = cosf(theta) * mscale (same for sin).
+      for (int i = 0; i < half; ++i) {
+        c[i] *= scale;
+        s[i] *= scale;
+      }
+    }
+  }
 }
 
 void rope_rotate_cs(float* x, int n_vectors, int stride, const float* c, const float* s, int half) {

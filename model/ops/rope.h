@@ -20,6 +20,13 @@ struct RopeConfig {
   float freq_scale = 1.0f;          // linear scaling: 1 / factor
   std::vector<float> freq_factors;  // [n_dims / 2] llama3-style divisors; empty = none
   bool neox = false;                // pairs (i, i + n_dims/2) instead of (2i, 2i+1)
+  // LongRoPE's attention factor (Phi-3's ARCH.rope.scaling.attn_factor):
+  // the block's rotation of Q and K also multiplies the rotated dimensions
+  // by it, as ggml_rope_ext's attn_factor does (cos and sin scaled), so
+  // scores grow by its square. Rotations outside the block (re-rotating
+  // stored keys, un-rotating queries) stay pure: the cache's keys already
+  // carry the factor once.
+  float attn_factor = 1.0f;
 };
 
 // Inverse frequencies theta_i, [n_dims / 2].
@@ -42,6 +49,7 @@ void rope_rotate_neox(float* x, int n_vectors, int stride, int64_t pos,
 // the calls to cos and sin).
 struct RopeTable {
   int half = 0;
+  float scale = 1.0f;           // RopeConfig::attn_factor: multiplies every cos and sin
   std::vector<float> cos, sin;  // [positions][half]
 
   // Room for n positions of inv_freq's pairs (keeps what it holds).

@@ -29,4 +29,16 @@ struct WeightMatrix {
   const uint8_t* row(int64_t r) const { return data + r * row_bytes; }
 };
 
+// Rows [first, first + count) of m as a matrix of their own (a fused
+// tensor's parts: Phi-3's attn_qkv, its gate and up halves). Before any
+// planar or interleaved copy is made (those are per matrix).
+inline WeightMatrix row_slice(const WeightMatrix& m, int64_t first, int64_t count) {
+  WeightMatrix s = m;
+  s.rows = count;
+  s.data = m.data + first * m.row_bytes;
+  s.planar = nullptr;
+  s.interleaved = nullptr;
+  return s;
+}
+
 }  // namespace kvbench

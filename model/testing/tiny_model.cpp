@@ -36,12 +36,12 @@ std::vector<float> random_values(Normal& rng, int64_t n, float scale, float offs
   return v;
 }
 
-constexpr std::string_view kArchNames[] = {"llama", "gemma3", "qwen2", "qwen3"};
+constexpr std::string_view kArchNames[] = {"llama", "gemma3", "qwen2", "qwen3", "phi3", "gemma2"};
 constexpr std::string_view kWeightsNames[] = {"mixed", "f16",  "bf16",   "q8_0",
                                               "q4_0",  "q6_k", "q4_k_m", "q5_k_m"};
 
 // The matrices of a block, for picking their types.
-enum class Tensor { Q, K, V, O, Gate, Up, Down };
+enum class Tensor { Q, K, V, O, Gate, Up, Down, Qkv };
 
 // The type a row of `cols` elements is stored in: `want`, or, where its
 // blocks do not divide the row, what llama-quantize falls back to (K-quants
@@ -79,6 +79,13 @@ GgmlType matrix_type(TinyWeights w, Tensor t, int layer, int n_layers) {
       {GgmlType::Q4_K, GgmlType::Q6_K, GgmlType::Q8_0},  // down
   };
   const bool k_m = w == TinyWeights::Q4_K_M || w == TinyWeights::Q5_K_M;
+  // llama-quantize's fused attn_qkv: one step up in the K_M mixes; the
+  // tests' mix gives it Q's type.
+  if (t == Tensor::Qkv) {
+    if (w == TinyWeights::Q4_K_M) return GgmlType::Q5_K;
+    if (w == TinyWeights::Q5_K_M) return GgmlType::Q6_K;
+    t = Tensor::Q;
+  }
   if (k_m && (t == Tensor::V || t == Tensor::Down) && more_bits(layer, n_layers))
     return GgmlType::Q6_K;
   switch (w) {
@@ -126,7 +133,11 @@ GgufWriter build_tiny_model(const TinyModelOptions& o) {
   using S = TinyModelShape;
   using G = TinyGemma3Shape;
   const bool gemma3 = o.arch == TinyArch::Gemma3;
+  const bool gemma2 = o.arch == TinyArch::Gemma2;
+  const bool gemma = gemma3 || gemma2;  // post-norms, GeGLU, own head size, small embeddings
   const bool qwen = o.arch == TinyArch::Qwen2 || o.arch == TinyArch::Qwen3;
+  const bool phi3 = o.arch == TinyArch::Phi3;
+  using P = TinyPhi3Shape;
   const int dim = o.dim ? o.dim : S::dim;
   const int n_heads = o.n_heads ? o.n_heads : S::n_heads;
   const int n_kv_heads = o.n_kv_heads ? o.n_kv_heads : S::n_kv_heads;
@@ -138,7 +149,7 @@ GgufWriter build_tiny_model(const TinyModelOptions& o) {
   if (n_heads % n_kv_heads != 0)
     throw InputError("tiny model: " + std::to_string(n_heads) + " heads are not a multiple of " +
                      std::to_string(n_kv_heads) + " KV heads");
-  const int head_dim = o.head_dim ? o.head_dim : gemma3 ? G::head_dim : dim / n_heads;
+  const int head_dim = o.head_dim ? o.head_dim : gemma ? G::head_dim : dim / n_heads;
   check_size("head dimension", head_dim, 1024);
   if (head_dim % 2 != 0)
     throw InputError("tiny model: head dimension " + std::to_string(head_dim) + " is odd");
@@ -155,14 +166,19 @@ GgufWriter build_tiny_model(const TinyModelOptions& o) {
   const std::string arch(tiny_arch_name(o.arch));
   const std::string a = arch + ".";
   w.set_string("general.architecture", arch);
-  w.set_string("general.name", o.arch == TinyArch::Llama ? "kvbench-tiny" : "kvbench-tiny-" + arch);
+  // Not "...phi3": llama.cpp gives a file whose name says phi-3 or phi3 the
+  // Phi-3 special tokens' strip flags, and fails to load one without
+  // <|endoftext|>, </s> and <unk> (the tiny vocabularies lack some).
+  w.set_string("general.name", o.arch == TinyArch::Llama ? "kvbench-tiny"
+                               : phi3                    ? "kvbench-tiny-phi"
+                                                         : "kvbench-tiny-" + arch);
   w.set_u32(a + "block_count", S::n_layers);
   w.set_u32(a + "context_length", S::n_ctx);
   w.set_u32(a + "embedding_length", dim);
   w.set_u32(a + "feed_forward_length", ffn_dim);
   w.set_u32(a + "attention.head_count", n_heads);
   w.set_u32(a + "attention.head_count_kv", n_kv_heads);
-  if (gemma3 || head_dim * n_heads != dim) {
+  if (gemma || head_dim * n_heads != dim) {
     w.set_u32(a + "attention.key_length", head_dim);
     w.set_u32(a + "attention.value_length", head_dim);
   }
@@ -172,15 +188,39 @@ GgufWriter build_tiny_model(const TinyModelOptions& o) {
     w.set_u32(a + "attention.sliding_window_pattern", G::pattern);
     w.set_f32(a + "final_logit_softcapping", G::softcap);
     w.set_f32(a + "attention.layer_norm_rms_epsilon", 1e-6f);
+  } else if (gemma2) {
+    w.set_f32(a + "rope.freq_base", TinyGemma2Shape::rope_base);
+    w.set_u32(a + "attention.sliding_window", G::sliding_window);
+    w.set_f32(a + "attn_logit_softcapping", TinyGemma2Shape::attn_softcap);
+    w.set_f32(a + "final_logit_softcapping", G::softcap);
+    w.set_f32(a + "attention.layer_norm_rms_epsilon", 1e-6f);
   } else if (qwen) {
     // Qwen2.5's and Qwen3's base and epsilon.
     w.set_f32(a + "rope.freq_base", 1000000.0f);
     w.set_f32(a + "attention.layer_norm_rms_epsilon", 1e-6f);
+  } else if (phi3) {
+    w.set_f32(a + "rope.freq_base", 10000.0f);
+    w.set_u32(a + "rope.dimension_count", head_dim);
+    w.set_f32(a + "attention.layer_norm_rms_epsilon", 1e-5f);
+    w.set_u32(a + "rope.scaling.original_context_length", P::original_context);
+    w.set_f32(a + "rope.scaling.attn_factor", P::attn_factor);
   } else {
     w.set_f32(a + "rope.freq_base", 10000.0f);
     w.set_u32(a + "rope.dimension_count", head_dim);
     w.set_f32(a + "attention.layer_norm_rms_epsilon", 1e-5f);
   }
+  if (gemma2 && !o.tied_output)
+    throw InputError(
+        "tiny model: gemma2 ties its output to token_embd (llama.cpp reads no "
+        "output.weight)");
+  if (o.sliding_window < 0 || o.sliding_window > (1 << 20))
+    throw InputError("tiny model: sliding window " + std::to_string(o.sliding_window) +
+                     " is out of range [0, 1048576]");
+  if (o.sliding_window > 0 && o.arch != TinyArch::Llama && !phi3)
+    throw InputError("tiny model: a stated sliding window is for --arch llama or phi3");
+  if (phi3 || o.sliding_window > 0)
+    w.set_u32(a + "attention.sliding_window",
+              o.sliding_window > 0 ? o.sliding_window : P::sliding_window);
   w.set_u32(a + "vocab_size", n_vocab);
   if (o.pre.empty())
     write_tiny_vocab(w, o.vocab);
@@ -192,7 +232,7 @@ GgufWriter build_tiny_model(const TinyModelOptions& o) {
   // A wider file scales both by sqrt(96 / dim), so its logits stay about
   // as large as the default's (tens, not hundreds).
   const float widen = dim == S::dim ? 1.0f : std::sqrt(static_cast<float>(S::dim) / dim);
-  const float embd_scale = (gemma3 ? 0.1f : 1.0f) * widen;
+  const float embd_scale = (gemma ? 0.1f : 1.0f) * widen;
   const float mat_scale = 0.15f * widen;
   auto matrix = [&](const std::string& name, GgmlType type, int cols, int rows, float scale) {
     w.add_tensor_f32(name, fitting(type, cols), {cols, rows},
@@ -206,13 +246,28 @@ GgufWriter build_tiny_model(const TinyModelOptions& o) {
     const std::string p = "blk." + std::to_string(l) + ".";
     auto type = [&](Tensor t) { return matrix_type(o.weights, t, l, S::n_layers); };
     vector(p + "attn_norm.weight", dim, 0.1f, 1.0f);
-    matrix(p + "attn_q.weight", type(Tensor::Q), dim, q_dim, mat_scale);
-    matrix(p + "attn_k.weight", type(Tensor::K), dim, kv_dim, mat_scale);
-    matrix(p + "attn_v.weight", type(Tensor::V), dim, kv_dim, mat_scale);
+    if (phi3) {
+      // One matrix, Wq's rows then Wk's then Wv's, as Phi-3's converter writes.
+      // Scaled down by the attention factor, which the rotation multiplies
+      // Q and K by: the scores are then as large as the other families'
+      // files (attention as peaked, the forward pass no more chaotic in the
+      // activations' rounding), and a missing factor still shows (1.42x).
+      matrix(p + "attn_qkv.weight", type(Tensor::Qkv), dim, q_dim + 2 * kv_dim,
+             mat_scale / P::attn_factor);
+    } else {
+      matrix(p + "attn_q.weight", type(Tensor::Q), dim, q_dim, mat_scale);
+      matrix(p + "attn_k.weight", type(Tensor::K), dim, kv_dim, mat_scale);
+      matrix(p + "attn_v.weight", type(Tensor::V), dim, kv_dim, mat_scale);
+    }
     matrix(p + "attn_output.weight", type(Tensor::O), q_dim, dim, mat_scale);
     vector(p + "ffn_norm.weight", dim, 0.1f, 1.0f);
-    matrix(p + "ffn_gate.weight", type(Tensor::Gate), dim, ffn_dim, mat_scale);
-    matrix(p + "ffn_up.weight", type(Tensor::Up), dim, ffn_dim, mat_scale);
+    if (phi3) {
+      // Gate rows then up rows in one matrix.
+      matrix(p + "ffn_up.weight", type(Tensor::Up), dim, 2 * ffn_dim, mat_scale);
+    } else {
+      matrix(p + "ffn_gate.weight", type(Tensor::Gate), dim, ffn_dim, mat_scale);
+      matrix(p + "ffn_up.weight", type(Tensor::Up), dim, ffn_dim, mat_scale);
+    }
     matrix(p + "ffn_down.weight", type(Tensor::Down), ffn_dim, dim, mat_scale);
     if (o.arch == TinyArch::Qwen2) {
       // Qwen2's biases are f32 in its files; K's are large in the real models.
@@ -225,12 +280,20 @@ GgufWriter build_tiny_model(const TinyModelOptions& o) {
       vector(p + "attn_q_norm.weight", head_dim, 0.1f, 1.0f);
       vector(p + "attn_k_norm.weight", head_dim, 0.1f, 1.0f);
     }
-    if (gemma3) {
+    if (gemma) {
       vector(p + "post_attention_norm.weight", dim, 0.1f, 1.0f);
       vector(p + "post_ffw_norm.weight", dim, 0.1f, 1.0f);
     }
   }
   vector("output_norm.weight", dim, 0.1f, 1.0f);
+  if (phi3) {
+    // LongRoPE divisors per rotated pair: short in [1, 2.5), long in [1, 40).
+    std::vector<float> short_f(head_dim / 2), long_f(head_dim / 2);
+    for (auto& f : short_f) f = 1.0f + 1.5f * std::fabs(std::tanh(rng.next()));
+    for (auto& f : long_f) f = 1.0f + 39.0f * std::fabs(std::tanh(rng.next()));
+    w.add_tensor_f32("rope_factors_long.weight", GgmlType::F32, {head_dim / 2}, long_f);
+    w.add_tensor_f32("rope_factors_short.weight", GgmlType::F32, {head_dim / 2}, short_f);
+  }
   if (!o.tied_output) matrix("output.weight", embedding_type(o.weights, true), dim, n_vocab, 0.3f);
   return w;
 }

@@ -26,9 +26,15 @@ enum class TinyArch {
   Gemma3,
   Qwen2,  // LLaMA's block with Q/K/V biases and NEOX RoPE
   Qwen3,  // LLaMA's block with QK-norms and NEOX RoPE, no biases
+  // LLaMA's block with fused attn_qkv and gate/up tensors, NEOX RoPE with
+  // LongRoPE factors and attention factor, a stated window (TinyPhi3Shape).
+  Phi3,
+  // Gemma 3's block without QK-norms, with attention soft-capping; every
+  // other layer local (TinyGemma2Shape).
+  Gemma2,
 };
 
-// "llama", "gemma3", "qwen2", "qwen3" (general.architecture); nullopt for
+// "llama", "gemma3", "qwen2", "qwen3", "phi3", "gemma2" (general.architecture); nullopt for
 // another name.
 std::optional<TinyArch> tiny_arch(std::string_view name);
 std::string_view tiny_arch_name(TinyArch arch);
@@ -63,6 +69,10 @@ struct TinyModelOptions {
   // "smollm", the one its merges were learned on. Bpe only; a file with one
   // also has write_tiny_vocab_with_pre's probe tokens.
   std::string pre;
+  // llama and phi3: ARCH.attention.sliding_window, a window the file states
+  // and llama.cpp does not apply (Mistral's, Phi-3-mini's); 0: no key. phi3
+  // files always state one (TinyPhi3Shape::sliding_window by default).
+  int sliding_window = 0;
   uint64_t seed = 1;
 };
 
@@ -87,6 +97,29 @@ struct TinyGemma3Shape {
   static constexpr int pattern = 3;
   static constexpr float rope_base = 1000000.0f;  // global layers; local ones use 10,000
   static constexpr float softcap = 4.0f;
+};
+
+// What the gemma2 tiny model changes from gemma3's (its head dimension,
+// window, embedding scale and final soft-cap): no QK-norms, the window and
+// no pattern key (llama.cpp's default, every other layer local: 0 and 2 of
+// 3), a RoPE base of 10,000 for every layer, and an attention soft-cap that
+// bites on the tiny file's scores (Gemma 2's own is 50).
+struct TinyGemma2Shape {
+  static constexpr float attn_softcap = 3.0f;
+  static constexpr float rope_base = 10000.0f;
+};
+
+// What the phi3 tiny model sets, as Phi-3.5-mini's converted file does:
+// LongRoPE's short and long factors (random, the short ones in [1, 2.5) so
+// that they change the angles), an original context above the oracle's
+// context of 512 tokens (so llama.cpp takes the short factors, as kvbench
+// always does), Phi-3.5-mini's attention factor sqrt(1 + ln 32 / ln 4096),
+// and a sliding window shorter than the test prompts, which llama.cpp does
+// not apply (so the check proves kvbench does not either).
+struct TinyPhi3Shape {
+  static constexpr int original_context = 1024;
+  static constexpr float attn_factor = 1.1902381f;
+  static constexpr int sliding_window = 5;
 };
 
 // Throws InputError for a shape that cannot be written (n_heads not a

@@ -53,6 +53,9 @@ std::vector<double> attend(const LlamaConfig& c, const std::vector<std::vector<d
       double d = 0.0;
       for (int i = 0; i < hd; ++i) d += q[t][h * hd + i] * k[j][kvh * hd + i];
       s[j - first] = d * scale;
+      // Gemma 2's attention soft-capping (0 elsewhere).
+      if (c.attn_logit_softcap > 0)
+        s[j - first] = c.attn_logit_softcap * std::tanh(s[j - first] / c.attn_logit_softcap);
       max = std::max(max, s[j - first]);
     }
     double sum = 0.0;

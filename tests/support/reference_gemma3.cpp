@@ -64,11 +64,11 @@ std::vector<float> ReferenceGemma3::logits(const std::vector<int32_t>& tokens,
       k[t] = L.wk.times(xn.data());
       v[t] = L.wv.times(xn.data());
       for (int h = 0; h < c_.n_heads; ++h) {
-        rms_norm(q[t].data() + h * hd, hd, L.q_norm, eps);
+        if (c_.norms.qk) rms_norm(q[t].data() + h * hd, hd, L.q_norm, eps);  // not Gemma 2
         rope_halves(q[t].data() + h * hd, hd, t, base);
       }
       for (int h = 0; h < c_.n_kv_heads; ++h) {
-        rms_norm(k[t].data() + h * hd, hd, L.k_norm, eps);
+        if (c_.norms.qk) rms_norm(k[t].data() + h * hd, hd, L.k_norm, eps);
         rope_halves(k[t].data() + h * hd, hd, t, base);
       }
     }

@@ -1,7 +1,8 @@
 // A naive scalar Gemma 3 forward for tests, written from the architecture's
 // definition and independent of model/transformer_block.cpp: fully dequantized
 // weights, every sum in double, every position recomputed with no cache, the
-// sliding window as an explicit (t - window, t] range.
+// sliding window as an explicit (t - window, t] range. Also Gemma 2: the same
+// block without QK-norms, its scores soft-capped (reference::attend).
 #pragma once
 
 #include <cstdint>

@@ -21,12 +21,13 @@ using reference::rms_norm;
 using reference::rms_normed;
 
 // RoPE of one head vector at position pos: adjacent pairs (LLaMA), or
-// element i with element i + n_dims/2 (NEOX: Qwen, Gemma).
+// element i with element i + n_dims/2 (NEOX: Qwen, Gemma, Phi-3).
 void rope(double* v, int n_dims, int64_t pos, const RopeConfig& r) {
   for (int i = 0; i < n_dims / 2; ++i) {
     double theta = std::pow(static_cast<double>(r.freq_base), -2.0 * i / n_dims) * r.freq_scale;
     if (!r.freq_factors.empty()) theta /= r.freq_factors[i];
-    const double a = pos * theta, c = std::cos(a), s = std::sin(a);
+    // LongRoPE's attention factor scales the rotation (Phi-3; 1 elsewhere).
+    const double a = pos * theta, c = std::cos(a) * r.attn_factor, s = std::sin(a) * r.attn_factor;
     const int i0 = r.neox ? i : 2 * i, i1 = r.neox ? i + n_dims / 2 : 2 * i + 1;
     const double x0 = v[i0], x1 = v[i1];
     v[i0] = x0 * c - x1 * s;

@@ -2,7 +2,8 @@
 // weights, every sum in double, every position recomputed from scratch with
 // no cache. Slow and obviously right; the optimized model is compared to it.
 // Also Qwen2 (Q/K/V biases, NEOX RoPE) and Qwen3 (QK-norms, NEOX RoPE): the
-// same block with those pieces.
+// same block with those pieces; Phi-3 (its fused tensors taken apart by the
+// loader, LongRoPE's short factors and attention factor in RoPE).
 #pragma once
 
 #include <cstdint>
@@ -35,7 +36,7 @@ class ReferenceLlama final : public reference::Forward {
 // The model the tests use: the tiny GGUF written to a temporary file once
 // per process and vocabulary kind.
 std::string tiny_model_path(bool spm = false, bool tied = true);
-// The tiny file of another architecture (qwen2, qwen3: the default shape and
+// The tiny file of another architecture (qwen2, qwen3, phi3: the default shape and
 // the tests' mix of types), written once per process.
 std::string tiny_arch_path(TinyArch arch);
 // Path of the default model if present (KVBENCH_MODEL or <repo>/models/...), else "".
