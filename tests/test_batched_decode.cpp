@@ -165,11 +165,21 @@ class BatchedDecodeQwen3 : public BatchedDecode {
  protected:
   void SetUp() override { load(test::tiny_arch_path(TinyArch::Qwen3)); }
 };
+class BatchedDecodePhi3 : public BatchedDecode {
+ protected:
+  void SetUp() override { load(test::tiny_arch_path(TinyArch::Phi3)); }
+};
+class BatchedDecodeGemma2 : public BatchedDecode {
+ protected:
+  void SetUp() override { load(test::tiny_arch_path(TinyArch::Gemma2)); }
+};
 
 TEST_P(BatchedDecode, EachSequenceDecodesAsAloneForEverySpec) { check_every_spec(); }
 TEST_P(BatchedDecodeGemma3, EachSequenceDecodesAsAloneForEverySpec) { check_every_spec(); }
 TEST_P(BatchedDecodeQwen2, EachSequenceDecodesAsAloneForEverySpec) { check_every_spec(); }
 TEST_P(BatchedDecodeQwen3, EachSequenceDecodesAsAloneForEverySpec) { check_every_spec(); }
+TEST_P(BatchedDecodePhi3, EachSequenceDecodesAsAloneForEverySpec) { check_every_spec(); }
+TEST_P(BatchedDecodeGemma2, EachSequenceDecodesAsAloneForEverySpec) { check_every_spec(); }
 
 std::string mode_name(const testing::TestParamInfo<MatmulMode>& p) {
   return p.param == MatmulMode::Exact ? "Exact" : "Quantized";
@@ -181,6 +191,10 @@ INSTANTIATE_TEST_SUITE_P(Modes, BatchedDecodeGemma3,
 INSTANTIATE_TEST_SUITE_P(Modes, BatchedDecodeQwen2,
                          testing::Values(MatmulMode::Quantized, MatmulMode::Exact), mode_name);
 INSTANTIATE_TEST_SUITE_P(Modes, BatchedDecodeQwen3,
+                         testing::Values(MatmulMode::Quantized, MatmulMode::Exact), mode_name);
+INSTANTIATE_TEST_SUITE_P(Modes, BatchedDecodePhi3,
+                         testing::Values(MatmulMode::Quantized, MatmulMode::Exact), mode_name);
+INSTANTIATE_TEST_SUITE_P(Modes, BatchedDecodeGemma2,
                          testing::Values(MatmulMode::Quantized, MatmulMode::Exact), mode_name);
 
 // Two rows may not share a cache: a cache steps one sequence at a time.

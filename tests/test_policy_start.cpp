@@ -162,6 +162,18 @@ class PolicyStartQwen3 : public PolicyStart {
  protected:
   void SetUp() override { load(test::tiny_arch_path(TinyArch::Qwen3)); }
 };
+// Phi-3's: fused tensors taken apart, LongRoPE's factors and attention
+// factor in the keys the policies score.
+class PolicyStartPhi3 : public PolicyStart {
+ protected:
+  void SetUp() override { load(test::tiny_arch_path(TinyArch::Phi3)); }
+};
+// Gemma 2's: soft-capped attention in the probabilities the scorers observe,
+// every other layer local.
+class PolicyStartGemma2 : public PolicyStart {
+ protected:
+  void SetUp() override { load(test::tiny_arch_path(TinyArch::Gemma2)); }
+};
 
 TEST_F(PolicyStart, SharingEqualsPrefillingAloneForEverySpecTheRegistryBuilds) {
   check_every_spec();
@@ -170,6 +182,12 @@ TEST_F(PolicyStartQwen2, SharingEqualsPrefillingAloneForEverySpecTheRegistryBuil
   check_every_spec();
 }
 TEST_F(PolicyStartQwen3, SharingEqualsPrefillingAloneForEverySpecTheRegistryBuilds) {
+  check_every_spec();
+}
+TEST_F(PolicyStartPhi3, SharingEqualsPrefillingAloneForEverySpecTheRegistryBuilds) {
+  check_every_spec();
+}
+TEST_F(PolicyStartGemma2, SharingEqualsPrefillingAloneForEverySpecTheRegistryBuilds) {
   check_every_spec();
 }
 TEST_F(PolicyStartGemma3, SharingEqualsPrefillingAloneForEverySpecTheRegistryBuilds) {

@@ -12,6 +12,7 @@
 #include <random>
 #include <sstream>
 
+#include "harness/inference.h"
 #include "harness/reconstruction.h"
 #include "model/evaluator.h"
 #include "model/llama_model.h"
@@ -19,6 +20,7 @@
 #include "policies/policy_cache.h"
 #include "policies/state_io.h"
 #include "tests/support/random_projection.h"
+#include "tests/support/reference_gemma3.h"
 #include "tests/support/reference_llama.h"
 #include "tests/support/registry_specs.h"
 #include "tests/support/state_round_trip.h"
@@ -49,21 +51,21 @@ const std::vector<std::string> kSpecs = snapshot_specs();
 
 class SnapshotState : public testing::Test {
  protected:
-  void SetUp() override {
-    model_ = LlamaModel::load(test::tiny_model_path());
+  void SetUp() override { load(test::tiny_model_path()); }
+  void load(const std::string& path) {
+    model_ = LlamaModel::load(path);
     eval_ = std::make_unique<Evaluator>(*model_, 2);
   }
   int n_vocab() const { return model_->config().n_vocab; }
 
   std::unique_ptr<PolicyCache> make(const std::string& spec, int64_t context) {
-    CacheContext c;
-    c.shape = model_->kv_shape();
-    c.rope = model_->config().rope;
-    c.context_tokens = context;
-    c.seed = 7;
+    // As the runner makes it (Gemma 3: each local layer's window and RoPE),
+    // with a random output projection for the scorers that read one.
+    CacheContext c = cache_context(*model_, context, 7);
     c.output_projection = std::make_shared<test::RandomProjection>(c.shape, model_->config().dim);
     return PolicyCache::create(parse_policy_spec(spec), c);
   }
+  void check_round_trips();
 
   // Prefill of `tokens` on seq 0 in chunks at the cache's next position, then end_prefill.
   std::vector<float> prefill(PolicyCache& cache, const std::vector<int32_t>& tokens, int chunk) {
@@ -99,6 +101,29 @@ class SnapshotState : public testing::Test {
 };
 
 TEST_F(SnapshotState, RoundTripThenDecodingIsBitIdenticalForEveryLayoutAndPolicy) {
+  check_round_trips();
+}
+
+// The same on every other family's tiny file: Gemma 3 (local layers with a
+// window, post-norms), Qwen2 (biases), Qwen3 (QK-norms), Phi-3 (fused
+// tensors, LongRoPE's factors and attention factor), Gemma 2 (soft-capped
+// attention).
+class SnapshotStateFamily : public SnapshotState, public testing::WithParamInterface<TinyArch> {
+ protected:
+  void SetUp() override {
+    load(GetParam() == TinyArch::Gemma3 ? test::tiny_gemma3_path()
+                                        : test::tiny_arch_path(GetParam()));
+  }
+};
+TEST_P(SnapshotStateFamily, RoundTripThenDecodingIsBitIdenticalForEveryLayoutAndPolicy) {
+  check_round_trips();
+}
+INSTANTIATE_TEST_SUITE_P(Families, SnapshotStateFamily,
+                         testing::Values(TinyArch::Gemma3, TinyArch::Qwen2, TinyArch::Qwen3,
+                                         TinyArch::Phi3, TinyArch::Gemma2),
+                         [](const auto& info) { return std::string(tiny_arch_name(info.param)); });
+
+void SnapshotState::check_round_trips() {
   const auto doc = some_tokens(150, n_vocab(), 11);
   for (const std::string& spec : kSpecs) {
     SCOPED_TRACE(spec);
