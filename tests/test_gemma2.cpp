@@ -85,32 +85,31 @@ TEST(Gemma2Config, DefaultsAndBadCapsAreAsLlamaCppReadsThem) {
   TinyModelOptions o;
   o.arch = TinyArch::Gemma2;
   auto without = [&](const std::string& name, std::vector<std::string> keys) {
-    return test::edited_model(
-        name,
-        {[=](const std::string& k, GgufValue&) {
-           return std::find(keys.begin(), keys.end(), k) == keys.end();
-         },
-         {}},
-        o);
+    return test::edited_model(name,
+                              {[=](const std::string& k, GgufValue&) {
+                                 return std::find(keys.begin(), keys.end(), k) == keys.end();
+                               },
+                               {}},
+                              o);
   };
   // Unstated: llama.cpp's 50, 30 and window 4096.
-  auto m = LlamaModel::load(without("gemma2-defaults",
-                                    {"gemma2.attn_logit_softcapping",
-                                     "gemma2.final_logit_softcapping",
-                                     "gemma2.attention.sliding_window"}));
+  auto m = LlamaModel::load(
+      without("gemma2-defaults", {"gemma2.attn_logit_softcapping", "gemma2.final_logit_softcapping",
+                                  "gemma2.attention.sliding_window"}));
   EXPECT_FLOAT_EQ(m->config().attn_logit_softcap, 50.0f);
   EXPECT_FLOAT_EQ(m->config().final_logit_softcap, 30.0f);
   EXPECT_EQ(m->config().sliding_window, 4096);
   // llama.cpp divides by the caps: zero, negative or NaN is refused.
   for (float bad : {0.0f, -2.0f, NAN}) {
-    const std::string err = load_error(test::edited_model(
-        "gemma2-bad-cap",
-        {[=](const std::string& k, GgufValue& v) {
-           if (k == "gemma2.attn_logit_softcapping") v.data = static_cast<double>(bad);
-           return true;
-         },
-         {}},
-        o));
+    const std::string err =
+        load_error(test::edited_model("gemma2-bad-cap",
+                                      {[=](const std::string& k, GgufValue& v) {
+                                         if (k == "gemma2.attn_logit_softcapping")
+                                           v.data = static_cast<double>(bad);
+                                         return true;
+                                       },
+                                       {}},
+                                      o));
     EXPECT_NE(err.find("gemma2.attn_logit_softcapping must be > 0"), std::string::npos) << err;
   }
   const std::string untied = test::input_error_of([] {
@@ -133,8 +132,8 @@ TEST(Gemma2Forward, MatchesNaiveReferenceAtEveryShapeAndType) {
   for (const Shape& s : kShapes) {
     for (TinyWeights w : types) {
       const std::string what = "gemma2 " + std::to_string(s.heads) + "/" +
-                               std::to_string(s.kv_heads) + "x" + std::to_string(s.head_dim) +
-                               " " + std::string(tiny_weights_name(w));
+                               std::to_string(s.kv_heads) + "x" + std::to_string(s.head_dim) + " " +
+                               std::string(tiny_weights_name(w));
       auto model = LlamaModel::load(tiny_path(s, w));
       const auto tokens = some_tokens(12, model->config().n_vocab, 3);
       std::vector<int64_t> at(tokens.size());

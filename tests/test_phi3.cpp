@@ -133,19 +133,18 @@ TEST(Phi3Config, BadFusedShapesAndFactorsAreNamed) {
   for (float bad : {0.0f, -1.0f, NAN, 100.0f}) {
     const std::string err =
         load_error(set_f32("phi3-bad-attn-factor", "phi3.rope.scaling.attn_factor", bad));
-    EXPECT_NE(err.find("phi3.rope.scaling.attn_factor' is out of range"), std::string::npos)
-        << err;
+    EXPECT_NE(err.find("phi3.rope.scaling.attn_factor' is out of range"), std::string::npos) << err;
   }
   // A zero divisor would make every angle infinite: the short factors
   // rewritten as zeros (of type F16) are refused.
-  const std::string zero = load_error(test::edited_model(
-      "phi3-zero-factor",
-      {[](const std::string&, GgufValue&) { return true; },
-       [](const GgufTensor& t, GgmlType& type, std::vector<int64_t>&) {
-         if (t.name == "rope_factors_short.weight") type = GgmlType::F16;
-         return true;
-       }},
-      o));
+  const std::string zero = load_error(
+      test::edited_model("phi3-zero-factor",
+                         {[](const std::string&, GgufValue&) { return true; },
+                          [](const GgufTensor& t, GgmlType& type, std::vector<int64_t>&) {
+                            if (t.name == "rope_factors_short.weight") type = GgmlType::F16;
+                            return true;
+                          }},
+                         o));
   EXPECT_NE(zero.find("phi3-zero-factor.gguf: a RoPE frequency factor is not in (0, 1e6)"),
             std::string::npos)
       << zero;
@@ -161,8 +160,8 @@ TEST(Phi3Forward, MatchesNaiveReferenceAtEveryShapeAndType) {
     for (TinyWeights w : types) {
       const TinyModelOptions o = options(TinyArch::Phi3, s, w);
       const std::string what = "phi3 " + std::to_string(s.heads) + "/" +
-                               std::to_string(s.kv_heads) + "x" + std::to_string(s.head_dim) +
-                               " " + std::string(tiny_weights_name(w));
+                               std::to_string(s.kv_heads) + "x" + std::to_string(s.head_dim) + " " +
+                               std::string(tiny_weights_name(w));
       auto model = LlamaModel::load(tiny_path(o, "phi3"));
       const int nv = model->config().n_vocab;
       // Longer than the stated window (5): a window applied would show.
@@ -248,10 +247,9 @@ TEST(Phi3Cli, TinyFilesRunPolicies) {
                            "key, as llama.cpp runs this architecture"),
             std::string::npos)
       << minfo.out;
-  test::expect_input_error(
-      test::run_kvbench("tiny-model -o " + testing::TempDir() +
-                        "x.gguf --arch qwen2 --sliding-window 8"),
-      "tiny model: a stated sliding window is for --arch llama or phi3");
+  test::expect_input_error(test::run_kvbench("tiny-model -o " + testing::TempDir() +
+                                             "x.gguf --arch qwen2 --sliding-window 8"),
+                           "tiny model: a stated sliding window is for --arch llama or phi3");
   test::expect_input_error(
       test::run_kvbench("tiny-model -o " + testing::TempDir() + "x.gguf --sliding-window -3"),
       "tiny model: sliding window -3 is out of range [0, 1048576]");
