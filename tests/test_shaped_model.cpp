@@ -27,6 +27,7 @@
 #include "model/testing/tiny_model.h"
 #include "policies/full_cache.h"
 #include "tests/support/cli_run.h"
+#include "tests/support/decode_check.h"
 #include "tests/support/padded_vocab.h"
 #include "tests/support/reference_llama.h"
 
@@ -145,8 +146,75 @@ TEST(ShapedModelPlan, Llama3_8bHasTheRealTensorsAndSizes) {
             static_cast<uint64_t>((t.params - norms) / 32 * 18 + norms * 4));  // ~4.52 GB
 }
 
+// The other families' shapes: every tensor of the real file, so the
+// parameter count is the published one (safetensors totals of
+// Qwen/Qwen2.5-7B-Instruct, Qwen/Qwen3-8B, microsoft/Phi-3.5-mini-instruct).
+TEST(ShapedModelPlan, OtherFamiliesHaveTheRealTensorsAndParameterCounts) {
+  struct Want {
+    const char* name;
+    const char* arch;
+    int64_t params;
+    size_t tensors;
+  };
+  for (const Want& w : {Want{"qwen2.5-7b", "qwen2", 7615616512, 2 + 28 * 12 + 1},
+                        Want{"qwen3-8b", "qwen3", 8190735360, 2 + 36 * 11 + 1},
+                        Want{"phi3.5-mini", "phi3", 3821079552, 2 + 32 * 6 + 1 + 2}}) {
+    const ModelShape* s = find_model_shape(w.name);
+    ASSERT_NE(s, nullptr) << w.name;
+    EXPECT_EQ(s->arch, w.arch);
+    const auto plan = plan_shaped_model(*s, GgmlType::Q4_0);
+    EXPECT_EQ(plan.size(), w.tensors) << w.name;
+    // LongRoPE's two factor vectors (48 + 48) are not parameters of the HF model.
+    const int64_t extra = s->fused() ? s->head_dim() : 0;
+    EXPECT_EQ(totals(plan).params - extra, w.params) << w.name;
+  }
+  const ModelShape& phi = *find_model_shape("phi3.5-mini");
+  const auto plan = plan_shaped_model(phi, GgmlType::Q4_K);
+  EXPECT_EQ(find(plan, "blk.0.attn_qkv.weight")->ne, (std::vector<int64_t>{3072, 9216}));
+  EXPECT_EQ(find(plan, "blk.0.ffn_up.weight")->ne, (std::vector<int64_t>{3072, 16384}));
+  EXPECT_EQ(find(plan, "rope_factors_short.weight")->ne, (std::vector<int64_t>{48}));
+  const auto qwen = plan_shaped_model(*find_model_shape("qwen2.5-7b"), GgmlType::Q4_0);
+  EXPECT_EQ(find(qwen, "blk.27.attn_k.bias")->ne, (std::vector<int64_t>{512}));
+}
+
+// A small shape of each other family through the same writer: it loads as
+// its architecture and matches the naive reference.
+TEST(ShapedModelFile, SmallShapesOfTheOtherFamiliesMatchTheReference) {
+  for (const char* name : {"qwen2.5-7b", "qwen3-8b", "phi3.5-mini"}) {
+    ModelShape s = *find_model_shape(name);
+    s.name = std::string("test-small-") + name;
+    s.n_layers = 2;
+    s.dim = 256;
+    s.n_heads = 4;
+    s.n_kv_heads = s.n_kv_heads == s.n_heads ? 4 : 2;
+    s.ffn_dim = 512;
+    s.n_vocab = 1000;
+    s.n_ctx = 8192;
+    const std::string path = temp_path(s.name);
+    write_shaped_model(path, s, GgmlType::Q8_0, 3);
+    const auto model = LlamaModel::load(path);
+    const LlamaConfig& c = model->config();
+    EXPECT_EQ(c.arch_name, s.arch) << name;
+    EXPECT_TRUE(c.rope.neox) << name;
+    EXPECT_EQ(!model->weights().layers[0].bq.empty(), s.qkv_bias()) << name;
+    EXPECT_EQ(c.norms.qk, s.qk_norm()) << name;
+    EXPECT_EQ(c.fused_gate_up, s.fused()) << name;
+    if (s.fused()) {
+      EXPECT_FLOAT_EQ(c.rope.attn_factor, 1.1902381f);
+      EXPECT_EQ(c.n_ctx_orig, 4096);
+      EXPECT_EQ(c.unapplied_sliding_window, 262144);
+    }
+    const auto tokens = test::some_tokens(16, c.n_vocab, 5);
+    std::vector<int64_t> at(tokens.size());
+    std::iota(at.begin(), at.end(), 0);
+    const auto ref = test::ReferenceLlama(*model).logits(tokens, at);
+    const auto fast = test::logits_at_every_position(*model, tokens, 16);
+    EXPECT_LE(test::max_abs_diff(fast.data(), ref.data(), ref.size()), 1e-3f) << name;
+  }
+}
+
 TEST(ShapedModelPlan, NamesTypesAndWholeBlocks) {
-  ASSERT_EQ(model_shapes().size(), 2u);
+  ASSERT_EQ(model_shapes().size(), 5u);
   EXPECT_EQ(find_model_shape("llama3-8b"), &model_shapes()[1]);
   EXPECT_EQ(find_model_shape("tiny"), nullptr);  // the tiny model is tiny_model.h's
   EXPECT_EQ(find_model_shape("Llama3-8B"), nullptr);
@@ -352,7 +420,8 @@ TEST(TinyModelCli, BadShapeOrTypeIsOneLineErrorAndWritesNothing) {
   const std::string out = temp_path("cli");
   test::expect_input_error(
       test::run_kvbench("tiny-model -o " + out + " --shape llama4"),
-      "unknown --shape 'llama4' (known: tiny, tiny-gemma3, llama3.2-1b, llama3-8b)");
+      "unknown --shape 'llama4' (known: tiny, tiny-gemma3, llama3.2-1b, llama3-8b, qwen2.5-7b, "
+      "qwen3-8b, phi3.5-mini)");
   test::expect_input_error(
       test::run_kvbench("tiny-model -o " + out + " --shape llama3-8b --type q5_k"),
       "unknown --type 'q5_k' (known: q4_0, q8_0, q4_k)");
@@ -367,8 +436,7 @@ TEST(TinyModelCli, BadShapeOrTypeIsOneLineErrorAndWritesNothing) {
   EXPECT_FALSE(std::filesystem::exists(out));
   const auto help = test::run_kvbench("tiny-model --help");
   EXPECT_EQ(help.code, 0);
-  EXPECT_NE(help.out.find("--shape llama3.2-1b|llama3-8b [--type q4_0|q8_0|q4_k]"),
-            std::string::npos)
+  EXPECT_NE(help.out.find("qwen3-8b|phi3.5-mini [--type q4_0|q8_0|q4_k]"), std::string::npos)
       << help.out;
   // The default is still the tiny model, byte for byte.
   const auto r = test::run_kvbench("tiny-model -o " + out);

@@ -36,7 +36,8 @@ int cmd_tiny_model(const Args& args) {
   desc.add_options()("output,o", po::value<std::string>()->required(), "output GGUF path")(
       "shape", po::value<std::string>()->default_value("tiny"),
       "tiny (3 layers, the tests' model unless the options below change it), tiny-gemma3 (as "
-      "--arch gemma3), llama3.2-1b or llama3-8b (every tensor of the real model, at its real "
+      "--arch gemma3), llama3.2-1b, llama3-8b, qwen2.5-7b, qwen3-8b or phi3.5-mini (every "
+      "tensor of the real model, at its real "
       "size: GBs, streamed to disk)")(
       "arch", po::value<std::string>(),
       "tiny only: llama (default), gemma3 (QK-norms, post-norms, GeGLU, NEOX RoPE, "
@@ -75,7 +76,8 @@ int cmd_tiny_model(const Args& args) {
              "                   [--dim N] [--heads N] [--kv-heads N] [--head-dim N] [--ffn N]\n"
              "                   [--sliding-window N]\n"
              "                   [--vocab bpe|spm] [--pre NAME] [--untied] [--seed N]\n"
-             "       kvbench tiny-model -o FILE --shape llama3.2-1b|llama3-8b [--type "
+             "       kvbench tiny-model -o FILE --shape llama3.2-1b|llama3-8b|qwen2.5-7b|\n"
+             "                   qwen3-8b|phi3.5-mini [--type "
              "q4_0|q8_0|q4_k] [--seed N]\n\n"
              "Writes a random-weight GGUF. The tiny files (3 layers) are the tests' models and\n"
              "the architecture checks against llama.cpp (docs/ARCHITECTURES.md): any architecture\n"
@@ -83,7 +85,8 @@ int cmd_tiny_model(const Args& args) {
              "tensors, sizes and hyper-parameters (random weights change no timing): bench it\n"
              "with kvbench bench and llama-bench side by side (docs/PERFORMANCE.md). Its weights\n"
              "are random quantized blocks (a function of --seed), written to disk as they are\n"
-             "made; its vocabulary is SentencePiece-style ('llama') of the real size (128256):\n"
+             "made; its vocabulary is SentencePiece-style ('llama') of the real size (128256 for\n"
+             "Llama 3, 152064 for Qwen2.5 7B, ...):\n"
              "<unk> <s> </s>, the 256 byte tokens, the tiny vocabulary's pieces, then filler."))
     return 0;
   const std::string out = vm["output"].as<std::string>();

@@ -43,7 +43,52 @@ std::vector<ModelShape> make_shapes() {
   l3_8b.rope_freq_base = 500000.0f;
   l3_8b.rms_eps = 1e-5f;
   l3_8b.tied_output = false;
-  return {l32_1b, l3_8b};
+  // Qwen/Qwen2.5-7B-Instruct config.json: Q/K/V biases, RoPE halves.
+  ModelShape q25_7b;
+  q25_7b.name = "qwen2.5-7b";
+  q25_7b.arch = "qwen2";
+  q25_7b.n_layers = 28;
+  q25_7b.dim = 3584;
+  q25_7b.n_heads = 28;
+  q25_7b.n_kv_heads = 4;  // head_dim 128
+  q25_7b.ffn_dim = 18944;
+  q25_7b.n_vocab = 152064;
+  q25_7b.n_ctx = 32768;
+  q25_7b.rope_freq_base = 1000000.0f;
+  q25_7b.rms_eps = 1e-6f;
+
+  // Qwen/Qwen3-8B config.json: QK-norms, RoPE halves.
+  ModelShape q3_8b;
+  q3_8b.name = "qwen3-8b";
+  q3_8b.arch = "qwen3";
+  q3_8b.n_layers = 36;
+  q3_8b.dim = 4096;
+  q3_8b.n_heads = 32;
+  q3_8b.n_kv_heads = 8;  // head_dim 128
+  q3_8b.ffn_dim = 12288;
+  q3_8b.n_vocab = 151936;
+  q3_8b.n_ctx = 40960;
+  q3_8b.rope_freq_base = 1000000.0f;
+  q3_8b.rms_eps = 1e-6f;
+
+  // microsoft/Phi-3.5-mini-instruct config.json: fused tensors, LongRoPE
+  // (131072 over 4096: attention factor sqrt(1 + ln 32 / ln 4096)), no GQA.
+  ModelShape phi35;
+  phi35.name = "phi3.5-mini";
+  phi35.arch = "phi3";
+  phi35.n_layers = 32;
+  phi35.dim = 3072;
+  phi35.n_heads = 32;
+  phi35.n_kv_heads = 32;  // head_dim 96
+  phi35.ffn_dim = 8192;
+  phi35.n_vocab = 32064;
+  phi35.n_ctx = 131072;
+  phi35.rope_freq_base = 10000.0f;
+  phi35.rms_eps = 1e-5f;
+  phi35.rope_original_ctx = 4096;
+  phi35.attn_factor = 1.1902381f;
+  phi35.sliding_window = 262144;
+  return {l32_1b, l3_8b, q25_7b, q3_8b, phi35};
 }
 
 // llama.cpp's LLAMA_FTYPE_* for a file whose matrices are all `type`.
@@ -215,17 +260,38 @@ std::vector<PlannedTensor> plan_shaped_model(const ModelShape& s, GgmlType type)
   for (int l = 0; l < s.n_layers; ++l) {
     const std::string p = "blk." + std::to_string(l) + ".";
     add(p + "attn_norm.weight", GgmlType::F32, {dim});
-    add(p + "attn_q.weight", type, {dim, q_dim});
-    add(p + "attn_k.weight", type, {dim, kv_dim});
-    add(p + "attn_v.weight", type, {dim, kv_dim});
+    if (s.fused()) {
+      add(p + "attn_qkv.weight", type, {dim, q_dim + 2 * kv_dim});
+    } else {
+      add(p + "attn_q.weight", type, {dim, q_dim});
+      add(p + "attn_k.weight", type, {dim, kv_dim});
+      add(p + "attn_v.weight", type, {dim, kv_dim});
+    }
+    if (s.qkv_bias()) {
+      add(p + "attn_q.bias", GgmlType::F32, {q_dim});
+      add(p + "attn_k.bias", GgmlType::F32, {kv_dim});
+      add(p + "attn_v.bias", GgmlType::F32, {kv_dim});
+    }
+    if (s.qk_norm()) {
+      add(p + "attn_q_norm.weight", GgmlType::F32, {s.head_dim()});
+      add(p + "attn_k_norm.weight", GgmlType::F32, {s.head_dim()});
+    }
     add(p + "attn_output.weight", type, {q_dim, dim});
     add(p + "ffn_norm.weight", GgmlType::F32, {dim});
-    add(p + "ffn_gate.weight", type, {dim, ffn});
-    add(p + "ffn_up.weight", type, {dim, ffn});
+    if (s.fused()) {
+      add(p + "ffn_up.weight", type, {dim, 2 * ffn});
+    } else {
+      add(p + "ffn_gate.weight", type, {dim, ffn});
+      add(p + "ffn_up.weight", type, {dim, ffn});
+    }
     add(p + "ffn_down.weight", type, {ffn, dim});
   }
   add("output_norm.weight", GgmlType::F32, {dim});
   if (!s.tied_output) add("output.weight", type, {dim, s.n_vocab});
+  if (s.fused()) {
+    add("rope_factors_long.weight", GgmlType::F32, {s.head_dim() / 2});
+    add("rope_factors_short.weight", GgmlType::F32, {s.head_dim() / 2});
+  }
   return plan;
 }
 
@@ -233,30 +299,42 @@ void write_shaped_model(const std::string& path, const ModelShape& s, GgmlType t
                         uint64_t seed) {
   const std::vector<PlannedTensor> plan = plan_shaped_model(s, type);
   GgufWriter w;
-  w.set_string("general.architecture", "llama");
-  w.set_string("general.name",
-               "kvbench random-weight " + s.name + " " + std::string(type_name(type)));
+  const std::string a = s.arch + ".";
+  w.set_string("general.architecture", s.arch);
+  // Not the shape's name for Phi-3: llama.cpp gives a file whose name says
+  // phi3 or phi-3 Phi-3's special tokens, which this vocabulary lacks.
+  w.set_string("general.name", "kvbench random-weight " +
+                                   (s.fused() ? std::string("phi 3.5 mini shape") : s.name) + " " +
+                                   std::string(type_name(type)));
   w.set_u32("general.file_type", file_type(type));
-  w.set_u32("llama.block_count", s.n_layers);
-  w.set_u32("llama.context_length", s.n_ctx);
-  w.set_u32("llama.embedding_length", s.dim);
-  w.set_u32("llama.feed_forward_length", s.ffn_dim);
-  w.set_u32("llama.attention.head_count", s.n_heads);
-  w.set_u32("llama.attention.head_count_kv", s.n_kv_heads);
-  w.set_f32("llama.rope.freq_base", s.rope_freq_base);
-  w.set_u32("llama.rope.dimension_count", s.head_dim());
-  w.set_f32("llama.attention.layer_norm_rms_epsilon", s.rms_eps);
-  w.set_u32("llama.vocab_size", s.n_vocab);
+  w.set_u32(a + "block_count", s.n_layers);
+  w.set_u32(a + "context_length", s.n_ctx);
+  w.set_u32(a + "embedding_length", s.dim);
+  w.set_u32(a + "feed_forward_length", s.ffn_dim);
+  w.set_u32(a + "attention.head_count", s.n_heads);
+  w.set_u32(a + "attention.head_count_kv", s.n_kv_heads);
+  w.set_f32(a + "rope.freq_base", s.rope_freq_base);
+  w.set_u32(a + "rope.dimension_count", s.head_dim());
+  w.set_f32(a + "attention.layer_norm_rms_epsilon", s.rms_eps);
+  w.set_u32(a + "vocab_size", s.n_vocab);
+  if (s.fused()) {
+    w.set_u32(a + "rope.scaling.original_context_length", s.rope_original_ctx);
+    w.set_f32(a + "rope.scaling.attn_factor", s.attn_factor);
+    w.set_u32(a + "attention.sliding_window", s.sliding_window);
+  }
   write_padded_spm_vocab(w, s.n_vocab);
 
   const uint64_t seed_stream = mix64(seed + 0x9E3779B97F4A7C15ull);
   for (size_t t = 0; t < plan.size(); ++t) {
     const PlannedTensor& p = plan[t];
     if (p.type == GgmlType::F32) {
-      // Norms are ones (as a freshly initialised model); rope_freqs as computed.
+      // Norms are ones (as a freshly initialised model), biases zeros,
+      // LongRoPE's factors ones; rope_freqs as computed.
+      const bool bias = p.name.ends_with(".bias");
       const std::vector<float> values =
-          p.name == "rope_freqs.weight" ? llama3_rope_factors(s)
-                                        : std::vector<float>(static_cast<size_t>(p.elements), 1.0f);
+          p.name == "rope_freqs.weight"
+              ? llama3_rope_factors(s)
+              : std::vector<float>(static_cast<size_t>(p.elements), bias ? 0.0f : 1.0f);
       w.add_tensor_f32(p.name, p.type, p.ne, values);
       continue;
     }

@@ -1,5 +1,7 @@
-// Random-weight LLaMA GGUF files of real models' shapes (Llama 3.2 1B,
-// Llama 3 8B): every tensor the real file has, of its real size and type, so
+// Random-weight GGUF files of real models' shapes (Llama 3.2 1B, Llama 3 8B,
+// Qwen2.5 7B, Qwen3 8B, Phi-3.5-mini): every tensor the real file has, of
+// its real size and type (Qwen2's biases, Qwen3's QK-norms, Phi-3's fused
+// tensors and LongRoPE factors included), so
 // speed can be measured beyond the tiny and 135M models (random weights
 // change no timing). The files are GBs: weights are generated as quantized
 // blocks directly (random codes, f16 scales sized so activations stay O(1)),
@@ -18,7 +20,8 @@ namespace kvbench {
 
 // Hyper-parameters as in the model's config.json.
 struct ModelShape {
-  std::string name;                 // "llama3.2-1b", "llama3-8b"
+  std::string name;                 // "llama3.2-1b", "llama3-8b", "qwen2.5-7b", ...
+  std::string arch = "llama";       // general.architecture: llama, qwen2, qwen3 or phi3
   int n_layers = 0;                 // num_hidden_layers
   int dim = 0;                      // hidden_size
   int n_heads = 0;                  // num_attention_heads
@@ -35,8 +38,16 @@ struct ModelShape {
   float rope_low_freq_factor = 0.0f;
   float rope_high_freq_factor = 0.0f;
   int rope_original_ctx = 0;
+  // Phi-3 (arch phi3): LongRoPE (rope_factors_short/long [head_dim / 2],
+  // ones; phi3.rope.scaling.attn_factor and original_context_length =
+  // rope_original_ctx) and its stated sliding window (not applied).
+  float attn_factor = 0.0f;
+  int sliding_window = 0;
 
   int head_dim() const { return dim / n_heads; }
+  bool qkv_bias() const { return arch == "qwen2"; }  // attn_{q,k,v}.bias, F32
+  bool qk_norm() const { return arch == "qwen3"; }   // attn_{q,k}_norm [head_dim], F32
+  bool fused() const { return arch == "phi3"; }      // attn_qkv and ffn_up [2 ffn]
 };
 
 // The named real shapes, in a fixed order.
@@ -59,14 +70,16 @@ struct PlannedTensor {
 };
 
 // Every tensor of the file in write order, computed without writing any data:
-// token_embd, [rope_freqs], per layer attn_norm, attn_q/k/v/output, ffn_norm,
-// ffn_gate/up/down, then output_norm and [output]. Matrices and token_embd in
-// `type`; norms and rope_freqs in F32. Throws InputError when a row length is
+// token_embd, [rope_freqs], per layer attn_norm, attn_q/k/v (or attn_qkv),
+// [their biases], [attn_q/k_norm], attn_output, ffn_norm, ffn_gate/up (or the
+// fused ffn_up), ffn_down, then output_norm, [output] and [Phi-3's
+// rope_factors_long/short]. Matrices and token_embd in `type`; norms,
+// biases and RoPE factors in F32. Throws InputError when a row length is
 // not a whole number of `type`'s blocks.
 std::vector<PlannedTensor> plan_shaped_model(const ModelShape& shape, GgmlType type);
 
 // Writes the file atomically (temp + rename), streaming the weights.
-// Metadata: llama.* hyper-parameters, general.file_type, a SentencePiece-style
+// Metadata: ARCH.* hyper-parameters, general.file_type, a SentencePiece-style
 // vocabulary of exactly shape.n_vocab tokens (write_padded_spm_vocab).
 // Weights are a function of (seed, tensor, row) only.
 void write_shaped_model(const std::string& path, const ModelShape& shape, GgmlType type,
