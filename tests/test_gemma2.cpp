@@ -135,21 +135,7 @@ TEST(Gemma2Forward, MatchesNaiveReferenceAtEveryShapeAndType) {
                                std::to_string(s.kv_heads) + "x" + std::to_string(s.head_dim) + " " +
                                std::string(tiny_weights_name(w));
       auto model = LlamaModel::load(tiny_path(s, w));
-      const auto tokens = some_tokens(12, model->config().n_vocab, 3);
-      std::vector<int64_t> at(tokens.size());
-      std::iota(at.begin(), at.end(), 0);
-      const auto ref = test::ReferenceGemma3(*model).logits(tokens, at);
-      for (int chunk : {12, 4}) {
-        const auto fast = test::logits_at_every_position(*model, tokens, chunk);
-        EXPECT_LE(max_abs_diff(fast.data(), ref.data(), ref.size()), 1e-3f)
-            << what << ", chunk " << chunk;
-      }
-      const auto [lo, hi] = std::minmax_element(ref.begin(), ref.end());
-      EXPECT_GT(*hi - *lo, 1.0f) << what << ": logits hardly vary";
-      const float top = std::max(std::fabs(*lo), std::fabs(*hi));
-      const auto quantized =
-          test::logits_at_every_position(*model, tokens, 12, MatmulMode::Quantized);
-      EXPECT_LE(max_abs_diff(quantized.data(), ref.data(), ref.size()), 0.08f * top) << what;
+      test::expect_forward_matches_reference<test::ReferenceGemma3>(*model, what, 4, 0.08f);
     }
   }
 }

@@ -5,9 +5,11 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <numeric>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "model/evaluator.h"
@@ -81,6 +83,30 @@ inline std::vector<float> logits_at_every_position(const LlamaModel& m,
               cache, Logits::All, all.data() + b * nv);
   }
   return all;
+}
+
+// The forward check every family's tiny files get: 12 random tokens (seed
+// 3), the exact forward in one chunk and in chunks of `small_chunk` within
+// 1e-3 of `Reference`'s logits at every position, logits that vary (a
+// spread over 1), and 8-bit activations within `quantized_bound` of the
+// largest reference logit. `what` names the file in failures.
+template <class Reference>
+void expect_forward_matches_reference(const LlamaModel& model, const std::string& what,
+                                      int small_chunk, float quantized_bound) {
+  const auto tokens = some_tokens(12, model.config().n_vocab, 3);
+  std::vector<int64_t> at(tokens.size());
+  for (size_t i = 0; i < at.size(); ++i) at[i] = static_cast<int64_t>(i);
+  const auto ref = Reference(model).logits(tokens, at);
+  for (int chunk : {12, small_chunk}) {
+    const auto fast = logits_at_every_position(model, tokens, chunk);
+    EXPECT_LE(max_abs_diff(fast.data(), ref.data(), ref.size()), 1e-3f)
+        << what << ", chunk " << chunk;
+  }
+  const auto [lo, hi] = std::minmax_element(ref.begin(), ref.end());
+  EXPECT_GT(*hi - *lo, 1.0f) << what << ": logits hardly vary";
+  const float top = std::max(std::fabs(*lo), std::fabs(*hi));
+  const auto quantized = logits_at_every_position(model, tokens, 12, MatmulMode::Quantized);
+  EXPECT_LE(max_abs_diff(quantized.data(), ref.data(), ref.size()), quantized_bound * top) << what;
 }
 
 }  // namespace kvbench::test
