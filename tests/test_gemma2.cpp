@@ -23,6 +23,7 @@
 #include "tests/support/input_error.h"
 #include "tests/support/reference_gemma3.h"
 #include "tests/support/reference_llama.h"
+#include "tests/support/tiny_shapes.h"
 
 namespace kvbench {
 namespace {
@@ -30,28 +31,14 @@ namespace {
 using test::max_abs_diff;
 using test::some_tokens;
 
-struct Shape {
-  int dim, heads, kv_heads, head_dim;
-};
+using Shape = test::TinyShape;
 // GQA 2 at heads of 128 and of 256 (Gemma 2 2B and 9B's head size), GQA 7,
 // GQA 1, and the tests' gemma shape (6 heads of 32 over 2 KV heads in 96).
 constexpr Shape kShapes[] = {
     {256, 4, 2, 128}, {256, 2, 1, 256}, {896, 7, 1, 128}, {256, 4, 4, 64}, {0, 0, 0, 0}};
 
 std::string tiny_path(const Shape& s, TinyWeights w) {
-  TinyModelOptions o;
-  o.arch = TinyArch::Gemma2;
-  o.dim = s.dim;
-  o.n_heads = s.heads;
-  o.n_kv_heads = s.kv_heads;
-  o.head_dim = s.head_dim;
-  o.ffn_dim = s.dim ? 512 : 0;
-  o.weights = w;
-  const std::string path = testing::TempDir() + "kvbench-tiny-gemma2-" + std::to_string(s.heads) +
-                           "x" + std::to_string(s.head_dim) + "-" +
-                           std::string(tiny_weights_name(w)) + ".gguf";
-  write_tiny_model(path, o);
-  return path;
+  return test::write_shaped_tiny(test::shaped_tiny_options(TinyArch::Gemma2, s, w), "gemma2");
 }
 
 std::string load_error(const std::string& path) {

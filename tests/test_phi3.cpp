@@ -22,6 +22,7 @@
 #include "tests/support/edited_model.h"
 #include "tests/support/input_error.h"
 #include "tests/support/reference_llama.h"
+#include "tests/support/tiny_shapes.h"
 
 namespace kvbench {
 namespace {
@@ -29,32 +30,18 @@ namespace {
 using test::max_abs_diff;
 using test::some_tokens;
 
-struct Shape {
-  int dim, heads, kv_heads, head_dim;
-};
+using Shape = test::TinyShape;
 // llama.cpp's phi3 loader requires heads x head_dim = width (attn_output is
 // [dim][dim]). Phi-3 and Phi-3.5-mini have heads of 96 (32 of them, no GQA).
 constexpr Shape kShapes[] = {
     {256, 4, 4, 64}, {320, 4, 2, 80}, {896, 7, 1, 128}, {384, 4, 4, 96}, {0, 0, 0, 0}};
 
 TinyModelOptions options(TinyArch arch, const Shape& s, TinyWeights w) {
-  TinyModelOptions o;
-  o.arch = arch;
-  o.dim = s.dim;
-  o.n_heads = s.heads;
-  o.n_kv_heads = s.kv_heads;
-  o.head_dim = s.head_dim;
-  o.ffn_dim = s.dim ? 512 : 0;
-  o.weights = w;
-  return o;
+  return test::shaped_tiny_options(arch, s, w);
 }
 
 std::string tiny_path(const TinyModelOptions& o, const std::string& tag) {
-  const std::string path = testing::TempDir() + "kvbench-tiny-" + tag + "-" +
-                           std::to_string(o.n_heads) + "x" + std::to_string(o.head_dim) + "-" +
-                           std::string(tiny_weights_name(o.weights)) + ".gguf";
-  write_tiny_model(path, o);
-  return path;
+  return test::write_shaped_tiny(o, tag);
 }
 
 std::string load_error(const std::string& path) {

@@ -24,6 +24,7 @@
 #include "tests/support/edited_model.h"
 #include "tests/support/input_error.h"
 #include "tests/support/reference_llama.h"
+#include "tests/support/tiny_shapes.h"
 
 namespace kvbench {
 namespace {
@@ -32,9 +33,7 @@ using test::iota_positions;
 using test::max_abs_diff;
 using test::some_tokens;
 
-struct Shape {
-  int dim, heads, kv_heads, head_dim;
-};
+using Shape = test::TinyShape;
 // GQA 1 (head_dim 64), 2 (80) and 7 (128, Qwen2.5-0.5B's ratio and width),
 // and the tests' default odd shape (96 wide, 6 heads of 16, GQA 3): all with
 // n_heads * head_dim = dim, as llama.cpp's qwen2 loader requires. Qwen3 also
@@ -43,20 +42,8 @@ constexpr Shape kShapes[] = {{256, 4, 4, 64}, {320, 4, 2, 80}, {896, 7, 1, 128},
 constexpr Shape kQwen3Wide = {256, 4, 2, 128};
 
 std::string tiny_path(TinyArch arch, const Shape& s, TinyWeights w) {
-  const std::string path = testing::TempDir() + "kvbench-tiny-" +
-                           std::string(tiny_arch_name(arch)) + "-" + std::to_string(s.heads) + "x" +
-                           std::to_string(s.head_dim) + "-" + std::string(tiny_weights_name(w)) +
-                           ".gguf";
-  TinyModelOptions o;
-  o.arch = arch;
-  o.dim = s.dim;
-  o.n_heads = s.heads;
-  o.n_kv_heads = s.kv_heads;
-  o.head_dim = s.head_dim;
-  o.ffn_dim = s.dim ? 512 : 0;
-  o.weights = w;
-  write_tiny_model(path, o);
-  return path;
+  return test::write_shaped_tiny(test::shaped_tiny_options(arch, s, w),
+                                 std::string(tiny_arch_name(arch)));
 }
 
 TEST(QwenConfig, Qwen2ReadsBiasesAndNeoxRope) {
