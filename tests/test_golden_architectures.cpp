@@ -28,8 +28,11 @@
 #include "harness/sha256.h"
 #include "model/evaluator.h"
 #include "model/gguf/gguf.h"
+#include "model/gguf/gguf_writer.h"
 #include "model/llama_model.h"
 #include "model/testing/tiny_model.h"
+#include "model/testing/tiny_vocab.h"
+#include "model/tokenizer/chat_template.h"
 #include "model/tokenizer/tokenizer.h"
 #include "policies/full_cache.h"
 #include "tests/support/golden.h"
@@ -179,6 +182,61 @@ TEST(GoldenArchitectures, FamilyPreTokenizersAgreeWithLlamaCpp) {
     }
     RecordProperty(std::string(pre) + " texts identical", std::to_string(same) + "/41");
   }
+}
+
+// Phi-3's special-token rule: a file whose general.name says phi-3 or phi3
+// strips the whitespace after every special token but <unk>, <s> and
+// <|endoftext|> (llama.cpp sets the flags by name; GGUF does not carry them).
+// Against llama.cpp's llama-tokenize on `tiny-model --arch phi3 --vocab phi3`
+// (Phi-3's added tokens, so that llama.cpp loads it): the 41 texts of
+// golden_tokens_tiny_spm.json and 13 Phi-3 chat texts (whitespace around
+// <|user|>, <|end|>, </s>, <s>, <|endoftext|>, <unk>, a placeholder). The
+// same file renamed out of the rule gives other ids on some of them, so the
+// check can fail.
+TEST(GoldenArchitectures, Phi3TokenizerAgreesWithLlamaCpp) {
+  const json golden = test::golden_json("golden_tokens_tiny_phi3.json");
+  TinyModelOptions o;
+  o.arch = TinyArch::Phi3;
+  o.vocab = TinyVocabKind::Phi3;
+  o.weights = TinyWeights::F16;
+  const std::vector<uint8_t> bytes = make_tiny_model(o);
+  const auto file = GgufFile::from_memory(bytes.data(), bytes.size(), "tiny");
+  EXPECT_EQ(file->get_string_or("general.name", ""), "kvbench-tiny-phi3");
+  const auto tok = Tokenizer::from_gguf(*file);
+  ASSERT_EQ(tok->fingerprint(), golden.at("vocab_fingerprint").get<std::string>())
+      << "the Phi-3 tiny vocabulary changed; regenerate golden_tokens_tiny_phi3.json with "
+         "llama.cpp's llama-tokenize";
+  ASSERT_EQ(golden.at("cases").size(), 54u);
+
+  // The same vocabulary under a name outside the rule.
+  GgufWriter w;
+  write_tiny_vocab(w, TinyVocabKind::Phi3);
+  w.set_string("general.name", "kvbench-tiny-phi");
+  const std::vector<uint8_t> plain_bytes = w.to_bytes();
+  const auto plain_file = GgufFile::from_memory(plain_bytes.data(), plain_bytes.size(), "plain");
+  const auto plain = Tokenizer::from_gguf(*plain_file);
+
+  int rule_changes = 0;
+  for (const json& c : golden.at("cases")) {
+    const auto text = c.at("text").get<std::string>();
+    const auto want = c.at("parse_special").get<std::vector<int32_t>>();
+    EXPECT_EQ(tok->encode(text, true, true), want) << text;
+    EXPECT_EQ(tok->encode(text, true, false), c.at("no_parse_special").get<std::vector<int32_t>>())
+        << text;
+    rule_changes += plain->encode(text, true, true) != want;
+  }
+  EXPECT_GE(rule_changes, 8) << "the golden texts no longer exercise the rule";
+  // Phi-3.5-mini's template, and its turn ends as llama.cpp's end-of-
+  // generation list takes them (<|end|>, <|endoftext|>, </s>).
+  EXPECT_EQ(ChatTemplate::from_gguf(*file).apply({{"user", "Hi"}}, true),
+            "<|user|>\nHi<|end|>\n<|assistant|>\n");
+  for (const char* eog : {"<|end|>", "<|endoftext|>", "</s>"}) {
+    const auto ids = tok->encode(eog, false, true);
+    ASSERT_EQ(ids.size(), 1u) << eog;
+    EXPECT_TRUE(tok->is_end_of_generation(ids[0])) << eog;
+  }
+  EXPECT_FALSE(tok->is_end_of_generation(tok->encode("<|user|>", false, true).at(0)));
+  RecordProperty("texts the rule changes", std::to_string(rule_changes) + "/54");
 }
 
 }  // namespace

@@ -61,8 +61,10 @@ int cmd_tiny_model(const Args& args) {
       "5)")(
       "type", po::value<std::string>(),
       "weight type of a real shape: q4_0 (default), q8_0 or q4_k; every matrix and token_embd in "
-      "it, norms f32")("vocab", po::value<std::string>(),
-                       "tiny only: bpe (gpt2/smollm, default) or spm (llama)")(
+      "it, norms f32")(
+      "vocab", po::value<std::string>(),
+      "tiny only: bpe (gpt2/smollm, default), spm (llama) or phi3 (spm with Phi-3's "
+      "added tokens and template; the file's name then says phi3)")(
       "pre", po::value<std::string>(),
       "tiny only, bpe vocabulary: its pre-tokenizer (tokenizer.ggml.pre), e.g. qwen2 or llama3 "
       "(default: smollm, the one its merges were learned on)")(
@@ -75,7 +77,7 @@ int cmd_tiny_model(const Args& args) {
              "                   [--weights TYPE]\n"
              "                   [--dim N] [--heads N] [--kv-heads N] [--head-dim N] [--ffn N]\n"
              "                   [--sliding-window N]\n"
-             "                   [--vocab bpe|spm] [--pre NAME] [--untied] [--seed N]\n"
+             "                   [--vocab bpe|spm|phi3] [--pre NAME] [--untied] [--seed N]\n"
              "       kvbench tiny-model -o FILE --shape llama3.2-1b|llama3-8b|qwen2.5-7b|\n"
              "                   qwen3-8b|phi3.5-mini [--type "
              "q4_0|q8_0|q4_k] [--seed N]\n\n"
@@ -107,8 +109,10 @@ int cmd_tiny_model(const Args& args) {
       o.vocab = TinyVocabKind::Bpe;
     else if (vocab == "spm")
       o.vocab = TinyVocabKind::Spm;
+    else if (vocab == "phi3")
+      o.vocab = TinyVocabKind::Phi3;
     else
-      throw InputError("--vocab must be bpe or spm, got '" + escaped_text(vocab, 64) + "'");
+      throw InputError("--vocab must be bpe, spm or phi3, got '" + escaped_text(vocab, 64) + "'");
     o.tied_output = !vm["untied"].as<bool>();
     if (vm.count("pre")) o.pre = escaped_text(vm["pre"].as<std::string>(), 64);
     const std::string arch = vm.count("arch")              ? vm["arch"].as<std::string>()

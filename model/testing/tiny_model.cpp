@@ -166,12 +166,15 @@ GgufWriter build_tiny_model(const TinyModelOptions& o) {
   const std::string arch(tiny_arch_name(o.arch));
   const std::string a = arch + ".";
   w.set_string("general.architecture", arch);
-  // Not "...phi3": llama.cpp gives a file whose name says phi-3 or phi3 the
-  // Phi-3 special tokens' strip flags, and fails to load one without
-  // <|endoftext|>, </s> and <unk> (the tiny vocabularies lack some).
-  w.set_string("general.name", o.arch == TinyArch::Llama ? "kvbench-tiny"
-                               : phi3                    ? "kvbench-tiny-phi"
-                                                         : "kvbench-tiny-" + arch);
+  // A name that says phi3 gives the file Phi-3's special-token strip flags
+  // (llama.cpp's rule, and kvbench's); llama.cpp fails to load such a file
+  // unless the vocabulary has <unk>, <s>, </s> and <|endoftext|>, which only
+  // the Phi3 vocabulary has. So Phi-3 files with another vocabulary are
+  // "...-phi", and the Phi3 vocabulary always says phi3.
+  w.set_string("general.name", o.vocab == TinyVocabKind::Phi3 ? "kvbench-tiny-phi3"
+                               : o.arch == TinyArch::Llama    ? "kvbench-tiny"
+                               : phi3                         ? "kvbench-tiny-phi"
+                                                              : "kvbench-tiny-" + arch);
   w.set_u32(a + "block_count", S::n_layers);
   w.set_u32(a + "context_length", S::n_ctx);
   w.set_u32(a + "embedding_length", dim);

@@ -245,6 +245,29 @@ constexpr const char* kZephyrTemplate =
     "{% if loop.last and add_generation_prompt %}\n{{ '<|assistant|>' }}\n{% endif %}\n{% endfor "
     "%}";
 
+// Phi-3.5-mini-instruct's template, verbatim.
+constexpr const char* kPhi3Template =
+    "{% for message in messages %}{% if message['role'] == 'system' and message['content'] %}"
+    "{{'<|system|>\n' + message['content'] + '<|end|>\n'}}{% elif message['role'] == 'user' %}"
+    "{{'<|user|>\n' + message['content'] + '<|end|>\n'}}{% elif message['role'] == 'assistant' %}"
+    "{{'<|assistant|>\n' + message['content'] + '<|end|>\n'}}{% endif %}{% endfor %}"
+    "{% if add_generation_prompt %}{{ '<|assistant|>\n' }}{% else %}{{ eos_token }}{% endif %}";
+
+// Phi-3's added tokens, in Phi-3-mini's order (ids 32000.. there).
+const SpmVocab& phi3_vocab() {
+  static const SpmVocab vocab = [] {
+    SpmVocab v = spm_vocab();
+    for (const char* t : {"<|endoftext|>", "<|assistant|>", "<|placeholder1|>", "<|system|>",
+                          "<|end|>", "<|user|>"}) {
+      v.tokens.emplace_back(t);
+      v.types.push_back(3);
+      v.scores.push_back(0.0f);
+    }
+    return v;
+  }();
+  return vocab;
+}
+
 // Both tiny vocabularies: <unk> is id 0, BOS 1, EOS 2.
 void write_special_token_ids(GgufWriter& w) {
   w.set_u32("tokenizer.ggml.bos_token_id", 1);
@@ -280,8 +303,11 @@ void write_tiny_vocab(GgufWriter& w, TinyVocabKind kind) {
     w.set_bool("tokenizer.ggml.add_bos_token", false);
     w.set_bool("tokenizer.ggml.add_space_prefix", false);
     w.set_string("tokenizer.chat_template", kChatMlTemplate);
-  } else {
+  } else if (kind == TinyVocabKind::Spm) {
     write_spm_keys(w, spm_vocab());
+  } else {
+    write_spm_keys(w, phi3_vocab());
+    w.set_string("tokenizer.chat_template", kPhi3Template);
   }
 }
 
@@ -311,8 +337,15 @@ int32_t tiny_vocab_with_pre_size() {
 }
 
 int32_t tiny_vocab_size(TinyVocabKind kind) {
-  return static_cast<int32_t>(kind == TinyVocabKind::Bpe ? bpe_vocab().tokens.size()
-                                                         : spm_vocab().tokens.size());
+  switch (kind) {
+    case TinyVocabKind::Bpe:
+      return static_cast<int32_t>(bpe_vocab().tokens.size());
+    case TinyVocabKind::Spm:
+      return static_cast<int32_t>(spm_vocab().tokens.size());
+    case TinyVocabKind::Phi3:
+      return static_cast<int32_t>(phi3_vocab().tokens.size());
+  }
+  return 0;
 }
 
 void write_padded_spm_vocab(GgufWriter& w, int32_t n_vocab) {

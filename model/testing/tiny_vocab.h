@@ -13,7 +13,12 @@ namespace kvbench {
 
 class GgufWriter;
 
-enum class TinyVocabKind { Bpe, Spm };
+// Phi3: Spm with Phi-3's added tokens after it (<|endoftext|>, <|assistant|>,
+// <|placeholder1|>, <|system|>, <|end|>, <|user|>; control tokens, as
+// llama.cpp's converter writes Phi-3-mini's) and Phi-3.5-mini's chat
+// template: the vocabulary llama.cpp's name-keyed Phi-3 rule (rstrip after
+// special tokens) needs, <|endoftext|> included, to load.
+enum class TinyVocabKind { Bpe, Spm, Phi3 };
 
 // Writes every tokenizer.* key of the vocabulary (model, pre, tokens,
 // token_type, scores, merges, special ids, flags, chat_template).
