@@ -87,12 +87,15 @@ struct LlamaConfig {
   // layer attends every key) or of a llama file (Mistral: llama.cpp's llama
   // graph has no window): ARCH.attention.sliding_window, 0 if none.
   int32_t unapplied_sliding_window = 0;
-  // LongRoPE (Phi-3 files of long context): rope.freq_factors holds the
-  // short factors (rope_factors_short.weight), which llama.cpp uses while
-  // its context is at most n_ctx_orig; these are the long ones
-  // (rope_factors_long.weight), which kvbench does not use.
+  // LongRoPE (Phi-3 files of long context): two sets of RoPE divisors.
+  // llama.cpp takes the long ones (rope_factors_long.weight) when its
+  // context per sequence exceeds n_ctx_orig, else the short ones
+  // (rope_factors_short.weight); LlamaModel::load does the same with the
+  // context its caller states (rope_long_active), and rope.freq_factors
+  // holds the set in use. rope_long_factors is the long set as read.
   std::vector<float> rope_long_factors;
   int n_ctx_orig = 0;  // phi3.rope.scaling.original_context_length (else context_length)
+  bool rope_long_active = false;
 
   // --- Tensor layout. Phi-3 stores Wq, Wk, Wv as one matrix (blk.N.attn_qkv,
   // rows q then k then v; llama.cpp also takes the three apart) and W_gate,

@@ -6,11 +6,22 @@
 
 namespace kvbench {
 
-std::unique_ptr<LlamaModel> LlamaModel::load(const std::string& path, bool planar_copies) {
+bool long_rope_for(const LlamaConfig& c, int64_t context) {
+  return !c.rope_long_factors.empty() && context > c.n_ctx_orig;
+}
+
+std::unique_ptr<LlamaModel> LlamaModel::load(const std::string& path, bool planar_copies,
+                                             int64_t context) {
   auto m = std::unique_ptr<LlamaModel>(new LlamaModel());
   m->file_ = GgufFile::open(path);
   m->config_ = read_llama_config(*m->file_);
   m->weights_ = load_llama_weights(*m->file_, m->config_);
+  // Every RoPE table (the evaluator's, the caches' re-rotations, the scorers'
+  // un-rotations) is made from rope.freq_factors, so the swap is the choice.
+  if (long_rope_for(m->config_, context)) {
+    m->config_.rope.freq_factors = m->config_.rope_long_factors;
+    m->config_.rope_long_active = true;
+  }
   if (planar_copies) add_planar_copies(m->weights_, default_cpu_path());
   m->tokenizer_ = Tokenizer::from_gguf(*m->file_);
   // One embedding row per token, as llama.cpp requires: a row without a token
@@ -22,6 +33,10 @@ std::unique_ptr<LlamaModel> LlamaModel::load(const std::string& path, bool plana
                      std::to_string(m->config_.n_vocab) + " rows");
   m->chat_template_ = ChatTemplate::from_gguf(*m->file_);
   return m;
+}
+
+bool LlamaModel::fits_context(int64_t context) const {
+  return long_rope_for(config_, context) == config_.rope_long_active;
 }
 
 KvShape LlamaModel::kv_shape() const {

@@ -3,6 +3,7 @@
 // of evaluators (and caches) can share it.
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <string>
 
@@ -22,7 +23,18 @@ class LlamaModel {
   // kernels of both modes read (model/ops/planar.h; add_planar_copies, one more
   // copy of those weights in memory). Callers that never multiply (info,
   // tokenizing) pass false.
-  static std::unique_ptr<LlamaModel> load(const std::string& path, bool planar_copies = true);
+  // context: the most tokens one sequence will hold (llama.cpp's context
+  // per sequence). It matters only for a LongRoPE file (Phi-3 of long
+  // context), which takes its long RoPE factors when context exceeds its
+  // original context, as llama.cpp does; 0 (or any context within the
+  // original) takes the short ones.
+  static std::unique_ptr<LlamaModel> load(const std::string& path, bool planar_copies = true,
+                                          int64_t context = 0);
+
+  // Whether this model computes as one loaded for `context` would (false
+  // only for a LongRoPE file on the other side of its original context:
+  // load it again with that context).
+  bool fits_context(int64_t context) const;
 
   const GgufFile& file() const { return *file_; }
   const LlamaConfig& config() const { return config_; }
@@ -38,6 +50,10 @@ class LlamaModel {
   std::unique_ptr<Tokenizer> tokenizer_;
   ChatTemplate chat_template_;
 };
+
+// Whether a model of this config takes LongRoPE's long factors for a
+// context of `context` tokens per sequence (llama_model::get_rope_factors).
+bool long_rope_for(const LlamaConfig& c, int64_t context);
 
 // The model path used when none is given: $KVBENCH_MODEL, else
 // models/SmolLM2-135M-Instruct.Q4_1.gguf.

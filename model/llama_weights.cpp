@@ -96,17 +96,18 @@ LlamaWeights load_llama_weights(const GgufFile& f, LlamaConfig& c) {
     c.rope.freq_factors = tensors.vector_f32("rope_freqs.weight", c.rope.n_dims / 2);
   if (c.arch_name == "phi3") {
     // LongRoPE: llama.cpp takes the short factors while its context is at
-    // most the original one (llama_model::get_rope_factors); kvbench always
-    // does. The long ones are kept for info.
+    // most the original one (llama_model::get_rope_factors), the long ones
+    // beyond; LlamaModel::load swaps them in for such a context.
     if (tensors.has("rope_factors_short.weight"))
       c.rope.freq_factors = tensors.vector_f32("rope_factors_short.weight", c.rope.n_dims / 2);
     if (tensors.has("rope_factors_long.weight"))
       c.rope_long_factors = tensors.vector_f32("rope_factors_long.weight", c.rope.n_dims / 2);
   }
   // A zero, negative or huge divisor would make the angles meaningless.
-  for (float factor : c.rope.freq_factors)
-    if (!(factor > 0.0f && factor < 1e6f))
-      throw InputError(f.path() + ": a RoPE frequency factor is not in (0, 1e6)");
+  for (const auto* set : {&c.rope.freq_factors, &c.rope_long_factors})
+    for (float factor : *set)
+      if (!(factor > 0.0f && factor < 1e6f))
+        throw InputError(f.path() + ": a RoPE frequency factor is not in (0, 1e6)");
   tensors.check_nothing_left();
   return w;
 }

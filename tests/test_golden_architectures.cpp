@@ -7,8 +7,10 @@
 // mix. tests/data/golden_architectures.json holds llama.cpp's top logits for
 // six fixed prompts per file (its "source" names the build; the files are
 // kvbench tiny-model's, regenerated here and checked by sha256, so they are
-// the bytes llama.cpp read). Only the figures are committed; how they were
-// made: docs/ARCHITECTURES.md.
+// the bytes llama.cpp read). Phi-3 files marked "context" were run by
+// llama.cpp with that context per sequence, above their original one, so on
+// LongRoPE's long factors, and are loaded here for it. Only the figures are
+// committed; how they were made: docs/ARCHITECTURES.md.
 //
 // Both of kvbench's arithmetic modes are compared. Exact (f32 activations)
 // differs from llama.cpp, which quantizes activations to 8 bits for every
@@ -60,8 +62,11 @@ TinyModelOptions options_of(const json& f) {
 // The family a file stands for: its architecture, or "mistral" for the llama
 // files with a SentencePiece vocabulary and a stated window (Mistral's GGUF
 // files are llama ones; llama.cpp does not apply the window).
+// "phi3-long" for the Phi-3 files llama.cpp ran with a context beyond their
+// original one ("context"), so on LongRoPE's long factors.
 std::string family_of(const json& f) {
   const std::string arch = f.at("arch").get<std::string>();
+  if (f.value("context", 0) > 0) return arch + "-long";
   return arch == "llama" && f.value("sliding_window", 0) > 0 ? "mistral" : arch;
 }
 
@@ -98,7 +103,10 @@ TEST(GoldenArchitectures, TinyFilesAgreeWithLlamaCpp) {
         << what << ": tiny-model no longer writes the file llama.cpp read";
     const std::string path = testing::TempDir() + "kvbench-golden-arch.gguf";
     write_tiny_model(path, o);
-    const auto model = LlamaModel::load(path);
+    // The context per sequence llama.cpp ran with, when above its 512.
+    const int64_t context = f.value("context", 0);
+    const auto model = LlamaModel::load(path, true, context);
+    EXPECT_EQ(model->config().rope_long_active, context > 0) << what;
     for (const json& c : f.at("cases")) {
       const auto ids = c.at("ids").get<std::vector<int32_t>>();
       const json& top = c.at("top");

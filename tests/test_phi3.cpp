@@ -74,8 +74,8 @@ TEST(Phi3Config, FusedTensorsAreTakenApartIntoAdjacentRowViews) {
 TEST(Phi3Config, LongRopeAndTheStatedWindowAreReadAsLlamaCppReadsThem) {
   auto m = LlamaModel::load(test::tiny_arch_path(TinyArch::Phi3));
   const LlamaConfig& c = m->config();
-  // The short factors are the ones applied (llama.cpp's choice at a context
-  // up to the original one); the long ones are only reported.
+  // Loaded without a context: the short factors are the ones applied
+  // (llama.cpp's choice at a context up to the original one).
   ASSERT_EQ(c.rope.freq_factors.size(), static_cast<size_t>(c.head_dim / 2));
   ASSERT_EQ(c.rope_long_factors.size(), c.rope.freq_factors.size());
   for (float f : c.rope.freq_factors) {
@@ -83,12 +83,54 @@ TEST(Phi3Config, LongRopeAndTheStatedWindowAreReadAsLlamaCppReadsThem) {
     EXPECT_LT(f, 2.5f);
   }
   EXPECT_NE(c.rope.freq_factors, c.rope_long_factors);
+  EXPECT_FALSE(c.rope_long_active);
   EXPECT_FLOAT_EQ(c.rope.attn_factor, TinyPhi3Shape::attn_factor);
   EXPECT_EQ(c.n_ctx_orig, TinyPhi3Shape::original_context);
   // Stated, not applied: every layer global.
   EXPECT_EQ(c.unapplied_sliding_window, TinyPhi3Shape::sliding_window);
   EXPECT_EQ(c.sliding_window, 0);
   EXPECT_FALSE(c.has_local_layers());
+}
+
+// llama.cpp takes the long factors when its context per sequence exceeds
+// the original context (llama_model::get_rope_factors); so does a model
+// loaded for such a context, and nothing else changes. Agreement with
+// llama.cpp run at such a context: test_golden_architectures.cpp
+// ("phi3-long").
+TEST(Phi3Config, LongFactorsBeyondTheOriginalContext) {
+  const std::string path = test::tiny_arch_path(TinyArch::Phi3);
+  const int64_t orig = TinyPhi3Shape::original_context;
+  auto short_model = LlamaModel::load(path, true, orig);
+  auto long_model = LlamaModel::load(path, true, orig + 1);
+  const LlamaConfig& s = short_model->config();
+  const LlamaConfig& l = long_model->config();
+  EXPECT_FALSE(s.rope_long_active);
+  EXPECT_TRUE(l.rope_long_active);
+  EXPECT_EQ(l.rope.freq_factors, s.rope_long_factors);
+  EXPECT_EQ(l.rope_long_factors, s.rope_long_factors);
+  EXPECT_NE(l.rope.freq_factors, s.rope.freq_factors);
+  EXPECT_FLOAT_EQ(l.rope.attn_factor, s.rope.attn_factor);
+  // Which side of the original context a model was loaded for.
+  EXPECT_TRUE(short_model->fits_context(0));
+  EXPECT_TRUE(short_model->fits_context(orig));
+  EXPECT_FALSE(short_model->fits_context(orig + 1));
+  EXPECT_TRUE(long_model->fits_context(orig + 1));
+  EXPECT_FALSE(long_model->fits_context(orig));
+  // The factors reach the forward pass: other logits after a few positions,
+  // and the long model still matches the naive reference (which reads its
+  // config).
+  const auto tokens = some_tokens(9, l.n_vocab, 3);
+  std::vector<int64_t> at(tokens.size());
+  std::iota(at.begin(), at.end(), 0);
+  const auto a = test::logits_at_every_position(*short_model, tokens, 3);
+  const auto b = test::logits_at_every_position(*long_model, tokens, 3);
+  EXPECT_GT(max_abs_diff(a.data(), b.data(), a.size()), 1e-2f);
+  const auto ref = test::ReferenceLlama(*long_model).logits(tokens, at);
+  EXPECT_LE(max_abs_diff(b.data(), ref.data(), ref.size()), 1e-3f);
+  // A file without long factors ignores the context.
+  auto llama = LlamaModel::load(test::tiny_arch_path(TinyArch::Llama), true, 1 << 20);
+  EXPECT_FALSE(llama->config().rope_long_active);
+  EXPECT_TRUE(llama->fits_context(1 << 20));
 }
 
 TEST(Phi3Config, BadFusedShapesAndFactorsAreNamed) {
@@ -122,19 +164,22 @@ TEST(Phi3Config, BadFusedShapesAndFactorsAreNamed) {
         load_error(set_f32("phi3-bad-attn-factor", "phi3.rope.scaling.attn_factor", bad));
     EXPECT_NE(err.find("phi3.rope.scaling.attn_factor' is out of range"), std::string::npos) << err;
   }
-  // A zero divisor would make every angle infinite: the short factors
-  // rewritten as zeros (of type F16) are refused.
-  const std::string zero = load_error(
-      test::edited_model("phi3-zero-factor",
-                         {[](const std::string&, GgufValue&) { return true; },
-                          [](const GgufTensor& t, GgmlType& type, std::vector<int64_t>&) {
-                            if (t.name == "rope_factors_short.weight") type = GgmlType::F16;
-                            return true;
-                          }},
-                         o));
-  EXPECT_NE(zero.find("phi3-zero-factor.gguf: a RoPE frequency factor is not in (0, 1e6)"),
-            std::string::npos)
-      << zero;
+  // A zero divisor would make every angle infinite: either set of factors
+  // rewritten as zeros (of type F16) is refused, the long one even when the
+  // short one is in use.
+  for (const std::string tensor : {"rope_factors_short.weight", "rope_factors_long.weight"}) {
+    const std::string zero = load_error(
+        test::edited_model("phi3-zero-factor",
+                           {[](const std::string&, GgufValue&) { return true; },
+                            [&](const GgufTensor& t, GgmlType& type, std::vector<int64_t>&) {
+                              if (t.name == tensor) type = GgmlType::F16;
+                              return true;
+                            }},
+                           o));
+    EXPECT_NE(zero.find("phi3-zero-factor.gguf: a RoPE frequency factor is not in (0, 1e6)"),
+              std::string::npos)
+        << tensor << ": " << zero;
+  }
 }
 
 // Every shape in every family type: the exact forward against the reference
@@ -199,7 +244,7 @@ TEST(Phi3Cli, TinyFilesRunPolicies) {
   for (const char* line :
        {"rope pairs: halves (neox)", "LongRoPE short factors, attention factor 1.19",
         "block: pre-norms, SwiGLU (gate and up fused in ffn_up)",
-        "LongRoPE: long factors not used (llama.cpp uses them only for a context over 1024",
+        "LongRoPE: short factors for a context of up to 1024 tokens",
         "sliding window 5 stated, not applied"})
     EXPECT_NE(info.out.find(line), std::string::npos) << line << "\n" << info.out;
   for (const char* policy : {"full", "snapkv:budget=6,window=2", "h2o:budget=6",
@@ -209,6 +254,15 @@ TEST(Phi3Cli, TinyFilesRunPolicies) {
         std::string(policy) + " --model " + path);
     EXPECT_EQ(gen.code, 0) << policy << ": " << gen.err;
   }
+  // A run whose longest sequence exceeds the original context (1024) runs on
+  // the long factors, and says so.
+  const auto run = test::run_kvbench_in(
+      KVBENCH_SOURCE_DIR, "run experiments/quick.json --limit 1 -t 2 --model " + path + " --out " +
+                              testing::TempDir() + "kvbench-phi3-run");
+  ASSERT_EQ(run.code, 0) << run.err;
+  EXPECT_NE(run.err.find("LongRoPE's long factors: the longest sequence ("), std::string::npos)
+      << run.err;
+  EXPECT_NE(run.err.find("exceeds the original context (1024)"), std::string::npos) << run.err;
   const std::string mistral = testing::TempDir() + "kvbench-cli-tiny-mistral.gguf";
   ASSERT_EQ(test::run_kvbench("tiny-model -o " + mistral +
                               " --vocab spm --sliding-window 4096 --heads 4 --kv-heads 1 "

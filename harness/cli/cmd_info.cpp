@@ -68,9 +68,9 @@ int cmd_info(const Args& args) {
         << "  full-cache KV bytes per token (f32): "
         << uint64_t{2} * c.n_layers * c.n_kv_heads * c.head_dim * 4 << "\n";
     if (!c.rope_long_factors.empty())
-      out << "  LongRoPE: long factors not used (llama.cpp uses them only for a context over "
-          << c.n_ctx_orig << " tokens, phi3.rope.scaling.original_context_length; kvbench "
-          << "always runs the short ones)\n";
+      out << "  LongRoPE: short factors for a context of up to " << c.n_ctx_orig
+          << " tokens (phi3.rope.scaling.original_context_length), long factors beyond, as "
+             "llama.cpp; `run` takes the long ones when its longest sequence exceeds it\n";
     if (c.unapplied_sliding_window > 0)
       out << "  sliding window " << c.unapplied_sliding_window
           << " stated, not applied: every layer attends every key, as llama.cpp runs "

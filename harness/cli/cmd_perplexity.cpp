@@ -65,7 +65,9 @@ int cmd_perplexity(const Args& args) {
   const int threads = thread_count(vm);
   const std::string file = vm["file"].as<std::string>();
   const std::string text = read_text_file(file);
-  auto model = LlamaModel::load(model_path(vm));
+  // Windows of --ctx tokens, as llama-perplexity's -c: a LongRoPE file takes
+  // its long factors past its original context.
+  auto model = LlamaModel::load(model_path(vm), true, o.ctx);
   if (o.ctx > model->config().n_ctx_train) {
     if (!vm["beyond-context"].as<bool>())
       throw InputError(

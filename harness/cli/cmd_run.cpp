@@ -160,10 +160,22 @@ int cmd_run(const Args& args) {
   for (size_t m = 0; m < config.models.size(); ++m) {
     auto model = LlamaModel::load(config.models[m].path);
     plans.push_back(make_plan(config, *model, m));
-    if (!several) only_model = std::move(model);
+    if (several) continue;
+    // A LongRoPE file whose longest sequence exceeds its original context
+    // runs on its long factors (loaded again: a model is immutable).
+    if (!model->fits_context(plans.back().longest_sequence))
+      model = LlamaModel::load(config.models[m].path, true, plans.back().longest_sequence);
+    only_model = std::move(model);
   }
   const auto load = [&](const Plan& p) {
-    return only_model ? std::move(only_model) : LlamaModel::load(p.model.path);
+    auto model = only_model ? std::move(only_model)
+                            : LlamaModel::load(p.model.path, true, p.longest_sequence);
+    if (model->config().rope_long_active && !vm["quiet"].as<bool>())
+      std::cerr << "note: " << escaped_text(p.model.label, 200)
+                << ": LongRoPE's long factors: the longest sequence (" << p.longest_sequence
+                << " tokens) exceeds the original context (" << model->config().n_ctx_orig
+                << "), as llama.cpp runs with a context that holds it\n";
+    return model;
   };
   int64_t instances = 0, cells = 0;
   for (const auto& p : plans) {

@@ -225,8 +225,13 @@ Plan make_plan(const ExperimentConfig& c, const LlamaModel& model, size_t model_
       // Fails early (InputError naming the instance) when the prompt plus its
       // answer does not fit the model.
       try {
-        build_prompt(model, inst, question_first,
-                     c.decoding.protocol == Protocol::QueryAgnostic && inst.grader != "perplexity");
+        const auto prompt = build_prompt(
+            model, inst, question_first,
+            c.decoding.protocol == Protocol::QueryAgnostic && inst.grader != "perplexity");
+        const int max_new = c.decoding.max_new_tokens > 0 ? c.decoding.max_new_tokens
+                                                          : std::max(1, inst.max_new_tokens);
+        plan.longest_sequence =
+            std::max(plan.longest_sequence, static_cast<int64_t>(prompt.tokens.size()) + max_new);
       } catch (const InputError& e) {
         throw InputError(field(c, where) + e.what());
       }

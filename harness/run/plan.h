@@ -44,6 +44,11 @@ struct Plan {
   // policies it runs (indices into `policies`, always including 0).
   std::vector<bool> question_first;
   std::vector<std::vector<size_t>> instance_policies;
+  // The most tokens one cell's sequence holds: its prompt plus its
+  // generation budget, over every instance. The run's context per sequence,
+  // as llama.cpp's would be set to hold them (LlamaModel::load: a LongRoPE
+  // file takes its long factors beyond its original context).
+  int64_t longest_sequence = 0;
   int64_t cells() const;
   // "<instance>--<policy slug>", with several models "<model key>--<instance>--<policy slug>".
   std::string cell_id(size_t instance, size_t policy) const;
