@@ -81,6 +81,13 @@ LlamaConfig read_llama_config(const GgufFile& f) {
   if (c.n_heads % c.n_kv_heads != 0)
     fail(f, p + "attention.head_count (" + std::to_string(c.n_heads) + ") is not a multiple of " +
                 p + "attention.head_count_kv (" + std::to_string(c.n_kv_heads) + ")");
+  // Mixture-of-experts files (Mixtral is a llama file with experts; the
+  // qwen2/qwen3 MoE models have their own architectures) route each token
+  // to expert FFNs, which the block does not run: say so, rather than name
+  // the dense FFN tensor the file lacks.
+  if (const uint32_t experts = f.get_u32_or(p + "expert_count", 0); experts > 0)
+    fail(f, p + "expert_count is " + std::to_string(experts) +
+                ": mixture-of-experts models are not supported");
   if (f.has(p + "attention.key_length")) {
     c.head_dim = read_count(f, p + "attention.key_length", 1024);
     const int v_len = f.has(p + "attention.value_length")

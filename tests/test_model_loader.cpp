@@ -68,6 +68,20 @@ TEST(ModelLoader, UnsupportedArchitecture) {
   EXPECT_NE(load_error(path).find("unsupported architecture 'mamba'"), std::string::npos);
 }
 
+// Mixtral's GGUF files are llama files with experts: refused as such, not
+// for the dense FFN tensor they lack.
+TEST(ModelLoader, MixtureOfExpertsIsRefusedAsSuch) {
+  Edit experts{{}, {}, [](GgufWriter& w) { w.set_u32("llama.expert_count", 8); }};
+  const std::string err = load_error(edited_model("moe", experts));
+  EXPECT_NE(err.find("moe.gguf: llama.expert_count is 8: mixture-of-experts models are not "
+                     "supported"),
+            std::string::npos)
+      << err;
+  // A count of 0 is a dense model.
+  Edit none{{}, {}, [](GgufWriter& w) { w.set_u32("llama.expert_count", 0); }};
+  EXPECT_NO_THROW(LlamaModel::load(edited_model("moe-zero", none)));
+}
+
 // `info` reads any architecture's metadata and tensors; only the commands
 // that run a model refuse one kvbench does not run.
 TEST(ModelLoader, InfoShowsAnArchitectureItDoesNotRun) {

@@ -16,6 +16,7 @@ std::string edited_model(const std::string& name, const Edit& edit,
     GgufValue copy = v;
     if (!edit.key || edit.key(k, copy)) w.set(k, copy);
   }
+  if (edit.add) edit.add(w);
   for (const auto& t : src->tensors()) {
     GgmlType type = t.type;
     std::vector<int64_t> ne(t.ne, t.ne + t.n_dims);
