@@ -6,9 +6,15 @@
 
 namespace kvbench {
 
+namespace {
+
+// Whether a model of this config takes LongRoPE's long factors for a
+// context of `context` tokens per sequence (llama_model::get_rope_factors).
 bool long_rope_for(const LlamaConfig& c, int64_t context) {
   return !c.rope_long_factors.empty() && context > c.n_ctx_orig;
 }
+
+}  // namespace
 
 std::unique_ptr<LlamaModel> LlamaModel::load(const std::string& path, bool planar_copies,
                                              int64_t context) {
@@ -37,6 +43,13 @@ std::unique_ptr<LlamaModel> LlamaModel::load(const std::string& path, bool plana
 
 bool LlamaModel::fits_context(int64_t context) const {
   return long_rope_for(config_, context) == config_.rope_long_active;
+}
+
+void LlamaModel::reload_for_context(std::unique_ptr<LlamaModel>& model, int64_t context) {
+  if (model->fits_context(context)) return;
+  const std::string path = model->file().path();
+  model.reset();
+  model = load(path, true, context);
 }
 
 KvShape LlamaModel::kv_shape() const {

@@ -35,6 +35,10 @@ class LlamaModel {
   // only for a LongRoPE file on the other side of its original context:
   // load it again with that context).
   bool fits_context(int64_t context) const;
+  // Loads `model`'s file again for `context` when it does not fit it (with
+  // the weight copies; the first model is freed before, so that a 7B file
+  // is never held twice). Callers load once to tokenize, then call this.
+  static void reload_for_context(std::unique_ptr<LlamaModel>& model, int64_t context);
 
   const GgufFile& file() const { return *file_; }
   const LlamaConfig& config() const { return config_; }
@@ -50,10 +54,6 @@ class LlamaModel {
   std::unique_ptr<Tokenizer> tokenizer_;
   ChatTemplate chat_template_;
 };
-
-// Whether a model of this config takes LongRoPE's long factors for a
-// context of `context` tokens per sequence (llama_model::get_rope_factors).
-bool long_rope_for(const LlamaConfig& c, int64_t context);
 
 // The model path used when none is given: $KVBENCH_MODEL, else
 // models/SmolLM2-135M-Instruct.Q4_1.gguf.

@@ -116,6 +116,12 @@ TEST(Phi3Config, LongFactorsBeyondTheOriginalContext) {
   EXPECT_FALSE(short_model->fits_context(orig + 1));
   EXPECT_TRUE(long_model->fits_context(orig + 1));
   EXPECT_FALSE(long_model->fits_context(orig));
+  // What the commands do after tokenizing: load again only across the line.
+  auto reloaded = LlamaModel::load(path, true, orig);
+  LlamaModel::reload_for_context(reloaded, orig);
+  EXPECT_FALSE(reloaded->config().rope_long_active);
+  LlamaModel::reload_for_context(reloaded, orig + 1);
+  EXPECT_TRUE(reloaded->config().rope_long_active);
   // The factors reach the forward pass: other logits after a few positions,
   // and the long model still matches the naive reference (which reads its
   // config).

@@ -55,12 +55,8 @@ int cmd_generate(const Args& args) {
 
   auto model = LlamaModel::load(model_path(vm));
   const auto ids = prompt_tokens(*model, vm["prompt"].as<std::string>(), vm["chat"].as<bool>());
-  // A LongRoPE file past its original context takes its long factors (the
-  // first load freed before the second).
-  if (const int64_t n = static_cast<int64_t>(ids.size()) + max_tokens; !model->fits_context(n)) {
-    model.reset();
-    model = LlamaModel::load(model_path(vm), true, n);
-  }
+  // A LongRoPE file past its original context takes its long factors.
+  LlamaModel::reload_for_context(model, static_cast<int64_t>(ids.size()) + max_tokens);
   const LlamaConfig& c = model->config();
   Evaluator eval(*model, threads,
                  vm["fast"].as<bool>() ? MatmulMode::Quantized : MatmulMode::Exact);

@@ -162,12 +162,8 @@ int cmd_run(const Args& args) {
     plans.push_back(make_plan(config, *model, m));
     if (several) continue;
     // A LongRoPE file whose longest sequence exceeds its original context
-    // runs on its long factors (loaded again: a model is immutable; the first
-    // is freed before, so that two never share the memory).
-    if (!model->fits_context(plans.back().longest_sequence)) {
-      model.reset();
-      model = LlamaModel::load(config.models[m].path, true, plans.back().longest_sequence);
-    }
+    // runs on its long factors (loaded again: a model is immutable).
+    LlamaModel::reload_for_context(model, plans.back().longest_sequence);
     only_model = std::move(model);
   }
   const auto load = [&](const Plan& p) {
