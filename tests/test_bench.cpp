@@ -15,6 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "harness/bench/compute_peak.h"
+#include "harness/bench/kv_memory.h"
 #include "model/ops/attention.h"
 #include "model/ops/quant_dot.h"
 #include "tests/support/cli_run.h"
@@ -214,6 +215,18 @@ TEST(Bench, KvMemoryPicksTheLargestBatchThatFits) {
                      "--kv-memory and --batch exclude each other");
   expect_input_error(run("-m " + test::tiny_model_path() + " --kv-memory 12Q"),
                      "--kv-memory: '12Q' is not a byte count");
+}
+
+// -b at a deep context on SmolLM2: 1024 sequences of 8k tokens of f32 K/V
+// need about 386 GiB. The full cache is refused before any test runs; a
+// policy's cache once its depth context is in, before its batch is copied.
+TEST(Bench, BatchesThatCannotFitAreRefused) {
+  if (available_memory_bytes() > (380ull << 30)) GTEST_SKIP() << "this machine has 380 GiB free";
+  const std::string m = " -m " + test::smollm2_path();
+  expect_input_error(run(m + " -p 0 -n 128 -d 8064 -b 1,1024 -t 1 --kv f32"),
+                     "tg128 @ d8064 b1024 (f32): 1024 sequences need about 360 GiB");
+  expect_input_error(run(m + " -p 0 -n 16 -d 4096 -b 1024 -t 2 --policy full"),
+                     "tg16 @ d4096 b1024 (full): 1024 sequences need about");
 }
 
 TEST(Bench, BadValuesAreOneLineErrors) {

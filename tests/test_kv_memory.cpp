@@ -35,6 +35,25 @@ TEST(KvMemory, BatchIsTheMostThatFit) {
   EXPECT_EQ(batch_for_memory(5, 0, 64), 64);
 }
 
+// A batch that cannot fit in the memory available is refused in one line
+// naming the test and the sizes; one sequence, an unknown amount available,
+// or a batch that fits pass.
+TEST(KvMemory, BatchesBeyondTheAvailableMemoryAreRefused) {
+  EXPECT_NO_THROW(check_batch_memory("t", 10, 100, 1000));
+  EXPECT_NO_THROW(check_batch_memory("t", 1, 1u << 30, 1000));  // b1: as a b1 bench always ran
+  EXPECT_NO_THROW(check_batch_memory("t", 1024, 1u << 30, 0));  // unknown: not checked
+  try {
+    check_batch_memory("tg128 @ d8192 b1024 (f32)", 1024, 377u << 20, 20ull << 30);
+    ADD_FAILURE() << "not refused";
+  } catch (const InputError& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "tg128 @ d8192 b1024 (f32): 1024 sequences need about 377 GiB (377 MiB each: K/V "
+              "and logits), more than the 20.0 GiB this machine has available");
+  }
+  // Linux says how much it has: the check is live where the tests run.
+  EXPECT_GT(available_memory_bytes(), 0u);
+}
+
 TEST(KvMemory, FormatsBytesForTables) {
   EXPECT_EQ(format_bytes(512), "512 B");
   EXPECT_EQ(format_bytes(1u << 30), "1.00 GiB");

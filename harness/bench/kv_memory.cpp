@@ -4,6 +4,8 @@
 #include <cctype>
 #include <cmath>
 #include <cstdio>
+#include <fstream>
+#include <sstream>
 
 #include "model/common/error.h"
 
@@ -47,6 +49,32 @@ uint64_t parse_byte_size(const std::string& text, const std::string& what) {
 int batch_for_memory(uint64_t cap, uint64_t per_sequence, int max_batch) {
   if (per_sequence == 0) return max_batch;
   return static_cast<int>(std::min<uint64_t>(cap / per_sequence, static_cast<uint64_t>(max_batch)));
+}
+
+uint64_t available_memory_bytes() {
+  std::ifstream in("/proc/meminfo");
+  std::string line;
+  // "MemAvailable:   23456789 kB"; a few dozen short lines, read at most 200.
+  for (int i = 0; i < 200 && std::getline(in, line); ++i) {
+    if (!line.starts_with("MemAvailable:")) continue;
+    std::istringstream ss(line.substr(13));
+    uint64_t kib = 0;
+    std::string unit;
+    if (ss >> kib >> unit && unit == "kB" && kib < (uint64_t{1} << 50)) return kib * 1024;
+    return 0;
+  }
+  return 0;
+}
+
+void check_batch_memory(const std::string& test, int batch, uint64_t per_sequence,
+                        uint64_t available) {
+  if (available == 0 || batch <= 1) return;
+  const double need = static_cast<double>(per_sequence) * batch;
+  if (need <= static_cast<double>(available)) return;
+  throw InputError(test + ": " + std::to_string(batch) + " sequences need about " +
+                   format_bytes(static_cast<uint64_t>(std::min(need, 0x1p62))) + " (" +
+                   format_bytes(per_sequence) + " each: K/V and logits), more than the " +
+                   format_bytes(available) + " this machine has available");
 }
 
 std::string format_bytes(uint64_t bytes) {

@@ -450,6 +450,25 @@ uint64_t sequence_kv_bytes(Evaluator& eval, const LlamaModel& model, const Cache
   return most;
 }
 
+// About what one sequence of a batch holds (what check_batch_memory weighs):
+// its K/V (the full cache as reserved, or the policy's whole state after the
+// depth context plus n_gen tokens of f32 rows, the most a step can add) and
+// its row of logits.
+uint64_t batch_sequence_bytes(const LlamaModel& model, const CacheConfig& cfg, int depth,
+                              int n_tokens, const PolicyCache* base) {
+  const KvShape shape = model.kv_shape();
+  const uint64_t logits = uint64_t{4} * model.config().n_vocab;
+  const uint64_t rows = uint64_t{2} * shape.n_layers * shape.n_kv_heads;
+  if (!base) return rows * (depth + n_tokens) * kv_row_bytes(cfg.kv, shape.head_dim, 1) + logits;
+  return base->memory().total() +
+         rows * n_tokens * kv_row_bytes(KvElement::F32, shape.head_dim, 1) + logits;
+}
+
+std::string batch_test_name(const CacheConfig& cfg, int n_gen, int depth, int batch) {
+  return "tg" + std::to_string(n_gen) + (depth ? " @ d" + std::to_string(depth) : "") + " b" +
+         std::to_string(batch) + " (" + cfg.label + ")";
+}
+
 // One test (pp n_prompt or tg n_gen, at `batch` sequences) after the depth
 // context: the full cache (rolled back by truncation) or a copy of the
 // policy's cache after the context (base) for each run; a warm-up, then reps
@@ -570,7 +589,8 @@ int cmd_bench(const Args& args) {
       "batch,b", po::value<std::vector<std::string>>()->composing()->default_value({"1"}, "1"),
       "tg tests: B sequences decode together, one step of B rows (llama-batched-bench's "
       "-npl); each sequence has its own copy of the depth context's cache, and t/s counts the "
-      "tokens of all B; pp tests run at 1 only")(
+      "tokens of all B; pp tests run at 1 only; B copies that would not fit in the memory "
+      "available (MemAvailable) are refused before they are made")(
       "kv-memory", po::value<std::vector<std::string>>()->composing(),
       "tg tests under a memory cap instead of -b: B is the most sequences whose hot K/V (codes "
       "and scales, the most one sequence holds during the test; not an offloaded tier) fits in "
@@ -679,6 +699,19 @@ int cmd_bench(const Args& args) {
         throw InputError("--n-depth " + std::to_string(d) + " plus a test of " +
                          std::to_string(t.n_prompt + t.n_gen) +
                          " tokens exceeds the model's context of " + std::to_string(n_ctx));
+  // Batches of the full cache are weighed before anything runs (a policy's,
+  // once its depth context is in, below).
+  const uint64_t available = available_memory_bytes();
+  int max_test = 0;
+  for (const Test& t : tests) max_test = std::max(max_test, t.n_prompt + t.n_gen);
+  for (const CacheConfig& cfg : configs)
+    for (int depth : depths)
+      for (const Test& t : tests)
+        for (int batch : batches)
+          if (!cfg.is_policy && t.n_gen > 0 && caps.empty())
+            check_batch_memory(batch_test_name(cfg, t.n_gen, depth, batch), batch,
+                               batch_sequence_bytes(*model, cfg, depth, max_test, nullptr),
+                               available);
   const ModelInfo info = model_info(*model, exact, bf16_attention);
   const Tokenizer& tok = model->tokenizer();
   const bool tty = isatty(STDERR_FILENO);
@@ -689,8 +722,6 @@ int cmd_bench(const Args& args) {
     eval.set_bf16_attention(bf16_attention);
     for (const CacheConfig& cfg : configs) {
       for (int depth : depths) {
-        int max_test = 0;
-        for (const Test& t : tests) max_test = std::max(max_test, t.n_prompt + t.n_gen);
         // The full cache (--kv), rolled back by truncation; or a policy's
         // cache after the depth context, copied for each run.
         std::unique_ptr<FullCache> full;
@@ -713,6 +744,13 @@ int cmd_bench(const Args& args) {
             base->end_prefill();
           }
         }
+        if (base && caps.empty())
+          for (const Test& t : tests)
+            for (int batch : batches)
+              if (t.n_gen > 0)
+                check_batch_memory(batch_test_name(cfg, t.n_gen, depth, batch), batch,
+                                   batch_sequence_bytes(*model, cfg, depth, t.n_gen, base.get()),
+                                   available);
         for (const Test& t : tests) {
           if (t.n_gen > 0 && !caps.empty()) {
             const uint64_t per_seq =
@@ -725,6 +763,9 @@ int cmd_bench(const Args& args) {
                           << format_bytes(cap) << " holds none (no row)\n";
                 continue;
               }
+              check_batch_memory(batch_test_name(cfg, t.n_gen, depth, batch), batch,
+                                 batch_sequence_bytes(*model, cfg, depth, max_test, base.get()),
+                                 available);
               Result r = run_test(eval, *model, cfg, t.n_prompt, t.n_gen, depth, batch, reps,
                                   full.get(), base.get(), max_test);
               r.kv_memory = cap;
