@@ -120,6 +120,23 @@ TEST(ExperimentConfig, AttentionPrecisionIsF32OrBf16) {
       << error_of(d);
 }
 
+// decoding.batch: 1 (default, not written back) to 256 cells decoding together.
+TEST(ExperimentConfig, DecodingBatchIsBounded) {
+  EXPECT_EQ(parse_experiment(minimal(), "x.json").decoding.batch, 1);
+  EXPECT_FALSE(to_json(parse_experiment(minimal(), "x.json"))["decoding"].contains("batch"));
+  json d = minimal();
+  apply_override(d, "decoding.batch=8");
+  const ExperimentConfig c = parse_experiment(d, "x.json");
+  EXPECT_EQ(c.decoding.batch, 8);
+  EXPECT_EQ(to_json(c)["decoding"]["batch"], 8);
+  EXPECT_EQ(parse_experiment(to_json(c), "resolved").decoding.batch, 8);
+  for (const json& bad : {json(0), json(257), json(-1), json(2.5), json("8"), json(nullptr)}) {
+    d["decoding"] = {{"batch", bad}};
+    EXPECT_NE(error_of(d).find("experiments/x.json: /decoding/batch: "), std::string::npos)
+        << bad << ": " << error_of(d);
+  }
+}
+
 TEST(ExperimentConfig, MalformedFileGivesLineAndColumn) {
   const std::string path = testing::TempDir() + "bad-experiment.json";
   std::ofstream(path) << "{\n  \"tasks\": [\n  }\n";

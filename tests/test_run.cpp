@@ -210,6 +210,59 @@ TEST(Run, QueryAgnosticCompressesTheContextAloneAndSharingChangesNothing) {
   EXPECT_EQ(seen.size(), 2u) << testing::PrintToString(seen);
 }
 
+// decoding.batch: an instance's cells decode their answers together, 5 at a
+// a time (the last batch shorter), one step of several caches. Every policy
+// the registry builds, in both protocols, gives the cells it gives decoded
+// one by one (timings aside); a batched cell says its batch and its
+// batch's speed, and its own decode speed is left out (null), so the table's
+// speed column shows none.
+TEST(Run, BatchedDecodingChangesNoCell) {
+  // Each configuration once; kvbench adds the full cache where it is not listed.
+  std::string policies;
+  std::set<std::string> specs = {"full"};
+  for (const std::string& spec : test::registry_specs(48))
+    if (specs.insert(to_string(parse_policy_spec(spec))).second)
+      policies += std::string(policies.empty() ? "[" : ", ") + "\"" + spec + "\"";
+  policies += "]";
+  ASSERT_GT(specs.size(), 20u);
+  for (const char* protocol : {"query_aware", "query_agnostic"}) {
+    const std::string dir = scratch_dir(std::string("batch-") + protocol);
+    const std::string path = dir + "/batch.json";
+    std::ofstream(path) << R"({"name": "batch", "model": ")" << test::tiny_model_path()
+                        << R"(", "threads": 2, "seed": 3,
+      "tasks": [{"task": "niah", "lengths": [300], "depths": [0.5]}],
+      "policies": )" << policies
+                        << R"(, "decoding": {"chunk": 64, "max_new_tokens": 4, "protocol": ")"
+                        << protocol << R"("}})";
+    ASSERT_EQ(run_cli("run " + path + " -q --out " + dir + "/alone"), 0) << stderr_text();
+    ASSERT_EQ(run_cli("run " + path + " -q --set decoding.batch=5 --out " + dir + "/batched"), 0)
+        << stderr_text();
+    const std::string batched = test::only_run_folder(dir + "/batched");
+    const auto a = test::stable_cells(test::only_run_folder(dir + "/alone"));
+    ASSERT_EQ(a.size(), specs.size()) << protocol;
+    EXPECT_EQ(a, test::stable_cells(batched)) << protocol;
+    std::map<int, int> sizes;  // batch size -> cells
+    for (const json& c : RunFolder::open(batched).cells()) {
+      const json& t = c["timing"];
+      ++sizes[t["decode_batch"].get<int>()];
+      EXPECT_TRUE(t["decode_tok_s"].is_null()) << c["id"];
+      if (t["decode_steps"].get<int>() > 0) EXPECT_GT(t["decode_batch_tok_s"].get<double>(), 0.0);
+    }
+    const int n = static_cast<int>(a.size());
+    EXPECT_EQ(sizes[5], n / 5 * 5) << protocol;
+    if (n % 5) EXPECT_EQ(sizes[n % 5], n % 5) << protocol;
+    EXPECT_EQ(read_json_file(batched + "/config.json")["decoding"]["batch"], 5);
+    EXPECT_NE(test::slurp(batched + "/report.md").find("decoded up to 5 cells at a time"),
+              std::string::npos);
+    const json metrics = read_json_file(batched + "/metrics.json");
+    ASSERT_EQ(metrics["table"].size(), a.size()) << protocol;  // one cell per configuration
+    for (const json& row : metrics["table"]) {
+      EXPECT_TRUE(row["timing"]["decode_tok_s"].is_null()) << row;
+      EXPECT_TRUE(row["speed_rel"].is_null()) << row;
+    }
+  }
+}
+
 // --limit keeps the first N instances of each task entry (recorded in the
 // run's config, so a resume or report sees the same grid); --model runs the
 // grid on another file; --threads sets the config's thread count.

@@ -240,6 +240,29 @@ int64_t cells_in_table(const RunFolder& run) {
   return total;
 }
 
+// Cells decoded in batches (decoding.batch) have no decode rate of their
+// own: the speed legend says so, with their batches' median throughput.
+std::string batched_decoding_note(const std::vector<json>& cells) {
+  std::vector<double> tok_s;
+  int most = 1;
+  for (const json& c : cells) {
+    if (!c.contains("timing") || !c["timing"].is_object()) continue;
+    const json& t = c["timing"];
+    if (!t.contains("decode_batch") || !t["decode_batch"].is_number_integer()) continue;
+    most = std::max(most, t["decode_batch"].get<int>());
+    if (t.contains("decode_batch_tok_s") && t["decode_batch_tok_s"].is_number())
+      tok_s.push_back(t["decode_batch_tok_s"].get<double>());
+  }
+  if (most <= 1) return "";
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.1f", stats::median(tok_s));
+  return " The answers were decoded up to " + std::to_string(most) +
+         " cells at a time (decoding.batch), one step for all of them: a batched cell has no "
+         "decode rate of its own, so Decode tok/s and Inference Speed are empty; the batches' "
+         "median throughput was " +
+         (tok_s.empty() ? std::string("not measured") : std::string(buf) + " tok/s") + ".";
+}
+
 }  // namespace
 
 ReportSummary write_report(const RunFolder& run) {
@@ -380,7 +403,8 @@ ReportSummary write_report(const RunFolder& run) {
       "spread, not a confidence interval: the cells differ in context length and task as well as "
       "in noise). Inference Speed: each cell's decode rate over the full cache's on the same "
       "instance, the median of those ratios with its 95% bootstrap interval over the instances. "
-      "Timings vary from run to run; every other number is deterministic.";
+      "Timings vary from run to run; every other number is deterministic." +
+      batched_decoding_note(cells);
   const std::string curves_legend =
       "Per policy family with two or more ratio budgets: AUC is the mean over instances of the "
       "area under that instance's score-vs-compression-ratio curve over the tested ratios "

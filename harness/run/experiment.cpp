@@ -370,10 +370,11 @@ ExperimentConfig parse_experiment(const json& doc, const std::string& source) {
   if (root.has("decoding")) {
     const Node d = root.at("decoding");
     d.expect_object(
-        {"max_new_tokens", "chunk", "question_first", "exact", "attention", "protocol"});
+        {"max_new_tokens", "chunk", "question_first", "exact", "attention", "protocol", "batch"});
     if (d.has("max_new_tokens"))
       c.decoding.max_new_tokens = static_cast<int>(d.at("max_new_tokens").integer(0, 4096));
     if (d.has("chunk")) c.decoding.chunk = static_cast<int>(d.at("chunk").integer(1, 1 << 16));
+    if (d.has("batch")) c.decoding.batch = static_cast<int>(d.at("batch").integer(1, 256));
     if (d.has("question_first")) c.decoding.question_first = d.at("question_first").boolean();
     if (d.has("exact")) c.decoding.exact = d.at("exact").boolean();
     if (d.has("attention")) {
@@ -479,6 +480,7 @@ json to_json(const ExperimentConfig& c) {
   if (c.limit > 0) out["limit"] = c.limit;
   if (c.decoding.protocol != Protocol::QueryAware)
     out["decoding"]["protocol"] = protocol_name(c.decoding.protocol);
+  if (c.decoding.batch > 1) out["decoding"]["batch"] = c.decoding.batch;
   // A config that gave "model" reads back exactly as before.
   if (c.models_listed) {
     json models = json::array();

@@ -76,6 +76,12 @@ struct DecodingConfig {
   // (Evaluator::set_bf16_attention; fast mode only). Default "f32".
   bool bf16_attention = false;
   Protocol protocol = Protocol::QueryAware;
+  // Cells of an instance whose answers decode together, one step of this
+  // many rows (Evaluator::step_batch: the weight matmuls once per step).
+  // Every answer is the same as decoded alone; a batched cell's speed is its
+  // batch's (timing.decode_batch_tok_s), its own decode_tok_s is null. Also
+  // the most cells' caches held at once.
+  int batch = 1;
 };
 
 struct MetricsConfig {

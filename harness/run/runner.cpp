@@ -110,12 +110,18 @@ class InstanceRunner {
     std::string text;
     int steps = 0;
     double seconds = 0, first_token_seconds = 0;
+    // Decoded with this many other cells' sequences (decoding.batch): seconds
+    // is the batch's wall time up to this sequence's last step, and
+    // batch_tok_s the whole batch's tokens over its wall time.
+    int batch = 1;
+    double batch_tok_s = 0;
   };
-  Generated generate(PolicyCache& cache, std::vector<float> logits) {
-    const Decoded d = decode(eval_, cache, logits,
-                             {.start = static_cast<int32_t>(prompt_.tokens.size()),
-                              .max_new_tokens = max_new_,
-                              .n_ctx = model_.config().n_ctx_train});
+  DecodeOptions decode_options() const {
+    return {.start = static_cast<int32_t>(prompt_.tokens.size()),
+            .max_new_tokens = max_new_,
+            .n_ctx = model_.config().n_ctx_train};
+  }
+  Generated generated(const Decoded& d) const {
     Generated g;
     g.steps = d.steps;
     g.seconds = d.seconds;
@@ -123,6 +129,23 @@ class InstanceRunner {
     g.text = model_.tokenizer().decode(d.tokens);
     return g;
   }
+
+  // A cell whose prompt is in and whose policy has compressed: its record up
+  // to the answer, waiting for the answer to be decoded (alone, or in a batch
+  // with the next cells of the instance).
+  struct Prepared {
+    const PolicyRun* run = nullptr;
+    std::unique_ptr<PolicyCache> cache;
+    std::vector<float> logits;  // [n_vocab] the last prompt token's
+    json rec;
+    double prefill_seconds = 0;
+    int64_t computed = 0;
+  };
+  // Decodes every prepared cell's answer (one decode_batch when there are
+  // several: each sequence's tokens are exactly those it decodes alone),
+  // then completes and writes their records in order.
+  void finish_cells(std::vector<Prepared>& cells, const RunFolder& folder, Progress& progress,
+                    RunSummary& sum);
 
   const std::vector<int32_t>& compressed_prompt() const { return compressed_prompt_; }
 
@@ -144,8 +167,11 @@ class InstanceRunner {
 
   // What every cell record starts with: id, instance, policy, memory.
   json record_head(const PolicyRun& r, const PolicyCache& cache, uint64_t kv_bytes_full) const;
-  json cell_record(const PolicyRun& r, PolicyCache& cache, const std::vector<float>& last_logits,
-                   double prefill_seconds, int64_t prefill_computed);
+  // The record at question time (before the answer is decoded), and the rest.
+  json question_record(const PolicyRun& r, PolicyCache& cache,
+                       const std::vector<float>& last_logits);
+  void answer_record(json& rec, const PolicyRun& r, const PolicyCache& cache, const Generated& g,
+                     double prefill_seconds, int64_t prefill_computed) const;
 
   const ExperimentConfig& c_;
   const LlamaModel& model_;
@@ -202,9 +228,8 @@ json InstanceRunner::record_head(const PolicyRun& r, const PolicyCache& cache,
   return rec;
 }
 
-json InstanceRunner::cell_record(const PolicyRun& r, PolicyCache& cache,
-                                 const std::vector<float>& last_logits, double prefill_seconds,
-                                 int64_t prefill_computed) {
+json InstanceRunner::question_record(const PolicyRun& r, PolicyCache& cache,
+                                     const std::vector<float>& last_logits) {
   const PlannedPolicy& p = *r.policy;
   // Question time: the prompt is in and the policy has compressed.
   json rec = record_head(r, cache, full_kv_bytes_);
@@ -230,7 +255,12 @@ json InstanceRunner::cell_record(const PolicyRun& r, PolicyCache& cache,
     rec["retention"]["kl_full"] = p.is_reference ? 0.0 : mean_kl(full_forced_, f, n_vocab_);
     rec["retention"]["top1_agreement"] = p.is_reference ? 1.0 : top1_agreement(full_forced_, f);
   }
-  const Generated g = generate(cache, last_logits);
+  return rec;
+}
+
+void InstanceRunner::answer_record(json& rec, const PolicyRun& r, const PolicyCache& cache,
+                                   const Generated& g, double prefill_seconds,
+                                   int64_t prefill_computed) const {
   rec["prediction"] = g.text;
   rec["answers"] = inst_.answers;
   rec["score"] = grade(inst_, g.text);
@@ -240,17 +270,59 @@ json InstanceRunner::cell_record(const PolicyRun& r, PolicyCache& cache,
                  {"start", r.plan.start == Start::Branch   ? "branch"
                            : r.plan.start == Start::Resume ? "resume"
                                                            : "scratch"}};
+  // A batched cell's decode speed is the batch's, not its own: its
+  // decode_tok_s is null (the tables' speed column leaves it out) and the
+  // batch's throughput is beside it.
+  const bool alone = c_.decoding.batch <= 1;
   rec["timing"] = {
       {"prefill_seconds", prefill_seconds},
       {"prefill_tok_s", prefill_seconds > 0 ? prompt_.tokens.size() / prefill_seconds : 0.0},
       {"decode_seconds", g.seconds},
       {"decode_steps", g.steps},
-      {"decode_tok_s", g.steps > 0 && g.seconds > 0 ? json(g.steps / g.seconds) : json(nullptr)},
+      {"decode_tok_s",
+       alone && g.steps > 0 && g.seconds > 0 ? json(g.steps / g.seconds) : json(nullptr)},
       {"ttft_seconds", prefill_seconds + g.first_token_seconds},
       {"policy_seconds", policy_s},
       {"policy_share", total > 0 ? policy_s / total : 0.0},
       {"peak_rss_bytes", peak_rss_bytes()}};
-  return rec;
+  if (!alone) {
+    rec["timing"]["decode_batch"] = g.batch;
+    rec["timing"]["decode_batch_tok_s"] = g.batch_tok_s > 0 ? json(g.batch_tok_s) : json(nullptr);
+  }
+}
+
+void InstanceRunner::finish_cells(std::vector<Prepared>& cells, const RunFolder& folder,
+                                  Progress& progress, RunSummary& sum) {
+  if (cells.empty()) return;
+  // One cell decodes alone (decode(), as without batching); several, as one batch.
+  std::vector<Decoded> ds;
+  if (cells.size() == 1) {
+    ds.push_back(decode(eval_, *cells[0].cache, cells[0].logits, decode_options()));
+  } else {
+    std::vector<BatchSequence> seqs;
+    for (Prepared& c : cells) seqs.push_back({c.cache.get(), &c.logits, decode_options()});
+    ds = decode_batch(eval_, seqs);
+  }
+  double wall = 0;
+  int64_t tokens = 0;
+  for (const Decoded& d : ds) {
+    wall = std::max(wall, d.seconds);
+    tokens += d.steps;
+  }
+  std::vector<Generated> gen;
+  for (const Decoded& d : ds) {
+    gen.push_back(generated(d));
+    gen.back().batch = static_cast<int>(cells.size());
+    gen.back().batch_tok_s = wall > 0 ? static_cast<double>(tokens) / wall : 0.0;
+  }
+  for (size_t i = 0; i < cells.size(); ++i) {
+    Prepared& c = cells[i];
+    answer_record(c.rec, *c.run, *c.cache, gen[i], c.prefill_seconds, c.computed);
+    folder.write_cell(c.run->id, c.rec);
+    ++sum.cells_run;
+    progress.finish(c.run->id, c.rec["score"].get<double>());
+  }
+  cells.clear();
 }
 
 void InstanceRunner::run_perplexity(const std::vector<PolicyRun>& pending, const RunFolder& folder,
@@ -395,6 +467,9 @@ void InstanceRunner::run(const std::vector<PolicyRun>& pending, const RunFolder&
 
   ReconstructionMemo reconstructions;  // one pass for every ratio of a scorer
   PriorityMemo priorities;             // one scoring for every budget of a family
+  // Cells wait here until decoding.batch of them are ready to decode.
+  std::vector<Prepared> ready;
+  const size_t batch = static_cast<size_t>(std::max(1, c_.decoding.batch));
   for (const auto& r : pending) {
     progress.start(r.id);
     const PlannedPolicy& p = *r.policy;
@@ -431,11 +506,17 @@ void InstanceRunner::run(const std::vector<PolicyRun>& pending, const RunFolder&
       computed += appended_tokens();
       sum.prefill_tokens_computed += computed;
     }
-    json rec = cell_record(r, *cache, logits, prefill_seconds, computed);
-    folder.write_cell(r.id, rec);
-    ++sum.cells_run;
-    progress.finish(r.id, rec["score"].get<double>());
+    Prepared prepared;
+    prepared.run = &r;
+    prepared.rec = question_record(r, *cache, logits);
+    prepared.cache = std::move(cache);
+    prepared.logits = std::move(logits);
+    prepared.prefill_seconds = prefill_seconds;
+    prepared.computed = computed;
+    ready.push_back(std::move(prepared));
+    if (ready.size() == batch) finish_cells(ready, folder, progress, sum);
   }
+  finish_cells(ready, folder, progress, sum);
   if (store) store->remove(prefill_key_);  // every cell of the instance is written
 }
 
