@@ -110,8 +110,8 @@ class InstanceRunner {
     std::string text;
     int steps = 0;
     double seconds = 0, first_token_seconds = 0;
-    // Decoded with this many other cells' sequences (decoding.batch): seconds
-    // is the batch's wall time up to this sequence's last step, and
+    // Decoded in a batch of this many cells, itself included (decoding.batch):
+    // seconds is the batch's wall time up to this sequence's last step, and
     // batch_tok_s the whole batch's tokens over its wall time.
     int batch = 1;
     double batch_tok_s = 0;
