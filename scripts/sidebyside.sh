@@ -57,7 +57,8 @@ for ((r = 1; r <= rounds; r++)); do
       python3 -c '
 import csv, sys
 for row in csv.DictReader(sys.stdin):
-    print("llama-fa" + row["flash_attn"], sys.argv[1], sys.argv[2], row["n_prompt"], row["n_gen"], row["n_depth"], row["avg_ts"])' "$r" "$kv" >> "$log"
+    fa = "1" if row.get("flash_attn", "").lower() in ("1", "true", "on", "enabled") else "0"
+    print("llama-fa" + fa, sys.argv[1], sys.argv[2], row["n_prompt"], row["n_gen"], row["n_depth"], row["avg_ts"])' "$r" "$kv" >> "$log"
     "$kvbench" bench -m "$model" -t "$threads" -p 512 -n 128 -d "$depths" -r 3 "${kvbench_kv[@]}" -o csv 2>/dev/null |
       python3 -c '
 import csv, sys
