@@ -211,9 +211,9 @@ TEST(Run, QueryAgnosticCompressesTheContextAloneAndSharingChangesNothing) {
 }
 
 // decoding.batch: an instance's cells decode their answers together, 5 at a
-// a time (the last batch shorter), one step of several caches. Every policy
-// the registry builds, in both protocols, gives the cells it gives decoded
-// one by one (timings aside); a batched cell says its batch and its
+// time (the last batch shorter), one step of several caches. Every policy
+// the registry builds, in both protocols, gives the same cells as when each
+// decodes alone (timings aside); a batched cell says its batch and its
 // batch's speed, and its own decode speed is left out (null), so the table's
 // speed column shows none.
 TEST(Run, BatchedDecodingChangesNoCell) {
