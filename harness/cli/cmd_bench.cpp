@@ -423,16 +423,21 @@ void print_csv(const ModelInfo& info, const std::string& path, const std::vector
   }
 }
 
+// K/V bytes of `tokens` tokens of one sequence stored as `kv` (every layer
+// and KV head, K and V).
+uint64_t kv_bytes(const LlamaModel& model, KvElement kv, int64_t tokens) {
+  const KvShape shape = model.kv_shape();
+  return uint64_t{2} * shape.n_layers * shape.n_kv_heads * static_cast<uint64_t>(tokens) *
+         kv_row_bytes(kv, shape.head_dim, 1);
+}
+
 // The most hot K/V bytes (codes and scales) one sequence holds during a tg
 // test of n_gen steps after the depth context: the full cache's by its
 // formula at depth + n_gen tokens; a policy's measured after every step of a
 // run on a copy of base (a policy may hold the most mid-run).
 uint64_t sequence_kv_bytes(Evaluator& eval, const LlamaModel& model, const CacheConfig& cfg,
                            int depth, int n_gen, PolicyCache* base) {
-  const KvShape shape = model.kv_shape();
-  if (!base)
-    return static_cast<uint64_t>(shape.n_layers) * shape.n_kv_heads * (depth + n_gen) * 2 *
-           kv_row_bytes(cfg.kv, shape.head_dim, 1);
+  if (!base) return kv_bytes(model, cfg.kv, depth + n_gen);
   auto hot = [](const PolicyCache& c) {
     const MemoryReport m = c.memory();
     return m.hot.kv + m.hot.scales;
@@ -456,17 +461,19 @@ uint64_t sequence_kv_bytes(Evaluator& eval, const LlamaModel& model, const Cache
 // its row of logits.
 uint64_t batch_sequence_bytes(const LlamaModel& model, const CacheConfig& cfg, int depth,
                               int n_tokens, const PolicyCache* base) {
-  const KvShape shape = model.kv_shape();
   const uint64_t logits = uint64_t{4} * model.config().n_vocab;
-  const uint64_t rows = uint64_t{2} * shape.n_layers * shape.n_kv_heads;
-  if (!base) return rows * (depth + n_tokens) * kv_row_bytes(cfg.kv, shape.head_dim, 1) + logits;
-  return base->memory().total() +
-         rows * n_tokens * kv_row_bytes(KvElement::F32, shape.head_dim, 1) + logits;
+  if (!base) return kv_bytes(model, cfg.kv, depth + n_tokens) + logits;
+  return base->memory().total() + kv_bytes(model, KvElement::F32, n_tokens) + logits;
 }
 
-std::string batch_test_name(const CacheConfig& cfg, int n_gen, int depth, int batch) {
-  return "tg" + std::to_string(n_gen) + (depth ? " @ d" + std::to_string(depth) : "") + " b" +
-         std::to_string(batch) + " (" + cfg.label + ")";
+// check_batch_memory for the tg test of n_gen steps at `batch` sequences.
+void check_batch(const LlamaModel& model, const CacheConfig& cfg, int n_gen, int depth, int batch,
+                 int n_tokens, const PolicyCache* base, uint64_t available) {
+  const std::string test = "tg" + std::to_string(n_gen) +
+                           (depth ? " @ d" + std::to_string(depth) : "") + " b" +
+                           std::to_string(batch) + " (" + cfg.label + ")";
+  check_batch_memory(test, batch, batch_sequence_bytes(model, cfg, depth, n_tokens, base),
+                     available);
 }
 
 // One test (pp n_prompt or tg n_gen, at `batch` sequences) after the depth
@@ -705,13 +712,12 @@ int cmd_bench(const Args& args) {
   int max_test = 0;
   for (const Test& t : tests) max_test = std::max(max_test, t.n_prompt + t.n_gen);
   for (const CacheConfig& cfg : configs)
-    for (int depth : depths)
-      for (const Test& t : tests)
-        for (int batch : batches)
-          if (!cfg.is_policy && t.n_gen > 0 && caps.empty())
-            check_batch_memory(batch_test_name(cfg, t.n_gen, depth, batch), batch,
-                               batch_sequence_bytes(*model, cfg, depth, max_test, nullptr),
-                               available);
+    if (!cfg.is_policy && caps.empty())
+      for (int depth : depths)
+        for (const Test& t : tests)
+          for (int batch : batches)
+            if (t.n_gen > 0)
+              check_batch(*model, cfg, t.n_gen, depth, batch, max_test, nullptr, available);
   const ModelInfo info = model_info(*model, exact, bf16_attention);
   const Tokenizer& tok = model->tokenizer();
   const bool tty = isatty(STDERR_FILENO);
@@ -748,9 +754,7 @@ int cmd_bench(const Args& args) {
           for (const Test& t : tests)
             for (int batch : batches)
               if (t.n_gen > 0)
-                check_batch_memory(batch_test_name(cfg, t.n_gen, depth, batch), batch,
-                                   batch_sequence_bytes(*model, cfg, depth, t.n_gen, base.get()),
-                                   available);
+                check_batch(*model, cfg, t.n_gen, depth, batch, t.n_gen, base.get(), available);
         for (const Test& t : tests) {
           if (t.n_gen > 0 && !caps.empty()) {
             const uint64_t per_seq =
@@ -763,9 +767,7 @@ int cmd_bench(const Args& args) {
                           << format_bytes(cap) << " holds none (no row)\n";
                 continue;
               }
-              check_batch_memory(batch_test_name(cfg, t.n_gen, depth, batch), batch,
-                                 batch_sequence_bytes(*model, cfg, depth, max_test, base.get()),
-                                 available);
+              check_batch(*model, cfg, t.n_gen, depth, batch, max_test, base.get(), available);
               Result r = run_test(eval, *model, cfg, t.n_prompt, t.n_gen, depth, batch, reps,
                                   full.get(), base.get(), max_test);
               r.kv_memory = cap;
