@@ -80,21 +80,10 @@ std::vector<CurveFamily> curve_families(const std::vector<json>& cells) {
 }
 
 CurvePair compare_curves(const CurveFamily& a, const CurveFamily& b) {
-  CurvePair r;
   std::vector<double> d;
   for (const auto& [inst, va] : a.auc_of)
     if (const auto it = b.auc_of.find(inst); it != b.auc_of.end()) d.push_back(va - it->second);
-  r.n = static_cast<int64_t>(d.size());
-  if (d.empty()) return r;
-  double sum = 0;
-  for (double x : d) sum += x;
-  r.delta = sum / static_cast<double>(d.size());
-  r.ci = stats::bootstrap_mean_interval(d);
-  r.p = stats::paired_permutation_p(d);
-  const bool excludes_zero = !std::isnan(r.ci.lo) && (r.ci.lo > 0 || r.ci.hi < 0);
-  r.differ = stats::significant(r.p) && excludes_zero;
-  r.split = stats::significant(r.p) != excludes_zero;
-  return r;
+  return stats::paired_difference(d);
 }
 
 std::string curve_table_markdown(const std::vector<json>& cells) {

@@ -60,14 +60,9 @@ struct CurveFamily {
 // order of their first configuration.
 std::vector<CurveFamily> curve_families(const std::vector<nlohmann::json>& cells);
 
-struct CurvePair {
-  int64_t n = 0;        // instances both have
-  double delta = NAN;   // mean of AUC_i(a) - AUC_i(b)
-  stats::Interval ci;   // 95%, bootstrap over instances
-  double p = NAN;       // two-sided paired sign-flip test on the mean
-  bool differ = false;  // p < 0.05 and the interval excludes 0
-  bool split = false;   // only one of the two says so
-};
+// AUC_i(a) - AUC_i(b) over the instances both have, judged as
+// stats::paired_difference says.
+using CurvePair = stats::PairedDifference;
 CurvePair compare_curves(const CurveFamily& a, const CurveFamily& b);
 
 // The markdown table: families ranked by AUC, each against the leader.

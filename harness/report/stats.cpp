@@ -185,6 +185,21 @@ double paired_permutation_p(std::span<const double> d) {
   return static_cast<double>(1 + as_large) / (kBootstrapResamples + 1);
 }
 
+PairedDifference paired_difference(std::span<const double> d) {
+  PairedDifference r;
+  r.n = static_cast<int64_t>(d.size());
+  if (d.empty()) return r;
+  double sum = 0;
+  for (double x : d) sum += x;
+  r.delta = sum / static_cast<double>(d.size());
+  r.ci = bootstrap_mean_interval(d);
+  r.p = paired_permutation_p(d);
+  const bool excludes_zero = !std::isnan(r.ci.lo) && (r.ci.lo > 0 || r.ci.hi < 0);
+  r.differ = significant(r.p) && excludes_zero;
+  r.split = significant(r.p) != excludes_zero;
+  return r;
+}
+
 double paired_p(ScoreKind kind, std::span<const double> base, std::span<const double> next) {
   assert(base.size() == next.size() && !base.empty());
   // On 0/1 scores the sign test counts exactly McNemar's discordant pairs.

@@ -132,6 +132,22 @@ double paired_sign_test_p(std::span<const double> base, std::span<const double> 
 // all-zero d: p = 1.
 double paired_permutation_p(std::span<const double> d);
 
+// The mean of paired differences d[i] = a_i - b_i (one per instance both
+// have) judged two-sided: its 95% bootstrap interval
+// (bootstrap_mean_interval) and the sign-flip p on the same mean
+// (paired_permutation_p). A difference is called one (differ) when p < kAlpha
+// and the interval excludes 0; split when only one of the two says so (the
+// reader sees "unsettled", not a side taken). Empty d: n = 0, all NaN.
+struct PairedDifference {
+  int64_t n = 0;
+  double delta = NAN;  // mean of d
+  Interval ci;
+  double p = NAN;
+  bool differ = false;
+  bool split = false;
+};
+PairedDifference paired_difference(std::span<const double> d);
+
 // The one-sided p-value `compare` judges a paired drop by (equal sizes > 0):
 //   pass/fail   mid-p McNemar on the discordant pairs
 //   fractional  max(paired bootstrap p, sign test p): the drop is
