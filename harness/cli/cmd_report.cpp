@@ -1,22 +1,61 @@
 // kvbench report DIR: re-renders a run folder (table, plots, report) from its
 // cells — after a merge, or after changing the report code.
+// kvbench report DIR --versus A B: prints two policies of the run compared
+// on the same instances (harness/report/versus.h) and writes nothing.
 #include <iostream>
 
 #include "harness/cli/cli.h"
+#include "harness/encode/markdown.h"
+#include "harness/report/models.h"
 #include "harness/report/report.h"
+#include "harness/report/versus.h"
+#include "model/common/error.h"
 #include "model/common/printable.h"
 
 namespace po = boost::program_options;
 
 namespace kvbench::cli {
 
+namespace {
+
+// Prints the --versus comparison for every model of the run whose cells
+// name both A and B.
+int print_versus(const RunFolder& run, const std::vector<std::string>& names) {
+  if (names.size() != 2)
+    throw InputError("--versus takes two names, a family or a configuration label each (got " +
+                     std::to_string(names.size()) + ")");
+  const std::vector<nlohmann::json> cells = run.cells();
+  const std::vector<ModelSection> models = split_by_model(cells, run.config());
+  std::vector<std::string> out;
+  for (const ModelSection& m : models) {
+    if (models.size() > 1 && !(versus_names(m.cells, names[0]) && versus_names(m.cells, names[1])))
+      continue;  // this model lacks one of them: another may have both
+    std::string text = versus_markdown(compare_versus(m.cells, names[0], names[1]));
+    if (models.size() > 1) text = "### " + markdown_text(m.label, 200) + "\n\n" + text;
+    out.push_back(std::move(text));
+  }
+  if (out.empty())  // several models, none with both: name what is missing in the first
+    compare_versus(models.front().cells, names[0], names[1]);
+  for (size_t i = 0; i < out.size(); ++i) std::cout << (i ? "\n" : "") << out[i];
+  return 0;
+}
+
+}  // namespace
+
 int cmd_report(const Args& args) {
   po::options_description desc("options");
-  desc.add_options()("dir", po::value<std::string>()->required(), "run folder");
+  desc.add_options()("dir", po::value<std::string>()->required(), "run folder")(
+      "versus", po::value<std::vector<std::string>>()->multitoken(),
+      "A B: print policy family (or configuration label) A against B, paired over the same "
+      "instances at every common compression ratio (score, answer NLL, KL, top-1 agreement, "
+      "area under the curve), and write nothing; e.g. --versus H2O Window");
   po::positional_options_description pos;
   pos.add("dir", 1);
   po::variables_map vm;
-  if (!parse(args, desc, vm, "kvbench report DIR", &pos)) return 0;
+  if (!parse(args, desc, vm, "kvbench report DIR [--versus A B]", &pos)) return 0;
+  if (vm.count("versus"))
+    return print_versus(RunFolder::open(vm["dir"].as<std::string>(), RunFolder::Access::Read),
+                        vm["versus"].as<std::vector<std::string>>());
   const RunFolder run = RunFolder::open(vm["dir"].as<std::string>(), RunFolder::Access::Write);
   const ReportSummary s = write_report(run);
   std::cout << terminal_table(s.tables, terminal_width()) << "\n" << s.cells << " cells";

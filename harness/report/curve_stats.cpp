@@ -107,13 +107,8 @@ std::string curve_table_markdown(const std::vector<json>& cells) {
       continue;
     }
     const CurvePair c = compare_curves(f, leader);
-    // No draw as extreme as the data: the Monte Carlo p is only known to be
-    // at most its floor, 1 / (B + 1).
-    const double floor = 1.0 / (stats::kBootstrapResamples + 1);
     o << stats::format_estimate(c.delta, c.ci, "%+.3f") << " (n=" << c.n << ") | "
-      << (c.p <= floor * (1 + 1e-9) ? "≤ " + stats::format_estimate(floor, {}, "%.3g")
-                                    : stats::format_estimate(c.p, {}, "%.3g"))
-      << " | "
+      << stats::format_p(c.p) << " | "
       << (c.differ  ? (c.delta < 0 ? "below the leader" : "above the leader")
           : c.split ? "unsettled at n=" + std::to_string(c.n) + " (interval and test disagree)"
                     : "not distinguished at n=" + std::to_string(c.n))

@@ -200,6 +200,18 @@ PairedDifference paired_difference(std::span<const double> d) {
   return r;
 }
 
+int64_t sign_flip_min_flips(int64_t n) {
+  for (int64_t k = 1; k <= n; ++k)
+    if (std::ldexp(2.0, -static_cast<int>(std::min<int64_t>(k, 1000))) < kAlpha) return k;
+  return 0;
+}
+
+std::string format_p(double p) {
+  const double floor = 1.0 / (kBootstrapResamples + 1);
+  if (p <= floor * (1 + 1e-9)) return "≤ " + format_estimate(floor, {}, "%.3g");
+  return format_estimate(p, {}, "%.3g");
+}
+
 double paired_p(ScoreKind kind, std::span<const double> base, std::span<const double> next) {
   assert(base.size() == next.size() && !base.empty());
   // On 0/1 scores the sign test counts exactly McNemar's discordant pairs.

@@ -148,6 +148,18 @@ struct PairedDifference {
 };
 PairedDifference paired_difference(std::span<const double> d);
 
+// The fewest of n paired instances that must move one way (by the same
+// amount, the rest unchanged) before paired_difference can call it a
+// difference: the exact two-sided sign-flip p of k such instances is
+// 2 / 2^k, below kAlpha from k = 6 (n = 104: 6 instances, 0.058). 0 when
+// n < 6: no difference of n instances can be called.
+int64_t sign_flip_min_flips(int64_t n);
+
+// A Monte Carlo p-value as the tables print it: three significant digits,
+// or "≤ 0.0001" when no draw was as extreme as the data (the p is then only
+// known to be at most its floor, 1 / (kBootstrapResamples + 1)).
+std::string format_p(double p);
+
 // The one-sided p-value `compare` judges a paired drop by (equal sizes > 0):
 //   pass/fail   mid-p McNemar on the discordant pairs
 //   fractional  max(paired bootstrap p, sign test p): the drop is
