@@ -57,6 +57,21 @@ size_t column(const std::string& name) {
   return static_cast<size_t>(std::find(c.begin(), c.end(), name) - c.begin());
 }
 
+// A cell decoded in a batch (decoding.batch) names its batch and the
+// batch's throughput; its own decode_tok_s is empty (runner.cpp).
+TEST(CellsTable, BatchedCellsNameTheirBatch) {
+  json batched = cell("a", "h2o", false, 0.0, 1.5);
+  batched["timing"]["decode_batch"] = 8;
+  batched["timing"]["decode_batch_tok_s"] = 180.5;
+  const auto r =
+      records(cells_csv(cell_rows({{"m", {cell("a", "full", true, 1.0, 1.0), batched}}})));
+  ASSERT_EQ(r.size(), 3u);
+  EXPECT_EQ(r[2][column("decode_batch")], "8");
+  EXPECT_EQ(r[2][column("decode_batch_tok_s")], "180.5");
+  EXPECT_EQ(r[2][column("decode_tok_s")], "");
+  EXPECT_EQ(r[1][column("decode_batch")], "1");
+}
+
 TEST(CellsTable, OneRowPerCellWithTheFixedColumns) {
   const std::vector<ModelSection> models = {
       {"m", {cell("a", "full", true, 1.0, 1.0), cell("a", "h2o", false, 0.0, 1.5)}}};
@@ -87,6 +102,9 @@ TEST(CellsTable, OneRowPerCellWithTheFixedColumns) {
   for (const char* missing : {"needle_survival", "needle_attended", "decode_tok_s",
                               "kv_bytes_peak_prefill", "ttft_seconds", "depth_actual"})
     EXPECT_EQ(h2o[column(missing)], "") << missing;
+  // Decoded alone: a batch of 1 and no batch throughput.
+  EXPECT_EQ(h2o[column("decode_batch")], "1");
+  EXPECT_EQ(h2o[column("decode_batch_tok_s")], "");
 
   const auto lines = jsonl(cells_jsonl(rows));
   ASSERT_EQ(lines.size(), 2u);

@@ -69,6 +69,14 @@ ojson protocol(const json& c) {
   return name && name->is_string() ? name->get<std::string>() : std::string("query_aware");
 }
 
+// The sequences decoded together with the cell's (decoding.batch): the
+// cell's own count, or 1 for a cell that names none (decoded alone: every
+// cell written before batching, and every cell of an unbatched run).
+ojson decode_batch(const json& c, const Context&) {
+  const json* t = at(c, "timing", "decode_batch");
+  return t ? count(c, "timing", "decode_batch") : ojson(int64_t{1});
+}
+
 struct Column {
   const char* name;
   ojson (*value)(const json& cell, const Context& x);
@@ -125,6 +133,9 @@ const Column kColumns[] = {
      [](const json& c, const Context&) { return number(c, "timing", "prefill_tok_s"); }},
     {"decode_tok_s",
      [](const json& c, const Context&) { return number(c, "timing", "decode_tok_s"); }},
+    {"decode_batch", decode_batch},
+    {"decode_batch_tok_s",
+     [](const json& c, const Context&) { return number(c, "timing", "decode_batch_tok_s"); }},
     {"prefill_seconds",
      [](const json& c, const Context&) { return number(c, "timing", "prefill_seconds"); }},
     {"decode_seconds",
