@@ -191,6 +191,8 @@ TEST(Versus, CommandLinePrintsAndWritesNothing) {
   EXPECT_FALSE(std::filesystem::exists(dir + "/table.md"));
   test::expect_input_error(test::run_kvbench("report '" + dir + "' --versus A"),
                            "--versus takes two names");
+  test::expect_input_error(test::run_kvbench("report --versus A B '" + dir + "'"),
+                           "the run folder goes before --versus");
   test::expect_input_error(test::run_kvbench("report '" + dir + "' --versus A Nope"),
                            "'Nope' is neither a policy family nor a configuration label");
   EXPECT_FALSE(std::filesystem::exists(dir + "/report.md"));

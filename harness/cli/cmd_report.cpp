@@ -44,7 +44,9 @@ int print_versus(const RunFolder& run, const std::vector<std::string>& names) {
 
 int cmd_report(const Args& args) {
   po::options_description desc("options");
-  desc.add_options()("dir", po::value<std::string>()->required(), "run folder")(
+  // Not required() here: `--versus A B DIR` gives --versus three names and
+  // no DIR, and the message below says where DIR goes.
+  desc.add_options()("dir", po::value<std::string>(), "run folder")(
       "versus", po::value<std::vector<std::string>>()->multitoken(),
       "A B: print policy family (or configuration label) A against B, paired over the same "
       "instances at every common compression ratio (score, answer NLL, KL, top-1 agreement, "
@@ -53,6 +55,10 @@ int cmd_report(const Args& args) {
   pos.add("dir", 1);
   po::variables_map vm;
   if (!parse(args, desc, vm, "kvbench report DIR [--versus A B]", &pos)) return 0;
+  if (!vm.count("dir"))
+    throw InputError(vm.count("versus") ? "kvbench report DIR --versus A B: the run folder goes "
+                                          "before --versus"
+                                        : "the option '--dir' is required but missing");
   if (vm.count("versus"))
     return print_versus(RunFolder::open(vm["dir"].as<std::string>(), RunFolder::Access::Read),
                         vm["versus"].as<std::vector<std::string>>());
