@@ -4,8 +4,9 @@
 usage: check_readme.py REPO BUILD_DIR [--list]
 
 The commands run in a scratch directory that looks like the repository (build/, models/,
-experiments/, docs/ and the committed results/baseline/ are links to the real ones), so the
-files they write (passkey.jsonl, trend.png, results/history.sqlite, shards/2, ...) stay there.
+experiments/, docs/ and the committed results/baseline/ and results/leaderboard/ are links to
+the real ones), so the files they write (passkey.jsonl, trend.png, results/history.sqlite,
+shards/2, ...) stay there.
 Three things differ from typing them, each for a stated reason:
   - a run folder named like results/NAME-YYYYMMDD-HHMMSS (the README's example of a folder
     `run` made) is replaced by a real one: a smoke run of experiments/quick.json (--limit 1);
@@ -55,7 +56,10 @@ def main():
         if os.path.exists(os.path.join(repo, name)):
             os.symlink(os.path.join(repo, name), os.path.join(scratch, name))
     os.makedirs(os.path.join(scratch, "results"))
-    os.symlink(os.path.join(repo, "results", "baseline"), os.path.join(scratch, "results", "baseline"))
+    # The committed results the README reads (baseline for compare, leaderboard
+    # for report --versus, which writes nothing).
+    for name in ("baseline", "leaderboard"):
+        os.symlink(os.path.join(repo, "results", name), os.path.join(scratch, "results", name))
 
     def run(argv):
         start = time.time()
