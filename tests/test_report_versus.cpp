@@ -167,6 +167,27 @@ TEST(Versus, NamesAreEscapedForMarkdown) {
       << md;
 }
 
+// A point whose configurations share no instance: nothing to pair, every
+// value null in the JSON (never NaN, which JSON cannot hold).
+TEST(Versus, APointWithoutPairsIsNullInJson) {
+  std::vector<json> cs = {cell(0, 0, "A", 0.5, 1.0), cell(1, 1, "B", 0.5, 0.0)};
+  const Versus v = compare_versus(cs, "A", "B");
+  ASSERT_EQ(v.points.size(), 1u);
+  EXPECT_EQ(v.points[0].n, 0);
+  const json j = versus_json(v);
+  const json& p = j["points"][0];
+  EXPECT_TRUE(p["a_score"].is_null());
+  EXPECT_TRUE(p["score"]["delta"].is_null());
+  EXPECT_TRUE(p["score"]["ci"][0].is_null());
+  EXPECT_TRUE(p["verdict"].is_null());
+  EXPECT_TRUE(j["auc"].is_null());  // one common ratio: no area
+  EXPECT_NO_THROW((void)j.dump());
+  EXPECT_NE(
+      versus_markdown(v).find("| 0.5 | A (budget 0.5) | B (budget 0.5) | 0 | – | – | – | – |"),
+      std::string::npos)
+      << versus_markdown(v);
+}
+
 TEST(Versus, SignFlipDetectsFromSixInstances) {
   EXPECT_EQ(stats::sign_flip_min_flips(5), 0);
   EXPECT_EQ(stats::sign_flip_min_flips(6), 6);
@@ -189,6 +210,20 @@ TEST(Versus, CommandLinePrintsAndWritesNothing) {
   EXPECT_NE(r.out.find("| A higher |"), std::string::npos) << r.out;
   EXPECT_FALSE(std::filesystem::exists(dir + "/report.md"));
   EXPECT_FALSE(std::filesystem::exists(dir + "/table.md"));
+  // The same as JSON, for scripts.
+  const test::CliResult j = test::run_kvbench("report '" + dir + "' --versus A B --json");
+  ASSERT_EQ(j.code, 0) << j.err;
+  const json doc = json::parse(j.out);
+  EXPECT_EQ(doc["schema"], "kvbench-versus/1");
+  ASSERT_EQ(doc["models"].size(), 1u);
+  const json& m = doc["models"][0];
+  EXPECT_EQ(m["min_detectable_flips"], 6);
+  EXPECT_EQ(m["points"][1]["verdict"], "higher");
+  EXPECT_DOUBLE_EQ(m["points"][1]["score"]["delta"].get<double>(), 1.0);
+  EXPECT_DOUBLE_EQ(m["auc"]["difference"]["delta"].get<double>(), 0.5);
+  EXPECT_EQ(m["auc"]["verdict"], "higher");
+  test::expect_input_error(test::run_kvbench("report '" + dir + "' --json"),
+                           "--json goes with --versus");
   test::expect_input_error(test::run_kvbench("report '" + dir + "' --versus A"),
                            "--versus takes two names");
   test::expect_input_error(test::run_kvbench("report --versus A B '" + dir + "'"),

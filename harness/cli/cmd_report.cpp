@@ -20,22 +20,33 @@ namespace {
 
 // Prints the --versus comparison for every model of the run whose cells
 // name both A and B.
-int print_versus(const RunFolder& run, const std::vector<std::string>& names) {
+int print_versus(const RunFolder& run, const std::vector<std::string>& names, bool as_json) {
   if (names.size() != 2)
     throw InputError("--versus takes two names, a family or a configuration label each (got " +
                      std::to_string(names.size()) + ")");
   const std::vector<nlohmann::json> cells = run.cells();
   const std::vector<ModelSection> models = split_by_model(cells, run.config());
   std::vector<std::string> out;
+  nlohmann::json doc = {
+      {"schema", "kvbench-versus/1"}, {"run", run.dir()}, {"models", nlohmann::json::array()}};
   for (const ModelSection& m : models) {
     if (models.size() > 1 && !(versus_names(m.cells, names[0]) && versus_names(m.cells, names[1])))
       continue;  // this model lacks one of them: another may have both
-    std::string text = versus_markdown(compare_versus(m.cells, names[0], names[1]));
+    const Versus v = compare_versus(m.cells, names[0], names[1]);
+    nlohmann::json one = versus_json(v);
+    one["model"] = m.label;
+    doc["models"].push_back(std::move(one));
+    std::string text = versus_markdown(v);
     if (models.size() > 1) text = "### " + markdown_text(m.label, 200) + "\n\n" + text;
     out.push_back(std::move(text));
   }
   if (out.empty())  // several models, none with both: name what is missing in the first
     compare_versus(models.front().cells, names[0], names[1]);
+  if (as_json) {
+    // ASCII, so no label can carry a terminal control sequence.
+    std::cout << doc.dump(2, ' ', true, nlohmann::json::error_handler_t::replace) << "\n";
+    return 0;
+  }
   for (size_t i = 0; i < out.size(); ++i) std::cout << (i ? "\n" : "") << out[i];
   return 0;
 }
@@ -50,7 +61,10 @@ int cmd_report(const Args& args) {
       "versus", po::value<std::vector<std::string>>()->multitoken(),
       "A B: print policy family (or configuration label) A against B, paired over the same "
       "instances at every common compression ratio (score, answer NLL, KL, top-1 agreement, "
-      "area under the curve), and write nothing; e.g. --versus H2O Window");
+      "area under the curve), and write nothing; e.g. --versus H2O Window")(
+      "json", po::bool_switch(),
+      "with --versus: print the comparison as one JSON document (schema kvbench-versus/1: "
+      "harness/report/versus.h) instead of markdown");
   po::positional_options_description pos;
   pos.add("dir", 1);
   po::variables_map vm;
@@ -59,9 +73,11 @@ int cmd_report(const Args& args) {
     throw InputError(vm.count("versus") ? "kvbench report DIR --versus A B: the run folder goes "
                                           "before --versus"
                                         : "the option '--dir' is required but missing");
+  if (vm["json"].as<bool>() && !vm.count("versus"))
+    throw InputError("--json goes with --versus A B (report itself writes files, not JSON)");
   if (vm.count("versus"))
     return print_versus(RunFolder::open(vm["dir"].as<std::string>(), RunFolder::Access::Read),
-                        vm["versus"].as<std::vector<std::string>>());
+                        vm["versus"].as<std::vector<std::string>>(), vm["json"].as<bool>());
   const RunFolder run = RunFolder::open(vm["dir"].as<std::string>(), RunFolder::Access::Write);
   const ReportSummary s = write_report(run);
   std::cout << terminal_table(s.tables, terminal_width()) << "\n" << s.cells << " cells";

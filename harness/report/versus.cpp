@@ -259,4 +259,52 @@ std::string versus_markdown(const Versus& v) {
   return o.str();
 }
 
+namespace {
+
+json number(double v) { return std::isfinite(v) ? json(v) : json(nullptr); }
+
+json interval(const stats::Interval& ci) { return json::array({number(ci.lo), number(ci.hi)}); }
+
+json difference_json(const stats::PairedDifference& d) {
+  return {{"n", d.n},         {"delta", number(d.delta)}, {"ci", interval(d.ci)},
+          {"p", number(d.p)}, {"differ", d.differ},       {"split", d.split}};
+}
+
+json verdict_json(const stats::PairedDifference& d) {
+  if (d.n == 0) return nullptr;
+  if (d.differ) return d.delta > 0 ? "higher" : "lower";
+  return d.split ? "unsettled" : "not distinguished";
+}
+
+}  // namespace
+
+json versus_json(const Versus& v) {
+  int64_t n_max = 0;
+  for (const VersusPoint& p : v.points) n_max = std::max(n_max, p.n);
+  json points = json::array();
+  for (const VersusPoint& p : v.points)
+    points.push_back({{"ratio", number(p.ratio)},
+                      {"a_label", p.a_label},
+                      {"b_label", p.b_label},
+                      {"n", p.n},
+                      {"a_score", number(p.a_score)},
+                      {"b_score", number(p.b_score)},
+                      {"memory_ratio", number(p.memory)},
+                      {"score", difference_json(p.score)},
+                      {"answer_nll", difference_json(p.answer_nll)},
+                      {"kl_full", difference_json(p.kl_full)},
+                      {"top1_agreement", difference_json(p.top1)},
+                      {"verdict", verdict_json(p.score)}});
+  json auc = nullptr;
+  if (!v.auc_ratios.empty())
+    auc = {{"ratios", v.auc_ratios},
+           {"a", {{"mean", number(v.a_auc)}, {"ci", interval(v.a_auc_ci)}}},
+           {"b", {{"mean", number(v.b_auc)}, {"ci", interval(v.b_auc_ci)}}},
+           {"difference", difference_json(v.auc)},
+           {"verdict", verdict_json(v.auc)}};
+  return {{"a", v.a},   {"b", v.b},
+          {"n", n_max}, {"min_detectable_flips", stats::sign_flip_min_flips(n_max)},
+          {"auc", auc}, {"points", points}};
+}
+
 }  // namespace kvbench

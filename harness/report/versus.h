@@ -61,4 +61,15 @@ bool versus_names(const std::vector<nlohmann::json>& cells, const std::string& n
 // names and labels pass through markdown_text.
 std::string versus_markdown(const Versus& v);
 
+// The same as JSON for scripts (`report --versus A B --json`), one object:
+//   a, b, n (the most paired instances of a point), min_detectable_flips
+//   auc: null, or {ratios, a: {mean, ci}, b: {mean, ci}, difference, verdict}
+//   points: [{ratio, a_label, b_label, n, a_score, b_score, memory_ratio,
+//             score, answer_nll, kl_full, top1_agreement (each a difference),
+//             verdict ("higher" | "lower" | "unsettled" | "not distinguished",
+//             of a's score against b's; null with no pairs)}]
+// A difference: {n, delta, ci: [lo, hi], p, differ, split}; a value with no
+// data is null. Strings are the labels as they are (JSON-escaped by dump()).
+nlohmann::json versus_json(const Versus& v);
+
 }  // namespace kvbench
