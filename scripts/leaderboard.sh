@@ -24,7 +24,9 @@
 # STORE_DIR.)
 # Every job runs with threads=1, so all its cells have one thread count
 # (numbers are bit-identical for a thread count, not across them).
-# Results: OUT/<model>-<protocol>/merged, a run folder `kvbench report` reads.
+# Results: OUT/<model>-<protocol>/merged, a run folder `kvbench report` reads;
+# a job whose merged cells are stored (STORE_DIR/<job>/cells.jsonl.zst, by
+# scripts/store_run.sh) is skipped.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # One job's shards may run on different machines (sessions, a Slurm array):
@@ -74,6 +76,11 @@ for name in $jobs; do
     { echo "error: JOBS: '$name' is not <smollm2|gemma3>-<query_agnostic|query_aware>" >&2; exit 2; }
   job=$out/$name
   [ -d "$job/merged" ] && continue
+  # A job merged and stored on any machine (its packed cells in STORE_DIR/<job>).
+  if [ -f "${STORE_DIR:-results/leaderboard}/$name/cells.jsonl.zst" ]; then
+    echo "$name: already stored in ${STORE_DIR:-results/leaderboard}/$name"
+    continue
+  fi
   mkdir -p "$job"
   echo "$(date -u +%FT%TZ) $m $p: $shards shards, $parallel at a time"
   # A queue of shard indices, $parallel workers taking the next one.
