@@ -20,8 +20,9 @@
 # STORE_DIR/<job>/shards/shardI-of-N (STORE_DIR: results/leaderboard), to be
 # committed; a shard stored there is skipped by later runs on any machine,
 # and the merge reads it, so a job advances across sessions whose run
-# folders do not survive. (A smoke test with another EXPERIMENT sets its own
-# STORE_DIR.)
+# folders do not survive. STORE_DIR defaults to results/leaderboard only for
+# the real grid (the default EXPERIMENT, no LIMIT): a smoke test neither
+# reads nor writes the committed shards unless it names its own STORE_DIR.
 # Every job runs with threads=1, so all its cells have one thread count
 # (numbers are bit-identical for a thread count, not across them).
 # Results: OUT/<model>-<protocol>/merged, a run folder `kvbench report` reads;
@@ -45,13 +46,23 @@ declare -A model=(
   [gemma3]=models/gemma-3-270m-q4_k_m.gguf
 )
 
-stored_shard() {  # job-name index -> the committed shard's folder
-  echo "${STORE_DIR:-results/leaderboard}/$1/shards/shard$2-of-$shards"
+store_dir=${STORE_DIR:-}
+if [ -z "$store_dir" ] && [ "$experiment" = experiments/leaderboard.json ] && [ -z "${LIMIT:-}" ]; then
+  store_dir=results/leaderboard
+fi
+[ -z "${STORE:-}" ] || [ -n "$store_dir" ] ||
+  { echo "error: STORE=1 with another EXPERIMENT or a LIMIT needs its own STORE_DIR" >&2; exit 2; }
+
+stored_shard() {  # job-name index -> the committed shard's folder ("" without a store)
+  [ -n "$store_dir" ] && echo "$store_dir/$1/shards/shard$2-of-$shards"
+  return 0
 }
 
 run_shard() {  # job-dir model protocol index
   local dir=$1/shard$4
-  [ -f "$(stored_shard "$(basename "$1")" "$4")/cells.jsonl.zst" ] && return 0
+  local stored
+  stored=$(stored_shard "$(basename "$1")" "$4")
+  [ -n "$stored" ] && [ -f "$stored/cells.jsonl.zst" ] && return 0
   mkdir -p "$dir"
   [ -f "$dir/DONE" ] && return 0
   local folder
@@ -65,7 +76,7 @@ run_shard() {  # job-dir model protocol index
   touch "$dir/DONE"
   if [ -n "${STORE:-}" ]; then
     folder=$(find "$dir" -mindepth 1 -maxdepth 1 -type d | head -1)
-    KVBENCH_BIN=$kvbench scripts/store_run.sh "$folder" "$(stored_shard "$(basename "$1")" "$4")"
+    KVBENCH_BIN=$kvbench scripts/store_run.sh "$folder" "$stored"
   fi
 }
 
@@ -77,8 +88,8 @@ for name in $jobs; do
   job=$out/$name
   [ -d "$job/merged" ] && continue
   # A job merged and stored on any machine (its packed cells in STORE_DIR/<job>).
-  if [ -f "${STORE_DIR:-results/leaderboard}/$name/cells.jsonl.zst" ]; then
-    echo "$name: already stored in ${STORE_DIR:-results/leaderboard}/$name"
+  if [ -n "$store_dir" ] && [ -f "$store_dir/$name/cells.jsonl.zst" ]; then
+    echo "$name: already stored in $store_dir/$name"
     continue
   fi
   mkdir -p "$job"
@@ -95,7 +106,7 @@ for name in $jobs; do
   folders=()
   for i in $(seq 1 "$shards"); do
     stored=$(stored_shard "$name" "$i")
-    if [ -f "$stored/cells.jsonl.zst" ]; then
+    if [ -n "$stored" ] && [ -f "$stored/cells.jsonl.zst" ]; then
       folders+=("$stored")
     else
       folders+=("$(find "$job/shard$i" -mindepth 1 -maxdepth 1 -type d | head -1)")
