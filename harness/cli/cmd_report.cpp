@@ -26,28 +26,30 @@ int print_versus(const RunFolder& run, const std::vector<std::string>& names, bo
                      std::to_string(names.size()) + ")");
   const std::vector<nlohmann::json> cells = run.cells();
   const std::vector<ModelSection> models = split_by_model(cells, run.config());
-  std::vector<std::string> out;
-  nlohmann::json doc = {
-      {"schema", "kvbench-versus/1"}, {"run", run.dir()}, {"models", nlohmann::json::array()}};
+  std::vector<std::pair<std::string, Versus>> found;  // model label, its comparison
   for (const ModelSection& m : models) {
     if (models.size() > 1 && !(versus_names(m.cells, names[0]) && versus_names(m.cells, names[1])))
       continue;  // this model lacks one of them: another may have both
-    const Versus v = compare_versus(m.cells, names[0], names[1]);
-    nlohmann::json one = versus_json(v);
-    one["model"] = m.label;
-    doc["models"].push_back(std::move(one));
-    std::string text = versus_markdown(v);
-    if (models.size() > 1) text = "### " + markdown_text(m.label, 200) + "\n\n" + text;
-    out.push_back(std::move(text));
+    found.emplace_back(m.label, compare_versus(m.cells, names[0], names[1]));
   }
-  if (out.empty())  // several models, none with both: name what is missing in the first
+  if (found.empty())  // several models, none with both: name what is missing in the first
     compare_versus(models.front().cells, names[0], names[1]);
   if (as_json) {
+    nlohmann::json doc = {
+        {"schema", "kvbench-versus/1"}, {"run", run.dir()}, {"models", nlohmann::json::array()}};
+    for (const auto& [label, v] : found) {
+      nlohmann::json one = versus_json(v);
+      one["model"] = label;
+      doc["models"].push_back(std::move(one));
+    }
     // ASCII, so no label can carry a terminal control sequence.
     std::cout << doc.dump(2, ' ', true, nlohmann::json::error_handler_t::replace) << "\n";
     return 0;
   }
-  for (size_t i = 0; i < out.size(); ++i) std::cout << (i ? "\n" : "") << out[i];
+  for (size_t i = 0; i < found.size(); ++i)
+    std::cout << (i ? "\n" : "")
+              << (models.size() > 1 ? "### " + markdown_text(found[i].first, 200) + "\n\n" : "")
+              << versus_markdown(found[i].second);
   return 0;
 }
 
