@@ -1,6 +1,7 @@
 #!/bin/bash
-# The leaderboard (experiments/leaderboard.json) on both models and both
-# protocols, resumably: each model x protocol runs as SHARDS processes of one
+# The leaderboard (experiments/leaderboard.json: the 13 RULER tasks at 4k;
+# EXPERIMENT=experiments/leaderboard-needles.json: niah and passkey at 4k and
+# 8k) on both models and both protocols, resumably: each model x protocol runs as SHARDS processes of one
 # thread each (two 1-thread shards use 2 cores better than one 2-thread run:
 # no barrier between them), then `kvbench merge` joins its shards.
 #
@@ -17,12 +18,14 @@
 # Run it again after an interruption: a finished job is skipped (its DONE
 # file), an unfinished shard resumes its run folder (`kvbench run --resume`).
 # STORE=1 stores each shard as it finishes (scripts/store_run.sh) under
-# STORE_DIR/<job>/shards/shardI-of-N (STORE_DIR: results/leaderboard), to be
-# committed; a shard stored there is skipped by later runs on any machine,
-# and the merge reads it, so a job advances across sessions whose run
-# folders do not survive. STORE_DIR defaults to results/leaderboard only for
-# the real grid (the default EXPERIMENT, no LIMIT): a smoke test neither
-# reads nor writes the committed shards unless it names its own STORE_DIR.
+# STORE_DIR/<job>/shards/shardI-of-N, to be committed; a shard stored there
+# is skipped by later runs on any machine, and the merge reads it, so a job
+# advances across sessions whose run folders do not survive. STORE_DIR
+# defaults to results/leaderboard (results/leaderboard-needles for the needle
+# grid) only for the real grids (those two EXPERIMENTs, no LIMIT): a smoke
+# test neither reads nor writes the committed shards unless it names its own
+# STORE_DIR. Give each EXPERIMENT its own OUT: job folders are named by model
+# and protocol only.
 # Every job runs with threads=1, so all its cells have one thread count
 # (numbers are bit-identical for a thread count, not across them).
 # Results: OUT/<model>-<protocol>/merged, a run folder `kvbench report` reads;
@@ -47,8 +50,11 @@ declare -A model=(
 )
 
 store_dir=${STORE_DIR:-}
-if [ -z "$store_dir" ] && [ "$experiment" = experiments/leaderboard.json ] && [ -z "${LIMIT:-}" ]; then
-  store_dir=results/leaderboard
+if [ -z "$store_dir" ] && [ -z "${LIMIT:-}" ]; then
+  case $experiment in
+    experiments/leaderboard.json) store_dir=results/leaderboard ;;
+    experiments/leaderboard-needles.json) store_dir=results/leaderboard-needles ;;
+  esac
 fi
 [ -z "${STORE:-}" ] || [ -n "$store_dir" ] ||
   { echo "error: STORE=1 with another EXPERIMENT or a LIMIT needs its own STORE_DIR" >&2; exit 2; }
