@@ -395,7 +395,8 @@ ReportSummary write_report(const RunFolder& run) {
       "question time. Peak KV (prefill): the most hot KV bytes held at once while the prompt "
       "went in. Policy time: the policy's own work (scoring, eviction, restore, observation) as a "
       "share of the cell's wall time; observation in decode runs on the attention threads, whose "
-      "times add up.";
+      "times add up. A family's budgets ranked from one scoring pass each count that pass, so "
+      "a cell's policy time is what it would take alone.";
   const std::string models_legend =
       " With several models every model has its own table, relative to its own full cache.";
   const std::string speed_legend =
