@@ -241,6 +241,102 @@ TEST(RunModels, OneFolderForTwoModelsResumedAndShardedEqualsAWholeRun) {
   EXPECT_EQ(stable_cells(dir + "/merged"), whole);
 }
 
+// The experiment of write_two_model_experiment with one model, or (both)
+// with the two models under their default labels, as a run of several models.
+std::string write_experiment(const std::string& dir, const std::string& name, bool both) {
+  const std::string path = dir + "/" + name + ".json";
+  json config = {{"name", "two"},
+                 {"threads", 2},
+                 {"seed", 3},
+                 {"tasks", {{{"task", "passkey"}, {"lengths", {300}}, {"depths", {0.25, 0.75}}}}},
+                 {"policies", {"full", {{"spec", "window"}, {"budgets", {96}}}}},
+                 {"decoding", {{"chunk", 64}, {"max_new_tokens", 4}}}};
+  if (both)
+    config["models"] = {test::tiny_model_path(), test::tiny_gemma3_path()};
+  else
+    config["model"] = test::tiny_model_path();
+  std::ofstream(path) << config.dump(2);
+  return path;
+}
+
+TEST(RunModels, RunsOfOneModelEachMergeIntoTheRunOfBoth) {
+  const std::string dir = scratch_dir("merge-models");
+  const std::string one = write_experiment(dir, "one", false);
+  // The tiny LLaMA in two shards, the tiny Gemma 3 whole (--model).
+  std::vector<std::string> folders;
+  for (int i = 1; i <= 2; ++i) {
+    const std::string out = dir + "/llama" + std::to_string(i);
+    const auto r =
+        run_kvbench("run " + one + " -q --shard " + std::to_string(i) + "/2 --out " + out);
+    ASSERT_EQ(r.code, 0) << r.err;
+    folders.push_back(test::only_run_folder(out));
+  }
+  const auto g = run_kvbench("run " + one + " -q --model " + test::tiny_gemma3_path() + " --out " +
+                             dir + "/gemma");
+  ASSERT_EQ(g.code, 0) << g.err;
+  folders.push_back(test::only_run_folder(dir + "/gemma"));
+  const auto both =
+      run_kvbench("run " + write_experiment(dir, "both", true) + " -q --out " + dir + "/both");
+  ASSERT_EQ(both.code, 0) << both.err;
+  const std::string both_dir = test::only_run_folder(dir + "/both");
+
+  const std::string merged = dir + "/merged";
+  const auto m =
+      run_kvbench("merge " + folders[0] + " " + folders[2] + " " + folders[1] + " -o " + merged);
+  ASSERT_EQ(m.code, 0) << m.err;
+  EXPECT_NE(m.out.find("merged 3 runs of 2 models, 8 cells"), std::string::npos) << m.out;
+  // The cells and the config of the run of both models (ids with the models' keys).
+  EXPECT_EQ(stable_cells(merged), stable_cells(both_dir));
+  json config = read_json_file(merged + "/config.json"),
+       expected = read_json_file(both_dir + "/config.json");
+  config.erase("output");
+  expected.erase("output");
+  EXPECT_EQ(config, expected);
+  // meta.json: each model's file, sha256, machine and build; the plan counts both.
+  const json meta = read_json_file(merged + "/meta.json");
+  const json both_meta = read_json_file(both_dir + "/meta.json");
+  ASSERT_EQ(meta["models"].size(), 2u);
+  for (size_t k = 0; k < 2; ++k) {
+    EXPECT_EQ(meta["models"][k]["label"], both_meta["models"][k]["label"]);
+    EXPECT_EQ(meta["models"][k]["sha256"], both_meta["models"][k]["sha256"]);
+    EXPECT_TRUE(meta["models"][k]["cpu"].is_string());
+    EXPECT_TRUE(meta["models"][k]["git_commit"].is_string());
+  }
+  EXPECT_FALSE(meta.contains("model"));
+  EXPECT_FALSE(meta.contains("model_sha256"));
+  EXPECT_EQ(meta["plan"]["cells"], 8);
+  EXPECT_EQ(meta["plan"]["models"], 2);
+  EXPECT_EQ(meta["merged_from"].size(), 3u);
+  // The report has a section per model, and each model's CPU and commit.
+  const std::string report = test::slurp(merged + "/report.md");
+  EXPECT_NE(report.find("### Model: " + tiny_label()), std::string::npos);
+  EXPECT_NE(report.find("- cells: 8 of 8"), std::string::npos) << report;
+  EXPECT_NE(report.find(", CPU: "), std::string::npos);
+  EXPECT_NE(report.find(", kvbench commit "), std::string::npos);
+
+  // A model's missing shard, a run of several models beside another model's
+  // run, and one model under two files of the same label: one error each,
+  // nothing written.
+  expect_input_error(run_kvbench("merge " + folders[0] + " " + folders[2] + " -o " + dir + "/x"),
+                     "shard 2 of 2 missing");
+  expect_input_error(run_kvbench("merge " + both_dir + " " + folders[2] + " -o " + dir + "/x"),
+                     "holds several models");
+  const std::string copy = dir + "/copy.gguf";
+  fs::copy_file(test::tiny_gemma3_path(), copy);
+  const auto c = run_kvbench("run " + one + " -q --model " + copy + " --out " + dir + "/copy");
+  ASSERT_EQ(c.code, 0) << c.err;
+  std::string copy_folder = test::only_run_folder(dir + "/copy");
+  // The copy's cells carry the label "copy"; give them the original's.
+  for (const auto& e : fs::directory_iterator(copy_folder + "/cells")) {
+    json cell = read_json_file(e.path().string());
+    cell["model"]["label"] = fs::path(test::tiny_gemma3_path()).stem().string();
+    write_json_atomic(e.path().string(), cell);
+  }
+  expect_input_error(run_kvbench("merge " + folders[2] + " " + copy_folder + " -o " + dir + "/x"),
+                     "has the same file key as another merged model's");
+  EXPECT_FALSE(fs::exists(dir + "/x"));
+}
+
 TEST(RunModels, TheReportIsSectionedByModelWithOneScoreVsMemoryFigure) {
   const std::string dir = scratch_dir("report");
   const std::string path = write_two_model_experiment(dir);

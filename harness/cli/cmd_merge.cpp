@@ -4,12 +4,21 @@
 // cell present in two shards must be identical apart from timing fields; and
 // when every folder is a shard, all N shards of the split must be there (a
 // failed array task must not turn into a merged run that lacks its cells).
+//
+// Runs of the same experiment on different models (configs equal but for
+// "model") merge into one run of several models, as if run with
+// --set models=[...]: each model's folders are shards as above, its cells
+// get the model's key in their ids, and meta.json keeps each model's CPU and
+// commit (the runs may come from different machines and builds), so the
+// report draws the models as rows of one figure.
 #include <filesystem>
 #include <iostream>
 #include <map>
+#include <set>
 
 #include "harness/cli/cli.h"
 #include "harness/report/report.h"
+#include "harness/run/file_names.h"
 #include "harness/run/run_folder.h"
 #include "model/common/error.h"
 #include "model/common/printable.h"
@@ -65,8 +74,8 @@ void check_split(const std::vector<RunFolder>& folders) {
 int cmd_merge(const Args& args) {
   po::options_description desc("options");
   desc.add_options()("dirs", po::value<std::vector<std::string>>()->required()->multitoken(),
-                     "shard run folders")("output,o", po::value<std::string>()->required(),
-                                          "merged run folder (must not exist)");
+                     "run folders: shards of one experiment, or its runs on different models")(
+      "output,o", po::value<std::string>()->required(), "merged run folder (must not exist)");
   po::positional_options_description pos;
   pos.add("dirs", -1);
   po::variables_map vm;
@@ -78,37 +87,122 @@ int cmd_merge(const Args& args) {
     throw InputError(out + ": already exists (merge writes a new folder)");
 
   // Validate everything before writing anything.
-  std::vector<RunFolder> shards;
-  for (const auto& d : dirs) shards.push_back(RunFolder::open(d));
-  // Where each shard was written (--out) is no part of the experiment.
+  std::vector<RunFolder> folders;
+  for (const auto& d : dirs) folders.push_back(RunFolder::open(d));
+  // Where each shard was written (--out) is no part of the experiment; the
+  // model is the part that may differ between merged runs.
   auto experiment_of = [](nlohmann::json c) {
     c.erase("output");
+    c.erase("model");
     return c;
   };
-  const auto& config = shards.front().config();
-  std::map<std::string, nlohmann::json> cells;
-  for (const auto& s : shards) {
-    if (experiment_of(s.config()) != experiment_of(config))
-      throw InputError(s.dir() + ": its config.json differs from " + shards.front().dir() +
-                       "'s (shards must come from the same experiment and overrides)");
-    for (auto& c : s.cells()) {
-      const std::string id = c["id"].get<std::string>();
-      auto [it, fresh] = cells.emplace(id, c);
-      if (fresh) continue;
-      nlohmann::json a = it->second, b = c;
-      a.erase("timing");
-      b.erase("timing");
-      if (a != b)
-        throw InputError(s.dir() + ": cell " + id + " differs from the same cell in another shard");
-    }
+  // The folders by model, in order of first appearance. A folder of several
+  // models merges only with its own shards.
+  std::vector<std::string> model_order;
+  std::map<std::string, std::vector<size_t>> by_model;
+  for (size_t i = 0; i < folders.size(); ++i) {
+    const nlohmann::json& c = folders[i].config();
+    const std::string key = c.contains("models") ? c["models"].dump() : c.value("model", "");
+    if (!by_model.count(key)) model_order.push_back(key);
+    by_model[key].push_back(i);
   }
-  check_split(shards);
-  nlohmann::json meta = shards.front().meta();
+  const bool across_models = model_order.size() > 1;
+  const auto& config = folders.front().config();
+  for (const auto& f : folders) {
+    if (across_models && f.config().contains("models"))
+      throw InputError(f.dir() +
+                       ": holds several models; merge runs of several models only with their own "
+                       "shards (runs of one model each merge across models)");
+    if (experiment_of(f.config()) != experiment_of(config))
+      throw InputError(f.dir() + ": its config.json differs from " + folders.front().dir() +
+                       "'s (shards must come from the same experiment and overrides)");
+  }
+  std::map<std::string, nlohmann::json> cells;
+  nlohmann::json models = nlohmann::json::array(), meta_models = nlohmann::json::array();
+  std::set<std::string> keys;
+  for (const std::string& model : model_order) {
+    std::vector<RunFolder> shards;
+    for (size_t i : by_model[model]) shards.push_back(folders[i]);
+    check_split(shards);
+    // One model's label, from its cells (a one-model run names it there).
+    std::string label, key;
+    for (const auto& s : shards)
+      for (auto& c : s.cells()) {
+        std::string id = c["id"].get<std::string>();
+        if (across_models) {
+          const std::string l = c.contains("model") && c["model"].is_object()
+                                    ? c["model"].value("label", "")
+                                    : std::string();
+          if (l.empty())
+            throw InputError(s.dir() + ": cell " + escaped_text(id, 200) +
+                             " names no model label (runs of kvbench before model labels "
+                             "cannot be merged across models)");
+          if (label.empty()) {
+            label = l;
+            key = model_file_key(label);
+            if (!keys.insert(key).second)
+              throw InputError(s.dir() + ": model '" + escaped_text(label, 200) +
+                               "' has the same file key as another merged model's");
+          } else if (l != label) {
+            throw InputError(s.dir() + ": cell " + escaped_text(id, 200) + " is of model '" +
+                             escaped_text(l, 200) + "', its folder's others of '" +
+                             escaped_text(label, 200) + "'");
+          }
+          id = key + "--" + id;
+          c["id"] = id;
+        }
+        auto [it, fresh] = cells.emplace(id, c);
+        if (fresh) continue;
+        nlohmann::json a = it->second, b = c;
+        a.erase("timing");
+        b.erase("timing");
+        if (a != b)
+          throw InputError(s.dir() + ": cell " + escaped_text(id, 200) +
+                           " differs from the same cell in another shard");
+      }
+    if (!across_models) continue;
+    if (label.empty()) throw InputError(shards.front().dir() + ": holds no cells");
+    const nlohmann::json m = shards.front().meta();
+    models.push_back({{"path", model}, {"label", label}});
+    nlohmann::json entry = {
+        {"path", model}, {"label", label}, {"sha256", m.value("model_sha256", "")}};
+    for (const char* k : {"cpu", "git_commit"})
+      if (m.contains(k)) entry[k] = m[k];
+    if (m.contains("git_dirty")) entry["git_dirty"] = m["git_dirty"];
+    meta_models.push_back(entry);
+  }
+  nlohmann::json merged_config = config;
+  nlohmann::json meta = folders.front().meta();
   meta["merged_from"] = dirs;
   meta.erase("shard");
+  if (across_models) {
+    merged_config.erase("model");
+    merged_config["models"] = models;
+    meta.erase("model");
+    meta.erase("model_sha256");
+    meta["models"] = meta_models;
+    // The plan of a run of several models: every model's cells.
+    if (meta.contains("plan") && meta["plan"].is_object()) {
+      int64_t planned = 0;
+      for (const std::string& model : model_order) {
+        const nlohmann::json m = folders[by_model[model].front()].meta();
+        if (m.contains("plan") && m["plan"].is_object())
+          planned += m["plan"].value("cells", int64_t{0});
+      }
+      meta["plan"]["cells"] = planned;
+      meta["plan"]["models"] = model_order.size();
+    }
+    // The machine and build stay on top only where every model's agree.
+    for (const char* k : {"cpu", "git_commit", "git_dirty"}) {
+      bool same = true;
+      for (const auto& e : meta_models)
+        same = same && e.value(k, nlohmann::json()) == meta.value(k, nlohmann::json());
+      if (!same) meta.erase(k);
+    }
+  }
   // Work counters add up over the shards.
   int64_t computed = 0, naive = 0;
-  for (const auto& s : shards) {
+  for (const auto& s : folders) {
     const auto m = s.meta();
     if (m.contains("work")) {
       computed += m["work"].value("prefill_tokens_computed", int64_t{0});
@@ -124,13 +218,15 @@ int cmd_merge(const Args& args) {
                      (ec ? " (" + ec.message() + ")" : ""));
   try {
     std::filesystem::create_directory(out + "/cells");
-    write_json_atomic(out + "/config.json", config);
+    write_json_atomic(out + "/config.json", merged_config);
     write_json_atomic(out + "/meta.json", meta);
     const RunFolder merged = RunFolder::open(out, RunFolder::Access::Write);
     for (const auto& [id, c] : cells) merged.write_cell(id, c);
     const ReportSummary s = write_report(merged);
     std::cout << terminal_table(s.tables, terminal_width()) << "\nmerged " << dirs.size()
-              << " shards, " << s.cells << " cells into " << escaped_text(out, 2000) << "\n";
+              << (across_models ? " runs of " + std::to_string(model_order.size()) + " models, "
+                                : std::string(" shards, "))
+              << s.cells << " cells into " << escaped_text(out, 2000) << "\n";
   } catch (...) {
     std::filesystem::remove_all(out, ec);
     throw;

@@ -203,9 +203,16 @@ std::string invocation_text(const json& meta) {
 std::vector<std::string> model_lines(const json& config, const json& meta) {
   std::vector<std::string> out;
   if (meta.contains("models")) {
-    for (const auto& m : meta["models"])
-      out.push_back(m["label"].get<std::string>() + ": " + m["path"].get<std::string>() +
-                    " (sha256 " + m["sha256"].get<std::string>().substr(0, 16) + "…)");
+    for (const auto& m : meta["models"]) {
+      std::string line = m["label"].get<std::string>() + ": " + m["path"].get<std::string>() +
+                         " (sha256 " + m["sha256"].get<std::string>().substr(0, 16) + "…)";
+      // Runs made apart and merged: where each model's cells were computed.
+      if (m.contains("cpu")) line += ", CPU: " + m["cpu"].get<std::string>();
+      if (m.contains("git_commit"))
+        line += ", kvbench commit " + m["git_commit"].get<std::string>() +
+                (m.value("git_dirty", false) ? " (built with uncommitted changes)" : "");
+      out.push_back(line);
+    }
     return out;
   }
   std::string line = config.value("model", "");

@@ -248,6 +248,11 @@ nlohmann::json RunFolder::meta() const {
       if (!list[i].is_object()) bad(at, "an object");
       for (const char* k : {"path", "label", "sha256"})
         if (!list[i].contains(k) || !list[i][k].is_string()) bad(at + "/" + k, "a string");
+      // A merge of runs made apart (kvbench merge) keeps each model's machine and build.
+      for (const char* k : {"cpu", "git_commit"})
+        if (list[i].contains(k) && !list[i][k].is_string()) bad(at + "/" + k, "a string");
+      if (list[i].contains("git_dirty") && !list[i]["git_dirty"].is_boolean())
+        bad(at + "/git_dirty", "true or false");
     }
   }
   if (m.contains("inputs")) {
