@@ -33,25 +33,28 @@ using json = nlohmann::json;
 // compact second table; Wilson or bootstrap by the cell's scores, as the
 // main table).
 std::string per_task_markdown(const std::vector<json>& cells) {
-  // task -> configuration -> [instances] scores
-  std::map<std::string, std::map<std::pair<int, std::string>, std::vector<double>>> acc;
-  std::map<std::pair<int, std::string>, bool> configs;
+  // configuration (table order) -> task -> [instances] scores. A row per
+  // configuration, like the table above: a leaderboard has a hundred
+  // configurations and a dozen tasks, so tasks as columns keep it readable.
+  std::map<std::pair<int, std::string>, std::map<std::string, std::vector<double>>> acc;
+  std::map<std::string, bool> tasks;
   for (const auto& c : cells) {
     const std::pair<int, std::string> key{c["policy"].value("index", 0),
                                           c["policy"]["label"].get<std::string>()};
-    acc[c["instance"]["task"].get<std::string>()][key].push_back(c["score"].get<double>());
-    configs[key] = true;
+    const std::string task = c["instance"]["task"].get<std::string>();
+    acc[key][task].push_back(c["score"].get<double>());
+    tasks[task] = true;
   }
   std::ostringstream o;
-  o << "| Task |";
-  for (const auto& [k, _] : configs) o << " " << markdown_cell(k.second) << " |";
+  o << "| Configuration |";
+  for (const auto& [t, _] : tasks) o << " " << markdown_cell(t) << " |";
   o << "\n|---|";
-  for (size_t i = 0; i < configs.size(); ++i) o << "---:|";
+  for (size_t i = 0; i < tasks.size(); ++i) o << "---:|";
   o << "\n";
-  for (const auto& [task, by] : acc) {
-    o << "| " << markdown_cell(task) << " |";
-    for (const auto& [k, _] : configs) {
-      const auto it = by.find(k);
+  for (const auto& [key, by] : acc) {
+    o << "| " << markdown_cell(key.second) << " |";
+    for (const auto& [t, _] : tasks) {
+      const auto it = by.find(t);
       if (it == by.end())
         o << " – |";
       else {
