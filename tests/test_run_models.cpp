@@ -307,6 +307,18 @@ TEST(RunModels, RunsOfOneModelEachMergeIntoTheRunOfBoth) {
   EXPECT_EQ(meta["plan"]["cells"], 8);
   EXPECT_EQ(meta["plan"]["models"], 2);
   EXPECT_EQ(meta["merged_from"].size(), 3u);
+  // Merged with the Gemma run first, its --model does not become the merged
+  // run's: the models are listed apart.
+  const auto has_model_override = [](const json& m) {
+    for (const auto& o : m["invocation"]["overrides"])
+      if (o.get<std::string>().rfind("model=", 0) == 0) return true;
+    return false;
+  };
+  ASSERT_TRUE(has_model_override(read_json_file(folders[2] + "/meta.json")));
+  const auto m2 = run_kvbench("merge " + folders[2] + " " + folders[0] + " " + folders[1] + " -o " +
+                              dir + "/merged2");
+  ASSERT_EQ(m2.code, 0) << m2.err;
+  EXPECT_FALSE(has_model_override(read_json_file(dir + "/merged2/meta.json")));
   // The report has a section per model, and each model's CPU and commit.
   const std::string report = test::slurp(merged + "/report.md");
   EXPECT_NE(report.find("### Model: " + tiny_label()), std::string::npos);

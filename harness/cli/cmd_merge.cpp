@@ -181,6 +181,14 @@ int cmd_merge(const Args& args) {
     meta.erase("model");
     meta.erase("model_sha256");
     meta["models"] = meta_models;
+    // The report's "as run" line: the models are listed apart, not as the
+    // first run's --model.
+    if (meta.contains("invocation") && meta["invocation"].contains("overrides")) {
+      nlohmann::json kept = nlohmann::json::array();
+      for (const auto& o : meta["invocation"]["overrides"])
+        if (o.get<std::string>().rfind("model=", 0) != 0) kept.push_back(o);
+      meta["invocation"]["overrides"] = kept;
+    }
     // The plan of a run of several models: every model's cells.
     if (meta.contains("plan") && meta["plan"].is_object()) {
       int64_t planned = 0;
