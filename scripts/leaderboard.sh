@@ -20,7 +20,10 @@
 # STORE=1 stores each shard as it finishes (scripts/store_run.sh) under
 # STORE_DIR/<job>/shards/shardI-of-N, to be committed; a shard stored there
 # is skipped by later runs on any machine, and the merge reads it, so a job
-# advances across sessions whose run folders do not survive. STORE_DIR
+# advances across sessions whose run folders do not survive. The stored
+# tables come from the job's binary (KVBENCH): when the tree's report has
+# changed since, `scripts/check_stored_results.py . build --update FOLDER`
+# regenerates them from the cells before they are committed. STORE_DIR
 # defaults to results/leaderboard (results/leaderboard-needles for the needle
 # grid) only for the real grids (those two EXPERIMENTs, no LIMIT): a smoke
 # test neither reads nor writes the committed shards unless it names its own
