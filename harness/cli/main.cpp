@@ -1,9 +1,11 @@
+#if __has_include(<malloc.h>)
 #include <malloc.h>
+#endif
 
 #include "harness/cli/cli.h"
 
 int main(int argc, char** argv) {
-#ifdef __GLIBC__
+#if defined(M_MMAP_THRESHOLD) && defined(M_TRIM_THRESHOLD)
   // A run copies a shared cache into every cell and frees it after: tens to
   // hundreds of MB per cell. With glibc's defaults those blocks are mmapped
   // or trimmed back to the kernel on free, so every cell faults its pages in
