@@ -15,6 +15,7 @@
 #include "harness/report/html.h"
 #include "harness/report/layer_kinds.h"
 #include "harness/report/models.h"
+#include "harness/report/per_task.h"
 #include "harness/report/plots.h"
 #include "harness/report/predictions_page.h"
 #include "harness/report/stats.h"
@@ -28,45 +29,6 @@ namespace kvbench {
 namespace {
 
 using json = nlohmann::json;
-
-// Per task and configuration: mean score with its 95% interval and n (a
-// compact second table; Wilson or bootstrap by the cell's scores, as the
-// main table).
-std::string per_task_markdown(const std::vector<json>& cells) {
-  // configuration (table order) -> task -> [instances] scores. A row per
-  // configuration, like the table above: a leaderboard has a hundred
-  // configurations and a dozen tasks, so tasks as columns keep it readable.
-  std::map<std::pair<int, std::string>, std::map<std::string, std::vector<double>>> acc;
-  std::map<std::string, bool> tasks;
-  for (const auto& c : cells) {
-    const std::pair<int, std::string> key{c["policy"].value("index", 0),
-                                          c["policy"]["label"].get<std::string>()};
-    const std::string task = c["instance"]["task"].get<std::string>();
-    acc[key][task].push_back(c["score"].get<double>());
-    tasks[task] = true;
-  }
-  std::ostringstream o;
-  o << "| Configuration |";
-  for (const auto& [t, _] : tasks) o << " " << markdown_cell(t) << " |";
-  o << "\n|---|";
-  for (size_t i = 0; i < tasks.size(); ++i) o << "---:|";
-  o << "\n";
-  for (const auto& [key, by] : acc) {
-    o << "| " << markdown_cell(key.second) << " |";
-    for (const auto& [t, _] : tasks) {
-      const auto it = by.find(t);
-      if (it == by.end())
-        o << " – |";
-      else {
-        const stats::Estimate e = stats::estimate_mean(it->second);
-        o << " " << stats::format_estimate(e.mean, e.ci) << " "
-          << (e.kind == stats::ScoreKind::PassFail ? "W" : "B") << " n=" << e.n << " |";
-      }
-    }
-    o << "\n";
-  }
-  return o.str();
-}
 
 // What the intervals are, for report.md and report.html.
 std::string intervals_legend() {
