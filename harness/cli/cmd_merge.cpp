@@ -120,6 +120,7 @@ int cmd_merge(const Args& args) {
   std::map<std::string, nlohmann::json> cells;
   nlohmann::json models = nlohmann::json::array(), meta_models = nlohmann::json::array();
   std::set<std::string> keys;
+  int64_t planned = 0;  // every model's planned cells (across models)
   for (const std::string& model : model_order) {
     std::vector<RunFolder> shards;
     for (size_t i : by_model[model]) shards.push_back(folders[i]);
@@ -166,10 +167,11 @@ int cmd_merge(const Args& args) {
     models.push_back({{"path", model}, {"label", label}});
     nlohmann::json entry = {
         {"path", model}, {"label", label}, {"sha256", m.value("model_sha256", "")}};
-    for (const char* k : {"cpu", "git_commit"})
+    for (const char* k : {"cpu", "git_commit", "git_dirty"})
       if (m.contains(k)) entry[k] = m[k];
-    if (m.contains("git_dirty")) entry["git_dirty"] = m["git_dirty"];
     meta_models.push_back(entry);
+    if (m.contains("plan") && m["plan"].is_object())
+      planned += m["plan"].value("cells", int64_t{0});
   }
   nlohmann::json merged_config = config;
   nlohmann::json meta = folders.front().meta();
@@ -191,12 +193,6 @@ int cmd_merge(const Args& args) {
     }
     // The plan of a run of several models: every model's cells.
     if (meta.contains("plan") && meta["plan"].is_object()) {
-      int64_t planned = 0;
-      for (const std::string& model : model_order) {
-        const nlohmann::json m = folders[by_model[model].front()].meta();
-        if (m.contains("plan") && m["plan"].is_object())
-          planned += m["plan"].value("cells", int64_t{0});
-      }
       meta["plan"]["cells"] = planned;
       meta["plan"]["models"] = model_order.size();
     }
