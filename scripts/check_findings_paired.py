@@ -76,6 +76,18 @@ def main():
         p = float(cells[6])
         expect(abs(p - 2 / 32) < 0.01, f"sign-flip p {p}, want about 1/16")
 
+        # A hostile task name reaches the table as one escaped cell: no raw
+        # ESC, bidi override or newline on the terminal, its '|' escaped.
+        hostile = "x|y\x1b[31m\u202ez\nw"
+        quoted = '"' + hostile + '"'
+        hrows = [("A", quoted, "i0", 1, 0.1), ("B", quoted, "i0", 0, 0.1)]
+        out = run(write(d, "hostile.csv", hrows), "A", "B")
+        expect(out.returncode == 0, f"hostile task: exit {out.returncode}: {out.stderr}")
+        row = out.stdout.splitlines()[2]
+        expect(row.startswith("| x\\|y\\x1b[31m\\u202ez\\x0aw | 1 |"), f"hostile row: {row!r}")
+        expect(not any(c in out.stdout for c in "\x1b\u202e"), "a raw control character")
+        expect(len(out.stdout.splitlines()) == 4, f"a row split by a newline: {out.stdout!r}")
+
         # Malformed inputs.
         expect_error(run(one, "A", "C"), "no cells of 'C'", "unknown label")
         expect_error(run(one, "A", "B", "--metric", "speed"), "--metric", "unknown metric")

@@ -22,6 +22,7 @@ line, exit 2.
 import csv
 import random
 import sys
+import unicodedata
 from math import comb
 
 MAX_ROWS = 1_000_000
@@ -31,6 +32,21 @@ RESAMPLES = 10_000
 def fail(msg):
     print(f"error: {msg}", file=sys.stderr)
     sys.exit(2)
+
+
+def md_cell(text):
+    """Text from the CSV (task names, labels) as one Markdown table cell
+    that is safe on a terminal: '|' and '\\' escaped, control and format
+    characters (ESC, newlines, bidi overrides) written as \\xNN / \\uNNNN."""
+    out = []
+    for ch in text:
+        if ch in "|\\":
+            out.append("\\" + ch)
+        elif unicodedata.category(ch) in ("Cc", "Cf", "Zl", "Zp"):
+            out.append(f"\\x{ord(ch):02x}" if ord(ch) < 0x100 else f"\\u{ord(ch):04x}")
+        else:
+            out.append(ch)
+    return "".join(out)
 
 
 def mid_p_one_sided(b, c):
@@ -133,11 +149,12 @@ def main():
     tasks = sorted({t for t, _ in xs_a})
     rng = random.Random(37)
     if metric == "score":
-        print(f"| task | n | {a} | {name_b} | difference (95% CI) | discordant A>B / B>A "
+        print(f"| task | n | {md_cell(a)} | {md_cell(name_b)} | difference (95% CI) | discordant A>B / B>A "
               "| one-sided mid-p | smallest significant |")
         print("|---|---|---|---|---|---|---|---|")
     else:
-        print(f"| task | n | {a} | {name_b} | difference (95% CI) | A>B / B>A | two-sided sign-flip p |")
+        print(f"| task | n | {md_cell(a)} | {md_cell(name_b)} | difference (95% CI) | A>B / B>A "
+              "| two-sided sign-flip p |")
         print("|---|---|---|---|---|---|---|")
     for task in tasks + ["all"]:
         keys = sorted(k for k in xs_a if task in ("all", k[0]))
@@ -149,7 +166,7 @@ def main():
         wins = sum(p > q for p, q in zip(xa, xb))
         losses = sum(p < q for p, q in zip(xa, xb))
         if metric != "score":
-            print(f"| {task} | {n} | {sum(xa) / n:.4f} | {sum(xb) / n:.4f} "
+            print(f"| {md_cell(task)} | {n} | {sum(xa) / n:.4f} | {sum(xb) / n:.4f} "
                   f"| {sum(diffs) / n:+.4f} [{lo:+.4f}, {hi:+.4f}] | {wins} / {losses} "
                   f"| {sign_flip_p(diffs, rng):.3g} |")
             continue
@@ -160,9 +177,10 @@ def main():
             stext = "none possible" if smallest is None else f"{100 * smallest:.1f} points"
         else:
             ptext = stext = "fractional scores: see the interval"
-        print(f"| {task} | {n} | {100 * sum(xa) / n:.1f}% | {100 * sum(xb) / n:.1f}% "
+        print(f"| {md_cell(task)} | {n} | {100 * sum(xa) / n:.1f}% | {100 * sum(xb) / n:.1f}% "
               f"| {100 * sum(diffs) / n:+.1f} [{100 * lo:+.1f}, {100 * hi:+.1f}] "
               f"| {wins} / {losses} | {ptext} | {stext} |")
+
 
 if __name__ == "__main__":
     main()
