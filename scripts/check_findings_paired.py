@@ -7,6 +7,7 @@ malformed input as one error line with exit 2.
 
     scripts/check_findings_paired.py
 """
+import os
 import subprocess
 import sys
 import tempfile
@@ -100,6 +101,9 @@ def main():
         over = write(d, "over.csv", [("A", "t", "i0", 2, 0.1), ("B", "t", "i0", 1, 0.1)])
         expect_error(run(over, "A", "B"), "outside [0, 1]", "score above 1")
         expect_error(run(Path(d) / "missing.csv", "A", "B"), "missing.csv", "missing file")
+        fifo = Path(d) / "fifo.csv"
+        os.mkfifo(fifo)
+        expect_error(run(fifo, "A", "B"), "not a regular file", "a FIFO")
     print("findings_paired: all checks passed")
 
 

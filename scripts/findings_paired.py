@@ -20,6 +20,7 @@ A missing label, an instance one side lacks or a malformed row is one error
 line, exit 2.
 """
 import csv
+import os
 import random
 import sys
 import unicodedata
@@ -92,6 +93,8 @@ def sign_flip_p(diffs, rng):
 def read_cells(path, labels, metric):
     """{label: {(task, instance): value}} for the labels in `labels`."""
     out = {label: {} for label in labels}
+    if not os.path.isfile(path):  # a FIFO or a folder would hang or mislead the reader
+        fail(f"{path}: not a regular file")
     try:
         with open(path, newline="", encoding="utf-8") as f:
             for i, row in enumerate(csv.DictReader(f)):
