@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "harness/encode/csv.h"
+#include "harness/encode/json_number.h"
 #include "harness/history/time_text.h"
 
 namespace kvbench::history {
@@ -22,8 +23,6 @@ std::string num(double v) {
   std::snprintf(buf, sizeof buf, "%.10g", v);
   return buf;
 }
-
-json number(double v) { return std::isnan(v) ? json(nullptr) : json(v); }
 
 const char* date_from(const CommitInfo& c) { return c.commit_time ? "git" : "run"; }
 
@@ -62,14 +61,15 @@ std::string show_json(const Trend& t, const std::string& db_path) {
     json points = json::array();
     for (size_t i = 0; i < s.points.size(); ++i) {
       const TrendPoint& p = s.points[i];
-      points.push_back({{"commit", p.commit},
-                        {"mean", number(p.score.mean)},
-                        {"ci", json::array({number(p.score.ci.lo), number(p.score.ci.hi)})},
-                        {"n", p.score.n},
-                        {"paired", i > 0 ? json(p.paired) : json(nullptr)},
-                        {"p_drop", number(p.p_drop)},
-                        {"drop", number(p.drop)},
-                        {"regressed", p.regressed}});
+      points.push_back(
+          {{"commit", p.commit},
+           {"mean", json_number(p.score.mean)},
+           {"ci", json::array({json_number(p.score.ci.lo), json_number(p.score.ci.hi)})},
+           {"n", p.score.n},
+           {"paired", i > 0 ? json(p.paired) : json(nullptr)},
+           {"p_drop", json_number(p.p_drop)},
+           {"drop", json_number(p.drop)},
+           {"regressed", p.regressed}});
     }
     series.push_back({{"experiment", s.experiment},
                       {"model", s.model},

@@ -2,28 +2,28 @@
 
 #include <cmath>
 
+#include "harness/encode/json_number.h"
+
 namespace kvbench {
 namespace {
 
 using json = nlohmann::json;
 
-// NaN (no data) as null: JSON has no NaN.
-json number(double v) { return std::isnan(v) ? json(nullptr) : json(v); }
-
 // "" (not given, or no counterpart) as null.
 json text_or_null(const std::string& s) { return s.empty() ? json(nullptr) : json(s); }
 
 json estimate(const stats::Estimate& e) {
-  return {{"mean", number(e.mean)}, {"ci", json::array({number(e.ci.lo), number(e.ci.hi)})}};
+  return {{"mean", json_number(e.mean)},
+          {"ci", json::array({json_number(e.ci.lo), json_number(e.ci.hi)})}};
 }
 
 json metric(const MetricCheck& c) {
   return {{"metric", c.metric},
           {"n", c.n},
-          {"base_mean", number(c.base_mean)},
-          {"new_mean", number(c.new_mean)},
-          {"delta", number(c.new_mean - c.base_mean)},
-          {"p", number(c.p)},
+          {"base_mean", json_number(c.base_mean)},
+          {"new_mean", json_number(c.new_mean)},
+          {"delta", json_number(c.new_mean - c.base_mean)},
+          {"p", json_number(c.p)},
           {"changed", c.changed},
           {"regressed", c.regressed},
           {"status", metric_status(c)}};
@@ -41,9 +41,9 @@ json group(const CompareGroup& g) {
           {"test", text_or_null(g.test)},
           {"base", estimate(g.base)},
           {"new", estimate(g.next)},
-          {"delta", number(g.delta)},
-          {"p", number(g.p)},
-          {"min_detectable_drop", number(g.min_detectable_drop)},
+          {"delta", json_number(g.delta)},
+          {"p", json_number(g.p)},
+          {"min_detectable_drop", json_number(g.min_detectable_drop)},
           {"min_detectable_flips", g.min_detectable_flips},
           {"undetectable", g.undetectable},
           {"missing", g.missing},
@@ -58,17 +58,18 @@ json compare_json(const CompareResult& r) {
   json configurations = json::array(), models = json::array(), groups = json::array(),
        changed = json::array(), resources = json::array();
   for (const auto& x : r.resources)
-    resources.push_back({{"model", text_or_null(x.model)},
-                         {"configuration", x.configuration},
-                         {"n", x.check.n},
-                         {"base_hot_bytes", number(x.check.base_hot)},
-                         {"new_hot_bytes", number(x.check.new_hot)},
-                         {"base_speed", number(x.check.base_speed)},
-                         {"new_speed", number(x.check.new_speed)},
-                         {"speed_n", x.check.speed_n},
-                         {"speed_change", number(x.check.speed_change)},
-                         {"speed_change_ci", json::array({number(x.check.speed_change_ci.lo),
-                                                          number(x.check.speed_change_ci.hi)})}});
+    resources.push_back(
+        {{"model", text_or_null(x.model)},
+         {"configuration", x.configuration},
+         {"n", x.check.n},
+         {"base_hot_bytes", json_number(x.check.base_hot)},
+         {"new_hot_bytes", json_number(x.check.new_hot)},
+         {"base_speed", json_number(x.check.base_speed)},
+         {"new_speed", json_number(x.check.new_speed)},
+         {"speed_n", x.check.speed_n},
+         {"speed_change", json_number(x.check.speed_change)},
+         {"speed_change_ci", json::array({json_number(x.check.speed_change_ci.lo),
+                                          json_number(x.check.speed_change_ci.hi)})}});
   for (const ConfigurationMatch& c : r.configurations)
     configurations.push_back({{"model", text_or_null(c.model)},
                               {"label", c.label},
@@ -84,9 +85,9 @@ json compare_json(const CompareResult& r) {
                        {"cell", c.cell},
                        {"instance", c.instance},
                        {"configuration", c.configuration},
-                       {"base", number(c.base)},
-                       {"new", number(c.next)},
-                       {"delta", number(c.next - c.base)}});
+                       {"base", json_number(c.base)},
+                       {"new", json_number(c.next)},
+                       {"delta", json_number(c.next - c.base)}});
   return {
       {"schema", kCompareJsonSchema},
       {"base",

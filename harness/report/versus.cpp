@@ -5,6 +5,7 @@
 #include <map>
 #include <sstream>
 
+#include "harness/encode/json_number.h"
 #include "harness/encode/markdown.h"
 #include "harness/report/curve_stats.h"
 #include "model/common/error.h"
@@ -261,13 +262,17 @@ std::string versus_markdown(const Versus& v) {
 
 namespace {
 
-json number(double v) { return std::isfinite(v) ? json(v) : json(nullptr); }
-
-json interval(const stats::Interval& ci) { return json::array({number(ci.lo), number(ci.hi)}); }
+json interval(const stats::Interval& ci) {
+  return json::array({json_number(ci.lo), json_number(ci.hi)});
+}
 
 json difference_json(const stats::PairedDifference& d) {
-  return {{"n", d.n},         {"delta", number(d.delta)}, {"ci", interval(d.ci)},
-          {"p", number(d.p)}, {"differ", d.differ},       {"split", d.split}};
+  return {{"n", d.n},
+          {"delta", json_number(d.delta)},
+          {"ci", interval(d.ci)},
+          {"p", json_number(d.p)},
+          {"differ", d.differ},
+          {"split", d.split}};
 }
 
 json verdict_json(const stats::PairedDifference& d) {
@@ -283,13 +288,13 @@ json versus_json(const Versus& v) {
   for (const VersusPoint& p : v.points) n_max = std::max(n_max, p.n);
   json points = json::array();
   for (const VersusPoint& p : v.points)
-    points.push_back({{"ratio", number(p.ratio)},
+    points.push_back({{"ratio", json_number(p.ratio)},
                       {"a_label", p.a_label},
                       {"b_label", p.b_label},
                       {"n", p.n},
-                      {"a_score", number(p.a_score)},
-                      {"b_score", number(p.b_score)},
-                      {"memory_ratio", number(p.memory)},
+                      {"a_score", json_number(p.a_score)},
+                      {"b_score", json_number(p.b_score)},
+                      {"memory_ratio", json_number(p.memory)},
                       {"score", difference_json(p.score)},
                       {"answer_nll", difference_json(p.answer_nll)},
                       {"kl_full", difference_json(p.kl_full)},
@@ -298,8 +303,8 @@ json versus_json(const Versus& v) {
   json auc = nullptr;
   if (!v.auc_ratios.empty())
     auc = {{"ratios", v.auc_ratios},
-           {"a", {{"mean", number(v.a_auc)}, {"ci", interval(v.a_auc_ci)}}},
-           {"b", {{"mean", number(v.b_auc)}, {"ci", interval(v.b_auc_ci)}}},
+           {"a", {{"mean", json_number(v.a_auc)}, {"ci", interval(v.a_auc_ci)}}},
+           {"b", {{"mean", json_number(v.b_auc)}, {"ci", interval(v.b_auc_ci)}}},
            {"difference", difference_json(v.auc)},
            {"verdict", verdict_json(v.auc)}};
   return {{"a", v.a},   {"b", v.b},
