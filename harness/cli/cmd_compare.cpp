@@ -36,6 +36,8 @@ constexpr const char* kJsonHelp =
     "            metrics: [{metric, n, base_mean, new_mean, delta, p, changed, regressed, "
     "status}]}]\n"
     "  changed_cells: [{model, cell, instance, configuration, base, new, delta}]\n"
+    "  resources: [{model, configuration, n, base_hot_bytes, new_hot_bytes, base_speed,\n"
+    "              new_speed, speed_n, speed_change, speed_change_ci}] (informational)\n"
     "  counts: {base_cells, new_cells, missing_from_new, only_in_new, changed_cells}\n"
     "  result (\"regression\" | \"no significant regression\"), exit_code (1 | 0)\n"
     "A value with no data is null (the report's \"-\"); so is model when each run has one.\n";

@@ -53,7 +53,7 @@ int cmd_tiny_model(const Args& args) {
       "heads", po::value<int>()->default_value(0), "tiny only: query heads (0: 6)")(
       "kv-heads", po::value<int>()->default_value(0), "tiny only: KV heads (0: 2)")(
       "head-dim", po::value<int>()->default_value(0),
-      "tiny only: head dimension (0: dim / heads; gemma3: 32)")(
+      "tiny only: head dimension (0: dim / heads; gemma3 and gemma2: 32)")(
       "ffn", po::value<int>()->default_value(0), "tiny only: feed-forward width (0: 256)")(
       "sliding-window", po::value<int>()->default_value(0),
       "tiny only, llama and phi3: state this ARCH.attention.sliding_window (Mistral's, "
