@@ -9,6 +9,7 @@
 #include <array>
 #include <cstdio>
 #include <fstream>
+#include <regex>
 
 #include "model/gguf/gguf.h"
 #include "model/testing/tiny_model.h"
@@ -37,6 +38,16 @@ TEST(Cli, HelpOnEveryCommand) {
   const Result top = run("--help");
   EXPECT_EQ(top.code, 0);
   EXPECT_NE(top.out.find("perplexity"), std::string::npos);
+}
+
+// --version names the commit the binary was built from (what a timing made
+// with it cites; scripts/quant_decode.py reads it).
+TEST(Cli, VersionNamesTheBuildCommit) {
+  const Result r = run("--version");
+  EXPECT_EQ(r.code, 0);
+  const std::regex line(
+      R"(kvbench \d+\.\d+\.\d+ \(commit ([0-9a-f]{7,64}|unknown)(, built with uncommitted changes)?\)\n)");
+  EXPECT_TRUE(std::regex_match(r.out, line)) << r.out;
 }
 
 TEST(Cli, UsageErrorsExitWith2) {

@@ -6,6 +6,7 @@
 #include <sstream>
 #include <thread>
 
+#include "kvbench_build_info.h"  // generated: KVBENCH_GIT_COMMIT, KVBENCH_GIT_DIRTY
 #include "model/common/error.h"
 #include "model/common/input_file.h"
 #include "model/common/printable.h"
@@ -199,7 +200,10 @@ int main(int argc, char** argv) {
     return 0;
   }
   if (name == "--version") {
-    std::cout << "kvbench " << KVBENCH_VERSION << "\n";
+    // The commit the binary was built from, as run folders record it: what a
+    // figure timed with this binary should cite.
+    std::cout << "kvbench " << KVBENCH_VERSION << " (commit " << KVBENCH_GIT_COMMIT
+              << (KVBENCH_GIT_DIRTY ? ", built with uncommitted changes" : "") << ")\n";
     return 0;
   }
   // An error is one line whatever it quotes (a spec, a path, a value given on
