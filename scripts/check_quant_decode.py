@@ -1,0 +1,67 @@
+#!/usr/bin/env python3
+"""Tests scripts/quant_decode.py's table on hand-made rounds (no kvbench run).
+
+usage: check_quant_decode.py REPO KVBENCH
+Two rounds at depth 4096: the f32 full cache at 100 and 80 t/s, int4 at 160 and 112 (ratios 1.6
+and 1.4, median 1.5: met), KIVI-2 at 130 and 110 (1.3 and 1.375: 1.3375, not met), int8 missing
+from round 2 (one ratio, 1.2). A folder without round1.json, or a round file that is not
+bench's JSON, is one error line and exit 2.
+"""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+
+def row(policy, ts, depth=4096):
+    return {"policy": policy, "n_depth": depth, "median_ts": ts}
+
+
+def main():
+    repo, kvbench = sys.argv[1], sys.argv[2]
+    script = os.path.join(repo, "scripts", "quant_decode.py")
+    failures = []
+    with tempfile.TemporaryDirectory() as out:
+        rounds = [
+            [row("full", 100), row("full+f16", 140), row("full+int8", 120), row("full+int4", 160),
+             row("full+kivi2", 130)],
+            [row("full", 80), row("full+f16", 112), row("full+int4", 112), row("full+kivi2", 110)],
+        ]
+        for i, r in enumerate(rounds, 1):
+            with open(os.path.join(out, f"round{i}.json"), "w") as f:
+                json.dump(r, f)
+        res = subprocess.run([sys.executable, script, out, "--from-rounds", "--kvbench", kvbench],
+                             capture_output=True, text=True)
+        want = [
+            "| 4096 | 90.0 | 1.40x (1.40–1.40) | 1.20x (1.20–1.20) | 1.50x (1.40–1.60) | 1.34x (1.30–1.38) |",
+            "- full+int8 at 4096: 1.20x against 1.3x, not met",
+            "- full+int4 at 4096: 1.50x against 1.5x, met",
+            "- full+kivi2 at 4096: 1.34x against 1.4x, not met",
+            "2 rounds",
+            "(commit ",
+        ]
+        if res.returncode != 0:
+            failures.append(f"exit {res.returncode}: {res.stderr}")
+        for w in want:
+            if w not in res.stdout:
+                failures.append(f"missing {w!r} in:\n{res.stdout}")
+    with tempfile.TemporaryDirectory() as empty:
+        res = subprocess.run([sys.executable, script, empty, "--from-rounds"], capture_output=True,
+                             text=True)
+        if res.returncode != 2 or not res.stderr.startswith("error: ") or "round1.json" not in res.stderr:
+            failures.append(f"an empty folder: exit {res.returncode}, {res.stderr!r}")
+        with open(os.path.join(empty, "round1.json"), "w") as f:
+            f.write('[{"policy": "full"}]')
+        res = subprocess.run([sys.executable, script, empty, "--from-rounds"], capture_output=True,
+                             text=True)
+        if res.returncode != 2 or not res.stderr.startswith("error: ") or res.stderr.count("\n") != 1:
+            failures.append(f"a round without median_ts: exit {res.returncode}, {res.stderr!r}")
+    for f in failures:
+        print("FAIL:", f)
+    print("quant_decode:", "ok" if not failures else f"{len(failures)} failures")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

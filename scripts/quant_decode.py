@@ -1,0 +1,134 @@
+#!/usr/bin/env python3
+"""The quantized caches' decode speed against the f32 full cache, as issue 39 asks for it.
+
+usage: scripts/quant_decode.py OUT [--rounds 3] [--depths 4096,8064] [--threads 2]
+                               [--n-gen 64] [--reps 3] [--kvbench build/kvbench] [--model PATH]
+       scripts/quant_decode.py OUT --from-rounds      (the table again from OUT's round files)
+
+Each round is one `kvbench bench --policy full,full+f16,full+int8,full+int4,full+kivi2 -p 0
+-d DEPTHS -n N_GEN -r REPS -t THREADS -o json` (each policy in turn, so the rounds alternate the
+policies); its JSON goes to OUT/roundI.json. Per round and depth, a policy's ratio is its median
+tokens/s over that round's f32 full cache's; the table gives the median of the rounds' ratios and
+their range, against the issue's targets (int8 1.3x, int4 1.5x, KIVI-2 1.4x; f16 has none), and
+names the CPU and the commit, since a ratio from one machine says nothing about another.
+8064 rather than 8192: SmolLM2's context is 8192 and the test adds N_GEN tokens.
+Pause other jobs on the machine while it runs.
+"""
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+
+POLICIES = ["full", "full+f16", "full+int8", "full+int4", "full+kivi2"]
+TARGETS = {"full+int8": 1.3, "full+int4": 1.5, "full+kivi2": 1.4}
+
+
+def fail(what):
+    """Bad input: one line on stderr, exit 2 (as kvbench itself)."""
+    print(f"error: {what}", file=sys.stderr)
+    sys.exit(2)
+
+
+def cpu_name():
+    try:
+        out = subprocess.run(["lscpu"], capture_output=True, text=True, check=True).stdout
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown CPU"
+    fields = dict(line.split(":", 1) for line in out.splitlines() if ":" in line)
+    name = fields.get("Model name", "unknown CPU").strip()
+    l3 = fields.get("L3 cache", "").strip()
+    return f"{name}, L3 {l3}" if l3 else name
+
+
+def run_rounds(a):
+    os.makedirs(a.out, exist_ok=True)
+    cmd = [a.kvbench, "bench", "--policy", ",".join(POLICIES), "-p", "0", "-d", a.depths,
+           "-n", str(a.n_gen), "-r", str(a.reps), "-t", str(a.threads), "-o", "json"]
+    if a.model:
+        cmd += ["-m", a.model]
+    for i in range(1, a.rounds + 1):
+        path = os.path.join(a.out, f"round{i}.json")
+        if os.path.exists(path):  # a finished round is kept: the script resumes
+            continue
+        print(f"round {i} of {a.rounds}: {' '.join(cmd)}", file=sys.stderr, flush=True)
+        text = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout
+        json.loads(text)  # a round that does not parse is not kept
+        with open(path + ".tmp", "w") as f:
+            f.write(text)
+        os.replace(path + ".tmp", path)
+
+
+def read_rounds(out):
+    rounds = []
+    i = 1
+    while os.path.exists(os.path.join(out, f"round{i}.json")):
+        path = os.path.join(out, f"round{i}.json")
+        try:
+            with open(path) as f:
+                rows = json.load(f)
+            rounds.append({(r["policy"], int(r["n_depth"])): float(r["median_ts"]) for r in rows})
+        except (OSError, ValueError, KeyError, TypeError) as e:
+            fail(f"{path}: not a `kvbench bench -o json` result ({type(e).__name__}: {e})")
+        i += 1
+    if not rounds:
+        fail(f"{out}: no round1.json")
+    return rounds
+
+
+def table(rounds):
+    """Markdown: per depth, the f32 full cache's t/s and each policy's ratio (median [range])."""
+    depths = sorted({d for r in rounds for (_, d) in r})
+    lines = [f"| depth | f32 full t/s | " + " | ".join(p.replace("full+", "") for p in POLICIES[1:]) + " |",
+             "|---|---:|" + "---:|" * (len(POLICIES) - 1)]
+    verdicts = []
+    for d in depths:
+        full = [r[("full", d)] for r in rounds if ("full", d) in r]
+        cells = []
+        for p in POLICIES[1:]:
+            ratios = [r[(p, d)] / r[("full", d)] for r in rounds if (p, d) in r and ("full", d) in r]
+            if not ratios:
+                cells.append("–")
+                continue
+            med = statistics.median(ratios)
+            cells.append(f"{med:.2f}x ({min(ratios):.2f}–{max(ratios):.2f})")
+            if p in TARGETS:
+                met = "met" if med >= TARGETS[p] else "not met"
+                verdicts.append(f"{p} at {d}: {med:.2f}x against {TARGETS[p]}x, {met}")
+        lines.append(f"| {d} | {statistics.median(full):.1f} | " + " | ".join(cells) + " |")
+    return "\n".join(lines), verdicts
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("out")
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--depths", default="4096,8064")
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--n-gen", type=int, default=64)
+    ap.add_argument("--reps", type=int, default=3)
+    ap.add_argument("--kvbench", default="build/kvbench")
+    ap.add_argument("--model", default="")
+    ap.add_argument("--from-rounds", action="store_true")
+    a = ap.parse_args()
+    if a.rounds < 1:
+        fail("--rounds must be at least 1")
+    if not a.from_rounds:
+        run_rounds(a)
+    rounds = read_rounds(a.out)
+    text, verdicts = table(rounds)
+    # The binary's own commit (kvbench --version), not the checkout's.
+    version = subprocess.run([a.kvbench, "--version"], capture_output=True,
+                             text=True).stdout.strip() or "kvbench: version unknown"
+    print(f"{cpu_name()}; {version}; {len(rounds)} rounds; ratios are each "
+          f"round's median t/s over that round's f32 full cache, median of the rounds (range)\n")
+    print(text)
+    print()
+    for v in verdicts:
+        print(f"- {v}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
