@@ -85,6 +85,8 @@ def table(rounds):
     verdicts = []
     for d in depths:
         full = [r[("full", d)] for r in rounds if ("full", d) in r]
+        if not full:  # no f32 full cache at this depth: nothing to be relative to
+            continue
         cells = []
         for p in POLICIES[1:]:
             ratios = [r[(p, d)] / r[("full", d)] for r in rounds if (p, d) in r and ("full", d) in r]
