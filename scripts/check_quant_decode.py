@@ -5,7 +5,7 @@ usage: check_quant_decode.py REPO KVBENCH
 Two rounds at depth 4096: the f32 full cache at 100 and 80 t/s, int4 at 160 and 112 (ratios 1.6
 and 1.4, median 1.5: met), KIVI-2 at 130 and 110 (1.3 and 1.375: 1.3375, not met), int8 missing
 from round 2 (one ratio, 1.2). A folder without round1.json, or a round file that is not
-bench's JSON, is one error line and exit 2.
+bench's JSON, or a FIFO in its place, is one error line and exit 2.
 """
 import json
 import os
@@ -57,6 +57,15 @@ def main():
                              text=True)
         if res.returncode != 2 or not res.stderr.startswith("error: ") or res.stderr.count("\n") != 1:
             failures.append(f"a round without median_ts: exit {res.returncode}, {res.stderr!r}")
+    with tempfile.TemporaryDirectory() as fifo_dir:
+        os.mkfifo(os.path.join(fifo_dir, "round1.json"))
+        try:
+            res = subprocess.run([sys.executable, script, fifo_dir, "--from-rounds"],
+                                 capture_output=True, text=True, timeout=30)
+            if res.returncode != 2 or "not a regular file" not in res.stderr:
+                failures.append(f"a FIFO round: exit {res.returncode}, {res.stderr!r}")
+        except subprocess.TimeoutExpired:
+            failures.append("a FIFO round hangs the reader")
     for f in failures:
         print("FAIL:", f)
     print("quant_decode:", "ok" if not failures else f"{len(failures)} failures")

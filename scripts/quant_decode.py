@@ -65,6 +65,8 @@ def read_rounds(out):
     i = 1
     while os.path.exists(os.path.join(out, f"round{i}.json")):
         path = os.path.join(out, f"round{i}.json")
+        if not os.path.isfile(path):  # a FIFO would hang the reader, a folder mislead it
+            fail(f"{path}: not a regular file")
         try:
             with open(path) as f:
                 rows = json.load(f)
