@@ -13,6 +13,8 @@ import sys
 import tempfile
 from pathlib import Path
 
+from check_common import expect, expect_error
+
 SCRIPT = Path(__file__).resolve().parent / "findings_paired.py"
 HEADER = "configuration,task,instance,score,kl_full\n"
 
@@ -26,20 +28,6 @@ def write(folder, name, rows):
     path = Path(folder) / name
     path.write_text(HEADER + "".join(",".join(map(str, r)) + "\n" for r in rows), encoding="utf-8")
     return path
-
-
-def expect(cond, what):
-    if not cond:
-        print(f"FAIL: {what}")
-        sys.exit(1)
-
-
-def expect_error(proc, needle, what):
-    lines = proc.stderr.strip().splitlines()
-    expect(proc.returncode == 2, f"{what}: exit {proc.returncode}, want 2")
-    expect(len(lines) == 1 and lines[0].startswith("error: ") and needle in lines[0],
-           f"{what}: stderr {proc.stderr!r} should be one error line naming {needle!r}")
-    expect(proc.stdout == "", f"{what}: printed a table")
 
 
 def main():

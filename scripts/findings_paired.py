@@ -23,8 +23,9 @@ import csv
 import os
 import random
 import sys
-import unicodedata
 from math import comb
+
+from text_safe import md_cell
 
 MAX_ROWS = 1_000_000
 RESAMPLES = 10_000
@@ -33,21 +34,6 @@ RESAMPLES = 10_000
 def fail(msg):
     print(f"error: {msg}", file=sys.stderr)
     sys.exit(2)
-
-
-def md_cell(text):
-    """Text from the CSV (task names, labels) as one Markdown table cell
-    that is safe on a terminal: '|' and '\\' escaped, control and format
-    characters (ESC, newlines, bidi overrides) written as \\xNN / \\uNNNN."""
-    out = []
-    for ch in text:
-        if ch in "|\\":
-            out.append("\\" + ch)
-        elif unicodedata.category(ch) in ("Cc", "Cf", "Zl", "Zp"):
-            out.append(f"\\x{ord(ch):02x}" if ord(ch) < 0x100 else f"\\u{ord(ch):04x}")
-        else:
-            out.append(ch)
-    return "".join(out)
 
 
 def mid_p_one_sided(b, c):
