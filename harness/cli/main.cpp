@@ -2,9 +2,11 @@
 #include <malloc.h>
 #endif
 
+#include "harness/cli/blas_kernels.h"
 #include "harness/cli/cli.h"
 
 int main(int argc, char** argv) {
+  kvbench::cli::pin_blas_kernels(argv);
 #if defined(M_MMAP_THRESHOLD) && defined(M_TRIM_THRESHOLD)
   // A run copies a shared cache into every cell and frees it after: tens to
   // hundreds of MB per cell. With glibc's defaults those blocks are mmapped
