@@ -6,12 +6,12 @@
 
 #include <nlohmann/json.hpp>
 
-#include "harness/history/time_text.h"
 #include "harness/report/arithmetic.h"
 #include "harness/report/models.h"
 #include "harness/run/run_folder.h"
 #include "harness/sha256.h"
 #include "harness/subprocess.h"
+#include "harness/time_text.h"
 #include "model/common/error.h"
 #include "model/common/printable.h"
 

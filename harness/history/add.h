@@ -23,7 +23,7 @@
 //                they were made (a backfill) still sort in history order;
 //                NULL when git does not know the commit (then the run's start
 //                time stands in for it); a date git gives outside 1970 to
-//                9999 is an error (time_text.h)
+//                9999 is an error (harness/time_text.h)
 //
 // A cell already in the history (same run id and cell id) is counted as
 // present, decided by that key; every other row is a plain INSERT whose

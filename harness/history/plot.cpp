@@ -8,10 +8,10 @@
 #include <sstream>
 
 #include "harness/encode/gnuplot.h"
-#include "harness/history/time_text.h"
 #include "harness/report/plot_files.h"
 #include "harness/report/plot_script.h"
 #include "harness/report/plots.h"
+#include "harness/time_text.h"
 #include "model/common/error.h"
 #include "model/common/printable.h"
 

@@ -6,7 +6,7 @@
 #include <sstream>
 
 #include "harness/encode/markdown.h"
-#include "harness/history/time_text.h"
+#include "harness/time_text.h"
 #include "model/common/printable.h"
 
 namespace kvbench::history {

@@ -8,7 +8,7 @@
 
 #include "harness/encode/csv.h"
 #include "harness/encode/json_number.h"
-#include "harness/history/time_text.h"
+#include "harness/time_text.h"
 
 namespace kvbench::history {
 namespace {

@@ -7,7 +7,7 @@
 #include <utility>
 
 #include "harness/history/schema.h"
-#include "harness/history/time_text.h"
+#include "harness/time_text.h"
 #include "model/common/error.h"
 #include "model/common/printable.h"
 

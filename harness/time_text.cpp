@@ -1,9 +1,9 @@
-#include "harness/history/time_text.h"
+#include "harness/time_text.h"
 
 #include <algorithm>
 #include <ctime>
 
-namespace kvbench::history {
+namespace kvbench {
 namespace {
 
 // The number at text[at, at + n) when all n characters are ASCII digits.
@@ -63,4 +63,4 @@ std::string utc_day(int64_t unix_seconds) {
   return day;
 }
 
-}  // namespace kvbench::history
+}  // namespace kvbench

@@ -1,4 +1,4 @@
-// The history's timestamps: run start times as meta.json writes them
+// Timestamps of runs and the history: start times as meta.json writes them
 // ("2026-11-21T07:26:00Z", UTC) and commit dates (unix seconds) shown as days.
 //
 // Every time the history stores or reads lies in [kMinTime, kMaxTime]
@@ -12,7 +12,7 @@
 #include <optional>
 #include <string>
 
-namespace kvbench::history {
+namespace kvbench {
 
 inline constexpr int64_t kMinTime = 0;             // 1970-01-01T00:00:00Z
 inline constexpr int64_t kMaxTime = 253402300799;  // 9999-12-31T23:59:59Z
@@ -35,4 +35,4 @@ std::optional<int64_t> parse_unix_seconds(const std::string& text);
 // through an undefined gmtime.
 std::string utc_day(int64_t unix_seconds);
 
-}  // namespace kvbench::history
+}  // namespace kvbench
