@@ -359,6 +359,26 @@ TEST(Run, KilledAtRandomPointsThenResumedEqualsAnUninterruptedRun) {
   ASSERT_EQ(run_cli("run -q --resume " + folder, &out), 0) << stderr_text();
   // Nothing lost, nothing repeated: exactly the uninterrupted run's cells.
   EXPECT_EQ(test::stable_cells(folder), whole);
+  // Every invocation that got as far as its first write is a session of the
+  // run (harness/run/sessions.h): the first, the last, and the resumes in
+  // between that were not killed as they started (the kill comes once enough
+  // cells exist, which can be before a resume has written anything). A killed
+  // one keeps the cells of the instances it finished, so the sessions' cells
+  // add up to at most the run's; the last records what it ran.
+  const json meta = json::parse(std::ifstream(folder + "/meta.json"));
+  ASSERT_TRUE(meta.contains("sessions")) << meta.dump();
+  EXPECT_GE(meta["sessions"].size(), 2u) << meta["sessions"].dump();
+  EXPECT_LE(meta["sessions"].size(), 4u) << meta["sessions"].dump();
+  int64_t counted = 0;
+  for (const auto& s : meta["sessions"]) {
+    EXPECT_EQ(s["git_commit"], KVBENCH_GIT_COMMIT);
+    EXPECT_GE(s["seconds"].get<double>(), 0.0);
+    counted += s["cells"].get<int64_t>();
+  }
+  EXPECT_LE(counted, static_cast<int64_t>(whole.size()));
+  const auto ran = out.find("this invocation ran ");
+  ASSERT_NE(ran, std::string::npos) << out;
+  EXPECT_EQ(meta["sessions"].back()["cells"].get<int64_t>(), std::stoll(out.substr(ran + 20)));
   size_t files = 0;
   for (const auto& e : fs::directory_iterator(folder + "/cells"))
     files += e.path().extension() == ".json";
@@ -488,6 +508,14 @@ TEST(Run, ShardsMergedEqualTheUnshardedRun) {
             test::stable_cells(test::only_run_folder(dir + "/whole"), true));
   // The merged report has the full table.
   EXPECT_TRUE(fs::exists(dir + "/merged/report.html"));
+  // The shards' sessions, each with its shard, and the report's run time.
+  const json meta = json::parse(std::ifstream(dir + "/merged/meta.json"));
+  ASSERT_EQ(meta["sessions"].size(), 3u) << meta.dump();
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(meta["sessions"][i]["shard"], i + 1);
+  std::ifstream md(dir + "/merged/report.md");
+  const std::string report{std::istreambuf_iterator<char>(md), {}};
+  EXPECT_NE(report.find("- run time: "), std::string::npos);
+  EXPECT_NE(report.find("summed over 3 sessions"), std::string::npos);
 }
 
 TEST(Run, AShardResumesAsTheSameShard) {

@@ -20,6 +20,7 @@
 #include "harness/report/report.h"
 #include "harness/run/file_names.h"
 #include "harness/run/run_folder.h"
+#include "harness/run/sessions.h"
 #include "model/common/error.h"
 #include "model/common/printable.h"
 
@@ -214,6 +215,24 @@ int cmd_merge(const Args& args) {
     }
   }
   meta["work"] = {{"prefill_tokens_computed", computed}, {"prefill_tokens_naive", naive}};
+  // Every folder's sessions, each with the shard it ran (harness/run/sessions.h).
+  nlohmann::json sessions = nlohmann::json::array();
+  for (const auto& s : folders) {
+    const auto m = s.meta();
+    if (!m.contains("sessions")) continue;
+    for (nlohmann::json one : m["sessions"]) {
+      if (m.contains("shard") && m["shard"].is_object() && m["shard"].contains("index"))
+        one["shard"] = m["shard"]["index"];
+      sessions.push_back(one);
+    }
+  }
+  if (sessions.size() > kMaxSessions)
+    throw InputError("the folders hold " + std::to_string(sessions.size()) +
+                     " sessions together, more than " + std::to_string(kMaxSessions));
+  if (sessions.empty())
+    meta.erase("sessions");
+  else
+    meta["sessions"] = sessions;
   const std::filesystem::path parent = std::filesystem::path(out).parent_path();
   std::error_code ec;
   if (!parent.empty()) std::filesystem::create_directories(parent, ec);

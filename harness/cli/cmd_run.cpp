@@ -7,6 +7,7 @@
 // written atomically, so `--resume DIR` after Ctrl-C or kill -9 continues
 // with nothing lost and nothing repeated.
 #include <charconv>
+#include <chrono>
 #include <cmath>
 #include <filesystem>
 #include <iomanip>
@@ -19,6 +20,7 @@
 #include "harness/run/plan.h"
 #include "harness/run/run_meta.h"
 #include "harness/run/runner.h"
+#include "harness/run/sessions.h"
 #include "model/common/error.h"
 #include "model/common/input_file.h"
 #include "model/common/printable.h"
@@ -231,6 +233,7 @@ int cmd_run(const Args& args) {
     return 0;
   }
   nlohmann::json meta = collect_run_meta(config.models, config.threads);
+  const nlohmann::json session = new_session(meta);  // this invocation's machine and build
   // What each cell records: the files as they are now (a resumed run checks
   // they are the ones it started with).
   for (auto& p : plans) p.model.sha256 = model_sha256(meta, p.model.index);
@@ -248,6 +251,17 @@ int cmd_run(const Args& args) {
     // What the report says the run was: the experiment file and every change
     // made to it on the command line (its description is the file's own).
     meta["invocation"] = {{"experiment", experiment_path}, {"overrides", overrides}};
+  }
+  // This invocation, as a session of the run: written now (a session killed
+  // before its first instance still shows), its time and cells after every
+  // instance (harness/run/sessions.h).
+  {
+    nlohmann::json sessions = meta.value("sessions", nlohmann::json::array());
+    if (sessions.size() >= kMaxSessions)
+      throw InputError(folder->path("meta.json") + ": " + std::to_string(sessions.size()) +
+                       " sessions already, the most a run folder records: start a new run");
+    sessions.push_back(session);
+    meta["sessions"] = sessions;
   }
   meta["plan"] = {{"instances", instances}, {"policies", n_policies}, {"cells", cells}};
   if (several) meta["plan"]["models"] = plans.size();
@@ -267,13 +281,28 @@ int cmd_run(const Args& args) {
     std::cerr << ", shard " << options.shard << "/" << options.shard_count;
   std::cerr << ")\n";
 
+  if (!created) write_json_atomic(folder->path("meta.json"), meta);
+  const auto session_start = std::chrono::steady_clock::now();
+  const auto note_session = [&](int64_t cells_run) {
+    nlohmann::json& s = meta["sessions"].back();
+    s["seconds"] =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - session_start).count();
+    s["cells"] = cells_run;
+  };
+
   RunSummary sum;
   try {
     for (const auto& p : plans) {
       if (several && !options.quiet)
         std::cerr << "model " << escaped_text(p.model.label, 200) << "\n";
       const auto model = load(p);
-      const RunSummary one = run_cells(config, p, *model, *folder, options);
+      RunOptions with_session = options;
+      const int64_t before = sum.cells_run;
+      with_session.after_instance = [&](int64_t run) {
+        note_session(before + run);
+        write_json_atomic(folder->path("meta.json"), meta);
+      };
+      const RunSummary one = run_cells(config, p, *model, *folder, with_session);
       sum.cells_total += one.cells_total;
       sum.cells_run += one.cells_run;
       sum.cells_skipped += one.cells_skipped;
@@ -295,6 +324,7 @@ int cmd_run(const Args& args) {
   if (sum.prefills_loaded > 0)
     work["prefills_loaded"] = work.value("prefills_loaded", int64_t{0}) + sum.prefills_loaded;
   meta["work"] = work;
+  note_session(sum.cells_run);
   write_json_atomic(folder->path("meta.json"), meta);
 
   const ReportSummary report = write_report(*folder);

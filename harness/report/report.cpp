@@ -18,6 +18,7 @@
 #include "harness/report/per_task.h"
 #include "harness/report/plots.h"
 #include "harness/report/predictions_page.h"
+#include "harness/report/run_time.h"
 #include "harness/report/stats.h"
 #include "harness/report/summary.h"
 #include "harness/report/table.h"
@@ -354,6 +355,8 @@ ReportSummary write_report(const RunFolder& run) {
   if (meta.contains("git_commit"))
     about << "\n- kvbench commit: " << markdown_text(meta["git_commit"].get<std::string>(), 80)
           << (meta.value("git_dirty", false) ? " (built with uncommitted changes)" : "");
+  if (const std::string t = run_time_text(meta); !t.empty())
+    about << "\n- run time: " << markdown_text(t, 2000);
   if (meta.contains("work")) {
     const json& w = meta["work"];
     about << "\n- prefill tokens computed: " << w.value("prefill_tokens_computed", int64_t{0})
@@ -496,6 +499,8 @@ ReportSummary write_report(const RunFolder& run) {
   if (meta.contains("git_commit"))
     html << "; kvbench commit " << html_escape(meta["git_commit"].get<std::string>())
          << (meta.value("git_dirty", false) ? " (built with uncommitted changes)" : "");
+  if (const std::string t = run_time_text(meta); !t.empty())
+    html << "; run time: " << html_escape(t);
   html << "</p>\n<h2 id=\"table\">Table</h2>\n<p class=\"note\">"
        << html_escape(columns_legend + (several ? models_legend : "")) << "</p>\n<p class=\"note\">"
        << html_escape(intervals_legend())

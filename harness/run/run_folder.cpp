@@ -1,5 +1,7 @@
 #include "harness/run/run_folder.h"
 
+#include "harness/run/sessions.h"
+
 #include "harness/run/packed_cells.h"
 
 #include <fcntl.h>
@@ -255,6 +257,7 @@ nlohmann::json RunFolder::meta() const {
         bad(at + "/git_dirty", "true or false");
     }
   }
+  check_sessions(m, file);
   if (m.contains("inputs")) {
     const nlohmann::json& in = m["inputs"];
     if (!in.is_object() || !in.contains("config.json") || !in["config.json"].is_string())

@@ -630,6 +630,7 @@ RunSummary run_cells(const ExperimentConfig& config, const Plan& plan, const Lla
     const std::vector<PolicyRun> runs =
         plan_runs(plan, i, pending, ir.cache_context(), ir.chunks(), options.share_prefill);
     ir.run(runs, run, progress, sum, store ? &*store : nullptr);
+    if (options.after_instance) options.after_instance(sum.cells_run);
   }
   progress.done();
   return sum;

@@ -19,6 +19,8 @@
 // atomically, so an interrupted run resumes without losing or repeating work.
 #pragma once
 
+#include <functional>
+
 #include <string>
 
 #include "harness/run/experiment.h"
@@ -32,6 +34,9 @@ struct RunOptions {
   int shard = 1, shard_count = 1;  // --shard I/N (1-based)
   bool share_prefill = true;       // off only for tests that check sharing changes nothing
   bool quiet = false;              // no progress output
+  // Called after each instance's cells are written, with the cells this
+  // run_cells call has run so far (meta.json's session record).
+  std::function<void(int64_t cells_run)> after_instance;
 };
 
 struct RunSummary {

@@ -16,6 +16,7 @@
 #include "harness/report/compare.h"
 #include "harness/report/compare_json.h"
 #include "harness/report/models.h"
+#include "harness/report/run_time.h"
 #include "harness/report/table.h"
 #include "harness/run/run_folder.h"
 #include "model/common/error.h"
@@ -44,6 +45,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   try {
     const RunFolder run = RunFolder::open(dir);
     const nlohmann::json meta = run.meta();
+    (void)run_time_text(meta);  // the report's run-time line, from checked sessions
     const auto cells = run.cells();
     const auto rows = build_table(cells);
     (void)table_markdown(rows);
