@@ -252,9 +252,10 @@ int cmd_run(const Args& args) {
     // made to it on the command line (its description is the file's own).
     meta["invocation"] = {{"experiment", experiment_path}, {"overrides", overrides}};
   }
-  // This invocation, as a session of the run: written now (a session killed
-  // before its first instance still shows), its time and cells after every
-  // instance (harness/run/sessions.h).
+  // This invocation, as a session of the run (harness/run/sessions.h): a new
+  // folder is created with it; its time and cells are written after every
+  // instance. A resumed folder's meta.json is not touched before the first
+  // instance is done (a resume that fails on its input writes nothing).
   {
     nlohmann::json sessions = meta.value("sessions", nlohmann::json::array());
     if (sessions.size() >= kMaxSessions)
@@ -281,7 +282,6 @@ int cmd_run(const Args& args) {
     std::cerr << ", shard " << options.shard << "/" << options.shard_count;
   std::cerr << ")\n";
 
-  if (!created) write_json_atomic(folder->path("meta.json"), meta);
   const auto session_start = std::chrono::steady_clock::now();
   const auto note_session = [&](int64_t cells_run) {
     nlohmann::json& s = meta["sessions"].back();

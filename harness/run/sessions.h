@@ -7,8 +7,9 @@
 //                 "cells": 230, "cpu": "...", "git_commit": "...",
 //                 ["git_dirty": true,] "threads": 1, ["shard": 17]}, ...]
 //
-// "seconds" and "cells" are rewritten after every instance, so a session that
-// was killed keeps what it had finished (up to one instance's time is lost).
+// "seconds" and "cells" are written after every instance, so a session that
+// was killed keeps what it had finished (up to one instance's time is lost; a
+// resume killed before its first instance leaves no entry).
 // `kvbench merge` concatenates its folders' sessions, each with its shard.
 #pragma once
 
