@@ -101,6 +101,10 @@ TEST(Sessions, WallTimeCountsOverlappingSessionsOnce) {
             "c1, c2");
   EXPECT_EQ(run_time_text({{"sessions", json::array({session("2026-11-29T10:00:00Z", 11520, 9)})}}),
             "3 h 12 min of wall time; CPU: A");
+  // The About line names meta.json's CPU already.
+  EXPECT_EQ(run_time_text(
+                {{"cpu", "A"}, {"sessions", json::array({session("2026-11-29T10:00:00Z", 7, 9)})}}),
+            "7 s of wall time");
   EXPECT_EQ(run_time_text(json::object()), "");
 }
 

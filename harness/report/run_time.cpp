@@ -28,7 +28,9 @@ std::string run_time_text(const nlohmann::json& meta) {
     if (v.size() > most) s += " and " + std::to_string(v.size() - most) + " more";
     return s;
   };
-  if (!t.cpus.empty())
+  // One CPU, the one the About line names already: not again.
+  const bool same_cpu = t.cpus.size() == 1 && meta.value("cpu", std::string()) == t.cpus[0];
+  if (!t.cpus.empty() && !same_cpu)
     out += std::string("; CPU") + (t.cpus.size() > 1 ? "s: " : ": ") + list(t.cpus, 4);
   if (t.commits.size() > 1) out += "; commits: " + list(t.commits, 4);
   return out;
