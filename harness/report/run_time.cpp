@@ -1,7 +1,9 @@
 #include "harness/report/run_time.h"
 
+#include <algorithm>
 #include <cmath>
 #include <string>
+#include <vector>
 
 #include "harness/run/sessions.h"
 
