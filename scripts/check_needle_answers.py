@@ -77,6 +77,8 @@ with tempfile.TemporaryDirectory() as tmp:
     expect_error(run(bad), "cell 2: malformed", "bad JSON")
     (bad / "cells.jsonl").write_text(json.dumps({"policy": {}}) + "\n")
     expect_error(run(bad), "cell 1: malformed", "missing fields")
+    (bad / "cells.jsonl").write_text(json.dumps(CELLS[0]) + "\n" + "x" * (64 << 20) + "\n")
+    expect_error(run(bad), "a cell longer than", "an overlong line")
     notzst = Path(tmp) / "notzst"
     notzst.mkdir()
     (notzst / "cells.jsonl.zst").write_bytes(b"plain text, not zstd\n")

@@ -24,6 +24,7 @@ import sys
 from text_safe import md_cell
 
 MAX_TEXT = 16 << 30  # bytes of decompressed cells read at most
+MAX_LINE = 64 << 20  # bytes of one cell (kvbench's packed reader's bound)
 MAX_CELLS = 10_000_000
 
 
@@ -33,34 +34,33 @@ def fail(msg):
 
 
 def lines(run_dir):
+    """(path, cell line) of the folder's packed or plain cells, each line and
+    the whole text bounded before they are held."""
     packed = os.path.join(run_dir, "cells.jsonl.zst")
     plain = os.path.join(run_dir, "cells.jsonl")
+    proc = None
     if os.path.isfile(packed):
+        path = packed
         proc = subprocess.Popen(["zstd", "-dcq", "--", packed], stdout=subprocess.PIPE,
                                 stderr=subprocess.PIPE)
-        read = 0
-        first = True
-        for raw in proc.stdout:
-            read += len(raw)
-            if read > MAX_TEXT:
-                proc.kill()
-                fail(f"{packed}: more than {MAX_TEXT} bytes of cells")
-            if first:  # the packed file's header line
-                first = False
-                continue
-            yield packed, raw
-        if proc.wait() != 0:
-            fail(f"{packed}: not a zstd file ({proc.stderr.read().decode(errors='replace').strip()})")
+        stream = proc.stdout
+        stream.readline(MAX_LINE + 1)  # the packed file's header line
     elif os.path.isfile(plain):
-        with open(plain, "rb") as f:
-            read = 0
-            for raw in f:
-                read += len(raw)
-                if read > MAX_TEXT:
-                    fail(f"{plain}: more than {MAX_TEXT} bytes of cells")
-                yield plain, raw
+        path = plain
+        stream = open(plain, "rb")
     else:
         fail(f"{run_dir}: no cells.jsonl.zst or cells.jsonl")
+    read = 0
+    with stream:
+        while raw := stream.readline(MAX_LINE + 1):
+            read += len(raw)
+            if len(raw) > MAX_LINE or read > MAX_TEXT:
+                if proc:
+                    proc.kill()
+                fail(f"{path}: a cell longer than {MAX_LINE} bytes or more than {MAX_TEXT} in all")
+            yield path, raw
+    if proc and proc.wait() != 0:
+        fail(f"{packed}: not a zstd file ({proc.stderr.read().decode(errors='replace').strip()})")
 
 
 def kind(answer, prediction):
