@@ -1,7 +1,6 @@
 #include "harness/run/sessions.h"
 
 #include <algorithm>
-#include <cmath>
 #include <utility>
 
 #include "harness/time_text.h"
