@@ -223,8 +223,8 @@ struct Case {
   int n_tokens, n_keys, group, n_kv_heads;
 };
 
-void check(const Case& c, int head_dim, uint32_t seed) {
-  for (const Layout& lay : layouts(c.n_keys)) {
+void check(const Case& c, int head_dim, uint32_t seed, const std::vector<Layout>& lays) {
+  for (const Layout& lay : lays) {
     PieceCache cache(c.n_kv_heads, c.n_kv_heads * c.group, head_dim);
     std::mt19937 rng(seed);
     int32_t last = 0;
@@ -268,6 +268,10 @@ void check(const Case& c, int head_dim, uint32_t seed) {
   }
 }
 
+void check(const Case& c, int head_dim, uint32_t seed) {
+  check(c, head_dim, seed, layouts(c.n_keys));
+}
+
 TEST(AttentionPieces, DecodeReadsEveryStorageInPlaceLikeTheNaiveDecode) {
   uint32_t seed = 1;
   for (const Case& c :
@@ -282,6 +286,20 @@ TEST(AttentionPieces, PrefillReadsEveryStorageInPlaceLikeTheNaiveDecode) {
   for (const Case& c : {Case{2, 1, 3, 1}, Case{17, 65, 3, 2}, Case{40, 200, 3, 3}})
     check(c, 64, seed++);
   check({20, 100, 2, 1}, 32, seed++);
+}
+
+// Groups that are not powers of two (head_dim 96: Phi-3's) are not read in
+// place (the kernels find a row's group by a shift) but decoded into scratch:
+// the same numbers as the naive decode, decode and prefill.
+TEST(AttentionPieces, GroupsNotAPowerOfTwoAreDecodedLikeTheNaiveDecode) {
+  const std::vector<Layout> lays = {
+      {"int8 g48", {{CodecKind::Int8, 48, Addr::Plain, 150}}},
+      {"int4 g24", {{CodecKind::Int4, 24, Addr::Plain, 150}}},
+      {"int2 g96 + int4 g32",
+       {{CodecKind::Int2, 96, Addr::Plain, 100}, {CodecKind::Int4, 32, Addr::Plain, 50}}},
+  };
+  check({1, 150, 3, 2}, 96, 70, lays);
+  check({9, 150, 3, 2}, 96, 71, lays);
 }
 
 // The same view read in place and through keys()/values() (decoded into
@@ -333,7 +351,7 @@ TEST(AttentionPieces, DequantizationInRegistersIsBitIdenticalToTheCodec) {
       r.type = kv_element(kind);
       r.data = bytes.data();
       r.stride = codec.row_bytes();
-      r.group = codec.group();
+      r.set_group(codec.group());
       r.n = n;
       for (const attn::Kernels* K :
            {attn::scalar_kernels(), attn::avx2_kernels(), attn::avx512_kernels()}) {

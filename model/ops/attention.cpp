@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <bit>
 #include <cassert>
 #include <cmath>
 #include <limits>
@@ -67,7 +68,7 @@ attn::Rows rows_of(const KvRawRows& r, int32_t n) {
   out.type = r.type;
   out.data = static_cast<const uint8_t*>(r.data);
   out.stride = r.row_stride;
-  out.group = r.group;
+  out.set_group(r.group);
   out.index = r.index;
   out.ptrs = r.ptrs;
   out.params = r.params;
@@ -469,7 +470,10 @@ void attend(const AttentionShape& s, int layer, const float* q, std::span<const 
       in_place = in_place && attn::kernels_read(p.k.type, p.v.type);
       for (const KvRawRows* r : {&p.k, &p.v})
         if (r->type == KvElement::Q8 || r->type == KvElement::Q4 || r->type == KvElement::Q2)
-          in_place = in_place && r->group > 0 && 2 * (hd / r->group) <= attn::kMaxRowParams;
+          // Groups read in place are powers of two (attn::Rows::group_shift);
+          // any other group is decoded into scratch.
+          in_place = in_place && r->group > 0 && std::has_single_bit(unsigned(r->group)) &&
+                     2 * (hd / r->group) <= attn::kMaxRowParams;
     }
     if (in_place) {
       for (const KvPiece& p : pieces) {

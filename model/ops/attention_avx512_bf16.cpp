@@ -125,13 +125,14 @@ struct Bf16Native {
     float prm0[kParams ? kMaxRowParams : 1], prm1[kParams ? kMaxRowParams : 1];
     uint32_t* v32 = reinterpret_cast<uint32_t*>(vt);
     for (int32_t i = 0; 2 * i < nk; ++i) {
-      const RowRef even = prepare_row<I, E>(v.row(j0 + 2 * i), hd, v.group, nullptr, prm0);
+      const RowRef even = prepare_row<I, E>(v.row(j0 + 2 * i), hd, v.group_shift, nullptr, prm0);
       const bool has_odd = 2 * i + 1 < nk;
       const RowRef odd =
-          has_odd ? prepare_row<I, E>(v.row(j0 + 2 * i + 1), hd, v.group, nullptr, prm1) : even;
+          has_odd ? prepare_row<I, E>(v.row(j0 + 2 * i + 1), hd, v.group_shift, nullptr, prm1)
+                  : even;
       for (int d = 0; d < hd; d += 16) {
-        const __m512 e = load_row<I, E>(even, d, hd, v.group);
-        const __m512 o = has_odd ? load_row<I, E>(odd, d, hd, v.group) : _mm512_setzero_ps();
+        const __m512 e = load_row<I, E>(even, d, hd);
+        const __m512 o = has_odd ? load_row<I, E>(odd, d, hd) : _mm512_setzero_ps();
         const __m256bh eb = _mm512_cvtneps_pbh(e), ob = _mm512_cvtneps_pbh(o);
         const __m512i lo = _mm512_cvtepu16_epi32(reinterpret_cast<const __m256i&>(eb));
         const __m512i hi = _mm512_cvtepu16_epi32(reinterpret_cast<const __m256i&>(ob));

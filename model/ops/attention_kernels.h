@@ -16,6 +16,7 @@
 //    type; a decode block and a prefill key tile never span two pieces.
 #pragma once
 
+#include <bit>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -51,7 +52,11 @@ struct Rows {
   KvElement type = KvElement::F32;
   const uint8_t* data = nullptr;
   int64_t stride = 0;
+  // Set both through set_group. Q8 / Q4 / Q2 groups read in place are powers
+  // of two (attend()), so a vector's parameter group is d >> group_shift, a
+  // constant where decode_block_t specialises the common shapes.
   int group = 0;
+  int group_shift = 0;  // log2(group)
   const int32_t* index = nullptr;
   const uint8_t* const* ptrs = nullptr;
   const uint16_t* const* params = nullptr;  // K2: per-row block parameters
@@ -61,6 +66,10 @@ struct Rows {
     return ptrs ? ptrs[i] : data + i * stride;
   }
   bool contiguous() const { return !ptrs && !index; }
+  void set_group(int g) {
+    group = g;
+    group_shift = g > 0 ? std::countr_zero(static_cast<unsigned>(g)) : 0;
+  }
 };
 
 // Attention of one query token's `group` heads (the query heads of one KV
