@@ -279,6 +279,7 @@ TEST(AttentionPieces, DecodeReadsEveryStorageInPlaceLikeTheNaiveDecode) {
     check(c, 64, seed++);
   check({1, 200, 2, 2}, 32, seed++);
   check({1, 150, 1, 1}, 128, seed++);
+  check({1, 150, 4, 1}, 256, seed++);  // Gemma 3's heads (a kernel copy of their own)
 }
 
 TEST(AttentionPieces, PrefillReadsEveryStorageInPlaceLikeTheNaiveDecode) {
