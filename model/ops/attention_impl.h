@@ -17,7 +17,8 @@
 //     (elements d + 1, d + 3, ...),
 //   load_u2(const uint8_t* codes, d): 2-bit codes [d, d + W) as floats (element
 //     e in bits 2 * (e % 4) of byte e / 4),
-//   halves(const uint16_t* h, n, float* out): n f16 values as floats,
+//   halves(const uint16_t* h, n, float* out): n f16 values as floats (reads
+//     only h[0, n); may write out[0, max(n, 16)): callers give kMaxRowParams),
 //   fmadd(a, b, c) = a * b + c, mul, add, sub, max
 //   hsum(V), hmax(V), hsum4(const V[4], float out[4])
 //   exp2(V): 2^x, exactly 0 for x < -126 (so masked -inf scores weigh 0)
