@@ -102,6 +102,27 @@ const Series* find_series(const Trend& t, const std::string& label, const std::s
   return nullptr;
 }
 
+// A merge of shards run on several machines (meta.json "machines", no one
+// "cpu"): the history's machine names every CPU, once each, in order.
+TEST(History, AMergeOfSeveralMachinesNamesTheirCpus) {
+  const std::string d = scratch("machines");
+  const std::string run =
+      make_run(d + "/runs", "aaaaaaa1", "2026-11-21T07:00:00Z",
+               join(group("h2o", "passkey", 2, 0), group("full", "passkey", 2, 0)));
+  json meta = json::parse(std::ifstream(run + "/meta.json"));
+  meta.erase("cpu");
+  meta["machines"] =
+      json::parse(R"([{"cpu": "Intel Xeon", "git_commit": "aaaaaaa1", "shards": [[1, 2]]},
+      {"cpu": "AMD EPYC", "git_commit": "aaaaaaa1", "shards": [[3, 3]]},
+      {"cpu": "Intel Xeon", "git_commit": "aaaaaaa1", "git_dirty": true, "shards": [[4, 4]]}])");
+  std::ofstream(run + "/meta.json") << meta.dump();
+  HistoryWriter writer(d + "/h.sqlite");
+  EXPECT_EQ(add_run(writer.db(), run, "").cells_added, 4);
+  const Trend t = load_trend(writer.db(), 0.0);
+  ASSERT_EQ(t.commits.size(), 1u);
+  EXPECT_EQ(t.commits[0].machines, std::vector<std::string>{"Intel Xeon + AMD EPYC, 2 cores"});
+}
+
 TEST(History, AddShowRoundTripAndIdempotentReAdd) {
   const std::string d = scratch("roundtrip");
   // Three commits; started times out of commit order on purpose: with no

@@ -516,6 +516,50 @@ TEST(Run, ShardsMergedEqualTheUnshardedRun) {
   const std::string report{std::istreambuf_iterator<char>(md), {}};
   EXPECT_NE(report.find("- run time: "), std::string::npos);
   EXPECT_NE(report.find("summed over 3 sessions"), std::string::npos);
+  // One machine and build: on top, as a single run's; no list.
+  EXPECT_TRUE(meta["cpu"].is_string());
+  EXPECT_TRUE(meta["git_commit"].is_string());
+  EXPECT_FALSE(meta.contains("machines"));
+
+  // Shard 3 ran on another machine and build (its meta.json from someone
+  // else: a hostile CPU name): the merge names each shard's, not the first's.
+  const std::string other = dir + "/shard3-elsewhere";
+  fs::copy(folders[2], other, fs::copy_options::recursive);
+  json m3 = json::parse(std::ifstream(other + "/meta.json"));
+  m3["cpu"] = "\x1b[31m|<b>EPYC";
+  m3["git_commit"] = "abc`rm -rf`";
+  std::ofstream(other + "/meta.json") << m3.dump();
+  ASSERT_EQ(run_cli("merge " + folders[0] + " " + folders[1] + " " + other + " -o " + dir +
+                    "/merged-machines"),
+            0)
+      << stderr_text();
+  const json mm = json::parse(std::ifstream(dir + "/merged-machines/meta.json"));
+  EXPECT_FALSE(mm.contains("cpu")) << mm.dump();
+  EXPECT_FALSE(mm.contains("git_commit")) << mm.dump();
+  ASSERT_EQ(mm["machines"].size(), 2u) << mm.dump();
+  EXPECT_EQ(mm["machines"][0]["cpu"], meta["cpu"]);
+  EXPECT_EQ(mm["machines"][0]["shards"], json::parse("[[1, 2]]"));
+  EXPECT_EQ(mm["machines"][1]["cpu"], m3["cpu"]);
+  EXPECT_EQ(mm["machines"][1]["shards"], json::parse("[[3, 3]]"));
+  const std::string md2 = test::slurp(dir + "/merged-machines/report.md");
+  const auto line = md2.find("- machines: ");
+  ASSERT_NE(line, std::string::npos) << md2;
+  const std::string machines_line = md2.substr(line, md2.find('\n', line) - line);
+  EXPECT_NE(machines_line.find("shards 1–2"), std::string::npos) << machines_line;
+  EXPECT_NE(machines_line.find("shard 3"), std::string::npos) << machines_line;
+  EXPECT_EQ(md2.find('\x1b'), std::string::npos);
+  EXPECT_EQ(md2.find("<b>"), std::string::npos);
+  const std::string html = test::slurp(dir + "/merged-machines/report.html");
+  EXPECT_NE(html.find("; machines: "), std::string::npos);
+  EXPECT_EQ(html.find("<b>EPYC"), std::string::npos);
+  // A list its reader refuses: one error line naming the field.
+  json bad = mm;
+  bad["machines"][1]["shards"] = json::parse("[[3, 1]]");
+  std::ofstream(dir + "/merged-machines/meta.json") << bad.dump();
+  EXPECT_EQ(run_cli("report " + dir + "/merged-machines", &ignored), 2);
+  EXPECT_NE(stderr_text().find("meta.json: /machines/1/shards/0: expected [first, last]"),
+            std::string::npos)
+      << stderr_text();
 }
 
 TEST(Run, AShardResumesAsTheSameShard) {

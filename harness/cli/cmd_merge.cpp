@@ -10,7 +10,8 @@
 // --set models=[...]: each model's folders are shards as above, its cells
 // get the model's key in their ids, and meta.json keeps each model's CPU and
 // commit (the runs may come from different machines and builds), so the
-// report draws the models as rows of one figure.
+// report draws the models as rows of one figure. Shards that ran on several
+// machines or builds are listed with theirs ("machines", harness/run/machines.h).
 #include <filesystem>
 #include <iostream>
 #include <map>
@@ -19,6 +20,7 @@
 #include "harness/cli/cli.h"
 #include "harness/report/report.h"
 #include "harness/run/file_names.h"
+#include "harness/run/machines.h"
 #include "harness/run/run_folder.h"
 #include "harness/run/sessions.h"
 #include "model/common/error.h"
@@ -68,6 +70,23 @@ void check_split(const std::vector<RunFolder>& folders) {
                      " of " + std::to_string(count) +
                      " missing: merge needs every shard of the split (rerun the missing ones)");
   }
+}
+
+std::vector<nlohmann::json> metas_of(const std::vector<RunFolder>& folders) {
+  std::vector<nlohmann::json> out;
+  for (const auto& f : folders) out.push_back(f.meta());
+  return out;
+}
+
+// The CPU, commit and dirty flag that every one of `metas` has alike.
+nlohmann::json common_machine(const std::vector<nlohmann::json>& metas) {
+  nlohmann::json out = nlohmann::json::object();
+  for (const char* k : {"cpu", "git_commit", "git_dirty"}) {
+    bool same = !metas.empty();
+    for (const auto& m : metas) same = same && m.contains(k) && m[k] == metas.front()[k];
+    if (same) out[k] = metas.front()[k];
+  }
+  return out;
 }
 
 }  // namespace
@@ -168,8 +187,13 @@ int cmd_merge(const Args& args) {
     models.push_back({{"path", model}, {"label", label}});
     nlohmann::json entry = {
         {"path", model}, {"label", label}, {"sha256", m.value("model_sha256", "")}};
-    for (const char* k : {"cpu", "git_commit", "git_dirty"})
-      if (m.contains(k)) entry[k] = m[k];
+    // The model's machine and build, or its shards' several (harness/run/machines.h).
+    entry.update(common_machine(metas_of(shards)));
+    if (const nlohmann::json machines = machines_of(metas_of(shards)); machines.size() > 1) {
+      check_machines(machines, out + "/meta.json",
+                     "/models/" + std::to_string(models.size() - 1) + "/machines");
+      entry["machines"] = machines;
+    }
     meta_models.push_back(entry);
     if (m.contains("plan") && m["plan"].is_object())
       planned += m["plan"].value("cells", int64_t{0});
@@ -178,6 +202,16 @@ int cmd_merge(const Args& args) {
   nlohmann::json meta = folders.front().meta();
   meta["merged_from"] = dirs;
   meta.erase("shard");
+  // The machine and build stay on top only where every folder's agree: the
+  // shards of one job may have run on several machines or builds, listed
+  // apart (a run of several models lists them per model).
+  for (const char* k : {"cpu", "git_commit", "git_dirty", "machines"}) meta.erase(k);
+  meta.update(common_machine(metas_of(folders)));
+  if (!across_models)
+    if (const nlohmann::json machines = machines_of(metas_of(folders)); machines.size() > 1) {
+      check_machines(machines, out + "/meta.json", "/machines");  // what its reader accepts
+      meta["machines"] = machines;
+    }
   if (across_models) {
     merged_config.erase("model");
     merged_config["models"] = models;
@@ -196,13 +230,6 @@ int cmd_merge(const Args& args) {
     if (meta.contains("plan") && meta["plan"].is_object()) {
       meta["plan"]["cells"] = planned;
       meta["plan"]["models"] = model_order.size();
-    }
-    // The machine and build stay on top only where every model's agree.
-    for (const char* k : {"cpu", "git_commit", "git_dirty"}) {
-      bool same = true;
-      for (const auto& e : meta_models)
-        same = same && e.value(k, nlohmann::json()) == meta.value(k, nlohmann::json());
-      if (!same) meta.erase(k);
     }
   }
   // Work counters add up over the shards.

@@ -64,6 +64,13 @@ std::optional<int64_t> commit_time(const std::string& repo, const std::string& c
 
 std::string machine_key(const json& meta, const std::string& file) {
   std::string cpu = field(meta, "cpu", file, false);
+  // A merge of shards from several machines: all of their CPUs, in order.
+  if (cpu.empty() && meta.contains("machines") && meta["machines"].is_array())
+    for (const json& m : meta["machines"]) {
+      const std::string one = m.is_object() ? m.value("cpu", std::string()) : std::string();
+      if (!one.empty() && (" + " + cpu + " + ").find(" + " + one + " + ") == std::string::npos)
+        cpu += (cpu.empty() ? "" : " + ") + one;
+    }
   if (cpu.empty()) cpu = "unknown CPU";
   if (!meta.contains("cores")) return cpu;
   if (!meta["cores"].is_number_integer() || meta["cores"].get<int64_t>() < 1 ||

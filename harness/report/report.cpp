@@ -22,6 +22,7 @@
 #include "harness/report/stats.h"
 #include "harness/report/summary.h"
 #include "harness/report/table.h"
+#include "harness/run/machines.h"
 #include "model/common/atomic_file.h"
 #include "model/common/error.h"
 #include "model/common/input_file.h"
@@ -177,6 +178,7 @@ std::vector<std::string> model_lines(const json& config, const json& meta) {
       if (m.contains("git_commit"))
         line += ", kvbench commit " + m["git_commit"].get<std::string>() +
                 (m.value("git_dirty", false) ? " (built with uncommitted changes)" : "");
+      if (m.contains("machines")) line += ", machines: " + machines_text(m["machines"]);
       out.push_back(line);
     }
     return out;
@@ -355,6 +357,9 @@ ReportSummary write_report(const RunFolder& run) {
   if (meta.contains("git_commit"))
     about << "\n- kvbench commit: " << markdown_text(meta["git_commit"].get<std::string>(), 80)
           << (meta.value("git_dirty", false) ? " (built with uncommitted changes)" : "");
+  // Shards merged from several machines or builds: which ran where.
+  if (meta.contains("machines"))
+    about << "\n- machines: " << markdown_text(machines_text(meta["machines"]), 4000);
   if (const std::string t = run_time_text(meta); !t.empty())
     about << "\n- run time: " << markdown_text(t, 2000);
   if (meta.contains("work")) {
@@ -499,6 +504,8 @@ ReportSummary write_report(const RunFolder& run) {
   if (meta.contains("git_commit"))
     html << "; kvbench commit " << html_escape(meta["git_commit"].get<std::string>())
          << (meta.value("git_dirty", false) ? " (built with uncommitted changes)" : "");
+  if (meta.contains("machines"))
+    html << "; machines: " << html_escape(machines_text(meta["machines"]));
   if (const std::string t = run_time_text(meta); !t.empty())
     html << "; run time: " << html_escape(t);
   html << "</p>\n<h2 id=\"table\">Table</h2>\n<p class=\"note\">"

@@ -21,6 +21,7 @@
 
 #include "datasets/json_text.h"
 #include "harness/run/experiment.h"
+#include "harness/run/machines.h"
 #include "harness/run/packed_cells.h"
 #include "model/common/atomic_file.h"
 #include "model/common/error.h"
@@ -255,8 +256,11 @@ nlohmann::json RunFolder::meta() const {
         if (list[i].contains(k) && !list[i][k].is_string()) bad(at + "/" + k, "a string");
       if (list[i].contains("git_dirty") && !list[i]["git_dirty"].is_boolean())
         bad(at + "/git_dirty", "true or false");
+      if (list[i].contains("machines")) check_machines(list[i]["machines"], file, at + "/machines");
     }
   }
+  // A merge of shards run on several machines or builds keeps each one's.
+  if (m.contains("machines")) check_machines(m["machines"], file, "/machines");
   check_sessions(m, file);
   if (m.contains("inputs")) {
     const nlohmann::json& in = m["inputs"];

@@ -18,6 +18,7 @@
 #include "harness/report/models.h"
 #include "harness/report/run_time.h"
 #include "harness/report/table.h"
+#include "harness/run/machines.h"
 #include "harness/run/run_folder.h"
 #include "model/common/error.h"
 #include "tests/fuzz/fuzz_files.h"
@@ -46,6 +47,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     const RunFolder run = RunFolder::open(dir);
     const nlohmann::json meta = run.meta();
     (void)run_time_text(meta);  // the report's run-time line, from checked sessions
+    // The report's machines lines (a merge of shards from several machines).
+    if (meta.contains("machines")) (void)machines_text(meta["machines"]);
+    if (meta.contains("models"))
+      for (const auto& m : meta["models"])
+        if (m.contains("machines")) (void)machines_text(m["machines"]);
     const auto cells = run.cells();
     const auto rows = build_table(cells);
     (void)table_markdown(rows);
