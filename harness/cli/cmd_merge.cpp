@@ -212,6 +212,14 @@ int cmd_merge(const Args& args) {
       check_machines(machines, out + "/meta.json", "/machines");  // what its reader accepts
       meta["machines"] = machines;
     }
+  // Timings withheld in any folder (kvbench report --withhold-speed) stay
+  // withheld: the merged cells include them.
+  if (!meta.contains("speed_withheld"))
+    for (const auto& f : folders)
+      if (const nlohmann::json m = f.meta(); m.contains("speed_withheld")) {
+        meta["speed_withheld"] = m["speed_withheld"];
+        break;
+      }
   if (across_models) {
     merged_config.erase("model");
     merged_config["models"] = models;

@@ -2,12 +2,15 @@
 // cells — after a merge, or after changing the report code.
 // kvbench report DIR --versus A B: prints two policies of the run compared
 // on the same instances (harness/report/versus.h) and writes nothing.
+// kvbench report DIR --withhold-speed REASON: marks the run's timings as no
+// measurements (harness/report/speed_withheld.h), then re-renders.
 #include <iostream>
 
 #include "harness/cli/cli.h"
 #include "harness/encode/markdown.h"
 #include "harness/report/models.h"
 #include "harness/report/report.h"
+#include "harness/report/speed_withheld.h"
 #include "harness/report/versus.h"
 #include "model/common/error.h"
 #include "model/common/printable.h"
@@ -66,7 +69,12 @@ int cmd_report(const Args& args) {
       "area under the curve), and write nothing; e.g. --versus H2O Window")(
       "json", po::bool_switch(),
       "with --versus: print the comparison as one JSON document (schema kvbench-versus/1: "
-      "harness/report/versus.h) instead of markdown");
+      "harness/report/versus.h) instead of markdown")(
+      "withhold-speed", po::value<std::string>(),
+      "REASON: record in meta.json that this run's timings are not measurements (its processes "
+      "were paused, or shared the cores with other work), and from now on report no speed from "
+      "them: the rates, TTFT, Inference Speed and Policy time are left empty, `compare` skips "
+      "its speed and `merge` keeps the mark; the cells keep their timing fields");
   po::positional_options_description pos;
   pos.add("dir", 1);
   po::variables_map vm;
@@ -77,11 +85,15 @@ int cmd_report(const Args& args) {
                                         : "the option '--dir' is required but missing");
   if (vm["json"].as<bool>() && !vm.count("versus"))
     throw InputError("--json goes with --versus A B (report itself writes files, not JSON)");
+  if (vm.count("withhold-speed") && vm.count("versus"))
+    throw InputError("--withhold-speed goes without --versus (--versus writes nothing)");
   if (vm.count("versus"))
     return print_versus(RunFolder::open(vm["dir"].as<std::string>(), RunFolder::Access::Read),
                         vm["versus"].as<std::vector<std::string>>(), vm["json"].as<bool>());
   const RunFolder run = RunFolder::open(vm["dir"].as<std::string>(), RunFolder::Access::Write);
-  const ReportSummary s = write_report(run);
+  const ReportSummary s = write_report(
+      run, vm.count("withhold-speed") ? checked_speed_reason(vm["withhold-speed"].as<std::string>())
+                                      : std::string());
   std::cout << terminal_table(s.tables, terminal_width()) << "\n" << s.cells << " cells";
   if (s.expected_cells) std::cout << " of " << s.expected_cells;
   std::cout << "; wrote " << escaped_text(run.dir(), 2000)

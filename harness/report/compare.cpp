@@ -12,6 +12,7 @@
 #include "harness/report/compare_metrics.h"
 #include "harness/report/compare_resources.h"
 #include "harness/report/models.h"
+#include "harness/report/speed_withheld.h"
 #include "harness/report/stats.h"
 #include "harness/report/table.h"
 #include "harness/run/run_folder.h"
@@ -72,6 +73,8 @@ struct Model {
 std::map<std::string, Model> by_model(const RunFolder& run) {
   std::map<std::string, Model> models;
   const std::string fallback = default_model_label(run.config());
+  // A run whose timings are withheld (speed_withheld.h) has no speed to compare.
+  const bool timed = speed_withheld(run.meta()).empty();
   for (const json& c : run.cells()) {
     const std::string id = c["id"].get<std::string>();
     const std::string instance = c["instance"]["id"].get<std::string>();
@@ -82,7 +85,7 @@ std::map<std::string, Model> by_model(const RunFolder& run) {
     const json& policy = c["policy"];
     m.specs[key.first] = policy.contains("spec") ? policy["spec"].get<std::string>() : "";
     const CellResources res{number_at(c, "memory", "kv_bytes_hot"),
-                            number_at(c, "timing", "decode_tok_s")};
+                            timed ? number_at(c, "timing", "decode_tok_s") : NAN};
     if (policy.value("is_reference", false)) m.full_decode[instance] = res.decode_tok_s;
     const auto [it, inserted] =
         m.groups[key].emplace(instance, Cell{id, c["score"].get<double>(), metrics_of(c), res});
@@ -428,7 +431,12 @@ CompareResult compare_runs(const std::string& base_dir, const std::string& new_d
     << "Per configuration over the instances both runs have: mean hot KV bytes at question time, "
        "and decode speed relative to each run's own full cache on the same instance (median over "
        "the instances); the change is the median over the instances of new / base, with its 95% "
-       "bootstrap interval: timings carry the machines' noise, memory does not.\n\n"
+       "bootstrap interval: timings carry the machines' noise, memory does not.";
+  for (const auto& [run, name] : {std::pair{&base, "base"}, std::pair{&next, "new"}})
+    if (const std::string why = speed_withheld(run->meta()); !why.empty())
+      o << " The " << name
+        << " run's timings are withheld, so it has no speed here: " << markdown_text(why, 1000);
+  o << "\n\n"
     << "| Configuration | n | Hot KV, base | Hot KV, new | Δ memory | Speed, base | Speed, new | "
        "Speed new / base [95%] |\n|---|---:|---:|---:|---:|---:|---:|---|\n";
   for (const auto& [key, cells] : resources) {

@@ -19,6 +19,7 @@
 #include "harness/report/plots.h"
 #include "harness/report/predictions_page.h"
 #include "harness/report/run_time.h"
+#include "harness/report/speed_withheld.h"
 #include "harness/report/stats.h"
 #include "harness/report/summary.h"
 #include "harness/report/table.h"
@@ -240,8 +241,12 @@ std::string batched_decoding_note(const std::vector<json>& cells) {
 
 }  // namespace
 
-ReportSummary write_report(const RunFolder& run) {
-  const auto cells = run.cells();
+ReportSummary write_report(const RunFolder& run, const std::string& withhold_speed) {
+  json meta = run.meta();
+  if (!withhold_speed.empty()) meta["speed_withheld"] = withhold_speed;
+  // Timings the run's owner withheld (speed_withheld.h) are not reported.
+  const std::string withheld = speed_withheld(meta);
+  const auto cells = withheld.empty() ? run.cells() : without_speed(run.cells());
   // A table is never replaced by one of fewer cells: a folder whose cells/
   // is gone (a committed results folder keeps its tables only) or lost some
   // would otherwise overwrite its findings with an empty or smaller table.
@@ -252,7 +257,7 @@ ReportSummary write_report(const RunFolder& run) {
         (cells.empty() ? " (no cells/: a results folder committed without them?)" : "") +
         ": refusing to replace it with a table of fewer cells (remove table.csv "
         "to render from the cells there are)");
-  const json meta = run.meta();
+  if (!withhold_speed.empty()) write_json_atomic(run.path("meta.json"), meta);
   const json& config = run.config();
   const std::string name = config.value("name", "");
   ReportSummary summary;
@@ -334,6 +339,7 @@ ReportSummary write_report(const RunFolder& run) {
   std::vector<PlotModel> plot_models;
   for (const auto& s : sections)
     plot_models.push_back({s.label, s.cells, &s.rows, local_layers_of(config, s.label)});
+  if (!withheld.empty()) remove_speed_plots(run.path("plots"));
   const PlotResult plots = write_plots(plot_models, run.dir(), run.lock_fd());
   summary.plot_warning = plots.warning;
 
@@ -376,7 +382,10 @@ ReportSummary write_report(const RunFolder& run) {
       "went in. Policy time: the policy's own work (scoring, eviction, restore, observation) as a "
       "share of the cell's wall time; observation in decode runs on the attention threads, whose "
       "times add up. A family's budgets ranked from one scoring pass each count that pass, so "
-      "a cell's policy time is what it would take alone.";
+      "a cell's policy time is what it would take alone." +
+      std::string(withheld.empty() ? ""
+                                   : " Inference Speed, the rates, TTFT and Policy time are empty: "
+                                     "this run's timings are withheld (see Speed).");
   const std::string models_legend =
       " With several models every model has its own table, relative to its own full cache.";
   const std::string speed_legend =
@@ -386,6 +395,11 @@ ReportSummary write_report(const RunFolder& run) {
       "instance, the median of those ratios with its 95% bootstrap interval over the instances. "
       "Timings vary from run to run; every other number is deterministic." +
       batched_decoding_note(cells);
+  // A run whose timings are withheld prints none (its cells keep them).
+  const std::string withheld_legend =
+      "Not reported: " + withheld + (withheld.empty() || withheld.back() == '.' ? "" : ".") +
+      " The cells keep their timing fields, but this report prints no decode or prefill "
+      "rate, TTFT, Inference Speed or Policy time from them, and draws no speed plot.";
   const std::string curves_legend =
       "Per policy family with two or more ratio budgets: AUC is the mean over instances of the "
       "area under that instance's score-vs-compression-ratio curve over the tested ratios "
@@ -442,8 +456,12 @@ ReportSummary write_report(const RunFolder& run) {
     for (const auto& s : sections)
       if (!s.curves.empty()) md << md_heading(s, several) << s.curves << (several ? "\n" : "");
   }
-  md << "\n## Speed\n\n" << speed_legend << "\n\n";
-  for (const auto& s : sections) md << md_heading(s, several) << s.speed << (several ? "\n" : "");
+  if (withheld.empty()) {
+    md << "\n## Speed\n\n" << speed_legend << "\n\n";
+    for (const auto& s : sections) md << md_heading(s, several) << s.speed << (several ? "\n" : "");
+  } else {
+    md << "\n## Speed\n\n" << markdown_text(withheld_legend, 2000) << "\n";
+  }
   md << "\nEach cell's prediction and expected answers: `predictions.html`, "
      << "`predictions.jsonl`.\n\n";
   if (!plots.files.empty()) {
@@ -547,9 +565,10 @@ ReportSummary write_report(const RunFolder& run) {
       if (!img.empty()) html << html_heading(s, several) << img;
     }
   }
-  html << "<h2 id=\"speed\">Speed</h2>\n<p class=\"note\">" << html_escape(speed_legend)
-       << "</p>\n";
-  for (const auto& s : sections)
+  html << "<h2 id=\"speed\">Speed</h2>\n<p class=\"note\">"
+       << html_escape(withheld.empty() ? speed_legend : withheld_legend) << "</p>\n";
+  for (const auto& s : sections) {
+    if (!withheld.empty()) break;
     html << html_heading(s, several) << "<div class=\"wide\">"
          << markdown_table_to_html(s.speed,
                                    [&s](int row) {
@@ -558,6 +577,7 @@ ReportSummary write_report(const RunFolder& run) {
                                    })
          << "</div>\n"
          << figure_html(plots.files, "speed" + s.suffix, "Speed");
+  }
   html << "<h2 id=\"instances\">Per instance</h2>\n<p class=\"note\">Every cell's score; each "
           "links to the cell's prediction and expected answers in <a "
           "href=\"predictions.html\">predictions.html</a>. The last row: each configuration's mean "

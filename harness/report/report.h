@@ -20,6 +20,9 @@ struct ReportSummary {
   std::string plot_warning;
 };
 
-ReportSummary write_report(const RunFolder& run);
+// Renders the folder's report from its cells. `withhold_speed`: a checked
+// reason (checked_speed_reason) to record in meta.json first, once the cells
+// and tables have passed their checks (kvbench report --withhold-speed).
+ReportSummary write_report(const RunFolder& run, const std::string& withhold_speed = "");
 
 }  // namespace kvbench

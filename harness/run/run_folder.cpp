@@ -261,6 +261,11 @@ nlohmann::json RunFolder::meta() const {
   }
   // A merge of shards run on several machines or builds keeps each one's.
   if (m.contains("machines")) check_machines(m["machines"], file, "/machines");
+  // Timings marked as no measurements (kvbench report --withhold-speed): the reason.
+  if (m.contains("speed_withheld") &&
+      (!m["speed_withheld"].is_string() || m["speed_withheld"].get<std::string>().empty() ||
+       m["speed_withheld"].get<std::string>().size() > kMaxSpeedWithheldBytes))
+    bad("/speed_withheld", "a reason of 1 to 1000 bytes");
   check_sessions(m, file);
   if (m.contains("inputs")) {
     const nlohmann::json& in = m["inputs"];

@@ -85,6 +85,9 @@ class RunFolder {
 void check_cell(const nlohmann::json& cell, const std::string& path,
                 const std::string& expected_id);
 
+// meta.json's "speed_withheld" (harness/report/speed_withheld.h): at most this many bytes.
+inline constexpr size_t kMaxSpeedWithheldBytes = 1000;
+
 // Reads a JSON file (a regular file of at most max_bytes, nested at most
 // kMaxJsonDepth deep); InputError with the path (and parse position) on failure.
 nlohmann::json read_json_file(const std::string& path, size_t max_bytes = kMaxConfigBytes);

@@ -17,6 +17,7 @@
 #include "harness/report/compare_json.h"
 #include "harness/report/models.h"
 #include "harness/report/run_time.h"
+#include "harness/report/speed_withheld.h"
 #include "harness/report/table.h"
 #include "harness/run/machines.h"
 #include "harness/run/run_folder.h"
@@ -52,7 +53,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     if (meta.contains("models"))
       for (const auto& m : meta["models"])
         if (m.contains("machines")) (void)machines_text(m["machines"]);
-    const auto cells = run.cells();
+    // A run whose timings are withheld is tabled without them (speed_withheld.h).
+    const auto cells = speed_withheld(meta).empty() ? run.cells() : without_speed(run.cells());
     const auto rows = build_table(cells);
     (void)table_markdown(rows);
     (void)table_csv({{"m", &rows}});
