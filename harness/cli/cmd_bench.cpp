@@ -478,105 +478,129 @@ void check_batch(const LlamaModel& model, const CacheConfig& cfg, int n_gen, int
 
 // One test (pp n_prompt or tg n_gen, at `batch` sequences) after the depth
 // context: the full cache (rolled back by truncation) or a copy of the
-// policy's cache after the context (base) for each run; a warm-up, then reps
-// timed runs.
-Result run_test(Evaluator& eval, const LlamaModel& model, const CacheConfig& cfg, int n_prompt,
-                int n_gen, int depth, int batch, int reps, FullCache* full, PolicyCache* base,
-                int max_test) {
-  const Tokenizer& tok = model.tokenizer();
-  const bool tty = isatty(STDERR_FILENO);
-  Result r;
-  r.threads = eval.n_threads();
-  r.kv = cfg.label;
-  r.policy = cfg.is_policy;
-  r.n_prompt = n_prompt;
-  r.n_gen = n_gen;
-  r.depth = depth;
-  r.batch = batch;
-  // Averaged over the positions the test's tokens occupy; a batch reads the
-  // weights once per step for its `batch` tokens, and each sequence's K/V.
-  const double kv_elem = cfg.kv == KvElement::F16 ? 2.0 : 4.0;
-  const double weights = decode_bytes_per_token(model, 0, 1, 0.0);
-  if (n_gen > 0 && !cfg.is_policy)
-    r.bytes_per_token =
-        decode_bytes_per_token(model, depth, n_gen, kv_elem) - weights + weights / batch;
-  if (n_prompt > 0) r.flops_per_token = prefill_flops_per_token(model, depth, n_prompt);
-  // [batch] each sequence's tokens (sequence 0's are those of a b1 test).
-  std::vector<std::vector<int32_t>> ids;
-  for (int b = 0; b < batch; ++b) ids.push_back(bench_tokens(tok, n_prompt + n_gen, 2 + b));
-  const int n_vocab = model.config().n_vocab;
-  std::vector<float> logits(static_cast<size_t>(n_vocab) * batch);
-  // A policy's bytes read per step at its first / last step: hot K/V
-  // and scales, and the cold pages' bounds restore ranks them by.
-  double hot_first = 0, hot_last = 0;
-  auto hot = [](const PolicyCache& c) {
+// policy's cache after the context (base) for each run. Constructing it runs
+// the warm-up; each repetition() is one timed run. Its state lives between
+// repetitions so that several tests' repetitions can take turns.
+class TimedTest {
+ public:
+  TimedTest(Evaluator& eval, const LlamaModel& model, const CacheConfig& cfg, int n_prompt,
+            int n_gen, int depth, int batch, FullCache* full, PolicyCache* base, int max_test)
+      : eval_(eval), full_(full), base_(base), depth_(depth), batch_(batch), max_test_(max_test) {
+    const Tokenizer& tok = model.tokenizer();
+    r_.threads = eval.n_threads();
+    r_.kv = cfg.label;
+    r_.policy = cfg.is_policy;
+    r_.n_prompt = n_prompt;
+    r_.n_gen = n_gen;
+    r_.depth = depth;
+    r_.batch = batch;
+    // Averaged over the positions the test's tokens occupy; a batch reads the
+    // weights once per step for its `batch` tokens, and each sequence's K/V.
+    const double kv_elem = cfg.kv == KvElement::F16 ? 2.0 : 4.0;
+    const double weights = decode_bytes_per_token(model, 0, 1, 0.0);
+    if (n_gen > 0 && !cfg.is_policy)
+      r_.bytes_per_token =
+          decode_bytes_per_token(model, depth, n_gen, kv_elem) - weights + weights / batch;
+    if (n_prompt > 0) r_.flops_per_token = prefill_flops_per_token(model, depth, n_prompt);
+    // [batch] each sequence's tokens (sequence 0's are those of a b1 test).
+    for (int b = 0; b < batch; ++b) ids_.push_back(bench_tokens(tok, n_prompt + n_gen, 2 + b));
+    logits_.resize(static_cast<size_t>(model.config().n_vocab) * batch);
+    rows_.resize(batch);
+    // Warm-up: pages in the weights, grows every buffer to this shape (a
+    // policy's tg: every step, to measure the bytes it reads).
+    run(n_gen > 0 && cfg.is_policy ? n_gen : 1, cfg.is_policy);
+    if (cfg.is_policy && n_gen > 0)
+      r_.bytes_per_token = weights / batch + (hot_first_ + hot_last_) / 2.0;
+  }
+
+  // Times repetition i of reps (the progress line names it).
+  void repetition(int i, int reps) {
+    if (isatty(STDERR_FILENO))
+      std::cerr << "bench: " << r_.test() << ", " << r_.threads << " threads, " << r_.kv
+                << ": repetition " << i + 1 << "/" << reps << "      \r" << std::flush;
+    const double s = run(r_.n_gen, false);
+    r_.tps.push_back(static_cast<double>(r_.n_prompt + r_.n_gen) * batch_ / s);
+  }
+
+  Result take() { return std::move(r_); }
+
+ private:
+  // A policy's bytes read per step: hot K/V and scales, and the cold pages'
+  // bounds restore ranks them by.
+  static double hot(const PolicyCache& c) {
     const MemoryReport m = c.memory();
     return static_cast<double>(m.hot.kv + m.hot.scales) + c.restore_bytes_per_step();
-  };
-  std::vector<FullCache> fulls;                     // batch > 1: copies of *full
-  std::vector<std::unique_ptr<PolicyCache>> works;  // copies of *base
-  std::vector<BatchToken> rows(batch);
+  }
+
   // One run of the test (n_steps decode steps for tg); returns seconds.
-  // measure: record a policy's hot bytes at the first and last step
-  // (the warm-up only: the accounting walks the cache).
-  auto run = [&](int n_steps, bool measure) {
+  // measure: record a policy's hot bytes at the first and last step (the
+  // warm-up only: the accounting walks the cache).
+  double run(int n_steps, bool measure) {
     // The batch's caches at the depth context, made before the clock starts.
     std::vector<KvCache*> caches;
-    works.clear();
-    fulls.clear();
-    if (full) {
-      full->truncate(depth);
-      if (batch == 1) {
-        caches.push_back(full);
+    works_.clear();
+    fulls_.clear();
+    if (full_) {
+      full_->truncate(depth_);
+      if (batch_ == 1) {
+        caches.push_back(full_);
       } else {
-        fulls.assign(batch, *full);
-        for (FullCache& f : fulls) {
-          f.reserve(depth + max_test);
+        fulls_.assign(batch_, *full_);
+        for (FullCache& f : fulls_) {
+          f.reserve(depth_ + max_test_);
           caches.push_back(&f);
         }
       }
     } else {
-      for (int b = 0; b < batch; ++b) {
-        works.push_back(base->clone());
-        caches.push_back(works.back().get());
+      for (int b = 0; b < batch_; ++b) {
+        works_.push_back(base_->clone());
+        caches.push_back(works_.back().get());
       }
     }
-    PolicyCache* work = works.empty() ? nullptr : works[0].get();
+    PolicyCache* work = works_.empty() ? nullptr : works_[0].get();
     const auto t0 = std::chrono::steady_clock::now();
-    if (n_prompt > 0) {
-      bench_prefill(eval, *caches[0], ids[0], depth, logits.data());
+    if (r_.n_prompt > 0) {
+      bench_prefill(eval_, *caches[0], ids_[0], depth_, logits_.data());
       if (work) work->end_prefill();
     } else {
       for (int i = 0; i < n_steps; ++i) {
-        if (batch == 1) {
-          const int32_t pos = work ? work->position_for(0, depth + i) : depth + i;
-          eval.step(std::span(&ids[0][i], 1), std::span(&pos, 1), 0, StepPhase::Decode, *caches[0],
-                    Logits::Last, logits.data());
+        if (batch_ == 1) {
+          const int32_t pos = work ? work->position_for(0, depth_ + i) : depth_ + i;
+          eval_.step(std::span(&ids_[0][i], 1), std::span(&pos, 1), 0, StepPhase::Decode,
+                     *caches[0], Logits::Last, logits_.data());
         } else {
-          for (int b = 0; b < batch; ++b)
-            rows[b] = {ids[b][i], caches[b]->position_for(0, depth + i), 0, caches[b]};
-          eval.step_batch(rows, logits.data());
+          for (int b = 0; b < batch_; ++b)
+            rows_[b] = {ids_[b][i], caches[b]->position_for(0, depth_ + i), 0, caches[b]};
+          eval_.step_batch(rows_, logits_.data());
         }
-        if (measure && work && i == 0) hot_first = hot(*work);
+        if (measure && work && i == 0) hot_first_ = hot(*work);
       }
     }
     const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    if (measure && work && n_gen > 0) hot_last = hot(*work);
+    if (measure && work && r_.n_gen > 0) hot_last_ = hot(*work);
     return s;
-  };
-  // Warm-up: pages in the weights, grows every buffer to this shape (a
-  // policy's tg: every step, to measure the bytes it reads).
-  run(n_gen > 0 && cfg.is_policy ? n_gen : 1, cfg.is_policy);
-  if (cfg.is_policy && n_gen > 0)
-    r.bytes_per_token = weights / batch + (hot_first + hot_last) / 2.0;
-  for (int i = 0; i < reps; ++i) {
-    if (tty)
-      std::cerr << "bench: " << r.test() << ", " << r.threads << " threads, " << cfg.label
-                << ": repetition " << i + 1 << "/" << reps << "      \r" << std::flush;
-    const double s = run(n_gen, false);
-    r.tps.push_back(static_cast<double>(n_prompt + n_gen) * batch / s);
   }
-  return r;
+
+  Evaluator& eval_;
+  FullCache* full_;
+  PolicyCache* base_;
+  int depth_, batch_, max_test_;
+  Result r_;
+  std::vector<std::vector<int32_t>> ids_;
+  std::vector<float> logits_;
+  double hot_first_ = 0, hot_last_ = 0;
+  std::vector<FullCache> fulls_;                     // batch > 1: copies of *full_
+  std::vector<std::unique_ptr<PolicyCache>> works_;  // copies of *base_
+  std::vector<BatchToken> rows_;
+};
+
+// One test's warm-up and its reps timed repetitions back to back.
+Result run_test(Evaluator& eval, const LlamaModel& model, const CacheConfig& cfg, int n_prompt,
+                int n_gen, int depth, int batch, int reps, FullCache* full, PolicyCache* base,
+                int max_test) {
+  TimedTest t(eval, model, cfg, n_prompt, n_gen, depth, batch, full, base, max_test);
+  for (int i = 0; i < reps; ++i) t.repetition(i, reps);
+  return t.take();
 }
 
 }  // namespace
