@@ -3,11 +3,14 @@
 
 usage: scripts/quant_decode.py OUT [--rounds 3] [--depths 4096,8064] [--threads 2]
                                [--n-gen 64] [--reps 3] [--kvbench build/kvbench] [--model PATH]
+                               [--no-interleave]
        scripts/quant_decode.py OUT --from-rounds      (the table again from OUT's round files)
 
 Each round is one `kvbench bench --policy full,full+f16,full+int8,full+int4,full+kivi2 -p 0
--d DEPTHS -n N_GEN -r REPS -t THREADS -o json` (each policy in turn, so the rounds alternate the
-policies); its JSON goes to OUT/roundI.json. Per round and depth, a policy's ratio is its median
+-d DEPTHS -n N_GEN -r REPS -t THREADS --interleave -o json`: every policy's context first, then
+the repetitions in turns over the policies (full, f16, int8, int4, KIVI-2, full, ...), so that the
+machine's drift during a round reaches every policy alike (--no-interleave: each policy's
+repetitions back to back, as before 2026-11-30); its JSON goes to OUT/roundI.json. Per round and depth, a policy's ratio is its median
 tokens/s over that round's f32 full cache's; the table gives the median of the rounds' ratios and
 their range, against the issue's targets (int8 1.3x, int4 1.5x, KIVI-2 1.4x; f16 has none), and
 names the CPU and the commit, since a ratio from one machine says nothing about another.
@@ -46,6 +49,8 @@ def run_rounds(a):
     os.makedirs(a.out, exist_ok=True)
     cmd = [a.kvbench, "bench", "--policy", ",".join(POLICIES), "-p", "0", "-d", a.depths,
            "-n", str(a.n_gen), "-r", str(a.reps), "-t", str(a.threads), "-o", "json"]
+    if not a.no_interleave:
+        cmd.append("--interleave")
     if a.model:
         cmd += ["-m", a.model]
     for i in range(1, a.rounds + 1):
@@ -61,7 +66,8 @@ def run_rounds(a):
 
 
 def read_rounds(out):
-    rounds = []
+    """The rounds' medians by (policy, depth), and whether each row's repetitions interleaved."""
+    rounds, turns = [], set()
     i = 1
     while os.path.exists(os.path.join(out, f"round{i}.json")):
         path = os.path.join(out, f"round{i}.json")
@@ -71,12 +77,13 @@ def read_rounds(out):
             with open(path) as f:
                 rows = json.load(f)
             rounds.append({(r["policy"], int(r["n_depth"])): float(r["median_ts"]) for r in rows})
+            turns |= {r.get("interleaved") is True for r in rows}
         except (OSError, ValueError, KeyError, TypeError) as e:
             fail(f"{path}: not a `kvbench bench -o json` result ({type(e).__name__}: {e})")
         i += 1
     if not rounds:
         fail(f"{out}: no round1.json")
-    return rounds
+    return rounds, turns
 
 
 def table(rounds):
@@ -115,17 +122,22 @@ def main():
     ap.add_argument("--kvbench", default="build/kvbench")
     ap.add_argument("--model", default="")
     ap.add_argument("--from-rounds", action="store_true")
+    ap.add_argument("--no-interleave", action="store_true")
     a = ap.parse_args()
     if a.rounds < 1:
         fail("--rounds must be at least 1")
     if not a.from_rounds:
         run_rounds(a)
-    rounds = read_rounds(a.out)
+    rounds, turns = read_rounds(a.out)
     text, verdicts = table(rounds)
     # The binary's own commit (kvbench --version), not the checkout's.
     version = subprocess.run([a.kvbench, "--version"], capture_output=True,
                              text=True).stdout.strip() or "kvbench: version unknown"
-    print(f"{cpu_name()}; {version}; {len(rounds)} rounds; ratios are each "
+    # What the round files say, not this invocation's flags (--from-rounds).
+    order = ("repetitions interleaved over the policies" if turns == {True} else
+             "each policy's repetitions back to back" if turns == {False} else
+             "rounds of both kinds")
+    print(f"{cpu_name()}; {version}; {len(rounds)} rounds, {order}; ratios are each "
           f"round's median t/s over that round's f32 full cache, median of the rounds (range)\n")
     print(text)
     print()

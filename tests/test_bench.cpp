@@ -157,6 +157,41 @@ TEST(Bench, PolicyRowsCarryTheSpecAndTheBytesThatPolicyReads) {
                      "--kv and --policy");
 }
 
+// --interleave: the same tests (the same bytes read per token, the same
+// repetitions) with the configurations taking turns: rows by depth, then
+// test, then configuration, each marked "interleaved". Not with --kv-memory.
+TEST(Bench, InterleavedRepetitionsMeasureTheSameTests) {
+  const std::string args = "-m " + test::tiny_model_path() +
+                           " -p 8 -n 4 -d 16,48 -r 3 -t 1 --policy full,window:budget=16,full+int4"
+                           " --roofline -o json";
+  const Result a = run(args), b = run(args + " --interleave");
+  ASSERT_EQ(a.code, 0) << a.err;
+  ASSERT_EQ(b.code, 0) << b.err;
+  const auto ja = nlohmann::json::parse(a.out), jb = nlohmann::json::parse(b.out);
+  ASSERT_EQ(ja.size(), 3u * 2 * 2);
+  ASSERT_EQ(jb.size(), ja.size());
+  std::map<std::string, double> bytes;  // policy|test -> bytes per token
+  for (const auto& row : ja) {
+    EXPECT_FALSE(row["interleaved"].get<bool>());
+    bytes[row["policy"].get<std::string>() + "|" + row["test"].get<std::string>()] =
+        row["bytes_per_token"].get<double>();
+  }
+  const std::vector<std::string> order = {"full", "window:budget=16", "full+int4"};
+  for (size_t i = 0; i < jb.size(); ++i) {
+    const auto& row = jb[i];
+    EXPECT_TRUE(row["interleaved"].get<bool>());
+    EXPECT_EQ(row["repetitions"], 3);
+    EXPECT_EQ(row["policy"], order[i % 3]) << i;  // configurations innermost
+    EXPECT_EQ(row["n_depth"], i < 6 ? 16 : 48) << i;
+    const std::string key = row["policy"].get<std::string>() + "|" + row["test"].get<std::string>();
+    ASSERT_TRUE(bytes.count(key)) << key;
+    EXPECT_EQ(row["bytes_per_token"].get<double>(), bytes[key]) << key;
+  }
+  expect_input_error(
+      run("-m " + test::tiny_model_path() + " -p 0 -n 4 --policy full --interleave --kv-memory 1G"),
+      "--interleave and --kv-memory exclude each other");
+}
+
 // -b: tg tests at each batch size (pp at b1 only), named "tg4 b3", with
 // tokens/s over all sequences and, with --roofline, the weights' bytes
 // shared by the batch (fewer bytes per token at b3 than at b1); a policy's

@@ -20,7 +20,10 @@
 // policy) combination; each repetition first rolls the cache back to it (a
 // policy cache: a copy of its state after the depth context, made before
 // the clock starts). A policy's pp test includes its end-of-prompt work
-// (end_prefill: once-timing eviction, restore).
+// (end_prefill: once-timing eviction, restore). --interleave prefills every
+// configuration's depth context first and runs each test's repetitions in
+// turns over the configurations (A, B, C, A, B, C, ...): slow drift of a
+// shared machine then reaches every configuration alike.
 #include <unistd.h>
 
 #include <algorithm>
@@ -186,6 +189,7 @@ struct Result {
   uint64_t kv_memory = 0;              // --kv-memory's cap (0: none)
   uint64_t kv_bytes_per_sequence = 0;  // measured under a cap: the most one sequence holds
   std::vector<double> tps;             // tokens/s of each repetition
+  bool interleaved = false;            // its repetitions took turns with other configurations
   // Roofline (harness/bench/roofline.h), averaged over the test's token positions:
   // tg: weights + K/V read per decode step (a policy: its hot tier, restored
   // pages included, averaged over the first and the last step of a run)
@@ -362,6 +366,7 @@ nlohmann::json result_json(const ModelInfo& info, const std::string& path, const
           {"n_batch", r.batch},
           {"test", r.test()},
           {"repetitions", r.tps.size()},
+          {"interleaved", r.interleaved},
           {"avg_ts", s.mean},
           {"stddev_ts", s.sd},
           {"median_ts", s.median},
@@ -578,6 +583,10 @@ class TimedTest {
     }
     const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     if (measure && work && r_.n_gen > 0) hot_last_ = hot(*work);
+    // The copies go between runs: tests taking turns (--interleave) hold one
+    // batch's at a time, as check_batch assumes.
+    works_.clear();
+    fulls_.clear();
     return s;
   }
 
@@ -593,6 +602,37 @@ class TimedTest {
   std::vector<std::unique_ptr<PolicyCache>> works_;  // copies of *base_
   std::vector<BatchToken> rows_;
 };
+
+// A configuration's cache after the depth context: the full cache (--kv),
+// rolled back by truncation for each run, or a policy's, copied for each run.
+struct DepthContext {
+  std::unique_ptr<FullCache> full;
+  std::unique_ptr<PolicyCache> base;
+};
+
+DepthContext prefill_context(Evaluator& eval, const LlamaModel& model, const CacheConfig& cfg,
+                             int depth, int max_test) {
+  DepthContext c;
+  if (!cfg.is_policy) {
+    c.full = std::make_unique<FullCache>(model.kv_shape(), cfg.kv);
+    c.full->reserve(depth + max_test);
+  } else {
+    c.base = PolicyCache::create(cfg.spec, cache_context(model, depth + max_test));
+  }
+  if (depth > 0) {
+    if (isatty(STDERR_FILENO))
+      std::cerr << "bench: prefilling a context of " << depth << " tokens (" << cfg.label
+                << ")...\r" << std::flush;
+    const std::vector<int32_t> context = bench_tokens(model.tokenizer(), depth, 1);
+    if (c.full) {
+      bench_prefill(eval, *c.full, context, 0);
+    } else {
+      bench_prefill(eval, *c.base, context, 0);
+      c.base->end_prefill();
+    }
+  }
+  return c;
+}
 
 // One test's warm-up and its reps timed repetitions back to back.
 Result run_test(Evaluator& eval, const LlamaModel& model, const CacheConfig& cfg, int n_prompt,
@@ -648,6 +688,11 @@ int cmd_bench(const Args& args) {
       "and V rounded to bfloat16, f32 sums: about twice the f32 rate with AVX-512 BF16; not with "
       "--exact); the backend column says bf16-attn, or bf16-attn (emulated) where the CPU lacks "
       "AVX-512 BF16 (the same numbers at about f32 speed)")(
+      "interleave", po::bool_switch(),
+      "run each test's repetitions in turns over the --kv or --policy configurations (A, B, C, "
+      "A, B, C, ...) instead of one configuration's back to back, so that a machine's drift "
+      "during the run reaches every configuration alike; every configuration's depth context "
+      "is prefilled first and held at once (not with --kv-memory)")(
       "roofline", po::bool_switch(),
       "also measure the memory read bandwidth (1 GiB) and the arithmetic peaks (AVX-512 f32 FMA "
       "and VNNI int8, with each -t value's threads) and print each test against its limit: tg vs "
@@ -708,6 +753,11 @@ int cmd_bench(const Args& args) {
     throw InputError("--output: unknown format '" + format + "' (md, csv, json)");
   const bool exact = vm["exact"].as<bool>();
   const bool roofline = vm["roofline"].as<bool>();
+  const bool interleave = vm["interleave"].as<bool>();
+  if (interleave && !caps.empty())
+    throw InputError(
+        "--interleave and --kv-memory exclude each other (each cap picks its own "
+        "batch per configuration)");
   const bool bf16_attention = attention_option(vm["attention"].as<std::string>(), exact);
 
   // Tests in llama-bench's order: every pp, then every tg; zeros skipped.
@@ -743,46 +793,58 @@ int cmd_bench(const Args& args) {
             if (t.n_gen > 0)
               check_batch(*model, cfg, t.n_gen, depth, batch, max_test, nullptr, available);
   const ModelInfo info = model_info(*model, exact, bf16_attention);
-  const Tokenizer& tok = model->tokenizer();
   const bool tty = isatty(STDERR_FILENO);
 
   std::vector<Result> results;
   for (int n_threads : threads) {
     Evaluator eval(*model, n_threads, exact ? MatmulMode::Exact : MatmulMode::Quantized);
     eval.set_bf16_attention(bf16_attention);
+    if (interleave) {
+      // Every configuration's depth context first (all held at once), then
+      // each test's repetitions in turns over the configurations.
+      for (int depth : depths) {
+        std::vector<DepthContext> contexts;
+        for (const CacheConfig& cfg : configs) {
+          if (!cfg.is_policy)  // this context beside those already made
+            check_batch(*model, cfg, max_test, depth, 1, max_test, nullptr,
+                        available_memory_bytes());
+          contexts.push_back(prefill_context(eval, *model, cfg, depth, max_test));
+        }
+        for (const Test& t : tests)
+          for (int batch : batches) {
+            if (t.n_prompt > 0 && batch > 1) continue;  // pp runs at b1 only
+            std::vector<std::unique_ptr<TimedTest>> turns;
+            for (size_t c = 0; c < configs.size(); ++c) {
+              if (t.n_gen > 0)
+                check_batch(*model, configs[c], t.n_gen, depth, batch, max_test,
+                            contexts[c].base.get(), available_memory_bytes());
+              turns.push_back(std::make_unique<TimedTest>(
+                  eval, *model, configs[c], t.n_prompt, t.n_gen, depth, batch,
+                  contexts[c].full.get(), contexts[c].base.get(), max_test));
+            }
+            for (int i = 0; i < reps; ++i)
+              for (auto& turn : turns) turn->repetition(i, reps);
+            for (auto& turn : turns) {
+              results.push_back(turn->take());
+              results.back().interleaved = true;
+            }
+          }
+      }
+      continue;
+    }
     for (const CacheConfig& cfg : configs) {
       for (int depth : depths) {
-        // The full cache (--kv), rolled back by truncation; or a policy's
-        // cache after the depth context, copied for each run.
-        std::unique_ptr<FullCache> full;
-        std::unique_ptr<PolicyCache> base;
-        const std::vector<int32_t> context = bench_tokens(tok, depth, 1);
-        if (!cfg.is_policy) {
-          full = std::make_unique<FullCache>(model->kv_shape(), cfg.kv);
-          full->reserve(depth + max_test);
-        } else {
-          const CacheContext cc = cache_context(*model, depth + max_test);
-          base = PolicyCache::create(cfg.spec, cc);
-        }
-        if (depth > 0) {
-          if (tty)
-            std::cerr << "bench: prefilling a context of " << depth << " tokens...\r" << std::flush;
-          if (full) {
-            bench_prefill(eval, *full, context, 0);
-          } else {
-            bench_prefill(eval, *base, context, 0);
-            base->end_prefill();
-          }
-        }
+        DepthContext context = prefill_context(eval, *model, cfg, depth, max_test);
+        FullCache* full = context.full.get();
+        PolicyCache* base = context.base.get();
         if (base && caps.empty())
           for (const Test& t : tests)
             for (int batch : batches)
               if (t.n_gen > 0)
-                check_batch(*model, cfg, t.n_gen, depth, batch, t.n_gen, base.get(), available);
+                check_batch(*model, cfg, t.n_gen, depth, batch, t.n_gen, base, available);
         for (const Test& t : tests) {
           if (t.n_gen > 0 && !caps.empty()) {
-            const uint64_t per_seq =
-                sequence_kv_bytes(eval, *model, cfg, depth, t.n_gen, base.get());
+            const uint64_t per_seq = sequence_kv_bytes(eval, *model, cfg, depth, t.n_gen, base);
             for (uint64_t cap : caps) {
               const int batch = batch_for_memory(cap, per_seq, 1024);
               if (batch == 0) {
@@ -791,9 +853,9 @@ int cmd_bench(const Args& args) {
                           << format_bytes(cap) << " holds none (no row)\n";
                 continue;
               }
-              check_batch(*model, cfg, t.n_gen, depth, batch, max_test, base.get(), available);
-              Result r = run_test(eval, *model, cfg, t.n_prompt, t.n_gen, depth, batch, reps,
-                                  full.get(), base.get(), max_test);
+              check_batch(*model, cfg, t.n_gen, depth, batch, max_test, base, available);
+              Result r = run_test(eval, *model, cfg, t.n_prompt, t.n_gen, depth, batch, reps, full,
+                                  base, max_test);
               r.kv_memory = cap;
               r.kv_bytes_per_sequence = per_seq;
               results.push_back(std::move(r));
@@ -803,7 +865,7 @@ int cmd_bench(const Args& args) {
           for (int batch : batches) {
             if (t.n_prompt > 0 && batch > 1) continue;  // pp runs at b1 only
             results.push_back(run_test(eval, *model, cfg, t.n_prompt, t.n_gen, depth, batch, reps,
-                                       full.get(), base.get(), max_test));
+                                       full, base, max_test));
           }
         }
       }
