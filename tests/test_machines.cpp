@@ -48,6 +48,14 @@ TEST(Machines, AFolderMergedBeforeKeepsItsList) {
   EXPECT_EQ(m, json::parse(R"([{"cpu": "A", "git_commit": "c", "shards": [[1, 3], [7, 7]]},
                                {"cpu": "B", "git_commit": "c", "shards": [[4, 5]], "runs": 2}])"))
       << m.dump();
+  // Its commit said once on top belongs to each of its machines.
+  const json shared = {{"git_commit", "c"},
+                       {"machines", json::parse(R"([{"cpu": "A", "shards": [[1, 3]]},
+                                                    {"cpu": "B", "shards": [[4, 4]]}])")}};
+  EXPECT_EQ(machines_of({shared, shard_meta(5, "B", "d")}),
+            json::parse(R"([{"cpu": "A", "git_commit": "c", "shards": [[1, 3]]},
+                            {"cpu": "B", "git_commit": "c", "shards": [[4, 4]]},
+                            {"cpu": "B", "git_commit": "d", "shards": [[5, 5]]}])"));
   // A missing CPU reads as unknown, not as an empty name.
   EXPECT_EQ(machines_text(json::parse(R"([{"runs": 1}])")), "unknown CPU: 1 unsharded run");
 }

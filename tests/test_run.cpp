@@ -552,6 +552,22 @@ TEST(Run, ShardsMergedEqualTheUnshardedRun) {
   const std::string html = test::slurp(dir + "/merged-machines/report.html");
   EXPECT_NE(html.find("; machines: "), std::string::npos);
   EXPECT_EQ(html.find("<b>EPYC"), std::string::npos);
+  // Only the CPU differs: the commit is said once, on top, not per machine.
+  json m2 = json::parse(std::ifstream(folders[1] + "/meta.json"));
+  const std::string cpu_only = dir + "/shard2-elsewhere";
+  fs::copy(folders[1], cpu_only, fs::copy_options::recursive);
+  m2["cpu"] = "Other CPU";
+  std::ofstream(cpu_only + "/meta.json") << m2.dump();
+  ASSERT_EQ(run_cli("merge " + folders[0] + " " + cpu_only + " " + folders[2] + " -o " + dir +
+                    "/merged-cpus"),
+            0)
+      << stderr_text();
+  const json mc = json::parse(std::ifstream(dir + "/merged-cpus/meta.json"));
+  EXPECT_EQ(mc["git_commit"], meta["git_commit"]);
+  ASSERT_EQ(mc["machines"].size(), 2u) << mc.dump();
+  EXPECT_EQ(mc["machines"][0],
+            json({{"cpu", meta["cpu"]}, {"shards", json::parse("[[1, 1], [3, 3]]")}}));
+  EXPECT_EQ(mc["machines"][1], json({{"cpu", "Other CPU"}, {"shards", json::parse("[[2, 2]]")}}));
   // A list its reader refuses: one error line naming the field.
   json bad = mm;
   bad["machines"][1]["shards"] = json::parse("[[3, 1]]");

@@ -78,6 +78,13 @@ std::vector<nlohmann::json> metas_of(const std::vector<RunFolder>& folders) {
   return out;
 }
 
+// `machines` without the fields `common` holds (said once, beside the list).
+nlohmann::json without_common(nlohmann::json machines, const nlohmann::json& common) {
+  for (auto& e : machines)
+    for (const auto& [k, v] : common.items()) e.erase(k);
+  return machines;
+}
+
 // The CPU, commit and dirty flag that every one of `metas` has alike.
 nlohmann::json common_machine(const std::vector<nlohmann::json>& metas) {
   nlohmann::json out = nlohmann::json::object();
@@ -188,8 +195,10 @@ int cmd_merge(const Args& args) {
     nlohmann::json entry = {
         {"path", model}, {"label", label}, {"sha256", m.value("model_sha256", "")}};
     // The model's machine and build, or its shards' several (harness/run/machines.h).
-    entry.update(common_machine(metas_of(shards)));
-    if (const nlohmann::json machines = machines_of(metas_of(shards)); machines.size() > 1) {
+    const nlohmann::json common = common_machine(metas_of(shards));
+    entry.update(common);
+    if (const nlohmann::json machines = without_common(machines_of(metas_of(shards)), common);
+        machines.size() > 1) {
       check_machines(machines, out + "/meta.json",
                      "/models/" + std::to_string(models.size() - 1) + "/machines");
       entry["machines"] = machines;
@@ -206,9 +215,11 @@ int cmd_merge(const Args& args) {
   // shards of one job may have run on several machines or builds, listed
   // apart (a run of several models lists them per model).
   for (const char* k : {"cpu", "git_commit", "git_dirty", "machines"}) meta.erase(k);
-  meta.update(common_machine(metas_of(folders)));
+  const nlohmann::json common = common_machine(metas_of(folders));
+  meta.update(common);
   if (!across_models)
-    if (const nlohmann::json machines = machines_of(metas_of(folders)); machines.size() > 1) {
+    if (const nlohmann::json machines = without_common(machines_of(metas_of(folders)), common);
+        machines.size() > 1) {
       check_machines(machines, out + "/meta.json", "/machines");  // what its reader accepts
       meta["machines"] = machines;
     }

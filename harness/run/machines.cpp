@@ -52,7 +52,10 @@ nlohmann::json machines_of(const std::vector<nlohmann::json>& metas) {
   for (const auto& m : metas) {
     // A folder merged before keeps its own list (RunFolder::meta() checked it).
     if (m.contains("machines")) {
-      for (const auto& e : m["machines"]) {
+      for (nlohmann::json e : m["machines"]) {
+        // Fields said once on top (shared by all its machines) belong to each.
+        for (const char* k : {"cpu", "git_commit", "git_dirty"})
+          if (!e.contains(k) && m.contains(k)) e[k] = m[k];
         Group& g = group_of(e);
         if (e.contains("shards"))
           for (const auto& p : e["shards"])

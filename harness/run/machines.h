@@ -3,14 +3,14 @@
 // distinct CPU, commit and dirty flag, with the shards that ran there, in
 // order of first appearance:
 //
-//   "machines": [{"cpu": "Intel Xeon ...", "git_commit": "9893b39...",
-//                 "shards": [[1, 22]]},
-//                {"cpu": "AMD EPYC", "git_commit": "9893b39...",
-//                 "shards": [[23, 52]]}]
+//   "git_commit": "9893b39...",
+//   "machines": [{"cpu": "Intel Xeon ...", "shards": [[1, 22]]},
+//                {"cpu": "AMD EPYC", "shards": [[23, 52]]}]
 //
 // "shards" holds inclusive ranges of shard indexes (--shard I/N); folders that
 // are no shard count in "runs". A merge whose folders all agree keeps the one
-// "cpu" and "git_commit" on top instead, as a single run does.
+// "cpu" and "git_commit" on top instead, as a single run does; a field every
+// folder shares (the commit above) is said on top only, not in the entries.
 #pragma once
 
 #include <string>
