@@ -4,8 +4,12 @@
 // reasons and meta values it refuses (one error line, nothing written).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
+#include <utility>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
