@@ -144,13 +144,19 @@ int cmd_merge(const Args& args) {
       throw InputError(f.dir() + ": its config.json differs from " + folders.front().dir() +
                        "'s (shards must come from the same experiment and overrides)");
   }
+  // Each folder's meta.json, read and checked once.
+  const std::vector<nlohmann::json> metas = metas_of(folders);
   std::map<std::string, nlohmann::json> cells;
   nlohmann::json models = nlohmann::json::array(), meta_models = nlohmann::json::array();
   std::set<std::string> keys;
   int64_t planned = 0;  // every model's planned cells (across models)
   for (const std::string& model : model_order) {
     std::vector<RunFolder> shards;
-    for (size_t i : by_model[model]) shards.push_back(folders[i]);
+    std::vector<nlohmann::json> shard_metas;
+    for (size_t i : by_model[model]) {
+      shards.push_back(folders[i]);
+      shard_metas.push_back(metas[i]);
+    }
     check_split(shards);
     // One model's label, from its cells (a one-model run names it there).
     std::string label, key;
@@ -190,14 +196,14 @@ int cmd_merge(const Args& args) {
       }
     if (!across_models) continue;
     if (label.empty()) throw InputError(shards.front().dir() + ": holds no cells");
-    const nlohmann::json m = shards.front().meta();
+    const nlohmann::json& m = shard_metas.front();
     models.push_back({{"path", model}, {"label", label}});
     nlohmann::json entry = {
         {"path", model}, {"label", label}, {"sha256", m.value("model_sha256", "")}};
     // The model's machine and build, or its shards' several (harness/run/machines.h).
-    const nlohmann::json common = common_machine(metas_of(shards));
+    const nlohmann::json common = common_machine(shard_metas);
     entry.update(common);
-    if (const nlohmann::json machines = without_common(machines_of(metas_of(shards)), common);
+    if (const nlohmann::json machines = without_common(machines_of(shard_metas), common);
         machines.size() > 1) {
       check_machines(machines, out + "/meta.json",
                      "/models/" + std::to_string(models.size() - 1) + "/machines");
@@ -208,17 +214,17 @@ int cmd_merge(const Args& args) {
       planned += m["plan"].value("cells", int64_t{0});
   }
   nlohmann::json merged_config = config;
-  nlohmann::json meta = folders.front().meta();
+  nlohmann::json meta = metas.front();
   meta["merged_from"] = dirs;
   meta.erase("shard");
   // The machine and build stay on top only where every folder's agree: the
   // shards of one job may have run on several machines or builds, listed
   // apart (a run of several models lists them per model).
   for (const char* k : {"cpu", "git_commit", "git_dirty", "machines"}) meta.erase(k);
-  const nlohmann::json common = common_machine(metas_of(folders));
+  const nlohmann::json common = common_machine(metas);
   meta.update(common);
   if (!across_models)
-    if (const nlohmann::json machines = without_common(machines_of(metas_of(folders)), common);
+    if (const nlohmann::json machines = without_common(machines_of(metas), common);
         machines.size() > 1) {
       check_machines(machines, out + "/meta.json", "/machines");  // what its reader accepts
       meta["machines"] = machines;
@@ -226,8 +232,8 @@ int cmd_merge(const Args& args) {
   // Timings withheld in any folder (kvbench report --withhold-speed) stay
   // withheld: the merged cells include them.
   if (!meta.contains("speed_withheld"))
-    for (const auto& f : folders)
-      if (const nlohmann::json m = f.meta(); m.contains("speed_withheld")) {
+    for (const auto& m : metas)
+      if (m.contains("speed_withheld")) {
         meta["speed_withheld"] = m["speed_withheld"];
         break;
       }
@@ -253,8 +259,7 @@ int cmd_merge(const Args& args) {
   }
   // Work counters add up over the shards.
   int64_t computed = 0, naive = 0;
-  for (const auto& s : folders) {
-    const auto m = s.meta();
+  for (const auto& m : metas) {
     if (m.contains("work")) {
       computed += m["work"].value("prefill_tokens_computed", int64_t{0});
       naive += m["work"].value("prefill_tokens_naive", int64_t{0});
@@ -263,8 +268,7 @@ int cmd_merge(const Args& args) {
   meta["work"] = {{"prefill_tokens_computed", computed}, {"prefill_tokens_naive", naive}};
   // Every folder's sessions, each with the shard it ran (harness/run/sessions.h).
   nlohmann::json sessions = nlohmann::json::array();
-  for (const auto& s : folders) {
-    const auto m = s.meta();
+  for (const auto& m : metas) {
     if (!m.contains("sessions")) continue;
     for (nlohmann::json one : m["sessions"]) {
       if (m.contains("shard") && m["shard"].is_object() && m["shard"].contains("index"))
