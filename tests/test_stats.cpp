@@ -89,8 +89,46 @@ TEST(Stats, BootstrapIsDeterministicAndRight) {
   const std::vector<double> single = {0.4};
   EXPECT_TRUE(std::isnan(bootstrap_mean_interval(single).lo));
   EXPECT_TRUE(std::isnan(bootstrap_ratio_interval(single, single).hi));
-  EXPECT_EQ(format_estimate(estimate_mean(single).mean, estimate_mean(single).ci), "0.400");
+  // One score in [0, 1] gets Wilson's interval at its value (estimate_mean),
+  // as one pass/fail score does; one outside [0, 1] gets none.
+  EXPECT_DOUBLE_EQ(estimate_mean(single).ci.lo, wilson_interval_at(0.4, 1).lo);
+  EXPECT_DOUBLE_EQ(estimate_mean(single).ci.hi, wilson_interval_at(0.4, 1).hi);
+  EXPECT_EQ(format_estimate(estimate_mean(std::vector<double>{1.5}).mean,
+                            estimate_mean(std::vector<double>{1.5}).ci),
+            "1.500");
   EXPECT_DOUBLE_EQ(estimate_mean(std::vector<double>{1.0}).ci.lo, wilson_interval(1, 1).lo);
+}
+
+TEST(Stats, FractionalScoresInZeroOneGetAtLeastWilsonsInterval) {
+  // Wilson at a mean is Wilson at successes / n where that is whole.
+  EXPECT_DOUBLE_EQ(wilson_interval_at(0.7, 10).lo, wilson_interval(7, 10).lo);
+  EXPECT_DOUBLE_EQ(wilson_interval_at(0.7, 10).hi, wilson_interval(7, 10).hi);
+  // Eight instances that each score 1/3 (RULER's fwe: one of three words):
+  // the bootstrap alone has no width; the estimate is Wilson's at 1/3, n = 8.
+  const std::vector<double> thirds(8, 1.0 / 3.0);
+  const Estimate t = estimate_mean(thirds);
+  EXPECT_EQ(t.kind, ScoreKind::Fractional);
+  EXPECT_DOUBLE_EQ(bootstrap_mean_interval(thirds).lo, bootstrap_mean_interval(thirds).hi);
+  EXPECT_DOUBLE_EQ(t.ci.lo, wilson_interval_at(1.0 / 3.0, 8).lo);
+  EXPECT_DOUBLE_EQ(t.ci.hi, wilson_interval_at(1.0 / 3.0, 8).hi);
+  EXPECT_NEAR(t.ci.lo, 0.114, 0.001);
+  EXPECT_NEAR(t.ci.hi, 0.661, 0.001);
+  // Two instances, 0 and 0.25: the bootstrap says [0, 0.25]; two pass/fail
+  // instances could not be read that narrowly, nor can these.
+  const std::vector<double> two = {0.0, 0.25};
+  EXPECT_DOUBLE_EQ(bootstrap_mean_interval(two).hi, 0.25);
+  EXPECT_DOUBLE_EQ(estimate_mean(two).ci.hi, wilson_interval_at(0.125, 2).hi);
+  EXPECT_GT(estimate_mean(two).ci.hi, 0.5);
+  // A wide sample: each end is the farther of the two intervals' ends.
+  const std::vector<double> f = {0.0, 1.0, 0.0, 1.0, 0.5, 0.0, 1.0, 1.0, 0.0, 0.25};
+  const Estimate w = estimate_mean(f);
+  const Interval b = bootstrap_mean_interval(f), wi = wilson_interval_at(w.mean, 10);
+  EXPECT_DOUBLE_EQ(w.ci.lo, std::min(b.lo, wi.lo));
+  EXPECT_DOUBLE_EQ(w.ci.hi, std::max(b.hi, wi.hi));
+  // Scores outside [0, 1] (perplexity ratios) keep the bootstrap alone.
+  const std::vector<double> ratios = {1.02, 1.05, 1.03, 1.10, 1.04};
+  EXPECT_DOUBLE_EQ(estimate_mean(ratios).ci.lo, bootstrap_mean_interval(ratios).lo);
+  EXPECT_DOUBLE_EQ(estimate_mean(ratios).ci.hi, bootstrap_mean_interval(ratios).hi);
 }
 
 TEST(Stats, PairedBootstrapTest) {

@@ -64,8 +64,12 @@ const char* paired_test_name(ScoreKind kind) {
 
 Interval wilson_interval(int64_t successes, int64_t n) {
   assert(n > 0 && successes >= 0 && successes <= n);
+  return wilson_interval_at(static_cast<double>(successes) / static_cast<double>(n), n);
+}
+
+Interval wilson_interval_at(double p, int64_t n) {
+  assert(n > 0 && p >= 0.0 && p <= 1.0);
   const double z = z_two_sided(), nn = static_cast<double>(n);
-  const double p = static_cast<double>(successes) / nn;
   const double denom = 1.0 + z * z / nn;
   const double centre = (p + z * z / (2 * nn)) / denom;
   const double half = z / denom * std::sqrt(p * (1 - p) / nn + z * z / (4 * nn * nn));
@@ -133,6 +137,15 @@ Estimate estimate_mean(std::span<const double> scores) {
     e.ci = wilson_interval(passed, e.n);
   } else {
     e.ci = bootstrap_mean_interval(scores);
+    // Scores in [0, 1]: at least the Wilson interval of their mean (see
+    // estimate_mean's comment). NaN from the bootstrap (one score) keeps
+    // Wilson's alone, as a single pass/fail score has.
+    const bool bounded =
+        std::all_of(scores.begin(), scores.end(), [](double s) { return s >= 0.0 && s <= 1.0; });
+    if (bounded) {
+      const Interval w = wilson_interval_at(e.mean, e.n);
+      e.ci = std::isnan(e.ci.lo) ? w : Interval{std::min(e.ci.lo, w.lo), std::max(e.ci.hi, w.hi)};
+    }
   }
   return e;
 }

@@ -10,7 +10,9 @@
 //               one-sided mid-p McNemar test on the discordant pairs for a
 //               paired drop
 //   fractional  anything else (all_values, per_query, the perplexity ratio):
-//               percentile bootstrap over instances for the mean; one-sided
+//               percentile bootstrap over instances for the mean, widened
+//               to at least the Wilson interval of that mean when every
+//               score is in [0, 1] (estimate_mean); one-sided
 //               paired bootstrap over instances, held in check by the
 //               one-sided mid-p sign test, for a paired drop (paired_p says why)
 //
@@ -65,6 +67,8 @@ const char* paired_test_name(ScoreKind kind);
 // z the normal 97.5% quantile. Unlike p ± z·sqrt(p(1-p)/n) it stays inside
 // [0, 1] and is not empty at 0 of n or n of n. 7 of 10: [0.397, 0.892].
 Interval wilson_interval(int64_t successes, int64_t n);
+// The same at a mean p in [0, 1] of n instances (p n need not be whole).
+Interval wilson_interval_at(double p, int64_t n);
 
 // Percentile bootstrap interval at 95% for the mean of x:
 // kBootstrapResamples resamples of x.size() draws with replacement. NaN for
@@ -88,7 +92,17 @@ Interval bootstrap_median_interval(std::span<const double> x);
 // same instances.)
 Interval bootstrap_ratio_interval(std::span<const double> num, std::span<const double> den);
 
-// A mean score over n instances with its 95% interval, by the scores' kind.
+// A mean score over n instances with its 95% interval, by the scores' kind:
+// pass/fail, Wilson's; fractional, the percentile bootstrap, and for scores
+// in [0, 1] the hull of that and Wilson's interval at the same mean and n.
+// Why: a score in [0, 1] with mean p has variance at most p (1 - p), a
+// pass/fail score's, so Wilson's interval is what n instances can support
+// whatever the scores' spread; the bootstrap reads the spread off the
+// sample, and few instances, or instances that happen to agree, understate
+// it (8 fwe instances that each score 1/3 would give [0.333, 0.333], two
+// instances 0.125 [0.000, 0.250], where two pass/fail ones give [0, 0.658]).
+// With many instances of real spread the two agree closely. One fractional
+// score in [0, 1] gets Wilson's; one outside it (a perplexity ratio), none.
 struct Estimate {
   int64_t n = 0;
   double mean = NAN;
