@@ -12,8 +12,10 @@ the repetitions in turns over the policies (full, f16, int8, int4, KIVI-2, full,
 machine's drift during a round reaches every policy alike (--no-interleave: each policy's
 repetitions back to back, as before 2026-11-30); its JSON goes to OUT/roundI.json. Per round and depth, a policy's ratio is its median
 tokens/s over that round's f32 full cache's; the table gives the median of the rounds' ratios and
-their range, against the issue's targets (int8 1.3x, int4 1.5x, KIVI-2 1.4x; f16 has none), and
-names the CPU and the commit, since a ratio from one machine says nothing about another.
+their range, against the issue's targets (int8 1.3x, int4 1.5x, KIVI-2 1.4x; f16 has none) with
+the number of rounds below each (a shared machine's rounds fall in fast and slow modes), and
+names the CPU and the commit, since a ratio from one machine says nothing about another. Only
+decode rows are read: a round made with `bench -p N` may be put in OUT too.
 8064 rather than 8192: SmolLM2's context is 8192 and the test adds N_GEN tokens.
 Pause other jobs on the machine while it runs.
 """
@@ -76,7 +78,10 @@ def read_rounds(out):
         try:
             with open(path) as f:
                 rows = json.load(f)
-            rounds.append({(r["policy"], int(r["n_depth"])): float(r["median_ts"]) for r in rows})
+            # Decode rows only: a round from `bench -p N` also has prefill
+            # rows at the same depth, which would take their key.
+            rounds.append({(r["policy"], int(r["n_depth"])): float(r["median_ts"]) for r in rows
+                           if int(r.get("n_gen", 1)) > 0})
             turns |= {r.get("interleaved") is True for r in rows}
         except (OSError, ValueError, KeyError, TypeError) as e:
             fail(f"{path}: not a `kvbench bench -o json` result ({type(e).__name__}: {e})")
@@ -106,7 +111,12 @@ def table(rounds):
             cells.append(f"{med:.2f}x ({min(ratios):.2f}–{max(ratios):.2f})")
             if p in TARGETS:
                 met = "met" if med >= TARGETS[p] else "not met"
-                verdicts.append(f"{p} at {d}: {med:.2f}x against {TARGETS[p]}x, {met}")
+                # How many rounds missed: on a shared machine the rounds fall in
+                # modes (docs/performance-log.md, 2026-11-30), and a median of
+                # three can sit on either side of a target.
+                below = sum(r < TARGETS[p] for r in ratios)
+                verdicts.append(f"{p} at {d}: {med:.2f}x against {TARGETS[p]}x, {met}; "
+                                f"{below} of {len(ratios)} rounds below it")
         lines.append(f"| {d} | {statistics.median(full):.1f} | " + " | ".join(cells) + " |")
     return "\n".join(lines), verdicts
 
