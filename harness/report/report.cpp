@@ -33,6 +33,10 @@ namespace {
 
 using json = nlohmann::json;
 
+// The per-task and per-instance tables' key to their interval letters.
+constexpr const char* kIntervalKinds =
+    "W: Wilson, B: bootstrap (at least Wilson's for scores in [0, 1])";
+
 // What the intervals are, for report.md and report.html.
 std::string intervals_legend() {
   char buf[160];
@@ -449,8 +453,7 @@ ReportSummary write_report(const RunFolder& run, const std::string& withhold_spe
      << columns_legend << (several ? models_legend : "") << "\n\n"
      << intervals_legend() << "\n\n"
      << summary.table_markdown << "\n## Score per task\n\n"
-     << "Mean score with its 95% interval; W: Wilson, B: bootstrap (at least Wilson's for "
-        "scores in [0, 1]); n instances.\n\n";
+     << "Mean score with its 95% interval; " << kIntervalKinds << "; n instances.\n\n";
   for (const auto& s : sections)
     md << md_heading(s, several) << s.per_task << (several ? "\n" : "");
   bool any_curves = false;
@@ -543,8 +546,8 @@ ReportSummary write_report(const RunFolder& run, const std::string& withhold_spe
                                    })
          << "</div>\n";
   html << "<h2 id=\"tasks\">Score per task</h2>\n"
-       << "<p class=\"note\">Mean score with its 95% interval; W: Wilson, B: bootstrap (at "
-          "least Wilson's for scores in [0, 1]); n instances.</p>\n";
+       << "<p class=\"note\">Mean score with its 95% interval; " << kIntervalKinds
+       << "; n instances.</p>\n";
   for (const auto& s : sections)
     html << html_heading(s, several) << "<div class=\"wide\">" << markdown_table_to_html(s.per_task)
          << "</div>\n";
@@ -585,8 +588,8 @@ ReportSummary write_report(const RunFolder& run, const std::string& withhold_spe
   html << "<h2 id=\"instances\">Per instance</h2>\n<p class=\"note\">Every cell's score; each "
           "links to the cell's prediction and expected answers in <a "
           "href=\"predictions.html\">predictions.html</a>. The last row: each configuration's mean "
-          "with its 95% interval (W: Wilson, B: bootstrap, at least Wilson's for scores in [0, "
-          "1]).</p>\n";
+          "with its 95% interval ("
+       << kIntervalKinds << ").</p>\n";
   for (const auto& s : sections)
     html << html_heading(s, several) << "<div class=\"wide\">"
          << instance_grid_html(*s.cells, s.rows, s.predictions) << "</div>\n";
