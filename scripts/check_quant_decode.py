@@ -5,7 +5,8 @@ usage: check_quant_decode.py REPO KVBENCH
 Two rounds at depth 4096: the f32 full cache at 100 and 80 t/s, int4 at 160 and 112 (ratios 1.6
 and 1.4, median 1.5: met), KIVI-2 at 130 and 110 (1.3 and 1.375: 1.3375, not met), int8 missing
 from round 2 (one ratio, 1.2); each verdict counts the rounds below its target; a prefill row at the same depth is left out. A folder without round1.json, or a round file that is not
-bench's JSON, or a FIFO in its place, is one error line and exit 2.
+bench's JSON (a number too large for an int among them), or a FIFO in its place, is one error
+line and exit 2.
 """
 import json
 import os
@@ -62,6 +63,14 @@ def main():
                              text=True)
         if res.returncode != 2 or not res.stderr.startswith("error: ") or res.stderr.count("\n") != 1:
             failures.append(f"a round without median_ts: exit {res.returncode}, {res.stderr!r}")
+        # Numbers too large for an int (JSON 1e400 reads as infinity).
+        for field in ("n_depth", "n_gen"):
+            with open(os.path.join(empty, "round1.json"), "w") as f:
+                f.write('[{"policy": "full", "n_depth": 4096, "median_ts": 1, "%s": 1e400}]' % field)
+            res = subprocess.run([sys.executable, script, empty, "--from-rounds"],
+                                 capture_output=True, text=True)
+            if res.returncode != 2 or not res.stderr.startswith("error: ") or res.stderr.count("\n") != 1:
+                failures.append(f"{field} 1e400: exit {res.returncode}, {res.stderr!r}")
     with tempfile.TemporaryDirectory() as fifo_dir:
         os.mkfifo(os.path.join(fifo_dir, "round1.json"))
         try:

@@ -83,7 +83,7 @@ def read_rounds(out):
             rounds.append({(r["policy"], int(r["n_depth"])): float(r["median_ts"]) for r in rows
                            if int(r.get("n_gen", 1)) > 0})
             turns |= {r.get("interleaved") is True for r in rows}
-        except (OSError, ValueError, KeyError, TypeError) as e:
+        except (OSError, ValueError, KeyError, TypeError, OverflowError) as e:
             fail(f"{path}: not a `kvbench bench -o json` result ({type(e).__name__}: {e})")
         i += 1
     if not rounds:
