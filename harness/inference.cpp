@@ -61,6 +61,8 @@ CacheContext cache_context(const LlamaModel& model, int64_t context_tokens, uint
     for (int l = 0; l < c.n_layers; ++l) cc.layer_window[l] = c.window_of(l);
     cc.rope_local = c.rope_local;
   }
+  cc.attn_scale = c.attn_scale;
+  cc.attn_softcap = c.attn_logit_softcap;
   cc.context_tokens = context_tokens;
   cc.seed = seed;
   cc.output_projection = std::make_shared<ModelOutputProjection>(model);

@@ -37,6 +37,13 @@ struct CacheContext {
   RopeConfig rope_local;       // the local layers' RoPE (when layer_window is set)
   int64_t context_tokens = 0;  // the context a ratio budget refers to
   uint64_t seed = 0;           // random scorer's default seed
+  // The model's attention, for parts that recompute what it pays an entry
+  // (offload's restore by importance): scores are q . k * attn_scale (0:
+  // 1 / sqrt(head_dim)), then attn_softcap * tanh(score / attn_softcap) when
+  // attn_softcap > 0 (Gemma 2). A snapshot does not carry them
+  // (PolicyCache::adopt_model).
+  float attn_scale = 0.0f;
+  float attn_softcap = 0.0f;
   // The output projection, for parts that weigh values by it (null when the
   // cache was made without a model: a snapshot read on its own).
   std::shared_ptr<const OutputProjection> output_projection;

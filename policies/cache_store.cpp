@@ -692,7 +692,7 @@ void CacheStore::restore_pages(int seq, int layer, int kv_head, std::span<const 
 }
 
 void CacheStore::observe_cold(int seq, int layer, int kv_head, const float* q, int group,
-                              float alpha) {
+                              float alpha, float scale, float softcap) {
   assert(cold_ && cold_->n_stats() >= 2);
   const uint64_t bit = bit_of(seq);
   const int hd = shape().head_dim;
@@ -730,9 +730,15 @@ void CacheStore::observe_cold(int seq, int layer, int kv_head, const float* q, i
   const size_t n = keys.size() / hd;
   if (n == n_hot) return;
   logits.resize(n * group);
-  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, static_cast<int>(n), group, hd,
-              1.0f / std::sqrt(static_cast<float>(hd)), keys.data(), hd, q, hd, 0.0f, logits.data(),
-              group);
+  // The model's scores: its scale, then its soft-cap (as the attention
+  // kernels score, model/ops/attention.h's AttentionShape).
+  if (!(scale > 0.0f)) scale = 1.0f / std::sqrt(static_cast<float>(hd));
+  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, static_cast<int>(n), group, hd, scale,
+              keys.data(), hd, q, hd, 0.0f, logits.data(), group);
+  if (softcap > 0.0f) {
+    const float inv = 1.0f / softcap;
+    for (float& x : logits) x = softcap * std::tanh(x * inv);
+  }
   // Softmax per query head; an entry's attention is its mean over the group.
   static thread_local std::vector<float> mass;
   mass.assign(n, 0.0f);

@@ -219,10 +219,12 @@ class CacheStore {
   void restore_pages(int seq, int layer, int kv_head, std::span<const float> scores, int max_pages);
   // offload, restore by importance (the seed's rule): adds the attention one
   // query q ([group][head_dim], rotated) pays each cold entry of `seq`, a
-  // softmax over every entry the sequence holds (hot and cold, each once;
-  // scale 1/sqrt(head_dim), as LLaMA and Gemma 3 attend), averaged over the
-  // group, into the entry's running average (span 2 / alpha - 1 steps).
-  void observe_cold(int seq, int layer, int kv_head, const float* q, int group, float alpha);
+  // softmax over every entry the sequence holds (hot and cold, each once)
+  // of the model's scores: q . k * scale (0: 1/sqrt(head_dim)), soft-capped
+  // when softcap > 0 (CacheContext::attn_scale, attn_softcap); averaged over
+  // the group, into the entry's running average (span 2 / alpha - 1 steps).
+  void observe_cold(int seq, int layer, int kv_head, const float* q, int group, float alpha,
+                    float scale, float softcap);
   // Per cold page of the head: the largest running average of its entries
   // that reaches `threshold`, NaN when none does.
   void importance_scores(int seq, int layer, int kv_head, float threshold,

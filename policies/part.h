@@ -128,6 +128,9 @@ struct RestoreStep {
   bool decode = false;
   int64_t decode_steps = 0;
   CacheStore& store;
+  // The model's attention (CacheContext::attn_scale, attn_softcap).
+  float attn_scale = 0.0f;
+  float attn_softcap = 0.0f;
 };
 
 class Part {

@@ -187,7 +187,15 @@ void PolicyCache::observe_queries(int layer, const float* q, std::span<const int
   // attended in this same step (prefill chunks too, so the question's own
   // queries restore before the first answer token).
   if (!acts_on(layer)) return;
-  const RestoreStep step{store_->step_seq(), layer, q, n, step_decode_, decode_steps_, *store_};
+  const RestoreStep step{.seq = store_->step_seq(),
+                         .layer = layer,
+                         .q = q,
+                         .n_queries = n,
+                         .decode = step_decode_,
+                         .decode_steps = decode_steps_,
+                         .store = *store_,
+                         .attn_scale = ctx_.attn_scale,
+                         .attn_softcap = ctx_.attn_softcap};
   for (const auto& p : parts_) p->on_queries(step);
 }
 
@@ -244,7 +252,15 @@ void PolicyCache::end_prefill() {
       for (const auto& p : parts_) p->after_prompt({seq, l, window_, *store_, eviction_paused_});
   for (int l = 0; l < ctx_.shape.n_layers; ++l)
     if (const float* q = window_.last(l); q && acts_on(l)) {
-      const RestoreStep step{seq, l, q, 1, step_decode_, decode_steps_, *store_};
+      const RestoreStep step{.seq = seq,
+                             .layer = l,
+                             .q = q,
+                             .n_queries = 1,
+                             .decode = step_decode_,
+                             .decode_steps = decode_steps_,
+                             .store = *store_,
+                             .attn_scale = ctx_.attn_scale,
+                             .attn_softcap = ctx_.attn_softcap};
       for (const auto& p : parts_) p->after_prefill(step);
     }
   decode_steps_ = 0;

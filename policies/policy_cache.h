@@ -170,10 +170,13 @@ class PolicyCache final : public KvCache {
   // --- introspection
   const PolicySpec& spec() const { return spec_; }
   const CacheContext& context() const { return ctx_; }
-  // The model's output projection for a cache read from a snapshot, which
-  // does not carry it (CacheContext::output_projection).
-  void set_output_projection(std::shared_ptr<const OutputProjection> p) {
-    ctx_.output_projection = std::move(p);
+  // What a cache read from a snapshot does not carry, from the context of
+  // the model the snapshot was checked against: its output projection and its
+  // attention's scale and soft-cap (CacheContext).
+  void adopt_model(const CacheContext& model) {
+    ctx_.output_projection = model.output_projection;
+    ctx_.attn_scale = model.attn_scale;
+    ctx_.attn_softcap = model.attn_softcap;
   }
   const Scorer& scorer() const { return *scorer_; }
   int32_t budget() const { return budget_; }  // per KV head, including restored pages

@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "harness/inference.h"
 #include "model/llama_model.h"
 #include "model/testing/tiny_model.h"
 #include "tests/support/cli_run.h"
@@ -66,6 +67,11 @@ TEST(Gemma2Config, ReadsCapsWindowAndLayerPatternAsLlamaCpp) {
   EXPECT_FLOAT_EQ(c.embed_scale, std::sqrt(static_cast<float>(c.dim)));
   EXPECT_TRUE(m->weights().tied_output);
   for (const LayerWeights& L : m->weights().layers) EXPECT_TRUE(L.q_norm.empty());
+  // Its caches know its attention: a part that recomputes what the model
+  // pays an entry (offload's restore by importance) caps and scales as it.
+  const CacheContext cc = cache_context(*m, 0);
+  EXPECT_EQ(cc.attn_softcap, c.attn_logit_softcap);
+  EXPECT_EQ(cc.attn_scale, c.attn_scale);
 }
 
 TEST(Gemma2Config, DefaultsAndBadCapsAreAsLlamaCppReadsThem) {

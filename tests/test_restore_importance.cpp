@@ -39,27 +39,30 @@ void append(PolicyCache& cache, int t0, int n) {
 }
 
 // The attention the all-0.1 query pays token `t` among tokens [0, n): a
-// softmax with scale 1/sqrt(head_dim), computed here on its own.
-double attention(int l, int h, int t, int n) {
+// softmax of q . k * scale (0: 1/sqrt(head_dim)), soft-capped when cap > 0,
+// computed here on its own.
+double attention(int l, int h, int t, int n, double scale = 0.0, double cap = 0.0) {
+  if (scale == 0.0) scale = 1.0 / std::sqrt(double{kDim});
   std::vector<double> logit(n);
   for (int s = 0; s < n; ++s) {
     double dot = 0.0;
     for (int c = 0; c < kDim; ++c) dot += 0.1 * key(l, h, s, c);
-    logit[s] = dot / std::sqrt(double{kDim});
+    logit[s] = dot * scale;
+    if (cap > 0.0) logit[s] = cap * std::tanh(logit[s] / cap);
   }
   double sum = 0.0;
   for (double x : logit) sum += std::exp(x);
   return std::exp(logit[t]) / sum;
 }
 
-std::unique_ptr<PolicyCache> make(const std::string& threshold) {
+std::unique_ptr<PolicyCache> make(const std::string& threshold, const CacheContext& c = ctx()) {
   // A window of 4 hot entries, evicted once after the prompt into pages of 2;
   // 2 tokens (one page) may come back.
   return PolicyCache::create(
       parse_policy_spec("window:budget=4,timing=once+offload:page=2,restore=2,rule=importance,"
                         "threshold=" +
                         threshold),
-      ctx());
+      c);
 }
 
 TEST(RestoreByImportance, ATokenWhoseAttentionReachesTheThresholdComesBack) {
@@ -85,6 +88,49 @@ TEST(RestoreByImportance, ATokenWhoseAttentionReachesTheThresholdComesBack) {
           EXPECT_FLOAT_EQ(st[1], 2.0f / 101);  // window 100: alpha = 2 / (100 + 1)
         }
     }
+}
+
+// A model with its own attention scale (Gemma 3 27B: 1/sqrt(168) for head_dim
+// 128) and soft-capping (Gemma 2) pays its entries what its kernels pay them:
+// the running averages follow that attention, not 1/sqrt(head_dim)'s. Here
+// the cap holds token 9's logit near 2, so its attention stays below 0.3 and
+// nothing comes back, where the uncapped softmax would bring it back.
+TEST(RestoreByImportance, TheModelsScaleAndSoftCapDecide) {
+  CacheContext c = ctx();
+  c.attn_scale = 0.2f;
+  c.attn_softcap = 2.0f;
+  auto cache = make("0.3", c);
+  append(*cache, 0, 30);
+  cache->end_prefill();
+  for (int l = 0; l < kLayers; ++l)
+    for (int h = 0; h < kKv; ++h) {
+      SCOPED_TRACE("layer " + std::to_string(l) + " head " + std::to_string(h));
+      ASSERT_GT(attention(l, h, 9, 30, 0.2), 0.3);       // the scale alone: back
+      ASSERT_LT(attention(l, h, 9, 30, 0.2, 2.0), 0.3);  // scale and cap: not
+      EXPECT_EQ(cache->store().restored(l, h), 0);
+      for (const ColdPage& p : cache->store().cold()->head(l * kKv + h).pages)
+        for (int32_t i = 0; i < p.meta.size(); ++i) {
+          const float* st = p.meta.stat(i);
+          const double expected = attention(l, h, p.meta.src[i], 30, 0.2, 2.0);
+          EXPECT_NEAR(st[0] / st[1], expected, 1e-5 + 1e-4 * expected) << "token " << p.meta.src[i];
+        }
+    }
+  // A clone keeps the model's attention; a snapshot gets it back from the
+  // model it is checked against (adopt_model), and then decides the same.
+  auto copy = cache->clone();
+  auto loaded = test::reloaded(*cache);
+  loaded->adopt_model(c);
+  EXPECT_EQ(copy->context().attn_scale, 0.2f);
+  EXPECT_EQ(loaded->context().attn_softcap, 2.0f);
+  for (PolicyCache* x : {cache.get(), copy.get(), loaded.get()}) append(*x, 30, 1);
+  for (int l = 0; l < kLayers; ++l)
+    for (int h = 0; h < kKv; ++h)
+      for (PolicyCache* x : {copy.get(), loaded.get()}) {
+        const auto& a = cache->store().cold()->head(l * kKv + h).pages;
+        const auto& b = x->store().cold()->head(l * kKv + h).pages;
+        ASSERT_EQ(a.size(), b.size());
+        for (size_t p = 0; p < a.size(); ++p) EXPECT_EQ(a[p].meta.stats, b[p].meta.stats);
+      }
 }
 
 TEST(RestoreByImportance, BelowTheThresholdNothingComesBack) {

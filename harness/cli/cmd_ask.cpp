@@ -101,8 +101,9 @@ int cmd_ask(const Args& args) {
   const auto t0 = std::chrono::steady_clock::now();
   if (from_cache) {
     doc = load_cache_snapshot(vm["cache"].as<std::string>(), expect, cache);
-    // What a snapshot does not carry: the model's weights some parts read.
-    cache->set_output_projection(cache_context(*model, 0).output_projection);
+    // What a snapshot does not carry: the model's weights some parts read and
+    // its attention's scale and soft-cap.
+    cache->adopt_model(cache_context(*model, 0));
   } else {
     doc =
         document_prefix(*model, vm.count("preamble") ? vm["preamble"].as<std::string>() : "", text);

@@ -99,7 +99,8 @@ class PagingPart final : public Part {
     const float alpha = 2.0f / static_cast<float>(options_.window + 1);
     static thread_local std::vector<float> scores;
     for (int h = 0; h < sh.n_kv_heads; ++h) {
-      step.store.observe_cold(step.seq, step.layer, h, last + h * group * hd, group, alpha);
+      step.store.observe_cold(step.seq, step.layer, h, last + h * group * hd, group, alpha,
+                              step.attn_scale, step.attn_softcap);
       step.store.importance_scores(step.seq, step.layer, h, static_cast<float>(options_.threshold),
                                    scores);
       step.store.restore_pages(step.seq, step.layer, h, scores, pages);
