@@ -145,12 +145,21 @@ TEST(Table, RelativeColumnsAgainstFullOnTheSameInstances) {
   std::vector<long> bars;
   while (std::getline(lines, line)) bars.push_back(std::count(line.begin(), line.end(), '|'));
   for (long b : bars) EXPECT_EQ(b, bars[0]) << md;
-  // A fractional row takes the bootstrap.
+  // A fractional row takes the bootstrap, widened to at least Wilson's and
+  // labelled so while every score is in [0, 1]; a score outside [0, 1]
+  // leaves the bootstrap alone, and the label says that too.
   auto cells = synthetic();
   cells[3]["score"] = 0.5;
   const auto frac = build_table(cells);
   EXPECT_EQ(frac[1].score_kind, stats::ScoreKind::Fractional);
-  EXPECT_NE(table_markdown(frac).find("| bootstrap, n=4 |"), std::string::npos);
+  EXPECT_TRUE(frac[1].score_wilson_floor);
+  EXPECT_NE(table_markdown(frac).find("| bootstrap+Wilson, n=4 |"), std::string::npos);
+  EXPECT_NE(table_csv({{"m", &frac}}).find(",bootstrap+Wilson,"), std::string::npos);
+  EXPECT_EQ(table_json(frac)[1]["score_ci"]["method"], "bootstrap+Wilson");
+  cells[3]["score"] = 1.5;
+  const auto unbounded = build_table(cells);
+  EXPECT_FALSE(unbounded[1].score_wilson_floor);
+  EXPECT_NE(table_markdown(unbounded).find("| bootstrap, n=4 |"), std::string::npos);
   // When the full cache's scores differ between instances, retention's
   // interval is a bootstrap of the ratio of paired sums.
   cells = synthetic();

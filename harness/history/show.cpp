@@ -140,7 +140,8 @@ std::string show_markdown(const Trend& t, const std::string& db_path) {
     o << configuration_notes(series);
   }
   o << "\nScores: mean with its 95% interval (Wilson for pass/fail, bootstrap otherwise, at least "
-       "Wilson's for scores in [0, 1]) over n instances. ▼ marks a regression point: paired by "
+       "Wilson's for scores in [0, 1]: bootstrap+Wilson) over n instances. ▼ marks a regression "
+       "point: paired by "
        "instance with the previous commit, the "
        "one-sided test of `kvbench compare` calls the drop significant (p < 0.05) and it is "
        "larger than the tolerance ("

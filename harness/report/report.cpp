@@ -46,14 +46,16 @@ std::string intervals_legend() {
              "says which and over how many instances (n): Wilson when every score of the row is "
              "0 or 1 (pass/fail), otherwise a percentile bootstrap over instances (") +
          buf +
-         "), widened to at least the Wilson interval of the row's mean when every score is in "
-         "[0, 1]: such a score varies at most as a pass/fail score of that mean does, and a "
-         "bootstrap over few instances, or over instances that agree, understates that. A single "
-         "fractional score outside [0, 1] has none. Context Retention's interval is the score's, "
-         "divided by the full cache's score when that is the same on every instance (typically "
-         "1), otherwise a bootstrap over the instances paired with the full cache; the full "
-         "cache's own row is 100% by definition. With few instances the intervals are wide: read "
-         "differences inside them as noise.";
+         "), which bootstrap+Wilson widens to at least the Wilson interval of the row's mean "
+         "when every score is in [0, 1]: such a score varies at most as a pass/fail score of "
+         "that mean does, and a bootstrap over few instances, or over instances that agree, "
+         "understates that. A single fractional score outside [0, 1] has none. Context "
+         "Retention's interval is the score's, divided by the full cache's score when that is "
+         "the same on every instance (typically 1); otherwise, for pass/fail scores, the score "
+         "interval for a ratio of paired proportions (Tang, Tang & Chan 2003), which does not "
+         "collapse to zero width, and for other scores a bootstrap over the instances paired "
+         "with the full cache; the full cache's own row is 100% by definition. With few "
+         "instances the intervals are wide: read differences inside them as noise.";
 }
 
 // The figures of the HTML report, in reading order: plot stem, heading,

@@ -54,8 +54,9 @@ ScoreKind score_kind(std::span<const double> scores) {
   return ScoreKind::PassFail;
 }
 
-const char* interval_method(ScoreKind kind) {
-  return kind == ScoreKind::PassFail ? "Wilson" : "bootstrap";
+const char* interval_method(ScoreKind kind, bool wilson_floor) {
+  if (kind == ScoreKind::PassFail) return "Wilson";
+  return wilson_floor ? "bootstrap+Wilson" : "bootstrap";
 }
 
 const char* paired_test_name(ScoreKind kind) {
@@ -143,6 +144,7 @@ Estimate estimate_mean(std::span<const double> scores) {
     const bool bounded =
         std::all_of(scores.begin(), scores.end(), [](double s) { return s >= 0.0 && s <= 1.0; });
     if (bounded) {
+      e.wilson_floor = true;
       const Interval w = wilson_interval_at(e.mean, e.n);
       e.ci = std::isnan(e.ci.lo) ? w : Interval{std::min(e.ci.lo, w.lo), std::max(e.ci.hi, w.hi)};
     }

@@ -57,8 +57,10 @@ enum class ScoreKind { PassFail, Fractional };
 
 // PassFail when every score is exactly 0 or 1 (and for no scores at all).
 ScoreKind score_kind(std::span<const double> scores);
-// "Wilson" or "bootstrap": the interval method of that kind, for legends.
-const char* interval_method(ScoreKind kind);
+// The interval method of a kind, for legends: "Wilson" (pass/fail),
+// "bootstrap" (fractional), "bootstrap+Wilson" (fractional in [0, 1]: the
+// bootstrap widened to at least Wilson's, estimate_mean; wilson_floor).
+const char* interval_method(ScoreKind kind, bool wilson_floor);
 // "McNemar" or "bootstrap+sign": the paired test of that kind (paired_p).
 const char* paired_test_name(ScoreKind kind);
 
@@ -108,6 +110,7 @@ struct Estimate {
   double mean = NAN;
   Interval ci;
   ScoreKind kind = ScoreKind::PassFail;
+  bool wilson_floor = false;  // fractional, every score in [0, 1]: ci is at least Wilson's
 };
 Estimate estimate_mean(std::span<const double> scores);
 

@@ -204,6 +204,7 @@ std::vector<TableRow> build_table(const std::vector<json>& cells) {
     const stats::Estimate e = stats::estimate_mean(score);
     r.score_ci = e.ci;
     r.score_kind = e.kind;
+    r.score_wilson_floor = e.wilson_floor;
     r.kv_bytes_hot = mean(hot);
     r.kv_bytes_cold = mean(cold);
     r.kv_bytes_peak_prefill = mean(peak);
@@ -268,7 +269,7 @@ std::string table_markdown(const std::vector<TableRow>& rows) {
       << " | " << fmt(opt(r.decode_tok_s), "%.1f") << " | " << fmt(opt(r.prefill_tok_s), "%.1f")
       << " | " << fmt(opt(r.ttft_seconds), "%.3f") << " | "
       << stats::format_estimate(r.score, r.score_ci) << " | "
-      << stats::interval_method(r.score_kind) << ", n=" << r.cells << " | "
+      << stats::interval_method(r.score_kind, r.score_wilson_floor) << ", n=" << r.cells << " | "
       << with_interval(r.nll_delta, r.nll_delta_ci, "%+.3f") << " | "
       << with_interval(r.kl_full, r.kl_full_ci, "%.4f") << " | "
       << with_interval(r.top1_agreement, r.top1_agreement_ci, "%.3f") << " | "
@@ -301,12 +302,12 @@ std::string table_csv(const std::vector<ModelRows>& models) {
         << v(r.top1_agreement) << "," << v(r.needle_survival) << "," << v(r.needle_attended) << ","
         << v(opt(r.policy_share)) << "," << bytes(r.kv_bytes_peak_prefill) << ","
         << v(opt(r.score_ci.lo)) << "," << v(opt(r.score_ci.hi)) << ","
-        << stats::interval_method(r.score_kind) << "," << v(opt(r.score_rel_ci.lo)) << ","
-        << v(opt(r.score_rel_ci.hi)) << "," << v(opt(r.nll_delta_ci.lo)) << ","
-        << v(opt(r.nll_delta_ci.hi)) << "," << v(opt(r.kl_full_ci.lo)) << ","
-        << v(opt(r.kl_full_ci.hi)) << "," << v(opt(r.top1_agreement_ci.lo)) << ","
-        << v(opt(r.top1_agreement_ci.hi)) << "," << v(opt(r.speed_rel_ci.lo)) << ","
-        << v(opt(r.speed_rel_ci.hi)) << "\n";
+        << stats::interval_method(r.score_kind, r.score_wilson_floor) << ","
+        << v(opt(r.score_rel_ci.lo)) << "," << v(opt(r.score_rel_ci.hi)) << ","
+        << v(opt(r.nll_delta_ci.lo)) << "," << v(opt(r.nll_delta_ci.hi)) << ","
+        << v(opt(r.kl_full_ci.lo)) << "," << v(opt(r.kl_full_ci.hi)) << ","
+        << v(opt(r.top1_agreement_ci.lo)) << "," << v(opt(r.top1_agreement_ci.hi)) << ","
+        << v(opt(r.speed_rel_ci.lo)) << "," << v(opt(r.speed_rel_ci.hi)) << "\n";
     }
   return o.str();
 }
@@ -329,7 +330,7 @@ nlohmann::json table_json(const std::vector<TableRow>& rows) {
          {"score_ci",
           {{"lo", v(opt(r.score_ci.lo))},
            {"hi", v(opt(r.score_ci.hi))},
-           {"method", stats::interval_method(r.score_kind)}}},
+           {"method", stats::interval_method(r.score_kind, r.score_wilson_floor)}}},
          {"score_rel_ci", {{"lo", v(opt(r.score_rel_ci.lo))}, {"hi", v(opt(r.score_rel_ci.hi))}}},
          {"nll_delta", v(r.nll_delta)},
          {"nll_delta_ci", {{"lo", v(opt(r.nll_delta_ci.lo))}, {"hi", v(opt(r.nll_delta_ci.hi))}}},

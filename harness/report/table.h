@@ -35,8 +35,10 @@ struct TableRow {
   int cells = 0;
   double score = 0.0;        // mean task score
   stats::Interval score_ci;  // its 95% interval
-  // Which interval: Wilson (pass/fail) or bootstrap.
+  // Which interval: Wilson (pass/fail) or bootstrap, widened to at least
+  // Wilson's when every score is in [0, 1] (stats::Estimate::wilson_floor).
   stats::ScoreKind score_kind = stats::ScoreKind::PassFail;
+  bool score_wilson_floor = false;
   std::optional<double> score_rel;  // mean score / full's mean score on the same instances
   stats::Interval score_rel_ci;     // its 95% interval; NaN without score_rel and for full's row
   double kv_bytes_hot = 0.0;        // mean
