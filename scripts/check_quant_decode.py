@@ -4,7 +4,8 @@
 usage: check_quant_decode.py REPO KVBENCH
 Two rounds at depth 4096: the f32 full cache at 100 and 80 t/s, int4 at 160 and 112 (ratios 1.6
 and 1.4, median 1.5: met), KIVI-2 at 130 and 110 (1.3 and 1.375: 1.3375, not met), int8 missing
-from round 2 (one ratio, 1.2); each verdict counts the rounds below its target; a prefill row at the same depth is left out. A folder without round1.json, or a round file that is not
+from round 2 (one ratio, 1.2); each verdict counts the rounds below its target, and a prefill
+row at the same depth is left out. A folder without round1.json, or a round file that is not
 bench's JSON (a number too large for an int among them), or a FIFO in its place, is one error
 line and exit 2.
 """

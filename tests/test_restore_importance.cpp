@@ -55,6 +55,17 @@ double attention(int l, int h, int t, int n, double scale = 0.0, double cap = 0.
   return std::exp(logit[t]) / sum;
 }
 
+// Every cold page of b holds a's running averages, head by head.
+void expect_same_cold_stats(const PolicyCache& a, const PolicyCache& b) {
+  for (int l = 0; l < kLayers; ++l)
+    for (int h = 0; h < kKv; ++h) {
+      const auto& pa = a.store().cold()->head(l * kKv + h).pages;
+      const auto& pb = b.store().cold()->head(l * kKv + h).pages;
+      ASSERT_EQ(pa.size(), pb.size());
+      for (size_t p = 0; p < pa.size(); ++p) EXPECT_EQ(pa[p].meta.stats, pb[p].meta.stats);
+    }
+}
+
 std::unique_ptr<PolicyCache> make(const std::string& threshold, const CacheContext& c = ctx()) {
   // A window of 4 hot entries, evicted once after the prompt into pages of 2;
   // 2 tokens (one page) may come back.
@@ -123,14 +134,7 @@ TEST(RestoreByImportance, TheModelsScaleAndSoftCapDecide) {
   EXPECT_EQ(copy->context().attn_scale, 0.2f);
   EXPECT_EQ(loaded->context().attn_softcap, 2.0f);
   for (PolicyCache* x : {cache.get(), copy.get(), loaded.get()}) append(*x, 30, 1);
-  for (int l = 0; l < kLayers; ++l)
-    for (int h = 0; h < kKv; ++h)
-      for (PolicyCache* x : {copy.get(), loaded.get()}) {
-        const auto& a = cache->store().cold()->head(l * kKv + h).pages;
-        const auto& b = x->store().cold()->head(l * kKv + h).pages;
-        ASSERT_EQ(a.size(), b.size());
-        for (size_t p = 0; p < a.size(); ++p) EXPECT_EQ(a[p].meta.stats, b[p].meta.stats);
-      }
+  for (PolicyCache* x : {copy.get(), loaded.get()}) expect_same_cold_stats(*cache, *x);
 }
 
 TEST(RestoreByImportance, BelowTheThresholdNothingComesBack) {
@@ -160,14 +164,7 @@ TEST(RestoreByImportance, TheAveragesSurviveSnapshotsAndClones) {
   cache->end_prefill();
   auto loaded = test::reloaded(*cache);
   auto copy = cache->clone();
-  for (PolicyCache* c : {loaded.get(), copy.get()})
-    for (int l = 0; l < kLayers; ++l)
-      for (int h = 0; h < kKv; ++h) {
-        const auto& a = cache->store().cold()->head(l * kKv + h).pages;
-        const auto& b = c->store().cold()->head(l * kKv + h).pages;
-        ASSERT_EQ(a.size(), b.size());
-        for (size_t p = 0; p < a.size(); ++p) EXPECT_EQ(a[p].meta.stats, b[p].meta.stats);
-      }
+  for (PolicyCache* c : {loaded.get(), copy.get()}) expect_same_cold_stats(*cache, *c);
   append(*cache, 30, 1);
   append(*loaded, 30, 1);
   for (int l = 0; l < kLayers; ++l)
