@@ -16,6 +16,7 @@
 #include "harness/report/layer_kinds.h"
 #include "harness/report/models.h"
 #include "harness/report/per_task.h"
+#include "harness/report/plot_prune.h"
 #include "harness/report/plots.h"
 #include "harness/report/predictions_page.h"
 #include "harness/report/run_time.h"
@@ -351,6 +352,9 @@ ReportSummary write_report(const RunFolder& run, const std::string& withhold_spe
   if (!withheld.empty()) remove_speed_plots(run.path("plots"));
   const PlotResult plots = write_plots(plot_models, run.dir(), run.lock_fd());
   summary.plot_warning = plots.warning;
+  // Figures an earlier render drew from other cells go (plot_prune.h); after a
+  // failed gnuplot the folder keeps what it had.
+  if (plots.warning.empty()) remove_undrawn_plots(run.path("plots"), plots.files);
 
   const std::vector<std::string> model_list = model_lines(config, meta);
   std::ostringstream about;  // the run, as markdown list items
