@@ -212,9 +212,9 @@ std::vector<std::string> summary_sentences(const std::vector<json>& cells,
           k == 0 ? "With " + std::to_string(n) + " paired instances the " + test +
                        " test can call no drop significant at p < 0.05, so the configurations "
                        "above that score lower than the full cache may still have lost to it."
-                 : "With " + std::to_string(n) + " paired instances the " + test +
+                 : "With " + std::to_string(n) + " paired instances the one-sided " + test +
                        " test calls a drop significant only from " + std::to_string(k) + " of " +
-                       std::to_string(n) + " instances lost (" +
+                       std::to_string(n) + " instances lost and none gained (" +
                        percent(static_cast<double>(k) / static_cast<double>(n)) +
                        "), so the lower scores above are not shown to be equal to the full "
                        "cache's either.");
