@@ -16,6 +16,7 @@
 #include "harness/report/plots_budget.h"
 #include "harness/report/plots_memory.h"
 #include "harness/report/plots_needles.h"
+#include "harness/report/plots_ratio.h"
 #include "harness/report/table.h"
 #include "tests/support/reference_gemma3.h"
 #include "tests/support/reference_llama.h"
@@ -195,6 +196,41 @@ TEST(Plots, ScoreVsBudgetTokensAndRatiosApart) {
   EXPECT_NE(script.find("title 'h2o'"), std::string::npos);
   EXPECT_NE(script.find("title 'snapkv'"), std::string::npos);
   EXPECT_EQ(count(script, "with lines dt 2 lw 2 lc rgb '#000000' notitle"), 2u * 2);
+}
+
+// The needle grid: one task group at two lengths. Its columns are all tasks
+// (the one group is the same), then 4k and 8k tokens; a run of one length
+// gets no length columns.
+TEST(Plots, ScoreVsRatioAddsAColumnPerContextLength) {
+  const auto grid = [](std::vector<int64_t> lengths) {
+    std::vector<json> cells;
+    int i = 0;
+    for (const int64_t n : lengths)
+      for (int k = 0; k < 3; ++k, ++i) {
+        cells.push_back(cell("passkey", i, "full", "full", 1.0, 4000, nullptr, 0.5, n));
+        for (const double b : {0.5, 0.25}) {
+          json c =
+              cell("passkey", i, "H2O (budget " + std::to_string(b) + ")",
+                   "h2o:budget=" + std::to_string(b), n == 8000 ? 0.0 : 1.0, 4000 * b, b, 0.5, n);
+          c["policy"]["base"] = "h2o";
+          cells.push_back(c);
+        }
+      }
+    return cells;
+  };
+  const std::vector<json> two = grid({4096, 8000}), one = grid({4096});
+  const std::vector<TableRow> rows_two = build_table(two), rows_one = build_table(one);
+  plot::Script a, b;
+  plot::score_vs_ratio(a, {{"", &two, &rows_two, {}}}, "/tmp/x");
+  plot::score_vs_ratio(b, {{"", &one, &rows_one, {}}}, "/tmp/x");
+  const std::string sa = a.body.str(), sb = b.body.str();
+  // Three panels and the legend per output (PNG, SVG).
+  EXPECT_EQ(count(sa, "set origin"), 2u * 4) << sa;
+  EXPECT_NE(sa.find("set title 'All tasks (6 instances)'"), std::string::npos) << sa;
+  EXPECT_NE(sa.find("set title '4k tokens (3 instances)'"), std::string::npos) << sa;
+  EXPECT_NE(sa.find("set title '8k tokens (3 instances)'"), std::string::npos) << sa;
+  EXPECT_EQ(count(sb, "set origin"), 2u * 2) << sb;
+  EXPECT_EQ(sb.find("tokens ("), std::string::npos) << sb;
 }
 
 TEST(Plots, NeedleLayersMarkLocalAndGlobalLayers) {

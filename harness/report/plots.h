@@ -9,7 +9,8 @@
 //   score-vs-memory.png   score against KV memory, panels by task and
 //                         model, log memory axis (plots_memory.h)
 //   score-vs-ratio.png    score against compression ratio, panels by task
-//                         group and model (plots_ratio.h)
+//                         group, context length (when several) and model
+//                         (plots_ratio.h)
 //   score-vs-budget.png   score against budget, token and ratio budgets in
 //                         panels of their own (plots_budget.h)
 //   speed.png             decode and prefill tokens/s per configuration:

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <map>
 #include <set>
 #include <sstream>
@@ -23,6 +24,17 @@ struct Panel {
   std::map<size_t, std::map<double, std::vector<double>>> family;  // family -> ratio -> scores
   std::vector<double> full;                                        // the full cache's scores
   std::set<std::string> instances;
+};
+
+// One column of panels: the cells of a task group, of a context length, or
+// all of them (empty group, length 0).
+struct Column {
+  std::string title;  // a group's name, or "4k tokens"
+  std::string group;
+  int64_t length = 0;
+  bool holds(const std::string& g, int64_t n) const {
+    return (group.empty() || group == g) && (length == 0 || length == n);
+  }
 };
 
 }  // namespace
@@ -59,24 +71,35 @@ std::vector<std::string> ranked_families(const std::vector<PlotModel>& models,
 
 // One figure of `shown` (a subset of `families`, the legend's order); with
 // `dodge`, the families' points are spread sideways around each ratio by
-// that much per family, so their bars do not cover each other.
+// that much per family, so their bars do not cover each other. The title is
+// one line, or two when `subtitle` is set (a figure of one column is 700
+// pixels wide: one long line would run off both edges).
 void draw(Script& s, const std::vector<PlotModel>& models, const std::string& dir,
-          const std::string& stem, const std::string& title, const std::vector<std::string>& shown,
-          const std::map<std::string, size_t>& style_of, double dodge) {
+          const std::string& stem, const std::string& title, const std::string& subtitle,
+          const std::vector<std::string>& shown, const std::map<std::string, size_t>& style_of,
+          double dodge) {
   std::map<std::string, size_t> family_of;
   for (size_t j = 0; j < shown.size(); ++j) family_of[shown[j]] = j;
 
-  // Columns: all tasks, then each group present, in RULER's order then by name.
+  // Columns: all tasks, then each group present, in RULER's order then by
+  // name; then, when the cells hold several context lengths (the needle
+  // grid's 4k and 8k), each length over all tasks.
   std::set<std::string> present;
+  std::set<int64_t> lengths;
   for (const PlotModel& m : models)
-    for (const json& c : *m.cells) present.insert(task_group(c["instance"].value("task", "")));
-  std::vector<std::string> columns{"All tasks"};
+    for (const json& c : *m.cells) {
+      present.insert(task_group(c["instance"].value("task", "")));
+      lengths.insert(c["instance"].value("length", int64_t{0}));
+    }
+  std::vector<Column> columns{{"All tasks", "", 0}};
   for (const auto& g : group_order())
-    if (present.count(g)) columns.push_back(g);
+    if (present.count(g)) columns.push_back({g, g, 0});
   for (const auto& g : present)
     if (std::find(group_order().begin(), group_order().end(), g) == group_order().end())
-      columns.push_back(g);
+      columns.push_back({g, g, 0});
   if (columns.size() == 2) columns.pop_back();  // one group: the same as all tasks
+  if (lengths.size() > 1)
+    for (const int64_t n : lengths) columns.push_back({length_label(n) + " tokens", "", n});
 
   // [model][column]
   std::vector<std::vector<Panel>> panels(models.size(), std::vector<Panel>(columns.size()));
@@ -86,9 +109,10 @@ void draw(Script& s, const std::vector<PlotModel>& models, const std::string& di
       const std::optional<RatioPoint> point = ratio_point(c);
       if (!reference && (!point || !family_of.count(point->family))) continue;
       const std::string group = task_group(c["instance"].value("task", ""));
+      const int64_t length = c["instance"].value("length", int64_t{0});
       const double score = c["score"].get<double>();
       for (size_t k = 0; k < columns.size(); ++k) {
-        if (k > 0 && columns[k] != group) continue;
+        if (!columns[k].holds(group, length)) continue;
         Panel& panel = panels[r][k];
         if (reference)
           panel.full.push_back(score);
@@ -100,10 +124,17 @@ void draw(Script& s, const std::vector<PlotModel>& models, const std::string& di
 
   // Pixels: panels of 420 x 320, a legend column as tall as its entries
   // need (about 15 pixels each at its font), a title line.
-  const PanelGrid grid = panel_grid(420, 320, columns.size(), models.size(), shown.size());
+  PanelGrid grid = panel_grid(420, 320, columns.size(), models.size(), shown.size());
   std::ostringstream cmd;
   int block = 0;
-  cmd << "set multiplot title " << label(title) << "\n"
+  cmd << "set multiplot title " << label(title);
+  if (!subtitle.empty()) {
+    // gnuplot's "\n" joins the two literals; the panels move down a line.
+    cmd << " . \"\\n\" . " << label(subtitle);
+    grid.top += 18;
+    grid.height += 18;
+  }
+  cmd << "\n"
       << "set xrange [-0.02:1.02]\nset yrange [0:1.05]\nset xtics 0.25\nset ytics 0.25\n"
       << "set xlabel 'compression ratio (share of the context evicted)' font ',9'\n"
       << "set ylabel 'score' font ',9'\nunset key\n";
@@ -131,8 +162,8 @@ void draw(Script& s, const std::vector<PlotModel>& models, const std::string& di
         any = true;
       }
       const std::string panel_title =
-          (models.size() > 1 ? shorten(models[r].label, 30) + " · " : std::string()) + columns[k] +
-          " (" + std::to_string(panel.instances.size()) +
+          (models.size() > 1 ? shorten(models[r].label, 30) + " · " : std::string()) +
+          columns[k].title + " (" + std::to_string(panel.instances.size()) +
           (panel.instances.size() == 1 ? " instance)" : " instances)");
       cmd << grid.place(r, k) << "set title " << label(panel_title) << " font ',10'\n"
           << (any ? plot : std::string("plot NaN notitle")) << "\n";
@@ -155,7 +186,7 @@ void score_vs_ratio(Script& s, const std::vector<PlotModel>& models, const std::
   const std::map<std::string, size_t> style_of = family_styles(models);
   const std::string base = "Score vs compression ratio (bars and band: 95% intervals)";
   if (families.size() <= kRatioFigureTop) {
-    draw(s, models, dir, "score-vs-ratio", base, families, style_of, 0.008);
+    draw(s, models, dir, "score-vs-ratio", base, "", families, style_of, 0.008);
     return;
   }
   // Two dozen lines with their bars cannot be read on one panel: the
@@ -164,11 +195,9 @@ void score_vs_ratio(Script& s, const std::vector<PlotModel>& models, const std::
   top.resize(kRatioFigureTop);
   draw(s, models, dir, "score-vs-ratio",
        "Score vs compression ratio: the " + std::to_string(kRatioFigureTop) + " of " +
-           std::to_string(families.size()) +
-           " families with the highest AUC (every family: score-vs-ratio-all; bars and band: 95% "
-           "intervals)",
-       top, style_of, 0.008);
-  draw(s, models, dir, "score-vs-ratio-all", base, families, style_of, 0.0);
+           std::to_string(families.size()) + " families with the highest AUC",
+       "(every family: score-vs-ratio-all; bars and band: 95% intervals)", top, style_of, 0.008);
+  draw(s, models, dir, "score-vs-ratio-all", base, "", families, style_of, 0.0);
 }
 
 }  // namespace kvbench::plot
