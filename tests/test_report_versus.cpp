@@ -1,6 +1,7 @@
 // `kvbench report DIR --versus A B` on synthetic cells: which points are
 // compared, the paired differences and their verdicts, the AUC over common
-// ratios, missing measures, hostile names, and the CLI writing nothing.
+// ratios, missing measures, hostile names, the CLI writing nothing, and
+// --task/--length choosing the instances.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -230,6 +231,55 @@ TEST(Versus, CommandLinePrintsAndWritesNothing) {
                            "the run folder goes before --versus");
   test::expect_input_error(test::run_kvbench("report '" + dir + "' --versus A Nope"),
                            "'Nope' is neither a policy family nor a configuration label");
+  EXPECT_FALSE(std::filesystem::exists(dir + "/report.md"));
+  f.remove();
+}
+
+// --task and --length pair only the instances of one task and/or length:
+// here instances 0-4 are at 4096 tokens and 5-9 at 8000 (another task), and
+// B loses at 0.25 only at 8000.
+TEST(Versus, TaskAndLengthChooseTheInstances) {
+  const std::string out =
+      testing::TempDir() + "kvbench-versus-subset-" + std::to_string(::getpid());
+  RunFolder f = RunFolder::create(out, "versus", json{{"name", "versus"}}, json::object());
+  for (json c : cells()) {
+    const int i = std::stoi(c["instance"]["id"].get<std::string>().substr(8));
+    c["instance"]["length"] = i < 5 ? 4096 : 8000;
+    if (i >= 5) c["instance"]["task"] = "niah_single";
+    if (i < 5 && c["policy"]["label"] == "B (budget 0.25)") c["score"] = 1.0;
+    f.write_cell(c["id"].get<std::string>(), c);
+  }
+  const std::string dir = f.dir();
+  const auto auc_delta = [&](const std::string& only) {
+    const test::CliResult j = test::run_kvbench("report '" + dir + "' --versus A B --json" + only);
+    EXPECT_EQ(j.code, 0) << j.err;
+    const json doc = json::parse(j.out);
+    EXPECT_EQ(doc["models"][0]["n"], 5) << only;
+    return doc["models"][0]["auc"]["difference"]["delta"].get<double>();
+  };
+  EXPECT_DOUBLE_EQ(auc_delta(" --length 4096"), 0.0);
+  EXPECT_DOUBLE_EQ(auc_delta(" --length 8000"), 0.5);
+  EXPECT_DOUBLE_EQ(auc_delta(" --task niah_single"), 0.5);
+  EXPECT_DOUBLE_EQ(auc_delta(" --task passkey --length 4096"), 0.0);
+  const test::CliResult md = test::run_kvbench("report '" + dir + "' --versus A B --length 8000");
+  ASSERT_EQ(md.code, 0) << md.err;
+  EXPECT_EQ(md.out.rfind("Only the instances at 8000 tokens.\n", 0), 0u) << md.out;
+  EXPECT_NE(md.out.find("With n = 5 paired instances"), std::string::npos) << md.out;
+  // No such instances, bad values, and the options without --versus.
+  test::expect_input_error(
+      test::run_kvbench("report '" + dir + "' --versus A B --task passkey --length 8000"),
+      "no instances of task passkey at 8000 tokens");
+  test::expect_input_error(test::run_kvbench("report '" + dir + "' --versus A B --length 0"),
+                           "--length: expected a context length of 1 token or more, got 0");
+  test::expect_input_error(test::run_kvbench("report '" + dir + "' --versus A B --task ''"),
+                           "--task: expected a task name of 1 to 100 bytes");
+  test::expect_input_error(test::run_kvbench("report '" + dir + "' --length 8000"),
+                           "--task and --length go with --versus A B");
+  // A task holding a terminal escape and a newline: one escaped error line.
+  const test::CliResult esc =
+      test::run_kvbench("report '" + dir + "' --versus A B --task \"$(printf 'a\\033[2Jb\\nc')\"");
+  test::expect_input_error(esc, "no instances of task a\\x1b[2Jb");
+  EXPECT_EQ(esc.err.find('\x1b'), std::string::npos) << esc.err;
   EXPECT_FALSE(std::filesystem::exists(dir + "/report.md"));
   f.remove();
 }

@@ -1,7 +1,9 @@
 // kvbench report DIR: re-renders a run folder (table, plots, report) from its
 // cells — after a merge, or after changing the report code.
-// kvbench report DIR --versus A B: prints two policies of the run compared
-// on the same instances (harness/report/versus.h) and writes nothing.
+// kvbench report DIR --versus A B [--task T] [--length N]: prints two
+// policies of the run compared on the same instances (harness/report/
+// versus.h), all of them or those of one task and/or length, and writes
+// nothing.
 // kvbench report DIR --withhold-speed REASON: marks the run's timings as no
 // measurements (harness/report/speed_withheld.h), then re-renders.
 #include <iostream>
@@ -21,13 +23,41 @@ namespace kvbench::cli {
 
 namespace {
 
+// Which instances --versus pairs: every one, or those of one task and/or
+// one context length (the needle grid's 4k and 8k apart).
+struct VersusSubset {
+  std::string task;    // "" for every task
+  int64_t length = 0;  // 0 for every length (instance.length, as configured)
+
+  bool empty() const { return task.empty() && length == 0; }
+  bool holds(const nlohmann::json& cell) const {
+    const nlohmann::json& i = cell["instance"];
+    return (task.empty() || i.value("task", std::string()) == task) &&
+           (length == 0 || i.value("length", int64_t{0}) == length);
+  }
+  // "of task niah_single at 8000 tokens", "at 8000 tokens" (untrusted task).
+  std::string text() const {
+    std::string t = task.empty() ? "" : "of task " + task;
+    if (length)
+      t += (t.empty() ? "" : " ") + std::string("at ") + std::to_string(length) + " tokens";
+    return t;
+  }
+};
+
 // Prints the --versus comparison for every model of the run whose cells
 // name both A and B.
-int print_versus(const RunFolder& run, const std::vector<std::string>& names, bool as_json) {
+int print_versus(const RunFolder& run, const std::vector<std::string>& names, bool as_json,
+                 const VersusSubset& only) {
   if (names.size() != 2)
     throw InputError("--versus takes two names, a family or a configuration label each (got " +
                      std::to_string(names.size()) + ")");
-  const std::vector<nlohmann::json> cells = run.cells();
+  std::vector<nlohmann::json> cells = run.cells();
+  if (!only.empty()) {
+    std::erase_if(cells, [&](const nlohmann::json& c) { return !only.holds(c); });
+    if (cells.empty())
+      throw InputError(run.dir() + ": no instances " + only.text() +
+                       " (--task names an instance's task, --length its configured length)");
+  }
   const std::vector<ModelSection> models = split_by_model(cells, run.config());
   std::vector<std::pair<std::string, Versus>> found;  // model label, its comparison
   for (const ModelSection& m : models) {
@@ -40,6 +70,9 @@ int print_versus(const RunFolder& run, const std::vector<std::string>& names, bo
   if (as_json) {
     nlohmann::json doc = {
         {"schema", "kvbench-versus/1"}, {"run", run.dir()}, {"models", nlohmann::json::array()}};
+    if (!only.empty())
+      doc["only"] = {{"task", only.task.empty() ? nlohmann::json() : nlohmann::json(only.task)},
+                     {"length", only.length ? nlohmann::json(only.length) : nlohmann::json()}};
     for (const auto& [label, v] : found) {
       nlohmann::json one = versus_json(v);
       one["model"] = label;
@@ -49,6 +82,8 @@ int print_versus(const RunFolder& run, const std::vector<std::string>& names, bo
     std::cout << doc.dump(2, ' ', true, nlohmann::json::error_handler_t::replace) << "\n";
     return 0;
   }
+  if (!only.empty())
+    std::cout << "Only the instances " << markdown_text(only.text(), 200) << ".\n\n";
   for (size_t i = 0; i < found.size(); ++i)
     std::cout << (i ? "\n" : "")
               << (models.size() > 1 ? "### " + markdown_text(found[i].first, 200) + "\n\n" : "")
@@ -70,6 +105,11 @@ int cmd_report(const Args& args) {
       "json", po::bool_switch(),
       "with --versus: print the comparison as one JSON document (schema kvbench-versus/1: "
       "harness/report/versus.h) instead of markdown")(
+      "task", po::value<std::string>(),
+      "with --versus: pair only the instances of this task (e.g. niah_single)")(
+      "length", po::value<int64_t>(),
+      "with --versus: pair only the instances of this configured context length in tokens "
+      "(e.g. 8000)")(
       "withhold-speed", po::value<std::string>(),
       "REASON: record in meta.json that this run's timings are not measurements (its processes "
       "were paused, or shared the cores with other work), and from now on report no speed from "
@@ -78,7 +118,8 @@ int cmd_report(const Args& args) {
   po::positional_options_description pos;
   pos.add("dir", 1);
   po::variables_map vm;
-  if (!parse(args, desc, vm, "kvbench report DIR [--versus A B]", &pos)) return 0;
+  if (!parse(args, desc, vm, "kvbench report DIR [--versus A B [--task T] [--length N]]", &pos))
+    return 0;
   if (!vm.count("dir"))
     throw InputError(vm.count("versus") ? "kvbench report DIR --versus A B: the run folder goes "
                                           "before --versus"
@@ -87,9 +128,23 @@ int cmd_report(const Args& args) {
     throw InputError("--json goes with --versus A B (report itself writes files, not JSON)");
   if (vm.count("withhold-speed") && vm.count("versus"))
     throw InputError("--withhold-speed goes without --versus (--versus writes nothing)");
+  VersusSubset only;
+  if ((vm.count("task") || vm.count("length")) && !vm.count("versus"))
+    throw InputError("--task and --length go with --versus A B (they choose its instances)");
+  if (vm.count("task")) {
+    only.task = vm["task"].as<std::string>();
+    if (only.task.empty() || only.task.size() > 100)
+      throw InputError("--task: expected a task name of 1 to 100 bytes");
+  }
+  if (vm.count("length")) {
+    only.length = vm["length"].as<int64_t>();
+    if (only.length <= 0)
+      throw InputError("--length: expected a context length of 1 token or more, got " +
+                       std::to_string(only.length));
+  }
   if (vm.count("versus"))
     return print_versus(RunFolder::open(vm["dir"].as<std::string>(), RunFolder::Access::Read),
-                        vm["versus"].as<std::vector<std::string>>(), vm["json"].as<bool>());
+                        vm["versus"].as<std::vector<std::string>>(), vm["json"].as<bool>(), only);
   const RunFolder run = RunFolder::open(vm["dir"].as<std::string>(), RunFolder::Access::Write);
   const ReportSummary s = write_report(
       run, vm.count("withhold-speed") ? checked_speed_reason(vm["withhold-speed"].as<std::string>())
