@@ -11,9 +11,8 @@
 
 #include "harness/report/plot_prune.h"
 #include "tests/support/cli_run.h"
-#include "tests/support/reference_llama.h"
-#include "tests/support/run_output.h"
 #include "tests/support/scratch.h"
+#include "tests/support/tiny_run.h"
 
 namespace kvbench {
 namespace {
@@ -31,23 +30,11 @@ TEST(PlotPrune, ReportPlotNames) {
     EXPECT_FALSE(report_plot_name(name)) << name;
 }
 
-// Two passkey instances x (full, window 64): heatmaps-task1, speed, ... but
-// no heatmaps-task2 and no score-vs-ratio (token budgets only).
-std::string tiny_run(const std::string& dir) {
-  const std::string path = dir + "/tiny.json";
-  std::ofstream(path) << R"({"name": "tiny", "model": ")" << test::tiny_model_path()
-                      << R"(", "threads": 2, "seed": 3,
-    "tasks": [{"task": "passkey", "lengths": [200], "depths": [0.25, 0.75]}],
-    "policies": ["full", {"spec": "window", "budgets": [64]}],
-    "decoding": {"chunk": 64, "max_new_tokens": 4}})";
-  const auto r = run_kvbench("run " + path + " -q --out " + dir + "/out");
-  EXPECT_EQ(r.code, 0) << r.err;
-  return test::only_run_folder(dir + "/out");
-}
-
 TEST(PlotPrune, ARerenderRemovesFiguresItNoLongerDraws) {
   const std::string dir = test::scratch_folder("plot-prune", "rerender");
-  const std::string run = tiny_run(dir);
+  // Two passkey instances x (full, window 64): heatmaps-task1, speed, ... but
+  // no heatmaps-task2 and no score-vs-ratio (token budgets only).
+  const std::string run = test::tiny_passkey_run(dir, "out");
   const std::string plots = run + "/plots/";
   ASSERT_TRUE(fs::exists(plots + "heatmaps-task1.png") || fs::exists(plots + "heatmaps-task1.svg"));
   ASSERT_FALSE(fs::exists(plots + "score-vs-ratio.png"));

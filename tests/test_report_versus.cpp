@@ -266,19 +266,20 @@ TEST(Versus, TaskAndLengthChooseTheInstances) {
   EXPECT_EQ(md.out.rfind("Only the instances at 8000 tokens.\n", 0), 0u) << md.out;
   EXPECT_NE(md.out.find("With n = 5 paired instances"), std::string::npos) << md.out;
   // No such instances, bad values, and the options without --versus.
-  test::expect_input_error(
-      test::run_kvbench("report '" + dir + "' --versus A B --task passkey --length 8000"),
-      "no instances of task passkey at 8000 tokens");
-  test::expect_input_error(test::run_kvbench("report '" + dir + "' --versus A B --length 0"),
-                           "--length: expected a context length of 1 token or more, got 0");
-  test::expect_input_error(test::run_kvbench("report '" + dir + "' --versus A B --task ''"),
-                           "--task: expected a task name of 1 to 100 bytes");
-  test::expect_input_error(test::run_kvbench("report '" + dir + "' --length 8000"),
-                           "--task and --length go with --versus A B");
+  const auto refused = [&](const std::string& args, const std::string& error) {
+    const test::CliResult r = test::run_kvbench("report '" + dir + "' " + args);
+    test::expect_input_error(r, error);
+    return r;
+  };
+  refused("--versus A B --task passkey --length 8000",
+          "no instances of task passkey at 8000 tokens");
+  refused("--versus A B --length 0",
+          "--length: expected a context length of 1 token or more, got 0");
+  refused("--versus A B --task ''", "--task: expected a task name of 1 to 100 bytes");
+  refused("--length 8000", "--task and --length go with --versus A B");
   // A task holding a terminal escape and a newline: one escaped error line.
-  const test::CliResult esc =
-      test::run_kvbench("report '" + dir + "' --versus A B --task \"$(printf 'a\\033[2Jb\\nc')\"");
-  test::expect_input_error(esc, "no instances of task a\\x1b[2Jb");
+  const test::CliResult esc = refused("--versus A B --task \"$(printf 'a\\033[2Jb\\nc')\"",
+                                      "no instances of task a\\x1b[2Jb");
   EXPECT_EQ(esc.err.find('\x1b'), std::string::npos) << esc.err;
   EXPECT_FALSE(std::filesystem::exists(dir + "/report.md"));
   f.remove();

@@ -14,9 +14,8 @@
 #include <nlohmann/json.hpp>
 
 #include "tests/support/cli_run.h"
-#include "tests/support/reference_llama.h"
-#include "tests/support/run_output.h"
 #include "tests/support/scratch.h"
+#include "tests/support/tiny_run.h"
 
 namespace kvbench {
 namespace {
@@ -26,23 +25,11 @@ using json = nlohmann::json;
 using test::run_kvbench;
 using test::slurp;
 
-// Two passkey instances x (full, window), as --shard I/2 when `shard` > 0.
-std::string tiny_run(const std::string& dir, const std::string& out, int shard = 0) {
-  const std::string path = dir + "/tiny.json";
-  std::ofstream(path) << R"({"name": "tiny", "model": ")" << test::tiny_model_path()
-                      << R"(", "threads": 2, "seed": 3,
-    "tasks": [{"task": "passkey", "lengths": [200], "depths": [0.25, 0.75]}],
-    "policies": ["full", {"spec": "window", "budgets": [64]}],
-    "decoding": {"chunk": 64, "max_new_tokens": 4}})";
-  const auto r = run_kvbench("run " + path + " -q --out " + dir + "/" + out +
-                             (shard ? " --shard " + std::to_string(shard) + "/2" : ""));
-  EXPECT_EQ(r.code, 0) << r.err;
-  return test::only_run_folder(dir + "/" + out);
-}
+using test::tiny_passkey_run;
 
 TEST(SpeedWithheld, TheReportPrintsNoSpeedAndTheCellsKeepTheirTimings) {
   const std::string dir = test::scratch_folder("speed-withheld", "report");
-  const std::string run = tiny_run(dir, "a");
+  const std::string run = tiny_passkey_run(dir, "a");
   ASSERT_NE(slurp(run + "/report.md").find("| Inference Speed |"), std::string::npos);
   ASSERT_TRUE(fs::exists(run + "/plots/speed.svg") || fs::exists(run + "/plots/speed.png"));
   const std::string cells_before =
@@ -90,7 +77,7 @@ TEST(SpeedWithheld, TheReportPrintsNoSpeedAndTheCellsKeepTheirTimings) {
   EXPECT_NE(slurp(run + "/report.md").find("Not reported: paused"), std::string::npos);
 
   // compare says so, and shows no speed for that run.
-  const std::string other = tiny_run(dir, "b");
+  const std::string other = tiny_passkey_run(dir, "b");
   const auto c = run_kvbench("compare " + other + " " + run);
   ASSERT_EQ(c.code, 0) << c.err;
   EXPECT_NE(c.out.find("The new run's timings are withheld, so it has no speed here: paused"),
@@ -101,7 +88,7 @@ TEST(SpeedWithheld, TheReportPrintsNoSpeedAndTheCellsKeepTheirTimings) {
 
 TEST(SpeedWithheld, BadReasonsAndValuesGiveOneErrorLineAndWriteNothing) {
   const std::string dir = test::scratch_folder("speed-withheld", "bad");
-  const std::string run = tiny_run(dir, "a");
+  const std::string run = tiny_passkey_run(dir, "a");
   const std::string meta = slurp(run + "/meta.json"), md = slurp(run + "/report.md");
   const std::string long_reason(1001, 'x');
   for (const auto& [args, message] : std::vector<std::pair<std::string, std::string>>{
@@ -127,7 +114,7 @@ TEST(SpeedWithheld, BadReasonsAndValuesGiveOneErrorLineAndWriteNothing) {
 
 TEST(SpeedWithheld, AMergeKeepsTheMarkOfAnyShard) {
   const std::string dir = test::scratch_folder("speed-withheld", "merge");
-  const std::string one = tiny_run(dir, "s1", 1), two = tiny_run(dir, "s2", 2);
+  const std::string one = tiny_passkey_run(dir, "s1", 1), two = tiny_passkey_run(dir, "s2", 2);
   ASSERT_EQ(run_kvbench("report " + two + " --withhold-speed 'shared the cores'").code, 0);
   const auto m = run_kvbench("merge " + one + " " + two + " -o " + dir + "/merged");
   ASSERT_EQ(m.code, 0) << m.err;
