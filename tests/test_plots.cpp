@@ -231,6 +231,18 @@ TEST(Plots, ScoreVsRatioAddsAColumnPerContextLength) {
   EXPECT_NE(sa.find("set title '8k tokens (3 instances)'"), std::string::npos) << sa;
   EXPECT_EQ(count(sb, "set origin"), 2u * 2) << sb;
   EXPECT_EQ(sb.find("tokens ("), std::string::npos) << sb;
+  // Cells without a length join no length column (and make none).
+  std::vector<json> unknown = grid({4096});
+  for (json& c : grid({8000})) {
+    c["instance"].erase("length");
+    c["id"] = "x" + c["id"].get<std::string>();
+    c["instance"]["id"] = "x" + c["instance"]["id"].get<std::string>();
+    unknown.push_back(c);
+  }
+  const std::vector<TableRow> rows_u = build_table(unknown);
+  plot::Script u;
+  plot::score_vs_ratio(u, {{"", &unknown, &rows_u, {}}}, "/tmp/x");
+  EXPECT_EQ(count(u.body.str(), "set origin"), 2u * 2) << u.body.str();
 }
 
 TEST(Plots, NeedleLayersMarkLocalAndGlobalLayers) {

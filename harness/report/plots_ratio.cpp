@@ -89,7 +89,8 @@ void draw(Script& s, const std::vector<PlotModel>& models, const std::string& di
   for (const PlotModel& m : models)
     for (const json& c : *m.cells) {
       present.insert(task_group(c["instance"].value("task", "")));
-      lengths.insert(c["instance"].value("length", int64_t{0}));
+      // A cell without a length (0) joins no length column.
+      if (const int64_t n = c["instance"].value("length", int64_t{0}); n > 0) lengths.insert(n);
     }
   std::vector<Column> columns{{"All tasks", "", 0}};
   for (const auto& g : group_order())
