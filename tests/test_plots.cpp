@@ -243,6 +243,12 @@ TEST(Plots, ScoreVsRatioAddsAColumnPerContextLength) {
   plot::Script u;
   plot::score_vs_ratio(u, {{"", &unknown, &rows_u, {}}}, "/tmp/x");
   EXPECT_EQ(count(u.body.str(), "set origin"), 2u * 2) << u.body.str();
+  // Nine lengths (a hostile folder could name thousands): no length columns.
+  const std::vector<json> many = grid({1000, 2000, 3000, 4000, 5000, 6000, 7000, 8000, 9000});
+  const std::vector<TableRow> rows_m = build_table(many);
+  plot::Script m;
+  plot::score_vs_ratio(m, {{"", &many, &rows_m, {}}}, "/tmp/x");
+  EXPECT_EQ(count(m.body.str(), "set origin"), 2u * 2);
 }
 
 TEST(Plots, NeedleLayersMarkLocalAndGlobalLayers) {

@@ -26,6 +26,9 @@ struct Panel {
   std::set<std::string> instances;
 };
 
+// The most task-group columns, and the most length columns, a figure draws.
+constexpr size_t kMaxColumnsPerKind = 8;
+
 // One column of panels: the cells of a task group, of a context length, or
 // all of them (empty group, length 0).
 struct Column {
@@ -98,8 +101,11 @@ void draw(Script& s, const std::vector<PlotModel>& models, const std::string& di
   for (const auto& g : present)
     if (std::find(group_order().begin(), group_order().end(), g) == group_order().end())
       columns.push_back({g, g, 0});
-  if (columns.size() == 2) columns.pop_back();  // one group: the same as all tasks
-  if (lengths.size() > 1)
+  // One group is the same as all tasks; more than kMaxColumnsPerKind (a
+  // shared folder naming tasks or lengths by the thousand) would make a
+  // figure too wide to draw: all tasks only.
+  if (columns.size() == 2 || columns.size() > kMaxColumnsPerKind + 1) columns.resize(1);
+  if (lengths.size() > 1 && lengths.size() <= kMaxColumnsPerKind)
     for (const int64_t n : lengths) columns.push_back({length_label(n) + " tokens", "", n});
 
   // [model][column]
