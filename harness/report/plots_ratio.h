@@ -30,8 +30,8 @@ std::string task_group(const std::string& task);
 // and score-vs-ratio-all every family.
 inline constexpr size_t kRatioFigureTop = 8;
 
-// Columns of panels: all tasks, each task group (when more than one), each
-// context length (when more than one); a row per model.
+// Columns of panels: all tasks, each task group (when 2 to 8), each context
+// length (when 2 to 8); a row per model.
 // Adds plots/score-vs-ratio.{png,svg} (and score-vs-ratio-all.{png,svg}
 // when there are more than kRatioFigureTop families) to the script.
 void score_vs_ratio(Script& s, const std::vector<PlotModel>& models, const std::string& dir);
