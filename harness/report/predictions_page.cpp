@@ -108,8 +108,7 @@ std::string predictions_html(const std::vector<json>& cells, const std::vector<T
     o << "<h2 id=\"" << config_anchor(i) << "\">" << html_escape(rows[i].label) << "</h2>\n"
       << "<p><code>" << html_escape(rows[i].spec) << "</code>; score "
       << html_escape(stats::format_estimate(rows[i].score, rows[i].score_ci)) << " ("
-      << stats::interval_method(rows[i].score_kind, rows[i].score_wilson_floor)
-      << ", n=" << rows[i].cells << ")</p>\n"
+      << rows[i].score_method() << ", n=" << rows[i].cells << ")</p>\n"
       << "<table>\n<tr><th></th><th>Instance</th><th>Task</th><th>Length</th><th>Depth</th>"
          "<th>Score</th><th>Prediction</th><th>Expected</th></tr>\n";
     for (const json* c : members) {

@@ -107,8 +107,7 @@ std::vector<std::string> summary_sentences(const std::vector<json>& cells,
     return out;
   }
   out.push_back("The full cache (" + full->label + ") scores " + estimate(*full) + ", " +
-                stats::interval_method(full->score_kind, full->score_wilson_floor) +
-                " 95% interval, all tasks pooled.");
+                full->score_method() + " 95% interval, all tasks pooled.");
 
   // What keeps most at which memory: the Pareto front, lowest memory first.
   // A configuration is on it when no configuration with at most its memory

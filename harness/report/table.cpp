@@ -268,9 +268,8 @@ std::string table_markdown(const std::vector<TableRow>& rows) {
       << (std::isnan(r.kv_bytes_peak_prefill) ? "–" : format_bytes(r.kv_bytes_peak_prefill))
       << " | " << fmt(opt(r.decode_tok_s), "%.1f") << " | " << fmt(opt(r.prefill_tok_s), "%.1f")
       << " | " << fmt(opt(r.ttft_seconds), "%.3f") << " | "
-      << stats::format_estimate(r.score, r.score_ci) << " | "
-      << stats::interval_method(r.score_kind, r.score_wilson_floor) << ", n=" << r.cells << " | "
-      << with_interval(r.nll_delta, r.nll_delta_ci, "%+.3f") << " | "
+      << stats::format_estimate(r.score, r.score_ci) << " | " << r.score_method()
+      << ", n=" << r.cells << " | " << with_interval(r.nll_delta, r.nll_delta_ci, "%+.3f") << " | "
       << with_interval(r.kl_full, r.kl_full_ci, "%.4f") << " | "
       << with_interval(r.top1_agreement, r.top1_agreement_ci, "%.3f") << " | "
       << fmt(r.needle_survival, "%.3f") << " | " << fmt(r.needle_attended, "%.3f") << " | "
@@ -301,8 +300,7 @@ std::string table_csv(const std::vector<ModelRows>& models) {
         << "," << v(opt(r.score)) << "," << v(r.nll_delta) << "," << v(r.kl_full) << ","
         << v(r.top1_agreement) << "," << v(r.needle_survival) << "," << v(r.needle_attended) << ","
         << v(opt(r.policy_share)) << "," << bytes(r.kv_bytes_peak_prefill) << ","
-        << v(opt(r.score_ci.lo)) << "," << v(opt(r.score_ci.hi)) << ","
-        << stats::interval_method(r.score_kind, r.score_wilson_floor) << ","
+        << v(opt(r.score_ci.lo)) << "," << v(opt(r.score_ci.hi)) << "," << r.score_method() << ","
         << v(opt(r.score_rel_ci.lo)) << "," << v(opt(r.score_rel_ci.hi)) << ","
         << v(opt(r.nll_delta_ci.lo)) << "," << v(opt(r.nll_delta_ci.hi)) << ","
         << v(opt(r.kl_full_ci.lo)) << "," << v(opt(r.kl_full_ci.hi)) << ","
@@ -330,7 +328,7 @@ nlohmann::json table_json(const std::vector<TableRow>& rows) {
          {"score_ci",
           {{"lo", v(opt(r.score_ci.lo))},
            {"hi", v(opt(r.score_ci.hi))},
-           {"method", stats::interval_method(r.score_kind, r.score_wilson_floor)}}},
+           {"method", r.score_method()}}},
          {"score_rel_ci", {{"lo", v(opt(r.score_rel_ci.lo))}, {"hi", v(opt(r.score_rel_ci.hi))}}},
          {"nll_delta", v(r.nll_delta)},
          {"nll_delta_ci", {{"lo", v(opt(r.nll_delta_ci.lo))}, {"hi", v(opt(r.nll_delta_ci.hi))}}},

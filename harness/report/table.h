@@ -39,6 +39,10 @@ struct TableRow {
   // Wilson's when every score is in [0, 1] (stats::Estimate::wilson_floor).
   stats::ScoreKind score_kind = stats::ScoreKind::PassFail;
   bool score_wilson_floor = false;
+  // The score interval's method for legends (stats::interval_method).
+  const char* score_method() const {
+    return stats::interval_method(score_kind, score_wilson_floor);
+  }
   std::optional<double> score_rel;  // mean score / full's mean score on the same instances
   stats::Interval score_rel_ci;     // its 95% interval; NaN without score_rel and for full's row
   double kv_bytes_hot = 0.0;        // mean
