@@ -18,7 +18,9 @@
 // The faceted figures share one house style (plot_style.h): families by
 // Okabe-Ito colour and marker named in a legend panel, the full cache as a
 // dashed line with its interval band.
-// File names are fixed or numbered: none comes from a label.
+// File names are fixed or numbered: none comes from a label. A new figure's
+// name needs its prefix in report_plot_name (plot_prune.cpp), or a re-render
+// never removes it once undrawn.
 #pragma once
 
 #include <string>
