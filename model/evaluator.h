@@ -66,6 +66,12 @@ class Evaluator {
   // tests compare. Decode attention stays f32 either way.
   void set_bf16_attention(bool on) { bf16_attention_ = on; }
   bool bf16_attention() const { return bf16_attention_; }
+  // Decode attention scores of quantized keys (int8 / int4 / int2 caches)
+  // against an int8 query (AttentionShape::q8_query: integer dot products,
+  // llama.cpp's way with a quantized K cache) instead of f32 products on
+  // the dequantized keys. Off by default, for the same reason as bf16.
+  void set_q8_query(bool on) { q8_query_ = on; }
+  bool q8_query() const { return q8_query_; }
 
  private:
   void ensure_capacity(int64_t n_tokens);
@@ -97,6 +103,7 @@ class Evaluator {
   ThreadPool pool_;
   MatmulOptions matmul_options_;
   bool bf16_attention_ = false;
+  bool q8_query_ = false;
   MatmulScratch matmul_scratch_;
   AttentionScratch attention_scratch_;
   std::vector<float> inv_freq_;        // [rope.n_dims / 2]

@@ -80,6 +80,7 @@ void Evaluator::block(int l, std::span<const int32_t> positions, std::span<KvCac
   shape.scale = c.attn_scale;
   shape.softcap = c.attn_logit_softcap;
   shape.bf16 = bf16_attention_;
+  shape.q8_query = q8_query_;
   // Rows [t0, t0 + count) go to `cache`: all n when the step has one cache,
   // else each row to its own (a batched decode step), one call at a time.
   auto attend_rows = [&](KvCache& cache, int64_t t0, int64_t count) {

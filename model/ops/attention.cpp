@@ -96,6 +96,10 @@ int32_t decode_block_size(int32_t n) {
 
 float* thread_work(AttentionScratch& s, int thread) { return s.work[thread].data(); }
 
+// Floats of a decode block's work buffers before its int8-query area
+// (attn::DecodeWork): qs [G][hd], s [G][kKeyTile], qk [G][hd + 1].
+int64_t decode_floats(int G, int hd) { return int64_t{G} * (2 * hd + kKeyTile + 1); }
+
 // In place: row[j] = softmax over the log2-domain scores of row (masked -inf -> 0).
 void softmax_row(const attn::Kernels& K, float* row, int32_t n) {
   const float mx = K.row_max(row, n);
@@ -178,6 +182,7 @@ void decode(const attn::Kernels& K, const AttentionShape& s, int layer, const fl
     prob_floats += int64_t{G} * head.n;
   }
   const int64_t n_units = static_cast<int64_t>(sc.unit_head.size());
+  ++sc.decode_calls;
   const int64_t slot = int64_t{G} * (hd + 2);  // acc [G][hd], m [G], l [G]
   if (sc.partials.size() < static_cast<size_t>(n_units * slot)) sc.partials.resize(n_units * slot);
   if (observe && sc.probs.size() < static_cast<size_t>(prob_floats)) sc.probs.resize(prob_floats);
@@ -211,8 +216,11 @@ void decode(const attn::Kernels& K, const AttentionShape& s, int layer, const fl
       a.scores = probs_of(h) + off;
       a.scores_stride = head.n;
     }
+    a.q8 = s.q8_query;
+    a.q8_tag = (sc.decode_calls << 24) | static_cast<uint64_t>(h + 1);
     float* w = thread_work(sc, thread);
-    const attn::DecodeWork work{w, w + G * hd, w + G * hd + G * attn::kKeyTile};
+    const attn::DecodeWork work{w, w + G * hd, w + G * hd + G * attn::kKeyTile,
+                                w + decode_floats(G, hd)};
     float* part = sc.partials.data() + u * slot;
     K.decode_block(a, work, part + G * hd, part + G * hd + G, part);
   });
@@ -504,9 +512,11 @@ void attend(const AttentionShape& s, int layer, const float* q, std::span<const 
   }
 
   // Per-thread work buffers, sized for the largest user (a prefill unit;
-  // a decode block needs group x (2 head_dim + kKeyTile + 1) floats).
+  // a decode block needs decode_floats, and the int8-query area after them).
   const size_t rows = static_cast<size_t>(kQueryTile) * G;
-  const size_t work = rows * (2 * hd + kKeyTile + 2) + static_cast<size_t>(kKeyTile) * hd;
+  size_t work = rows * (2 * hd + kKeyTile + 2) + static_cast<size_t>(kKeyTile) * hd;
+  if (n_tokens == 1 && s.q8_query)
+    work = std::max<size_t>(work, decode_floats(G, hd) + attn::q8_work_bytes(G, hd, group) / 4 + 1);
   if (sc.work.size() < static_cast<size_t>(pool.size())) sc.work.resize(pool.size());
   for (auto& w : sc.work)
     if (w.size() < work) w.resize(work);

@@ -54,6 +54,12 @@ struct AttentionShape {
   // twice the f32 FMA rate), an option of the fast mode
   // (Evaluator::set_bf16_attention). Decode and observed probabilities stay f32.
   bool bf16 = false;
+  // Decode (one query token) scores of Q8 / Q4 / Q2 keys against an int8
+  // query quantized per key group, integer dot products where the path has
+  // them (attention_q8.h; llama.cpp's way with a quantized K cache), an
+  // option of the fast mode (Evaluator::set_q8_query). Prefill, other keys
+  // and the V sums stay f32.
+  bool q8_query = false;
 };
 
 // Buffers reused across steps; grow only when a step needs more.
@@ -89,6 +95,10 @@ struct AttentionScratch {
   std::vector<float> probs;                     // observed probability rows
   std::vector<float> row_scale;                 // decode: 1 / sum of each observed row
   std::vector<float> group_sums;                // decode: per head [n], probs summed over the group
+  // Decode calls so far: with the KV head, tags each block's query
+  // (attn::DecodeBlock::q8_tag) so the int8 query is made once per thread
+  // and head, not once per block.
+  uint64_t decode_calls = 0;
 };
 
 // Whether AttentionShape::bf16 runs vdpbf16ps along `path` on this CPU (the

@@ -1,8 +1,9 @@
 // AVX-512 path of the attention kernels: the shared algorithm
 // (attention_impl.h) over 16-float vectors, f16 rows converted in registers,
 // exp2 by a degree-7 polynomial and vscalefps (relative error ~2e-7 against
-// std::exp2). Uses AVX-512 F/BW/DQ/VL only; it runs where the project's
-// Avx512 path (CpuPath, model/ops/quant_dot.h) is supported.
+// std::exp2), vpdpbusd for the int8-query scores (attention_q8.h). Uses
+// AVX-512 F/BW/DQ/VL/VNNI: it runs where the project's Avx512 path (CpuPath,
+// model/ops/quant_dot.h) is supported.
 #include "model/ops/attention_kernels.h"
 
 #if defined(__x86_64__)
@@ -18,7 +19,7 @@
 
 #include "model/ops/simd_target.h"
 
-KVBENCH_TARGET_BEGIN("avx512f,avx512bw,avx512dq,avx512vl,avx2,fma,f16c")
+KVBENCH_TARGET_BEGIN("avx512f,avx512bw,avx512dq,avx512vl,avx512vnni,avx2,fma,f16c")
 
 #include "model/ops/attention_avx512_iface.h"
 

@@ -31,7 +31,7 @@
 
 #include "model/ops/simd_target.h"
 
-KVBENCH_TARGET_BEGIN("avx512f,avx512bw,avx512dq,avx512vl,avx512bf16,avx2,fma,f16c")
+KVBENCH_TARGET_BEGIN("avx512f,avx512bw,avx512dq,avx512vl,avx512vnni,avx512bf16,avx2,fma,f16c")
 
 #include "model/ops/attention_avx512_iface.h"
 #include "model/ops/attention_impl.h"

@@ -9,6 +9,7 @@
 //   V, W (floats per V), kRegs (vector registers), kGemmCols (V per GEMM row)
 //   zero(), set1(f), load(const float*), store(float*, V), load_f16(const uint16_t*),
 //   load_bf16(const uint16_t*), load_i8(const int8_t*): W int8 as floats,
+//   load_i32(const int32_t*): W int32 as floats,
 //   load_u4(const uint8_t* codes, d): 4-bit codes [d, d + W) as floats (element
 //     2i in the low nibble of byte i),
 //   load_u4_pair(const uint8_t* codes, d, V& lo, V& hi): the 2W 4-bit codes
@@ -139,8 +140,8 @@ inline void reorder_pairs(float* x, int rows, int hd) {
 
 // Row j + ahead of r into L2 when it exists (contiguous rows: by address,
 // prefetches never fault).
-template <KvElement E>
-inline void prefetch_row(const Rows& r, int64_t j, int64_t ahead, int hd) {
+// `bytes`: the row's size (kv_row_bytes), for callers that hoist it.
+inline void prefetch_row_bytes(const Rows& r, int64_t j, int64_t ahead, int64_t bytes) {
   const uint8_t* p;
   if (r.contiguous())
     p = r.data + (j + ahead) * r.stride;
@@ -148,8 +149,12 @@ inline void prefetch_row(const Rows& r, int64_t j, int64_t ahead, int hd) {
     p = r.row(j + ahead);
   else
     return;
-  const int64_t bytes = kv_row_bytes(E, hd, r.group > 0 ? r.group : hd);
   for (int64_t off = 0; off < bytes; off += 64) __builtin_prefetch(p + off, 0, kPrefetchLocality);
+}
+
+template <KvElement E>
+inline void prefetch_row(const Rows& r, int64_t j, int64_t ahead, int hd) {
+  prefetch_row_bytes(r, j, ahead, kv_row_bytes(E, hd, r.group > 0 ? r.group : hd));
 }
 
 // Calls f.template operator()<E>() with the row type as a template argument:
@@ -191,6 +196,14 @@ inline void with_element(KvElement e, F&& f) {
 inline const uint16_t* params_of(const Rows& r, int64_t j) {
   return r.params ? r.params[r.index ? r.index[j] : j] : nullptr;
 }
+
+}  // namespace
+}  // namespace kvbench::attn
+
+#include "model/ops/attention_q8.h"
+
+namespace kvbench::attn {
+namespace {
 
 // Keys per pass of the dot-product kernel with GC heads: GC x KB accumulators,
 // KB key vectors and one query vector should fit in the registers.
@@ -488,7 +501,25 @@ template <class I, KvElement KE, KvElement VE, bool kKeyPairs, bool kValuePairs>
                                                      float* m, float* l, float* acc) {
   const int G = a.group;
   scale_rows<I>(a.q, G, hd, a.scale, w.qs);
-  if constexpr (kKeyPairs) reorder_pairs<I, true>(w.qs, G, hd);
+  // Int8-query scores (attention_q8.h): the query is quantized from its
+  // element order, once per thread and KV head of a decode call (q8_tag).
+  Q8Work q8w;
+  bool q8 = false;
+  if constexpr (q8_key(KE)) {
+    if (a.q8) {
+      const auto base = (reinterpret_cast<uintptr_t>(w.q8) + 63) & ~uintptr_t{63};
+      const int block = 1 << k.group_shift;
+      q8_carve(reinterpret_cast<void*>(base), G, hd, block, &q8w);
+      if (a.q8_tag == 0 || *q8w.tag != a.q8_tag || *q8w.tag_block != block) {
+        q8_prepare<I, KE>(w.qs, G, hd, q8w);
+        *q8w.tag = a.q8_tag;
+        *q8w.tag_block = block;
+      }
+      q8 = true;
+    }
+  }
+  if constexpr (kKeyPairs)
+    if (!q8) reorder_pairs<I, true>(w.qs, G, hd);
   for (int g = 0; g < G; ++g) {
     m[g] = kNegInf;
     l[g] = 0.0f;
@@ -511,6 +542,8 @@ template <class I, KvElement KE, KvElement VE, bool kKeyPairs, bool kValuePairs>
     }
     if constexpr (KE == KvElement::K2)
       dot_k2_heads<I>(w.qs, G, hd, k, j0, j0 + nk, w.s, kKeyTile, w.qk, w.qk + G * hd, &k2_block);
+    else if (q8)
+      q8_scores<I, KE>(k, G, hd, j0, nk, q8w, w.s);
     else
       dot_heads<I, KE, kKeyPairs>(w.qs, G, hd, k, j0, j0 + nk, w.s, kKeyTile);
     if (a.cap > 0.0f)

@@ -18,6 +18,7 @@
 
 #include <bit>
 #include <cmath>
+#include <cstddef>
 #include <cstdint>
 #include <cstring>
 
@@ -109,15 +110,101 @@ struct DecodeBlock {
   // scores[g * scores_stride + j].
   float* scores = nullptr;
   int64_t scores_stride = 0;
+  // Q8 / Q4 / Q2 keys scored against an int8 query (AttentionShape::q8_query,
+  // attention_q8.h); other keys ignore it.
+  bool q8 = false;
+  // Nonzero: the blocks with this tag have the same query and scale (one KV
+  // head of one decode call), so a thread quantizes it for the first of
+  // them it runs and reuses that for the rest (the same numbers).
+  uint64_t q8_tag = 0;
 };
 
 // Per-thread buffers of decode_block: qs [group][head_dim], s [group][kKeyTile],
-// qk [group][head_dim + 1] (KIVI keys: a block's query and its q . min).
+// qk [group][head_dim + 1] (KIVI keys: a block's query and its q . min);
+// with DecodeBlock::q8, q8 holds q8_work_bytes(group, head_dim, the keys'
+// group) bytes.
 struct DecodeWork {
   float* qs = nullptr;
   float* s = nullptr;
   float* qk = nullptr;
+  void* q8 = nullptr;
 };
+
+// Columns of a key tile's buffers in the int8-query scores
+// (attention_q8.h): a key tile, plus the padding of a path that sums four
+// keys at a time past a tile's last key.
+constexpr int kQ8Cols = kKeyTile + 4;
+
+// Key types the int8-query scores read (AttentionShape::q8_query); KIVI's
+// K2 keys and unquantized keys keep f32 products.
+constexpr bool q8_key(KvElement e) {
+  return e == KvElement::Q8 || e == KvElement::Q4 || e == KvElement::Q2;
+}
+
+// A decode block's int8 query and a key tile's integer sums and
+// parameters (attention_q8.h), carved from DecodeWork::q8 by q8_carve.
+// nb = head_dim / block, block = the keys' parameter group.
+struct Q8Work {
+  uint64_t* tag = nullptr;  // the DecodeBlock::q8_tag and block the query was made for
+  int32_t* tag_block = nullptr;
+  int8_t* qi = nullptr;     // [G][hd] the query's codes, element order
+  int8_t* qp = nullptr;     // [G][hd] the same codes in a path's own order (its q8_order)
+  float* qf = nullptr;      // [G][hd] the codes as floats (the f32 integer sums)
+  float* a = nullptr;       // [G][nb] block scales: query ~ a * codes
+  float* qsum = nullptr;    // [G][nb] f32 sums of the query's blocks (Q4 / Q2 mins)
+  int32_t* isum = nullptr;  // [G][nb] sums of the codes' blocks (the VNNI Q8 offset)
+  int32_t* S = nullptr;     // [G][nb][kQ8Cols] integer sums of a tile's keys
+  float* p0 = nullptr;      // [nb][kQ8Cols] a tile's Q8 scales, or Q4 / Q2 mins
+  float* p1 = nullptr;      // [nb][kQ8Cols] a tile's Q4 / Q2 steps
+  int nb = 0;
+  int block = 0;
+};
+
+// Carves w from `base` (q8_work_bytes(G, hd) bytes), each array on 64 bytes;
+// without a base, only counts. Returns the bytes used.
+inline size_t q8_carve(void* base, int G, int hd, int block, Q8Work* w) {
+  const int nb = hd / block;
+  size_t used = 0;
+  const auto take = [&](size_t bytes) {
+    uint8_t* r = base ? static_cast<uint8_t*>(base) + used : nullptr;
+    used += (bytes + 63) / 64 * 64;
+    return r;
+  };
+  const size_t g = static_cast<size_t>(G), d = static_cast<size_t>(hd);
+  uint8_t* header = take(16);
+  uint8_t* qi = take(g * d);
+  uint8_t* qp = take(g * d);
+  uint8_t* qf = take(4 * g * d);
+  uint8_t* a = take(4 * g * nb);
+  uint8_t* qsum = take(4 * g * nb);
+  uint8_t* isum = take(4 * g * nb);
+  uint8_t* S = take(4 * g * nb * kQ8Cols);
+  uint8_t* p0 = take(4 * static_cast<size_t>(nb) * kQ8Cols);
+  uint8_t* p1 = take(4 * static_cast<size_t>(nb) * kQ8Cols);
+  if (w) {
+    w->tag = reinterpret_cast<uint64_t*>(header);
+    w->tag_block = reinterpret_cast<int32_t*>(header + 8);
+    w->qi = reinterpret_cast<int8_t*>(qi);
+    w->qp = reinterpret_cast<int8_t*>(qp);
+    w->qf = reinterpret_cast<float*>(qf);
+    w->a = reinterpret_cast<float*>(a);
+    w->qsum = reinterpret_cast<float*>(qsum);
+    w->isum = reinterpret_cast<int32_t*>(isum);
+    w->S = reinterpret_cast<int32_t*>(S);
+    w->p0 = reinterpret_cast<float*>(p0);
+    w->p1 = reinterpret_cast<float*>(p1);
+    w->nb = nb;
+    w->block = block;
+  }
+  return used;
+}
+
+// The bytes q8_carve takes for G heads of head_dim hd and keys whose
+// groups are multiples of `group` (fewer blocks need less), plus 64 to align
+// the base.
+inline size_t q8_work_bytes(int G, int hd, int group) {
+  return q8_carve(nullptr, G, hd, group, nullptr) + 64;
+}
 
 // One key tile of a KV head for prefill: rows [j0, j0 + count) of one piece,
 // count <= kKeyTile, with their positions and range.

@@ -30,6 +30,7 @@ struct Scalar {
     return x;
   }
   static V load_i8(const int8_t* p) { return static_cast<float>(*p); }
+  static V load_i32(const int32_t* p) { return static_cast<float>(*p); }
   static V load_u4(const uint8_t* codes, int d) {
     return static_cast<float>((codes[d / 2] >> (4 * (d & 1))) & 15);
   }

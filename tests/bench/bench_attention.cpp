@@ -118,7 +118,8 @@ BENCHMARK(BM_DecodeAttention30Layers)
 // Decode attention of a whole forward step over a policy cache's storage
 // (the full policy with each storage codec, read in place): 30 layers of
 // 4096 keys, committed in steps of 512 (KIVI quantizes committed groups).
-// Args: storage (0 f32, 1 f16, 2 int8, 3 int4, 4 kivi2), threads.
+// Args: storage (0 f32, 1 f16, 2 int8, 3 int4, 4 kivi2), threads, q8 (the
+// int8-query scores of quantized keys, AttentionShape::q8_query: 0 / 1).
 void BM_DecodeAttentionStorage30Layers(benchmark::State& state) {
   constexpr int kLayers = 30, kKeys = 4096, kStep = 512;
   static const char* const kSpecs[] = {"full", "full+f16", "full+int8", "full+int4", "full+kivi2"};
@@ -145,18 +146,25 @@ void BM_DecodeAttentionStorage30Layers(benchmark::State& state) {
   ThreadPool pool(static_cast<int>(state.range(1)));
   AttentionScratch scratch;
   const int32_t qpos = kKeys;
+  AttentionShape shape{kHeads, kKvHeads, kHeadDim};
+  shape.q8_query = state.range(2) != 0;
   for (auto _ : state) {
     for (int l = 0; l < kLayers; ++l)
-      attend({kHeads, kKvHeads, kHeadDim}, l, q.data(), std::span(&qpos, 1), *cache, out.data(),
-             pool, scratch);
+      attend(shape, l, q.data(), std::span(&qpos, 1), *cache, out.data(), pool, scratch);
     benchmark::DoNotOptimize(out.data());
   }
   state.SetItemsProcessed(state.iterations() * int64_t{kKeys} * kLayers);
-  state.SetLabel(std::string(cpu_path_name(scratch.path)) + " " + spec);
+  state.SetLabel(std::string(cpu_path_name(scratch.path)) + " " + spec +
+                 (shape.q8_query ? " q8-query" : ""));
 }
 BENCHMARK(BM_DecodeAttentionStorage30Layers)
-    ->ArgNames({"storage", "threads"})
-    ->ArgsProduct({{0, 1, 2, 3, 4}, {1, 2}})
+    ->ArgNames({"storage", "threads", "q8"})
+    ->ArgsProduct({{0, 1, 2, 3, 4}, {1, 2}, {0}})
+    ->UseRealTime()
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_DecodeAttentionStorage30Layers)
+    ->ArgNames({"storage", "threads", "q8"})
+    ->ArgsProduct({{2, 3}, {1, 2}, {1}})
     ->UseRealTime()
     ->Unit(benchmark::kMillisecond);
 

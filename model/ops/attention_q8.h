@@ -1,0 +1,190 @@
+// Internal to attention_impl.h: decode scores of Q8 / Q4 / Q2 keys against
+// an int8 query (AttentionShape::q8_query), as llama.cpp scores a quantized
+// K cache (it converts Q to the K type's vec_dot type, Q8 blocks).
+//
+// The query (scaled, log2 domain) is quantized per block of the keys' own
+// parameter group: q[d] ~ a_b * qi[d], a_b = max |q| / 127 over block b,
+// qi[d] = round(q[d] / a_b) in [-127, 127] (the int8 codec's rule). Then,
+// for a key with codes c and, per block, Q8's scale s_b or Q4 / Q2's
+// (min m_b, step t_b):
+//   Q8:      q . k ~ sum_b u_b, u_b = S_b * (a_b * s_b)
+//   Q4 / Q2: q . k ~ sum_b u_b, u_b = S_b * (a_b * t_b) + m_b * Q_b
+// with S_b = sum over the block of qi[d] * c[d], an integer, and Q_b the
+// f32 sum of the block's query (exact: only the code term sees the query's
+// rounding). The error is the query's rounding, at most a_b / 2 per element.
+// The sum is taken as (u_0 + u_1) + (u_2 + u_3) + ..., the pairs added in
+// order: a vector path holds a 64-element span's two blocks of 32 together.
+//
+// Integer sums are exact on every path: an instruction-set path either sums
+// them as integers (AVX-512 VNNI: vpdpbusd) or as f32 products of
+// integer-valued floats, every partial sum an integer below 2^24 (|qi c| <=
+// 127 x 255 over a block of at most 256 elements: 8.3e6 < 1.7e7), so exact
+// in any order. The float epilogue above is one shared sequence of
+// operations per key (multiply, then add, never fused), vectorised across
+// keys: every path gives the same scores bit for bit, and the scalar path is
+// the reference the others are tested against.
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+
+#include "model/ops/attention_kernels.h"
+
+namespace kvbench::attn {
+namespace {
+
+// qs [G][hd], scaled, element order -> w's codes, scales and sums. Plain
+// scalar code shared by every path (the same codes everywhere).
+inline void q8_quantize_query(const float* qs, int G, int hd, Q8Work& w) {
+  const int B = w.block;
+  for (int g = 0; g < G; ++g)
+    for (int b = 0; b < w.nb; ++b) {
+      const float* x = qs + g * hd + b * B;
+      int8_t* c = w.qi + g * hd + b * B;
+      float amax = 0.0f, sum = 0.0f;
+      for (int i = 0; i < B; ++i) {
+        amax = std::max(amax, std::fabs(x[i]));
+        sum += x[i];
+      }
+      const float a = amax / 127.0f;
+      int32_t isum = 0;
+      for (int i = 0; i < B; ++i) {
+        const float r = a > 0.0f ? std::nearbyint(x[i] / a) : 0.0f;
+        const int q = std::isnan(r) ? 0 : static_cast<int>(std::clamp(r, -127.0f, 127.0f));
+        c[i] = static_cast<int8_t>(q);
+        w.qf[g * hd + b * B + i] = static_cast<float>(q);
+        isum += q;
+      }
+      w.a[g * w.nb + b] = a;
+      w.qsum[g * w.nb + b] = sum;
+      w.isum[g * w.nb + b] = isum;
+    }
+}
+
+// Whether the path's integer kernel takes these keys: a path offers one by
+// static member templates q8_int_kernel<KE>(hd, block) -> bool,
+// q8_order<KE>(G, hd, w) (run once per decode block after the query's
+// codes) and q8_scores<KE>(k, G, hd, j0, nk, w, s) (a tile's scores, the
+// same operations as the reference below).
+template <class I, KvElement KE>
+constexpr bool q8_has_int_kernel() {
+  if constexpr (requires { I::template q8_int_kernel<KE>(0, 0); })
+    return true;
+  else
+    return false;
+}
+
+template <class I, KvElement KE>
+inline bool q8_int_path(int hd, int block) {
+  if constexpr (q8_has_int_kernel<I, KE>())
+    return I::template q8_int_kernel<KE>(hd, block);
+  else
+    return false;
+}
+
+// Once per decode block: the query's codes (and the path's order of them).
+template <class I, KvElement KE>
+inline void q8_prepare(const float* qs, int G, int hd, Q8Work& w) {
+  q8_quantize_query(qs, G, hd, w);
+  if constexpr (q8_has_int_kernel<I, KE>())
+    if (q8_int_path<I, KE>(hd, w.block)) I::template q8_order<KE>(G, hd, w);
+}
+
+// Per-key parameters of keys [j0, j0 + nk) into p0 / p1, transposed so the
+// epilogue reads them as vectors across keys; columns [nk, kKeyTile) zero.
+template <class I, KvElement KE>
+inline void q8_gather_params(const Rows& k, int hd, int32_t j0, int32_t nk, Q8Work& w) {
+  float prm[kMaxRowParams];
+  for (int32_t j = 0; j < nk; ++j) {
+    prepare_row<I, KE>(k.row(j0 + j), hd, k.group_shift, nullptr, prm);
+    for (int b = 0; b < w.nb; ++b) {
+      if constexpr (KE == KvElement::Q8) {
+        w.p0[b * kQ8Cols + j] = prm[b];
+      } else {
+        w.p0[b * kQ8Cols + j] = prm[2 * b];
+        w.p1[b * kQ8Cols + j] = prm[2 * b + 1];
+      }
+    }
+  }
+  for (int b = 0; b < w.nb; ++b) {
+    std::fill(w.p0 + b * kQ8Cols + nk, w.p0 + b * kQ8Cols + kKeyTile, 0.0f);
+    if constexpr (KE != KvElement::Q8)
+      std::fill(w.p1 + b * kQ8Cols + nk, w.p1 + b * kQ8Cols + kKeyTile, 0.0f);
+  }
+}
+
+// The codes of W elements [d, d + W) of a key row as floats.
+template <class I, KvElement KE>
+inline typename I::V q8_codes(const uint8_t* row, int d) {
+  if constexpr (KE == KvElement::Q8)
+    return I::load_i8(reinterpret_cast<const int8_t*>(row) + d);
+  else if constexpr (KE == KvElement::Q4)
+    return I::load_u4(row, d);
+  else
+    return I::load_u2(row, d);
+}
+
+// S[g][b][j] for keys [j0, j0 + nk) by f32 products of integer-valued
+// floats (exact, see the header comment): the path of every table without
+// an integer dot product, and of shapes a path's integer kernel skips.
+template <class I, KvElement KE>
+inline void q8_sums_f32(const Rows& k, int G, int hd, int32_t j0, int32_t nk, Q8Work& w) {
+  using V = typename I::V;
+  const int B = w.block;
+  for (int32_t j = 0; j < nk; ++j) {
+    const uint8_t* row = k.row(j0 + j);
+    for (int b = 0; b < w.nb; ++b)
+      for (int g = 0; g < G; ++g) {
+        V acc = I::zero();
+        for (int d = b * B; d < (b + 1) * B; d += I::W)
+          acc = I::fmadd(I::load(w.qf + g * hd + d), q8_codes<I, KE>(row, d), acc);
+        w.S[(g * w.nb + b) * kQ8Cols + j] = static_cast<int32_t>(I::hsum(acc));
+      }
+  }
+}
+
+// Scores (log2 domain) of G heads over keys [j0, j0 + nk) of a decode
+// block into s[g * kKeyTile + j]; q8_prepare ran on this block's query.
+// Columns past nk may be written; the caller masks them.
+template <class I, KvElement KE>
+[[gnu::always_inline]] inline void q8_scores(const Rows& k, int G, int hd, int32_t j0, int32_t nk,
+                                             Q8Work& w, float* s) {
+  using V = typename I::V;
+  // The next tile's rows on their way to L2 while this one is summed.
+  const int64_t row_bytes = kv_row_bytes(KE, hd, w.block);
+  for (int32_t j = j0; j < j0 + nk; ++j) prefetch_row_bytes(k, j, kKeyTile, row_bytes);
+  if constexpr (q8_has_int_kernel<I, KE>())
+    if (q8_int_path<I, KE>(hd, w.block)) return I::template q8_scores<KE>(k, G, hd, j0, nk, w, s);
+  q8_sums_f32<I, KE>(k, G, hd, j0, nk, w);
+  // Columns past the tile's keys: zero sums, so the vectors below read no
+  // stale numbers.
+  for (int r = 0; r < G * w.nb; ++r)
+    std::fill(w.S + r * kQ8Cols + nk, w.S + r * kQ8Cols + kKeyTile, 0);
+  q8_gather_params<I, KE>(k, hd, j0, nk, w);
+  // Per block u_b = S_b (a_b x step_b) + min_b x Q_b (Q8: S_b (a_b x
+  // scale_b)); per pair of blocks t = u_b + u_b+1 (a lone last block: t =
+  // u_b); the score is the pairs' t summed in order.
+  const auto term = [&](int g, int b, int32_t j) {
+    const V sum = I::load_i32(w.S + (g * w.nb + b) * kQ8Cols + j);
+    const V as = I::set1(w.a[g * w.nb + b]);
+    if constexpr (KE == KvElement::Q8)
+      return I::mul(sum, I::mul(as, I::load(w.p0 + b * kQ8Cols + j)));
+    else
+      return I::add(I::mul(sum, I::mul(as, I::load(w.p1 + b * kQ8Cols + j))),
+                    I::mul(I::load(w.p0 + b * kQ8Cols + j), I::set1(w.qsum[g * w.nb + b])));
+  };
+  for (int g = 0; g < G; ++g)
+    for (int32_t j = 0; j < nk; j += I::W) {
+      V acc = I::zero();
+      for (int b = 0; b < w.nb; b += 2) {
+        const V t = b + 1 < w.nb ? I::add(term(g, b, j), term(g, b + 1, j)) : term(g, b, j);
+        acc = b == 0 ? t : I::add(acc, t);
+      }
+      I::store(s + g * kKeyTile + j, acc);
+    }
+}
+
+}  // namespace
+}  // namespace kvbench::attn

@@ -1,0 +1,274 @@
+// Decode scores of quantized keys against an int8 query
+// (AttentionShape::q8_query, model/ops/attention_q8.h):
+//  - every instruction-set path writes the scalar reference's scores bit for
+//    bit (the integer sums are exact, vpdpbusd or f32; the epilogue is one
+//    sequence of operations), for Q8 / Q4 / Q2 keys, groups the integer
+//    kernel takes and groups it leaves to the f32 sums, head sizes 32-256,
+//    rows plain or through an index;
+//  - each score is within the query's rounding of the f32 score: at most
+//    sum_b a_b / 2 x sum_{d in b} |c_d x scale_b| (a_b the block's query
+//    scale), and the option changes the scores (it is not a no-op);
+//  - through attend(): prefill is untouched, decode is the same whatever the
+//    thread count, and near the exact attention.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "model/gguf/ggml_types.h"
+#include "model/ops/attention.h"
+#include "model/ops/attention_kernels.h"
+#include "model/ops/quant_dot.h"
+#include "policies/codec.h"
+#include "tests/support/piece_cache.h"
+#include "tests/support/reference_llama.h"
+
+namespace kvbench {
+namespace {
+
+struct Path {
+  std::string name;
+  const attn::Kernels* kernels;
+};
+
+std::vector<Path> kernel_paths() {
+  std::vector<Path> out = {{"scalar", attn::scalar_kernels()}};
+  if (cpu_path_supported(CpuPath::Avx2) && attn::avx2_kernels())
+    out.push_back({"avx2", attn::avx2_kernels()});
+  if (cpu_path_supported(CpuPath::Avx512) && attn::avx512_kernels())
+    out.push_back({"avx512", attn::avx512_kernels()});
+  return out;
+}
+
+// n keys of one KV head, encoded by `codec`; with `indexed`, row j lives at
+// slot 2j + 1 of an array twice as long (Rows::index).
+struct Keys {
+  RowCodec codec;
+  std::vector<uint8_t> bytes;
+  std::vector<int32_t> index, pos;
+  std::vector<float> decoded;  // [n][hd]: what the codec decodes
+  attn::Rows rows;
+};
+
+Keys make_keys(CodecKind kind, int hd, int group, int n, bool indexed, std::mt19937& rng) {
+  Keys k;
+  k.codec = RowCodec(kind, hd, group);
+  const int64_t rb = k.codec.row_bytes();
+  const int slots = indexed ? 2 * n : n;
+  k.bytes.assign(slots * rb, 0);
+  k.decoded.resize(int64_t{n} * hd);
+  std::normal_distribution<float> u(0.0f, 1.0f);
+  std::vector<float> row(hd);
+  for (int j = 0; j < n; ++j) {
+    const int slot = indexed ? 2 * j + 1 : j;
+    for (auto& x : row) x = u(rng);
+    k.codec.encode(row.data(), k.bytes.data() + slot * rb);
+    k.codec.decode(k.bytes.data() + slot * rb, k.decoded.data() + int64_t{j} * hd);
+    k.index.push_back(slot);
+    k.pos.push_back(j);
+  }
+  k.rows.type = kv_element(kind);
+  k.rows.data = k.bytes.data();
+  k.rows.stride = rb;
+  k.rows.set_group(group);
+  k.rows.index = indexed ? k.index.data() : nullptr;
+  k.rows.n = n;
+  return k;
+}
+
+// Block b's min parameter of row j (Q4 / Q2: codes, then (min, step) f16
+// per group): decoded values are min + code x step.
+float block_min(const Keys& k, int j, int b) {
+  const int hd = k.codec.dim();
+  const int data = k.codec.kind() == CodecKind::Int4 ? hd / 2 : hd / 4;
+  const uint8_t* row = k.bytes.data() + k.index[j] * k.codec.row_bytes();
+  uint16_t h;
+  std::memcpy(&h, row + data + 4 * b, 2);
+  return fp16_to_fp32(h);
+}
+
+// Raw scores [G][n] (log2 domain) of one decode block over all n keys.
+std::vector<float> block_scores(const attn::Kernels& K, const Keys& k, const std::vector<float>& q,
+                                int G, int hd, bool q8) {
+  const int32_t n = k.rows.n;
+  attn::DecodeBlock a;
+  a.q = q.data();
+  a.scale = 1.4426950408889634f / std::sqrt(static_cast<float>(hd));
+  a.group = G;
+  a.head_dim = hd;
+  a.k = k.rows;
+  a.v = k.rows;
+  a.pos = k.pos.data();
+  a.qpos = n;
+  a.begin = 0;
+  a.end = n;
+  std::vector<float> scores(int64_t{G} * n, NAN);
+  a.scores = scores.data();
+  a.scores_stride = n;
+  a.q8 = q8;
+  std::vector<float> qs(G * hd), s(G * attn::kKeyTile), qk(G * (hd + 1));
+  std::vector<float> q8buf(attn::q8_work_bytes(G, hd, k.rows.group) / 4 + 1);
+  const attn::DecodeWork w{qs.data(), s.data(), qk.data(), q8buf.data()};
+  std::vector<float> m(G), l(G), acc(G * hd);
+  K.decode_block(a, w, m.data(), l.data(), acc.data());
+  return scores;
+}
+
+// A query with blocks of very different sizes, one block all zero (a zero
+// scale) and one element far larger than the rest of its block.
+std::vector<float> make_query(int G, int hd, std::mt19937& rng) {
+  std::normal_distribution<float> u(0.0f, 1.0f);
+  std::vector<float> q(G * hd);
+  for (int i = 0; i < G * hd; ++i) q[i] = u(rng) * (1 + i / 16 % 4);
+  for (int d = 0; d < std::min(hd, 8); ++d) q[d] = 0.0f;
+  q[hd - 1] = 40.0f;
+  return q;
+}
+
+struct KeyCase {
+  CodecKind kind;
+  int hd, group;
+};
+
+const KeyCase kKeyCases[] = {
+    {CodecKind::Int4, 64, 32},  {CodecKind::Int4, 64, 16},  {CodecKind::Int4, 64, 64},
+    {CodecKind::Int4, 128, 32}, {CodecKind::Int4, 256, 32}, {CodecKind::Int4, 256, 128},
+    {CodecKind::Int4, 32, 32},  {CodecKind::Int8, 64, 32},  {CodecKind::Int8, 64, 16},
+    {CodecKind::Int8, 64, 8},   {CodecKind::Int8, 128, 64}, {CodecKind::Int8, 256, 32},
+    {CodecKind::Int8, 32, 16},  {CodecKind::Int2, 64, 32},  {CodecKind::Int2, 128, 64},
+};
+
+std::string name_of(const KeyCase& c, int G, int n, bool indexed) {
+  return std::string(codec_name(c.kind)) + " hd " + std::to_string(c.hd) + " group " +
+         std::to_string(c.group) + " G " + std::to_string(G) + " keys " + std::to_string(n) +
+         (indexed ? " indexed" : "");
+}
+
+TEST(AttentionQ8, EveryPathWritesTheScalarScoresBitForBit) {
+  const std::vector<Path> paths = kernel_paths();
+  uint32_t seed = 1;
+  int compared = 0;
+  for (const KeyCase& c : kKeyCases)
+    for (int G : {1, 3, 4})
+      for (int n : {1, 5, 64, 67, 300})
+        for (bool indexed : {false, true}) {
+          std::mt19937 rng(seed++);
+          const Keys k = make_keys(c.kind, c.hd, c.group, n, indexed, rng);
+          const std::vector<float> q = make_query(G, c.hd, rng);
+          const std::vector<float> ref = block_scores(*paths[0].kernels, k, q, G, c.hd, true);
+          for (size_t p = 1; p < paths.size(); ++p) {
+            const attn::Kernels& K = *paths[p].kernels;
+            if (c.hd % K.width != 0 || c.group % K.width != 0) continue;  // never chosen
+            const std::vector<float> got = block_scores(K, k, q, G, c.hd, true);
+            ASSERT_EQ(std::memcmp(got.data(), ref.data(), ref.size() * 4), 0)
+                << name_of(c, G, n, indexed) << " path " << paths[p].name;
+            ++compared;
+          }
+        }
+  if (paths.size() > 1) EXPECT_GT(compared, 300);
+}
+
+TEST(AttentionQ8, EachScoreIsWithinTheQuerysRoundingOfTheF32Score) {
+  uint32_t seed = 100;
+  double worst_share = 0.0;
+  for (const KeyCase& c : kKeyCases)
+    for (int G : {1, 3}) {
+      std::mt19937 rng(seed++);
+      const int n = 150, hd = c.hd;
+      const Keys k = make_keys(c.kind, hd, c.group, n, false, rng);
+      const std::vector<float> q = make_query(G, hd, rng);
+      const attn::Kernels& K = *attn::scalar_kernels();
+      const std::vector<float> exact = block_scores(K, k, q, G, hd, false);
+      const std::vector<float> q8 = block_scores(K, k, q, G, hd, true);
+      const float scale = 1.4426950408889634f / std::sqrt(static_cast<float>(hd));
+      double max_err = 0.0;
+      for (int g = 0; g < G; ++g)
+        for (int j = 0; j < n; ++j) {
+          // The code part of each element: k - min (Q4 / Q2), k (Q8).
+          const float* kr = k.decoded.data() + int64_t{j} * hd;
+          double bound = 0.0, magnitude = 0.0;
+          for (int b = 0; b < hd / c.group; ++b) {
+            float amax = 0.0f;
+            for (int d = b * c.group; d < (b + 1) * c.group; ++d)
+              amax = std::max(amax, std::fabs(q[g * hd + d] * scale));
+            const float half = amax / 127.0f / 2.0f;
+            for (int d = b * c.group; d < (b + 1) * c.group; ++d) {
+              const float code_part = c.kind == CodecKind::Int8
+                                          ? std::fabs(kr[d])
+                                          : std::fabs(kr[d] - block_min(k, j, b));
+              bound += half * code_part;
+              magnitude += std::fabs(q[g * hd + d] * scale * kr[d]);
+            }
+          }
+          const double err = std::fabs(double(q8[g * n + j]) - exact[g * n + j]);
+          EXPECT_LE(err, bound + 1e-5 * (magnitude + 1.0))
+              << name_of(c, G, n, false) << " head " << g << " key " << j;
+          max_err = std::max(max_err, err);
+          if (bound > 0) worst_share = std::max(worst_share, err / bound);
+        }
+      EXPECT_GT(max_err, 0.0) << name_of(c, G, n, false) << ": the option changed nothing";
+    }
+  EXPECT_GT(worst_share, 0.05);  // the bound is not vacuous
+}
+
+// Through attend(): a policy cache's layouts (quantized main rows, the open
+// step's f32 rows, restored pages), decode with q8_query against exact
+// attention; prefill ignores the option.
+TEST(AttentionQ8, AttendDecodesNearExactAndLeavesPrefillAlone) {
+  using test::Addr;
+  const std::vector<std::vector<test::PieceSpec>> layouts = {
+      {{CodecKind::Int4, 32, Addr::Plain, 400}},
+      {{CodecKind::Int8, 32, Addr::Plain, 250}, {CodecKind::F32, 0, Addr::Plain, 3}},
+      {{CodecKind::Int4, 32, Addr::Index, 200}, {CodecKind::Int4, 32, Addr::IndexPtrs, 90}},
+      {{CodecKind::Int2, 32, Addr::Ptrs, 130}},
+  };
+  for (size_t li = 0; li < layouts.size(); ++li) {
+    test::PieceCache cache(3, 9, 64);
+    std::mt19937 rng(7 + li);
+    int32_t at = 0;
+    for (int h = 0; h < 3; ++h) cache.set_head(h, layouts[li], rng, at);
+    cache.request = {true, -1, false};
+    AttentionShape shape{9, 3, 64};
+    std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+    for (int n_tokens : {1, 7}) {
+      std::vector<float> q(int64_t{n_tokens} * 9 * 64);
+      for (auto& x : q) x = u(rng) * 3.0f;
+      std::vector<int32_t> qpos(n_tokens);
+      for (int t = 0; t < n_tokens; ++t) qpos[t] = at + t;
+      std::vector<float> naive(q.size());
+      shape.q8_query = false;
+      attend_naive(shape, 0, q.data(), qpos, cache, naive.data());
+      for (CpuPath path : test::supported_paths()) {
+        std::vector<float> out[2], plain(q.size());
+        for (int threads : {1, 2}) {
+          ThreadPool pool(threads);
+          AttentionScratch scratch;
+          scratch.path = path;
+          shape.q8_query = true;
+          out[threads - 1].assign(q.size(), NAN);
+          attend(shape, 0, q.data(), qpos, cache, out[threads - 1].data(), pool, scratch);
+          shape.q8_query = false;
+          attend(shape, 0, q.data(), qpos, cache, plain.data(), pool, scratch);
+        }
+        const std::string what = "layout " + std::to_string(li) + " tokens " +
+                                 std::to_string(n_tokens) + " path " +
+                                 std::string(cpu_path_name(path));
+        EXPECT_EQ(std::memcmp(out[0].data(), out[1].data(), q.size() * 4), 0) << what;
+        const float d_naive = test::max_abs_diff(out[0].data(), naive.data(), q.size());
+        const float d_plain = test::max_abs_diff(out[0].data(), plain.data(), q.size());
+        if (n_tokens == 1) {
+          EXPECT_LE(d_naive, 0.02f) << what;
+          EXPECT_GT(d_plain, 0.0f) << what << ": decode ignored q8_query";
+        } else {
+          EXPECT_EQ(d_plain, 0.0f) << what << ": prefill changed";
+        }
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace kvbench
