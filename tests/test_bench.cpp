@@ -277,8 +277,28 @@ TEST(Bench, BadValuesAreOneLineErrors) {
   expect_input_error(run(m + " -d 1000000 -p 64"),
                      "--n-depth 1000000 plus a test of 64 tokens exceeds");
   expect_input_error(run(" -m /no/such/model.gguf"), "/no/such/model.gguf");
-  expect_input_error(run(m + " --attention f16"), "--attention: unknown value 'f16' (f32, bf16)");
+  expect_input_error(run(m + " --attention f16"),
+                     "--attention: unknown value 'f16' (f32, bf16, int8q, bf16+int8q)");
   expect_input_error(run(m + " --attention bf16 --exact"), "--attention bf16 needs the fast mode");
+  expect_input_error(run(m + " --attention int8q --exact"),
+                     "--attention int8q needs the fast mode");
+}
+
+// --attention int8q decodes over quantized caches (both model families)
+// and says so in the backend column.
+TEST(Bench, Int8QueryAttentionIsNamedInTheBackend) {
+  for (const std::string& model : {test::tiny_model_path(), test::tiny_gemma3_path()}) {
+    const Result b = run("-m " + model +
+                         " -p 0 -n 4 -d 70 -r 1 -t 2 --policy full+int4,full+int8 --attention "
+                         "bf16+int8q -o json");
+    ASSERT_EQ(b.code, 0) << b.err;
+    const auto j = nlohmann::json::parse(b.out);
+    ASSERT_EQ(j.size(), 2u);
+    for (const auto& row : j) {
+      EXPECT_TRUE(row["backend"].get<std::string>().ends_with(" int8q")) << row;
+      EXPECT_GT(row["median_ts"].get<double>(), 0.0);
+    }
+  }
 }
 
 // --attention bf16 runs (on both model families) and says so in the backend

@@ -7,6 +7,7 @@
 
 #include <sys/wait.h>
 #include <array>
+#include <cmath>
 #include <cstdio>
 #include <fstream>
 #include <regex>
@@ -156,6 +157,33 @@ TEST(Cli, PerplexityWithBf16AttentionNeedsFastAndStaysClose) {
   const double b = nlohmann::json::parse(bf16.out)["ppl"].get<double>();
   EXPECT_NE(a, b);
   EXPECT_NEAR(b / a, 1.0, 1e-2) << a << " " << b;
+}
+
+// --attention int8q (with --fast only): one-token steps (--chunk 1) over an
+// int4 cache score its keys against an int8 query, which moves the NLL
+// (the random-weight model's is about 29 nats a token) by the query's
+// rounding; the full f32 cache is untouched.
+TEST(Cli, PerplexityWithInt8QueryScoresMovesOnlyQuantizedCaches) {
+  const std::string text = testing::TempDir() + "kvbench-int8q.txt";
+  {
+    std::ofstream out(text);
+    for (int i = 0; i < 60; ++i) out << "the river runs by mill " << i << " and ";
+  }
+  const std::string args = "perplexity --model " + test::tiny_model_path() + " -t 2 --file " +
+                           text + " --ctx 96 --chunk 1 --fast --json";
+  expect_input_error(run("perplexity --model " + test::tiny_model_path() + " --file " + text +
+                         " --attention int8q"),
+                     "--attention int8q needs the fast mode");
+  const auto ppl = [&](const std::string& extra) {
+    const Result r = run(args + extra);
+    EXPECT_EQ(r.code, 0) << r.err;
+    return r.code == 0 ? nlohmann::json::parse(r.out)["ppl"].get<double>() : 0.0;
+  };
+  const double int4 = std::log(ppl(" --policy full+int4"));
+  const double int4_q = std::log(ppl(" --policy full+int4 --attention int8q"));
+  EXPECT_NE(int4, int4_q);
+  EXPECT_NEAR(int4_q / int4, 1.0, 1e-2) << int4 << " " << int4_q;
+  EXPECT_EQ(ppl(""), ppl(" --attention int8q"));
 }
 
 TEST(Cli, SmolLM2AnswersParis) {

@@ -94,29 +94,37 @@ TEST(ExperimentConfig, SetOverridesAnyField) {
 }
 
 // decoding.attention: "f32" (default, not written back, so older configs
-// read back unchanged) or "bf16" (fast mode only).
-TEST(ExperimentConfig, AttentionPrecisionIsF32OrBf16) {
-  EXPECT_FALSE(parse_experiment(minimal(), "x.json").decoding.bf16_attention);
+// read back unchanged), "bf16", "int8q" or "bf16+int8q" (fast mode only).
+TEST(ExperimentConfig, AttentionArithmeticIsOneOfFourModes) {
+  EXPECT_EQ(parse_experiment(minimal(), "x.json").decoding.attention, AttentionMode{});
   EXPECT_FALSE(to_json(parse_experiment(minimal(), "x.json"))["decoding"].contains("attention"));
+  for (const auto& [text, mode] : {std::pair<std::string, AttentionMode>{"bf16", {true, false}},
+                                   {"int8q", {false, true}},
+                                   {"bf16+int8q", {true, true}}}) {
+    json d = minimal();
+    apply_override(d, "decoding.attention=" + text);
+    const ExperimentConfig c = parse_experiment(d, "x.json");
+    EXPECT_EQ(c.decoding.attention, mode) << text;
+    EXPECT_EQ(to_json(c)["decoding"]["attention"], text);
+    EXPECT_EQ(parse_experiment(to_json(c), "resolved").decoding.attention, mode) << text;
+    d["decoding"] = {{"exact", true}, {"attention", text}};
+    EXPECT_NE(error_of(d).find("/decoding/attention: " + text + " needs the fast mode"),
+              std::string::npos)
+        << error_of(d);
+  }
   json d = minimal();
-  apply_override(d, "decoding.attention=bf16");
-  const ExperimentConfig c = parse_experiment(d, "x.json");
-  EXPECT_TRUE(c.decoding.bf16_attention);
-  EXPECT_EQ(to_json(c)["decoding"]["attention"], "bf16");
-  EXPECT_TRUE(parse_experiment(to_json(c), "resolved").decoding.bf16_attention);
-  d = minimal();
   d["decoding"] = {{"attention", "f32"}};
-  EXPECT_FALSE(parse_experiment(d, "x.json").decoding.bf16_attention);
-  d["decoding"] = {{"attention", "fp8"}};
-  EXPECT_NE(error_of(d).find("experiments/x.json: /decoding/attention: expected \"f32\" or "
-                             "\"bf16\", got \"fp8\""),
-            std::string::npos)
-      << error_of(d);
+  EXPECT_EQ(parse_experiment(d, "x.json").decoding.attention, AttentionMode{});
+  for (const char* bad : {"fp8", "int8q+bf16", "bf16+", "INT8Q"}) {
+    d["decoding"] = {{"attention", bad}};
+    EXPECT_NE(error_of(d).find("experiments/x.json: /decoding/attention: expected one of f32, "
+                               "bf16, int8q, bf16+int8q, got \"" +
+                               std::string(bad) + "\""),
+              std::string::npos)
+        << error_of(d);
+  }
   d["decoding"] = {{"attention", true}};
   EXPECT_NE(error_of(d).find("/decoding/attention: expected a string"), std::string::npos)
-      << error_of(d);
-  d["decoding"] = {{"exact", true}, {"attention", "bf16"}};
-  EXPECT_NE(error_of(d).find("/decoding/attention: bf16 needs the fast mode"), std::string::npos)
       << error_of(d);
 }
 

@@ -82,6 +82,23 @@ std::map<std::string, json> run_shared_and_unshared(const std::string& name,
   return shared;
 }
 
+// decoding.attention = "int8q": the run records it in its config and shares
+// prefills with the same numbers as prefilling alone, the quantized caches
+// included. (Its decode steps' scores move by the query's rounding:
+// test_attention_q8.cpp; the tiny model's answers need not.)
+TEST(Run, Int8QueryAttentionRunsRecordItAndShareExactly) {
+  const std::string body = R"(
+    "tasks": [{"task": "niah", "lengths": [160], "samples": 2}],
+    "policies": ["full", "full+int4", "window:budget=64+int8"],
+    "decoding": {"chunk": 64, "attention": "int8q"})";
+  const auto cells = run_shared_and_unshared("int8q", body);
+  EXPECT_EQ(cells.size(), 6u);
+  const std::string dir =
+      testing::TempDir() + "kvbench-run-" + std::to_string(::getpid()) + "/int8q/a";
+  const json config = read_json_file(test::only_run_folder(dir) + "/config.json");
+  EXPECT_EQ(config["decoding"]["attention"], "int8q");
+}
+
 // decoding.attention = "bf16": the run records it in its config, shares
 // prefills with the same numbers as prefilling alone, and its numbers are
 // its own (the teacher-forced NLL moves by bfloat16's rounding).

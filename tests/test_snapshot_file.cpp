@@ -462,7 +462,7 @@ TEST_F(SnapshotFile, AnotherModelTokenizerOrPrecisionIsRefusedListingTheFields) 
   EXPECT_NE(what.find("precision.activations (snapshot f32, expected q8)"), std::string::npos)
       << what;
   // Nor bf16 prefill attention (its K/V differ after the first layer).
-  what = message({expect_.model, activations_name(MatmulMode::Quantized, true)});
+  what = message({expect_.model, activations_name(MatmulMode::Quantized, {.bf16 = true})});
   EXPECT_NE(what.find("precision.activations (snapshot f32, expected q8+bf16-attn)"),
             std::string::npos)
       << what;
@@ -476,10 +476,22 @@ TEST_F(SnapshotFile, AnotherModelTokenizerOrPrecisionIsRefusedListingTheFields) 
   EXPECT_NE(what.find("model.rms_eps"), std::string::npos) << what;
   EXPECT_EQ(message(expect_), "accepted");
   // A state saved with bf16 prefill attention loads where that is expected.
-  doc.activations = activations_name(MatmulMode::Quantized, true);
+  doc.activations = activations_name(MatmulMode::Quantized, {.bf16 = true});
   save_cache_snapshot(path, *cache, doc, expect_.model);
   EXPECT_EQ(message({expect_.model, "q8+bf16-attn"}), "accepted");
   EXPECT_NE(message(expect_).find("(snapshot q8+bf16-attn, expected f32)"), std::string::npos);
+  // And with int8-query decode scores, alone or with bf16 (every name fits
+  // the field's 16 bytes).
+  EXPECT_EQ(activations_name(MatmulMode::Quantized, {.bf16 = true, .int8_query = true}),
+            "q8+bf16-attn+i8q");
+  for (const AttentionMode m : {AttentionMode{false, true}, AttentionMode{true, true}}) {
+    doc.activations = activations_name(MatmulMode::Quantized, m);
+    save_cache_snapshot(path, *cache, doc, expect_.model);
+    EXPECT_EQ(message({expect_.model, doc.activations}), "accepted") << doc.activations;
+    EXPECT_NE(
+        message({expect_.model, "q8"}).find("(snapshot " + doc.activations + ", expected q8)"),
+        std::string::npos);
+  }
 }
 
 TEST_F(SnapshotFile, WritesAreAtomicAndLeaveNothingBehindOnFailure) {

@@ -3,6 +3,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <optional>
 #include <sstream>
 #include <thread>
 
@@ -100,13 +101,15 @@ std::string extra_argument_message(const Args& args, const po::options_descripti
 
 }  // namespace
 
-bool attention_option(const std::string& value, bool exact) {
-  if (value != "f32" && value != "bf16")
-    throw InputError("--attention: unknown value '" + value.substr(0, 40) + "' (f32, bf16)");
-  if (value == "bf16" && exact)
-    throw InputError(
-        "--attention bf16 needs the fast mode (8-bit activations), not the exact reference path");
-  return value == "bf16";
+AttentionMode attention_option(const std::string& value, bool exact) {
+  const std::optional<AttentionMode> m = parse_attention_mode(value);
+  if (!m)
+    throw InputError("--attention: unknown value '" + value.substr(0, 40) + "' (" +
+                     std::string(kAttentionModes) + ")");
+  if (*m != AttentionMode{} && exact)
+    throw InputError("--attention " + value +
+                     " needs the fast mode (8-bit activations), not the exact reference path");
+  return *m;
 }
 
 bool parse(const Args& args, const po::options_description& desc, po::variables_map& vm,

@@ -9,6 +9,8 @@
 
 #include <boost/program_options.hpp>
 
+#include "harness/run/attention_mode.h"
+
 namespace kvbench {
 struct PolicySpec;
 }  // namespace kvbench
@@ -53,10 +55,10 @@ void add_fast_option(boost::program_options::options_description& desc,
                          "multiply with activations quantized to 8 bits, as "
                          "llama.cpp and `kvbench run` do (default here: f32 "
                          "activations, the exact reference path)");
-// The value of --attention (f32 or bf16): whether prefill attention runs on
-// bfloat16 products (Evaluator::set_bf16_attention). bf16 needs the fast
-// mode: exact = true with bf16 throws InputError, as does any other value.
-bool attention_option(const std::string& value, bool exact);
+// The value of --attention (f32, bf16, int8q or bf16+int8q,
+// harness/run/attention_mode.h). Anything but f32 needs the fast mode:
+// exact = true with another value throws InputError, as does any other text.
+AttentionMode attention_option(const std::string& value, bool exact);
 
 // Reads a whole text file; InputError naming it when unreadable.
 std::string read_text_file(const std::string& path);

@@ -233,7 +233,7 @@ std::string file_type_name(const GgufFile& f) {
   }
 }
 
-ModelInfo model_info(const LlamaModel& m, bool exact, bool bf16_attention) {
+ModelInfo model_info(const LlamaModel& m, bool exact, AttentionMode attention) {
   ModelInfo info;
   std::map<std::string, uint64_t> bytes_by_type;
   for (const GgufTensor& t : m.file().tensors()) {
@@ -256,10 +256,11 @@ ModelInfo model_info(const LlamaModel& m, bool exact, bool bf16_attention) {
   // Emulated bf16 (no AVX-512 BF16 on this CPU, or KVBENCH_CPU below
   // avx512): the same numbers at about f32 speed, so the row says so.
   const CpuPath path = default_cpu_path();
-  const std::string bf16 = !bf16_attention               ? ""
+  const std::string bf16 = !attention.bf16               ? ""
                            : bf16_attention_native(path) ? " bf16-attn"
                                                          : " bf16-attn (emulated)";
-  info.backend = "CPU " + std::string(cpu_path_name(path)) + (exact ? " exact" : "") + bf16;
+  info.backend = "CPU " + std::string(cpu_path_name(path)) + (exact ? " exact" : "") + bf16 +
+                 (attention.int8_query ? " int8q" : "");
   return info;
 }
 
@@ -684,10 +685,12 @@ int cmd_bench(const Args& args) {
       "multiply with f32 activations (the exact reference path) instead of activations quantized "
       "to 8 bits")(
       "attention", po::value<std::string>()->default_value("f32"),
-      "prefill attention's products: f32 (llama.cpp's arithmetic) or bf16 (Q, K, softmax weights "
-      "and V rounded to bfloat16, f32 sums: about twice the f32 rate with AVX-512 BF16; not with "
-      "--exact); the backend column says bf16-attn, or bf16-attn (emulated) where the CPU lacks "
-      "AVX-512 BF16 (the same numbers at about f32 speed)")(
+      "attention's arithmetic (not with --exact): f32 (llama.cpp's), bf16 (prefill: Q, K, softmax "
+      "weights and V rounded to bfloat16, f32 sums: about twice the f32 rate with AVX-512 BF16; "
+      "the backend column says bf16-attn, or bf16-attn (emulated) where the CPU lacks AVX-512 "
+      "BF16: the same numbers at about f32 speed), int8q (decode: scores of int8 / int4 / int2 "
+      "keys against the query quantized to int8 per key group, integer dot products, as "
+      "llama.cpp with a quantized K cache; the backend column says int8q) or bf16+int8q")(
       "interleave", po::bool_switch(),
       "run each test's repetitions in turns over the --kv or --policy configurations (A, B, C, "
       "A, B, C, ...) instead of one configuration's back to back, so that a machine's drift "
@@ -758,7 +761,7 @@ int cmd_bench(const Args& args) {
     throw InputError(
         "--interleave and --kv-memory exclude each other (each cap picks its own "
         "batch per configuration)");
-  const bool bf16_attention = attention_option(vm["attention"].as<std::string>(), exact);
+  const AttentionMode attention = attention_option(vm["attention"].as<std::string>(), exact);
 
   // Tests in llama-bench's order: every pp, then every tg; zeros skipped.
   struct Test {
@@ -792,13 +795,13 @@ int cmd_bench(const Args& args) {
           for (int batch : batches)
             if (t.n_gen > 0)
               check_batch(*model, cfg, t.n_gen, depth, batch, max_test, nullptr, available);
-  const ModelInfo info = model_info(*model, exact, bf16_attention);
+  const ModelInfo info = model_info(*model, exact, attention);
   const bool tty = isatty(STDERR_FILENO);
 
   std::vector<Result> results;
   for (int n_threads : threads) {
     Evaluator eval(*model, n_threads, exact ? MatmulMode::Exact : MatmulMode::Quantized);
-    eval.set_bf16_attention(bf16_attention);
+    apply_attention_mode(attention, eval);
     if (interleave) {
       // Every configuration's depth context first (all held at once), then
       // each test's repetitions in turns over the configurations.

@@ -43,8 +43,9 @@ int cmd_perplexity(const Args& args) {
   add_fast_option(desc);
   desc.add_options()(
       "attention", po::value<std::string>()->default_value("f32"),
-      "prefill attention's products with --fast: f32 (llama.cpp's arithmetic) or bf16 (Q, K, "
-      "softmax weights and V rounded to bfloat16, f32 sums)");
+      "attention's arithmetic with --fast: f32 (llama.cpp's), bf16 (prefill: Q, K, softmax weights "
+      "and V rounded to bfloat16, f32 sums), int8q (one-token steps: scores of quantized keys "
+      "against an int8 query) or bf16+int8q");
   po::variables_map vm;
   if (!parse(
           args, desc, vm,
@@ -60,7 +61,7 @@ int cmd_perplexity(const Args& args) {
   if (vm["max-tokens"].as<int64_t>() < 0) throw InputError("--max-tokens must be >= 0");
   o.policy = policy_option(vm["policy"].as<std::string>());
   o.seed = vm["seed"].as<uint64_t>();
-  const bool bf16_attention =
+  const AttentionMode attention =
       attention_option(vm["attention"].as<std::string>(), !vm["fast"].as<bool>());
   const int threads = thread_count(vm);
   const std::string file = vm["file"].as<std::string>();
@@ -88,7 +89,7 @@ int cmd_perplexity(const Args& args) {
 
   Evaluator eval(*model, threads,
                  vm["fast"].as<bool>() ? MatmulMode::Quantized : MatmulMode::Exact);
-  eval.set_bf16_attention(bf16_attention);
+  apply_attention_mode(attention, eval);
   const bool tty = isatty(STDERR_FILENO);
   const auto t0 = std::chrono::steady_clock::now();
   const PerplexityResult r =

@@ -380,11 +380,13 @@ ExperimentConfig parse_experiment(const json& doc, const std::string& source) {
     if (d.has("attention")) {
       const Node a = d.at("attention");
       const std::string v = a.string();
-      if (v != "f32" && v != "bf16")
-        a.fail("expected \"f32\" or \"bf16\", got \"" + v.substr(0, 40) + "\"");
-      if (v == "bf16" && c.decoding.exact)
-        a.fail("bf16 needs the fast mode (8-bit activations), not \"exact\": true");
-      c.decoding.bf16_attention = v == "bf16";
+      const std::optional<AttentionMode> m = parse_attention_mode(v);
+      if (!m)
+        a.fail("expected one of " + std::string(kAttentionModes) + ", got \"" + v.substr(0, 40) +
+               "\"");
+      if (*m != AttentionMode{} && c.decoding.exact)
+        a.fail(v + " needs the fast mode (8-bit activations), not \"exact\": true");
+      c.decoding.attention = *m;
     }
     if (d.has("protocol")) {
       const Node p = d.at("protocol");
@@ -475,7 +477,8 @@ json to_json(const ExperimentConfig& c) {
               {"output", c.output},
               {"keep_prefills", c.keep_prefills}};
   // Written only when set, so configs without it read back as before.
-  if (c.decoding.bf16_attention) out["decoding"]["attention"] = "bf16";
+  if (c.decoding.attention != AttentionMode{})
+    out["decoding"]["attention"] = attention_mode_name(c.decoding.attention);
   // Written only when set, as above.
   if (c.limit > 0) out["limit"] = c.limit;
   if (c.decoding.protocol != Protocol::QueryAware)

@@ -35,6 +35,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "harness/run/attention_mode.h"
+
 namespace kvbench {
 
 struct TaskGrid {
@@ -72,9 +74,11 @@ struct DecodingConfig {
   // f32 activations (the exact reference path) instead of 8-bit ones (as
   // llama.cpp computes; the default, several times faster).
   bool exact = false;
-  // "attention": "bf16": prefill attention on bfloat16 products
-  // (Evaluator::set_bf16_attention; fast mode only). Default "f32".
-  bool bf16_attention = false;
+  // "attention": "bf16" (prefill attention on bfloat16 products), "int8q"
+  // (decode scores of quantized keys against an int8 query) or
+  // "bf16+int8q" (harness/run/attention_mode.h; fast mode only). Default
+  // "f32".
+  AttentionMode attention;
   Protocol protocol = Protocol::QueryAware;
   // Cells of an instance whose answers decode together, one step of this
   // many rows (Evaluator::step_batch: the weight matmuls once per step).

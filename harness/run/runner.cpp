@@ -610,13 +610,14 @@ RunSummary run_cells(const ExperimentConfig& config, const Plan& plan, const Lla
   Progress progress(static_cast<int>(todo), static_cast<int>(sum.cells_skipped), options.quiet);
   const MatmulMode mode = config.decoding.exact ? MatmulMode::Exact : MatmulMode::Quantized;
   Evaluator eval(model, config.threads, mode);
-  eval.set_bf16_attention(config.decoding.bf16_attention);
+  apply_attention_mode(config.decoding.attention, eval);
   std::optional<PrefillStore> store;
   // Kept prefills name the arithmetic that made them: bf16 attention changes
-  // every layer's K/V after the first.
+  // every layer's K/V after the first, and int8-query scores those of a
+  // one-token prefill chunk over quantized keys.
   if (config.keep_prefills && todo > 0)
     store.emplace(run.dir(), model_identity(model),
-                  activations_name(mode, config.decoding.bf16_attention));
+                  activations_name(mode, config.decoding.attention));
   for (size_t i : mine) {
     std::vector<size_t> pending;
     for (size_t p : plan.instance_policies[i])

@@ -54,7 +54,8 @@ void write_document(StateWriter& out, const SnapshotDocument& d) {
 
 // The activations field's values (activations_name, snapshot_model.h).
 bool known_activations(const std::string& name) {
-  return name == "f32" || name == "q8" || name == "q8+bf16-attn";
+  return name == "f32" || name == "q8" || name == "q8+bf16-attn" || name == "q8+i8q" ||
+         name == "q8+bf16-attn+i8q";
 }
 
 SnapshotDocument read_document(StateReader& in) {

@@ -66,7 +66,7 @@ struct SnapshotDocument {
   std::vector<int32_t> tokens;      // the cached prefix: BOS, template head, preamble, context
   int64_t context_begin = 0;        // index of the context's first token in `tokens`
   int32_t chunk = 512;              // prefill chunk size (the question continues with it)
-  std::string activations = "f32";  // activations_name(): "f32", "q8" or "q8+bf16-attn"
+  std::string activations = "f32";  // activations_name(): "f32", "q8", "q8+bf16-attn", ...
   std::vector<float> logits;  // [n_vocab] next-token logits after the last token (may be empty)
 };
 

@@ -32,9 +32,10 @@ ModelIdentity model_identity(const LlamaModel& model) {
   return id;
 }
 
-std::string activations_name(MatmulMode mode, bool bf16_attention) {
+std::string activations_name(MatmulMode mode, AttentionMode attention) {
   if (mode == MatmulMode::Exact) return "f32";
-  return bf16_attention ? "q8+bf16-attn" : "q8";
+  return std::string("q8") + (attention.bf16 ? "+bf16-attn" : "") +
+         (attention.int8_query ? "+i8q" : "");
 }
 
 }  // namespace kvbench

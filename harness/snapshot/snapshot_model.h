@@ -5,6 +5,7 @@
 
 #include <string>
 
+#include "harness/run/attention_mode.h"
 #include "harness/snapshot/snapshot_file.h"
 #include "model/llama_model.h"
 #include "model/ops/matmul.h"
@@ -14,9 +15,10 @@ namespace kvbench {
 // Hashes the model file (about 0.1 s for the 98 MB default model).
 ModelIdentity model_identity(const LlamaModel& model);
 
-// "f32" (MatmulMode::Exact), "q8" (MatmulMode::Quantized) or
-// "q8+bf16-attn" (Quantized with bf16 prefill attention,
-// Evaluator::set_bf16_attention): a state made with one is not another's.
-std::string activations_name(MatmulMode mode, bool bf16_attention = false);
+// "f32" (MatmulMode::Exact), "q8" (MatmulMode::Quantized), with
+// "+bf16-attn" (bf16 prefill attention) and / or "+i8q" (int8-query decode
+// scores) after it, in that order (harness/run/attention_mode.h): a state made with
+// one is not another's.
+std::string activations_name(MatmulMode mode, AttentionMode attention = {});
 
 }  // namespace kvbench
