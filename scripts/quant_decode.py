@@ -3,7 +3,7 @@
 
 usage: scripts/quant_decode.py OUT [--rounds 3] [--depths 4096,8064] [--threads 2]
                                [--n-gen 64] [--reps 3] [--kvbench build/kvbench] [--model PATH]
-                               [--no-interleave]
+                               [--no-interleave] [--attention f32|int8q]
        scripts/quant_decode.py OUT --from-rounds      (the table again from OUT's round files)
 
 Each round is one `kvbench bench --policy full,full+f16,full+int8,full+int4,full+kivi2 -p 0
@@ -17,6 +17,9 @@ the number of rounds below each (a shared machine's rounds fall in fast and slow
 names the CPU and the commit, since a ratio from one machine says nothing about another. Only
 decode rows are read: a round made with `bench -p N` may be put in OUT too.
 8064 rather than 8192: SmolLM2's context is 8192 and the test adds N_GEN tokens.
+--attention int8q passes `--attention int8q` to bench: the quantized caches' keys are scored
+against an int8 query (integer dot products); the f32 full cache, holding no quantized keys, is
+computed as before. The header names the rounds' backends (their bench column).
 Pause other jobs on the machine while it runs.
 """
 import argparse
@@ -25,6 +28,8 @@ import os
 import statistics
 import subprocess
 import sys
+
+from text_safe import md_cell
 
 POLICIES = ["full", "full+f16", "full+int8", "full+int4", "full+kivi2"]
 TARGETS = {"full+int8": 1.3, "full+int4": 1.5, "full+kivi2": 1.4}
@@ -55,6 +60,8 @@ def run_rounds(a):
         cmd.append("--interleave")
     if a.model:
         cmd += ["-m", a.model]
+    if a.attention != "f32":
+        cmd += ["--attention", a.attention]
     for i in range(1, a.rounds + 1):
         path = os.path.join(a.out, f"round{i}.json")
         if os.path.exists(path):  # a finished round is kept: the script resumes
@@ -69,7 +76,7 @@ def run_rounds(a):
 
 def read_rounds(out):
     """The rounds' medians by (policy, depth), and whether each row's repetitions interleaved."""
-    rounds, turns = [], set()
+    rounds, turns, backends = [], set(), set()
     i = 1
     while os.path.exists(os.path.join(out, f"round{i}.json")):
         path = os.path.join(out, f"round{i}.json")
@@ -83,12 +90,13 @@ def read_rounds(out):
             rounds.append({(r["policy"], int(r["n_depth"])): float(r["median_ts"]) for r in rows
                            if int(r.get("n_gen", 1)) > 0})
             turns |= {r.get("interleaved") is True for r in rows}
+            backends |= {md_cell(str(r.get("backend", "?"))[:80], table=False) for r in rows}
         except (OSError, ValueError, KeyError, TypeError, OverflowError) as e:
             fail(f"{path}: not a `kvbench bench -o json` result ({type(e).__name__}: {e})")
         i += 1
     if not rounds:
         fail(f"{out}: no round1.json")
-    return rounds, turns
+    return rounds, turns, backends
 
 
 def table(rounds):
@@ -133,12 +141,13 @@ def main():
     ap.add_argument("--model", default="")
     ap.add_argument("--from-rounds", action="store_true")
     ap.add_argument("--no-interleave", action="store_true")
+    ap.add_argument("--attention", default="f32", choices=["f32", "int8q"])
     a = ap.parse_args()
     if a.rounds < 1:
         fail("--rounds must be at least 1")
     if not a.from_rounds:
         run_rounds(a)
-    rounds, turns = read_rounds(a.out)
+    rounds, turns, backends = read_rounds(a.out)
     text, verdicts = table(rounds)
     # The binary's own commit (kvbench --version), not the checkout's.
     version = subprocess.run([a.kvbench, "--version"], capture_output=True,
@@ -147,7 +156,8 @@ def main():
     order = ("repetitions interleaved over the policies" if turns == {True} else
              "each policy's repetitions back to back" if turns == {False} else
              "rounds of both kinds")
-    print(f"{cpu_name()}; {version}; {len(rounds)} rounds, {order}; ratios are each "
+    print(f"{cpu_name()}; {version}; backend {', '.join(sorted(backends))}; {len(rounds)} rounds, "
+          f"{order}; ratios are each "
           f"round's median t/s over that round's f32 full cache, median of the rounds (range)\n")
     print(text)
     print()
