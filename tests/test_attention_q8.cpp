@@ -23,6 +23,8 @@
 #include "model/ops/attention_kernels.h"
 #include "model/ops/quant_dot.h"
 #include "policies/codec.h"
+#include "policies/policy_cache.h"
+#include "policies/policy_spec.h"
 #include "tests/support/piece_cache.h"
 #include "tests/support/reference_llama.h"
 
@@ -266,6 +268,75 @@ TEST(AttentionQ8, AttendDecodesNearExactAndLeavesPrefillAlone) {
           EXPECT_EQ(d_plain, 0.0f) << what << ": prefill changed";
         }
       }
+    }
+  }
+}
+
+// The policy caches' own layouts through attend(): quantized main rows and
+// the open step's f32 rows, a second sequence reading a subset, KIVI's cut
+// pieces. KIVI's per-channel keys (K2) keep f32 products: their query
+// changes with every block of tokens, and quantizing it there cost more
+// than the integer products saved (4x slower, 2026-11-30); KIVI with
+// per-token keys (Q2) takes the option.
+TEST(AttentionQ8, PolicyCachesDecodeNearExactWithTheOptionOn) {
+  const KvShape shape{1, 2, 6, 64};
+  AttentionShape ashape{6, 2, 64};
+  for (const char* spec : {"full+int8", "full+int4", "full+int4:group=16", "full+kivi2:residual=32",
+                           "full+kivi2:group=16,residual=32,keys=token", "full+mixed:full=0.5"}) {
+    CacheContext cc;
+    cc.shape = shape;
+    cc.rope.n_dims = 64;
+    cc.context_tokens = 512;
+    auto cache = PolicyCache::create(parse_policy_spec(spec), cc);
+    std::mt19937 rng(3);
+    std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+    const int n_ctx = 300;
+    for (int t0 = 0; t0 < n_ctx; t0 += 50) {
+      std::vector<int32_t> pos(50), tok(50, 1);
+      for (int i = 0; i < 50; ++i) pos[i] = t0 + i;
+      std::vector<float> k(50 * 2 * 64), v(k.size());
+      for (auto& x : k) x = u(rng);
+      for (auto& x : v) x = u(rng);
+      cache->begin_step({0, StepPhase::Prefill, pos, tok});
+      cache->append(0, k.data(), v.data());
+      cache->end_step();
+    }
+    cache->seq_cp(0, 1, 40, -1);
+    for (int seq : {0, 1}) {
+      std::vector<int32_t> qpos{n_ctx}, tok{1};
+      std::vector<float> q(6 * 64), kn(2 * 64), vn(2 * 64);
+      for (auto& x : q) x = 3.0f * u(rng);
+      for (auto& x : kn) x = u(rng);
+      for (auto& x : vn) x = u(rng);
+      auto clone = cache->clone();
+      clone->begin_step({seq, StepPhase::Decode, qpos, tok});
+      clone->append(0, kn.data(), vn.data());
+      std::vector<float> ref(q.size());
+      ashape.q8_query = false;
+      attend_naive(ashape, 0, q.data(), qpos, *clone, ref.data());
+      for (CpuPath path : test::supported_paths()) {
+        std::vector<float> out[2], plain(q.size());
+        for (int threads : {1, 2}) {
+          ThreadPool pool(threads);
+          AttentionScratch scratch;
+          scratch.path = path;
+          ashape.q8_query = true;
+          out[threads - 1].assign(q.size(), NAN);
+          attend(ashape, 0, q.data(), qpos, *clone, out[threads - 1].data(), pool, scratch);
+          ashape.q8_query = false;
+          attend(ashape, 0, q.data(), qpos, *clone, plain.data(), pool, scratch);
+        }
+        const std::string what = std::string(spec) + " sequence " + std::to_string(seq) + " path " +
+                                 std::string(cpu_path_name(path));
+        EXPECT_EQ(std::memcmp(out[0].data(), out[1].data(), q.size() * 4), 0) << what;
+        EXPECT_LE(test::max_abs_diff(out[0].data(), ref.data(), q.size()), 0.02f) << what;
+        const float moved = test::max_abs_diff(out[0].data(), plain.data(), q.size());
+        if (std::string(spec) == "full+kivi2:residual=32")
+          EXPECT_EQ(moved, 0.0f) << what;
+        else
+          EXPECT_GT(moved, 0.0f) << what;
+      }
+      clone->end_step();
     }
   }
 }
