@@ -6,8 +6,9 @@
 //    kernel takes and groups it leaves to the f32 sums, head sizes 32-256,
 //    rows plain or through an index;
 //  - each score is within the query's rounding of the f32 score: at most
-//    sum_b a_b / 2 x sum_{d in b} |c_d x scale_b| (a_b the block's query
-//    scale), and the option changes the scores (it is not a no-op);
+//    sum_b a_b / 2 x sum_{d in b} |k_d - centre_b| (a_b the block's query
+//    scale; the centre 0 for int8, min + 8 step for int4, min + 2 step for
+//    int2), and the option changes the scores (it is not a no-op);
 //  - through attend(): prefill is untouched, decode is the same whatever the
 //    thread count, and near the exact attention.
 #include <gtest/gtest.h>
@@ -81,15 +82,16 @@ Keys make_keys(CodecKind kind, int hd, int group, int n, bool indexed, std::mt19
   return k;
 }
 
-// Block b's min parameter of row j (Q4 / Q2: codes, then (min, step) f16
-// per group): decoded values are min + code x step.
-float block_min(const Keys& k, int j, int b) {
+// The centre of row j's block b (Q4 / Q2: codes, then (min, step) f16 per
+// group; decoded values are min + code x step): min + z step, z = 8 (Q4)
+// or 2 (Q2), the value the int8-query scores take the codes' offset from.
+float block_centre(const Keys& k, int j, int b) {
   const int hd = k.codec.dim();
-  const int data = k.codec.kind() == CodecKind::Int4 ? hd / 2 : hd / 4;
+  const bool q4 = k.codec.kind() == CodecKind::Int4;
   const uint8_t* row = k.bytes.data() + k.index[j] * k.codec.row_bytes();
-  uint16_t h;
-  std::memcpy(&h, row + data + 4 * b, 2);
-  return fp16_to_fp32(h);
+  uint16_t h[2];
+  std::memcpy(h, row + (q4 ? hd / 2 : hd / 4) + 4 * b, 4);
+  return fp16_to_fp32(h[0]) + (q4 ? 8.0f : 2.0f) * fp16_to_fp32(h[1]);
 }
 
 // Raw scores [G][n] (log2 domain) of one decode block over all n keys.
@@ -189,7 +191,7 @@ TEST(AttentionQ8, EachScoreIsWithinTheQuerysRoundingOfTheF32Score) {
       double max_err = 0.0;
       for (int g = 0; g < G; ++g)
         for (int j = 0; j < n; ++j) {
-          // The code part of each element: k - min (Q4 / Q2), k (Q8).
+          // The code part of each element: k - its block's centre (Q4 / Q2), k (Q8).
           const float* kr = k.decoded.data() + int64_t{j} * hd;
           double bound = 0.0, magnitude = 0.0;
           for (int b = 0; b < hd / c.group; ++b) {
@@ -200,7 +202,7 @@ TEST(AttentionQ8, EachScoreIsWithinTheQuerysRoundingOfTheF32Score) {
             for (int d = b * c.group; d < (b + 1) * c.group; ++d) {
               const float code_part = c.kind == CodecKind::Int8
                                           ? std::fabs(kr[d])
-                                          : std::fabs(kr[d] - block_min(k, j, b));
+                                          : std::fabs(kr[d] - block_centre(k, j, b));
               bound += half * code_part;
               magnitude += std::fabs(q[g * hd + d] * scale * kr[d]);
             }

@@ -131,7 +131,7 @@ struct Avx512 : simd::F32x16 {
   // chunk, key), y's 128-bit lane c holding chunk c's sums of the four
   // keys, and z = [block 2 span | block 2 span + 1] x 4 keys. Then the
   // reference's operations (attention_q8.h) on 4 keys at once: per block
-  // u = S (a x step) (Q8: S (a x scale)) and v = min x Q, per pair of
+  // u = S (a x step) (Q8: S (a x scale)) and v = (min + 8 step) x Q, per pair of
   // blocks t = (u + v) + (u' + v'), the pairs summed in order. A key's
   // codes and parameters are read once for all heads: hd <= 256.
   template <KvElement KE, class W>
@@ -152,8 +152,10 @@ struct Avx512 : simd::F32x16 {
           const __m512 f = _mm512_cvtph_ps(_mm256_setr_epi64x(h[0], h[1], h[2], h[3]));
           const __m512 t = _mm512_permutexvar_ps(
               _mm512_setr_epi32(0, 4, 8, 12, 2, 6, 10, 14, 1, 5, 9, 13, 3, 7, 11, 15), f);
-          mins[span] = _mm512_castps512_ps256(t);
           steps[span] = _mm512_extractf32x8_ps(t, 1);
+          // The centred min m + 8 t (attention_q8.h): 8 t is exact.
+          mins[span] = _mm256_add_ps(_mm512_castps512_ps256(t),
+                                     _mm256_mul_ps(_mm256_set1_ps(8.0f), steps[span]));
         } else {
           int32_t h[4];
           for (int kb = 0; kb < 4; ++kb) std::memcpy(&h[kb], rows[kb] + hd + 4 * span, 4);
@@ -181,10 +183,12 @@ struct Avx512 : simd::F32x16 {
             y = _mm512_shuffle_i64x2(y, y, _MM_SHUFFLE(3, 1, 2, 0));
           __m256i z = _mm256_add_epi32(_mm512_castsi512_si256(y), _mm512_extracti64x4_epi64(y, 1));
           const float* cst = w.qf + (g * spans + span) * 16;
-          if constexpr (KE == KvElement::Q8) {
+          {
+            // The codes' offset: Q8's + 128 (q8_span_codes), Q4's centre 8.
+            const int off = KE == KvElement::Q8 ? 128 : 8;
             const int b0 = g * w.nb + 2 * span;
-            z = _mm256_sub_epi32(z, _mm256_setr_m128i(_mm_set1_epi32(128 * w.isum[b0]),
-                                                      _mm_set1_epi32(128 * w.isum[b0 + 1])));
+            z = _mm256_sub_epi32(z, _mm256_setr_m128i(_mm_set1_epi32(off * w.isum[b0]),
+                                                      _mm_set1_epi32(off * w.isum[b0 + 1])));
           }
           __m256 u = _mm256_mul_ps(_mm256_cvtepi32_ps(z),
                                    _mm256_mul_ps(_mm256_loadu_ps(cst), steps[span]));

@@ -8,10 +8,15 @@
 // for a key with codes c and, per block, Q8's scale s_b or Q4 / Q2's
 // (min m_b, step t_b):
 //   Q8:      q . k ~ sum_b u_b, u_b = S_b * (a_b * s_b)
-//   Q4 / Q2: q . k ~ sum_b u_b, u_b = S_b * (a_b * t_b) + m_b * Q_b
-// with S_b = sum over the block of qi[d] * c[d], an integer, and Q_b the
-// f32 sum of the block's query (exact: only the code term sees the query's
-// rounding). The error is the query's rounding, at most a_b / 2 per element.
+//   Q4 / Q2: q . k ~ sum_b u_b, u_b = S_b * (a_b * t_b) + (m_b + z t_b) * Q_b
+// with S_b = sum over the block of qi[d] * (c[d] - z), an integer, z the
+// codes' centre (0 for Q8's signed codes, 8 for Q4's 0-15, 2 for Q2's 0-3),
+// and Q_b the f32 sum of the block's query (exact: only the code term sees
+// the query's rounding). The error is the query's rounding, at most a_b / 2
+// times |c[d] - z| t_b (Q8: |c[d]| s_b) per element: centring the codes
+// moves the block's offset into the exact term (int4's NLL change on
+// SmolLM2 went from +0.014 to -0.010 nats a token, 2026-11-30:
+// docs/performance-log.md).
 // The sum is taken as (u_0 + u_1) + (u_2 + u_3) + ..., the pairs added in
 // order: a vector path holds a 64-element span's two blocks of 32 together.
 //
@@ -92,6 +97,12 @@ inline void q8_prepare(const float* qs, int G, int hd, Q8Work& w) {
     if (q8_int_path<I, KE>(hd, w.block)) I::template q8_order<KE>(G, hd, w);
 }
 
+// The centre z of the codes of keys of type KE (above).
+template <KvElement KE>
+constexpr int q8_center() {
+  return KE == KvElement::Q4 ? 8 : KE == KvElement::Q2 ? 2 : 0;
+}
+
 // Per-key parameters of keys [j0, j0 + nk) into p0 / p1, transposed so the
 // epilogue reads them as vectors across keys; columns [nk, kKeyTile) zero.
 template <class I, KvElement KE>
@@ -103,7 +114,10 @@ inline void q8_gather_params(const Rows& k, int hd, int32_t j0, int32_t nk, Q8Wo
       if constexpr (KE == KvElement::Q8) {
         w.p0[b * kQ8Cols + j] = prm[b];
       } else {
-        w.p0[b * kQ8Cols + j] = prm[2 * b];
+        // m + z t: z t is exact (z a power of two), so one rounding on
+        // every path, fused or not.
+        const float zt = static_cast<float>(q8_center<KE>()) * prm[2 * b + 1];
+        w.p0[b * kQ8Cols + j] = prm[2 * b] + zt;
         w.p1[b * kQ8Cols + j] = prm[2 * b + 1];
       }
     }
@@ -140,7 +154,8 @@ inline void q8_sums_f32(const Rows& k, int G, int hd, int32_t j0, int32_t nk, Q8
         V acc = I::zero();
         for (int d = b * B; d < (b + 1) * B; d += I::W)
           acc = I::fmadd(I::load(w.qf + g * hd + d), q8_codes<I, KE>(row, d), acc);
-        w.S[(g * w.nb + b) * kQ8Cols + j] = static_cast<int32_t>(I::hsum(acc));
+        w.S[(g * w.nb + b) * kQ8Cols + j] =
+            static_cast<int32_t>(I::hsum(acc)) - q8_center<KE>() * w.isum[g * w.nb + b];
       }
   }
 }
