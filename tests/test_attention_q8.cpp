@@ -218,6 +218,31 @@ TEST(AttentionQ8, EachScoreIsWithinTheQuerysRoundingOfTheF32Score) {
   EXPECT_GT(worst_share, 0.05);  // the bound is not vacuous
 }
 
+// attend() along `path` with q8_query at 1 and 2 threads (with[0], with[1])
+// and without it (plain, 2 threads).
+struct Q8Outputs {
+  std::vector<float> with[2], plain;
+};
+
+Q8Outputs attend_with_and_without(AttentionShape shape, const std::vector<float>& q,
+                                  const std::vector<int32_t>& qpos, KvCache& cache, CpuPath path) {
+  Q8Outputs o;
+  for (int threads : {1, 2}) {
+    ThreadPool pool(threads);
+    AttentionScratch scratch;
+    scratch.path = path;
+    shape.q8_query = true;
+    o.with[threads - 1].assign(q.size(), NAN);
+    attend(shape, 0, q.data(), qpos, cache, o.with[threads - 1].data(), pool, scratch);
+    if (threads == 2) {
+      shape.q8_query = false;
+      o.plain.assign(q.size(), NAN);
+      attend(shape, 0, q.data(), qpos, cache, o.plain.data(), pool, scratch);
+    }
+  }
+  return o;
+}
+
 // Through attend(): a policy cache's layouts (quantized main rows, the open
 // step's f32 rows, restored pages), decode with q8_query against exact
 // attention; prefill ignores the option.
@@ -243,20 +268,11 @@ TEST(AttentionQ8, AttendDecodesNearExactAndLeavesPrefillAlone) {
       std::vector<int32_t> qpos(n_tokens);
       for (int t = 0; t < n_tokens; ++t) qpos[t] = at + t;
       std::vector<float> naive(q.size());
-      shape.q8_query = false;
       attend_naive(shape, 0, q.data(), qpos, cache, naive.data());
       for (CpuPath path : test::supported_paths()) {
-        std::vector<float> out[2], plain(q.size());
-        for (int threads : {1, 2}) {
-          ThreadPool pool(threads);
-          AttentionScratch scratch;
-          scratch.path = path;
-          shape.q8_query = true;
-          out[threads - 1].assign(q.size(), NAN);
-          attend(shape, 0, q.data(), qpos, cache, out[threads - 1].data(), pool, scratch);
-          shape.q8_query = false;
-          attend(shape, 0, q.data(), qpos, cache, plain.data(), pool, scratch);
-        }
+        const Q8Outputs o = attend_with_and_without(shape, q, qpos, cache, path);
+        const auto& out = o.with;
+        const auto& plain = o.plain;
         const std::string what = "layout " + std::to_string(li) + " tokens " +
                                  std::to_string(n_tokens) + " path " +
                                  std::string(cpu_path_name(path));
@@ -282,7 +298,7 @@ TEST(AttentionQ8, AttendDecodesNearExactAndLeavesPrefillAlone) {
 // per-token keys (Q2) takes the option.
 TEST(AttentionQ8, PolicyCachesDecodeNearExactWithTheOptionOn) {
   const KvShape shape{1, 2, 6, 64};
-  AttentionShape ashape{6, 2, 64};
+  const AttentionShape ashape{6, 2, 64};
   for (const char* spec : {"full+int8", "full+int4", "full+int4:group=16", "full+kivi2:residual=32",
                            "full+kivi2:group=16,residual=32,keys=token", "full+mixed:full=0.5"}) {
     CacheContext cc;
@@ -314,20 +330,11 @@ TEST(AttentionQ8, PolicyCachesDecodeNearExactWithTheOptionOn) {
       clone->begin_step({seq, StepPhase::Decode, qpos, tok});
       clone->append(0, kn.data(), vn.data());
       std::vector<float> ref(q.size());
-      ashape.q8_query = false;
       attend_naive(ashape, 0, q.data(), qpos, *clone, ref.data());
       for (CpuPath path : test::supported_paths()) {
-        std::vector<float> out[2], plain(q.size());
-        for (int threads : {1, 2}) {
-          ThreadPool pool(threads);
-          AttentionScratch scratch;
-          scratch.path = path;
-          ashape.q8_query = true;
-          out[threads - 1].assign(q.size(), NAN);
-          attend(ashape, 0, q.data(), qpos, *clone, out[threads - 1].data(), pool, scratch);
-          ashape.q8_query = false;
-          attend(ashape, 0, q.data(), qpos, *clone, plain.data(), pool, scratch);
-        }
+        const Q8Outputs o = attend_with_and_without(ashape, q, qpos, *clone, path);
+        const auto& out = o.with;
+        const auto& plain = o.plain;
         const std::string what = std::string(spec) + " sequence " + std::to_string(seq) + " path " +
                                  std::string(cpu_path_name(path));
         EXPECT_EQ(std::memcmp(out[0].data(), out[1].data(), q.size() * 4), 0) << what;
