@@ -21,16 +21,15 @@ namespace fs = std::filesystem;
 
 // (file name, literal) pairs that are not policy names.
 const std::map<std::string, std::set<std::string>> kSameWordElsewhere = {
-    {"cmd_dataset.cpp", {"full"}},            // `dataset show --full`: the whole context
-    {"cmd_bench.cpp", {"f32", "f16"}},        // `bench --kv`: the full cache's element type
-    {"cli.cpp", {"merge"}},                   // the `merge` subcommand
-    {"cmd_perplexity.cpp", {"f32"}},          // --attention's default
-    {"attention_mode.cpp", {"f32", "bf16"}},  // decoding.attention, --attention: f32, bf16, ...
-    {"arithmetic.cpp", {"f32"}},              //   "  (a run's arithmetic, in reports)
-    {"cmd_submit.cpp", {"merge"}},            // `submit --merge`: a job that merges the shards
-    {"snapshot_file.h", {"f32"}},             // snapshot activations: f32 or q8
-    {"snapshot_file.cpp", {"f32"}},           //   "
-    {"snapshot_model.cpp", {"f32"}},          //   "
+    {"cmd_dataset.cpp", {"full"}},      // `dataset show --full`: the whole context
+    {"cmd_bench.cpp", {"f32", "f16"}},  // `bench --kv`: the full cache's element type
+    {"cli.cpp", {"merge"}},             // the `merge` subcommand
+    {"cmd_perplexity.cpp", {"f32"}},    // --attention's default
+    {"arithmetic.cpp", {"f32"}},        //   "  (a run's arithmetic, in reports)
+    {"cmd_submit.cpp", {"merge"}},      // `submit --merge`: a job that merges the shards
+    {"snapshot_file.h", {"f32"}},       // snapshot activations: f32 or q8
+    {"snapshot_file.cpp", {"f32"}},     //   "
+    {"snapshot_model.cpp", {"f32"}},    //   "
 };
 
 // The code of a C++ file without its // comments (string literals kept).

@@ -9,7 +9,7 @@
 
 #include <boost/program_options.hpp>
 
-#include "harness/run/attention_mode.h"
+#include "model/attention_mode.h"
 
 namespace kvbench {
 struct PolicySpec;
@@ -56,7 +56,7 @@ void add_fast_option(boost::program_options::options_description& desc,
                          "llama.cpp and `kvbench run` do (default here: f32 "
                          "activations, the exact reference path)");
 // The value of --attention (f32, bf16, int8q or bf16+int8q,
-// harness/run/attention_mode.h). Anything but f32 needs the fast mode:
+// model/attention_mode.h). Anything but f32 needs the fast mode:
 // exact = true with another value throws InputError, as does any other text.
 AttentionMode attention_option(const std::string& value, bool exact);
 

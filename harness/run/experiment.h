@@ -35,7 +35,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "harness/run/attention_mode.h"
+#include "model/attention_mode.h"
 
 namespace kvbench {
 
@@ -76,7 +76,7 @@ struct DecodingConfig {
   bool exact = false;
   // "attention": "bf16" (prefill attention on bfloat16 products), "int8q"
   // (decode scores of quantized keys against an int8 query) or
-  // "bf16+int8q" (harness/run/attention_mode.h; fast mode only). Default
+  // "bf16+int8q" (model/attention_mode.h; fast mode only). Default
   // "f32".
   AttentionMode attention;
   Protocol protocol = Protocol::QueryAware;

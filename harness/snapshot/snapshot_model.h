@@ -5,8 +5,8 @@
 
 #include <string>
 
-#include "harness/run/attention_mode.h"
 #include "harness/snapshot/snapshot_file.h"
+#include "model/attention_mode.h"
 #include "model/llama_model.h"
 #include "model/ops/matmul.h"
 
@@ -17,7 +17,7 @@ ModelIdentity model_identity(const LlamaModel& model);
 
 // "f32" (MatmulMode::Exact), "q8" (MatmulMode::Quantized), with
 // "+bf16-attn" (bf16 prefill attention) and / or "+i8q" (int8-query decode
-// scores) after it, in that order (harness/run/attention_mode.h): a state made with
+// scores) after it, in that order (model/attention_mode.h): a state made with
 // one is not another's.
 std::string activations_name(MatmulMode mode, AttentionMode attention = {});
 

@@ -1,4 +1,4 @@
-#include "harness/run/attention_mode.h"
+#include "model/attention_mode.h"
 
 #include "model/evaluator.h"
 
