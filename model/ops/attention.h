@@ -55,10 +55,11 @@ struct AttentionShape {
   // (Evaluator::set_bf16_attention). Decode and observed probabilities stay f32.
   bool bf16 = false;
   // Decode (one query token) scores of Q8 / Q4 / Q2 keys against an int8
-  // query quantized per key group, integer dot products where the path has
-  // them (attention_q8.h; llama.cpp's way with a quantized K cache), an
-  // option of the fast mode (Evaluator::set_q8_query). Prefill, other keys
-  // and the V sums stay f32.
+  // query quantized per key group, and of KIVI's K2 keys against the query
+  // times each token block's steps quantized per 32 elements, integer dot
+  // products where the path has them (attention_q8.h; llama.cpp's way with
+  // a quantized K cache), an option of the fast mode
+  // (Evaluator::set_q8_query). Prefill, other keys and the V sums stay f32.
   bool q8_query = false;
 };
 

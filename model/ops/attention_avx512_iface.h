@@ -201,6 +201,186 @@ struct Avx512 : simd::F32x16 {
       }
     }
   }
+  // KIVI's K2 keys against an int8 query (attention_q8.h): head sizes
+  // 64-256, whole 64-element spans (16 code bytes, element 4i + s at bits
+  // 2s of byte i). The span's bytes are read in the order kK2Bytes (source
+  // byte of each position), so that vpdpbusd's dwords 0 and 2 sum elements
+  // of the span's first query block and dwords 1 and 3 of its second; the
+  // 2-bit codes of shift s, (bytes >> 2s) & 3, meet the query's codes of
+  // elements 4 kK2Bytes[p] + s (k2q8_prepare's qp, 16 bytes per shift).
+  static bool k2q8_int_kernel(int hd) { return hd % 64 == 0 && hd <= 256; }
+  // The max (add) over all 16 lanes of x in lanes 0-7 and of y in lanes
+  // 8-15: both reductions in one chain of shuffles (exact in any order).
+  static __m512 fold_pairs_max(__m512 x, __m512 y) {
+    __m512 t = _mm512_max_ps(_mm512_shuffle_f32x4(x, y, _MM_SHUFFLE(1, 0, 1, 0)),
+                             _mm512_shuffle_f32x4(x, y, _MM_SHUFFLE(3, 2, 3, 2)));
+    t = _mm512_max_ps(t, _mm512_shuffle_f32x4(t, t, _MM_SHUFFLE(2, 3, 0, 1)));
+    t = _mm512_max_ps(t, _mm512_permute_ps(t, _MM_SHUFFLE(1, 0, 3, 2)));
+    return _mm512_max_ps(t, _mm512_permute_ps(t, _MM_SHUFFLE(2, 3, 0, 1)));
+  }
+  static __m512i fold_pairs_add(__m512i x, __m512i y) {
+    __m512i t = _mm512_add_epi32(_mm512_shuffle_i32x4(x, y, _MM_SHUFFLE(1, 0, 1, 0)),
+                                 _mm512_shuffle_i32x4(x, y, _MM_SHUFFLE(3, 2, 3, 2)));
+    t = _mm512_add_epi32(t, _mm512_shuffle_i32x4(t, t, _MM_SHUFFLE(2, 3, 0, 1)));
+    t = _mm512_add_epi32(t, _mm512_shuffle_epi32(t, _MM_PERM_BADC));
+    return _mm512_add_epi32(t, _mm512_shuffle_epi32(t, _MM_PERM_CDAB));
+  }
+  static __m512i k2q8_key_order() {
+    return _mm512_broadcast_i32x4(
+        _mm_setr_epi8(0, 1, 2, 3, 8, 9, 10, 11, 4, 5, 6, 7, 12, 13, 14, 15));
+  }
+  // The reference's numbers (k2q8_prepare_ref), 16 elements at a time: r =
+  // q x step, per block a and the codes (vdivps and round to nearest even,
+  // as x / a and nearbyint; NaN to 0 before the max and after the
+  // rounding), qm by fused multiply-adds in the reference's lanes and fold.
+  // Then qp: the codes of each 16-element chunk as bytes in lanes ordered
+  // (0, 2, 1, 3), each lane's bytes transposed to dwords by shift (bytes
+  // s, s + 4, s + 8, s + 12), and the dwords transposed across lanes, so
+  // lane s holds shift s's codes in kK2Bytes' order.
+  template <class W>
+  static void k2q8_prepare(const float* qs, int G, int hd, const uint16_t* kp, W& w) {
+    const int spans = hd / 64;
+    const __m512 two = _mm512_set1_ps(2.0f);
+    const __m512 lo = _mm512_set1_ps(-127.0f), hi = _mm512_set1_ps(127.0f);
+    // The block's steps and centres (min + 2 step) once for all heads.
+    alignas(64) float steps[256], centres[256];
+    for (int d = 0; d < hd; d += 16) {
+      const __m512 step = load_f16(kp + hd + d);
+      _mm512_store_ps(steps + d, step);
+      _mm512_store_ps(centres + d, _mm512_add_ps(load_f16(kp + d), _mm512_mul_ps(two, step)));
+    }
+    const __m512i by_shift =
+        _mm512_broadcast_i32x4(_mm_setr_epi8(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15));
+    const __m512i across = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
+    for (int g = 0; g < G; ++g) {
+      __m512 qacc = _mm512_setzero_ps();
+      for (int span = 0; span < spans; ++span) {
+        __m512 r[4];
+        for (int c = 0; c < 4; ++c) {
+          const int d = 64 * span + 16 * c;
+          const __m512 q = _mm512_loadu_ps(qs + g * hd + d);
+          r[c] = _mm512_mul_ps(q, _mm512_load_ps(steps + d));
+          qacc = _mm512_fmadd_ps(q, _mm512_load_ps(centres + d), qacc);
+        }
+        // Both blocks' max |r| at once (NaN as 0): folded across lanes,
+        // [block 2 span x8 | block 2 span + 1 x8], then a = max / 127.
+        __m512 m[2];
+        for (int half = 0; half < 2; ++half) {
+          m[half] = _mm512_setzero_ps();
+          for (int c = 2 * half; c < 2 * half + 2; ++c)
+            m[half] = _mm512_max_ps(m[half],
+                                    _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(r[c], r[c], _CMP_ORD_Q),
+                                                        _mm512_abs_ps(r[c])));
+        }
+        const __m512 a = _mm512_div_ps(fold_pairs_max(m[0], m[1]), _mm512_set1_ps(127.0f));
+        const __mmask16 positive = _mm512_cmp_ps_mask(a, _mm512_setzero_ps(), _CMP_GT_OQ);
+        // a broadcast from its block's half; codes 0 where a is not > 0.
+        const __m512 a_half[2] = {_mm512_shuffle_f32x4(a, a, 0x00),
+                                  _mm512_shuffle_f32x4(a, a, 0xaa)};
+        __m512i ri[4];
+        for (int c = 0; c < 4; ++c) {
+          const __m512 ab = a_half[c / 2];
+          const __mmask16 use = c < 2 ? __mmask16(positive & 1 ? 0xffff : 0)
+                                      : __mmask16(positive & 0x100 ? 0xffff : 0);
+          const __m512 x = _mm512_roundscale_ps(_mm512_div_ps(r[c], ab),
+                                                _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+          const __mmask16 ord = _mm512_cmp_ps_mask(x, x, _CMP_ORD_Q) & use;
+          ri[c] =
+              _mm512_cvtps_epi32(_mm512_maskz_mov_ps(ord, _mm512_min_ps(_mm512_max_ps(x, lo), hi)));
+        }
+        const __m512i isum =
+            fold_pairs_add(_mm512_add_epi32(ri[0], ri[1]), _mm512_add_epi32(ri[2], ri[3]));
+        const int b = g * w.nb + 2 * span;
+        w.a[b] = _mm512_cvtss_f32(a);
+        w.a[b + 1] = _mm_cvtss_f32(_mm512_extractf32x4_ps(a, 2));
+        w.isum[b] = _mm512_cvtsi512_si32(isum);
+        w.isum[b + 1] = _mm_cvtsi128_si32(_mm512_extracti32x4_epi32(isum, 2));
+        __m512i z = _mm512_castsi128_si512(_mm512_cvtepi32_epi8(ri[0]));
+        z = _mm512_inserti32x4(z, _mm512_cvtepi32_epi8(ri[2]), 1);
+        z = _mm512_inserti32x4(z, _mm512_cvtepi32_epi8(ri[1]), 2);
+        z = _mm512_inserti32x4(z, _mm512_cvtepi32_epi8(ri[3]), 3);
+        z = _mm512_permutexvar_epi32(across, _mm512_shuffle_epi8(z, by_shift));
+        _mm512_storeu_si512(w.qp + g * hd + 64 * span, z);
+      }
+      const __m256 y = _mm256_add_ps(_mm512_castps512_ps256(qacc), _mm512_extractf32x8_ps(qacc, 1));
+      __m128 x = _mm_add_ps(_mm256_castps256_ps128(y), _mm256_extractf128_ps(y, 1));
+      x = _mm_add_ps(x, _mm_movehl_ps(x, x));
+      x = _mm_add_ss(x, _mm_shuffle_ps(x, x, 1));
+      w.qm[g] = _mm_cvtss_f32(x);
+    }
+  }
+  // Scores of keys [j0, j0 + n) of one K2 block into s[g * kKeyTile + j],
+  // sixteen keys a pass (a pass past n repeats the last key and stores only
+  // n). Vector v (0-3) holds keys v, v + 4, v + 8, v + 12 in its lanes; per
+  // head, four vpdpbusd a vector (one per shift) leave per key its blocks'
+  // two halves, which two unpack rounds add to [block 2 span] and [block 2
+  // span + 1] of the sixteen keys in order. Then the reference's epilogue:
+  // u = float(S - 2 I) x a per block, t = u + u', added to the earlier
+  // spans' sum (kept in s), and qm at the last span.
+  template <class W>
+  static void k2q8_scores(const Rows& k, int G, int hd, int32_t j0, int32_t n, const W& w,
+                          float* s) {
+    const int spans = hd / 64;
+    const __m512i order = k2q8_key_order();
+    const __m512i three = _mm512_set1_epi8(3);
+    for (int32_t j = 0; j < n; j += 16) {
+      const uint8_t* rows[16];
+      if (k.contiguous()) {  // by adds: a vectorised i x stride took 64-bit multiplies
+        const uint8_t* p = k.data + (j0 + j) * k.stride;
+        for (int i = 0; i < 16; ++i) {
+          rows[i] = p;
+          if (j + i + 1 < n) p += k.stride;
+        }
+      } else {
+        for (int i = 0; i < 16; ++i) rows[i] = k.row(j0 + std::min(j + i, n - 1));
+      }
+      const __mmask16 keep =
+          n - j >= 16 ? __mmask16(0xffff) : static_cast<__mmask16>((1u << (n - j)) - 1u);
+      for (int span = 0; span < spans; ++span) {
+        __m512i x[4][4];
+        for (int v = 0; v < 4; ++v) {
+          const auto bytes = [&](int i) {
+            return _mm_loadu_si128(reinterpret_cast<const __m128i*>(rows[i] + 16 * span));
+          };
+          __m512i z = _mm512_castsi128_si512(bytes(v));
+          z = _mm512_inserti32x4(z, bytes(v + 4), 1);
+          z = _mm512_inserti32x4(z, bytes(v + 8), 2);
+          z = _mm512_inserti32x4(z, bytes(v + 12), 3);
+          z = _mm512_shuffle_epi8(z, order);
+          x[v][0] = _mm512_and_si512(z, three);
+          x[v][1] = _mm512_and_si512(_mm512_srli_epi16(z, 2), three);
+          x[v][2] = _mm512_and_si512(_mm512_srli_epi16(z, 4), three);
+          x[v][3] = _mm512_and_si512(_mm512_srli_epi16(z, 6), three);
+        }
+        for (int g = 0; g < G; ++g) {
+          const int8_t* qp = w.qp + g * hd + 64 * span;
+          __m512i acc[4];
+          for (int v = 0; v < 4; ++v) acc[v] = _mm512_setzero_si512();
+          for (int sh = 0; sh < 4; ++sh) {
+            const __m512i q = _mm512_broadcast_i32x4(
+                _mm_loadu_si128(reinterpret_cast<const __m128i*>(qp + 16 * sh)));
+            for (int v = 0; v < 4; ++v) acc[v] = _mm512_dpbusd_epi32(acc[v], x[v][sh], q);
+          }
+          const __m512i p01 = _mm512_add_epi32(_mm512_unpacklo_epi32(acc[0], acc[1]),
+                                               _mm512_unpackhi_epi32(acc[0], acc[1]));
+          const __m512i p23 = _mm512_add_epi32(_mm512_unpacklo_epi32(acc[2], acc[3]),
+                                               _mm512_unpackhi_epi32(acc[2], acc[3]));
+          const int b = g * w.nb + 2 * span;
+          const __m512i s0 =
+              _mm512_sub_epi32(_mm512_unpacklo_epi64(p01, p23), _mm512_set1_epi32(2 * w.isum[b]));
+          const __m512i s1 = _mm512_sub_epi32(_mm512_unpackhi_epi64(p01, p23),
+                                              _mm512_set1_epi32(2 * w.isum[b + 1]));
+          const __m512 u0 = _mm512_mul_ps(_mm512_cvtepi32_ps(s0), _mm512_set1_ps(w.a[b]));
+          const __m512 u1 = _mm512_mul_ps(_mm512_cvtepi32_ps(s1), _mm512_set1_ps(w.a[b + 1]));
+          __m512 t = _mm512_add_ps(u0, u1);
+          float* out = s + g * kKeyTile + j;
+          if (span > 0) t = _mm512_add_ps(_mm512_maskz_loadu_ps(keep, out), t);
+          if (span == spans - 1) t = _mm512_add_ps(t, _mm512_set1_ps(w.qm[g]));
+          _mm512_mask_storeu_ps(out, keep, t);
+        }
+      }
+    }
+  }
   static float hsum(V v) { return _mm512_reduce_add_ps(v); }
   static float hmax(V v) { return _mm512_reduce_max_ps(v); }
   // Four horizontal sums at once: fold each to 256 bits, then two rounds of

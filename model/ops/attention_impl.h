@@ -517,6 +517,15 @@ template <class I, KvElement KE, KvElement VE, bool kKeyPairs, bool kValuePairs>
       }
       q8 = true;
     }
+  } else if constexpr (KE == KvElement::K2) {
+    // K2 keys quantize their query per block of tokens (k2q8_scores); the
+    // tag is cleared, as these codes are no other keys' query.
+    if (a.q8) {
+      const auto base = (reinterpret_cast<uintptr_t>(w.q8) + 63) & ~uintptr_t{63};
+      q8_carve(reinterpret_cast<void*>(base), G, hd, q8_k2_block(hd), &q8w);
+      *q8w.tag = 0;
+      q8 = true;
+    }
   }
   if constexpr (kKeyPairs)
     if (!q8) reorder_pairs<I, true>(w.qs, G, hd);
@@ -525,7 +534,7 @@ template <class I, KvElement KE, KvElement VE, bool kKeyPairs, bool kValuePairs>
     l[g] = 0.0f;
   }
   std::fill(acc, acc + G * hd, 0.0f);
-  const uint16_t* k2_block = nullptr;  // the K2 block w.qk holds the query of
+  const uint16_t* k2_block = nullptr;  // the K2 block w.qk (or q8w) holds the query of
   for (int32_t j0 = a.begin; j0 < a.end; j0 += kKeyTile) {
     const int32_t nk = std::min<int32_t>(kKeyTile, a.end - j0);
     // A sliding-window layer's full cache holds keys long out of its window:
@@ -540,9 +549,12 @@ template <class I, KvElement KE, KvElement VE, bool kKeyPairs, bool kValuePairs>
                     kNegInf);
       continue;
     }
-    if constexpr (KE == KvElement::K2)
-      dot_k2_heads<I>(w.qs, G, hd, k, j0, j0 + nk, w.s, kKeyTile, w.qk, w.qk + G * hd, &k2_block);
-    else if (q8)
+    if constexpr (KE == KvElement::K2) {
+      if (q8)
+        k2q8_scores<I>(w.qs, G, hd, k, j0, nk, q8w, w.s, &k2_block);
+      else
+        dot_k2_heads<I>(w.qs, G, hd, k, j0, j0 + nk, w.s, kKeyTile, w.qk, w.qk + G * hd, &k2_block);
+    } else if (q8)
       q8_scores<I, KE>(k, G, hd, j0, nk, q8w, w.s);
     else
       dot_heads<I, KE, kKeyPairs>(w.qs, G, hd, k, j0, j0 + nk, w.s, kKeyTile);

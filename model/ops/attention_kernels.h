@@ -16,6 +16,7 @@
 //    type; a decode block and a prefill key tile never span two pieces.
 #pragma once
 
+#include <algorithm>
 #include <bit>
 #include <cmath>
 #include <cstddef>
@@ -135,11 +136,18 @@ struct DecodeWork {
 // keys at a time past a tile's last key.
 constexpr int kQ8Cols = kKeyTile + 4;
 
-// Key types the int8-query scores read (AttentionShape::q8_query); KIVI's
-// K2 keys and unquantized keys keep f32 products.
+// Key types whose int8-query scores (AttentionShape::q8_query) quantize the
+// query once per decode step. KIVI's K2 keys take the option with a query
+// quantized per block of tokens (k2q8_scores); unquantized keys keep f32
+// products.
 constexpr bool q8_key(KvElement e) {
   return e == KvElement::Q8 || e == KvElement::Q4 || e == KvElement::Q2;
 }
+
+// The query blocks of K2 keys' int8-query scores: 32 elements (as the
+// other keys' default group, and llama.cpp's Q8_0), or the whole row where
+// head_dim is not a multiple of 32.
+constexpr int q8_k2_block(int hd) { return hd % 32 == 0 ? 32 : hd; }
 
 // A decode block's int8 query and a key tile's integer sums and
 // parameters (attention_q8.h), carved from DecodeWork::q8 by q8_carve.
@@ -156,6 +164,7 @@ struct Q8Work {
   int32_t* S = nullptr;     // [G][nb][kQ8Cols] integer sums of a tile's keys
   float* p0 = nullptr;      // [nb][kQ8Cols] a tile's Q8 scales, or Q4 / Q2 mins
   float* p1 = nullptr;      // [nb][kQ8Cols] a tile's Q4 / Q2 steps
+  float* qm = nullptr;      // [G] K2: the block's q . (min + 2 step), f32
   int nb = 0;
   int block = 0;
 };
@@ -181,6 +190,7 @@ inline size_t q8_carve(void* base, int G, int hd, int block, Q8Work* w) {
   uint8_t* S = take(4 * g * nb * kQ8Cols);
   uint8_t* p0 = take(4 * static_cast<size_t>(nb) * kQ8Cols);
   uint8_t* p1 = take(4 * static_cast<size_t>(nb) * kQ8Cols);
+  uint8_t* qm = take(4 * g);
   if (w) {
     w->tag = reinterpret_cast<uint64_t*>(header);
     w->tag_block = reinterpret_cast<int32_t*>(header + 8);
@@ -193,6 +203,7 @@ inline size_t q8_carve(void* base, int G, int hd, int block, Q8Work* w) {
     w->S = reinterpret_cast<int32_t*>(S);
     w->p0 = reinterpret_cast<float*>(p0);
     w->p1 = reinterpret_cast<float*>(p1);
+    w->qm = reinterpret_cast<float*>(qm);
     w->nb = nb;
     w->block = block;
   }
@@ -200,10 +211,11 @@ inline size_t q8_carve(void* base, int G, int hd, int block, Q8Work* w) {
 }
 
 // The bytes q8_carve takes for G heads of head_dim hd and keys whose
-// groups are multiples of `group` (fewer blocks need less), plus 64 to align
-// the base.
+// groups are multiples of `group` (fewer blocks need less) or K2 keys (their
+// query blocks, q8_k2_block), plus 64 to align the base.
 inline size_t q8_work_bytes(int G, int hd, int group) {
-  return q8_carve(nullptr, G, hd, group, nullptr) + 64;
+  const int finest = group > 0 ? std::min(group, q8_k2_block(hd)) : q8_k2_block(hd);
+  return q8_carve(nullptr, G, hd, finest, nullptr) + 64;
 }
 
 // One key tile of a KV head for prefill: rows [j0, j0 + count) of one piece,

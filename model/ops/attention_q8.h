@@ -201,5 +201,153 @@ template <class I, KvElement KE>
     }
 }
 
+// KIVI's keys (K2) against an int8 query. A K2 block of tokens shares a
+// (min m_c, step t_c) per channel c, so the query to quantize is the
+// block's r_c = q_c t_c, made again for each block (the tokens' codes stay
+// as stored):
+//   q . k = sum_c q_c (m_c + 2 t_c) + sum_c r_c (code_c - 2)
+//         ~ qm + sum_b a_b (S_b - 2 I_b)
+// with qm the first sum in f32 (exact: only the code term sees the query's
+// rounding), r quantized in blocks of q8_k2_block(hd) elements by the rule
+// above (a_b = max |r| / 127, codes ri rounded), S_b = sum ri_c code_c and
+// I_b = sum ri_c over block b: the centre 2 as Q2's. The error is at most
+// a_b / 2 times |code_c - 2| per element.
+// qm's order is fixed so every path can give the same bits: 16 lanes, lane
+// c % 16 taking fused multiply-adds in order of c, then folded (lane i +=
+// lane i + 8, then + 4, + 2, + 1). The score is (u_0 + u_1) + (u_2 + u_3) +
+// ... + qm with u_b = float(S_b - 2 I_b) x a_b (multiply, then add).
+
+// The query of the K2 block whose parameters are kp ([2][hd] f16: mins, then
+// steps) into w: qi / qf its codes, a and isum per block, qm per head.
+// Plain scalar code, the reference (the integer kernel has its own, tested
+// to give the same numbers).
+template <class I>
+inline void k2q8_prepare_ref(const float* qs, int G, int hd, const uint16_t* kp, Q8Work& w) {
+  alignas(64) float prm[2 * kMaxRowParams];
+  I::halves(kp, 2 * hd, prm);  // f16 -> f32 is exact on every path
+  const float* mins = prm;
+  const float* steps = prm + hd;
+  const int B = w.block;
+  for (int g = 0; g < G; ++g) {
+    const float* q = qs + g * hd;
+    float* r = w.qf + g * hd;  // r first, then overwritten by the codes
+    float lane[16] = {};
+    for (int c = 0; c < hd; ++c) {
+      const float twice = 2.0f * steps[c];  // exact
+      const float centre = mins[c] + twice;
+      lane[c % 16] = std::fma(q[c], centre, lane[c % 16]);
+      r[c] = q[c] * steps[c];
+    }
+    for (int width = 8; width >= 1; width /= 2)
+      for (int i = 0; i < width; ++i) lane[i] = lane[i] + lane[i + width];
+    w.qm[g] = lane[0];
+    for (int b = 0; b < w.nb; ++b) {
+      float amax = 0.0f;
+      for (int i = b * B; i < (b + 1) * B; ++i) amax = std::max(amax, std::fabs(r[i]));
+      const float a = amax / 127.0f;
+      int32_t isum = 0;
+      for (int i = b * B; i < (b + 1) * B; ++i) {
+        const float x = a > 0.0f ? std::nearbyint(r[i] / a) : 0.0f;
+        const int code = std::isnan(x) ? 0 : static_cast<int>(std::clamp(x, -127.0f, 127.0f));
+        w.qi[g * hd + i] = static_cast<int8_t>(code);
+        r[i] = static_cast<float>(code);
+        isum += code;
+      }
+      w.a[g * w.nb + b] = a;
+      w.isum[g * w.nb + b] = isum;
+    }
+  }
+}
+
+// Whether the path's integer kernel takes K2 keys of this head size: a
+// path offers one by static members k2q8_int_kernel(hd) -> bool,
+// k2q8_prepare(qs, G, hd, kp, w) and k2q8_scores(k, G, hd, j0, n, w, s).
+template <class I>
+constexpr bool k2q8_has_int_kernel() {
+  if constexpr (requires { I::k2q8_int_kernel(0); })
+    return true;
+  else
+    return false;
+}
+
+template <class I>
+inline bool k2q8_int_path(int hd) {
+  if constexpr (k2q8_has_int_kernel<I>())
+    return I::k2q8_int_kernel(hd);
+  else
+    return false;
+}
+
+// Scores of G heads over keys [j0, j0 + n) of one K2 block (w holds its
+// query) into s[g * kKeyTile + j - j0], by f32 products of integer-valued
+// floats (exact, as q8_sums_f32) and the epilogue above.
+template <class I>
+inline void k2q8_scores_f32(const Rows& k, int G, int hd, int32_t j0, int32_t n, const Q8Work& w,
+                            float* s) {
+  using V = typename I::V;
+  const int B = w.block;
+  for (int32_t j = 0; j < n; ++j) {
+    const uint8_t* row = k.row(j0 + j);
+    for (int g = 0; g < G; ++g) {
+      float score = 0.0f;
+      for (int b = 0; b < w.nb; b += 2) {
+        float t = 0.0f;
+        for (int bb = b; bb < std::min(b + 2, w.nb); ++bb) {
+          V acc = I::zero();
+          for (int d = bb * B; d < (bb + 1) * B; d += I::W)
+            acc = I::fmadd(I::load(w.qf + g * hd + d), I::load_u2(row, d), acc);
+          const int32_t S = static_cast<int32_t>(I::hsum(acc)) - 2 * w.isum[g * w.nb + bb];
+          const float u = static_cast<float>(S) * w.a[g * w.nb + bb];
+          t = bb == b ? u : t + u;
+        }
+        score = b == 0 ? t : score + t;
+      }
+      s[g * kKeyTile + j] = score + w.qm[g];
+    }
+  }
+}
+
+// Scores (log2 domain) of G heads over K2 keys [j0, j0 + nk) into
+// s[g * kKeyTile + j]: runs of keys that share a block (one params pointer)
+// each use that block's query; *cached is the block w holds the query of
+// (kept across the tiles of one decode block).
+template <class I>
+inline void k2q8_scores(const float* qs, int G, int hd, const Rows& k, int32_t j0, int32_t nk,
+                        Q8Work& w, float* s, const uint16_t** cached) {
+  // The next tile's codes and block parameters on their way while these
+  // are summed (a block's parameters are apart from its codes, 4 hd bytes).
+  if (k.contiguous()) {
+    const int64_t end = std::min<int64_t>(j0 + nk + kKeyTile, k.n);
+    for (int64_t off = (j0 + kKeyTile) * k.stride; off < end * k.stride; off += 64)
+      __builtin_prefetch(k.data + off, 0, kPrefetchLocality);
+  } else {
+    for (int32_t j = j0; j < j0 + nk; ++j) prefetch_row_bytes(k, j, kKeyTile, hd / 4);
+  }
+  const bool int_path = k2q8_int_path<I>(hd);
+  for (int32_t j = j0; j < j0 + nk;) {
+    const uint16_t* kp = params_of(k, j);
+    int32_t e = j + 1;
+    while (e < j0 + nk && params_of(k, e) == kp) ++e;
+    if (j + kKeyTile < k.n)
+      for (int off = 0; off < 4 * hd; off += 64)
+        __builtin_prefetch(reinterpret_cast<const uint8_t*>(params_of(k, j + kKeyTile)) + off, 0,
+                           kPrefetchLocality);
+    if (kp != *cached) {
+      if constexpr (k2q8_has_int_kernel<I>())
+        if (int_path) I::k2q8_prepare(qs, G, hd, kp, w);
+      if (!int_path) k2q8_prepare_ref<I>(qs, G, hd, kp, w);
+      *cached = kp;
+    }
+    if constexpr (k2q8_has_int_kernel<I>())
+      if (int_path) {
+        I::k2q8_scores(k, G, hd, j, e - j, w, s + (j - j0));
+        j = e;
+        continue;
+      }
+    k2q8_scores_f32<I>(k, G, hd, j, e - j, w, s + (j - j0));
+    j = e;
+  }
+}
+
 }  // namespace
 }  // namespace kvbench::attn
