@@ -164,7 +164,7 @@ BENCHMARK(BM_DecodeAttentionStorage30Layers)
     ->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_DecodeAttentionStorage30Layers)
     ->ArgNames({"storage", "threads", "q8"})
-    ->ArgsProduct({{2, 3}, {1, 2}, {1}})
+    ->ArgsProduct({{2, 3, 4}, {1, 2}, {1}})
     ->UseRealTime()
     ->Unit(benchmark::kMillisecond);
 
