@@ -689,8 +689,9 @@ int cmd_bench(const Args& args) {
       "weights and V rounded to bfloat16, f32 sums: about twice the f32 rate with AVX-512 BF16; "
       "the backend column says bf16-attn, or bf16-attn (emulated) where the CPU lacks AVX-512 "
       "BF16: the same numbers at about f32 speed), int8q (decode: scores of int8 / int4 / int2 "
-      "keys against the query quantized to int8 per key group, integer dot products, as "
-      "llama.cpp with a quantized K cache; the backend column says int8q) or bf16+int8q")(
+      "keys against the query quantized to int8 per key group, and of KIVI's keys against "
+      "the query times each token block's steps, integer dot products, as llama.cpp with a "
+      "quantized K cache; the backend column says int8q) or bf16+int8q")(
       "interleave", po::bool_switch(),
       "run each test's repetitions in turns over the --kv or --policy configurations (A, B, C, "
       "A, B, C, ...) instead of one configuration's back to back, so that a machine's drift "
