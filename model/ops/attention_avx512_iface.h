@@ -203,11 +203,11 @@ struct Avx512 : simd::F32x16 {
   }
   // KIVI's K2 keys against an int8 query (attention_q8.h): head sizes
   // 64-256, whole 64-element spans (16 code bytes, element 4i + s at bits
-  // 2s of byte i). The span's bytes are read in the order kK2Bytes (source
+  // 2s of byte i). The span's bytes are read in k2q8_key_order (the source
   // byte of each position), so that vpdpbusd's dwords 0 and 2 sum elements
   // of the span's first query block and dwords 1 and 3 of its second; the
   // 2-bit codes of shift s, (bytes >> 2s) & 3, meet the query's codes of
-  // elements 4 kK2Bytes[p] + s (k2q8_prepare's qp, 16 bytes per shift).
+  // elements 4 order[p] + s (k2q8_prepare's qp, 16 bytes per shift).
   static bool k2q8_int_kernel(int hd) { return hd % 64 == 0 && hd <= 256; }
   // The max (add) over all 16 lanes of x in lanes 0-7 and of y in lanes
   // 8-15: both reductions in one chain of shuffles (exact in any order).
@@ -236,7 +236,7 @@ struct Avx512 : simd::F32x16 {
   // Then qp: the codes of each 16-element chunk as bytes in lanes ordered
   // (0, 2, 1, 3), each lane's bytes transposed to dwords by shift (bytes
   // s, s + 4, s + 8, s + 12), and the dwords transposed across lanes, so
-  // lane s holds shift s's codes in kK2Bytes' order.
+  // lane s holds shift s's codes in k2q8_key_order.
   template <class W>
   static void k2q8_prepare(const float* qs, int G, int hd, const uint16_t* kp, W& w) {
     const int spans = hd / 64;
