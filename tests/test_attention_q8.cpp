@@ -371,6 +371,24 @@ TEST(AttentionQ8, KiviKeyScoresAreWithinTheQuerysRoundingOfTheF32Score) {
   EXPECT_GT(worst_share, 0.05);  // the bound is not vacuous
 }
 
+// attend() sizes a decode block's int8-query area by the gcd of the view's
+// Q8 / Q4 / Q2 groups (head_dim when it has none: a KIVI head whose values
+// are all still f32); K2 keys carve it by their own query blocks, so every
+// such size must hold that carve too.
+TEST(AttentionQ8, WorkAreaHoldsKiviKeysWhateverTheGroups) {
+  for (int hd : {32, 64, 96, 128, 256})
+    for (int G : {1, 3, 8})
+      for (int group : {0, 8, 16, 32, 64, 96, 128, 256}) {
+        if (group > hd || (group > 0 && hd % group != 0)) continue;
+        const size_t have = attn::q8_work_bytes(G, hd, group);
+        const std::string what = "hd " + std::to_string(hd) + " G " + std::to_string(G) +
+                                 " group " + std::to_string(group);
+        EXPECT_GE(have, attn::q8_carve(nullptr, G, hd, attn::q8_k2_block(hd), nullptr) + 64)
+            << what;
+        if (group > 0) EXPECT_GE(have, attn::q8_carve(nullptr, G, hd, group, nullptr) + 64) << what;
+      }
+}
+
 // attend() along `path` with q8_query at 1 and 2 threads (with[0], with[1])
 // and without it (plain, 2 threads).
 struct Q8Outputs {
