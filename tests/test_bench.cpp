@@ -295,7 +295,8 @@ TEST(Bench, Int8QueryAttentionIsNamedInTheBackend) {
     const auto j = nlohmann::json::parse(b.out);
     ASSERT_EQ(j.size(), 2u);
     for (const auto& row : j) {
-      EXPECT_TRUE(row["backend"].get<std::string>().ends_with(" int8q")) << row;
+      const std::string backend = row["backend"].get<std::string>();
+      EXPECT_TRUE(backend.ends_with(" int8q") || backend.ends_with(" int8q (f32 sums)")) << row;
       EXPECT_GT(row["median_ts"].get<double>(), 0.0);
     }
   }
@@ -340,6 +341,29 @@ TEST(Bench, Bf16AttentionSaysWhenItIsEmulated) {
   const bool native = bf16_attention_native(default_cpu_path());
   EXPECT_EQ(best.ends_with(" bf16-attn (emulated)"), !native) << best;
   EXPECT_EQ(best.ends_with(" bf16-attn"), native) << best;
+}
+
+// The backend says when the int8 query has no integer kernel (its sums
+// are f32 products of integer codes, slower than f32): every path but
+// AVX-512 (which requires VNNI).
+TEST(Bench, Int8QuerySaysWhenItHasNoIntegerKernel) {
+  const std::string args =
+      "-m " + test::tiny_model_path() +
+      " -p 0 -n 2 -d 40 -r 1 -t 1 --policy full+int8 -o json --attention int8q";
+  auto backend = [&](const char* cpu) {
+    const char* old = std::getenv("KVBENCH_CPU");
+    const std::string saved = old ? old : "";
+    if (cpu) setenv("KVBENCH_CPU", cpu, 1);
+    const Result r = run(args);
+    if (cpu) old ? setenv("KVBENCH_CPU", saved.c_str(), 1) : unsetenv("KVBENCH_CPU");
+    EXPECT_EQ(r.code, 0) << r.err;
+    return r.code == 0 ? nlohmann::json::parse(r.out)[0]["backend"].get<std::string>() : "";
+  };
+  if (cpu_path_supported(CpuPath::Avx2)) EXPECT_EQ(backend("avx2"), "CPU avx2 int8q (f32 sums)");
+  const std::string best = backend(nullptr);
+  const bool integer = default_cpu_path() == CpuPath::Avx512;
+  EXPECT_EQ(best.ends_with(" int8q (f32 sums)"), !integer) << best;
+  EXPECT_EQ(best.ends_with(" int8q"), integer) << best;
 }
 
 }  // namespace
