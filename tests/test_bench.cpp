@@ -321,20 +321,24 @@ TEST(Bench, Bf16AttentionIsNamedInTheBackend) {
   }
 }
 
+// The first row's backend of `bench args` with KVBENCH_CPU=cpu (null: this
+// CPU's best path), the variable restored after.
+std::string backend_on(const char* cpu, const std::string& args) {
+  const char* old = std::getenv("KVBENCH_CPU");
+  const std::string saved = old ? old : "";
+  if (cpu) setenv("KVBENCH_CPU", cpu, 1);
+  const Result r = run(args);
+  if (cpu) old ? setenv("KVBENCH_CPU", saved.c_str(), 1) : unsetenv("KVBENCH_CPU");
+  EXPECT_EQ(r.code, 0) << r.err;
+  return r.code == 0 ? nlohmann::json::parse(r.out)[0]["backend"].get<std::string>() : "";
+}
+
 // The backend says when bf16 products are emulated by f32 FMAs (the same
 // numbers at about f32 speed): always on the AVX2 path, and on AVX-512 where
 // the CPU lacks AVX-512 BF16.
 TEST(Bench, Bf16AttentionSaysWhenItIsEmulated) {
   const std::string args = "-m " + test::tiny_model_path() + " -p 8 -n 0 -r 1 -t 1 -o json";
-  auto backend = [&](const char* cpu) {
-    const char* old = std::getenv("KVBENCH_CPU");
-    const std::string saved = old ? old : "";
-    if (cpu) setenv("KVBENCH_CPU", cpu, 1);
-    const Result r = run(args + " --attention bf16");
-    if (cpu) old ? setenv("KVBENCH_CPU", saved.c_str(), 1) : unsetenv("KVBENCH_CPU");
-    EXPECT_EQ(r.code, 0) << r.err;
-    return r.code == 0 ? nlohmann::json::parse(r.out)[0]["backend"].get<std::string>() : "";
-  };
+  auto backend = [&](const char* cpu) { return backend_on(cpu, args + " --attention bf16"); };
   if (cpu_path_supported(CpuPath::Avx2))
     EXPECT_EQ(backend("avx2"), "CPU avx2 bf16-attn (emulated)");
   const std::string best = backend(nullptr);
@@ -350,15 +354,7 @@ TEST(Bench, Int8QuerySaysWhenItHasNoIntegerKernel) {
   const std::string args =
       "-m " + test::tiny_model_path() +
       " -p 0 -n 2 -d 40 -r 1 -t 1 --policy full+int8 -o json --attention int8q";
-  auto backend = [&](const char* cpu) {
-    const char* old = std::getenv("KVBENCH_CPU");
-    const std::string saved = old ? old : "";
-    if (cpu) setenv("KVBENCH_CPU", cpu, 1);
-    const Result r = run(args);
-    if (cpu) old ? setenv("KVBENCH_CPU", saved.c_str(), 1) : unsetenv("KVBENCH_CPU");
-    EXPECT_EQ(r.code, 0) << r.err;
-    return r.code == 0 ? nlohmann::json::parse(r.out)[0]["backend"].get<std::string>() : "";
-  };
+  auto backend = [&](const char* cpu) { return backend_on(cpu, args); };
   if (cpu_path_supported(CpuPath::Avx2)) EXPECT_EQ(backend("avx2"), "CPU avx2 int8q (f32 sums)");
   const std::string best = backend(nullptr);
   const bool integer = default_cpu_path() == CpuPath::Avx512;
