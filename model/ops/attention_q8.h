@@ -1,6 +1,7 @@
 // Internal to attention_impl.h: decode scores of Q8 / Q4 / Q2 keys against
 // an int8 query (AttentionShape::q8_query), as llama.cpp scores a quantized
-// K cache (it converts Q to the K type's vec_dot type, Q8 blocks).
+// K cache (it converts Q to the K type's vec_dot type, Q8 blocks); KIVI's K2
+// keys at the end of this file (their query is made per block of tokens).
 //
 // The query (scaled, log2 domain) is quantized per block of the keys' own
 // parameter group: q[d] ~ a_b * qi[d], a_b = max |q| / 127 over block b,
