@@ -240,7 +240,7 @@ struct Avx512 : simd::F32x16 {
   template <class W>
   static void k2q8_prepare(const float* qs, int G, int hd, const uint16_t* kp, W& w) {
     const int spans = hd / 64;
-    const __m512 two = _mm512_set1_ps(2.0f);
+    const __m512 two = _mm512_set1_ps(2.0f);  // the codes' centre, Q2's (q8_center)
     const __m512 lo = _mm512_set1_ps(-127.0f), hi = _mm512_set1_ps(127.0f);
     // The block's steps and centres (min + 2 step) once for all heads.
     alignas(64) float steps[256], centres[256];

@@ -502,28 +502,23 @@ template <class I, KvElement KE, KvElement VE, bool kKeyPairs, bool kValuePairs>
   const int G = a.group;
   scale_rows<I>(a.q, G, hd, a.scale, w.qs);
   // Int8-query scores (attention_q8.h): the query is quantized from its
-  // element order, once per thread and KV head of a decode call (q8_tag).
+  // element order, once per thread and KV head of a decode call (q8_tag);
+  // K2 keys quantize theirs per block of tokens (k2q8_scores), so they clear
+  // the tag: their codes are no other keys' query.
   Q8Work q8w;
   bool q8 = false;
-  if constexpr (q8_key(KE)) {
+  if constexpr (q8_key(KE) || KE == KvElement::K2) {
     if (a.q8) {
       const auto base = (reinterpret_cast<uintptr_t>(w.q8) + 63) & ~uintptr_t{63};
-      const int block = 1 << k.group_shift;
+      const int block = KE == KvElement::K2 ? q8_k2_block(hd) : 1 << k.group_shift;
       q8_carve(reinterpret_cast<void*>(base), G, hd, block, &q8w);
-      if (a.q8_tag == 0 || *q8w.tag != a.q8_tag || *q8w.tag_block != block) {
+      if constexpr (KE == KvElement::K2) {
+        *q8w.tag = 0;
+      } else if (a.q8_tag == 0 || *q8w.tag != a.q8_tag || *q8w.tag_block != block) {
         q8_prepare<I, KE>(w.qs, G, hd, q8w);
         *q8w.tag = a.q8_tag;
         *q8w.tag_block = block;
       }
-      q8 = true;
-    }
-  } else if constexpr (KE == KvElement::K2) {
-    // K2 keys quantize their query per block of tokens (k2q8_scores); the
-    // tag is cleared, as these codes are no other keys' query.
-    if (a.q8) {
-      const auto base = (reinterpret_cast<uintptr_t>(w.q8) + 63) & ~uintptr_t{63};
-      q8_carve(reinterpret_cast<void*>(base), G, hd, q8_k2_block(hd), &q8w);
-      *q8w.tag = 0;
       q8 = true;
     }
   }

@@ -234,8 +234,8 @@ inline void k2q8_prepare_ref(const float* qs, int G, int hd, const uint16_t* kp,
     float* r = w.qf + g * hd;  // r first, then overwritten by the codes
     float lane[16] = {};
     for (int c = 0; c < hd; ++c) {
-      const float twice = 2.0f * steps[c];  // exact
-      const float centre = mins[c] + twice;
+      const float zt = static_cast<float>(q8_center<KvElement::Q2>()) * steps[c];  // exact
+      const float centre = mins[c] + zt;
       lane[c % 16] = std::fma(q[c], centre, lane[c % 16]);
       r[c] = q[c] * steps[c];
     }
@@ -297,7 +297,8 @@ inline void k2q8_scores_f32(const Rows& k, int G, int hd, int32_t j0, int32_t n,
           V acc = I::zero();
           for (int d = bb * B; d < (bb + 1) * B; d += I::W)
             acc = I::fmadd(I::load(w.qf + g * hd + d), I::load_u2(row, d), acc);
-          const int32_t S = static_cast<int32_t>(I::hsum(acc)) - 2 * w.isum[g * w.nb + bb];
+          const int32_t S = static_cast<int32_t>(I::hsum(acc)) -
+                            q8_center<KvElement::Q2>() * w.isum[g * w.nb + bb];
           const float u = static_cast<float>(S) * w.a[g * w.nb + bb];
           t = bb == b ? u : t + u;
         }
