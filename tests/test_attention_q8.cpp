@@ -184,6 +184,34 @@ TEST(AttentionQ8, EveryPathWritesTheScalarScoresBitForBit) {
   if (paths.size() > 1) EXPECT_GT(compared, 300);
 }
 
+// Which keys each path sums as integers (Kernels::q8_int_sums), so the
+// bit-for-bit tests know which kernels they compare: AVX-512 (vpdpbusd)
+// takes Q8 and Q4 keys in groups of 32 and whole 64-element spans at head
+// sizes up to 256, and K2 keys at head sizes 64-256; the other paths none.
+TEST(AttentionQ8, IntegerKernelsTakeTheDefaultGroups) {
+  using E = KvElement;
+  for (const Path& p : kernel_paths()) {
+    const attn::Kernels& K = *p.kernels;
+    const bool avx512 = p.name == "avx512";
+    for (int hd : {64, 128, 256}) {
+      const std::string what = p.name + " hd " + std::to_string(hd);
+      EXPECT_EQ(K.q8_int_sums(E::Q8, hd, 32), avx512) << what;
+      EXPECT_EQ(K.q8_int_sums(E::Q4, hd, 32), avx512) << what;
+      EXPECT_FALSE(K.q8_int_sums(E::Q2, hd, 32)) << what;
+      EXPECT_EQ(K.q8_int_sums(E::K2, hd, 32), avx512) << what;
+      for (E e : {E::Q8, E::Q4, E::Q2}) {
+        EXPECT_FALSE(K.q8_int_sums(e, hd, 16)) << what;
+        EXPECT_FALSE(K.q8_int_sums(e, hd, 64)) << what;
+      }
+      EXPECT_FALSE(K.q8_int_sums(E::F32, hd, 32)) << what;
+    }
+    for (E e : {E::Q8, E::Q4, E::Q2, E::K2}) {
+      EXPECT_FALSE(K.q8_int_sums(e, 32, 32)) << p.name;
+      EXPECT_FALSE(K.q8_int_sums(e, 96, 32)) << p.name;
+    }
+  }
+}
+
 TEST(AttentionQ8, EachScoreIsWithinTheQuerysRoundingOfTheF32Score) {
   uint32_t seed = 100;
   double worst_share = 0.0;

@@ -929,6 +929,7 @@ constexpr Kernels make_kernels() {
   k.prefill_tile_bf16 = prefill_tile_bf16_kernel<I, Bf16Emulated<I>>;
   k.exp2_shift = exp2_shift_kernel<I>;
   k.row_max = row_max_kernel<I>;
+  k.q8_int_sums = q8_int_sums<I>;
   return k;
 }
 

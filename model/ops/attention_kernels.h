@@ -144,6 +144,14 @@ constexpr bool q8_key(KvElement e) {
   return e == KvElement::Q8 || e == KvElement::Q4 || e == KvElement::Q2;
 }
 
+// The centre z of the codes of keys of type KE in the int8-query scores
+// (attention_q8.h): 0 for Q8's signed codes, 8 for Q4's 0-15, 2 for Q2's
+// (and K2's) 0-3.
+template <KvElement KE>
+constexpr int q8_center() {
+  return KE == KvElement::Q4 ? 8 : KE == KvElement::Q2 ? 2 : 0;
+}
+
 // The query blocks of K2 keys' int8-query scores: 32 elements (as the
 // other keys' default group, and llama.cpp's Q8_0), or the whole row where
 // head_dim is not a multiple of 32.
@@ -293,6 +301,12 @@ struct Kernels {
   // exp2(row[j] - shift) (before the multiply).
   float (*exp2_shift)(float* row, int32_t n, float shift, float mul) = nullptr;
   float (*row_max)(const float* row, int32_t n) = nullptr;  // -inf for n == 0
+  // Whether decode's int8-query scores (DecodeBlock::q8) of keys of type
+  // `keys` at this head_dim (Q8 / Q4 / Q2: in groups of `block`; K2: any
+  // block) are summed by this table's integer kernel; false: by f32
+  // products of integer-valued floats (the same numbers, slower). Tests
+  // read it to know which kernel they compare.
+  bool (*q8_int_sums)(KvElement keys, int head_dim, int block) = nullptr;
 };
 
 // Whether the kernels read a piece with these K and V element types: equal

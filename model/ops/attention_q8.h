@@ -98,12 +98,6 @@ inline void q8_prepare(const float* qs, int G, int hd, Q8Work& w) {
     if (q8_int_path<I, KE>(hd, w.block)) I::template q8_order<KE>(G, hd, w);
 }
 
-// The centre z of the codes of keys of type KE (above).
-template <KvElement KE>
-constexpr int q8_center() {
-  return KE == KvElement::Q4 ? 8 : KE == KvElement::Q2 ? 2 : 0;
-}
-
 // Per-key parameters of keys [j0, j0 + nk) into p0 / p1, transposed so the
 // epilogue reads them as vectors across keys; columns [nk, kKeyTile) zero.
 template <class I, KvElement KE>
@@ -277,6 +271,23 @@ inline bool k2q8_int_path(int hd) {
     return I::k2q8_int_kernel(hd);
   else
     return false;
+}
+
+// Kernels::q8_int_sums of the path I.
+template <class I>
+inline bool q8_int_sums(KvElement keys, int hd, int block) {
+  switch (keys) {
+    case KvElement::Q8:
+      return q8_int_path<I, KvElement::Q8>(hd, block);
+    case KvElement::Q4:
+      return q8_int_path<I, KvElement::Q4>(hd, block);
+    case KvElement::Q2:
+      return q8_int_path<I, KvElement::Q2>(hd, block);
+    case KvElement::K2:
+      return k2q8_int_path<I>(hd);
+    default:
+      return false;
+  }
 }
 
 // Scores of G heads over keys [j0, j0 + n) of one K2 block (w holds its
