@@ -1,10 +1,11 @@
 // Decode scores of quantized keys against an int8 query
 // (AttentionShape::q8_query, model/ops/attention_q8.h):
 //  - every instruction-set path writes the scalar reference's scores bit for
-//    bit (the integer sums are exact, vpdpbusd or f32; the epilogue is one
-//    sequence of operations), for Q8 / Q4 / Q2 keys, groups the integer
-//    kernel takes and groups it leaves to the f32 sums, head sizes 32-256,
-//    rows plain or through an index;
+//    bit (the integer sums are exact, vpdpbusd, vpmaddubsw or f32; the
+//    epilogue is one sequence of operations), for Q8 / Q4 / Q2 keys, groups
+//    the integer kernels take and groups they leave to the f32 sums, head
+//    sizes 32-512, rows plain or through an index; also at the codes'
+//    extremes, where vpmaddubsw's pairs come nearest to saturating;
 //  - each score is within the query's rounding of the f32 score: at most
 //    sum_b a_b / 2 x sum_{d in b} |k_d - centre_b| (a_b the block's query
 //    scale; the centre 0 for int8, min + 8 step for int4, min + 2 step for
@@ -152,6 +153,8 @@ const KeyCase kKeyCases[] = {
     {CodecKind::Int4, 32, 32},  {CodecKind::Int8, 64, 32},  {CodecKind::Int8, 64, 16},
     {CodecKind::Int8, 64, 8},   {CodecKind::Int8, 128, 64}, {CodecKind::Int8, 256, 32},
     {CodecKind::Int8, 32, 16},  {CodecKind::Int2, 64, 32},  {CodecKind::Int2, 128, 64},
+    {CodecKind::Int2, 256, 32}, {CodecKind::Int4, 512, 32}, {CodecKind::Int8, 512, 32},
+    {CodecKind::Int2, 512, 32},
 };
 
 std::string name_of(const KeyCase& c, int G, int n, bool indexed) {
@@ -164,6 +167,7 @@ TEST(AttentionQ8, EveryPathWritesTheScalarScoresBitForBit) {
   const std::vector<Path> paths = kernel_paths();
   uint32_t seed = 1;
   int compared = 0;
+  std::vector<int> integer(paths.size(), 0);  // cases a path summed as integers
   for (const KeyCase& c : kKeyCases)
     for (int G : {1, 3, 4})
       for (int n : {1, 5, 64, 67, 300})
@@ -179,25 +183,28 @@ TEST(AttentionQ8, EveryPathWritesTheScalarScoresBitForBit) {
             ASSERT_EQ(std::memcmp(got.data(), ref.data(), ref.size() * 4), 0)
                 << name_of(c, G, n, indexed) << " path " << paths[p].name;
             ++compared;
+            integer[p] += K.q8_int_sums(kv_element(c.kind), c.hd, c.group);
           }
         }
   if (paths.size() > 1) EXPECT_GT(compared, 300);
+  for (size_t p = 1; p < paths.size(); ++p) EXPECT_GT(integer[p], 100) << paths[p].name;
 }
 
 // Which keys each path sums as integers (Kernels::q8_int_sums), so the
-// bit-for-bit tests know which kernels they compare: AVX-512 (vpdpbusd)
-// takes Q8 and Q4 keys in groups of 32 and whole 64-element spans at head
-// sizes up to 256, and K2 keys at head sizes 64-256; the other paths none.
+// bit-for-bit tests know which kernels they compare: AVX2 (vpmaddubsw)
+// takes Q8, Q4 and Q2 keys in groups of 32 and whole 64-element spans,
+// AVX-512 (vpdpbusd) Q8 and Q4 at head sizes up to 256, and K2 keys at
+// head sizes 64-256; the scalar path none.
 TEST(AttentionQ8, IntegerKernelsTakeTheDefaultGroups) {
   using E = KvElement;
   for (const Path& p : kernel_paths()) {
     const attn::Kernels& K = *p.kernels;
-    const bool avx512 = p.name == "avx512";
+    const bool avx2 = p.name == "avx2", avx512 = p.name == "avx512";
     for (int hd : {64, 128, 256}) {
       const std::string what = p.name + " hd " + std::to_string(hd);
-      EXPECT_EQ(K.q8_int_sums(E::Q8, hd, 32), avx512) << what;
-      EXPECT_EQ(K.q8_int_sums(E::Q4, hd, 32), avx512) << what;
-      EXPECT_FALSE(K.q8_int_sums(E::Q2, hd, 32)) << what;
+      EXPECT_EQ(K.q8_int_sums(E::Q8, hd, 32), avx2 || avx512) << what;
+      EXPECT_EQ(K.q8_int_sums(E::Q4, hd, 32), avx2 || avx512) << what;
+      EXPECT_EQ(K.q8_int_sums(E::Q2, hd, 32), avx2) << what;
       EXPECT_EQ(K.q8_int_sums(E::K2, hd, 32), avx512) << what;
       for (E e : {E::Q8, E::Q4, E::Q2}) {
         EXPECT_FALSE(K.q8_int_sums(e, hd, 16)) << what;
@@ -205,11 +212,112 @@ TEST(AttentionQ8, IntegerKernelsTakeTheDefaultGroups) {
       }
       EXPECT_FALSE(K.q8_int_sums(E::F32, hd, 32)) << what;
     }
+    // AVX2 keeps one span of codes in registers, AVX-512 a whole row: no
+    // head-size limit on AVX2.
+    for (E e : {E::Q8, E::Q4, E::Q2}) EXPECT_EQ(K.q8_int_sums(e, 512, 32), avx2) << p.name;
     for (E e : {E::Q8, E::Q4, E::Q2, E::K2}) {
       EXPECT_FALSE(K.q8_int_sums(e, 32, 32)) << p.name;
       EXPECT_FALSE(K.q8_int_sums(e, 96, 32)) << p.name;
     }
   }
+}
+
+// n keys of type `kind`, head size hd, groups of 32, written byte by byte
+// with only the codes' extreme values (Q8: -128, -127, 127, where the codec
+// writes [-127, 127] but a row from elsewhere may hold -128; Q4: 0, 15; Q2:
+// 0, 3), key j by pattern j % 6: all the lowest, all the highest, the two
+// alternating, the lowest and highest in runs of 3, random, and Q8 all
+// -127 (Q4 / Q2: the highest and lowest alternating). Parameters: f16
+// scales, mins and steps of varied sizes and signs.
+Keys make_extreme_keys(CodecKind kind, int hd, int n, std::mt19937& rng) {
+  Keys k;
+  k.codec = RowCodec(kind, hd, 32);
+  const int64_t rb = k.codec.row_bytes();
+  const int bits = kind == CodecKind::Int8 ? 8 : kind == CodecKind::Int4 ? 4 : 2;
+  const int lo = kind == CodecKind::Int8 ? -128 : 0;
+  const int hi = kind == CodecKind::Int8 ? 127 : (1 << bits) - 1;
+  k.bytes.assign(n * rb, 0);
+  k.decoded.resize(int64_t{n} * hd);
+  std::uniform_real_distribution<float> u(0.25f, 2.0f);
+  for (int j = 0; j < n; ++j) {
+    uint8_t* row = k.bytes.data() + j * rb;
+    for (int d = 0; d < hd; ++d) {
+      const bool coin = rng() % 2;
+      const int last = kind == CodecKind::Int8 ? -127 : (d % 2 ? lo : hi);
+      const int pick[6] = {lo, hi, d % 2 ? hi : lo, d / 3 % 2 ? hi : lo, coin ? hi : lo, last};
+      const int c = pick[j % 6];
+      const int e = d * bits / 8, shift = d * bits % 8;
+      row[e] |= static_cast<uint8_t>((c & ((1 << bits) - 1)) << shift);
+    }
+    uint8_t* params = row + hd * bits / 8;
+    for (int b = 0; b < hd / 32; ++b) {
+      const float scale = u(rng) * 0.01f;
+      if (kind == CodecKind::Int8) {
+        const uint16_t h = fp32_to_fp16(scale);
+        std::memcpy(params + 2 * b, &h, 2);
+      } else {
+        const uint16_t h[2] = {fp32_to_fp16((rng() % 2 ? -1.0f : 1.0f) * u(rng)),
+                               fp32_to_fp16(scale)};
+        std::memcpy(params + 4 * b, h, 4);
+      }
+    }
+    k.codec.decode(row, k.decoded.data() + int64_t{j} * hd);
+    k.index.push_back(j);
+    k.pos.push_back(j);
+  }
+  k.rows.type = kv_element(kind);
+  k.rows.data = k.bytes.data();
+  k.rows.stride = rb;
+  k.rows.set_group(32);
+  k.rows.n = n;
+  return k;
+}
+
+// The integer kernels' saturation edge: every query code +-127 (each block's
+// elements of one magnitude; head g: g % 3 = 0 all positive, 1 all
+// negative, 2 random signs) against keys at their extreme codes
+// (make_extreme_keys): vpmaddubsw's pairs reach 2 x 128 x 127 = 32512 (Q8),
+// 2 x 15 x 127 (Q4), 2 x 3 x 127 (Q2), and every path writes the scalar
+// reference's bits.
+TEST(AttentionQ8, ExtremeCodesGiveTheScalarScoresBitForBit) {
+  const std::vector<Path> paths = kernel_paths();
+  uint32_t seed = 300;
+  int integer = 0;
+  for (CodecKind kind : {CodecKind::Int8, CodecKind::Int4, CodecKind::Int2})
+    for (int hd : {64, 128, 256})
+      for (int G : {1, 3, 4}) {
+        std::mt19937 rng(seed++);
+        const int n = 70;  // a tile and a partial one
+        const Keys k = make_extreme_keys(kind, hd, n, rng);
+        std::vector<float> q(G * hd);
+        for (int g = 0; g < G; ++g)
+          for (int d = 0; d < hd; ++d) {
+            const float sign = g % 3 == 0 ? 1.0f : g % 3 == 1 ? -1.0f : rng() % 2 ? 1.0f : -1.0f;
+            q[g * hd + d] = sign * (0.5f + d / 32 % 3);
+          }
+        // Every code +-127: the quantized query is the query over its scale.
+        std::vector<float> qs(q.size());
+        const float scale = 1.4426950408889634f / std::sqrt(static_cast<float>(hd));
+        for (size_t i = 0; i < q.size(); ++i) qs[i] = q[i] * scale;
+        for (int g = 0; g < G; ++g)
+          for (int b = 0; b < hd / 32; ++b) {
+            const float* x = qs.data() + g * hd + 32 * b;
+            const float a = std::fabs(x[0]) / 127.0f;
+            for (int i = 0; i < 32; ++i) ASSERT_EQ(std::fabs(std::nearbyint(x[i] / a)), 127.0f);
+          }
+        const std::string what =
+            std::string(codec_name(kind)) + " hd " + std::to_string(hd) + " G " + std::to_string(G);
+        const std::vector<float> ref = block_scores(*paths[0].kernels, k, q, G, hd, true);
+        for (float x : ref) ASSERT_TRUE(std::isfinite(x)) << what;
+        for (size_t p = 1; p < paths.size(); ++p) {
+          const attn::Kernels& K = *paths[p].kernels;
+          const std::vector<float> got = block_scores(K, k, q, G, hd, true);
+          ASSERT_EQ(std::memcmp(got.data(), ref.data(), ref.size() * 4), 0)
+              << what << " path " << paths[p].name;
+          integer += K.q8_int_sums(kv_element(kind), hd, 32);
+        }
+      }
+  if (paths.size() > 1) EXPECT_GT(integer, 0);
 }
 
 TEST(AttentionQ8, EachScoreIsWithinTheQuerysRoundingOfTheF32Score) {

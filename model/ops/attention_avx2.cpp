@@ -1,6 +1,7 @@
 // AVX2 + FMA + F16C path of the attention kernels: the shared algorithm
 // (attention_impl.h) over 8-float vectors, f16 rows converted in registers,
-// exp2 by a degree-7 polynomial (relative error ~2e-7 against std::exp2).
+// exp2 by a degree-7 polynomial (relative error ~2e-7 against std::exp2),
+// vpmaddubsw for the int8-query scores (attention_avx2_q8.h).
 #include "model/ops/attention_kernels.h"
 
 #if defined(__x86_64__)
@@ -18,13 +19,15 @@
 
 KVBENCH_TARGET_BEGIN("avx2,fma,f16c")
 
+#include "model/ops/attention_avx2_q8.h"
 #include "model/ops/attention_x86.h"
 #include "model/ops/simd_avx2.h"
 
 namespace kvbench::attn {
 namespace {
 
-struct Avx2 : simd::F32x8 {
+// Avx2Q8: the int8-query scores' integer kernels (attention_avx2_q8.h).
+struct Avx2 : simd::F32x8, Avx2Q8 {
   static constexpr int kRegs = 16;
   static constexpr int kGemmCols = 2;
   static V load_f16(const uint16_t* p) {

@@ -22,13 +22,15 @@
 // order: a vector path holds a 64-element span's two blocks of 32 together.
 //
 // Integer sums are exact on every path: an instruction-set path either sums
-// them as integers (AVX-512 VNNI: vpdpbusd) or as f32 products of
-// integer-valued floats, every partial sum an integer below 2^24 (|qi c| <=
-// 127 x 255 over a block of at most 256 elements: 8.3e6 < 1.7e7), so exact
-// in any order. The float epilogue above is one shared sequence of
-// operations per key (multiply, then add, never fused), vectorised across
-// keys: every path gives the same scores bit for bit, and the scalar path is
-// the reference the others are tested against.
+// them as integers (AVX-512 VNNI: vpdpbusd; AVX2: vpmaddubsw, then vpmaddwd
+// by ones, attention_avx2_q8.h: its pairs of products stay below s16
+// saturation for every key code, given qi in [-127, 127]) or as f32
+// products of integer-valued floats, every partial sum an integer below
+// 2^24 (|qi c| <= 127 x 255 over a block of at most 256 elements: 8.3e6 <
+// 1.7e7), so exact in any order. The float epilogue above is one shared
+// sequence of operations per key (multiply, then add, never fused),
+// vectorised across keys: every path gives the same scores bit for bit, and
+// the scalar path is the reference the others are tested against.
 #pragma once
 
 #include <algorithm>
@@ -42,7 +44,8 @@ namespace kvbench::attn {
 namespace {
 
 // qs [G][hd], scaled, element order -> w's codes, scales and sums. Plain
-// scalar code shared by every path (the same codes everywhere).
+// scalar code shared by every path (the same codes everywhere). The codes
+// are in [-127, 127], never -128: the AVX2 kernel's bound needs that.
 inline void q8_quantize_query(const float* qs, int G, int hd, Q8Work& w) {
   const int B = w.block;
   for (int g = 0; g < G; ++g)
