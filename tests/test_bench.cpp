@@ -348,16 +348,17 @@ TEST(Bench, Bf16AttentionSaysWhenItIsEmulated) {
 }
 
 // The backend says when the int8 query has no integer kernel (its sums
-// are f32 products of integer codes, slower than f32): every path but
-// AVX-512 (which requires VNNI).
+// are f32 products of integer codes, slower than f32): the scalar path;
+// AVX-512 (which requires VNNI) and AVX2 have one.
 TEST(Bench, Int8QuerySaysWhenItHasNoIntegerKernel) {
   const std::string args =
       "-m " + test::tiny_model_path() +
       " -p 0 -n 2 -d 40 -r 1 -t 1 --policy full+int8 -o json --attention int8q";
   auto backend = [&](const char* cpu) { return backend_on(cpu, args); };
-  if (cpu_path_supported(CpuPath::Avx2)) EXPECT_EQ(backend("avx2"), "CPU avx2 int8q (f32 sums)");
+  EXPECT_EQ(backend("scalar"), "CPU scalar int8q (f32 sums)");
+  if (cpu_path_supported(CpuPath::Avx2)) EXPECT_EQ(backend("avx2"), "CPU avx2 int8q");
   const std::string best = backend(nullptr);
-  const bool integer = default_cpu_path() == CpuPath::Avx512;
+  const bool integer = default_cpu_path() != CpuPath::Scalar;
   EXPECT_EQ(best.ends_with(" int8q (f32 sums)"), !integer) << best;
   EXPECT_EQ(best.ends_with(" int8q"), integer) << best;
 }

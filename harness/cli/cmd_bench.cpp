@@ -259,12 +259,13 @@ ModelInfo model_info(const LlamaModel& m, bool exact, AttentionMode attention) {
   const std::string bf16 = !attention.bf16               ? ""
                            : bf16_attention_native(path) ? " bf16-attn"
                                                          : " bf16-attn (emulated)";
-  // The int8 query's integer kernels are AVX-512 VNNI's; elsewhere its sums
-  // are f32 products of integer codes (the same numbers, slower than the f32
-  // arithmetic: docs/PERFORMANCE.md), so the row says so.
+  // The int8 query's integer kernels are AVX-512 VNNI's (vpdpbusd) and
+  // AVX2's (vpmaddubsw); on the scalar path its sums are f32 products of
+  // integer codes (the same numbers, slower than the f32 arithmetic:
+  // docs/PERFORMANCE.md), so the row says so.
   const std::string int8q = !attention.int8_query     ? ""
-                            : path == CpuPath::Avx512 ? " int8q"
-                                                      : " int8q (f32 sums)";
+                            : path == CpuPath::Scalar ? " int8q (f32 sums)"
+                                                      : " int8q";
   info.backend = "CPU " + std::string(cpu_path_name(path)) + (exact ? " exact" : "") + bf16 + int8q;
   return info;
 }
@@ -696,8 +697,9 @@ int cmd_bench(const Args& args) {
       "BF16: the same numbers at about f32 speed), int8q (decode: scores of int8 / int4 / int2 "
       "keys against the query quantized to int8 per key group, and of KIVI's keys against "
       "the query times each token block's steps, integer dot products, as llama.cpp with a "
-      "quantized K cache; the backend column says int8q, or int8q (f32 sums) where the CPU "
-      "lacks AVX-512 VNNI: the same numbers, slower than f32) or bf16+int8q")(
+      "quantized K cache; the backend column says int8q, or int8q (f32 sums) on the scalar "
+      "path (KVBENCH_CPU=scalar, or a CPU without AVX2): the same numbers, slower than f32) or "
+      "bf16+int8q")(
       "interleave", po::bool_switch(),
       "run each test's repetitions in turns over the --kv or --policy configurations (A, B, C, "
       "A, B, C, ...) instead of one configuration's back to back, so that a machine's drift "
