@@ -280,6 +280,44 @@ Keys make_extreme_keys(CodecKind kind, int hd, int n, std::mt19937& rng) {
 // (make_extreme_keys): vpmaddubsw's pairs reach 2 x 128 x 127 = 32512 (Q8),
 // 2 x 15 x 127 (Q4), 2 x 3 x 127 (Q2), and every path writes the scalar
 // reference's bits.
+// One KV head's pieces may hold different key types with the same group
+// (a thread's blocks of one decode call share a q8_tag): the query a path
+// ordered for int4 keys must not be reused for int8 ones.
+TEST(AttentionQ8, QueryMadeForOneKeyTypeIsNotReusedForAnother) {
+  std::mt19937 rng(11);
+  const int G = 3, hd = 64, n = 40;
+  const std::vector<float> q = make_query(G, hd, rng);
+  const Keys k4 = make_keys(CodecKind::Int4, hd, 32, n, false, rng);
+  const Keys k8 = make_keys(CodecKind::Int8, hd, 32, n, false, rng);
+  for (const Path& p : kernel_paths()) {
+    SCOPED_TRACE(p.name);
+    // One work area and one tag for both blocks, int4 first.
+    std::vector<float> qs(G * hd), s(G * attn::kKeyTile), qk(G * (hd + 1));
+    std::vector<float> q8buf(attn::q8_work_bytes(G, hd, 32) / 4 + 1);
+    const attn::DecodeWork w{qs.data(), s.data(), qk.data(), q8buf.data()};
+    std::vector<float> m(G), l(G), acc(G * hd), shared(int64_t{G} * n, NAN);
+    for (const Keys* k : {&k4, &k8}) {
+      attn::DecodeBlock a;
+      a.q = q.data();
+      a.scale = 1.4426950408889634f / std::sqrt(static_cast<float>(hd));
+      a.group = G;
+      a.head_dim = hd;
+      a.k = a.v = k->rows;
+      a.pos = k->pos.data();
+      a.qpos = n;
+      a.begin = 0;
+      a.end = n;
+      a.scores = shared.data();
+      a.scores_stride = n;
+      a.q8 = true;
+      a.q8_tag = 7;
+      p.kernels->decode_block(a, w, m.data(), l.data(), acc.data());
+    }
+    const std::vector<float> fresh = block_scores(*p.kernels, k8, q, G, hd, true);
+    for (size_t i = 0; i < fresh.size(); ++i) ASSERT_EQ(shared[i], fresh[i]) << "score " << i;
+  }
+}
+
 TEST(AttentionQ8, ExtremeCodesGiveTheScalarScoresBitForBit) {
   const std::vector<Path> paths = kernel_paths();
   uint32_t seed = 300;

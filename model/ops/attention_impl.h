@@ -502,9 +502,10 @@ template <class I, KvElement KE, KvElement VE, bool kKeyPairs, bool kValuePairs>
   const int G = a.group;
   scale_rows<I>(a.q, G, hd, a.scale, w.qs);
   // Int8-query scores (attention_q8.h): the query is quantized from its
-  // element order, once per thread and KV head of a decode call (q8_tag);
-  // K2 keys quantize theirs per block of tokens (k2q8_scores), so they clear
-  // the tag: their codes are no other keys' query.
+  // element order, once per thread and KV head of a decode call (q8_tag)
+  // and per key group and type (pieces of one head may differ); K2 keys
+  // quantize theirs per block of tokens (k2q8_scores), so they clear the
+  // tag: their codes are no other keys' query.
   Q8Work q8w;
   bool q8 = false;
   if constexpr (q8_key(KE) || KE == KvElement::K2) {
@@ -514,10 +515,12 @@ template <class I, KvElement KE, KvElement VE, bool kKeyPairs, bool kValuePairs>
       q8_carve(reinterpret_cast<void*>(base), G, hd, block, &q8w);
       if constexpr (KE == KvElement::K2) {
         *q8w.tag = 0;
-      } else if (a.q8_tag == 0 || *q8w.tag != a.q8_tag || *q8w.tag_block != block) {
+      } else if (a.q8_tag == 0 || *q8w.tag != a.q8_tag || *q8w.tag_block != block ||
+                 *q8w.tag_keys != static_cast<int32_t>(KE)) {
         q8_prepare<I, KE>(w.qs, G, hd, q8w);
         *q8w.tag = a.q8_tag;
         *q8w.tag_block = block;
+        *q8w.tag_keys = static_cast<int32_t>(KE);
       }
       q8 = true;
     }

@@ -161,14 +161,18 @@ constexpr int q8_k2_block(int hd) { return hd % 32 == 0 ? 32 : hd; }
 // parameters (attention_q8.h), carved from DecodeWork::q8 by q8_carve.
 // nb = head_dim / block, block = the keys' parameter group.
 struct Q8Work {
-  uint64_t* tag = nullptr;  // the DecodeBlock::q8_tag and block the query was made for
+  // The DecodeBlock::q8_tag, key group and key type the query was made for:
+  // a path orders the codes per key type (q8_order), so a piece of another
+  // type in the same head makes it again.
+  uint64_t* tag = nullptr;
   int32_t* tag_block = nullptr;
+  int32_t* tag_keys = nullptr;
   int8_t* qi = nullptr;     // [G][hd] the query's codes, element order
   int8_t* qp = nullptr;     // [G][hd] the same codes in a path's own order (its q8_order)
   float* qf = nullptr;      // [G][hd] the codes as floats (the f32 integer sums)
   float* a = nullptr;       // [G][nb] block scales: query ~ a * codes
   float* qsum = nullptr;    // [G][nb] f32 sums of the query's blocks (Q4 / Q2 mins)
-  int32_t* isum = nullptr;  // [G][nb] sums of the codes' blocks (the VNNI Q8 offset)
+  int32_t* isum = nullptr;  // [G][nb] sums of the codes' blocks (centres, VNNI's Q8 offset)
   int32_t* S = nullptr;     // [G][nb][kQ8Cols] integer sums of a tile's keys
   float* p0 = nullptr;      // [nb][kQ8Cols] a tile's Q8 scales, or Q4 / Q2 mins
   float* p1 = nullptr;      // [nb][kQ8Cols] a tile's Q4 / Q2 steps
@@ -202,6 +206,7 @@ inline size_t q8_carve(void* base, int G, int hd, int block, Q8Work* w) {
   if (w) {
     w->tag = reinterpret_cast<uint64_t*>(header);
     w->tag_block = reinterpret_cast<int32_t*>(header + 8);
+    w->tag_keys = reinterpret_cast<int32_t*>(header + 12);
     w->qi = reinterpret_cast<int8_t*>(qi);
     w->qp = reinterpret_cast<int8_t*>(qp);
     w->qf = reinterpret_cast<float*>(qf);
