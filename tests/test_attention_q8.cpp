@@ -10,6 +10,8 @@
 //    sum_b a_b / 2 x sum_{d in b} |k_d - centre_b| (a_b the block's query
 //    scale; the centre 0 for int8, min + 8 step for int4, min + 2 step for
 //    int2), and the option changes the scores (it is not a no-op);
+//  - a query a thread made for one key type is not reused for another in
+//    the same head and decode call;
 //  - the same for KIVI's per-channel keys (K2), whose query is quantized
 //    per block of tokens;
 //  - through attend(): prefill is untouched, decode is the same whatever the
@@ -274,12 +276,6 @@ Keys make_extreme_keys(CodecKind kind, int hd, int n, std::mt19937& rng) {
   return k;
 }
 
-// The integer kernels' saturation edge: every query code +-127 (each block's
-// elements of one magnitude; head g: g % 3 = 0 all positive, 1 all
-// negative, 2 random signs) against keys at their extreme codes
-// (make_extreme_keys): vpmaddubsw's pairs reach 2 x 128 x 127 = 32512 (Q8),
-// 2 x 15 x 127 (Q4), 2 x 3 x 127 (Q2), and every path writes the scalar
-// reference's bits.
 // One KV head's pieces may hold different key types with the same group
 // (a thread's blocks of one decode call share a q8_tag): the query a path
 // ordered for int4 keys must not be reused for int8 ones.
@@ -318,6 +314,12 @@ TEST(AttentionQ8, QueryMadeForOneKeyTypeIsNotReusedForAnother) {
   }
 }
 
+// The integer kernels' saturation edge: every query code +-127 (each block's
+// elements of one magnitude; head g: g % 3 = 0 all positive, 1 all
+// negative, 2 random signs) against keys at their extreme codes
+// (make_extreme_keys): vpmaddubsw's pairs reach 2 x 128 x 127 = 32512 (Q8),
+// 2 x 15 x 127 (Q4), 2 x 3 x 127 (Q2), and every path writes the scalar
+// reference's bits.
 TEST(AttentionQ8, ExtremeCodesGiveTheScalarScoresBitForBit) {
   const std::vector<Path> paths = kernel_paths();
   uint32_t seed = 300;
