@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <cstring>
 
+#include "model/ops/attention_avx2_q8.h"
 #include "model/ops/attention_kernels.h"
 #include "model/ops/attention_x86.h"
 #include "model/ops/simd_avx512.h"
@@ -80,11 +81,17 @@ struct Avx512 : simd::F32x16 {
   // unsigned key codes against 64 int8 query codes per instruction, four
   // keys at a time, the epilogue in registers. Takes Q8 and Q4 keys in
   // groups of 32 (the storages' default) and whole 64-element spans, head
-  // sizes up to 256; other shapes and Q2 keys are summed in f32 (exact too,
+  // sizes up to 256; Q2 keys go to the AVX2 kernel (attention_avx2_q8.h:
+  // vpmaddubsw, groups of 32, head sizes that are multiples of 64), which
+  // every AVX-512 CPU runs; other shapes are summed in f32 (exact too,
   // slower).
   template <KvElement KE>
   static bool q8_int_kernel(int hd, int block) {
-    return (KE == KvElement::Q8 || KE == KvElement::Q4) && block == 32 && hd % 64 == 0 && hd <= 256;
+    if constexpr (KE == KvElement::Q2)
+      return Avx2Q8::q8_int_kernel<KE>(hd, block);
+    else
+      return (KE == KvElement::Q8 || KE == KvElement::Q4) && block == 32 && hd % 64 == 0 &&
+             hd <= 256;
   }
   // A 64-element span's codes as vpdpbusd's unsigned bytes. Q8: c + 128
   // (the sign bit flipped; 128 x the query's block sums come back off),
@@ -108,6 +115,7 @@ struct Avx512 : simd::F32x16 {
   // which only the f32 sums use).
   template <KvElement KE, class W>
   static void q8_order(int G, int hd, W& w) {
+    if constexpr (KE == KvElement::Q2) return Avx2Q8::q8_order<KE>(G, hd, w);
     for (int g = 0; g < G; ++g)
       for (int d0 = 0; d0 < hd; d0 += 64) {
         for (int pos = 0; pos < 64; ++pos) {
@@ -136,6 +144,7 @@ struct Avx512 : simd::F32x16 {
   // codes and parameters are read once for all heads: hd <= 256.
   template <KvElement KE, class W>
   static void q8_scores(const Rows& k, int G, int hd, int32_t j0, int32_t nk, W& w, float* s) {
+    if constexpr (KE == KvElement::Q2) return Avx2Q8::q8_scores<KE>(k, G, hd, j0, nk, w, s);
     const int spans = hd / 64;
     for (int32_t j = 0; j < nk; j += 4) {
       const uint8_t* rows[4];
