@@ -106,20 +106,12 @@ struct Avx2Q8 {
   template <KvElement KE>
   static void q8_order(int G, int hd, Q8Work& w) {
     for (int g = 0; g < G; ++g)
-      for (int d0 = 0; d0 < hd; d0 += 64) {
+      for (int d0 = 0; d0 < hd; d0 += 64)
         for (int pos = 0; pos < 64; ++pos) {
           const int v = pos / 32, lane = pos % 32 / 16, p = pos % 16;
           w.qp[g * hd + d0 + pos] = w.qi[g * hd + d0 + 32 * lane + q8_element<KE>(v, p)];
         }
-        const int b = d0 / 32;
-        float* c = w.qf + (g * (hd / 64) + d0 / 64) * 16;
-        for (int i = 0; i < 4; ++i) {
-          c[i] = w.a[g * w.nb + b];
-          c[4 + i] = w.a[g * w.nb + b + 1];
-          c[8 + i] = w.qsum[g * w.nb + b];
-          c[12 + i] = w.qsum[g * w.nb + b + 1];
-        }
-      }
+    q8_span_constants(G, hd, w);
   }
 
   // The span's two blocks' parameters of four keys as [block b: keys 0-3 |

@@ -117,20 +117,12 @@ struct Avx512 : simd::F32x16 {
   static void q8_order(int G, int hd, W& w) {
     if constexpr (KE == KvElement::Q2) return Avx2Q8::q8_order<KE>(G, hd, w);
     for (int g = 0; g < G; ++g)
-      for (int d0 = 0; d0 < hd; d0 += 64) {
+      for (int d0 = 0; d0 < hd; d0 += 64)
         for (int pos = 0; pos < 64; ++pos) {
           const int e = KE == KvElement::Q8 ? pos : pos < 32 ? 2 * pos : 2 * (pos - 32) + 1;
           w.qp[g * hd + d0 + pos] = w.qi[g * hd + d0 + e];
         }
-        const int b = d0 / 32;
-        float* c = w.qf + (g * (hd / 64) + d0 / 64) * 16;
-        for (int i = 0; i < 4; ++i) {
-          c[i] = w.a[g * w.nb + b];
-          c[4 + i] = w.a[g * w.nb + b + 1];
-          c[8 + i] = w.qsum[g * w.nb + b];
-          c[12 + i] = w.qsum[g * w.nb + b + 1];
-        }
-      }
+    q8_span_constants(G, hd, w);
   }
   // Scores of keys [j0, j0 + nk) into s[g * kKeyTile + j], four keys per
   // pass (a tile's last pass repeats its last key into columns the caller

@@ -181,6 +181,25 @@ struct Q8Work {
   int block = 0;
 };
 
+// The integer kernels' epilogue constants (AVX2's and AVX-512's q8_order):
+// per head g and 64-element span, 16 floats of w.qf at (g x hd / 64 + span)
+// x 16: [a_b x4 | a_b+1 x4 | Q_b x4 | Q_b+1 x4] for the span's blocks b =
+// 2 span and 2 span + 1 (qf holds the query's codes as floats only where
+// the f32 sums run instead).
+inline void q8_span_constants(int G, int hd, Q8Work& w) {
+  for (int g = 0; g < G; ++g)
+    for (int d0 = 0; d0 < hd; d0 += 64) {
+      const int b = g * w.nb + d0 / 32;
+      float* c = w.qf + (g * (hd / 64) + d0 / 64) * 16;
+      for (int i = 0; i < 4; ++i) {
+        c[i] = w.a[b];
+        c[4 + i] = w.a[b + 1];
+        c[8 + i] = w.qsum[b];
+        c[12 + i] = w.qsum[b + 1];
+      }
+    }
+}
+
 // Carves w from `base` (q8_work_bytes(G, hd) bytes), each array on 64 bytes;
 // without a base, only counts. Returns the bytes used.
 inline size_t q8_carve(void* base, int G, int hd, int block, Q8Work* w) {
