@@ -7,6 +7,9 @@ and 1.4, median 1.5: met), KIVI-2 at 130 and 110 (1.3 and 1.375: 1.3375, not met
 from round 2 (one ratio, 1.2); each verdict counts the rounds below its target, and a prefill
 row at the same depth is left out. A folder without round1.json, or a round file that is not
 bench's JSON (a number too large for an int among them), or a FIFO in its place, is one error
+line and exit 2. The header names the CPU and binary recorded with the rounds
+(OUT/provenance.json), or says they were not recorded; more rounds into one OUT from another
+binary are refused; a provenance record too large, not JSON, incomplete or a FIFO is one error
 line and exit 2.
 """
 import json
@@ -35,6 +38,10 @@ def main():
         for i, r in enumerate(rounds, 1):
             with open(os.path.join(out, f"round{i}.json"), "w") as f:
                 json.dump(r, f)
+        # The rounds' CPU and binary, as run_rounds records them (a control
+        # character in them is written out, not sent to the terminal).
+        with open(os.path.join(out, "provenance.json"), "w") as f:
+            json.dump({"cpu": "Rounds CPU \x1b[2J", "kvbench": "kvbench 0.1.0 (commit abc123)"}, f)
         res = subprocess.run([sys.executable, script, out, "--from-rounds", "--kvbench", kvbench],
                              capture_output=True, text=True)
         want = [
@@ -46,13 +53,44 @@ def main():
             "full+int4 at 4096: 1.50x against 1.5x, met; 1 of 2 rounds below it",
             "full+kivi2 at 4096: 1.34x against 1.4x, not met; 2 of 2 rounds below it",
             "2 rounds",
-            "(commit ",
+            "Rounds CPU \\x1b[2J; kvbench 0.1.0 (commit abc123)",
         ]
         if res.returncode != 0:
             failures.append(f"exit {res.returncode}: {res.stderr}")
         for w in want:
             if w not in res.stdout:
                 failures.append(f"missing {w!r} in:\n{res.stdout}")
+        # More rounds into this OUT from another binary: refused before any runs.
+        res = subprocess.run([sys.executable, script, out, "--rounds", "3", "--kvbench", kvbench],
+                             capture_output=True, text=True)
+        if res.returncode != 2 or "use another OUT" not in res.stderr or os.path.exists(
+                os.path.join(out, "round3.json")):
+            failures.append(f"a second binary into one OUT: exit {res.returncode}, {res.stderr!r}")
+        # Rounds without a record: said so, not this machine's CPU.
+        os.remove(os.path.join(out, "provenance.json"))
+        res = subprocess.run([sys.executable, script, out, "--from-rounds"], capture_output=True,
+                             text=True)
+        if res.returncode != 0 or "CPU not recorded; kvbench not recorded" not in res.stdout:
+            failures.append(f"rounds without provenance: exit {res.returncode}, {res.stdout!r}")
+        # A hostile record: too large, not JSON, a FIFO.
+        prov = os.path.join(out, "provenance.json")
+        for content in ("x" * 5000, "[1, 2]", '{"cpu": "a"}'):
+            with open(prov, "w") as f:
+                f.write(content)
+            res = subprocess.run([sys.executable, script, out, "--from-rounds"],
+                                 capture_output=True, text=True)
+            if res.returncode != 2 or not res.stderr.startswith("error: ") or \
+                    "provenance.json" not in res.stderr or res.stderr.count("\n") != 1:
+                failures.append(f"provenance {content[:20]!r}: exit {res.returncode}, {res.stderr!r}")
+        os.remove(prov)
+        os.mkfifo(prov)
+        try:
+            res = subprocess.run([sys.executable, script, out, "--from-rounds"],
+                                 capture_output=True, text=True, timeout=30)
+            if res.returncode != 2 or "not a regular file" not in res.stderr:
+                failures.append(f"a FIFO provenance: exit {res.returncode}, {res.stderr!r}")
+        except subprocess.TimeoutExpired:
+            failures.append("a FIFO provenance hangs the reader")
     with tempfile.TemporaryDirectory() as empty:
         res = subprocess.run([sys.executable, script, empty, "--from-rounds"], capture_output=True,
                              text=True)

@@ -16,6 +16,9 @@ their range, against the issue's targets (int8 1.3x, int4 1.5x, KIVI-2 1.4x; f16
 the number of rounds below each (a shared machine's rounds fall in fast and slow modes), and
 names the CPU and the commit, since a ratio from one machine says nothing about another. Only
 decode rows are read: a round made with `bench -p N` may be put in OUT too.
+The CPU and the binary's version go to OUT/provenance.json with the first round; a later call
+on the same OUT with another binary or CPU is refused (one OUT, one machine), and --from-rounds
+names the recorded ones, not the machine it runs on.
 8064 rather than 8192: SmolLM2's context is 8192 and the test adds N_GEN tokens.
 --attention int8q passes `--attention int8q` to bench: the quantized caches' keys are scored
 against an int8 query (integer dot products); the f32 full cache, holding no quantized keys, is
@@ -52,8 +55,47 @@ def cpu_name():
     return f"{name}, L3 {l3}" if l3 else name
 
 
+def version_of(kvbench):
+    """The binary's own commit (kvbench --version), not the checkout's."""
+    try:
+        out = subprocess.run([kvbench, "--version"], capture_output=True, text=True).stdout
+    except OSError as e:
+        fail(f"{kvbench}: cannot run it ({e.strerror})")
+    return out.strip() or "kvbench: version unknown"
+
+
+def read_provenance(out):
+    """OUT/provenance.json: the CPU and binary its rounds ran on (None if absent)."""
+    path = os.path.join(out, "provenance.json")
+    if not os.path.lexists(path):
+        return None
+    if not os.path.isfile(path):
+        fail(f"{path}: not a regular file")
+    try:
+        with open(path, "rb") as f:
+            raw = f.read(4097)
+        if len(raw) > 4096:
+            fail(f"{path}: larger than 4096 bytes")
+        p = json.loads(raw)
+        return {k: md_cell(str(p[k])[:200], table=False) for k in ("cpu", "kvbench")}
+    except (ValueError, KeyError, TypeError) as e:
+        fail(f"{path}: not a provenance record ({type(e).__name__}: {e})")
+
+
 def run_rounds(a):
     os.makedirs(a.out, exist_ok=True)
+    # Every round of OUT comes from one binary on one CPU, recorded beside
+    # them, so that --from-rounds (on any machine) names theirs.
+    here = {"cpu": cpu_name(), "kvbench": version_of(a.kvbench)}
+    had = read_provenance(a.out)
+    if had is None:
+        path = os.path.join(a.out, "provenance.json")
+        with open(path + ".tmp", "w") as f:
+            json.dump(here, f)
+        os.replace(path + ".tmp", path)
+    elif had != {k: md_cell(v[:200], table=False) for k, v in here.items()}:
+        fail(f"{a.out}: its rounds ran on {had['cpu']} with {had['kvbench']}, not on "
+             f"{here['cpu']} with {here['kvbench']}: use another OUT")
     cmd = [a.kvbench, "bench", "--policy", ",".join(POLICIES), "-p", "0", "-d", a.depths,
            "-n", str(a.n_gen), "-r", str(a.reps), "-t", str(a.threads), "-o", "json"]
     if not a.no_interleave:
@@ -149,14 +191,15 @@ def main():
         run_rounds(a)
     rounds, turns, backends = read_rounds(a.out)
     text, verdicts = table(rounds)
-    # The binary's own commit (kvbench --version), not the checkout's.
-    version = subprocess.run([a.kvbench, "--version"], capture_output=True,
-                             text=True).stdout.strip() or "kvbench: version unknown"
+    # The rounds' own CPU and binary (rounds made before the record existed
+    # have none: then say so rather than name this machine's).
+    prov = read_provenance(a.out) or {"cpu": "CPU not recorded",
+                                       "kvbench": "kvbench not recorded with these rounds"}
     # What the round files say, not this invocation's flags (--from-rounds).
     order = ("repetitions interleaved over the policies" if turns == {True} else
              "each policy's repetitions back to back" if turns == {False} else
              "rounds of both kinds")
-    print(f"{cpu_name()}; {version}; backend {', '.join(sorted(backends))}; {len(rounds)} rounds, "
+    print(f"{prov['cpu']}; {prov['kvbench']}; backend {', '.join(sorted(backends))}; {len(rounds)} rounds, "
           f"{order}; ratios are each "
           f"round's median t/s over that round's f32 full cache, median of the rounds (range)\n")
     print(text)
