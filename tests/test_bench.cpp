@@ -18,6 +18,7 @@
 #include "harness/bench/kv_memory.h"
 #include "model/ops/attention.h"
 #include "model/ops/quant_dot.h"
+#include "model/testing/tiny_model.h"
 #include "tests/support/cli_run.h"
 #include "tests/support/reference_gemma3.h"
 #include "tests/support/reference_llama.h"
@@ -347,20 +348,77 @@ TEST(Bench, Bf16AttentionSaysWhenItIsEmulated) {
   EXPECT_EQ(best.ends_with(" bf16-attn"), native) << best;
 }
 
-// The backend says when the int8 query has no integer kernel (its sums
-// are f32 products of integer codes, slower than f32): the scalar path;
-// AVX-512 (which requires VNNI) and AVX2 have one.
-TEST(Bench, Int8QuerySaysWhenItHasNoIntegerKernel) {
-  const std::string args =
-      "-m " + test::tiny_model_path() +
-      " -p 0 -n 2 -d 40 -r 1 -t 1 --policy full+int8 -o json --attention int8q";
-  auto backend = [&](const char* cpu) { return backend_on(cpu, args); };
-  EXPECT_EQ(backend("scalar"), "CPU scalar int8q (f32 sums)");
-  if (cpu_path_supported(CpuPath::Avx2)) EXPECT_EQ(backend("avx2"), "CPU avx2 int8q");
-  const std::string best = backend(nullptr);
-  const bool integer = default_cpu_path() != CpuPath::Scalar;
-  EXPECT_EQ(best.ends_with(" int8q (f32 sums)"), !integer) << best;
-  EXPECT_EQ(best.ends_with(" int8q"), integer) << best;
+// A tiny model whose heads are 64 wide (the int8 query's integer kernels
+// take whole 64-element spans; the default tiny model's are 16), written
+// once per process.
+std::string wide_head_model_path() {
+  static const std::string path = [] {
+    const std::string p =
+        testing::TempDir() + "kvbench-bench-hd64-" + std::to_string(::getpid()) + ".gguf";
+    TinyModelOptions o;
+    o.dim = 128;
+    o.n_heads = 2;
+    o.n_kv_heads = 1;
+    o.head_dim = 64;
+    write_tiny_model(p, o);
+    return p;
+  }();
+  return path;
+}
+
+// Every row's backend of `bench args` with KVBENCH_CPU=cpu (null: this
+// CPU's best path), by the row's kv or policy column.
+std::map<std::string, std::string> backends_on(const char* cpu, const std::string& args) {
+  const char* old = std::getenv("KVBENCH_CPU");
+  const std::string saved = old ? old : "";
+  if (cpu) setenv("KVBENCH_CPU", cpu, 1);
+  const Result r = run(args);
+  if (cpu) old ? setenv("KVBENCH_CPU", saved.c_str(), 1) : unsetenv("KVBENCH_CPU");
+  EXPECT_EQ(r.code, 0) << r.err;
+  std::map<std::string, std::string> out;
+  if (r.code != 0) return out;
+  for (const auto& row : nlohmann::json::parse(r.out)) {
+    const std::string kv = row["kv"].get<std::string>();
+    out[kv.empty() ? row["policy"].get<std::string>() : kv] = row["backend"].get<std::string>();
+  }
+  return out;
+}
+
+// The backend says, row by row, whether the int8 query's products were
+// summed as integers: on the AVX-512 (VNNI) and AVX2 paths for int8, int4
+// and KIVI keys in groups of 32 at a head size that is a multiple of 64
+// ("int8q"); as f32 products of integer codes on the scalar path, at other
+// head sizes and other groups ("int8q (f32 sums)": the same numbers,
+// slower); and not at all on an f32 or f16 cache (nothing said).
+TEST(Bench, Int8QuerySaysRowByRowWhetherItsSumsAreIntegers) {
+  const std::string policies =
+      " -p 0 -n 2 -d 40 -r 1 -t 1 -o json --attention int8q --policy "
+      "full,full+int8,full+int4,full+kivi2,full+int4:group=64";
+  const std::string wide = "-m " + wide_head_model_path() + policies;
+  const std::map<std::string, std::string> scalar = backends_on("scalar", wide);
+  EXPECT_EQ(scalar.at("full"), "CPU scalar");
+  for (const char* q : {"full+int8", "full+int4", "full+kivi2", "full+int4:group=64"})
+    EXPECT_EQ(scalar.at(q), "CPU scalar int8q (f32 sums)") << q;
+  for (CpuPath p : {CpuPath::Avx2, CpuPath::Avx512}) {
+    if (!cpu_path_supported(p)) continue;
+    const std::string name(cpu_path_name(p));
+    const std::map<std::string, std::string> b = backends_on(name.c_str(), wide);
+    EXPECT_EQ(b.at("full"), "CPU " + name);
+    for (const char* q : {"full+int8", "full+int4", "full+kivi2"})
+      EXPECT_EQ(b.at(q), "CPU " + name + " int8q") << q;
+    EXPECT_EQ(b.at("full+int4:group=64"), "CPU " + name + " int8q (f32 sums)");
+    // The default tiny model's heads are 16 wide: no integer kernel takes them.
+    const std::map<std::string, std::string> narrow =
+        backends_on(name.c_str(), "-m " + test::tiny_model_path() + policies);
+    EXPECT_EQ(narrow.at("full+int8"), "CPU " + name + " int8q (f32 sums)");
+  }
+  // The plain caches of --kv hold f32 or f16 keys.
+  const std::map<std::string, std::string> kv =
+      backends_on(nullptr, "-m " + wide_head_model_path() +
+                               " -p 0 -n 2 -d 40 -r 1 -t 1 -o json "
+                               "--attention int8q --kv f32,f16");
+  for (const char* k : {"f32", "f16"})
+    EXPECT_EQ(kv.at(k), "CPU " + std::string(cpu_path_name(default_cpu_path()))) << k;
 }
 
 }  // namespace

@@ -36,6 +36,8 @@
 #include <numeric>
 #include <sstream>
 #include <thread>
+#include <tuple>
+#include <utility>
 
 #include <nlohmann/json.hpp>
 
@@ -51,6 +53,8 @@
 #include "model/ops/attention.h"
 #include "model/ops/quant_dot.h"
 #include "model/steps.h"
+#include "policies/cache_store.h"
+#include "policies/codec.h"
 #include "policies/full_cache.h"
 #include "policies/policy_cache.h"
 #include "policies/policy_spec.h"
@@ -190,6 +194,10 @@ struct Result {
   uint64_t kv_bytes_per_sequence = 0;  // measured under a cap: the most one sequence holds
   std::vector<double> tps;             // tokens/s of each repetition
   bool interleaved = false;            // its repetitions took turns with other configurations
+  // The keys' storage (--attention int8q scores quantized keys against an
+  // int8 query): its element and parameter group (KIVI's keys: the block).
+  KvElement keys = KvElement::F32;
+  int key_group = 0;
   // Roofline (harness/bench/roofline.h), averaged over the test's token positions:
   // tg: weights + K/V read per decode step (a policy: its hot tier, restored
   // pages included, averaged over the first and the last step of a run)
@@ -215,7 +223,42 @@ struct ModelInfo {
   uint64_t bytes = 0;   // all tensors
   uint64_t params = 0;  // all tensor elements
   std::string backend;  // "CPU avx512" (+ " exact", " bf16-attn" or " bf16-attn (emulated)")
+  // --attention int8q: said per row (backend_of), since whether it sums
+  // integer products depends on the row's keys and the model's head size.
+  bool int8_query = false;
+  CpuPath path = CpuPath::Scalar;
+  int head_dim = 0;
 };
+
+// A row's backend: the run's, and " int8q" where --attention int8q scored
+// its keys with integer sums, " int8q (f32 sums)" where it quantized the
+// query but the path, head size or group left the sums to f32 products
+// (the same numbers, slower than f32: docs/PERFORMANCE.md); nothing for
+// keys it does not apply to (f32 / f16 caches).
+std::string backend_of(const ModelInfo& info, const Result& r) {
+  using E = KvElement;
+  const bool quantized = r.keys == E::Q8 || r.keys == E::Q4 || r.keys == E::Q2 || r.keys == E::K2;
+  if (!info.int8_query || !quantized) return info.backend;
+  return info.backend + (q8_query_integer(info.path, r.keys, info.head_dim, r.key_group)
+                             ? " int8q"
+                             : " int8q (f32 sums)");
+}
+
+// The keys' element and group of a policy's store.
+std::pair<KvElement, int> key_storage(const StoreConfig& c) {
+  if (c.layout == StoreConfig::Layout::Kivi) {
+    switch (c.kivi_keys) {
+      case KiviKeys::Channel:
+        return {KvElement::K2, c.kivi_group};
+      case KiviKeys::Token:
+        return {KvElement::Q2, c.kivi_group};
+      case KiviKeys::F32:
+        return {KvElement::F32, 0};
+    }
+  }
+  // Rows: the storage codec; Mixed: the less important entries' codec.
+  return {kv_element(c.codec.kind()), c.codec.group()};
+}
 
 // llama.cpp's names of general.file_type (llama_ftype), which llama-bench
 // prints; empty for a value it does not name or a key of the wrong type.
@@ -259,14 +302,10 @@ ModelInfo model_info(const LlamaModel& m, bool exact, AttentionMode attention) {
   const std::string bf16 = !attention.bf16               ? ""
                            : bf16_attention_native(path) ? " bf16-attn"
                                                          : " bf16-attn (emulated)";
-  // The int8 query's integer kernels are AVX-512 VNNI's (vpdpbusd) and
-  // AVX2's (vpmaddubsw); on the scalar path its sums are f32 products of
-  // integer codes (the same numbers, slower than the f32 arithmetic:
-  // docs/PERFORMANCE.md), so the row says so.
-  const std::string int8q = !attention.int8_query     ? ""
-                            : path == CpuPath::Scalar ? " int8q (f32 sums)"
-                                                      : " int8q";
-  info.backend = "CPU " + std::string(cpu_path_name(path)) + (exact ? " exact" : "") + bf16 + int8q;
+  info.backend = "CPU " + std::string(cpu_path_name(path)) + (exact ? " exact" : "") + bf16;
+  info.int8_query = attention.int8_query;
+  info.path = path;
+  info.head_dim = m.config().head_dim;
   return info;
 }
 
@@ -277,8 +316,9 @@ void print_markdown(const ModelInfo& info, const std::vector<Result>& results) {
   for (const Result& r : results) {
     const Stats s = stats(r.tps);
     rows.push_back({info.name, fixed(info.bytes / 1048576.0, 2) + " MiB",
-                    fixed(info.params / 1e6, 2) + " M", info.backend, std::to_string(r.threads),
-                    r.kv, r.test(), fixed(s.mean, 2) + " ± " + fixed(s.sd, 2), fixed(s.median, 2)});
+                    fixed(info.params / 1e6, 2) + " M", backend_of(info, r),
+                    std::to_string(r.threads), r.kv, r.test(),
+                    fixed(s.mean, 2) + " ± " + fixed(s.sd, 2), fixed(s.median, 2)});
   }
   std::vector<size_t> width(head.size());
   auto cells = [](const std::string& s) {  // display width: "±" is one column, two bytes
@@ -363,7 +403,7 @@ nlohmann::json result_json(const ModelInfo& info, const std::string& path, const
           {"model_file", path},
           {"size_bytes", info.bytes},
           {"params", info.params},
-          {"backend", info.backend},
+          {"backend", backend_of(info, r)},
           {"threads", r.threads},
           {"kv", r.policy ? "" : r.kv},
           {"policy", r.policy ? r.kv : std::string(kReferencePolicy)},
@@ -506,6 +546,10 @@ class TimedTest {
     r_.n_gen = n_gen;
     r_.depth = depth;
     r_.batch = batch;
+    if (base)
+      std::tie(r_.keys, r_.key_group) = key_storage(base->store().config());
+    else
+      r_.keys = cfg.kv;
     // Averaged over the positions the test's tokens occupy; a batch reads the
     // weights once per step for its `batch` tokens, and each sequence's K/V.
     const double kv_elem = cfg.kv == KvElement::F16 ? 2.0 : 4.0;
@@ -697,9 +741,11 @@ int cmd_bench(const Args& args) {
       "BF16: the same numbers at about f32 speed), int8q (decode: scores of int8 / int4 / int2 "
       "keys against the query quantized to int8 per key group, and of KIVI's keys against "
       "the query times each token block's steps, integer dot products, as llama.cpp with a "
-      "quantized K cache; the backend column says int8q, or int8q (f32 sums) on the scalar "
-      "path (KVBENCH_CPU=scalar, or a CPU without AVX2): the same numbers, slower than f32) or "
-      "bf16+int8q")(
+      "quantized K cache; the backend column says int8q on each row whose keys it sums as "
+      "integers, int8q (f32 sums) where the path, head size or group leaves the sums to f32 "
+      "products (the scalar path, KVBENCH_CPU=scalar or a CPU without AVX2; head sizes that are "
+      "not multiples of 64; groups other than 32): the same numbers, slower than f32; and "
+      "nothing on rows whose keys are f32 or f16) or bf16+int8q")(
       "interleave", po::bool_switch(),
       "run each test's repetitions in turns over the --kv or --policy configurations (A, B, C, "
       "A, B, C, ...) instead of one configuration's back to back, so that a machine's drift "

@@ -448,6 +448,17 @@ bool bf16_attention_native(CpuPath path) {
   return path == CpuPath::Avx512 && attn::avx512_bf16_kernels() != nullptr;
 }
 
+bool q8_query_integer(CpuPath path, KvElement keys, int hd, int group) {
+  using E = KvElement;
+  if (keys != E::Q8 && keys != E::Q4 && keys != E::Q2 && keys != E::K2) return false;
+  // Rows attend() cannot read in place are decoded to f32 first (its
+  // in_place test): their int8 query is never made.
+  if (hd <= 0 || group <= 0 || !std::has_single_bit(static_cast<unsigned>(group))) return false;
+  if (keys != E::K2 && 2 * (hd / group) > attn::kMaxRowParams) return false;
+  const attn::Kernels& K = kernels_for(path, false, hd, group);
+  return K.q8_int_sums && K.q8_int_sums(keys, hd, group);
+}
+
 void attend(const AttentionShape& s, int layer, const float* q, std::span<const int32_t> positions,
             KvCache& cache, float* out, ThreadPool& pool, AttentionScratch& sc) {
   const int64_t n_tokens = static_cast<int64_t>(positions.size());

@@ -107,6 +107,16 @@ struct AttentionScratch {
 // numbers come from f32 FMAs on the rounded values, at about f32 speed.
 bool bf16_attention_native(CpuPath path);
 
+// Whether decode with AttentionShape::q8_query sums the int8 query's
+// products with keys of element `keys` as integers on `path` at this head
+// size: `group` is the keys' parameter group (Q8 / Q4 / Q2) or block of
+// tokens (KIVI's K2), and the answer is that of the kernels attend() picks
+// for a layer of such rows (attn::Kernels::q8_int_sums), read in place.
+// False for keys it does not score against an int8 query (f32, f16, bf16)
+// and where the path, head size or group leaves the sums to f32 products
+// (the same numbers, slower). bench's backend column says which.
+bool q8_query_integer(CpuPath path, KvElement keys, int head_dim, int group);
+
 // q:   [n_tokens][n_heads][head_dim]  (rotated)
 // out: [n_tokens][n_heads][head_dim]
 // positions: [n_tokens] of the queries.
