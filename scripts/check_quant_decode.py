@@ -23,6 +23,18 @@ def row(policy, ts, depth=4096):
     return {"policy": policy, "n_depth": depth, "median_ts": ts}
 
 
+def fifo_refused(script, folder, name, what, failures):
+    """A FIFO named `name` in `folder`: --from-rounds must refuse it, not hang on it."""
+    os.mkfifo(os.path.join(folder, name))
+    try:
+        res = subprocess.run([sys.executable, script, folder, "--from-rounds"],
+                             capture_output=True, text=True, timeout=30)
+        if res.returncode != 2 or "not a regular file" not in res.stderr:
+            failures.append(f"{what}: exit {res.returncode}, {res.stderr!r}")
+    except subprocess.TimeoutExpired:
+        failures.append(f"{what} hangs the reader")
+
+
 def main():
     repo, kvbench = sys.argv[1], sys.argv[2]
     script = os.path.join(repo, "scripts", "quant_decode.py")
@@ -83,14 +95,7 @@ def main():
                     "provenance.json" not in res.stderr or res.stderr.count("\n") != 1:
                 failures.append(f"provenance {content[:20]!r}: exit {res.returncode}, {res.stderr!r}")
         os.remove(prov)
-        os.mkfifo(prov)
-        try:
-            res = subprocess.run([sys.executable, script, out, "--from-rounds"],
-                                 capture_output=True, text=True, timeout=30)
-            if res.returncode != 2 or "not a regular file" not in res.stderr:
-                failures.append(f"a FIFO provenance: exit {res.returncode}, {res.stderr!r}")
-        except subprocess.TimeoutExpired:
-            failures.append("a FIFO provenance hangs the reader")
+        fifo_refused(script, out, "provenance.json", "a FIFO provenance", failures)
     with tempfile.TemporaryDirectory() as empty:
         res = subprocess.run([sys.executable, script, empty, "--from-rounds"], capture_output=True,
                              text=True)
@@ -111,14 +116,7 @@ def main():
             if res.returncode != 2 or not res.stderr.startswith("error: ") or res.stderr.count("\n") != 1:
                 failures.append(f"{field} 1e400: exit {res.returncode}, {res.stderr!r}")
     with tempfile.TemporaryDirectory() as fifo_dir:
-        os.mkfifo(os.path.join(fifo_dir, "round1.json"))
-        try:
-            res = subprocess.run([sys.executable, script, fifo_dir, "--from-rounds"],
-                                 capture_output=True, text=True, timeout=30)
-            if res.returncode != 2 or "not a regular file" not in res.stderr:
-                failures.append(f"a FIFO round: exit {res.returncode}, {res.stderr!r}")
-        except subprocess.TimeoutExpired:
-            failures.append("a FIFO round hangs the reader")
+        fifo_refused(script, fifo_dir, "round1.json", "a FIFO round", failures)
     for f in failures:
         print("FAIL:", f)
     print("quant_decode:", "ok" if not failures else f"{len(failures)} failures")

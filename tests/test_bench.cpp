@@ -322,15 +322,21 @@ TEST(Bench, Bf16AttentionIsNamedInTheBackend) {
   }
 }
 
-// The first row's backend of `bench args` with KVBENCH_CPU=cpu (null: this
-// CPU's best path), the variable restored after.
-std::string backend_on(const char* cpu, const std::string& args) {
+// `bench args` with KVBENCH_CPU=cpu (null: this CPU's best path), the
+// variable restored after.
+Result run_on(const char* cpu, const std::string& args) {
   const char* old = std::getenv("KVBENCH_CPU");
   const std::string saved = old ? old : "";
   if (cpu) setenv("KVBENCH_CPU", cpu, 1);
   const Result r = run(args);
   if (cpu) old ? setenv("KVBENCH_CPU", saved.c_str(), 1) : unsetenv("KVBENCH_CPU");
   EXPECT_EQ(r.code, 0) << r.err;
+  return r;
+}
+
+// The first row's backend of `bench args` on path `cpu` (run_on).
+std::string backend_on(const char* cpu, const std::string& args) {
+  const Result r = run_on(cpu, args);
   return r.code == 0 ? nlohmann::json::parse(r.out)[0]["backend"].get<std::string>() : "";
 }
 
@@ -366,15 +372,10 @@ std::string wide_head_model_path() {
   return path;
 }
 
-// Every row's backend of `bench args` with KVBENCH_CPU=cpu (null: this
-// CPU's best path), by the row's kv or policy column.
+// Every row's backend of `bench args` on path `cpu` (run_on), by the row's
+// kv or policy column.
 std::map<std::string, std::string> backends_on(const char* cpu, const std::string& args) {
-  const char* old = std::getenv("KVBENCH_CPU");
-  const std::string saved = old ? old : "";
-  if (cpu) setenv("KVBENCH_CPU", cpu, 1);
-  const Result r = run(args);
-  if (cpu) old ? setenv("KVBENCH_CPU", saved.c_str(), 1) : unsetenv("KVBENCH_CPU");
-  EXPECT_EQ(r.code, 0) << r.err;
+  const Result r = run_on(cpu, args);
   std::map<std::string, std::string> out;
   if (r.code != 0) return out;
   for (const auto& row : nlohmann::json::parse(r.out)) {
