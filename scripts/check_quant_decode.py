@@ -9,7 +9,7 @@ row at the same depth is left out. A folder without round1.json, or a round file
 bench's JSON (a number too large for an int among them), or a FIFO in its place, is one error
 line and exit 2. The header names the CPU and binary recorded with the rounds
 (OUT/provenance.json), or says they were not recorded; more rounds into one OUT from another
-binary are refused; a provenance record too large, not JSON, incomplete or a FIFO is one error
+binary, or into rounds without a record, are refused; a provenance record too large, not JSON, incomplete or a FIFO is one error
 line and exit 2.
 """
 import json
@@ -78,12 +78,19 @@ def main():
         if res.returncode != 2 or "use another OUT" not in res.stderr or os.path.exists(
                 os.path.join(out, "round3.json")):
             failures.append(f"a second binary into one OUT: exit {res.returncode}, {res.stderr!r}")
-        # Rounds without a record: said so, not this machine's CPU.
+        # Rounds without a record: said so, not this machine's CPU; and no
+        # more rounds go into that OUT (a record would claim the old ones).
         os.remove(os.path.join(out, "provenance.json"))
         res = subprocess.run([sys.executable, script, out, "--from-rounds"], capture_output=True,
                              text=True)
         if res.returncode != 0 or "CPU not recorded; kvbench not recorded" not in res.stdout:
             failures.append(f"rounds without provenance: exit {res.returncode}, {res.stdout!r}")
+        res = subprocess.run([sys.executable, script, out, "--rounds", "3", "--kvbench", kvbench],
+                             capture_output=True, text=True)
+        if res.returncode != 2 or "use another OUT" not in res.stderr or os.path.exists(
+                os.path.join(out, "provenance.json")):
+            failures.append(f"more rounds into unrecorded ones: exit {res.returncode}, "
+                            f"{res.stderr!r}")
         # A hostile record: too large, not JSON, a FIFO.
         prov = os.path.join(out, "provenance.json")
         for content in ("x" * 5000, "[1, 2]", '{"cpu": "a"}'):

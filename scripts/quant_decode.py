@@ -17,8 +17,9 @@ the number of rounds below each (a shared machine's rounds fall in fast and slow
 names the CPU and the commit, since a ratio from one machine says nothing about another. Only
 decode rows are read: a round made with `bench -p N` may be put in OUT too.
 The CPU and the binary's version go to OUT/provenance.json with the first round; a later call
-on the same OUT with another binary or CPU is refused (one OUT, one machine), and --from-rounds
-names the recorded ones, not the machine it runs on.
+on the same OUT with another binary or CPU is refused (one OUT, one machine), as is one on an OUT
+holding rounds without a record, and --from-rounds names the recorded ones, not the machine it
+runs on.
 8064 rather than 8192: SmolLM2's context is 8192 and the test adds N_GEN tokens.
 --attention int8q passes `--attention int8q` to bench: the quantized caches' keys are scored
 against an int8 query (integer dot products); the f32 full cache, holding no quantized keys, is
@@ -88,6 +89,10 @@ def run_rounds(a):
     # them, so that --from-rounds (on any machine) names theirs.
     here = {"cpu": cpu_name(), "kvbench": version_of(a.kvbench)}
     had = read_provenance(a.out)
+    if had is None and os.path.lexists(os.path.join(a.out, "round1.json")):
+        # Rounds from before the record: whose they are is unknown.
+        fail(f"{a.out}: holds rounds without a provenance.json (their CPU and binary are not "
+             f"recorded): use another OUT")
     if had is None:
         path = os.path.join(a.out, "provenance.json")
         with open(path + ".tmp", "w") as f:
