@@ -9,8 +9,8 @@ row at the same depth is left out. A folder without round1.json, or a round file
 bench's JSON (a number too large for an int among them), or a FIFO in its place, is one error
 line and exit 2. The header names the CPU and binary recorded with the rounds
 (OUT/provenance.json), or says they were not recorded; more rounds into one OUT from another
-binary, or into rounds without a record, are refused; a provenance record too large, not JSON, incomplete or a FIFO is one error
-line and exit 2.
+binary, or into rounds without a record, are refused; a provenance record too large, not JSON,
+incomplete or a FIFO is one error line and exit 2.
 """
 import json
 import os
