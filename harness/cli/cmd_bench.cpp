@@ -236,8 +236,7 @@ struct ModelInfo {
 // (the same numbers, slower than f32: docs/PERFORMANCE.md); nothing for
 // keys it does not apply to (f32 / f16 caches).
 std::string backend_of(const ModelInfo& info, const Result& r) {
-  using E = KvElement;
-  const bool quantized = r.keys == E::Q8 || r.keys == E::Q4 || r.keys == E::Q2 || r.keys == E::K2;
+  const bool quantized = attn::q8_key(r.keys) || r.keys == KvElement::K2;
   if (!info.int8_query || !quantized) return info.backend;
   return info.backend + (q8_query_integer(info.path, r.keys, info.head_dim, r.key_group)
                              ? " int8q"

@@ -450,7 +450,7 @@ bool bf16_attention_native(CpuPath path) {
 
 bool q8_query_integer(CpuPath path, KvElement keys, int hd, int group) {
   using E = KvElement;
-  if (keys != E::Q8 && keys != E::Q4 && keys != E::Q2 && keys != E::K2) return false;
+  if (!attn::q8_key(keys) && keys != E::K2) return false;
   // Rows attend() cannot read in place are decoded to f32 first (its
   // in_place test): their int8 query is never made.
   if (hd <= 0 || group <= 0 || !std::has_single_bit(static_cast<unsigned>(group))) return false;
