@@ -10,7 +10,8 @@ bench's JSON (a number too large for an int among them), or a FIFO in its place,
 line and exit 2. The header names the CPU and binary recorded with the rounds
 (OUT/provenance.json), or says they were not recorded; more rounds into one OUT from another
 binary, or into rounds without a record, are refused; a provenance record too large, not JSON,
-incomplete or a FIFO is one error line and exit 2.
+incomplete or a FIFO is one error line and exit 2. Symbolic links planted where the rounds and
+the record are staged (NAME.tmp) are replaced, not written through.
 """
 import json
 import os
@@ -124,6 +125,31 @@ def main():
                 failures.append(f"{field} 1e400: exit {res.returncode}, {res.stderr!r}")
     with tempfile.TemporaryDirectory() as fifo_dir:
         fifo_refused(script, fifo_dir, "round1.json", "a FIFO round", failures)
+    # Links planted where the writes stage their files: the rounds go through a fresh
+    # .tmp of their own, and the file a link points to stays untouched. A stand-in for
+    # kvbench answers --version and prints one round.
+    with tempfile.TemporaryDirectory() as d:
+        fake = os.path.join(d, "kvbench")
+        with open(fake, "w") as f:
+            f.write('#!/bin/sh\nif [ "$1" = --version ]; then echo "kvbench 0.0 (commit fake)"; '
+                    'else echo \'[{"policy": "full", "n_depth": 4096, "median_ts": 100}]\'; fi\n')
+        os.chmod(fake, 0o755)
+        victim = os.path.join(d, "victim")
+        with open(victim, "w") as f:
+            f.write("untouched")
+        out = os.path.join(d, "out")
+        os.mkdir(out)
+        for name in ("provenance.json.tmp", "round1.json.tmp"):
+            os.symlink(victim, os.path.join(out, name))
+        res = subprocess.run([sys.executable, script, out, "--rounds", "1", "--kvbench", fake],
+                             capture_output=True, text=True)
+        with open(victim) as f:
+            kept = f.read()
+        if res.returncode != 0 or kept != "untouched" or any(
+                os.path.islink(os.path.join(out, n)) or not os.path.isfile(os.path.join(out, n))
+                for n in ("provenance.json", "round1.json")):
+            failures.append(f"links in place of the staged files: exit {res.returncode}, "
+                            f"victim {kept!r}, {res.stderr!r}")
     for f in failures:
         print("FAIL:", f)
     print("quant_decode:", "ok" if not failures else f"{len(failures)} failures")

@@ -83,6 +83,18 @@ def read_provenance(out):
         fail(f"{path}: not a provenance record ({type(e).__name__}: {e})")
 
 
+def write_atomic(path, text):
+    """text to path through a fresh path.tmp (created, never followed if a link stands
+    there), renamed over path: an interrupted write leaves no half file."""
+    tmp = path + ".tmp"
+    if os.path.lexists(tmp):
+        os.remove(tmp)
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o644)
+    with os.fdopen(fd, "w") as f:
+        f.write(text)
+    os.replace(tmp, path)
+
+
 def run_rounds(a):
     os.makedirs(a.out, exist_ok=True)
     # Every round of OUT comes from one binary on one CPU, recorded beside
@@ -94,10 +106,7 @@ def run_rounds(a):
         fail(f"{a.out}: holds rounds without a provenance.json (their CPU and binary are not "
              f"recorded): use another OUT")
     if had is None:
-        path = os.path.join(a.out, "provenance.json")
-        with open(path + ".tmp", "w") as f:
-            json.dump(here, f)
-        os.replace(path + ".tmp", path)
+        write_atomic(os.path.join(a.out, "provenance.json"), json.dumps(here))
     elif had != {k: md_cell(v[:200], table=False) for k, v in here.items()}:
         fail(f"{a.out}: its rounds ran on {had['cpu']} with {had['kvbench']}, not on "
              f"{here['cpu']} with {here['kvbench']}: use another OUT")
@@ -116,9 +125,7 @@ def run_rounds(a):
         print(f"round {i} of {a.rounds}: {' '.join(cmd)}", file=sys.stderr, flush=True)
         text = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout
         json.loads(text)  # a round that does not parse is not kept
-        with open(path + ".tmp", "w") as f:
-            f.write(text)
-        os.replace(path + ".tmp", path)
+        write_atomic(path, text)
 
 
 def read_rounds(out):
