@@ -57,6 +57,10 @@ std::vector<Layout> layouts(int n) {
       {"int4 g64", {{CodecKind::Int4, 64, Addr::Plain, n}}},
       {"int4 g4", {{CodecKind::Int4, 4, Addr::Plain, n}}},
       {"int2 g32", {{CodecKind::Int2, 32, Addr::Plain, n}}},
+      // Q2 values read through one table per group (u2_table): a group per
+      // AVX-512 vector, two, and four.
+      {"int2 g16", {{CodecKind::Int2, 16, Addr::Plain, n}}},
+      {"int2 g64", {{CodecKind::Int2, 64, Addr::Plain, n}}},
       {"int8 + f32 step",
        {{CodecKind::Int8, 32, Addr::Plain, a}, {CodecKind::F32, 0, Addr::Plain, b}}},
       {"int4 index + f32",

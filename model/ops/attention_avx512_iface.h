@@ -62,6 +62,21 @@ struct Avx512 : simd::F32x16 {
     const __m512 codes_f32 = _mm512_setr_ps(0, 1, 2, 3, 0, 1, 2, 3, 0, 1, 2, 3, 0, 1, 2, 3);
     return _mm512_permutexvar_ps(_mm512_srlv_epi32(_mm512_set1_epi32(w), shifts), codes_f32);
   }
+  // A Q2 group's four values min + c x step (a multiply, then an add, as
+  // load_row), in lanes c, c + 4, c + 8, c + 12: the table load_u2's index
+  // reads, so lookup_u2 dequantizes with one vpermps where load_u2 then a
+  // multiply and an add took three.
+  static V u2_table(float min, float step) {
+    const __m512 codes_f32 = _mm512_setr_ps(0, 1, 2, 3, 0, 1, 2, 3, 0, 1, 2, 3, 0, 1, 2, 3);
+    return _mm512_add_ps(_mm512_mul_ps(codes_f32, _mm512_set1_ps(step)), _mm512_set1_ps(min));
+  }
+  static V lookup_u2(const uint8_t* codes, int d, V table) {
+    int32_t w;
+    std::memcpy(&w, codes + d / 4, 4);
+    const __m512i shifts =
+        _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+    return _mm512_permutexvar_ps(_mm512_srlv_epi32(_mm512_set1_epi32(w), shifts), table);
+  }
   // Up to 16 values (a row's parameters at head_dim <= 256, group 32): one
   // masked load (the lanes past n are not read, so no fault past a buffer's
   // end) and one conversion, no loop; the 16 floats stored (out has room,

@@ -18,6 +18,10 @@
 //     (elements d + 1, d + 3, ...),
 //   load_u2(const uint8_t* codes, d): 2-bit codes [d, d + W) as floats (element
 //     e in bits 2 * (e % 4) of byte e / 4),
+//   optional: u2_table(min, step) -> V and lookup_u2(codes, d, table): a Q2
+//     group's four values min + c x step (multiply, then add) as a table, and
+//     the codes [d, d + W) looked up in it: the same values as load_u2's
+//     multiplied and added, fewer instructions (the x86 paths' vpermps),
 //   halves(const uint16_t* h, n, float* out): n f16 values as floats (reads
 //     only h[0, n); may write out[0, max(n, 16)): callers give kMaxRowParams),
 //   fmadd(a, b, c) = a * b + c, mul, add, sub, max
@@ -76,6 +80,18 @@ inline RowRef prepare_row(const uint8_t* row, int hd, int shift, const uint16_t*
 // dequantized exactly as the codecs decode (policies/codec.cpp): code * scale;
 // min + code * step (a multiply, then an add: no fused rounding). W divides
 // the group, so the W elements share one parameter group.
+template <class I>
+constexpr bool has_u2_table() {
+  return requires(const uint8_t* c) { I::lookup_u2(c, 0, I::u2_table(0.0f, 0.0f)); };
+}
+
+// The table of the Q2 group holding element d (I::u2_table).
+template <class I>
+inline typename I::V q2_table(const RowRef& r, int d) {
+  const float* mp = r.prm + 2 * (d >> r.shift);
+  return I::u2_table(mp[0], mp[1]);
+}
+
 template <class I, KvElement E>
 inline typename I::V load_row(const RowRef& r, int d, int hd) {
   const uint8_t* row = r.row;
@@ -92,6 +108,7 @@ inline typename I::V load_row(const RowRef& r, int d, int hd) {
     const float* mp = r.prm + 2 * (d >> r.shift);
     return I::add(I::mul(I::load_u4(row, d), I::set1(mp[1])), I::set1(mp[0]));
   } else if constexpr (E == KvElement::Q2) {
+    if constexpr (has_u2_table<I>()) return I::lookup_u2(row, d, q2_table<I>(r, d));
     const float* mp = r.prm + 2 * (d >> r.shift);
     return I::add(I::mul(I::load_u2(row, d), I::set1(mp[1])), I::set1(mp[0]));
   } else {  // K2: per-channel min and step of the row's block
@@ -405,6 +422,15 @@ inline void pv_block(const float* p, const Rows& v, int32_t begin, int32_t nk, i
     if constexpr (kPairs) {
       static_assert(DC % 2 == 0);
       for (int c = 0; c < DC; c += 2) load_q4_pair<I>(row, d + c * I::W, vv[c], vv[c + 1]);
+    } else if constexpr (VE == KvElement::Q2 && has_u2_table<I>()) {
+      // One table per parameter group, shared by the group's vectors (two
+      // per group of 32 at W = 16: KIVI's values).
+      typename I::V table = q2_table<I>(row, d);
+      for (int c = 0; c < DC; ++c) {
+        const int e = d + c * I::W;
+        if (c > 0 && (e >> row.shift) != ((e - I::W) >> row.shift)) table = q2_table<I>(row, e);
+        vv[c] = I::lookup_u2(row.row, e, table);
+      }
     } else {
       for (int c = 0; c < DC; ++c) vv[c] = load_row<I, VE>(row, d + c * I::W, hd);
     }
