@@ -132,13 +132,19 @@ TEST(Table, RelativeColumnsAgainstFullOnTheSameInstances) {
   EXPECT_NE(csv.find(",0.300642,0.954413,Wilson,0.300642,0.954413,"), std::string::npos) << csv;
   // ΔNLL, KL and top-1 agreement carry bootstrap intervals over the
   // instances (identical here: every instance moved by the same 0.5);
-  // the full cache's own row compares nothing and has none.
+  // the full cache's own row compares nothing and has none. Top-1
+  // agreement is a share: every instance at 0.5 leaves the bootstrap no
+  // spread, so it takes Wilson's interval at 0.5 and n = 4 instead.
   EXPECT_DOUBLE_EQ(rows[1].nll_delta_ci.lo, 0.5);
   EXPECT_TRUE(std::isnan(rows[0].nll_delta_ci.lo));
-  EXPECT_NE(md.find("| +0.500 [+0.500, +0.500] | 0.2000 [0.2000, 0.2000] | 0.500 [0.500, 0.500] |"),
+  const stats::Interval w = stats::wilson_interval_at(0.5, 4);
+  EXPECT_DOUBLE_EQ(rows[1].top1_agreement_ci.lo, w.lo);
+  EXPECT_DOUBLE_EQ(rows[1].top1_agreement_ci.hi, w.hi);
+  EXPECT_NEAR(w.lo, 0.150, 5e-4);
+  EXPECT_NE(md.find("| +0.500 [+0.500, +0.500] | 0.2000 [0.2000, 0.2000] | 0.500 [0.150, 0.850] |"),
             std::string::npos)
       << md;
-  EXPECT_NE(csv.find(",0.5,0.5,0.2,0.2,0.5,0.5,1.1,1.1\n"), std::string::npos) << csv;
+  EXPECT_NE(csv.find(",0.5,0.5,0.2,0.2,0.150"), std::string::npos) << csv;
   // Every row of the markdown table has as many cells as its header.
   std::istringstream lines(md);
   std::string line;
@@ -160,6 +166,18 @@ TEST(Table, RelativeColumnsAgainstFullOnTheSameInstances) {
   const auto unbounded = build_table(cells);
   EXPECT_FALSE(unbounded[1].score_wilson_floor);
   EXPECT_NE(table_markdown(unbounded).find("| bootstrap, n=4 |"), std::string::npos);
+  // Top-1 agreement of 1 on every instance (every position agrees with the
+  // full cache: identical pairs) keeps [1, 1]; shares that differ keep the
+  // bootstrap.
+  cells = synthetic();
+  for (int i = 1; i < 8; i += 2) cells[i]["retention"]["top1_agreement"] = 1.0;
+  const auto agree = build_table(cells);
+  EXPECT_DOUBLE_EQ(agree[1].top1_agreement_ci.lo, 1.0);
+  EXPECT_DOUBLE_EQ(agree[1].top1_agreement_ci.hi, 1.0);
+  for (int i = 1; i < 8; i += 2) cells[i]["retention"]["top1_agreement"] = 0.25 * (i / 2 + 1);
+  const auto spread = build_table(cells);
+  EXPECT_GE(spread[1].top1_agreement_ci.lo, 0.25);  // inside the values: not Wilson's [0.22, 0.91]
+  EXPECT_LT(spread[1].top1_agreement_ci.lo, spread[1].top1_agreement_ci.hi);
   // When the full cache's scores differ between instances, retention's
   // interval is a bootstrap of the ratio of paired sums.
   cells = synthetic();

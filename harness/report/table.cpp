@@ -228,6 +228,18 @@ std::vector<TableRow> build_table(const std::vector<json>& cells) {
     };
     r.kl_full_ci = interval(kl);
     r.top1_agreement_ci = interval(top1);
+    // Top-1 agreement is a share in [0, 1]. When every instance has the same
+    // share below 1 (a row of 3-token answers that each keep 1 of 3), the
+    // bootstrap has no spread to resample and collapses to that value; n
+    // instances support no more than Wilson's interval at that mean
+    // (stats::estimate_mean's reasoning). At 1 every position of every
+    // instance agrees with the full cache, identical pairs: [1, 1] stands.
+    if (r.top1_agreement && *r.top1_agreement < 1.0 &&
+        r.top1_agreement_ci.lo == r.top1_agreement_ci.hi) {
+      int64_t n = 0;
+      for (double v : top1) n += std::isnan(v) ? 0 : 1;
+      r.top1_agreement_ci = stats::wilson_interval_at(*r.top1_agreement, n);
+    }
     r.needle_survival = opt(mean(needle));
     r.needle_attended = opt(mean(attended));
     if (all_have_full) {
