@@ -76,10 +76,7 @@ inline RowRef prepare_row(const uint8_t* row, int hd, int shift, const uint16_t*
   return r;
 }
 
-// W elements [d, d + W) of a prepared row, as f32. Quantized rows are
-// dequantized exactly as the codecs decode (policies/codec.cpp): code * scale;
-// min + code * step (a multiply, then an add: no fused rounding). W divides
-// the group, so the W elements share one parameter group.
+// Whether the path reads Q2 codes through a table (u2_table, lookup_u2).
 template <class I>
 constexpr bool has_u2_table() {
   return requires(const uint8_t* c) { I::lookup_u2(c, 0, I::u2_table(0.0f, 0.0f)); };
@@ -92,6 +89,10 @@ inline typename I::V q2_table(const RowRef& r, int d) {
   return I::u2_table(mp[0], mp[1]);
 }
 
+// W elements [d, d + W) of a prepared row, as f32. Quantized rows are
+// dequantized exactly as the codecs decode (policies/codec.cpp): code * scale;
+// min + code * step (a multiply, then an add: no fused rounding). W divides
+// the group, so the W elements share one parameter group.
 template <class I, KvElement E>
 inline typename I::V load_row(const RowRef& r, int d, int hd) {
   const uint8_t* row = r.row;
