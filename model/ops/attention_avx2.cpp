@@ -62,28 +62,27 @@ struct Avx2 : simd::F32x8, Avx2Q8 {
     lo = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_and_si128(b, m)));
     hi = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_and_si128(_mm_srli_epi16(b, 4), m)));
   }
-  // 2 bytes: element d + i sits at bits 2i of the little-endian half word.
-  static V load_u2(const uint8_t* codes, int d) {
-    uint16_t w;
-    std::memcpy(&w, codes + d / 4, 2);
-    const __m256i shifts = _mm256_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14);
-    const __m256i c =
-        _mm256_and_si256(_mm256_srlv_epi32(_mm256_set1_epi32(w), shifts), _mm256_set1_epi32(3));
-    return _mm256_cvtepi32_ps(c);
-  }
-  // A Q2 group's four values min + c x step in lanes c and c + 4. vpermps
-  // reads the low 3 bits of its index: element i's code plus the next
-  // code's low bit times 4, which names a lane holding code i's value. One
-  // shift and one vpermps where load_u2 then a multiply and an add took five.
-  static V u2_table(float min, float step) {
-    const __m256 codes_f32 = _mm256_setr_ps(0, 1, 2, 3, 0, 1, 2, 3);
-    return _mm256_add_ps(_mm256_mul_ps(codes_f32, _mm256_set1_ps(step)), _mm256_set1_ps(min));
-  }
+  // 2-bit codes through a table (lookup_u2): 2 bytes, element d + i at bits
+  // 2i of the little-endian half word. vpermps reads the low 3 bits of its
+  // index: element i's code plus the next code's low bit times 4, which
+  // names a lane holding code i's value when lanes c and c + 4 hold it.
   static V lookup_u2(const uint8_t* codes, int d, V table) {
     uint16_t w;
     std::memcpy(&w, codes + d / 4, 2);
     const __m256i shifts = _mm256_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14);
     return _mm256_permutevar8x32_ps(table, _mm256_srlv_epi32(_mm256_set1_epi32(w), shifts));
+  }
+  // The codes as floats: the table 0, 1, 2, 3 (exact).
+  static V load_u2(const uint8_t* codes, int d) {
+    return lookup_u2(codes, d, _mm256_setr_ps(0, 1, 2, 3, 0, 1, 2, 3));
+  }
+  // A Q2 group's four values min + c x step (a multiply, then an add, as
+  // load_row): a shift and a vpermps per 8 codes where load_u2 then a
+  // multiply and an add took four.
+  static V u2_table(float min, float step) {
+    return _mm256_add_ps(
+        _mm256_mul_ps(_mm256_setr_ps(0, 1, 2, 3, 0, 1, 2, 3), _mm256_set1_ps(step)),
+        _mm256_set1_ps(min));
   }
   static void halves(const uint16_t* h, int n, float* out) { f16c_halves(h, n, out); }
   static float hsum(V v) {

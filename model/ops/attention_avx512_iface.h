@@ -48,34 +48,31 @@ struct Avx512 : simd::F32x16 {
     lo = _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm_and_si128(b, m)));
     hi = _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm_and_si128(_mm_srli_epi16(b, 4), m)));
   }
-  // 4 bytes: element d + i sits at bits 2i of the little-endian word. Lane i
-  // shifted right by 2i holds code i in its low 2 bits and the next code in
-  // bits 2-3; vpermps reads only the low 4 bits of its index, so a table of
-  // 0, 1, 2, 3 repeated four times maps that index to the code as a float:
-  // one instruction where a mask and a conversion took two (the same
-  // values, exactly).
-  static V load_u2(const uint8_t* codes, int d) {
-    int32_t w;
-    std::memcpy(&w, codes + d / 4, 4);
-    const __m512i shifts =
-        _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
-    const __m512 codes_f32 = _mm512_setr_ps(0, 1, 2, 3, 0, 1, 2, 3, 0, 1, 2, 3, 0, 1, 2, 3);
-    return _mm512_permutexvar_ps(_mm512_srlv_epi32(_mm512_set1_epi32(w), shifts), codes_f32);
-  }
-  // A Q2 group's four values min + c x step (a multiply, then an add, as
-  // load_row), in lanes c, c + 4, c + 8, c + 12: the table load_u2's index
-  // reads, so lookup_u2 dequantizes with one vpermps where load_u2 then a
-  // multiply and an add took three.
-  static V u2_table(float min, float step) {
-    const __m512 codes_f32 = _mm512_setr_ps(0, 1, 2, 3, 0, 1, 2, 3, 0, 1, 2, 3, 0, 1, 2, 3);
-    return _mm512_add_ps(_mm512_mul_ps(codes_f32, _mm512_set1_ps(step)), _mm512_set1_ps(min));
-  }
+  // 2-bit codes through a table (lookup_u2): 4 bytes, element d + i at bits
+  // 2i of the little-endian word. Lane i shifted right by 2i holds code i in
+  // its low 2 bits and the next code in bits 2-3; vpermps reads only the low
+  // 4 bits of its index, so a table whose lanes c, c + 4, c + 8, c + 12 hold
+  // one value per code maps that index to code i's value.
   static V lookup_u2(const uint8_t* codes, int d, V table) {
     int32_t w;
     std::memcpy(&w, codes + d / 4, 4);
     const __m512i shifts =
         _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
     return _mm512_permutexvar_ps(_mm512_srlv_epi32(_mm512_set1_epi32(w), shifts), table);
+  }
+  // The codes as floats: the table 0, 1, 2, 3 (one instruction where a mask
+  // and a conversion took two; the same values, exactly).
+  static V load_u2(const uint8_t* codes, int d) {
+    return lookup_u2(codes, d, _mm512_setr_ps(0, 1, 2, 3, 0, 1, 2, 3, 0, 1, 2, 3, 0, 1, 2, 3));
+  }
+  // A Q2 group's four values min + c x step (a multiply, then an add, as
+  // load_row): one vpermps per 16 codes where load_u2 then a multiply and
+  // an add took three.
+  static V u2_table(float min, float step) {
+    return _mm512_add_ps(
+        _mm512_mul_ps(_mm512_setr_ps(0, 1, 2, 3, 0, 1, 2, 3, 0, 1, 2, 3, 0, 1, 2, 3),
+                      _mm512_set1_ps(step)),
+        _mm512_set1_ps(min));
   }
   // Up to 16 values (a row's parameters at head_dim <= 256, group 32): one
   // masked load (the lanes past n are not read, so no fault past a buffer's
