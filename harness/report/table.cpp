@@ -236,8 +236,8 @@ std::vector<TableRow> build_table(const std::vector<json>& cells) {
     // instance agrees with the full cache, identical pairs: [1, 1] stands.
     if (r.top1_agreement && *r.top1_agreement < 1.0 &&
         r.top1_agreement_ci.lo == r.top1_agreement_ci.hi) {
-      int64_t n = 0;
-      for (double v : top1) n += std::isnan(v) ? 0 : 1;
+      const auto n =
+          std::count_if(top1.begin(), top1.end(), [](double v) { return !std::isnan(v); });
       r.top1_agreement_ci = stats::wilson_interval_at(*r.top1_agreement, n);
     }
     r.needle_survival = opt(mean(needle));
