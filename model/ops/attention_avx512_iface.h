@@ -41,12 +41,26 @@ struct Avx512 : simd::F32x16 {
         _mm_unpacklo_epi8(_mm_and_si128(b, m), _mm_and_si128(_mm_srli_epi16(b, 4), m));
     return _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(c));
   }
-  // 16 bytes: their low nibbles (elements d, d + 2, ...) and high nibbles.
-  static void load_u4_pair(const uint8_t* codes, int d, V& lo, V& hi) {
-    const __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i*>(codes + d / 2));
-    const __m128i m = _mm_set1_epi8(15);
-    lo = _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm_and_si128(b, m)));
-    hi = _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm_and_si128(_mm_srli_epi16(b, 4), m)));
+  // A Q4 group's sixteen values min + c x step (a multiply, then an add, as
+  // load_row), one per lane: vpermps reads the low 4 bits of each index lane,
+  // so a nibble indexes it directly.
+  static V u4_table(float min, float step) {
+    return _mm512_add_ps(
+        _mm512_mul_ps(_mm512_setr_ps(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
+                      _mm512_set1_ps(step)),
+        _mm512_set1_ps(min));
+  }
+  // load_u4_pair's codes looked up in a table: the 16 bytes widened once, the
+  // low nibbles as they are (vpermps ignores bits 4-7) and the high ones
+  // shifted down (lo: the low nibbles of bytes [d / 2, d / 2 + 16), elements
+  // d, d + 2, ...; hi: the high ones). The same values as the codes converted,
+  // multiplied and added: 4 instructions and the table's multiply and add,
+  // where conversion, multiplies and adds took 12.
+  static void lookup_u4_pair(const uint8_t* codes, int d, V table, V& lo, V& hi) {
+    const __m512i b =
+        _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(codes + d / 2)));
+    lo = _mm512_permutexvar_ps(b, table);
+    hi = _mm512_permutexvar_ps(_mm512_srli_epi32(b, 4), table);
   }
   // 2-bit codes through a table (lookup_u2): 4 bytes, element d + i at bits
   // 2i of the little-endian word. Lane i shifted right by 2i holds code i in

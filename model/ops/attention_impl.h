@@ -12,7 +12,8 @@
 //   load_i32(const int32_t*): W int32 as floats,
 //   load_u4(const uint8_t* codes, d): 4-bit codes [d, d + W) as floats (element
 //     2i in the low nibble of byte i),
-//   load_u4_pair(const uint8_t* codes, d, V& lo, V& hi): the 2W 4-bit codes
+//   load_u4_pair(const uint8_t* codes, d, V& lo, V& hi) (paths without
+//     lookup_u4_pair, below): the 2W 4-bit codes
 //     [d, d + 2W) without interleaving them: lo = the low nibbles of bytes
 //     [d / 2, d / 2 + W) (elements d, d + 2, ...), hi = the high nibbles
 //     (elements d + 1, d + 3, ...),
@@ -22,6 +23,9 @@
 //     group's four values min + c x step (multiply, then add) as a table, and
 //     the codes [d, d + W) looked up in it: the same values as load_u2's
 //     multiplied and added, fewer instructions (the x86 paths' vpermps),
+//   optional, W = 16: u4_table(min, step) -> V and lookup_u4_pair(codes, d,
+//     table, lo, hi): a Q4 group's sixteen values as a table, and load_u4_pair's
+//     codes looked up in it (AVX-512's vpermps; the same values),
 //   halves(const uint16_t* h, n, float* out): n f16 values as floats (reads
 //     only h[0, n); may write out[0, max(n, 16)): callers give kMaxRowParams),
 //   fmadd(a, b, c) = a * b + c, mul, add, sub, max
@@ -128,13 +132,26 @@ inline bool pair_order(KvElement e, int group) {
   return e == KvElement::Q4 && group % (2 * I::W) == 0;
 }
 
+// Whether the path reads Q4 code pairs through a table (u4_table,
+// lookup_u4_pair): sixteen values, one vector of 16 lanes.
+template <class I>
+constexpr bool has_u4_table() {
+  return requires(const uint8_t* c, typename I::V& x) {
+    I::lookup_u4_pair(c, 0, I::u4_table(0.0f, 0.0f), x, x);
+  };
+}
+
 template <class I>
 inline void load_q4_pair(const RowRef& r, int d, typename I::V& lo, typename I::V& hi) {
   const float* mp = r.prm + 2 * (d >> r.shift);
-  const typename I::V step = I::set1(mp[1]), mn = I::set1(mp[0]);
-  I::load_u4_pair(r.row, d, lo, hi);
-  lo = I::add(I::mul(lo, step), mn);  // as load_row: multiply, then add
-  hi = I::add(I::mul(hi, step), mn);
+  if constexpr (has_u4_table<I>()) {
+    I::lookup_u4_pair(r.row, d, I::u4_table(mp[0], mp[1]), lo, hi);
+  } else {
+    const typename I::V step = I::set1(mp[1]), mn = I::set1(mp[0]);
+    I::load_u4_pair(r.row, d, lo, hi);
+    lo = I::add(I::mul(lo, step), mn);  // as load_row: multiply, then add
+    hi = I::add(I::mul(hi, step), mn);
+  }
 }
 
 // x [rows][hd] reordered in place between element order and pair order:
