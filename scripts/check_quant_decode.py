@@ -6,12 +6,16 @@ Two rounds at depth 4096: the f32 full cache at 100 and 80 t/s, int4 at 160 and 
 and 1.4, median 1.5: met), KIVI-2 at 130 and 110 (1.3 and 1.375: 1.3375, not met), int8 missing
 from round 2 (one ratio, 1.2); each verdict counts the rounds below its target, and a prefill
 row at the same depth is left out. A folder without round1.json, or a round file that is not
-bench's JSON (a number too large for an int among them), or a FIFO in its place, is one error
-line and exit 2. The header names the CPU and binary recorded with the rounds
-(OUT/provenance.json), or says they were not recorded; more rounds into one OUT from another
-binary, or into rounds without a record, are refused; a provenance record too large, not JSON,
-incomplete or a FIFO is one error line and exit 2. Symbolic links planted where the rounds and
-the record are staged (NAME.tmp) are replaced, not written through.
+bench's JSON (a number too large for an int among them, a speed that is zero, negative or not
+finite), or a FIFO in its place, is one error line and exit 2. The header names the CPU and
+binary recorded with the rounds (OUT/provenance.json), or says they were not recorded; more
+rounds into one OUT from another binary, or into rounds without a record, are refused; a
+provenance record too large, not JSON, incomplete or a FIFO is one error line and exit 2.
+Symbolic links planted where the rounds and the record are staged (NAME.tmp) are replaced, not
+written through. Six rounds of processes alone: the ratios of medians, their bootstrap intervals
+and each verdict (met or not, shown or not); fewer than five rounds give no interval. --alone
+runs one process per policy and depth (a stand-in kvbench logs its calls), without --interleave,
+the order rotated each round, and marks the rows.
 """
 import json
 import os
@@ -34,6 +38,73 @@ def fifo_refused(script, folder, name, what, failures):
             failures.append(f"{what}: exit {res.returncode}, {res.stderr!r}")
     except subprocess.TimeoutExpired:
         failures.append(f"{what} hangs the reader")
+
+
+def medians_checked(script, failures):
+    """Six rounds: the ratio of medians and its bootstrap interval, and the verdict each gives."""
+    with tempfile.TemporaryDirectory() as out:
+        # At 4096 the f32 cache in two modes, as the EPYC's (median 115): every interval
+        # spans its target. At 8064 one mode (median 80): int4 130.5 / 80 = 1.63 is shown
+        # met, KIVI-2 100 / 80 = 1.25 shown missed.
+        by_depth = {4096: {"full": [100, 130, 102, 128, 101, 131],
+                           "full+int4": [180, 182, 181, 179, 178, 183],  # 180.5 / 115 = 1.57
+                           "full+int8": [140, 150, 145, 148, 142, 151],  # 146.5 / 115 = 1.27
+                           "full+kivi2": [150, 160, 155, 158, 152, 157]},  # 156 / 115 = 1.36
+                    8064: {"full": [80, 81, 79, 80, 82, 80],
+                           "full+int4": [130, 131, 129, 132, 130, 131],
+                           "full+kivi2": [100, 101, 99, 100, 102, 100]}}
+        for i in range(6):
+            with open(os.path.join(out, f"round{i + 1}.json"), "w") as f:
+                json.dump([dict(row(p, ts[i], d), alone=True) for d, per in by_depth.items()
+                           for p, ts in per.items()], f)
+        res = subprocess.run([sys.executable, script, out, "--from-rounds"], capture_output=True,
+                             text=True)
+        want = [
+            "6 rounds, each policy and depth a process of its own",
+            "| 4096 | full | 6 | 115.0 (100.0–131.0) | – |",
+            "| 4096 | full+int4 | 6 | 180.5 (178.0–183.0) | 1.57x [1.40, 1.79] |",
+            "- full+int4 at 4096: ratio of medians 1.57x [1.40, 1.79] against 1.5x over 6 rounds: "
+            "met, not shown (the interval spans it)",
+            "- full+int8 at 4096: ratio of medians 1.27x [1.15, 1.42] against 1.3x over 6 rounds: "
+            "not met, not shown (the interval spans it)",
+            "- full+kivi2 at 4096: ratio of medians 1.36x [1.20, 1.52] against 1.4x",
+            "| 8064 | full | 6 | 80.0 (79.0–82.0) | – |",
+            "- full+int4 at 8064: ratio of medians 1.63x [1.60, 1.64] against 1.5x over 6 rounds: "
+            "met, shown",
+            "- full+kivi2 at 8064: ratio of medians 1.25x [1.25, 1.25] against 1.4x over 6 rounds: "
+            "not met, shown",
+        ]
+        if res.returncode != 0:
+            failures.append(f"six rounds: exit {res.returncode}: {res.stderr}")
+        for w in want:
+            if w not in res.stdout:
+                failures.append(f"six rounds: missing {w!r} in:\n{res.stdout}")
+
+
+def alone_checked(script, failures):
+    """--alone: one process per policy and depth, the order rotated each round, rows marked."""
+    with tempfile.TemporaryDirectory() as d:
+        log = os.path.join(d, "calls")
+        fake = os.path.join(d, "kvbench")
+        with open(fake, "w") as f:
+            f.write('#!/bin/sh\nif [ "$1" = --version ]; then echo "kvbench 0.0 (commit fake)"; '
+                    'exit 0; fi\necho "$*" >> ' + log + '\n'
+                    'while [ $# -gt 0 ]; do case "$1" in --policy) p=$2;; -d) dd=$2;; esac; '
+                    'shift; done\n'
+                    'echo "[{\\"policy\\": \\"$p\\", \\"n_depth\\": $dd, \\"median_ts\\": 100}]"\n')
+        os.chmod(fake, 0o755)
+        out = os.path.join(d, "out")
+        res = subprocess.run([sys.executable, script, out, "--rounds", "2", "--alone", "--depths",
+                              "512,1024", "--kvbench", fake], capture_output=True, text=True)
+        calls = open(log).read().split("\n") if os.path.exists(log) else []
+        firsts = [c.split("--policy ")[1].split()[0] for c in calls if "--policy" in c]
+        if res.returncode != 0 or len(firsts) != 20 or firsts[0] != "full" or \
+                firsts[10] != "full+f16" or any("--interleave" in c or "," in c for c in calls):
+            failures.append(f"--alone calls: exit {res.returncode}, {res.stderr!r}, {calls[:3]}")
+        rows = json.load(open(os.path.join(out, "round2.json"))) if res.returncode == 0 else []
+        if len(rows) != 10 or not all(r.get("alone") is True for r in rows) or \
+                "each policy and depth a process of its own" not in res.stdout:
+            failures.append(f"--alone rows: {rows[:2]}, {res.stdout!r}")
 
 
 def main():
@@ -115,6 +186,14 @@ def main():
                              text=True)
         if res.returncode != 2 or not res.stderr.startswith("error: ") or res.stderr.count("\n") != 1:
             failures.append(f"a round without median_ts: exit {res.returncode}, {res.stderr!r}")
+        # Speeds that cannot divide: zero, negative, not finite.
+        for ts in ("0", "-5", "1e400", "NaN"):
+            with open(os.path.join(empty, "round1.json"), "w") as f:
+                f.write('[{"policy": "full", "n_depth": 4096, "median_ts": %s}]' % ts)
+            res = subprocess.run([sys.executable, script, empty, "--from-rounds"],
+                                 capture_output=True, text=True)
+            if res.returncode != 2 or "median_ts" not in res.stderr or res.stderr.count("\n") != 1:
+                failures.append(f"median_ts {ts}: exit {res.returncode}, {res.stderr!r}")
         # Numbers too large for an int (JSON 1e400 reads as infinity).
         for field in ("n_depth", "n_gen"):
             with open(os.path.join(empty, "round1.json"), "w") as f:
@@ -150,6 +229,8 @@ def main():
                 for n in ("provenance.json", "round1.json")):
             failures.append(f"links in place of the staged files: exit {res.returncode}, "
                             f"victim {kept!r}, {res.stderr!r}")
+    medians_checked(script, failures)
+    alone_checked(script, failures)
     for f in failures:
         print("FAIL:", f)
     print("quant_decode:", "ok" if not failures else f"{len(failures)} failures")

@@ -3,7 +3,7 @@
 
 usage: scripts/quant_decode.py OUT [--rounds 3] [--depths 4096,8064] [--threads 2]
                                [--n-gen 64] [--reps 3] [--kvbench build/kvbench] [--model PATH]
-                               [--no-interleave] [--attention f32|int8q]
+                               [--no-interleave] [--attention f32|int8q] [--alone]
        scripts/quant_decode.py OUT --from-rounds      (the table again from OUT's round files)
 
 Each round is one `kvbench bench --policy full,full+f16,full+int8,full+int4,full+kivi2 -p 0
@@ -14,7 +14,14 @@ repetitions back to back, as before 2026-11-30); its JSON goes to OUT/roundI.jso
 tokens/s over that round's f32 full cache's; the table gives the median of the rounds' ratios and
 their range, against the issue's targets (int8 1.3x, int4 1.5x, KIVI-2 1.4x; f16 has none) with
 the number of rounds below each (a shared machine's rounds fall in fast and slow modes), and
-names the CPU and the commit, since a ratio from one machine says nothing about another. Only
+names the CPU and the commit, since a ratio from one machine says nothing about another.
+--alone: each round runs every (policy, depth) in a process of its own instead (`bench --policy P
+-d D`), the policies in an order rotated by one each round. The decode speed of a process falls in
+fast and slow modes on the shared machines measured (the f32 cache at 4096: about 103-119 against
+125-140 t/s on an AMD EPYC, docs/performance-log.md 2026-12-01), and one process holding every
+cache lands them in modes together; alone, each process's mode is its own, so that over the rounds
+each policy's median counts its modes. The table's ratios of medians (below) are the figures to
+read then: a round's pair of processes shares nothing but the time. Only
 decode rows are read: a round made with `bench -p N` may be put in OUT too.
 The CPU and the binary's version go to OUT/provenance.json with the first round; a later call
 on the same OUT with another binary or CPU is refused (one OUT, one machine), as is one on an OUT
@@ -24,11 +31,17 @@ runs on.
 --attention int8q passes `--attention int8q` to bench: the quantized caches' keys are scored
 against an int8 query (integer dot products); the f32 full cache, holding no quantized keys, is
 computed as before. The header names the rounds' backends (their bench column).
+Below the per-round table, per policy and depth: its median t/s over the rounds (range), and the
+ratio of its median to the f32 full cache's over the rounds holding both, with a 95% percentile
+bootstrap interval (rounds resampled, 2000 times, a fixed seed: the same rounds, the same
+interval; at least 5 rounds); a target is met when that ratio reaches it, and shown met (or
+missed) when the whole interval is on that side of it.
 Pause other jobs on the machine while it runs.
 """
 import argparse
 import json
 import os
+import random
 import statistics
 import subprocess
 import sys
@@ -37,6 +50,7 @@ from text_safe import md_cell
 
 POLICIES = ["full", "full+f16", "full+int8", "full+int4", "full+kivi2"]
 TARGETS = {"full+int8": 1.3, "full+int4": 1.5, "full+kivi2": 1.4}
+MIN_ROUNDS = 5  # rounds behind a ratio of medians' interval
 
 
 def fail(what):
@@ -122,15 +136,36 @@ def run_rounds(a):
         path = os.path.join(a.out, f"round{i}.json")
         if os.path.exists(path):  # a finished round is kept: the script resumes
             continue
+        if a.alone:
+            write_atomic(path, json.dumps(alone_round(a, cmd, i)))
+            continue
         print(f"round {i} of {a.rounds}: {' '.join(cmd)}", file=sys.stderr, flush=True)
         text = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout
         json.loads(text)  # a round that does not parse is not kept
         write_atomic(path, text)
 
 
+def alone_round(a, cmd, i):
+    """Round i with every (policy, depth) in a process of its own, the policies' order rotated
+    by one per round (so none always runs first or after the same one); rows marked alone."""
+    base = [c for c in cmd if c != "--interleave"]
+    at = base.index("--policy")
+    order = POLICIES[(i - 1) % len(POLICIES):] + POLICIES[:(i - 1) % len(POLICIES)]
+    rows = []
+    for p in order:
+        for d in a.depths.split(","):
+            one = base[:at + 1] + [p] + base[at + 2:]
+            one[one.index("-d") + 1] = d
+            print(f"round {i} of {a.rounds}: {' '.join(one)}", file=sys.stderr, flush=True)
+            text = subprocess.run(one, capture_output=True, text=True, check=True).stdout
+            got = json.loads(text)  # a round with a process that does not parse is not kept
+            rows += [dict(r, alone=True) for r in got]
+    return rows
+
+
 def read_rounds(out):
     """The rounds' medians by (policy, depth), and whether each row's repetitions interleaved."""
-    rounds, turns, backends = [], set(), set()
+    rounds, turns, backends, alone = [], set(), set(), set()
     i = 1
     while os.path.exists(os.path.join(out, f"round{i}.json")):
         path = os.path.join(out, f"round{i}.json")
@@ -141,16 +176,66 @@ def read_rounds(out):
                 rows = json.load(f)
             # Decode rows only: a round from `bench -p N` also has prefill
             # rows at the same depth, which would take their key.
-            rounds.append({(r["policy"], int(r["n_depth"])): float(r["median_ts"]) for r in rows
-                           if int(r.get("n_gen", 1)) > 0})
+            got = {(r["policy"], int(r["n_depth"])): float(r["median_ts"]) for r in rows
+                   if int(r.get("n_gen", 1)) > 0}
+            # Speeds divide each other: a zero, negative or non-finite one is no speed.
+            if not all(0.0 < ts < float("inf") for ts in got.values()):
+                fail(f"{path}: a median_ts that is not a positive finite number")
+            rounds.append(got)
             turns |= {r.get("interleaved") is True for r in rows}
+            alone |= {r.get("alone") is True for r in rows}
             backends |= {md_cell(str(r.get("backend", "?"))[:80], table=False) for r in rows}
         except (OSError, ValueError, KeyError, TypeError, OverflowError) as e:
             fail(f"{path}: not a `kvbench bench -o json` result ({type(e).__name__}: {e})")
         i += 1
     if not rounds:
         fail(f"{out}: no round1.json")
-    return rounds, turns, backends
+    return rounds, turns, backends, alone
+
+
+def interval(pairs, seed=39, draws=2000):
+    """95% percentile bootstrap interval of median(cache) / median(full) over (full, cache)
+    round pairs, resampling the rounds."""
+    rng = random.Random(seed)
+    ratios = []
+    for _ in range(draws):
+        pick = [rng.choice(pairs) for _ in pairs]
+        ratios.append(statistics.median(c for _, c in pick) / statistics.median(f for f, _ in pick))
+    ratios.sort()
+    return ratios[int(0.025 * draws)], ratios[int(0.975 * draws) - 1]
+
+
+def medians_table(rounds):
+    """Markdown: per depth and policy, the median t/s over the rounds (range) and the ratio of
+    medians to the f32 full cache's with its interval; and the verdicts it gives."""
+    depths = sorted({d for r in rounds for (_, d) in r})
+    lines = ["| depth | policy | rounds | t/s median (range) | ratio of medians [95% interval] |",
+             "|---|---|---:|---:|---:|"]
+    verdicts = []
+    for d in depths:
+        for p in POLICIES:
+            pairs = [(r[("full", d)], r[(p, d)]) for r in rounds if (p, d) in r and ("full", d) in r]
+            if not pairs:
+                continue
+            ts = [c for _, c in pairs]
+            cell = "–"
+            if p != "full":
+                ratio = statistics.median(ts) / statistics.median(f for f, _ in pairs)
+                # A bootstrap of fewer rounds resamples too few values to mean anything.
+                few = len(pairs) < MIN_ROUNDS
+                lo, hi = (ratio, ratio) if few else interval(pairs)
+                band = f"[{lo:.2f}, {hi:.2f}]" if not few else "[too few rounds]"
+                cell = f"{ratio:.2f}x {band}"
+                if p in TARGETS:
+                    t = TARGETS[p]
+                    met = "met" if ratio >= t else "not met"
+                    shown = (f"fewer than {MIN_ROUNDS} rounds: not shown either way" if few else
+                             "shown" if lo >= t or hi < t else "not shown (the interval spans it)")
+                    verdicts.append(f"{p} at {d}: ratio of medians {ratio:.2f}x {band} against "
+                                    f"{t}x over {len(pairs)} rounds: {met}, {shown}")
+            lines.append(f"| {d} | {md_cell(p)} | {len(pairs)} | {statistics.median(ts):.1f} "
+                         f"({min(ts):.1f}–{max(ts):.1f}) | {cell} |")
+    return "\n".join(lines), verdicts
 
 
 def table(rounds):
@@ -196,27 +281,36 @@ def main():
     ap.add_argument("--from-rounds", action="store_true")
     ap.add_argument("--no-interleave", action="store_true")
     ap.add_argument("--attention", default="f32", choices=["f32", "int8q"])
+    ap.add_argument("--alone", action="store_true")
     a = ap.parse_args()
     if a.rounds < 1:
         fail("--rounds must be at least 1")
     if not a.from_rounds:
         run_rounds(a)
-    rounds, turns, backends = read_rounds(a.out)
+    rounds, turns, backends, alone = read_rounds(a.out)
     text, verdicts = table(rounds)
+    mtext, mverdicts = medians_table(rounds)
     # The rounds' own CPU and binary (rounds made before the record existed
     # have none: then say so rather than name this machine's).
     prov = read_provenance(a.out) or {"cpu": "CPU not recorded",
                                        "kvbench": "kvbench not recorded with these rounds"}
     # What the round files say, not this invocation's flags (--from-rounds).
-    order = ("repetitions interleaved over the policies" if turns == {True} else
+    order = ("each policy and depth a process of its own" if alone == {True} else
+             "repetitions interleaved over the policies" if turns == {True} else
              "each policy's repetitions back to back" if turns == {False} else
-             "rounds of both kinds")
+             "rounds of several kinds")
     print(f"{prov['cpu']}; {prov['kvbench']}; backend {', '.join(sorted(backends))}; {len(rounds)} rounds, "
           f"{order}; ratios are each "
           f"round's median t/s over that round's f32 full cache, median of the rounds (range)\n")
     print(text)
     print()
     for v in verdicts:
+        print(f"- {v}")
+    print("\nPer policy over the rounds: median t/s, and its ratio to the f32 full cache's median"
+          " (95% bootstrap interval over rounds)\n")
+    print(mtext)
+    print()
+    for v in mverdicts:
         print(f"- {v}")
     return 0
 
