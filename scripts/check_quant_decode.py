@@ -15,7 +15,8 @@ Symbolic links planted where the rounds and the record are staged (NAME.tmp) are
 written through. Six rounds of processes alone: the ratios of medians, their bootstrap intervals
 and each verdict (met or not, shown or not); fewer than five rounds give no interval. --alone
 runs one process per policy and depth (a stand-in kvbench logs its calls), without --interleave,
-the order rotated each round, and marks the rows.
+the order rotated each round, and marks the rows. Every committed set of rounds
+(a folder under results/throughput holding round1.json) regenerates its table.md.
 """
 import json
 import os
@@ -38,6 +39,23 @@ def fifo_refused(script, folder, name, what, failures):
             failures.append(f"{what}: exit {res.returncode}, {res.stderr!r}")
     except subprocess.TimeoutExpired:
         failures.append(f"{what} hangs the reader")
+
+
+def stored_checked(repo, script, failures):
+    """Every committed set of rounds (a folder under results/throughput holding round1.json)
+    regenerates its table.md: the committed figures are what the script makes of the
+    committed rounds."""
+    base = os.path.join(repo, "results", "throughput")
+    for folder, _, files in sorted(os.walk(base)):
+        if "round1.json" not in files:
+            continue
+        res = subprocess.run([sys.executable, script, folder, "--from-rounds"],
+                             capture_output=True, text=True)
+        with open(os.path.join(folder, "table.md")) as f:
+            stored = f.read()
+        if res.returncode != 0 or res.stdout != stored:
+            failures.append(f"{folder}: table.md is not what --from-rounds makes of its rounds "
+                            f"(exit {res.returncode}, {res.stderr!r})")
 
 
 def medians_checked(script, failures):
@@ -230,6 +248,7 @@ def main():
             failures.append(f"links in place of the staged files: exit {res.returncode}, "
                             f"victim {kept!r}, {res.stderr!r}")
     medians_checked(script, failures)
+    stored_checked(repo, script, failures)
     alone_checked(script, failures)
     for f in failures:
         print("FAIL:", f)

@@ -16,12 +16,13 @@ their range, against the issue's targets (int8 1.3x, int4 1.5x, KIVI-2 1.4x; f16
 the number of rounds below each (a shared machine's rounds fall in fast and slow modes), and
 names the CPU and the commit, since a ratio from one machine says nothing about another.
 --alone: each round runs every (policy, depth) in a process of its own instead (`bench --policy P
--d D`), the policies in an order rotated by one each round. The decode speed of a process falls in
-fast and slow modes on the shared machines measured (the f32 cache at 4096: about 103-119 against
-125-140 t/s on an AMD EPYC, docs/performance-log.md 2026-12-01), and one process holding every
-cache lands them in modes together; alone, each process's mode is its own, so that over the rounds
-each policy's median counts its modes. The table's ratios of medians (below) are the figures to
-read then: a round's pair of processes shares nothing but the time. Only
+-d D`), the policies in an order rotated by one each round. On the shared machines measured, decode
+speed moves in stretches of minutes that slow the instruction-bound quantized kernels or the
+memory-bound f32 cache (the f32 cache at 4096: about 103-119 against 125-140 t/s on an AMD EPYC;
+docs/performance-log.md, 2026-12-01 (night)); one process holding every cache measures them all in
+one stretch, and alone, over many rounds, each policy's median counts the stretches it ran in. The
+table's ratios of medians (below) are the figures to read then: a round's pair of processes shares
+nothing but the time. Only
 decode rows are read: a round made with `bench -p N` may be put in OUT too.
 The CPU and the binary's version go to OUT/provenance.json with the first round; a later call
 on the same OUT with another binary or CPU is refused (one OUT, one machine), as is one on an OUT
