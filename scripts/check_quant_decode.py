@@ -41,6 +41,15 @@ def fifo_refused(script, folder, name, what, failures):
         failures.append(f"{what} hangs the reader")
 
 
+def expect_lines(res, want, what, failures):
+    """The run exited 0 and printed every line of `want`."""
+    if res.returncode != 0:
+        failures.append(f"{what}: exit {res.returncode}: {res.stderr}")
+    for w in want:
+        if w not in res.stdout:
+            failures.append(f"{what}: missing {w!r} in:\n{res.stdout}")
+
+
 def stored_checked(repo, script, failures):
     """Every committed set of rounds (a folder under results/throughput holding round1.json)
     regenerates its table.md: the committed figures are what the script makes of the
@@ -92,11 +101,7 @@ def medians_checked(script, failures):
             "- full+kivi2 at 8064: ratio of medians 1.25x [1.25, 1.25] against 1.4x over 6 rounds: "
             "not met, shown",
         ]
-        if res.returncode != 0:
-            failures.append(f"six rounds: exit {res.returncode}: {res.stderr}")
-        for w in want:
-            if w not in res.stdout:
-                failures.append(f"six rounds: missing {w!r} in:\n{res.stdout}")
+        expect_lines(res, want, "six rounds", failures)
 
 
 def alone_checked(script, failures):
@@ -157,11 +162,7 @@ def main():
             "2 rounds",
             "Rounds CPU \\x1b[2J; kvbench 0.1.0 (commit abc123)",
         ]
-        if res.returncode != 0:
-            failures.append(f"exit {res.returncode}: {res.stderr}")
-        for w in want:
-            if w not in res.stdout:
-                failures.append(f"missing {w!r} in:\n{res.stdout}")
+        expect_lines(res, want, "two rounds", failures)
         # More rounds into this OUT from another binary: refused before any runs.
         res = subprocess.run([sys.executable, script, out, "--rounds", "3", "--kvbench", kvbench],
                              capture_output=True, text=True)
