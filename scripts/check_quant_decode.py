@@ -15,8 +15,9 @@ Symbolic links planted where the rounds and the record are staged (NAME.tmp) are
 written through. Six rounds of processes alone: the ratios of medians, their bootstrap intervals
 and each verdict (met or not, shown or not); fewer than five rounds give no interval. --alone
 runs one process per policy and depth (a stand-in kvbench logs its calls), without --interleave,
-the order rotated each round, and marks the rows. Every committed set of rounds
-(a folder under results/throughput holding round1.json) regenerates its table.md.
+the order rotated each round, and marks the rows; a kvbench process that fails is one error line
+and exit 2. Every committed set of rounds (a folder under results/throughput holding
+round1.json) regenerates its table.md.
 """
 import json
 import os
@@ -128,6 +129,19 @@ def alone_checked(script, failures):
         if len(rows) != 10 or not all(r.get("alone") is True for r in rows) or \
                 "each policy and depth a process of its own" not in res.stdout:
             failures.append(f"--alone rows: {rows[:2]}, {res.stdout!r}")
+        # A process that fails (kvbench refusing a depth): one error line, exit 2, no round.
+        refuses = os.path.join(d, "refuses")
+        with open(refuses, "w") as f:
+            f.write('#!/bin/sh\nif [ "$1" = --version ]; then echo "kvbench 0.0 (commit fake)"; '
+                    'exit 0; fi\necho "error: --n-depth: x is not an integer" >&2; exit 2\n')
+        os.chmod(refuses, 0o755)
+        bad = os.path.join(d, "bad")
+        res = subprocess.run([sys.executable, script, bad, "--rounds", "1", "--alone", "--depths",
+                              "x", "--kvbench", refuses], capture_output=True, text=True)
+        errors = [l for l in res.stderr.splitlines() if not l.startswith("round ")]
+        if res.returncode != 2 or len(errors) != 1 or not errors[0].startswith("error: ") or \
+                "n-depth" not in errors[0] or os.path.exists(os.path.join(bad, "round1.json")):
+            failures.append(f"a failing kvbench: exit {res.returncode}, {res.stderr!r}")
 
 
 def main():

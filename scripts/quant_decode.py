@@ -141,9 +141,22 @@ def run_rounds(a):
             write_atomic(path, json.dumps(alone_round(a, cmd, i)))
             continue
         print(f"round {i} of {a.rounds}: {' '.join(cmd)}", file=sys.stderr, flush=True)
-        text = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout
+        text = bench(cmd)
         json.loads(text)  # a round that does not parse is not kept
         write_atomic(path, text)
+
+
+def bench(cmd):
+    """One kvbench process's stdout; a process that fails is one error line (its own last
+    line, a policy or depth it refused) and exit 2, the rounds before it kept."""
+    try:
+        res = subprocess.run(cmd, capture_output=True, text=True)
+    except OSError as e:
+        fail(f"{cmd[0]}: cannot run it ({e.strerror})")
+    if res.returncode != 0:
+        last = (res.stderr.strip().splitlines() or ["no message"])[-1]
+        fail(f"{' '.join(cmd[1:4])}: kvbench exited {res.returncode}: {last[:300]!r}")
+    return res.stdout
 
 
 def alone_round(a, cmd, i):
@@ -158,7 +171,7 @@ def alone_round(a, cmd, i):
             one = base[:at + 1] + [p] + base[at + 2:]
             one[one.index("-d") + 1] = d
             print(f"round {i} of {a.rounds}: {' '.join(one)}", file=sys.stderr, flush=True)
-            text = subprocess.run(one, capture_output=True, text=True, check=True).stdout
+            text = bench(one)
             got = json.loads(text)  # a round with a process that does not parse is not kept
             rows += [dict(r, alone=True) for r in got]
     return rows
