@@ -42,6 +42,16 @@ def fifo_refused(script, folder, name, what, failures):
         failures.append(f"{what} hangs the reader")
 
 
+def stand_in(path, body):
+    """An executable stand-in for kvbench at path: `--version` names a fake commit, any other
+    call runs the shell text `body`."""
+    with open(path, "w") as f:
+        f.write('#!/bin/sh\nif [ "$1" = --version ]; then echo "kvbench 0.0 (commit fake)"; '
+                'exit 0; fi\n' + body + '\n')
+    os.chmod(path, 0o755)
+    return path
+
+
 def expect_lines(res, want, what, failures):
     """The run exited 0 and printed every line of `want`."""
     if res.returncode != 0:
@@ -109,14 +119,11 @@ def alone_checked(script, failures):
     """--alone: one process per policy and depth, the order rotated each round, rows marked."""
     with tempfile.TemporaryDirectory() as d:
         log = os.path.join(d, "calls")
-        fake = os.path.join(d, "kvbench")
-        with open(fake, "w") as f:
-            f.write('#!/bin/sh\nif [ "$1" = --version ]; then echo "kvbench 0.0 (commit fake)"; '
-                    'exit 0; fi\necho "$*" >> ' + log + '\n'
-                    'while [ $# -gt 0 ]; do case "$1" in --policy) p=$2;; -d) dd=$2;; esac; '
-                    'shift; done\n'
-                    'echo "[{\\"policy\\": \\"$p\\", \\"n_depth\\": $dd, \\"median_ts\\": 100}]"\n')
-        os.chmod(fake, 0o755)
+        fake = stand_in(os.path.join(d, "kvbench"),
+                        'echo "$*" >> ' + log + '\n'
+                        'while [ $# -gt 0 ]; do case "$1" in --policy) p=$2;; -d) dd=$2;; esac; '
+                        'shift; done\n'
+                        'echo "[{\\"policy\\": \\"$p\\", \\"n_depth\\": $dd, \\"median_ts\\": 100}]"')
         out = os.path.join(d, "out")
         res = subprocess.run([sys.executable, script, out, "--rounds", "2", "--alone", "--depths",
                               "512,1024", "--kvbench", fake], capture_output=True, text=True)
@@ -130,11 +137,8 @@ def alone_checked(script, failures):
                 "each policy and depth a process of its own" not in res.stdout:
             failures.append(f"--alone rows: {rows[:2]}, {res.stdout!r}")
         # A process that fails (kvbench refusing a depth): one error line, exit 2, no round.
-        refuses = os.path.join(d, "refuses")
-        with open(refuses, "w") as f:
-            f.write('#!/bin/sh\nif [ "$1" = --version ]; then echo "kvbench 0.0 (commit fake)"; '
-                    'exit 0; fi\necho "error: --n-depth: x is not an integer" >&2; exit 2\n')
-        os.chmod(refuses, 0o755)
+        refuses = stand_in(os.path.join(d, "refuses"),
+                           'echo "error: --n-depth: x is not an integer" >&2; exit 2')
         bad = os.path.join(d, "bad")
         res = subprocess.run([sys.executable, script, bad, "--rounds", "1", "--alone", "--depths",
                               "x", "--kvbench", refuses], capture_output=True, text=True)
@@ -241,11 +245,8 @@ def main():
     # .tmp of their own, and the file a link points to stays untouched. A stand-in for
     # kvbench answers --version and prints one round.
     with tempfile.TemporaryDirectory() as d:
-        fake = os.path.join(d, "kvbench")
-        with open(fake, "w") as f:
-            f.write('#!/bin/sh\nif [ "$1" = --version ]; then echo "kvbench 0.0 (commit fake)"; '
-                    'else echo \'[{"policy": "full", "n_depth": 4096, "median_ts": 100}]\'; fi\n')
-        os.chmod(fake, 0o755)
+        fake = stand_in(os.path.join(d, "kvbench"),
+                        'echo \'[{"policy": "full", "n_depth": 4096, "median_ts": 100}]\'')
         victim = os.path.join(d, "victim")
         with open(victim, "w") as f:
             f.write("untouched")
