@@ -72,17 +72,15 @@ struct Avx2 : simd::F32x8, Avx2Q8 {
     const __m256i shifts = _mm256_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14);
     return _mm256_permutevar8x32_ps(table, _mm256_srlv_epi32(_mm256_set1_epi32(w), shifts));
   }
-  // The codes as floats: the table 0, 1, 2, 3 (exact).
-  static V load_u2(const uint8_t* codes, int d) {
-    return lookup_u2(codes, d, _mm256_setr_ps(0, 1, 2, 3, 0, 1, 2, 3));
-  }
+  // The codes 0, 1, 2, 3 in the lanes lookup_u2 reads code c from.
+  static V u2_codes() { return _mm256_setr_ps(0, 1, 2, 3, 0, 1, 2, 3); }
+  // The codes as floats, looked up in u2_codes (exact).
+  static V load_u2(const uint8_t* codes, int d) { return lookup_u2(codes, d, u2_codes()); }
   // A Q2 group's four values min + c x step (a multiply, then an add, as
   // load_row): a shift and a vpermps per 8 codes where load_u2 then a
   // multiply and an add took four.
   static V u2_table(float min, float step) {
-    return _mm256_add_ps(
-        _mm256_mul_ps(_mm256_setr_ps(0, 1, 2, 3, 0, 1, 2, 3), _mm256_set1_ps(step)),
-        _mm256_set1_ps(min));
+    return _mm256_add_ps(_mm256_mul_ps(u2_codes(), _mm256_set1_ps(step)), _mm256_set1_ps(min));
   }
   static void halves(const uint16_t* h, int n, float* out) { f16c_halves(h, n, out); }
   static float hsum(V v) {

@@ -74,19 +74,16 @@ struct Avx512 : simd::F32x16 {
         _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
     return _mm512_permutexvar_ps(_mm512_srlv_epi32(_mm512_set1_epi32(w), shifts), table);
   }
-  // The codes as floats: the table 0, 1, 2, 3 (one instruction where a mask
+  // The codes 0, 1, 2, 3 in the lanes lookup_u2 reads code c from.
+  static V u2_codes() { return _mm512_setr_ps(0, 1, 2, 3, 0, 1, 2, 3, 0, 1, 2, 3, 0, 1, 2, 3); }
+  // The codes as floats, looked up in u2_codes (one instruction where a mask
   // and a conversion took two; the same values, exactly).
-  static V load_u2(const uint8_t* codes, int d) {
-    return lookup_u2(codes, d, _mm512_setr_ps(0, 1, 2, 3, 0, 1, 2, 3, 0, 1, 2, 3, 0, 1, 2, 3));
-  }
+  static V load_u2(const uint8_t* codes, int d) { return lookup_u2(codes, d, u2_codes()); }
   // A Q2 group's four values min + c x step (a multiply, then an add, as
   // load_row): one vpermps per 16 codes where load_u2 then a multiply and
   // an add took three.
   static V u2_table(float min, float step) {
-    return _mm512_add_ps(
-        _mm512_mul_ps(_mm512_setr_ps(0, 1, 2, 3, 0, 1, 2, 3, 0, 1, 2, 3, 0, 1, 2, 3),
-                      _mm512_set1_ps(step)),
-        _mm512_set1_ps(min));
+    return _mm512_add_ps(_mm512_mul_ps(u2_codes(), _mm512_set1_ps(step)), _mm512_set1_ps(min));
   }
   // Up to 16 values (a row's parameters at head_dim <= 256, group 32): one
   // masked load (the lanes past n are not read, so no fault past a buffer's
